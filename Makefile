@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# floodgate build. `make help` lists the targets.
+
+OUTPUT      ?= .output
+CLANG       ?= clang
+LLVM_STRIP  ?= llvm-strip
+BPFTOOL     ?= bpftool
+CC          ?= cc
+PKG_CONFIG  ?= pkg-config
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+ARCH        := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# --- flags -------------------------------------------------------------------
+COMMON_FLAGS := -ffile-prefix-map=$(CURDIR)=. -MMD -MP
+BPF_CFLAGS   := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
+		-Iinclude -Ibpf -I. -Wall -Werror $(COMMON_FLAGS) $(EXTRA_BPF_CFLAGS)
+CFLAGS       ?= -O2 -g
+USER_CFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+		-Iinclude -Iuser -I$(OUTPUT) -D_GNU_SOURCE $(COMMON_FLAGS)
+USER_LDLIBS  := -lbpf -lelf -lz -lyaml -lmicrohttpd -lsystemd -lpthread -lm
+
+ifeq ($(ASAN),1)
+USER_CFLAGS += -fsanitize=address -fno-omit-frame-pointer
+USER_LDFLAGS += -fsanitize=address
+endif
+ifeq ($(UBSAN),1)
+USER_CFLAGS += -fsanitize=undefined -fno-sanitize-recover=undefined
+USER_LDFLAGS += -fsanitize=undefined
+endif
+
+# --- sources -----------------------------------------------------------------
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+MAINS      := user/floodgated.c user/floodgate.c
+LIB_SRCS   := $(filter-out $(MAINS),$(wildcard user/*.c))
+LIB_OBJS   := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
+LIB        := $(OUTPUT)/libfg.a
+BINS       := $(patsubst user/%.c,$(OUTPUT)/%,$(wildcard $(MAINS)))
+TOOL_SRCS  := $(wildcard tools/*.c)
+TOOLS      := $(patsubst tools/%.c,$(OUTPUT)/%,$(TOOL_SRCS))
+TEST_SRCS  := $(wildcard tests/test_*.c)
+TESTS      := $(patsubst tests/%.c,$(OUTPUT)/tests/%,$(TEST_SRCS))
+TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS) $(wildcard tests/fuzz_*.c),$(wildcard tests/*.c))
+TEST_HELPER_OBJS := $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(TEST_HELPER_SRCS))
+FUZZ_SRCS  := $(wildcard tests/fuzz_*.c)
+FUZZERS    := $(patsubst tests/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+DEPS_STAMP := $(OUTPUT)/.deps-ok
+
+.DELETE_ON_ERROR:
+.PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang
+
+all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
+
+help:
+	@echo 'floodgate targets:'
+	@echo '  all (default)  BPF objects, skeletons, floodgated, floodgate, tools, tests'
+	@echo '  deps           install missing Debian packages (root)'
+	@echo '  test           whole test suite (as root): unit, BPF, end-to-end, game day (short)'
+	@echo '  test-unit      tests that need no root or network namespaces'
+	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
+	@echo '  bench          benchmarks against the floor, nftables and iptables'
+	@echo '  gameday        long adversarial drills, fuzzing and soaks'
+	@echo '  fuzz           build the libFuzzer targets'
+	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'
+	@echo '  install        PREFIX=$(PREFIX) DESTDIR=...'
+	@echo '  clean          remove $(OUTPUT)'
+	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
+
+deps $(DEPS_STAMP):
+	$(Q)tools/deps.sh
+	$(Q)mkdir -p $(OUTPUT) && touch $(DEPS_STAMP)
+
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/fuzz:
+	$(Q)mkdir -p $@
+
+# --- BPF: clang -> strip DWARF (keep BTF) -> bpftool gen object -> skeleton --
+$(OUTPUT)/%.tmp.o: bpf/%.bpf.c | $(OUTPUT) $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(OUTPUT)/$*.bpf.d -MT $@ -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.o
+	$(call msg,GEN-OBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# --- userspace -----------------------------------------------------------------
+$(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUTPUT)/%: $(OUTPUT)/user/%.o $(LIB)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
+
+$(OUTPUT)/tools/%.o: tools/%.c $(SKELS) | $(DEPS_STAMP)
+	$(Q)mkdir -p $(OUTPUT)/tools
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(TOOLS): $(OUTPUT)/%: $(OUTPUT)/tools/%.o $(LIB)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
+
+$(OUTPUT)/tests/%.o: tests/%.c $(SKELS) | $(OUTPUT)/tests $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Itests -c $< -o $@
+
+$(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
+
+# --- fuzzers (clang libFuzzer + ASan) ------------------------------------------
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Iuser -Itests -I$(OUTPUT) \
+	       -D_GNU_SOURCE -DFG_FUZZ $(COMMON_FLAGS)
+$(OUTPUT)/fuzz/%: tests/%.c $(LIB_SRCS) $(SKELS) | $(OUTPUT)/fuzz $(DEPS_STAMP)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MF $@.d $< $(LIB_SRCS) $(USER_LDLIBS) -o $@
+fuzz: $(FUZZERS)
+
+# --- running -------------------------------------------------------------------
+test: all fuzz
+	$(Q)tests/run.sh
+
+test-unit: all
+	$(Q)tests/run.sh --unit
+
+gameday: all fuzz
+	$(Q)FG_GAMEDAY=1 tests/run.sh --gameday
+
+bench: all
+	$(Q)tools/deps.sh bench
+	$(Q)tools/bench.sh
+
+demo: all
+	$(Q)tools/demo.sh
+
+verify-clang:
+	$(Q)tools/deps.sh gameday
+	$(Q)tools/verify-clang.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/doc/floodgate/examples
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0644 docs/floodgate.8 docs/floodgated.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/floodgate.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' floodgated.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/floodgated.service
+	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)
+
+DEPS := $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/fuzz/*.d)
+-include $(DEPS)

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * floodgate ABI: every struct shared by the XDP program (bpf/) and userspace
+ * (user/, tools/, tests/). Only fixed-width types and explicit padding, so the
+ * layout is the same for clang's BPF target and for the host compiler.
+ *
+ * Bump FG_ABI_VERSION whenever a layout below changes: pinned maps carry it
+ * in fg_ctl and userspace refuses a pin dir from another version, because
+ * libbpf's reuse check compares only sizes, not layouts.
+ */
+#ifndef FLOODGATE_H
+#define FLOODGATE_H
+
+#ifdef __BPF__
+/* vmlinux.h provides the __u* types on the BPF side */
+#else
+#include <linux/types.h>
+#endif
+
+#define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
+#define FG_ABI_VERSION	1u
+
+#define FG_MAX_RULES	64	/* rule ids 0..63; one stats row each */
+#define FG_ROW_GLOBAL	FG_MAX_RULES	/* stats row for pre-rule outcomes */
+#define FG_NROWS	(FG_MAX_RULES + 1)
+#define FG_MAX_MATCH	128	/* compiled match entries per protocol class */
+#define FG_MAX_SETS	32	/* source prefix sets (bit per set) */
+#define FG_NAME_LEN	48
+#define FG_MAX_IFS	16
+#define FG_MAX_VLAN	2	/* 802.1Q / 802.1ad tags parsed; a third is malformed */
+#define FG_MAX_EXTHDR	8	/* IPv6 extension headers walked; more is malformed */
+#define FG_MAX_CAS	8	/* compare-and-swap retries before giving up */
+
+/*
+ * Time. Buckets keep a theoretical arrival time (GCRA) in "time units" of
+ * 2^-FG_TU_SHIFT ns, so that byte rates above 1 GB/s still get a
+ * sub-nanosecond cost per byte without rounding a 64-byte frame's cost by
+ * more than 0.25%. now_tu = ktime_ns << 6 wraps after 2^58 ns, 9.1 years of
+ * uptime.
+ */
+#define FG_TU_SHIFT	6
+#define FG_TU_PER_SEC	(1000000000ull << FG_TU_SHIFT)
+#define FG_MAX_COST	(1u << 20)	/* one frame never costs more than 1 MiB */
+#define FG_MAX_TAU	(1ull << 62)	/* burst * inc must stay below this */
+
+/* Which clock the program reads (load-time, rodata). */
+enum fg_clock {
+	FG_CLOCK_COARSE = 0,	/* bpf_ktime_get_coarse_ns: ~3 ns, 1 tick (4 ms) granularity */
+	FG_CLOCK_PRECISE = 1,	/* bpf_ktime_get_ns: ~25 ns, exact */
+	FG_CLOCK_TEST = 2,	/* tests only: fake_now in .bss */
+};
+
+enum fg_mode {
+	FG_MODE_ENFORCE = 0,
+	FG_MODE_SHADOW = 1,
+};
+
+enum fg_verdict {
+	FG_PASS = 0,
+	FG_DROP = 1,
+};
+
+/* What a rule does with packets it matches. */
+enum fg_action {
+	FG_ACT_LIMIT = 0,	/* token buckets decide */
+	FG_ACT_PASS = 1,	/* always pass (an exemption) */
+	FG_ACT_DROP = 2,	/* always drop */
+};
+
+enum fg_cost {
+	FG_COST_PKTS = 0,
+	FG_COST_BYTES = 1,	/* whole frame, all fragments of a multi-buffer frame */
+};
+
+/* What happens when a source cannot get its own bucket (table full, or
+ * new-key admission limited). */
+enum fg_on_full {
+	FG_FULL_OVERFLOW = 0,	/* charge the rule's shared overflow bucket */
+	FG_FULL_OPEN = 1,	/* pass without a per-source charge (aggregate still applies) */
+	FG_FULL_CLOSED = 2,	/* drop */
+};
+
+/* Exclusive outcomes: every packet is counted in exactly one. */
+enum fg_outcome {
+	FG_OUT_PASS = 0,	/* admitted by a rule, or unmatched with default pass */
+	FG_OUT_DROP,		/* dropped by a rule, or unmatched with default drop */
+	FG_OUT_SHADOW,		/* would have been dropped; passed because of shadow mode */
+	FG_OUT_ALLOW,		/* allowlisted source */
+	FG_OUT_DENY,		/* denylisted source */
+	FG_OUT_BYPASS,		/* kill switch on */
+	FG_OUT_MALFORMED,	/* unparseable IP packet (verdict: policy's malformed) */
+	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
+	FG_OUT_MAX,
+};
+
+/* Events: counted in addition to the outcome. */
+enum fg_event {
+	FG_EV_INSERT = 0,	/* new source bucket created */
+	FG_EV_OVERFLOW,		/* charged to the rule's overflow bucket */
+	FG_EV_INSERT_LIMITED,	/* new key refused by the admission limiter */
+	FG_EV_INSERT_FAIL,	/* map update failed (table full, ENOMEM) */
+	FG_EV_FULL_OPEN,	/* passed without per-source charge (on_full: open) */
+	FG_EV_FULL_CLOSED,	/* dropped because no bucket (on_full: closed) */
+	FG_EV_CONTENDED,	/* CAS retries exhausted: dropped */
+	FG_EV_AGG_DROP,		/* dropped by the aggregate bucket */
+	FG_EV_FRAG,		/* non-first fragment */
+	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
+	FG_EV_MAX,
+};
+
+/* fg_ctl[0]: runtime switches, read first by every packet. Written by
+ * floodgated and the floodgate CLI under the pin dir's lock. */
+struct fg_ctl {
+	__u32 magic;		/* FG_ABI_MAGIC */
+	__u32 abi;		/* FG_ABI_VERSION */
+	__u32 slot;		/* active fg_policy slot, 0 or 1 */
+	__u32 mode;		/* enum fg_mode, global; shadow wins over rules */
+	__u32 bypass;		/* kill switch: 1 = pass everything, touch nothing */
+	__u32 pad;
+	__u64 bypass_until;	/* CLOCK_MONOTONIC ns; 0 = until switched off */
+};
+
+/* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
+ * tau = burst * inc. inc == 0 means no limit. */
+struct fg_limit {
+	__u64 inc;
+	__u64 tau;
+};
+
+/* One rule's action and limits. Rules are identified by name across
+ * reloads; id indexes the stats row and, with gen, the bucket keys, so that
+ * a rule that survives a reload keeps its buckets and a reused id does not
+ * inherit a deleted rule's buckets. */
+struct fg_rule {
+	struct fg_limit src;	/* per source (key = masked saddr) */
+	struct fg_limit agg;	/* all sources together */
+	struct fg_limit ovf;	/* shared bucket for sources without their own */
+	__be32 mask4;		/* source grouping mask, IPv4 */
+	__be32 mask6[4];	/* source grouping mask, IPv6 */
+	__u16 id;		/* 0..FG_MAX_RULES-1 */
+	__u16 gen;		/* bumped when an id is given to a new rule */
+	__u8 action;		/* enum fg_action */
+	__u8 mode;		/* enum fg_mode */
+	__u8 cost;		/* enum fg_cost */
+	__u8 on_full;		/* enum fg_on_full */
+};
+
+/* Protocol classes: match entries are compiled per class so that a TCP
+ * packet never scans UDP rules. */
+enum fg_class {
+	FG_CLASS_TCP = 0,
+	FG_CLASS_UDP,
+	FG_CLASS_ICMP,		/* ICMP and ICMPv6 */
+	FG_CLASS_OTHER,		/* any other IP protocol, incl. ESP, no-next-header */
+	FG_NCLASS,
+};
+
+/* fg_match.flags */
+#define FG_M_L4		0x01	/* needs the L4 header: never matches non-first fragments */
+#define FG_M_ICMP_TYPE	0x02	/* icmp_type must be equal */
+#define FG_M_V4		0x04	/* IPv4 only */
+#define FG_M_V6		0x08	/* IPv6 only */
+#define FG_M_FRAG	0x10	/* matches non-first fragments only */
+
+/* TCP flag bits as in the header's 13th byte */
+#define FG_TCP_FIN	0x01
+#define FG_TCP_SYN	0x02
+#define FG_TCP_RST	0x04
+#define FG_TCP_PSH	0x08
+#define FG_TCP_ACK	0x10
+#define FG_TCP_URG	0x20
+#define FG_TCP_ECE	0x40
+#define FG_TCP_CWR	0x80
+
+/* One compiled match entry; a rule with a port list compiles to several. */
+struct fg_match {
+	__u16 sport_lo, sport_hi;	/* host order, inclusive; 0..65535 = any */
+	__u16 dport_lo, dport_hi;
+	__u32 sets;		/* source sets, any of; 0 = any source */
+	__u8 proto;		/* IP protocol; 0 = any within the class */
+	__u8 tcp_mask;		/* (flags & tcp_mask) == tcp_val */
+	__u8 tcp_val;
+	__u8 icmp_type;
+	__u8 flags;		/* FG_M_* */
+	__u8 rule;		/* index into fg_policy.rules */
+	__u8 pad[2];
+};
+
+/* fg_policy[slot]: a whole compiled policy. Userspace writes the inactive
+ * slot, flips fg_ctl.slot, then waits for an RCU grace period
+ * (membarrier(MEMBARRIER_CMD_GLOBAL) calls synchronize_rcu()) before that
+ * slot may be written again: no packet is judged by two policies. */
+struct fg_policy {
+	__u64 version;		/* increases with every apply */
+	struct fg_limit ins;	/* admission of new source keys (all rules) */
+	__u32 nrules;
+	__u8 default_verdict;	/* enum fg_verdict, unmatched packets */
+	__u8 malformed_verdict;	/* enum fg_verdict */
+	__u8 lists;		/* bit 0: fg_pfx4 has entries, bit 1: fg_pfx6 */
+	__u8 pad;
+	__u16 nmatch[FG_NCLASS];
+	struct fg_rule rules[FG_MAX_RULES];
+	struct fg_match match[FG_NCLASS][FG_MAX_MATCH];
+};
+
+/* Allow/deny lists and source sets share one LPM trie per family. The key
+ * starts with the policy slot so both policies live in one trie; userspace
+ * flattens nested prefixes so the longest match carries everything that
+ * applies (allow if any covering prefix allows, sets = union). */
+enum fg_list {
+	FG_LIST_NONE = 0,
+	FG_LIST_ALLOW = 1,
+	FG_LIST_DENY = 2,
+};
+
+struct fg_lpm4 {
+	__u32 prefixlen;	/* 32 (slot) + prefix length */
+	__u32 slot;
+	__be32 addr;
+};
+
+struct fg_lpm6 {
+	__u32 prefixlen;	/* 32 (slot) + prefix length */
+	__u32 slot;
+	__u8 addr[16];
+};
+
+struct fg_pfx {
+	__u32 list;		/* enum fg_list */
+	__u32 sets;		/* source sets containing this prefix */
+};
+
+/* Source bucket keys: the masked source, the rule id and its generation. */
+struct fg_key4 {
+	__be32 addr;
+	__u16 rule;
+	__u16 gen;
+};
+
+struct fg_key6 {
+	__u8 addr[16];
+	__u16 rule;
+	__u16 gen;
+};
+
+/*
+ * A token bucket in GCRA form: one theoretical arrival time. Admit a cost c
+ * at time now iff max(tat, now) + c*inc - now <= tau, and then store that
+ * sum as the new tat with compare-and-swap. A drop writes nothing, except
+ * that 1 drop in FG_DROP_SAMPLE (per CPU) adds FG_DROP_SAMPLE to drops, so
+ * the drop path stays read-only for the shared line while `top` can still
+ * rank sources; exact totals are in the per-rule counters.
+ */
+#define FG_DROP_SAMPLE	16
+struct fg_bucket {
+	__u64 tat;		/* time units */
+	__u64 drops;		/* sampled, see above */
+};
+
+/* Aggregate, overflow and admission buckets live in one array, a cache
+ * line each so rules do not share lines. */
+#define FG_AGG_IDX(id)	(id)
+#define FG_OVF_IDX(id)	(FG_MAX_RULES + (id))
+#define FG_INS_IDX	(2 * FG_MAX_RULES)
+#define FG_NAGG		(2 * FG_MAX_RULES + 1)
+struct fg_agg {
+	struct fg_bucket b;
+	__u64 pad[6];
+};
+
+/* Per-CPU counters, one row per rule id plus FG_ROW_GLOBAL. */
+struct fg_stats {
+	__u64 pkts[FG_OUT_MAX];
+	__u64 bytes[FG_OUT_MAX];
+	__u64 ev[FG_EV_MAX];
+};
+
+/* fg_names[id]: which rule holds an id, so the CLI can name counters
+ * without the daemon. */
+struct fg_name {
+	char name[FG_NAME_LEN];
+	__u16 gen;
+	__u16 in_use;
+	__u32 pad;
+};
+
+/* fg_meta[0]: what floodgated attached, for `floodgate status`. */
+struct fg_meta_if {
+	__u32 ifindex;
+	__u32 xdp_mode;		/* 1 native (drv), 2 generic (skb) */
+	char name[16];
+};
+
+struct fg_meta {
+	__u32 magic;
+	__u32 abi;
+	__u32 pid;		/* daemon pid, 0 when none */
+	__u32 n_ifs;
+	__u64 started;		/* CLOCK_REALTIME s when the daemon started */
+	__u64 max_sources;
+	struct fg_meta_if ifs[FG_MAX_IFS];
+	char config[256];
+};
+
+#endif /* FLOODGATE_H */

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include <stdlib.h>
+#include "fgtest.h"
+
+int fg_t_pass, fg_t_fail, fg_t_skip;
+int fg_t_cur_failed, fg_t_cur_skipped;
+const char *fg_t_cur = "";
+char fg_t_filter[128];
+
+void fg_test_init(int argc, char **argv)
+{
+	if (argc > 1)
+		snprintf(fg_t_filter, sizeof(fg_t_filter), "%s", argv[1]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+int fg_test_selected(const char *name)
+{
+	return !fg_t_filter[0] || strstr(name, fg_t_filter);
+}
+
+void fg_test_begin(const char *name)
+{
+	fg_t_cur = name;
+	fg_t_cur_failed = 0;
+	fg_t_cur_skipped = 0;
+}
+
+void fg_test_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fg_t_cur_failed++;
+}
+
+void fg_test_skip(const char *why, ...)
+{
+	va_list ap;
+
+	printf("skip - %s: ", fg_t_cur);
+	va_start(ap, why);
+	vprintf(why, ap);
+	va_end(ap);
+	printf("\n");
+	fg_t_cur_skipped = 1;
+}
+
+void fg_test_end(void)
+{
+	if (fg_t_cur_failed) {
+		printf("FAIL - %s (%d checks failed)\n", fg_t_cur, fg_t_cur_failed);
+		fg_t_fail++;
+	} else if (fg_t_cur_skipped) {
+		fg_t_skip++;
+	} else {
+		printf("ok - %s\n", fg_t_cur);
+		fg_t_pass++;
+	}
+}
+
+int fg_test_summary(void)
+{
+	printf("%d passed, %d failed, %d skipped\n", fg_t_pass, fg_t_fail, fg_t_skip);
+	return fg_t_fail ? 1 : 0;
+}

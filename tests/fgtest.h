@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Tiny test harness shared by tests/test_*.c. Each check names itself and
+ * says what it got and what it expected. A test binary runs its tests, then
+ * prints "N passed, N failed, N skipped" as its last line; tests/run.sh adds
+ * them up.
+ *
+ *   static void test_x(void) { ASSERT_EQ(f(1), 2, "f(1)"); }
+ *   int main(int argc, char **argv) {
+ *           FG_RUN(test_x);
+ *           return fg_test_summary();
+ *   }
+ */
+#ifndef FG_TEST_H
+#define FG_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+#include <stdarg.h>
+
+extern int fg_t_pass, fg_t_fail, fg_t_skip;
+extern int fg_t_cur_failed, fg_t_cur_skipped;
+extern const char *fg_t_cur;
+extern char fg_t_filter[128];
+
+/* tests/fgtest.c */
+void fg_test_skip(const char *why, ...) __attribute__((format(printf, 1, 2)));
+void fg_test_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void fg_test_begin(const char *name);
+void fg_test_end(void);
+int fg_test_summary(void);
+void fg_test_init(int argc, char **argv);	/* argv[1]: substring filter */
+int fg_test_selected(const char *name);
+
+#define FG_RUN(fn)							\
+	do {								\
+		if (!fg_test_selected(#fn))				\
+			break;						\
+		fg_test_begin(#fn);					\
+		fn();							\
+		fg_test_end();						\
+	} while (0)
+
+/* Each ASSERT evaluates to 1 when it held, so a test can stop early. */
+#define ASSERT_TRUE(cond, name)						\
+	({ int ___ok = !!(cond);					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: expected true (%s)", name, #cond); \
+	   ___ok; })
+
+#define ASSERT_EQ(got, exp, name)					\
+	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
+	   int ___ok = ___g == ___e;					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected %lld", name, ___g, ___e); \
+	   ___ok; })
+
+#define ASSERT_NEQ(got, exp, name)					\
+	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
+	   int ___ok = ___g != ___e;					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected anything else", name, ___g); \
+	   ___ok; })
+
+#define ASSERT_GE(got, exp, name)					\
+	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
+	   int ___ok = ___g >= ___e;					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected >= %lld", name, ___g, ___e); \
+	   ___ok; })
+
+#define ASSERT_LE(got, exp, name)					\
+	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
+	   int ___ok = ___g <= ___e;					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected <= %lld", name, ___g, ___e); \
+	   ___ok; })
+
+#define ASSERT_OK(err, name)						\
+	({ long long ___g = (long long)(err);				\
+	   int ___ok = ___g == 0;					\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: failed with %lld (%s)", name, ___g, strerror(___g < 0 ? (int)-___g : (int)___g)); \
+	   ___ok; })
+
+#define ASSERT_STR_CONTAINS(hay, needle, name)				\
+	({ const char *___h = (hay), *___n = (needle);			\
+	   int ___ok = ___h && strstr(___h, ___n);			\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", name, ___h ? ___h : "(null)", ___n); \
+	   ___ok; })
+
+#endif /* FG_TEST_H */

@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# Install the Debian packages floodgate needs, if any are missing.
+#   tools/deps.sh            build + test dependencies
+#   tools/deps.sh bench      + nftables, iptables, gnuplot
+#   tools/deps.sh gameday    + hping3, clang-19, valgrind
+# Run as root on a fresh machine; a machine that has everything needs nothing.
+set -eu
+pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
+libmicrohttpd-dev libsystemd-dev pkg-config iproute2 make gcc libclang-rt-dev
+ethtool util-linux curl python3"
+for extra in "$@"; do
+	case "$extra" in
+	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;
+	gameday) pkgs="$pkgs hping3 clang-19 valgrind tcpdump" ;;
+	*) echo "deps.sh: unknown set '$extra'" >&2; exit 2 ;;
+	esac
+done
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing Debian packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
