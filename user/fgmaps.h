@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The pin dir: everything floodgated and the floodgate CLI do to the pinned
+ * maps goes through here, so both agree on names, locking and the ABI check.
+ *
+ * A pin dir (default /sys/fs/bpf/floodgate) holds one pinned map per BTF map
+ * of bpf/floodgate.bpf.c, under the map's name, and one pinned bpf_link per
+ * interface, link_<ifname>. Writers (daemon apply, CLI bypass/mode, detach)
+ * take flock(LOCK_EX) on the directory's fd; readers take no lock.
+ *
+ * Functions return 0 or a negative errno and log nothing; those that can
+ * fail for a reason an operator must read fill `why` (may be NULL).
+ */
+#ifndef FG_MAPS_H
+#define FG_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "floodgate.h"
+#include "policy.h"
+
+#define FG_PIN_DIR_DEFAULT	"/sys/fs/bpf/floodgate"
+#define FG_PIN_DIR_ENV		"FLOODGATE_PIN_DIR"
+#define FG_LINK_PREFIX		"link_"
+#define FG_WHY_LEN		512
+
+enum fg_map_id {
+	FGM_CTL = 0,
+	FGM_POLICY,
+	FGM_PFX4,
+	FGM_PFX6,
+	FGM_SRC4,
+	FGM_SRC6,
+	FGM_AGG,
+	FGM_STATS,
+	FGM_NAMES,
+	FGM_META,
+	FGM_NMAPS,
+};
+
+struct fg_maps {
+	char dir[256];
+	int dirfd;		/* O_DIRECTORY fd, flock()ed while locked */
+	bool locked;
+	int fd[FGM_NMAPS];
+	int ncpus;		/* libbpf_num_possible_cpus() */
+};
+
+struct floodgate_bpf;
+
+/* The map's name, which is also its pin name. */
+const char *fg_map_name(enum fg_map_id id);
+
+/* --pin-dir if given, else $FLOODGATE_PIN_DIR, else the default. */
+const char *fg_pin_dir_choose(const char *arg);
+
+/* Mount bpffs on /sys/fs/bpf if nothing is mounted there, then mkdir -p dir. */
+int fg_pin_dir_prepare(const char *dir, char *why);
+
+/* Does dir hold pinned maps already (dir/fg_ctl exists)? */
+bool fg_pin_dir_populated(const char *dir);
+
+/*
+ * Before loading over an existing pin dir: libbpf would reuse maps whose
+ * sizes match, but it cannot see a layout change of equal size, so check
+ * fg_ctl's magic and ABI version, and that fg_meta.max_sources matches (the
+ * LRU sizes are fixed once created). -EPROTO with why on a mismatch.
+ */
+int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why);
+
+/* Open the pinned maps of dir (CLI). Checks map types and sizes against
+ * include/floodgate.h and the ABI stamp; -ENOENT if nothing is pinned,
+ * -EPROTO if the pin dir is of another version. */
+int fg_maps_open(struct fg_maps *m, const char *dir, char *why);
+
+/* Use a loaded skeleton's maps (daemon); the fds are dup()ed. */
+int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char *dir);
+
+void fg_maps_close(struct fg_maps *m);
+
+/* flock(LOCK_EX) the pin dir, waiting at most timeout_ms. */
+int fg_maps_lock(struct fg_maps *m, int timeout_ms);
+void fg_maps_unlock(struct fg_maps *m);
+
+int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);
+int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl);
+int fg_meta_read(struct fg_maps *m, struct fg_meta *meta);
+int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta);
+int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES]);
+/* The policy in the active slot. */
+int fg_policy_read_active(struct fg_maps *m, struct fg_policy *pol);
+
+/* Per-CPU counters summed over CPUs, all FG_NROWS rows. */
+int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS]);
+
+/* Initialise fg_ctl of a fresh pin dir: magic, ABI, slot 0, mode. */
+int fg_ctl_init(struct fg_maps *m, __u32 mode);
+
+/*
+ * Apply a compiled policy atomically (caller holds the lock): rule ids by
+ * name, inactive slot's LPM entries and policy written, fg_ctl.slot flipped,
+ * then membarrier(MEMBARRIER_CMD_GLOBAL), which waits for an RCU grace
+ * period: XDP programs run inside an RCU read-side section, so once it
+ * returns no packet is still judged by the old slot and it may be reused.
+ * Everything that can be checked is checked before anything is written; a
+ * failure before the flip leaves the active policy as it was. cfg->pol is
+ * updated in place (ids, gens, admission, version).
+ */
+int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
+
+/* Per-rule mode: copy the active slot with rule `name`'s mode changed into
+ * the inactive slot and flip, as above. -ENOENT if no such rule. */
+int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why);
+
+/* Global switches (caller holds the lock). until: CLOCK_MONOTONIC ns, 0 = no expiry. */
+int fg_set_bypass(struct fg_maps *m, bool on, __u64 until);
+int fg_set_mode(struct fg_maps *m, __u32 mode);
+
+/* One source bucket, for `top` and the daemon's throttle log. */
+struct fg_source {
+	__u8 family;		/* 4 or 6 */
+	__u8 limited;		/* next packet of cost 1 would be dropped */
+	__u16 rule;
+	__u16 gen;
+	__u8 addr[16];
+	__u64 drops;		/* sampled: multiples of FG_DROP_SAMPLE */
+	__u64 tat;
+};
+
+/* All buckets (both families) with drops >= min_drops, at most max of them
+ * (the rest are counted in *total only); *out is malloc'd. limited is
+ * computed against pol (the active policy) at now_ns. */
+int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
+		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
+		    size_t *total);
+/* Entries in fg_src4 / fg_src6 (walks the keys). */
+int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);
+
+/* Unpin every link_* (which detaches XDP if nothing else holds the link)
+ * and every map, then remove dir. Takes the lock itself. */
+int fg_pin_dir_remove(const char *dir, char *why);
+
+/* CLOCK_MONOTONIC now, in ns (the clock bpf_ktime_get_ns reads). */
+__u64 fg_now_ns(void);
+
+/* Is pid a running floodgated? */
+bool fg_daemon_alive(__u32 pid);
+
+/* "1.2.3.4" / "2001:db8::1" */
+void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
+
+#endif /* FG_MAPS_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Logging for floodgated and the floodgate CLI: pr_warn/pr_info/pr_debug
+ * with printf checking, to stderr (default) or to syslog, which the journal
+ * collects when running under systemd. libbpf's own messages are routed
+ * through the same sink by fg_log_init (libbpf_set_print), warnings always,
+ * debug output only at FG_LOG_DEBUG.
+ */
+#ifndef FG_LOG_H
+#define FG_LOG_H
+
+#include <stdbool.h>
+
+enum fg_log_level {
+	FG_LOG_WARN = 0,
+	FG_LOG_INFO = 1,
+	FG_LOG_DEBUG = 2,
+};
+
+/* ident: program name for syslog and the stderr prefix; use_syslog: send
+ * everything to syslog(LOG_DAEMON) instead of stderr. */
+void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog);
+void fg_log_set_level(enum fg_log_level level);
+enum fg_log_level fg_log_get_level(void);
+
+void fg_log(enum fg_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define pr_warn(fmt, ...)	fg_log(FG_LOG_WARN, fmt, ##__VA_ARGS__)
+#define pr_info(fmt, ...)	fg_log(FG_LOG_INFO, fmt, ##__VA_ARGS__)
+#define pr_debug(fmt, ...)	fg_log(FG_LOG_DEBUG, fmt, ##__VA_ARGS__)
+
+/* Also write one line to syslog(LOG_AUTHPRIV|LOG_NOTICE) whatever the sink:
+ * for operator actions (bypass, mode) that must leave an audit trail. */
+void fg_log_audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* FG_LOG_H */
