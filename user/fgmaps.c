@@ -52,6 +52,20 @@ static const struct {
 	[FGM_META]	= { "fg_meta", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1 },
 };
 
+const char *const fg_outcome_names[FG_OUT_MAX] = {
+	[FG_OUT_PASS] = "pass", [FG_OUT_DROP] = "drop", [FG_OUT_SHADOW] = "shadow",
+	[FG_OUT_ALLOW] = "allow", [FG_OUT_DENY] = "deny", [FG_OUT_BYPASS] = "bypass",
+	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
+};
+
+const char *const fg_event_names[FG_EV_MAX] = {
+	[FG_EV_INSERT] = "insert", [FG_EV_OVERFLOW] = "overflow",
+	[FG_EV_INSERT_LIMITED] = "insert_limited", [FG_EV_INSERT_FAIL] = "insert_fail",
+	[FG_EV_FULL_OPEN] = "full_open", [FG_EV_FULL_CLOSED] = "full_closed",
+	[FG_EV_CONTENDED] = "contended", [FG_EV_AGG_DROP] = "agg_drop",
+	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
+};
+
 const char *fg_map_name(enum fg_map_id id)
 {
 	return id < FGM_NMAPS ? map_defs[id].name : "?";
@@ -849,7 +863,7 @@ static bool src_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u6
 
 static int walk_src(struct fg_maps *m, int fam, const struct fg_policy *pol, __u64 now_tu,
 		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    size_t *cap, size_t *total)
+		    size_t *cap, struct fg_src_scan *scan)
 {
 	int fd = m->fd[fam == 4 ? FGM_SRC4 : FGM_SRC6];
 	union { struct fg_key4 k4; struct fg_key6 k6; } cur, next;
@@ -862,9 +876,13 @@ static int walk_src(struct fg_maps *m, int fam, const struct fg_policy *pol, __u
 		prev = &cur;
 		if (bpf_map_lookup_elem(fd, &cur, &b))
 			continue;	/* evicted meanwhile */
+		if (fam == 4)
+			scan->all4++;
+		else
+			scan->all6++;
 		if (b.drops < min_drops)
 			continue;
-		(*total)++;
+		scan->matched++;
 		if (*n >= max)
 			continue;
 		if (*n == *cap) {
@@ -901,7 +919,7 @@ static int walk_src(struct fg_maps *m, int fam, const struct fg_policy *pol, __u
 
 int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
 		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    size_t *total)
+		    struct fg_src_scan *scan)
 {
 	__u64 now_tu = now_ns << FG_TU_SHIFT;
 	size_t cap = 0;
@@ -909,10 +927,10 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 
 	*out = NULL;
 	*n = 0;
-	*total = 0;
-	err = walk_src(m, 4, pol, now_tu, min_drops, max, out, n, &cap, total);
+	memset(scan, 0, sizeof(*scan));
+	err = walk_src(m, 4, pol, now_tu, min_drops, max, out, n, &cap, scan);
 	if (!err)
-		err = walk_src(m, 6, pol, now_tu, min_drops, max, out, n, &cap, total);
+		err = walk_src(m, 6, pol, now_tu, min_drops, max, out, n, &cap, scan);
 	if (err) {
 		free(*out);
 		*out = NULL;

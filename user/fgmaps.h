@@ -128,12 +128,22 @@ struct fg_source {
 	__u64 tat;
 };
 
+struct fg_src_scan {
+	size_t matched;		/* buckets with drops >= min_drops */
+	size_t all4, all6;	/* entries walked in fg_src4 / fg_src6 */
+};
+
 /* All buckets (both families) with drops >= min_drops, at most max of them
- * (the rest are counted in *total only); *out is malloc'd. limited is
- * computed against pol (the active policy) at now_ns. */
+ * (the rest are only counted in scan); *out is malloc'd. limited is
+ * computed against pol (the active policy) at now_ns. One walk of each
+ * LRU map with get_next_key: entries evicted meanwhile are skipped. */
 int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
 		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    size_t *total);
+		    struct fg_src_scan *scan);
+
+/* Names for labels and JSON: "pass", "drop", ...; "insert", "overflow", ... */
+extern const char *const fg_outcome_names[FG_OUT_MAX];
+extern const char *const fg_event_names[FG_EV_MAX];
 /* Entries in fg_src4 / fg_src6 (walks the keys). */
 int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);
 
