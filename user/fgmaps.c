@@ -111,7 +111,22 @@ bool fg_daemon_alive(__u32 pid)
 		comm[0] = 0;
 	fclose(f);
 	/* a recycled pid of another program is not our daemon */
-	return !strncmp(comm, "floodgated", 10);
+	if (strncmp(comm, "floodgated", 10))
+		return false;
+	/* nor is a zombie (killed, not yet reaped) */
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (f) {
+		char st[256] = "", *rp;
+
+		if (!fgets(st, sizeof(st), f))
+			st[0] = 0;
+		fclose(f);
+		rp = strrchr(st, ')');
+		if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
+			return false;
+	}
+	return true;
 }
 
 static int pin_path(char *buf, size_t len, const char *dir, const char *name)
