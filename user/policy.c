@@ -1027,7 +1027,7 @@ static int tcp_flag_letters(const char *s, size_t len, __u8 *bits)
 static int parse_tcp_flags(struct ctx *c, yaml_node_t *n, __u8 *mask, __u8 *val)
 {
 	const char *bad = "expected syn, ack, fin, rst, psh, urg, ece, cwr joined by '+', a list of them, or \"flags/mask\" like S/SA";
-	__u8 bits = 0, b;
+	__u8 bits = 0, b = 0;
 	const char *s, *slash, *p, *q;
 	int err;
 
@@ -1057,7 +1057,8 @@ static int parse_tcp_flags(struct ctx *c, yaml_node_t *n, __u8 *mask, __u8 *val)
 	if (slash) {
 		__u8 m;
 
-		if (tcp_flag_letters(s, (size_t)(slash - s), &b) ||
+		/* the value may be empty: "/R" is "RST clear" */
+		if ((slash > s && tcp_flag_letters(s, (size_t)(slash - s), &b)) ||
 		    tcp_flag_letters(slash + 1, strlen(slash + 1), &m))
 			return FAIL(c, n, "tcp_flags: bad \"%.32s\" (%s)", s, bad);
 		if (b & ~m)

@@ -1,0 +1,1331 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Policy compiler tests: good policies compile to the exact fg_policy the
+ * XDP program expects, bad ones fail at the exact line:col with a message
+ * that names the problem, and prefix flattening agrees with a brute-force
+ * reference on random nested lists.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fgtest.h"
+#include "policy.h"
+
+#define TU FG_TU_PER_SEC
+
+static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
+{
+	return fg_config_parse(yaml, strlen(yaml), "t.yaml", cfg, err);
+}
+
+/* Parse a policy that must be good; prints the error if it is not. */
+static int parse_ok(const char *yaml, struct fg_config *cfg)
+{
+	struct fg_err err;
+	char buf[1024];
+	int r = parse(yaml, cfg, &err);
+
+	if (r) {
+		fg_err_format(&err, buf, sizeof(buf));
+		printf("  unexpected error: %s\n", buf);
+	}
+	return r;
+}
+
+static const struct fg_match *entry(const struct fg_config *cfg, int cls, int i)
+{
+	return &cfg->pol.match[cls][i];
+}
+
+static int rule_index(const struct fg_config *cfg, const char *name)
+{
+	__u32 i;
+
+	for (i = 0; i < cfg->pol.nrules; i++)
+		if (!strcmp(cfg->rules[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* ---- the format's reference example -------------------------------------- */
+
+static const char *spec_policy =
+	"interfaces: [eth0]\n"
+	"xdp_mode: native\n"
+	"mode: shadow\n"
+	"max_sources: 1048576\n"
+	"metrics: \"127.0.0.1:9100\"\n"
+	"detach_on_exit: false\n"
+	"allow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
+	"deny: [192.0.2.0/24]\n"
+	"malformed: pass\n"
+	"default: drop\n"
+	"fragments: {per_source: {rate: 50/s, burst: 70}}\n"
+	"admission: {rate: 50000/s, burst: 1000}\n"
+	"rules:\n"
+	"  - name: ssh-syn\n"
+	"    match: {proto: tcp, dport: 22, tcp_flags: syn}\n"
+	"    per_source: {rate: 10/s, burst: 20}\n"
+	"  - name: dns-reflection\n"
+	"    match: {proto: udp, sport: [53, 123, 1900, 11211]}\n"
+	"    per_source: {rate: 1000/s, burst: 2000, prefix_v4: 24, prefix_v6: 64}\n"
+	"    aggregate: {rate: 50000/s, burst: 100000}\n"
+	"  - name: udp-bulk\n"
+	"    mode: shadow\n"
+	"    match: {proto: udp}\n"
+	"    per_source: {rate: 10MB/s, burst: 20MB}\n";
+
+static void test_spec_globals(void)
+{
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.n_ifs, 1, "n_ifs");
+	ASSERT_STR_CONTAINS(cfg.ifaces[0], "eth0", "ifaces[0]");
+	ASSERT_EQ(cfg.xdp_mode, FG_XDP_NATIVE, "xdp_mode");
+	ASSERT_EQ(cfg.mode, FG_MODE_SHADOW, "mode");
+	ASSERT_EQ(cfg.max_sources, 1048576, "max_sources");
+	ASSERT_TRUE(!strcmp(cfg.metrics, "127.0.0.1:9100"), "metrics");
+	ASSERT_EQ(cfg.detach_on_exit, 0, "detach_on_exit");
+	ASSERT_EQ(cfg.pol.malformed_verdict, FG_PASS, "malformed");
+	ASSERT_EQ(cfg.pol.default_verdict, FG_DROP, "default");
+	ASSERT_EQ(cfg.n_allow, 2, "n_allow");
+	ASSERT_EQ(cfg.n_deny, 1, "n_deny");
+	ASSERT_EQ(cfg.n_pfx, 3, "n_pfx");
+	ASSERT_EQ(cfg.pol.lists, 3, "lists: v4 and v6");
+	ASSERT_EQ(cfg.admission.set, 1, "admission.set");
+	ASSERT_EQ((long long)cfg.admission.rate, 50000, "admission.rate");
+	ASSERT_EQ((long long)cfg.admission.burst, 1000, "admission.burst");
+	ASSERT_EQ(cfg.pol.ins.inc, 0, "ins left for fg_policy_set_admission");
+	ASSERT_EQ(cfg.pol.nrules, 4, "nrules incl. fragments");
+	ASSERT_TRUE(!strcmp(cfg.path, "t.yaml"), "path");
+	fg_config_free(&cfg);
+	ASSERT_TRUE(cfg.pfx == NULL, "free clears pfx");
+}
+
+static void test_spec_limits(void)
+{
+	struct fg_config cfg;
+	const struct fg_rule *r;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+		return;
+	r = &cfg.pol.rules[0];
+	ASSERT_TRUE(!strcmp(cfg.rules[0].name, "ssh-syn"), "rule 0 name");
+	ASSERT_EQ(cfg.rules[0].line, 14, "rule 0 line");
+	ASSERT_EQ(r->src.inc, TU / 10, "ssh inc = TU/10");
+	ASSERT_EQ(r->src.tau, 20 * (TU / 10), "ssh tau = 20 inc");
+	ASSERT_EQ(r->ovf.inc, r->src.inc, "overflow defaults to per_source inc");
+	ASSERT_EQ(r->ovf.tau, r->src.tau, "overflow defaults to per_source tau");
+	ASSERT_EQ(r->agg.inc, 0, "no aggregate");
+	ASSERT_EQ(r->cost, FG_COST_PKTS, "ssh cost");
+	ASSERT_EQ(r->mode, FG_MODE_ENFORCE, "ssh mode");
+	ASSERT_EQ(r->action, FG_ACT_LIMIT, "ssh action");
+	ASSERT_EQ(r->on_full, FG_FULL_OVERFLOW, "ssh on_full");
+	ASSERT_EQ(r->mask4, htonl(0xffffffff), "ssh mask4 /32");
+	ASSERT_EQ(r->mask6[0], 0xffffffff, "ssh mask6[0]");
+	ASSERT_EQ(r->mask6[1], 0xffffffff, "ssh mask6[1]");
+	ASSERT_EQ(r->mask6[2], 0, "ssh mask6[2] (/64)");
+	ASSERT_EQ(r->mask6[3], 0, "ssh mask6[3]");
+	ASSERT_EQ(r->id, 0, "id left to the daemon");
+	ASSERT_EQ(r->gen, 0, "gen left to the daemon");
+
+	r = &cfg.pol.rules[1];
+	ASSERT_EQ(r->src.inc, TU / 1000, "dns inc");
+	ASSERT_EQ(r->src.tau, 2000 * (TU / 1000), "dns tau");
+	ASSERT_EQ(r->agg.inc, TU / 50000, "dns agg inc");
+	ASSERT_EQ(r->agg.tau, 100000 * (TU / 50000), "dns agg tau");
+	ASSERT_EQ(r->mask4, htonl(0xffffff00), "dns mask4 /24");
+	ASSERT_EQ(cfg.rules[1].plen4, 24, "plen4");
+	ASSERT_EQ(cfg.rules[1].plen6, 64, "plen6");
+	ASSERT_EQ((long long)cfg.rules[1].aggregate.rate, 50000, "aggregate.rate as written");
+
+	r = &cfg.pol.rules[2];
+	ASSERT_EQ(r->cost, FG_COST_BYTES, "udp-bulk cost bytes");
+	ASSERT_EQ(r->mode, FG_MODE_SHADOW, "udp-bulk shadow");
+	ASSERT_EQ(r->src.inc, TU / 10000000, "10MB/s inc = 6400");
+	ASSERT_EQ(r->src.tau, 20000000ull * 6400, "20MB tau");
+	ASSERT_EQ((long long)cfg.rules[2].per_source.rate, 10000000, "per_source.rate in B/s");
+
+	r = &cfg.pol.rules[3];
+	ASSERT_TRUE(!strcmp(cfg.rules[3].name, "fragments"), "fragments last");
+	ASSERT_EQ(cfg.rules[3].implicit, 1, "fragments implicit");
+	ASSERT_EQ(r->src.inc, TU / 50, "fragments from fragments: key");
+	ASSERT_EQ(r->src.tau, 70 * (TU / 50), "fragments tau");
+	fg_config_free(&cfg);
+}
+
+static void test_spec_match(void)
+{
+	struct fg_config cfg;
+	const struct fg_match *m;
+	static const __u16 dns[] = { 53, 123, 1900, 11211 };
+	int i;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 2, "tcp: ssh + fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
+
+	m = entry(&cfg, FG_CLASS_TCP, 0);
+	ASSERT_EQ(m->rule, 0, "tcp[0] rule");
+	ASSERT_EQ(m->proto, 6, "tcp[0] proto");
+	ASSERT_EQ(m->dport_lo, 22, "dport_lo");
+	ASSERT_EQ(m->dport_hi, 22, "dport_hi");
+	ASSERT_EQ(m->sport_lo, 0, "sport_lo any");
+	ASSERT_EQ(m->sport_hi, 65535, "sport_hi any");
+	ASSERT_EQ(m->tcp_mask, FG_TCP_SYN | FG_TCP_ACK, "syn: mask SYN|ACK");
+	ASSERT_EQ(m->tcp_val, FG_TCP_SYN, "syn: val SYN");
+	ASSERT_EQ(m->flags, FG_M_L4, "tcp[0] flags");
+	ASSERT_EQ(m->sets, 0, "no sets");
+
+	for (i = 0; i < 4; i++) {
+		m = entry(&cfg, FG_CLASS_UDP, i);
+		ASSERT_EQ(m->rule, 1, "dns entries first, in order");
+		ASSERT_EQ(m->sport_lo, dns[i], "dns sport_lo");
+		ASSERT_EQ(m->sport_hi, dns[i], "dns sport_hi");
+		ASSERT_EQ(m->dport_lo, 0, "dns dport_lo");
+		ASSERT_EQ(m->dport_hi, 65535, "dns dport_hi");
+		ASSERT_EQ(m->flags, FG_M_L4, "dns L4");
+		ASSERT_EQ(m->proto, 17, "dns proto");
+	}
+	m = entry(&cfg, FG_CLASS_UDP, 4);
+	ASSERT_EQ(m->rule, 2, "udp-bulk after dns");
+	ASSERT_EQ(m->flags, 0, "udp-bulk: no L4 (fragments of it match)");
+	ASSERT_EQ(m->proto, 17, "udp-bulk proto");
+
+	for (i = 0; i < FG_NCLASS; i++) {
+		m = entry(&cfg, i, cfg.pol.nmatch[i] - 1);
+		ASSERT_EQ(m->rule, 3, "fragments entry last in class");
+		ASSERT_EQ(m->flags, FG_M_FRAG, "fragments flags");
+		ASSERT_EQ(m->proto, 0, "fragments proto 0");
+		ASSERT_EQ(m->sport_hi, 65535, "fragments sport_hi");
+		ASSERT_EQ(m->dport_hi, 65535, "fragments dport_hi");
+	}
+	fg_config_free(&cfg);
+}
+
+/* ---- defaults and expansion ------------------------------------------------- */
+
+static void test_defaults(void)
+{
+	struct fg_config cfg;
+	const struct fg_rule *r;
+
+	if (!ASSERT_OK(parse_ok("rules: []\n", &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.n_ifs, 0, "no interfaces");
+	ASSERT_EQ(cfg.xdp_mode, FG_XDP_AUTO, "xdp auto");
+	ASSERT_EQ(cfg.mode, FG_MODE_ENFORCE, "enforce");
+	ASSERT_EQ(cfg.max_sources, 1u << 20, "max_sources default");
+	ASSERT_EQ(cfg.detach_on_exit, 1, "detach default");
+	ASSERT_EQ(cfg.metrics[0], 0, "metrics off");
+	ASSERT_EQ(cfg.pol.default_verdict, FG_PASS, "default pass");
+	ASSERT_EQ(cfg.pol.malformed_verdict, FG_DROP, "malformed drop");
+	ASSERT_EQ(cfg.pol.nrules, 1, "only fragments");
+	ASSERT_EQ(cfg.pol.lists, 0, "no lists");
+	ASSERT_EQ(cfg.n_pfx, 0, "no prefixes");
+	ASSERT_EQ(cfg.admission.set, 0, "no explicit admission");
+	r = &cfg.pol.rules[0];
+	ASSERT_EQ(r->src.inc, TU / 100, "fragments default 100/s");
+	ASSERT_EQ(r->src.tau, 200 * (TU / 100), "fragments default burst 200");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 1, "one fragments entry");
+	fg_config_free(&cfg);
+
+	/* an empty mapping is a valid, empty policy too */
+	if (ASSERT_OK(parse_ok("{}\n", &cfg), "parse {}"))
+		ASSERT_EQ(cfg.pol.nrules, 1, "{}: only fragments");
+	fg_config_free(&cfg);
+}
+
+static void test_proto_any_every_class(void)
+{
+	struct fg_config cfg;
+	int c;
+
+	if (!ASSERT_OK(parse_ok(
+		"rules:\n"
+		"  - name: first\n"
+		"    match: {proto: tcp}\n"
+		"    action: pass\n"
+		"  - name: everything\n"
+		"    per_source: {rate: 5/s, burst: 5}\n"
+		"  - name: v6only\n"
+		"    match: {family: ipv6}\n"
+		"    action: drop\n", &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
+	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
+	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 1)->rule, 1, "tcp order 1");
+	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 2)->rule, 2, "tcp order 2");
+	for (c = FG_CLASS_UDP; c < FG_NCLASS; c++) {
+		ASSERT_EQ(cfg.pol.nmatch[c], 3, "other classes: everything, v6only, fragments");
+		ASSERT_EQ(entry(&cfg, c, 0)->rule, 1, "everything first");
+		ASSERT_EQ(entry(&cfg, c, 0)->proto, 0, "any: proto 0");
+		ASSERT_EQ(entry(&cfg, c, 0)->flags, 0, "any: no flags");
+		ASSERT_EQ(entry(&cfg, c, 1)->rule, 2, "v6only second");
+		ASSERT_EQ(entry(&cfg, c, 1)->flags, FG_M_V6, "family ipv6 flag");
+	}
+	ASSERT_EQ(cfg.pol.rules[0].action, FG_ACT_PASS, "action pass");
+	ASSERT_EQ(cfg.pol.rules[0].src.inc, 0, "pass: no limit");
+	ASSERT_EQ(cfg.pol.rules[2].action, FG_ACT_DROP, "action drop");
+	fg_config_free(&cfg);
+}
+
+static void test_port_cross_product(void)
+{
+	static const __u16 exp[4][4] = {
+		{ 1, 1, 3, 3 }, { 1, 1, 10, 20 }, { 2, 2, 3, 3 }, { 2, 2, 10, 20 },
+	};
+	struct fg_config cfg;
+	int i;
+
+	if (!ASSERT_OK(parse_ok(
+		"rules:\n"
+		"  - name: x\n"
+		"    match: {proto: tcp, sport: [1, \"2\"], dport: [3, \"10-20\"]}\n"
+		"    per_source: {rate: 1/s, burst: 1}\n"
+		"  - name: y\n"
+		"    match: {proto: udp, dport: 1024-65535}\n"
+		"    aggregate: {rate: 1/s, burst: 1}\n", &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 5, "4 entries + fragments");
+	for (i = 0; i < 4; i++) {
+		const struct fg_match *m = entry(&cfg, FG_CLASS_TCP, i);
+
+		ASSERT_EQ(m->sport_lo, exp[i][0], "sport_lo");
+		ASSERT_EQ(m->sport_hi, exp[i][1], "sport_hi");
+		ASSERT_EQ(m->dport_lo, exp[i][2], "dport_lo");
+		ASSERT_EQ(m->dport_hi, exp[i][3], "dport_hi");
+		ASSERT_EQ(m->rule, 0, "rule");
+	}
+	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_lo, 1024, "range lo");
+	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_hi, 65535, "range hi");
+	ASSERT_EQ(cfg.pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
+	ASSERT_EQ(cfg.pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
+	ASSERT_EQ(cfg.pol.rules[1].agg.inc, TU, "1/s");
+	fg_config_free(&cfg);
+}
+
+static void test_tcp_flags_forms(void)
+{
+	static const struct {
+		const char *flags;
+		__u8 mask, val;
+	} t[] = {
+		{ "syn", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN },
+		{ "SYN", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN },
+		{ "syn+ack", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN | FG_TCP_ACK },
+		{ "[syn, ack]", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN | FG_TCP_ACK },
+		{ "[syn]", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN },
+		{ "rst", FG_TCP_RST, FG_TCP_RST },
+		{ "fin", FG_TCP_FIN, FG_TCP_FIN },
+		{ "S/SA", FG_TCP_SYN | FG_TCP_ACK, FG_TCP_SYN },
+		{ "/R", FG_TCP_RST, 0 },
+		{ "SA/SAFR", FG_TCP_SYN | FG_TCP_ACK | FG_TCP_FIN | FG_TCP_RST,
+		  FG_TCP_SYN | FG_TCP_ACK },
+		{ "ece+cwr", FG_TCP_ECE | FG_TCP_CWR, FG_TCP_ECE | FG_TCP_CWR },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct fg_config cfg;
+		char y[512];
+
+		snprintf(y, sizeof(y),
+			 "rules:\n"
+			 "  - name: f\n"
+			 "    match: {proto: tcp, tcp_flags: %s}\n"
+			 "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags);
+		if (!ASSERT_OK(parse_ok(y, &cfg), t[i].flags))
+			continue;
+		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_mask, t[i].mask, t[i].flags);
+		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_val, t[i].val, t[i].flags);
+		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->flags, FG_M_L4, "flags need L4");
+		fg_config_free(&cfg);
+	}
+}
+
+static void test_icmp_and_numeric_proto(void)
+{
+	struct fg_config cfg;
+	const struct fg_match *m;
+
+	if (!ASSERT_OK(parse_ok(
+		"rules:\n"
+		"  - name: echo4\n"
+		"    match: {proto: icmp, icmp_type: 8}\n"
+		"    per_source: {rate: 100/s, burst: 200}\n"
+		"  - name: echo6\n"
+		"    match: {proto: icmpv6, icmp_type: 128}\n"
+		"    per_source: {rate: 100/s, burst: 200}\n"
+		"  - name: any-icmp\n"
+		"    match: {proto: 1}\n"
+		"    per_source: {rate: 100/s, burst: 200}\n"
+		"  - name: gre\n"
+		"    match: {proto: 47, family: ipv4}\n"
+		"    per_source: {rate: 1/m, burst: 3}\n"
+		"  - name: sctp6\n"
+		"    match: {proto: 132, family: ipv6}\n"
+		"    per_source: {rate: 2/h, burst: 3}\n"
+		"  - name: tcp-num\n"
+		"    match: {proto: 6, dport: 80}\n"
+		"    per_source: {rate: 1/s, burst: 3}\n", &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 4, "icmp class: 3 + fragments");
+	m = entry(&cfg, FG_CLASS_ICMP, 0);
+	ASSERT_EQ(m->proto, 1, "echo4 proto");
+	ASSERT_EQ(m->icmp_type, 8, "echo4 type");
+	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V4, "echo4 flags");
+	m = entry(&cfg, FG_CLASS_ICMP, 1);
+	ASSERT_EQ(m->proto, 58, "echo6 proto");
+	ASSERT_EQ(m->icmp_type, 128, "echo6 type");
+	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V6, "echo6 flags");
+	m = entry(&cfg, FG_CLASS_ICMP, 2);
+	ASSERT_EQ(m->proto, 1, "proto 1 is icmp");
+	ASSERT_EQ(m->flags, FG_M_V4, "icmp implies v4, no L4");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 3, "other: gre, sctp6, fragments");
+	m = entry(&cfg, FG_CLASS_OTHER, 0);
+	ASSERT_EQ(m->proto, 47, "gre proto");
+	ASSERT_EQ(m->flags, FG_M_V4, "gre v4");
+	ASSERT_EQ(cfg.pol.rules[3].src.inc, TU * 60, "1/m");
+	m = entry(&cfg, FG_CLASS_OTHER, 1);
+	ASSERT_EQ(m->proto, 132, "sctp proto");
+	ASSERT_EQ(m->flags, FG_M_V6, "sctp v6");
+	ASSERT_EQ(cfg.pol.rules[4].src.inc, TU * 1800, "2/h");
+	m = entry(&cfg, FG_CLASS_TCP, 0);
+	ASSERT_EQ(m->proto, 6, "numeric tcp lands in tcp class");
+	ASSERT_EQ(m->dport_lo, 80, "numeric tcp takes ports");
+	fg_config_free(&cfg);
+}
+
+static void test_rate_units(void)
+{
+	static const struct {
+		const char *rate, *burst;
+		__u64 inc, tau;
+		int cost;
+	} t[] = {
+		{ "1/s", "1", TU, TU, FG_COST_PKTS },
+		{ "3/s", "1", 21333333333ull, 21333333333ull, FG_COST_PKTS },	/* rounded */
+		{ "2/s", "1", TU / 2, TU / 2, FG_COST_PKTS },
+		{ "60/min", "5", TU, 5 * TU, FG_COST_PKTS },
+		{ "1/h", "2", 3600 * TU, 7200 * TU, FG_COST_PKTS },
+		{ "1.5/s", "3", 42666666667ull, 3 * 42666666667ull, FG_COST_PKTS },
+		{ "1000B/s", "1514B", TU / 1000, 1514 * (TU / 1000), FG_COST_BYTES },
+		{ "1KB/s", "2KB", TU / 1000, 2000 * (TU / 1000), FG_COST_BYTES },
+		{ "1KiB/s", "2KiB", 62500000, 2048ull * 62500000, FG_COST_BYTES },
+		{ "1MiB/s", "1MiB", 61035, 1048576ull * 61035, FG_COST_BYTES },	/* 61035.15 */
+		{ "1GB/s", "1GB", 64, 64000000000ull, FG_COST_BYTES },
+		{ "10GiB/s", "1GiB", 6, 6ull << 30, FG_COST_BYTES },	/* 5.96 */
+		{ "64000000000/s", "1", 1, 1, FG_COST_PKTS },		/* the fastest */
+		{ "1.5 MB/s", "1.5MB", 42667, 1500000ull * 42667, FG_COST_BYTES },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct fg_config cfg;
+		char y[512];
+
+		snprintf(y, sizeof(y),
+			 "rules:\n"
+			 "  - name: r\n"
+			 "    per_source: {rate: \"%s\", burst: \"%s\"}\n", t[i].rate, t[i].burst);
+		if (!ASSERT_OK(parse_ok(y, &cfg), t[i].rate))
+			continue;
+		ASSERT_EQ(cfg.pol.rules[0].src.inc, t[i].inc, t[i].rate);
+		ASSERT_EQ(cfg.pol.rules[0].src.tau, t[i].tau, t[i].burst);
+		ASSERT_EQ(cfg.pol.rules[0].cost, t[i].cost, "cost");
+		fg_config_free(&cfg);
+	}
+}
+
+static void test_masks(void)
+{
+	static const struct {
+		int p4, p6;
+		__u32 m4, m6[4];
+	} t[] = {
+		{ 0, 0, 0, { 0, 0, 0, 0 } },
+		{ 8, 48, 0xff000000, { 0xffffffff, 0xffff0000, 0, 0 } },
+		{ 31, 128, 0xfffffffe, { 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff } },
+		{ 32, 96, 0xffffffff, { 0xffffffff, 0xffffffff, 0xffffffff, 0 } },
+		{ 17, 1, 0xffff8000, { 0x80000000, 0, 0, 0 } },
+	};
+	size_t i;
+	int k;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct fg_config cfg;
+		char y[512];
+
+		snprintf(y, sizeof(y),
+			 "rules:\n"
+			 "  - name: r\n"
+			 "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
+			 t[i].p4, t[i].p6);
+		if (!ASSERT_OK(parse_ok(y, &cfg), "parse"))
+			continue;
+		ASSERT_EQ(cfg.pol.rules[0].mask4, htonl(t[i].m4), "mask4");
+		for (k = 0; k < 4; k++)
+			ASSERT_EQ(cfg.pol.rules[0].mask6[k], htonl(t[i].m6[k]), "mask6");
+		fg_config_free(&cfg);
+	}
+}
+
+static void test_rule_options(void)
+{
+	struct fg_config cfg;
+	const struct fg_rule *r;
+
+	if (!ASSERT_OK(parse_ok(
+		"rules:\n"
+		"  - name: a\n"
+		"    per_source: {rate: 10/s, burst: 10}\n"
+		"    overflow: {rate: 100/s, burst: 100}\n"
+		"  - name: b\n"
+		"    per_source: {rate: 10/s, burst: 10}\n"
+		"    on_full: closed\n"
+		"  - name: c\n"
+		"    per_source: {rate: 10/s, burst: 10}\n"
+		"    on_full: open\n"
+		"fragments: {action: drop}\n", &cfg), "parse"))
+		return;
+	r = &cfg.pol.rules[0];
+	ASSERT_EQ(r->ovf.inc, TU / 100, "explicit overflow inc");
+	ASSERT_EQ(r->ovf.tau, 100 * (TU / 100), "explicit overflow tau");
+	ASSERT_EQ(cfg.pol.rules[1].on_full, FG_FULL_CLOSED, "closed");
+	ASSERT_EQ(cfg.pol.rules[2].on_full, FG_FULL_OPEN, "open");
+	ASSERT_EQ(cfg.pol.nrules, 4, "nrules");
+	ASSERT_EQ(cfg.pol.rules[3].action, FG_ACT_DROP, "fragments: drop");
+	ASSERT_EQ(cfg.pol.rules[3].src.inc, 0, "fragments drop: no limit");
+	fg_config_free(&cfg);
+}
+
+/* ---- source sets and flattening -------------------------------------------- */
+
+static const struct fg_pfx_entry *find_pfx(const struct fg_config *cfg,
+					   const char *s)
+{
+	char buf[64];
+	char *slash;
+	__u8 addr[16] = { 0 };
+	int fam, plen;
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	slash = strchr(buf, '/');
+	*slash = 0;
+	plen = atoi(slash + 1);
+	fam = strchr(buf, ':') ? 6 : 4;
+	if (inet_pton(fam == 6 ? AF_INET6 : AF_INET, buf, addr) != 1)
+		return NULL;
+	for (i = 0; i < cfg->n_pfx; i++)
+		if (cfg->pfx[i].family == fam && cfg->pfx[i].plen == plen &&
+		    !memcmp(cfg->pfx[i].addr, addr, 16))
+			return &cfg->pfx[i];
+	return NULL;
+}
+
+static void check_pfx(const struct fg_config *cfg, const char *p, int list,
+		      __u32 sets)
+{
+	const struct fg_pfx_entry *e = find_pfx(cfg, p);
+
+	if (!ASSERT_TRUE(e != NULL, p))
+		return;
+	ASSERT_EQ(e->list, list, p);
+	ASSERT_EQ(e->sets, sets, p);
+}
+
+static void test_flatten_nested(void)
+{
+	struct fg_config cfg;
+	const struct fg_match *m;
+
+	if (!ASSERT_OK(parse_ok(
+		"deny: [10.0.0.0/8, 10.1.2.0/24, \"192.168.1.1\", 2001:db8::/32]\n"
+		"allow: [10.1.0.0/16, 192.168.0.0/16, \"2001:db8:1::/48\", 10.1.0.0/16]\n"
+		"rules:\n"
+		"  - name: a\n"
+		"    match: {src: [172.16.0.0/12, 10.1.2.128/25]}\n"
+		"    per_source: {rate: 1/s, burst: 1}\n"
+		"  - name: b\n"
+		"    match: {src: [172.16.5.0/24, \"2001:db8::/32\", \"2001:db8:0:1::/64\"]}\n"
+		"    per_source: {rate: 1/s, burst: 1}\n"
+		"  - name: c\n"
+		"    match: {src: [10.1.2.128/25, 172.16.7.7/12]}\n"
+		"    per_source: {rate: 1/s, burst: 1}\n", &cfg), "parse"))
+		return;
+	ASSERT_EQ(cfg.n_allow, 4, "n_allow as written");
+	ASSERT_EQ(cfg.n_deny, 4, "n_deny as written");
+	check_pfx(&cfg, "10.0.0.0/8", FG_LIST_DENY, 0);
+	check_pfx(&cfg, "10.1.0.0/16", FG_LIST_ALLOW, 0);
+	check_pfx(&cfg, "10.1.2.0/24", FG_LIST_ALLOW, 0);	/* allow wins */
+	check_pfx(&cfg, "10.1.2.128/25", FG_LIST_ALLOW, 1);	/* set a */
+	check_pfx(&cfg, "192.168.0.0/16", FG_LIST_ALLOW, 0);
+	check_pfx(&cfg, "192.168.1.1/32", FG_LIST_ALLOW, 0);	/* allowlisted deny */
+	check_pfx(&cfg, "172.16.0.0/12", FG_LIST_NONE, 1);
+	check_pfx(&cfg, "172.16.5.0/24", FG_LIST_NONE, 3);	/* sets a and b */
+	check_pfx(&cfg, "2001:db8::/32", FG_LIST_DENY, 2);	/* deny + set b */
+	check_pfx(&cfg, "2001:db8:1::/48", FG_LIST_ALLOW, 2);
+	check_pfx(&cfg, "2001:db8:0:1::/64", FG_LIST_DENY, 2);
+	ASSERT_EQ(cfg.n_pfx, 11, "distinct prefixes");
+	ASSERT_EQ(cfg.pol.lists, 3, "lists");
+	/* c's list is a's in another order, host bits set: the same set */
+	m = entry(&cfg, FG_CLASS_TCP, 0);
+	ASSERT_EQ(m->sets, 1, "a: set bit 0");
+	m = entry(&cfg, FG_CLASS_TCP, 1);
+	ASSERT_EQ(m->sets, 2, "b: set bit 1");
+	m = entry(&cfg, FG_CLASS_TCP, 2);
+	ASSERT_EQ(m->sets, 1, "c: same set as a");
+	fg_config_free(&cfg);
+
+	if (ASSERT_OK(parse_ok("deny: [\"::/0\"]\n", &cfg), "v6 only")) {
+		ASSERT_EQ(cfg.pol.lists, 2, "lists: v6 only");
+		check_pfx(&cfg, "::/0", FG_LIST_DENY, 0);
+	}
+	fg_config_free(&cfg);
+	if (ASSERT_OK(parse_ok("allow: 10.9.8.7/8\n", &cfg), "single scalar")) {
+		ASSERT_EQ(cfg.pol.lists, 1, "lists: v4 only");
+		check_pfx(&cfg, "10.0.0.0/8", FG_LIST_ALLOW, 0);	/* masked */
+	}
+	fg_config_free(&cfg);
+}
+
+static void test_max_sets(void)
+{
+	char *y = malloc(64 * 1024);
+	size_t off = 0;
+	struct fg_config cfg;
+	struct fg_err err;
+	int i;
+
+	off += sprintf(y + off, "rules:\n");
+	for (i = 0; i < FG_MAX_SETS + 1; i++)
+		off += sprintf(y + off,
+			       "  - name: r%d\n"
+			       "    match: {src: [10.%d.0.0/16]}\n"
+			       "    per_source: {rate: 1/s, burst: 1}\n", i, i);
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "33 sets");
+	ASSERT_EQ(err.line, 2 + 3 * FG_MAX_SETS + 1, "line of the 33rd set");
+	ASSERT_EQ(err.col, 18, "col");
+	ASSERT_STR_CONTAINS(err.msg, "too many distinct source sets", "msg");
+	/* 32 is fine, and the same list again reuses a bit */
+	y[0] = 0;
+	off = sprintf(y, "rules:\n");
+	for (i = 0; i < FG_MAX_SETS + 5; i++)
+		off += sprintf(y + off,
+			       "  - name: r%d\n"
+			       "    match: {src: [10.%d.0.0/16]}\n"
+			       "    per_source: {rate: 1/s, burst: 1}\n", i, i % FG_MAX_SETS);
+	if (ASSERT_OK(parse_ok(y, &cfg), "32 sets")) {
+		ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 31)->sets, 1u << 31, "bit 31");
+		ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 33)->sets, 1u << 1, "reused bit");
+	}
+	fg_config_free(&cfg);
+	free(y);
+}
+
+/* Brute force: for each distinct prefix, scan every written prefix. */
+struct wp {
+	int fam, plen, allow, deny;
+	__u32 sets;
+	__u8 addr[16];
+};
+
+static int wp_covers(const struct wp *a, const struct fg_pfx_entry *b)
+{
+	int i;
+
+	if (a->fam != b->family || a->plen > b->plen)
+		return 0;
+	for (i = 0; i < a->plen; i++) {
+		int bit = 0x80 >> (i % 8);
+
+		if ((a->addr[i / 8] & bit) != (b->addr[i / 8] & bit))
+			return 0;
+	}
+	return 1;
+}
+
+static void test_flatten_random_vs_reference(void)
+{
+	enum { NW = 1500 };
+	struct wp *w = calloc(NW, sizeof(*w));
+	char *y = malloc(NW * 64 + 4096);
+	char *lists[3];
+	size_t off[3], sz = NW * 64;
+	struct fg_config cfg;
+	unsigned int seed = 12345;
+	int i, j, k, bad = 0;
+
+	for (k = 0; k < 3; k++) {
+		lists[k] = malloc(sz);
+		off[k] = 0;
+	}
+	/* small address space so that prefixes nest a lot */
+	for (i = 0; i < NW; i++) {
+		char a[64];
+		int kind;
+
+		seed = seed * 1103515245 + 12345;
+		kind = (seed >> 16) % 3;	/* allow, deny, set */
+		w[i].fam = ((seed >> 8) & 1) ? 6 : 4;
+		seed = seed * 1103515245 + 12345;
+		w[i].plen = w[i].fam == 4 ? 8 + (int)((seed >> 16) % 25) : 16 + (int)((seed >> 16) % 113);
+		seed = seed * 1103515245 + 12345;
+		if (w[i].fam == 4) {
+			w[i].addr[0] = 10;
+			w[i].addr[1] = (__u8)((seed >> 16) & 3);
+			w[i].addr[2] = (__u8)((seed >> 20) & 7);
+			w[i].addr[3] = (__u8)((seed >> 24) & 0x81);
+		} else {
+			w[i].addr[0] = 0x20;
+			w[i].addr[1] = 0x01;
+			w[i].addr[2] = (__u8)((seed >> 16) & 3);
+			w[i].addr[7] = (__u8)((seed >> 20) & 3);
+			w[i].addr[15] = (__u8)((seed >> 24) & 3);
+		}
+		inet_ntop(w[i].fam == 4 ? AF_INET : AF_INET6, w[i].addr, a, sizeof(a));
+		/* mask after printing: the compiler must mask host bits too */
+		for (j = w[i].plen; j < 128; j++)
+			w[i].addr[j / 8] &= (__u8)~(0x80 >> (j % 8));
+		w[i].allow = kind == 0;
+		w[i].deny = kind == 1;
+		w[i].sets = kind == 2 ? 1u << (i % 4) : 0;
+		if (kind < 2)
+			off[kind] += snprintf(lists[kind] + off[kind], sz - off[kind],
+					      "%s\"%s/%d\"", off[kind] ? ", " : "", a, w[i].plen);
+	}
+	/* the sets: set s holds the written set prefixes with i % 4 == s */
+	k = sprintf(y, "allow: [%s]\ndeny: [%s]\nrules:\n", off[0] ? lists[0] : "",
+		    off[1] ? lists[1] : "");
+	for (int s = 0; s < 4; s++) {
+		size_t o = 0;
+
+		for (i = 0; i < NW; i++) {
+			char a[64];
+
+			if (!w[i].sets || i % 4 != s)
+				continue;
+			inet_ntop(w[i].fam == 4 ? AF_INET : AF_INET6, w[i].addr, a, sizeof(a));
+			o += snprintf(lists[2] + o, sz - o, "%s\"%s/%d\"", o ? ", " : "", a, w[i].plen);
+		}
+		k += sprintf(y + k, "  - name: s%d\n    match: {src: [%s]}\n    action: pass\n",
+			     s, lists[2]);
+	}
+	if (!ASSERT_OK(parse_ok(y, &cfg), "parse"))
+		goto out;
+	/* rule s got set bit s, since the lists are distinct and in order */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, i)->sets, 1u << i, "set bit order");
+	for (i = 0; i < (int)cfg.n_pfx; i++) {
+		const struct fg_pfx_entry *e = &cfg.pfx[i];
+		int allow = 0, deny = 0, found = 0;
+		__u32 sets = 0;
+		int list;
+
+		for (j = 0; j < NW; j++) {
+			if (!wp_covers(&w[j], e))
+				continue;
+			allow |= w[j].allow;
+			deny |= w[j].deny;
+			sets |= w[j].sets;
+			found |= w[j].plen == e->plen;
+		}
+		list = allow ? FG_LIST_ALLOW : deny ? FG_LIST_DENY : FG_LIST_NONE;
+		if (!found || e->list != (__u32)list || e->sets != sets)
+			bad++;
+	}
+	ASSERT_EQ(bad, 0, "entries that differ from the brute-force reference");
+	/* and every written prefix has its entry */
+	for (i = 0, bad = 0; i < NW; i++) {
+		for (j = 0; j < (int)cfg.n_pfx; j++)
+			if (cfg.pfx[j].family == w[i].fam && cfg.pfx[j].plen == w[i].plen &&
+			    !memcmp(cfg.pfx[j].addr, w[i].addr, 16))
+				break;
+		bad += j == (int)cfg.n_pfx;
+	}
+	ASSERT_EQ(bad, 0, "written prefixes without an entry");
+	ASSERT_LE(cfg.n_pfx, NW, "n_pfx");
+	ASSERT_GE(cfg.n_pfx, 100, "n_pfx (the data really nests and repeats)");
+	fg_config_free(&cfg);
+out:
+	for (k = 0; k < 3; k++)
+		free(lists[k]);
+	free(y);
+	free(w);
+}
+
+static void test_20000_prefixes(void)
+{
+	enum { N = 20000 };
+	char *y = malloc(N * 32 + 4096);
+	size_t off = 0;
+	struct fg_config cfg;
+	int i, ok = 1;
+
+	off += sprintf(y, "deny: [10.0.0.0/8, \"2001:db8::/32\"]\nallow:\n");
+	for (i = 0; i < N / 2; i++)
+		off += sprintf(y + off, "  - 10.%d.%d.0/24\n", i >> 8, i & 255);
+	for (i = 0; i < N / 2; i++)
+		off += sprintf(y + off, "  - \"2001:db8:%x::/48\"\n", i);
+	if (!ASSERT_OK(parse_ok(y, &cfg), "parse"))
+		goto out;
+	ASSERT_EQ(cfg.n_allow, N, "n_allow");
+	ASSERT_EQ(cfg.n_deny, 2, "n_deny");
+	ASSERT_EQ(cfg.n_pfx, N + 2, "n_pfx");
+	for (i = 0; i < (int)cfg.n_pfx; i++) {
+		const struct fg_pfx_entry *e = &cfg.pfx[i];
+		int cover = (e->family == 4 && e->plen == 8) || (e->family == 6 && e->plen == 32);
+
+		ok &= e->list == (__u32)(cover ? FG_LIST_DENY : FG_LIST_ALLOW);
+	}
+	ASSERT_TRUE(ok, "every /24 and /48 allowed, the covers denied");
+	check_pfx(&cfg, "10.39.15.0/24", FG_LIST_ALLOW, 0);
+	check_pfx(&cfg, "2001:db8:270f::/48", FG_LIST_ALLOW, 0);
+	fg_config_free(&cfg);
+out:
+	free(y);
+}
+
+/* ---- bad policies ------------------------------------------------------- */
+
+static const struct bad {
+	const char *yaml;
+	int line, col;
+	const char *msg;
+} bad[] = {
+	/* YAML itself */
+	{ "rules: [\n", 2, 1, "YAML" },
+	{ "a: b\n  c: d\n", 2, 4, "YAML: mapping values are not allowed" },
+	{ "", 1, 1, "empty policy" },
+	{ "mode: enforce\n---\nmode: shadow\n", 3, 1, "second" },
+	{ "- a\n- b\n", 1, 1, "expected a mapping" },
+	/* top-level keys and values */
+	{ "mode: enforce\nbogus: 1\n", 2, 1, "unknown key \"bogus\"" },
+	{ "mode: enforce\nmode: shadow\n", 2, 1, "duplicate key \"mode\" in policy (first at line 1)" },
+	{ "mode: bogus\n", 1, 7, "expected enforce | shadow" },
+	{ "xdp_mode: generic\n", 1, 11, "native" },
+	{ "default: maybe\n", 1, 10, "pass | drop" },
+	{ "malformed: [drop]\n", 1, 12, "expected a scalar" },
+	{ "detach_on_exit: perhaps\n", 1, 17, "true or false" },
+	{ "max_sources: 1023\n", 1, 14, "out of range 1024..16777216" },
+	{ "max_sources: 16777217\n", 1, 14, "out of range" },
+	{ "max_sources: 99999999999999999999999\n", 1, 14, "out of range" },
+	{ "max_sources: 1e6\n", 1, 14, "expected a number" },
+	{ "max_sources: -5\n", 1, 14, "expected a number" },
+	{ "metrics: 9100\n", 1, 10, "host:port" },
+	{ "metrics: \"localhost:0\"\n", 1, 10, "host:port" },
+	{ "interfaces: eth0\n", 1, 13, "expected a list" },
+	{ "interfaces: [eth0, abcdefghijklmnop]\n", 1, 20, "1..15 characters" },
+	{ "interfaces: [eth0, \"\"]\n", 1, 20, "1..15 characters" },
+	{ "interfaces: [eth0, eth0]\n", 1, 20, "listed twice" },
+	{ "interfaces: [\"a/b\"]\n", 1, 14, "not a valid interface name" },
+	{ "interfaces: [{a: 1}]\n", 1, 14, "expected a scalar" },
+	{ "{[a]: 1}\n", 1, 2, "a key must be a word" },
+	/* prefixes */
+	{ "allow: [10.0.0.0/8, 10.0.0.0/33]\n", 1, 21, "prefix length must be 0..32" },
+	{ "allow: [\"::/129\"]\n", 1, 9, "0..128" },
+	{ "deny:\n  - 10.0.0.0/8\n  - 10.0.0/8\n", 3, 5, "bad prefix \"10.0.0/8\"" },
+	{ "deny: [10.0.0.0/]\n", 1, 8, "bad prefix" },
+	{ "deny: [10.0.0.0/-1]\n", 1, 8, "bad prefix" },
+	{ "deny: [10.0.0.0/+8]\n", 1, 8, "bad prefix" },
+	{ "deny: [\"10.0.0.0/8 \"]\n", 1, 8, "bad prefix" },
+	{ "deny: [\"1:2:3:4:5:6:7:8:9\"]\n", 1, 8, "bad prefix" },
+	{ "deny: [hello]\n", 1, 8, "not an IPv4 or IPv6 address" },
+	{ "deny: {a: 1}\n", 1, 7, "expected a list" },
+	{ "deny: [\"10.0.0.1\\0\"]\n", 1, 8, "NUL" },
+	/* rules */
+	{ "rules: {a: 1}\n", 1, 8, "rules: expected a list" },
+	{ "rules:\n  - 5\n", 2, 5, "expected a mapping" },
+	{ "rules:\n  - match: {proto: tcp}\n    per_source: {rate: 1/s, burst: 1}\n", 2, 5, "rule without a name" },
+	{ "rules:\n  - name: a b\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "bad rule name" },
+	{ "rules:\n  - name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "1..47 characters" },
+	{ "rules:\n  - name: fragments\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "reserved" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n",
+	  4, 11, "duplicate rule name \"a\" (first at line 2)" },
+	{ "rules:\n  - name: a\n    name: b\n", 3, 5, "duplicate key \"name\" in rule" },
+	{ "rules:\n  - name: a\n    colour: red\n", 3, 5, "unknown key \"colour\" in rule" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source and/or aggregate" },
+	{ "rules:\n  - name: a\n    action: pass\n    per_source: {rate: 1/s, burst: 1}\n", 4, 17, "takes no limits" },
+	{ "rules:\n  - name: a\n    action: maybe\n", 3, 13, "limit | pass | drop" },
+	{ "rules:\n  - name: a\n    mode: loud\n", 3, 11, "enforce | shadow" },
+	{ "rules:\n  - name: a\n    on_full: spill\n    per_source: {rate: 1/s, burst: 1}\n", 3, 14, "overflow | open | closed" },
+	{ "rules:\n  - name: a\n    on_full: open\n    aggregate: {rate: 1/s, burst: 1}\n", 3, 14, "on_full needs per_source" },
+	{ "rules:\n  - name: a\n    overflow: {rate: 1/s, burst: 1}\n    aggregate: {rate: 1/s, burst: 1}\n", 3, 15, "overflow needs per_source" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n    on_full: open\n    overflow: {rate: 1/s, burst: 1}\n",
+	  5, 15, "only used with on_full: overflow" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 2KB}\n    aggregate: {rate: 1/s, burst: 1}\n", 4, 16,
+	  "aggregate is in packets but per_source is in bytes" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n    overflow: {rate: 1MB/s, burst: 2MB}\n", 4, 15,
+	  "overflow is in bytes but per_source is in packets" },
+	/* limits */
+	{ "rules:\n  - name: a\n    per_source: 10/s\n", 3, 17, "per_source: expected a mapping" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s}\n", 3, 17, "missing burst" },
+	{ "rules:\n  - name: a\n    per_source: {burst: 1}\n", 3, 17, "missing rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, colour: 2}\n", 3, 39, "unknown key \"colour\" in per_source" },
+	{ "rules:\n  - name: a\n    aggregate: {rate: 1/s, burst: 1, prefix_v4: 24}\n", 3, 38, "unknown key \"prefix_v4\" in aggregate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, rate: 2/s, burst: 1}\n", 3, 29, "duplicate key \"rate\"" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 0/s, burst: 1}\n", 3, 24, "rate must be above 0" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 10, burst: 1}\n", 3, 24, "bad rate \"10\"" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 10/d, burst: 1}\n", 3, 24, "bad rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 10Mb/s, burst: 1}\n", 3, 24, "bad rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: -1/s, burst: 1}\n", 3, 24, "bad rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1./s, burst: 1}\n", 3, 24, "bad rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 99999999999999999999/s, burst: 1}\n", 3, 24, "number too large" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 64000000001/s, burst: 1}\n", 3, 24, "rate too high" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 0.00000000001/h, burst: 1}\n", 3, 24, "rate too low" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 0}\n", 3, 36, "at least 1 packet" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1.5}\n", 3, 36, "whole number of packets" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1x}\n", 3, 36, "bad burst" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 99999999999999999999}\n", 3, 36, "number too large" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/h, burst: 1000000000}\n", 3, 36, "burst too large for this rate" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1KB}\n", 3, 36, "burst is in bytes but rate is in packets" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 20}\n", 3, 38, "burst is in packets but rate is in bytes" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 63B}\n", 3, 38, "smallest frame" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 1500B}\n", 3, 38, "a full-size frame could never pass" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, prefix_v4: 33}\n", 3, 50, "prefix_v4: 33 is out of range 0..32" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, prefix_v6: 129}\n", 3, 50, "out of range 0..128" },
+	{ "rules:\n  - name: a\n    per_source: {rate: [1/s], burst: 1}\n", 3, 24, "rate: expected a scalar" },
+	/* match */
+	{ "rules:\n  - name: a\n    match: tcp\n    per_source: {rate: 1/s, burst: 1}\n", 3, 12, "match: expected a mapping" },
+	{ "rules:\n  - name: a\n    match: {proto: sctp}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "bad value \"sctp\"" },
+	{ "rules:\n  - name: a\n    match: {proto: 256}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "bad value \"256\"" },
+	{ "rules:\n  - name: a\n    match: {proto: 0}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "use any" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, port: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 25, "unknown key \"port\" in match" },
+	{ "rules:\n  - name: a\n    match: {dport: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "dport needs proto: tcp or udp" },
+	{ "rules:\n  - name: a\n    match: {proto: icmp, sport: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 33, "sport needs proto: tcp or udp" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: 65536}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "bad port \"65536\"" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, 20-10]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "bad port \"20-10\"" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, \"2-\"]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "bad port" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: []}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "empty port list" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: {a: 1}}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "dport: expected a list" },
+	{ "rules:\n  - name: a\n    match: {proto: udp, tcp_flags: syn}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags needs proto: tcp" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: syn+bogus}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags: bad" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: SA/S}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "outside its mask" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: [syn, nope]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 42, "unknown flag \"nope\"" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: \"syn+\"}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags: bad" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, icmp_type: 8}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "icmp_type needs proto: icmp" },
+	{ "rules:\n  - name: a\n    match: {proto: icmp, icmp_type: 300}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 37, "out of range 0..255" },
+	{ "rules:\n  - name: a\n    match: {proto: icmp, family: ipv6}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 34, "contradicts" },
+	{ "rules:\n  - name: a\n    match: {family: ipv5}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 21, "ipv4 | ipv6" },
+	{ "rules:\n  - name: a\n    match: {src: []}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 18, "empty prefix list" },
+	{ "rules:\n  - name: a\n    match: {src: [10.0.0.0/8, 300.0.0.0/8]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 31, "bad prefix \"300.0.0.0/8\"" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, proto: udp}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 25, "duplicate key \"proto\" in match" },
+	/* fragments and admission */
+	{ "fragments: {name: x}\n", 1, 19, "always \"fragments\"" },
+	{ "fragments: {match: {proto: tcp}}\n", 1, 20, "takes no match" },
+	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source and/or aggregate" },
+	{ "fragments: 5\n", 1, 12, "fragments: expected a mapping" },
+	{ "admission: {rate: 1MB/s, burst: 2MB}\n", 1, 12, "not bytes" },
+	{ "admission: {rate: 1/s}\n", 1, 12, "missing burst" },
+};
+
+static void test_bad_policies(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fg_config cfg;
+		struct fg_err err;
+		char name[64];
+		int r;
+
+		memset(&cfg, 0xa5, sizeof(cfg));
+		snprintf(name, sizeof(name), "bad[%zu] line %d", i, bad[i].line);
+		r = parse(bad[i].yaml, &cfg, &err);
+		if (!ASSERT_EQ(r, -EINVAL, name))
+			continue;
+		ASSERT_EQ(err.line, bad[i].line, name);
+		ASSERT_EQ(err.col, bad[i].col, name);
+		ASSERT_STR_CONTAINS(err.msg, bad[i].msg, name);
+		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
+	}
+}
+
+static void test_error_format(void)
+{
+	struct fg_config cfg;
+	struct fg_err err;
+	char buf[1024];
+
+	ASSERT_EQ(fg_config_parse("mode: x\n", 8, "p.yaml", &cfg, &err), -EINVAL, "parse");
+	fg_err_format(&err, buf, sizeof(buf));
+	ASSERT_STR_CONTAINS(buf, "p.yaml:1:7: mode: bad value \"x\"", "with a place");
+	err.line = 0;
+	fg_err_format(&err, buf, sizeof(buf));
+	ASSERT_TRUE(!strncmp(buf, "p.yaml: mode", 12), "without a place");
+	/* a NULL err is allowed */
+	ASSERT_EQ(fg_config_parse("mode: x\n", 8, "p.yaml", &cfg, NULL), -EINVAL, "NULL err");
+	/* a reader error (invalid UTF-8) gets a place from its offset */
+	ASSERT_EQ(fg_config_parse("mode: enforce\nx: \xff\n", 18, "u.yaml", &cfg, &err), -EINVAL, "utf8");
+	ASSERT_EQ(err.line, 2, "utf8 line");
+	ASSERT_EQ(err.col, 4, "utf8 col");
+}
+
+static void test_limits_on_counts(void)
+{
+	char *y = malloc(1 << 20);
+	struct fg_config cfg;
+	struct fg_err err;
+	size_t off;
+	int i;
+
+	/* FG_MAX_RULES - 1 rules fit; one more does not */
+	off = sprintf(y, "rules:\n");
+	for (i = 0; i < FG_MAX_RULES - 1; i++)
+		off += sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
+	if (ASSERT_OK(parse_ok(y, &cfg), "63 rules")) {
+		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "63 + fragments");
+		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], FG_MAX_RULES, "one entry each");
+	}
+	fg_config_free(&cfg);
+	sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "64 rules");
+	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 64");
+	ASSERT_EQ(err.col, 5, "col");
+	ASSERT_STR_CONTAINS(err.msg, "too many rules", "msg");
+
+	/* 127 entries per class fit (one kept for fragments), 128 do not */
+	off = sprintf(y, "rules:\n  - name: a\n    action: drop\n    match: {proto: udp, dport: [");
+	for (i = 0; i < FG_MAX_MATCH - 1; i++)
+		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
+	strcpy(y + off, "]}\n");
+	if (ASSERT_OK(parse_ok(y, &cfg), "127 entries"))
+		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], FG_MAX_MATCH, "full class");
+	fg_config_free(&cfg);
+	strcpy(y + off, ", 999]}\n");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "128 entries");
+	ASSERT_EQ(err.line, 4, "line");
+	ASSERT_EQ(err.col, 12, "col: the match");
+	ASSERT_STR_CONTAINS(err.msg, "too many match entries in class udp", "msg");
+	/* the cross product counts, across rules */
+	ASSERT_EQ(parse("rules:\n"
+			"  - {name: a, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10], dport: \"1-9\"}}\n"
+			"  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
+			"  - {name: c, action: drop, match: {proto: tcp}}\n",
+			&cfg, &err), -EINVAL, "10 + 120 entries");
+	ASSERT_EQ(err.line, 3, "second rule overflows");
+	ASSERT_STR_CONTAINS(err.msg, "needs 120, 117 left", "msg");
+
+	/* interfaces: FG_MAX_IFS fit */
+	off = sprintf(y, "interfaces: [");
+	for (i = 0; i < FG_MAX_IFS; i++)
+		off += sprintf(y + off, "%seth%d", i ? ", " : "", i);
+	strcpy(y + off, "]\n");
+	if (ASSERT_OK(parse_ok(y, &cfg), "16 interfaces"))
+		ASSERT_EQ(cfg.n_ifs, FG_MAX_IFS, "n_ifs");
+	strcpy(y + off, ", ethX]\n");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "17 interfaces");
+	ASSERT_STR_CONTAINS(err.msg, "too many interfaces", "msg");
+	ASSERT_EQ(err.col, (int)off + 3, "col of the 17th");
+	free(y);
+}
+
+static void test_too_many_prefixes(void)
+{
+	size_t n = FG_MAX_PREFIXES + 1, off, i;
+	char *y = malloc(n * 16 + 64);
+	struct fg_config cfg;
+	struct fg_err err;
+
+	off = sprintf(y, "allow:\n");
+	for (i = 0; i < n; i++)
+		off += sprintf(y + off, "- 1.%zu.%zu.0\n", (i >> 8) & 255, i & 255);
+	ASSERT_LE(off, FG_MAX_FILE_SIZE, "fits the file size limit");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "too many");
+	ASSERT_EQ(err.line, (int)n + 1, "line of the last one");
+	ASSERT_EQ(err.col, 3, "col");
+	ASSERT_STR_CONTAINS(err.msg, "too many prefixes", "msg");
+	free(y);
+}
+
+static void test_file_size_and_load(void)
+{
+	char path[] = "/tmp/fgpolicyXXXXXX";
+	struct fg_config cfg;
+	struct fg_err err;
+	char *big;
+	int fd, r;
+
+	big = malloc(FG_MAX_FILE_SIZE + 1);
+	memset(big, ' ', FG_MAX_FILE_SIZE + 1);
+	ASSERT_EQ(fg_config_parse(big, FG_MAX_FILE_SIZE + 1, "big", &cfg, &err), -EFBIG, "parse big");
+	ASSERT_EQ(err.line, 0, "no place");
+	free(big);
+
+	ASSERT_EQ(fg_config_load("/nonexistent/policy.yaml", &cfg, &err), -ENOENT, "missing file");
+	ASSERT_STR_CONTAINS(err.file, "/nonexistent/policy.yaml", "file named");
+	ASSERT_EQ(fg_config_load("/tmp", &cfg, &err), -EISDIR, "directory");
+
+	fd = mkstemp(path);
+	if (!ASSERT_GE(fd, 0, "mkstemp"))
+		return;
+	ASSERT_OK(ftruncate(fd, FG_MAX_FILE_SIZE + 1), "ftruncate");
+	ASSERT_EQ(fg_config_load(path, &cfg, &err), -EFBIG, "load big");
+	ASSERT_OK(ftruncate(fd, 0), "ftruncate 0");
+	ASSERT_EQ(write(fd, "mode: shadow\nrules: [{name: x, action: drop}]\n", 46), 46, "write");
+	r = fg_config_load(path, &cfg, &err);
+	if (ASSERT_OK(r, "load")) {
+		ASSERT_EQ(cfg.mode, FG_MODE_SHADOW, "loaded mode");
+		ASSERT_TRUE(!strcmp(cfg.path, path), "path");
+		fg_config_free(&cfg);
+	}
+	ASSERT_OK(ftruncate(fd, 0), "ftruncate 0");
+	ASSERT_OK(lseek(fd, 0, SEEK_SET), "lseek");
+	ASSERT_EQ(write(fd, "mode: shadow\nxdp_mode: fast\n", 28), 28, "write");
+	ASSERT_EQ(fg_config_load(path, &cfg, &err), -EINVAL, "load bad");
+	ASSERT_EQ(err.line, 2, "line");
+	ASSERT_EQ(err.col, 11, "col");
+	ASSERT_TRUE(!strcmp(err.file, path), "err.file");
+	close(fd);
+	unlink(path);
+}
+
+/* ---- example, admission, printing, helpers ---------------------------------- */
+
+static void test_example_loads(void)
+{
+	struct fg_config cfg;
+	struct fg_err err;
+	char buf[1024];
+	int r, i;
+
+	r = fg_config_load("examples/policy.yaml", &cfg, &err);
+	fg_err_format(&err, buf, sizeof(buf));
+	if (!ASSERT_OK(r, r ? buf : "load"))
+		return;
+	ASSERT_EQ(cfg.n_ifs, 0, "interfaces empty (command line sets them)");
+	ASSERT_EQ(cfg.max_sources, 65536, "modest table");
+	ASSERT_GE(rule_index(&cfg, "ssh-syn"), 0, "ssh-syn");
+	ASSERT_GE(rule_index(&cfg, "dns-reflection"), 0, "dns-reflection");
+	ASSERT_GE(rule_index(&cfg, "udp-bulk"), 0, "udp-bulk");
+	i = rule_index(&cfg, "icmp-echo");
+	if (ASSERT_GE(i, 0, "icmp-echo"))
+		ASSERT_EQ(cfg.pol.rules[i].src.inc, TU / 100, "icmp-echo 100/s");
+	ASSERT_EQ(rule_index(&cfg, "fragments"), (int)cfg.pol.nrules - 1, "fragments last");
+	ASSERT_EQ(cfg.pol.lists & 2, 2, "an IPv6 prefix");
+	for (i = 0, r = 0; i < cfg.pol.nmatch[FG_CLASS_ICMP]; i++)
+		r |= entry(&cfg, FG_CLASS_ICMP, i)->flags & FG_M_V6;
+	ASSERT_TRUE(r, "an IPv6 rule");
+	fg_config_free(&cfg);
+}
+
+static void test_admission(void)
+{
+	struct fg_config cfg;
+	double r;
+
+	/* longest refill 2 s (ssh: 20 at 10/s; fragments 70 at 50/s is 1.4 s) */
+	if (!ASSERT_OK(parse_ok(
+		"max_sources: 1048576\n"
+		"fragments: {per_source: {rate: 50/s, burst: 70}}\n"
+		"rules:\n"
+		"  - name: ssh\n"
+		"    per_source: {rate: 10/s, burst: 20}\n"
+		"  - name: agg\n"
+		"    aggregate: {rate: 1/s, burst: 1000}\n", &cfg), "parse"))
+		return;
+	r = fg_policy_set_admission(&cfg, 2);
+	/* (1048576 - 512) / (2 * 2 s) = 262016/s */
+	ASSERT_EQ((long long)(r + 0.5), 262016, "R_ins");
+	ASSERT_EQ(cfg.pol.ins.inc, 244260, "ins.inc = TU / 262016, rounded");	/* 244259.89 */
+	ASSERT_EQ(cfg.pol.ins.tau, 244260ull * 26201, "ins.tau = inc * R/10");
+	r = fg_policy_set_admission(&cfg, 64);	/* slack 16384 */
+	ASSERT_EQ((long long)(r + 0.5), (1048576 - 16384) / 4, "more CPUs, more slack");
+	fg_config_free(&cfg);
+
+	/* tiny table: slack would eat it all; use half */
+	if (!ASSERT_OK(parse_ok("max_sources: 1024\nrules: []\n", &cfg), "parse"))
+		return;
+	r = fg_policy_set_admission(&cfg, 4);	/* slack 1024 >= 1024 */
+	/* fragments default: 200 at 100/s = 2 s; 512 / 4 = 128/s */
+	ASSERT_EQ((long long)(r + 0.5), 128, "R_ins small table");
+	ASSERT_EQ(cfg.pol.ins.inc, TU / 128, "inc");
+	ASSERT_EQ(cfg.pol.ins.tau, 64 * (TU / 128), "burst at least 64");
+	fg_config_free(&cfg);
+
+	/* no per-source rule at all: T_refill = 1 s */
+	if (!ASSERT_OK(parse_ok("max_sources: 100000\n"
+				"fragments: {aggregate: {rate: 10/s, burst: 100}}\n", &cfg), "parse"))
+		return;
+	r = fg_policy_set_admission(&cfg, 1);
+	ASSERT_EQ((long long)(r + 0.5), (100000 - 256) / 2, "T_refill 1 s");
+	fg_config_free(&cfg);
+
+	/* explicit admission wins */
+	if (!ASSERT_OK(parse_ok("admission: {rate: 50000/s, burst: 1000}\n", &cfg), "parse"))
+		return;
+	r = fg_policy_set_admission(&cfg, 2);
+	ASSERT_EQ((long long)r, 50000, "explicit rate");
+	ASSERT_EQ(cfg.pol.ins.inc, TU / 50000, "explicit inc");
+	ASSERT_EQ(cfg.pol.ins.tau, 1000 * (TU / 50000), "explicit tau");
+	fg_config_free(&cfg);
+}
+
+static void test_print(void)
+{
+	struct fg_config cfg;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_STR_CONTAINS(out, "eth0", "interfaces");
+	ASSERT_STR_CONTAINS(out, "shadow", "mode");
+	ASSERT_STR_CONTAINS(out, "1048576", "table size");
+	ASSERT_STR_CONTAINS(out, "ssh-syn", "rule name");
+	ASSERT_STR_CONTAINS(out, "dport 22-22 flags S/SA", "match");
+	ASSERT_STR_CONTAINS(out, "10/s burst 20", "limit in operator units");
+	ASSERT_STR_CONTAINS(out, "inc 6400000000, tau 128000000000", "inc/tau");
+	ASSERT_STR_CONTAINS(out, "10MB/s burst 20MB", "bytes in operator units");
+	ASSERT_STR_CONTAINS(out, "2 allow, 1 deny", "prefix counts");
+	ASSERT_STR_CONTAINS(out, "50000 new sources/s", "admission");
+	ASSERT_STR_CONTAINS(out, "fragments", "implicit rule");
+	free(out);
+	fg_config_free(&cfg);
+}
+
+static void test_parse_u64(void)
+{
+	__u64 v = 0;
+
+	ASSERT_OK(fg_parse_u64("0", &v), "0");
+	ASSERT_EQ(v, 0, "0");
+	ASSERT_OK(fg_parse_u64("18446744073709551615", &v), "max");
+	ASSERT_TRUE(v == ~0ull, "max value");
+	ASSERT_EQ(fg_parse_u64("18446744073709551616", &v), -ERANGE, "overflow");
+	ASSERT_EQ(fg_parse_u64("", &v), -EINVAL, "empty");
+	ASSERT_EQ(fg_parse_u64("abc", &v), -EINVAL, "abc");
+	ASSERT_EQ(fg_parse_u64("12abc", &v), -EINVAL, "12abc");
+	ASSERT_EQ(fg_parse_u64("-1", &v), -EINVAL, "-1");
+	ASSERT_EQ(fg_parse_u64(" 1", &v), -EINVAL, "leading space");
+	ASSERT_EQ(fg_parse_u64("+1", &v), -EINVAL, "+1");
+	ASSERT_EQ(fg_parse_u64("1 ", &v), -EINVAL, "trailing space");
+	ASSERT_EQ(fg_parse_u64(NULL, &v), -EINVAL, "NULL");
+}
+
+static void test_parse_duration(void)
+{
+	static const struct {
+		const char *s;
+		int err;
+		__u64 ns;
+	} t[] = {
+		{ "250ms", 0, 250000000ull }, { "90s", 0, 90000000000ull },
+		{ "5m", 0, 300000000000ull }, { "1h", 0, 3600000000000ull },
+		{ "2d", 0, 172800000000000ull }, { "10", 0, 10000000000ull },
+		{ "0", 0, 0 }, { "7us", 0, 7000 }, { "9ns", 0, 9 },
+		{ "", -EINVAL, 0 }, { "s", -EINVAL, 0 }, { "5x", -EINVAL, 0 },
+		{ "5 s", -EINVAL, 0 }, { "-5s", -EINVAL, 0 }, { "1.5s", -EINVAL, 0 },
+		{ "18446744073709551615", -ERANGE, 0 },	/* seconds overflow ns */
+		{ "213504d", -ERANGE, 0 },
+		{ "99999999999999999999ns", -ERANGE, 0 },
+		{ "18446744073709551615ns", 0, 18446744073709551615ull },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		__u64 ns = 12345;
+		int r = fg_parse_duration(t[i].s, &ns);
+
+		ASSERT_EQ(r, t[i].err, t[i].s);
+		if (!t[i].err)
+			ASSERT_TRUE(ns == t[i].ns, t[i].s);
+	}
+}
+
+/* tests/policies/good_*.yaml load; bad_*.yaml fail where a comment in
+ * their header says: "# expect: LINE:COL: message substring". */
+static void test_policy_fixtures(void)
+{
+	glob_t g;
+	size_t i;
+	int ngood = 0, nbad = 0;
+
+	if (glob("tests/policies/*.yaml", 0, NULL, &g)) {
+		fg_test_fail(__FILE__, __LINE__, "no fixtures in tests/policies (run from the repo root)");
+		return;
+	}
+	for (i = 0; i < g.gl_pathc; i++) {
+		const char *p = g.gl_pathv[i], *base = strrchr(p, '/') + 1;
+		struct fg_config cfg;
+		struct fg_err err;
+		char first[512] = "", buf[1024], msg[512];
+		int line, col, r;
+		FILE *f = fopen(p, "r");
+
+		if (!ASSERT_TRUE(f != NULL, p))
+			continue;
+		while (fgets(first, sizeof(first), f) && first[0] == '#' &&
+		       strncmp(first, "# expect:", 9))
+			;
+		fclose(f);
+		first[strcspn(first, "\n")] = 0;
+		r = fg_config_load(p, &cfg, &err);
+		fg_err_format(&err, buf, sizeof(buf));
+		if (!strncmp(base, "good_", 5)) {
+			ngood++;
+			ASSERT_OK(r, r ? buf : p);
+			fg_config_free(&cfg);
+			continue;
+		}
+		nbad++;
+		if (!ASSERT_EQ(sscanf(first, "# expect: %d:%d: %511[^\n]", &line, &col, msg), 3, p))
+			continue;
+		ASSERT_EQ(r, -EINVAL, p);
+		ASSERT_EQ(err.line, line, buf);
+		ASSERT_EQ(err.col, col, buf);
+		ASSERT_STR_CONTAINS(err.msg, msg, buf);
+	}
+	globfree(&g);
+	ASSERT_GE(ngood, 1, "good fixtures");
+	ASSERT_GE(nbad, 1, "bad fixtures");
+}
+
+int main(int argc, char **argv)
+{
+	fg_test_init(argc, argv);
+	FG_RUN(test_spec_globals);
+	FG_RUN(test_spec_limits);
+	FG_RUN(test_spec_match);
+	FG_RUN(test_defaults);
+	FG_RUN(test_proto_any_every_class);
+	FG_RUN(test_port_cross_product);
+	FG_RUN(test_tcp_flags_forms);
+	FG_RUN(test_icmp_and_numeric_proto);
+	FG_RUN(test_rate_units);
+	FG_RUN(test_masks);
+	FG_RUN(test_rule_options);
+	FG_RUN(test_flatten_nested);
+	FG_RUN(test_max_sets);
+	FG_RUN(test_flatten_random_vs_reference);
+	FG_RUN(test_20000_prefixes);
+	FG_RUN(test_bad_policies);
+	FG_RUN(test_error_format);
+	FG_RUN(test_limits_on_counts);
+	FG_RUN(test_too_many_prefixes);
+	FG_RUN(test_file_size_and_load);
+	FG_RUN(test_example_loads);
+	FG_RUN(test_admission);
+	FG_RUN(test_print);
+	FG_RUN(test_parse_u64);
+	FG_RUN(test_parse_duration);
+	FG_RUN(test_policy_fixtures);
+	return fg_test_summary();
+}
