@@ -57,6 +57,7 @@ FUZZERS    := $(patsubst tests/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 DEPS_STAMP := $(OUTPUT)/.deps-ok
 
 .DELETE_ON_ERROR:
+.SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.tmp.o,$(BPF_SRCS))
 .PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)

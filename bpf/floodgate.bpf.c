@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * floodgate: per-source token buckets in XDP.
+ *
+ * Order of decisions for every frame (each leaves through fg_exit, which
+ * counts it in exactly one outcome of one stats row):
+ *   1. fg_ctl: kill switch (bypass, with its own expiry) -> pass, untouched
+ *   2. parse -> non-IP (pass) or malformed (policy's verdict)
+ *   3. allow/deny list (one LPM lookup that also yields source sets)
+ *   4. first matching rule of the active policy slot, within the packet's
+ *      protocol class
+ *   5. the rule's action: pass, drop, or its buckets (per source, then
+ *      aggregate); a source without a bucket of its own goes to the rule's
+ *      overflow bucket, or fails open or closed
+ * Shadow (global or per rule) makes every decision and counts it, then
+ * passes what would have been dropped.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "floodgate.h"
+#include "fg_parse.h"
+#include "fg_gcra.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define EEXIST 17
+
+/* Load-time: which clock (enum fg_clock). Coarse by default, see README. */
+const volatile __u32 fg_clock = FG_CLOCK_COARSE;
+/* Tests only (fg_clock == FG_CLOCK_TEST): the time, in ns. */
+__u64 fake_now = 0;
+
+/* Runtime switches; written by floodgated and the CLI. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_ctl);
+} fg_ctl SEC(".maps");
+
+/* Two policy slots; fg_ctl.slot names the active one. Written by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fg_policy);
+} fg_policy SEC(".maps");
+
+/* Allow/deny lists and source sets, IPv4, keyed by (slot, prefix). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_lpm4);
+	__type(value, struct fg_pfx);
+} fg_pfx4 SEC(".maps");
+
+/* Same for IPv6. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_lpm6);
+	__type(value, struct fg_pfx);
+} fg_pfx6 SEC(".maps");
+
+/* Per-source buckets, IPv4; created by this program, size set by
+ * userspace from max_sources. LRU: eviction is made harmless by the
+ * admission limit on new keys (see fg_admit_new). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fg_key4);
+	__type(value, struct fg_bucket);
+} fg_src4 SEC(".maps");
+
+/* Per-source buckets, IPv6 (prefix-grouped). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fg_key6);
+	__type(value, struct fg_bucket);
+} fg_src6 SEC(".maps");
+
+/* Aggregate, overflow and admission buckets, a cache line each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_NAGG);
+	__type(key, __u32);
+	__type(value, struct fg_agg);
+} fg_agg SEC(".maps");
+
+/* Counters per CPU, per rule id (+ global row). Read by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FG_NROWS);
+	__type(key, __u32);
+	__type(value, struct fg_stats);
+} fg_stats SEC(".maps");
+
+/* Rule id -> name; written by userspace, never read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct fg_name);
+} fg_names SEC(".maps");
+
+/* Daemon metadata for `floodgate status`; never read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_meta);
+} fg_meta SEC(".maps");
+
+struct fg_verd {
+	struct fg_stats *st;	/* row's counters, once known */
+	__u32 row;
+	__u32 out;		/* enum fg_outcome */
+	__u32 ev;		/* bit per enum fg_event */
+	__u32 verdict;		/* XDP_PASS / XDP_DROP */
+};
+
+static __always_inline __u64 fg_now_ns(void)
+{
+	if (fg_clock == FG_CLOCK_TEST)
+		return fake_now;
+	if (fg_clock == FG_CLOCK_PRECISE)
+		return bpf_ktime_get_ns();
+	return bpf_ktime_get_coarse_ns();
+}
+
+/* A drop: in shadow it is counted as would-drop and passed. */
+static __always_inline void fg_drop(struct fg_verd *v, int shadow)
+{
+	if (shadow) {
+		v->out = FG_OUT_SHADOW;
+		v->verdict = XDP_PASS;
+	} else {
+		v->out = FG_OUT_DROP;
+		v->verdict = XDP_DROP;
+	}
+}
+
+/* Bucket drop counts are sampled 1 in FG_DROP_SAMPLE per CPU (see
+ * floodgate.h): the drop path writes the shared bucket line rarely. */
+static __always_inline void fg_sample_drop(struct fg_bucket *b,
+					   struct fg_verd *v, int shadow)
+{
+	__u64 n;
+
+	if (!v->st)
+		return;
+	n = shadow ? v->st->pkts[FG_OUT_SHADOW] : v->st->pkts[FG_OUT_DROP];
+	if ((n & (FG_DROP_SAMPLE - 1)) == 0)
+		__sync_fetch_and_add(&b->drops, FG_DROP_SAMPLE);
+}
+
+static __always_inline struct fg_bucket *fg_agg_bucket(__u32 idx)
+{
+	struct fg_agg *a = bpf_map_lookup_elem(&fg_agg, &idx);
+
+	return a ? &a->b : NULL;
+}
+
+/*
+ * The eviction invariant. New source keys are admitted through one GCRA
+ * bucket (policy.ins) whose rate userspace sets to
+ *	R_ins = (max_sources - LRU slack) / (2 * T_refill)
+ * T_refill being the longest time any rule's per-source bucket needs to
+ * refill from empty (burst / rate). At most R_ins keys enter per second, so
+ * an LRU entry survives at least 2 * T_refill after its last use before
+ * churn can evict it; by then its bucket is full again and re-creating it
+ * gives nothing away. Sources refused here are charged per on_full.
+ */
+static __always_inline int fg_admit_new(const struct fg_policy *pol,
+					__u64 now, struct fg_verd *v)
+{
+	struct fg_bucket *b;
+
+	if (!pol->ins.inc)
+		return 1;
+	b = fg_agg_bucket(FG_INS_IDX);
+	if (b && fg_gcra_spend(&b->tat, now, pol->ins.inc, pol->ins.tau) == 1)
+		return 1;
+	v->ev |= 1u << FG_EV_INSERT_LIMITED;
+	return 0;
+}
+
+/* The source's own bucket: look it up, or create it (full) if admission
+ * allows. Updated in place through the lookup pointer; created with
+ * BPF_NOEXIST so an existing bucket is never reset (a racing CPU that
+ * created it first wins and we use its bucket). */
+static __always_inline struct fg_bucket *
+fg_src_bucket(const struct fg_policy *pol, const struct fg_rule *r,
+	      const struct fg_pkt *p, __u64 now, struct fg_verd *v)
+{
+	struct fg_bucket fresh = {}, *b;
+	long err;
+
+	if (p->family == 4) {
+		struct fg_key4 k = {
+			.addr = p->saddr[0] & r->mask4,
+			.rule = r->id,
+			.gen = r->gen,
+		};
+
+		b = bpf_map_lookup_elem(&fg_src4, &k);
+		if (b)
+			return b;
+		if (!fg_admit_new(pol, now, v))
+			return NULL;
+		err = bpf_map_update_elem(&fg_src4, &k, &fresh, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			v->ev |= 1u << FG_EV_INSERT_FAIL;
+			return NULL;
+		}
+		if (!err)
+			v->ev |= 1u << FG_EV_INSERT;
+		return bpf_map_lookup_elem(&fg_src4, &k);
+	} else {
+		struct fg_key6 k = {
+			.rule = r->id,
+			.gen = r->gen,
+		};
+		__u32 *a = (__u32 *)k.addr;
+
+		a[0] = p->saddr[0] & r->mask6[0];
+		a[1] = p->saddr[1] & r->mask6[1];
+		a[2] = p->saddr[2] & r->mask6[2];
+		a[3] = p->saddr[3] & r->mask6[3];
+		b = bpf_map_lookup_elem(&fg_src6, &k);
+		if (b)
+			return b;
+		if (!fg_admit_new(pol, now, v))
+			return NULL;
+		err = bpf_map_update_elem(&fg_src6, &k, &fresh, BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			v->ev |= 1u << FG_EV_INSERT_FAIL;
+			return NULL;
+		}
+		if (!err)
+			v->ev |= 1u << FG_EV_INSERT;
+		return bpf_map_lookup_elem(&fg_src6, &k);
+	}
+}
+
+/* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
+static __always_inline int fg_charge(const struct fg_policy *pol,
+				     const struct fg_rule *r,
+				     const struct fg_pkt *p, __u64 len,
+				     struct fg_verd *v, int shadow)
+{
+	__u64 now = fg_now_ns() << FG_TU_SHIFT;
+	__u64 cost = 1, spent = 0;
+	struct fg_bucket *b = NULL, *a;
+	int rc;
+
+	if (r->cost == FG_COST_BYTES)
+		cost = len < FG_MAX_COST ? len : FG_MAX_COST;
+
+	if (r->src.inc) {
+		const struct fg_limit *lim = &r->src;
+
+		b = fg_src_bucket(pol, r, p, now, v);
+		if (!b) {
+			if (r->on_full == FG_FULL_CLOSED) {
+				v->ev |= 1u << FG_EV_FULL_CLOSED;
+				return 0;
+			}
+			if (r->on_full == FG_FULL_OPEN) {
+				v->ev |= 1u << FG_EV_FULL_OPEN;
+			} else {
+				v->ev |= 1u << FG_EV_OVERFLOW;
+				b = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_RULES - 1)));
+				lim = &r->ovf;
+			}
+		}
+		if (b) {
+			rc = fg_gcra_spend(&b->tat, now, lim->inc * cost, lim->tau);
+			if (rc != 1) {
+				if (rc < 0)
+					v->ev |= 1u << FG_EV_CONTENDED;
+				fg_sample_drop(b, v, shadow);
+				return 0;
+			}
+			spent = lim->inc * cost;
+		}
+	}
+
+	if (r->agg.inc) {
+		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_RULES - 1)));
+		if (!a)
+			return 0;
+		rc = fg_gcra_spend(&a->tat, now, r->agg.inc * cost, r->agg.tau);
+		if (rc != 1) {
+			v->ev |= 1u << (rc < 0 ? FG_EV_CONTENDED : FG_EV_AGG_DROP);
+			/* the source did not get to send: give its tokens back */
+			if (b && spent)
+				__sync_fetch_and_add(&b->tat, -spent);
+			fg_sample_drop(a, v, shadow);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static __always_inline int fg_match(const struct fg_match *m,
+				    const struct fg_pkt *p, __u32 sets)
+{
+	__u8 f = m->flags;
+
+	if (m->proto && m->proto != p->proto)
+		return 0;
+	if ((f & FG_M_V4) && p->family != 4)
+		return 0;
+	if ((f & FG_M_V6) && p->family != 6)
+		return 0;
+	if (p->frag) {
+		if (f & FG_M_L4)
+			return 0;
+	} else if (f & FG_M_FRAG) {
+		return 0;
+	}
+	if (f & FG_M_L4) {
+		if (p->sport < m->sport_lo || p->sport > m->sport_hi)
+			return 0;
+		if (p->dport < m->dport_lo || p->dport > m->dport_hi)
+			return 0;
+		if ((p->tcp_flags & m->tcp_mask) != m->tcp_val)
+			return 0;
+		if ((f & FG_M_ICMP_TYPE) && p->icmp_type != m->icmp_type)
+			return 0;
+	}
+	if (m->sets && !(m->sets & sets))
+		return 0;
+	return 1;
+}
+
+static __always_inline __u32 fg_class(__u8 proto)
+{
+	switch (proto) {
+	case FG_IPPROTO_TCP:
+		return FG_CLASS_TCP;
+	case FG_IPPROTO_UDP:
+		return FG_CLASS_UDP;
+	case FG_IPPROTO_ICMP:
+	case FG_IPPROTO_ICMPV6:
+		return FG_CLASS_ICMP;
+	default:
+		return FG_CLASS_OTHER;
+	}
+}
+
+/*
+ * First match within the packet's protocol class. A global function: the
+ * verifier checks it once, on its own, instead of once per parse path of
+ * the caller. Returns the rule index, or FG_MAX_RULES when nothing matched.
+ */
+__noinline int fg_find_rule(const struct fg_policy *pol,
+			    const struct fg_pkt *p, __u32 sets)
+{
+	__u32 cls, n, i;
+
+	if (!pol || !p)
+		return FG_MAX_RULES;
+	cls = fg_class(p->proto);
+	n = pol->nmatch[cls];
+	for (i = 0; i < FG_MAX_MATCH; i++) {
+		const struct fg_match *m;
+
+		if (i >= n)
+			break;
+		m = &pol->match[cls][i];
+		if (fg_match(m, p, sets))
+			return m->rule;
+	}
+	return FG_MAX_RULES;
+}
+
+static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
+				      struct fg_verd *v)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	const struct fg_policy *pol;
+	const struct fg_rule *r;
+	struct fg_pfx *lst;
+	struct fg_pkt p = {};
+	struct fg_ctl *ctl;
+	__u32 k = 0, ri, sets = 0;
+	int shadow, rc;
+
+	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
+	if (!ctl)
+		return;
+	if (ctl->bypass) {
+		__u64 until = ctl->bypass_until;
+
+		if (!until || fg_now_ns() < until) {
+			v->out = FG_OUT_BYPASS;
+			return;
+		}
+		v->ev |= 1u << FG_EV_BYPASS_EXPIRED;
+	}
+	shadow = ctl->mode == FG_MODE_SHADOW;
+	k = ctl->slot & 1;
+	pol = bpf_map_lookup_elem(&fg_policy, &k);
+	if (!pol)
+		return;
+
+	rc = fg_parse(data, data_end, len, &p);
+	if (rc == FG_P_NONIP) {
+		v->out = FG_OUT_NONIP;
+		return;
+	}
+	if (rc != FG_P_IP) {
+		v->out = FG_OUT_MALFORMED;
+		if (pol->malformed_verdict == FG_DROP && !shadow)
+			v->verdict = XDP_DROP;
+		return;
+	}
+	if (p.frag)
+		v->ev |= 1u << FG_EV_FRAG;
+
+	if (p.family == 4 && (pol->lists & 1)) {
+		struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
+
+		lst = bpf_map_lookup_elem(&fg_pfx4, &key);
+	} else if (p.family == 6 && (pol->lists & 2)) {
+		struct fg_lpm6 key = { .prefixlen = 160, .slot = k };
+
+		__builtin_memcpy(key.addr, p.saddr, 16);
+		lst = bpf_map_lookup_elem(&fg_pfx6, &key);
+	} else {
+		lst = NULL;
+	}
+	if (lst) {
+		if (lst->list == FG_LIST_ALLOW) {
+			v->out = FG_OUT_ALLOW;
+			return;
+		}
+		if (lst->list == FG_LIST_DENY) {
+			v->out = FG_OUT_DENY;
+			if (!shadow)
+				v->verdict = XDP_DROP;
+			return;
+		}
+		sets = lst->sets;
+	}
+
+	ri = fg_find_rule(pol, &p, sets);
+	if (ri >= FG_MAX_RULES) {
+		/* unmatched: the policy's default verdict, global row */
+		if (pol->default_verdict == FG_DROP)
+			fg_drop(v, shadow);
+		return;
+	}
+
+	r = &pol->rules[ri];
+	v->row = r->id & (FG_MAX_RULES - 1);
+	k = v->row;
+	v->st = bpf_map_lookup_elem(&fg_stats, &k);
+	shadow |= r->mode == FG_MODE_SHADOW;
+
+	switch (r->action) {
+	case FG_ACT_PASS:
+		return;
+	case FG_ACT_DROP:
+		fg_drop(v, shadow);
+		return;
+	default:
+		if (!fg_charge(pol, r, &p, len, v, shadow))
+			fg_drop(v, shadow);
+	}
+}
+
+/* The one exit: count the outcome (and events) in the row, return. */
+static __always_inline int fg_exit(struct fg_verd *v, __u64 len)
+{
+	struct fg_stats *st = v->st;
+	__u32 out = v->out;
+
+	if (!st) {
+		__u32 k = v->row;
+
+		st = bpf_map_lookup_elem(&fg_stats, &k);
+		if (!st)
+			return v->verdict;
+	}
+	if (out >= FG_OUT_MAX)
+		out = FG_OUT_PASS;
+	st->pkts[out]++;
+	st->bytes[out] += len;
+	if (v->ev) {
+		__u32 e;
+
+#pragma unroll
+		for (e = 0; e < FG_EV_MAX; e++)
+			if (v->ev & (1u << e))
+				st->ev[e]++;
+	}
+	return v->verdict;
+}
+
+SEC("xdp.frags")
+int floodgate(struct xdp_md *ctx)
+{
+	struct fg_verd v = {
+		.row = FG_ROW_GLOBAL,
+		.out = FG_OUT_PASS,
+		.verdict = XDP_PASS,
+	};
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+
+	fg_decide(ctx, len, &v);
+	return fg_exit(&v, len);
+}

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include "dp.h"
+
+int dp_open(struct dp *d, __u32 max_sources)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->ncpu = libbpf_num_possible_cpus();
+	d->skel = floodgate_bpf__open();
+	if (!d->skel)
+		return -errno;
+	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
+	bpf_map__set_max_entries(d->skel->maps.fg_src4, max_sources);
+	bpf_map__set_max_entries(d->skel->maps.fg_src6, max_sources);
+	err = floodgate_bpf__load(d->skel);
+	if (err) {
+		floodgate_bpf__destroy(d->skel);
+		d->skel = NULL;
+		return err;
+	}
+	d->prog = bpf_program__fd(d->skel->progs.floodgate);
+	dp_set_now(d, 1000000000ull);	/* t = 1 s */
+	dp_pol_reset(d);
+	err = dp_set_ctl(d, FG_MODE_ENFORCE, 0, 0);
+	if (!err)
+		err = dp_apply(d);
+	return err;
+}
+
+void dp_close(struct dp *d)
+{
+	floodgate_bpf__destroy(d->skel);
+	d->skel = NULL;
+}
+
+void dp_set_now(struct dp *d, __u64 ns)
+{
+	d->skel->bss->fake_now = ns;
+}
+
+__u64 dp_now(struct dp *d)
+{
+	return d->skel->bss->fake_now;
+}
+
+void dp_pol_reset(struct dp *d)
+{
+	memset(&d->pol, 0, sizeof(d->pol));
+	d->pol.default_verdict = FG_PASS;
+	d->pol.malformed_verdict = FG_DROP;
+}
+
+struct fg_limit dp_lim(double rate, double burst)
+{
+	struct fg_limit l;
+
+	l.inc = (__u64)llround((double)FG_TU_PER_SEC / rate);
+	l.tau = (__u64)llround(burst) * l.inc;
+	return l;
+}
+
+void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes)
+{
+	for (int c = 0; c < FG_NCLASS; c++) {
+		if (!(classes & (1u << c)))
+			continue;
+		struct fg_match *e = &d->pol.match[c][d->pol.nmatch[c]++];
+		*e = *m;
+		e->rule = idx;
+	}
+}
+
+int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
+	    unsigned classes)
+{
+	int idx = d->pol.nrules++;
+	struct fg_rule *n = &d->pol.rules[idx];
+
+	*n = *r;
+	n->id = idx;
+	if (!n->mask4 && !r->mask6[0]) {
+		n->mask4 = 0xffffffff;
+		n->mask6[0] = n->mask6[1] = 0xffffffff;
+	}
+	if (!n->ovf.inc)
+		n->ovf = n->src;
+	if (m)
+		dp_match(d, idx, m, classes);
+	return idx;
+}
+
+static int dp_ctl_read(struct dp *d, struct fg_ctl *c)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, c);
+}
+
+int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until)
+{
+	struct fg_ctl c = {};
+	__u32 k = 0;
+
+	dp_ctl_read(d, &c);
+	c.magic = FG_ABI_MAGIC;
+	c.abi = FG_ABI_VERSION;
+	c.mode = mode;
+	c.bypass = bypass;
+	c.bypass_until = until;
+	return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0) ? -errno : 0;
+}
+
+int dp_apply(struct dp *d)
+{
+	struct fg_ctl c;
+	__u32 k = 0, slot;
+
+	if (dp_ctl_read(d, &c))
+		return -errno;
+	slot = c.slot ^ 1;
+	d->pol.version++;
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_policy), &slot, &d->pol, 0))
+		return -errno;
+	c.slot = slot;
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
+		return -errno;
+	return 0;
+}
+
+/* Writes the prefix into both slots (tests do not switch lists mid-test). */
+int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
+{
+	char a[64];
+	const char *sl = strchr(cidr, '/');
+	int plen;
+	struct fg_pfx v = { .list = list, .sets = sets };
+
+	snprintf(a, sizeof(a), "%.*s", sl ? (int)(sl - cidr) : (int)strlen(cidr), cidr);
+	for (__u32 slot = 0; slot < 2; slot++) {
+		if (strchr(a, ':')) {
+			struct fg_lpm6 k = { .slot = slot };
+
+			plen = sl ? atoi(sl + 1) : 128;
+			k.prefixlen = 32 + plen;
+			inet_pton(AF_INET6, a, k.addr);
+			if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_pfx6), &k, &v, 0))
+				return -errno;
+			d->pol.lists |= 2;
+		} else {
+			struct fg_lpm4 k = { .slot = slot };
+
+			plen = sl ? atoi(sl + 1) : 32;
+			k.prefixlen = 32 + plen;
+			inet_pton(AF_INET, a, &k.addr);
+			if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_pfx4), &k, &v, 0))
+				return -errno;
+			d->pol.lists |= 1;
+		}
+	}
+	return 0;
+}
+
+int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = pkt,
+		.data_size_in = len,
+		.repeat = 1,
+	);
+	int err = bpf_prog_test_run_opts(d->prog, &o);
+
+	if (err)
+		return err;
+	*retval = o.retval;
+	return 0;
+}
+
+int dp_send(struct dp *d, const struct pkt_spec *s)
+{
+	uint8_t buf[16384];
+	__u32 ret;
+	int len = pkt_build(s, buf, sizeof(buf));
+	int err;
+
+	if (len < 0)
+		return -EINVAL;
+	err = dp_run(d, buf, len, &ret);
+	return err ? err : (int)ret;
+}
+
+int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out)
+{
+	struct fg_stats *pc = calloc(d->ncpu, sizeof(*pc));
+	int err = 0;
+
+	if (!pc)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_stats), &row, pc)) {
+		err = -errno;
+		goto out;
+	}
+	for (int c = 0; c < d->ncpu; c++) {
+		for (int i = 0; i < FG_OUT_MAX; i++) {
+			out->pkts[i] += pc[c].pkts[i];
+			out->bytes[i] += pc[c].bytes[i];
+		}
+		for (int i = 0; i < FG_EV_MAX; i++)
+			out->ev[i] += pc[c].ev[i];
+	}
+out:
+	free(pc);
+	return err;
+}
+
+int dp_outcome(struct dp *d, __u32 *row, __u32 *out)
+{
+	int found = 0;
+
+	for (__u32 r = 0; r < FG_NROWS; r++) {
+		struct fg_stats s;
+
+		if (dp_read_stats(d, r, &s))
+			return -1;
+		for (__u32 o = 0; o < FG_OUT_MAX; o++) {
+			if (s.pkts[o] != d->snap[r].pkts[o]) {
+				found++;
+				*row = r;
+				*out = o;
+			}
+		}
+		d->snap[r] = s;
+	}
+	return found == 1 ? 0 : -1;
+}
+
+__u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out)
+{
+	struct fg_stats s;
+
+	return dp_read_stats(d, row, &s) ? 0 : s.pkts[out];
+}
+
+__u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev)
+{
+	struct fg_stats s;
+
+	return dp_read_stats(d, row, &s) ? 0 : s.ev[ev];
+}
+
+int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
+{
+	struct fg_key4 k = { .rule = rule, .gen = gen };
+
+	inet_pton(AF_INET, addr, &k.addr);
+	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_src4), &k, b) ? -errno : 0;
+}
+
+__u32 dp_count_src4(struct dp *d)
+{
+	struct fg_key4 k, nk;
+	__u32 n = 0;
+	int fd = bpf_map__fd(d->skel->maps.fg_src4);
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &nk)) {
+		n++;
+		k = nk;
+		prev = &k;
+	}
+	return n;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Data-path test fixture: the real XDP program from its skeleton, loaded
+ * with the test clock (fake_now), unpinned; policies built by hand so each
+ * test controls every field; frames run through BPF_PROG_TEST_RUN.
+ */
+#ifndef FG_TEST_DP_H
+#define FG_TEST_DP_H
+
+#include <stdint.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+#include "floodgate.h"
+#include "floodgate.skel.h"
+#include "pkt.h"
+
+struct dp {
+	struct floodgate_bpf *skel;
+	int prog;
+	int ncpu;
+	struct fg_policy pol;	/* the policy being built */
+	struct fg_stats snap[FG_NROWS];	/* for dp_outcome() */
+};
+
+int dp_open(struct dp *d, __u32 max_sources);
+void dp_close(struct dp *d);
+void dp_set_now(struct dp *d, __u64 ns);
+__u64 dp_now(struct dp *d);
+
+/* policy building */
+void dp_pol_reset(struct dp *d);
+struct fg_limit dp_lim(double rate, double burst);
+/* Adds a rule; its match m goes into every class whose bit is set in
+ * classes (1 << FG_CLASS_*). Returns the rule index (= id). */
+int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
+	    unsigned classes);
+/* Adds one more match entry for rule idx. */
+void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes);
+int dp_apply(struct dp *d);	/* write inactive slot, flip */
+int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until);
+int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets);
+
+/* running */
+int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval);
+int dp_send(struct dp *d, const struct pkt_spec *s);	/* returns XDP verdict or -errno */
+int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out);
+/* Which (row, outcome) changed since the last call; -1 if none or several. */
+int dp_outcome(struct dp *d, __u32 *row, __u32 *out);
+__u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out);
+__u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev);
+int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b);
+__u32 dp_count_src4(struct dp *d);
+
+#define M_ANY ((struct fg_match){ .sport_hi = 65535, .dport_hi = 65535 })
+#define C_ALL ((1u << FG_NCLASS) - 1)
+
+#endif

@@ -1,0 +1,999 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The XDP program, driven through BPF_PROG_TEST_RUN with table-driven
+ * frames and the test clock (fake_now), so bucket arithmetic is checked
+ * exactly, whatever this machine's speed. FG_NEEDS_ROOT.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include "fgtest.h"
+#include "dp.h"
+#include "fg_parse.h"
+
+#define NS 1000000000ull
+#define MS 1000000ull
+
+static struct dp D;
+
+static int setup(__u32 max_sources)
+{
+	int err = dp_open(&D, max_sources);
+
+	if (err) {
+		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+static struct fg_rule limit_rule(double rate, double burst)
+{
+	struct fg_rule r = { .action = FG_ACT_LIMIT };
+
+	r.src = dp_lim(rate, burst);
+	return r;
+}
+
+static struct pkt_spec udp4(const char *src, uint16_t dport)
+{
+	return (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .sport = 40000, .dport = dport };
+}
+
+static struct pkt_spec udp6(const char *src, uint16_t dport)
+{
+	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport };
+}
+
+/* Sends s; returns the outcome it was counted under (row in *row). */
+static int outcome_of(const struct pkt_spec *s, __u32 *row, int *verdict)
+{
+	__u32 r = 0, o = 0;
+	int v;
+
+	dp_outcome(&D, &r, &o);	/* snapshot */
+	v = dp_send(&D, s);
+	if (verdict)
+		*verdict = v;
+	if (dp_outcome(&D, &r, &o))
+		return -1;
+	if (row)
+		*row = r;
+	return (int)o;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+struct parse_case {
+	const char *name;
+	struct pkt_spec s;
+	int mangle;		/* 0 none; see below */
+	int want_out;		/* enum fg_outcome */
+	int want_verdict;	/* XDP_PASS / XDP_DROP */
+};
+
+enum { MG_NONE, MG_IHL4, MG_TOTLEN_BIG, MG_TOTLEN_SMALL, MG_VER5, MG_V6_PLEN0,
+       MG_V6_PLEN_BIG, MG_TCP_DOFF4, MG_TCP_SHORT };
+
+static int build_mangled(const struct parse_case *c, uint8_t *buf, size_t cap)
+{
+	int len = pkt_build(&c->s, buf, cap);
+	int l3 = 14 + 4 * c->s.nvlan;
+
+	switch (c->mangle) {
+	case MG_IHL4:
+		buf[l3] = 0x44;
+		break;
+	case MG_TOTLEN_BIG:
+		buf[l3 + 2] = 0x05;	/* 1280+ > frame */
+		break;
+	case MG_TOTLEN_SMALL:
+		buf[l3 + 2] = 0;
+		buf[l3 + 3] = 12;
+		break;
+	case MG_VER5:
+		buf[l3] = 0x55;
+		break;
+	case MG_V6_PLEN0:
+		buf[l3 + 4] = buf[l3 + 5] = 0;
+		break;
+	case MG_V6_PLEN_BIG:
+		buf[l3 + 4] = 0x10;
+		break;
+	case MG_TCP_DOFF4:
+		buf[l3 + 20 + 12] = 4 << 4;
+		break;
+	case MG_TCP_SHORT:
+		/* IPv4 total length says 30: 10 bytes of TCP */
+		buf[l3 + 2] = 0;
+		buf[l3 + 3] = 30;
+		len = l3 + 30;
+		break;
+	}
+	return len;
+}
+
+static void test_parse_cases(void)
+{
+	const struct parse_case cases[] = {
+		{ "ipv4 udp", udp4("192.0.2.1", 53), 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 tcp syn", { .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 icmp", { .family = 4, .src = "192.0.2.1", .proto = 1, .icmp_type = 8 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 gre", { .family = 4, .src = "192.0.2.1", .proto = 47, .payload = 20 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 options", { .family = 4, .src = "192.0.2.1", .proto = 17, .ip_opt_len = 40 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv6 udp", udp6("2001:db8::1", 53), 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv6 icmpv6", { .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 128 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv6 8 ext headers", { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 8 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv6 9 ext headers", { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 9 }, 0, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv6 first fragment", { .family = 6, .src = "2001:db8::1", .proto = 17, .dport = 53, .frag_mf = 1, .ext_hdrs = 2 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv6 non-first fragment", { .family = 6, .src = "2001:db8::1", .proto = 17, .frag_off = 1480, .payload = 100 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 non-first fragment", { .family = 4, .src = "192.0.2.1", .proto = 17, .frag_off = 1480, .payload = 100 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "vlan ipv4", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 1 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "qinq ipv6", { .family = 6, .src = "2001:db8::1", .proto = 17, .nvlan = 2 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "qinq 8100/8100", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 2, .vlan_tpid_outer = 0x8100 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "three vlan tags", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 3 }, 0, FG_OUT_MALFORMED, XDP_DROP },
+		{ "arp", { .ethertype = 0x0806 }, 0, FG_OUT_NONIP, XDP_PASS },
+		{ "lldp on vlan", { .ethertype = 0x88cc, .nvlan = 1 }, 0, FG_OUT_NONIP, XDP_PASS },
+		{ "ipv4 ihl 4", udp4("192.0.2.1", 53), MG_IHL4, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv4 total length past frame", udp4("192.0.2.1", 53), MG_TOTLEN_BIG, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv4 total length < ihl", udp4("192.0.2.1", 53), MG_TOTLEN_SMALL, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv4 version 5", udp4("192.0.2.1", 53), MG_VER5, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv6 payload length 0", udp6("2001:db8::1", 53), MG_V6_PLEN0, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv6 payload length past frame", udp6("2001:db8::1", 53), MG_V6_PLEN_BIG, FG_OUT_MALFORMED, XDP_DROP },
+		{ "tcp data offset 4", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_DOFF4, FG_OUT_MALFORMED, XDP_DROP },
+		{ "tcp header cut by ip length", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_SHORT, FG_OUT_MALFORMED, XDP_DROP },
+	};
+	struct fg_rule r = limit_rule(1000, 1000);
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct parse_case *c = &cases[i];
+		uint8_t buf[4096];
+		__u32 row = 0, o = 0, ret = 0;
+		int len = build_mangled(c, buf, sizeof(buf));
+
+		dp_outcome(&D, &row, &o);
+		if (!ASSERT_OK(dp_run(&D, buf, len, &ret), c->name))
+			continue;
+		ASSERT_EQ(ret, c->want_verdict, c->name);
+		if (ASSERT_OK(dp_outcome(&D, &row, &o), c->name))
+			ASSERT_EQ(o, c->want_out, c->name);
+	}
+	dp_close(&D);
+}
+
+/* The parser compiled for userspace: fields, not just outcomes. */
+static void test_parse_fields(void)
+{
+	uint8_t buf[4096];
+	struct fg_pkt p;
+	struct pkt_spec s;
+	int len;
+
+	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 6, .sport = 1234, .dport = 22,
+			       .tcp_flags = 0x12, .tcp_flags_set = 1, .nvlan = 2, .ip_opt_len = 8 };
+	len = pkt_build(&s, buf, sizeof(buf));
+	memset(&p, 0, sizeof(p));
+	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "qinq tcp parses");
+	ASSERT_EQ(p.family, 4, "family");
+	ASSERT_EQ(p.proto, 6, "proto");
+	ASSERT_EQ(p.sport, 1234, "sport");
+	ASSERT_EQ(p.dport, 22, "dport");
+	ASSERT_EQ(p.tcp_flags, 0x12, "tcp flags");
+	ASSERT_EQ(p.saddr[0], inet_addr("198.51.100.7"), "saddr");
+
+	s = (struct pkt_spec){ .family = 6, .src = "2001:db8:1:2::99", .proto = 58, .icmp_type = 135, .ext_hdrs = 3 };
+	len = pkt_build(&s, buf, sizeof(buf));
+	memset(&p, 0, sizeof(p));
+	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "icmpv6 behind 3 ext headers");
+	ASSERT_EQ(p.proto, 58, "proto after ext headers");
+	ASSERT_EQ(p.icmp_type, 135, "icmp type");
+	uint8_t a6[16];
+	inet_pton(AF_INET6, "2001:db8:1:2::99", a6);
+	ASSERT_EQ(memcmp(p.saddr, a6, 16), 0, "ipv6 saddr");
+
+	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 17, .frag_off = 8, .payload = 64 };
+	len = pkt_build(&s, buf, sizeof(buf));
+	memset(&p, 0, sizeof(p));
+	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "non-first fragment parses");
+	ASSERT_EQ(p.frag, 1, "frag flag");
+	ASSERT_EQ(p.dport, 0, "no port read from a fragment");
+	ASSERT_EQ(p.saddr[0], inet_addr("198.51.100.7"), "fragment saddr");
+}
+
+/* Truncation at every byte: userspace parser for every length from 0, the
+ * real program from 14 (BPF_PROG_TEST_RUN needs an Ethernet header). */
+static void test_truncation(void)
+{
+	const struct pkt_spec specs[] = {
+		{ .family = 4, .src = "203.0.113.9", .proto = 17, .dport = 53, .ip_opt_len = 12, .payload = 4 },
+		{ .family = 6, .src = "2001:db8::9", .proto = 6, .dport = 22, .ext_hdrs = 3, .frag_mf = 1 },
+		{ .family = 4, .src = "203.0.113.9", .proto = 6, .dport = 80, .nvlan = 2 },
+		{ .family = 4, .src = "203.0.113.9", .proto = 17, .frag_off = 64, .payload = 16 },
+		{ .family = 6, .src = "2001:db8::9", .proto = 17, .frag_off = 64, .payload = 16, .nvlan = 1 },
+		{ .family = 6, .src = "2001:db8::9", .proto = 58, .icmp_type = 128, .nvlan = 2, .ext_hdrs = 1 },
+	};
+	struct fg_rule r = limit_rule(1e6, 1e6);
+	int runs = 0;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		uint8_t full[512], cut[512];
+		int len = pkt_build(&specs[i], full, sizeof(full));
+		char name[96];
+
+		for (int n = 0; n < len; n++) {
+			struct fg_pkt p;
+			uint8_t *heap = malloc(n ? n : 1);	/* ASan sees overreads */
+
+			memcpy(heap, full, n);
+			memset(&p, 0, sizeof(p));
+			snprintf(name, sizeof(name), "spec %zu cut at %d: userspace parser", i, n);
+			ASSERT_EQ(fg_parse(heap, heap + n, n, &p), FG_P_MALFORMED, name);
+			free(heap);
+			if (n < 14)
+				continue;
+			__u32 ret = 99, row = 0, o = 0;
+
+			memcpy(cut, full, n);
+			dp_outcome(&D, &row, &o);
+			snprintf(name, sizeof(name), "spec %zu cut at %d", i, n);
+			if (!ASSERT_OK(dp_run(&D, cut, n, &ret), name))
+				continue;
+			runs++;
+			ASSERT_TRUE(ret == XDP_DROP, name);	/* malformed: drop, never aborted */
+			if (ASSERT_OK(dp_outcome(&D, &row, &o), name))
+				ASSERT_EQ(o, FG_OUT_MALFORMED, name);
+		}
+		snprintf(name, sizeof(name), "spec %zu: no bucket from truncated frames", i);
+		ASSERT_EQ(dp_count_src4(&D), 0, name);
+	}
+	/* whole frames are charged to exactly their own source */
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		ASSERT_EQ(dp_send(&D, &specs[i]), XDP_PASS, "whole frame passes");
+	}
+	struct fg_bucket b;
+	ASSERT_OK(dp_bucket4(&D, "203.0.113.9", 0, 0, &b), "bucket of the real source");
+	ASSERT_EQ(dp_count_src4(&D), 1, "one IPv4 source bucket");
+	ASSERT_GE(runs, 300, "truncated frames run");
+	dp_close(&D);
+}
+
+/* ---- policy semantics --------------------------------------------------- */
+
+static void test_outcomes_and_lists(void)
+{
+	struct fg_rule r = limit_rule(10, 2);
+	struct fg_rule drop = { .action = FG_ACT_DROP };
+	struct fg_match m = M_ANY;
+	struct pkt_spec s;
+	__u32 row;
+	int v;
+
+	if (setup(1024))
+		return;
+	m.proto = 17;
+	m.dport_lo = m.dport_hi = 53;
+	m.flags = FG_M_L4;
+	dp_rule(&D, &r, &m, 1u << FG_CLASS_UDP);
+	dp_rule(&D, &drop, &M_ANY, 1u << FG_CLASS_TCP);
+	ASSERT_OK(dp_pfx(&D, "10.0.0.0/8", FG_LIST_DENY, 0), "deny 10/8");
+	ASSERT_OK(dp_pfx(&D, "10.1.0.0/16", FG_LIST_ALLOW, 0), "allow 10.1/16 inside");
+	ASSERT_OK(dp_pfx(&D, "2001:db8:bad::/48", FG_LIST_DENY, 0), "deny v6");
+	ASSERT_OK(dp_pfx(&D, "2001:db8:900d::/48", FG_LIST_ALLOW, 0), "allow v6");
+	dp_apply(&D);
+
+	s = udp4("192.0.2.1", 53);
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_PASS, "first within burst");
+	ASSERT_EQ(row, 0, "counted in rule 0's row");
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_PASS, "second within burst");
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "third over burst");
+	ASSERT_EQ(v, XDP_DROP, "dropped");
+	s = udp4("192.0.2.1", 54);
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_PASS, "other port: unmatched, default pass");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "unmatched in the global row");
+	s = udp4("10.2.3.4", 53);
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DENY, "denylisted");
+	ASSERT_EQ(v, XDP_DROP, "deny drops");
+	s = udp4("10.1.3.4", 53);
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "allowlisted never limited");
+	s = (struct pkt_spec){ .family = 4, .src = "10.1.3.4", .proto = 6, .dport = 80 };
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "allow beats a drop rule");
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.50", .proto = 6, .dport = 80 };
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "drop rule");
+	ASSERT_EQ(row, 1, "drop rule's row");
+	s = udp6("2001:db8:bad::1", 53);
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DENY, "v6 deny");
+	s = udp6("2001:db8:900d::1", 53);
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "v6 allow");
+	s = (struct pkt_spec){ .ethertype = 0x0806 };
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_NONIP, "arp");
+	ASSERT_EQ(v, XDP_PASS, "non-IP passes");
+
+	/* bytes are counted with packets */
+	struct fg_stats st;
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.bytes[FG_OUT_PASS], 2 * 42, "bytes of two 42-byte frames");
+
+	/* malformed verdict and default verdict are the policy's */
+	D.pol.malformed_verdict = FG_PASS;
+	D.pol.default_verdict = FG_DROP;
+	dp_apply(&D);
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 3 };
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_MALFORMED, "malformed");
+	ASSERT_EQ(v, XDP_PASS, "malformed: pass");
+	s = udp4("192.0.2.1", 54);
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "unmatched, default drop");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "default drop counted globally");
+	dp_close(&D);
+}
+
+static void test_first_match(void)
+{
+	struct fg_rule pass = { .action = FG_ACT_PASS }, drop = { .action = FG_ACT_DROP };
+	struct fg_match syn = M_ANY, range = M_ANY, icmp = M_ANY, v6 = M_ANY;
+	struct pkt_spec s;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	/* rule 0: TCP SYN without ACK to 20-25 -> drop; rule 1: all TCP -> pass */
+	syn.proto = 6;
+	syn.dport_lo = 20;
+	syn.dport_hi = 25;
+	syn.tcp_mask = FG_TCP_SYN | FG_TCP_ACK;
+	syn.tcp_val = FG_TCP_SYN;
+	syn.flags = FG_M_L4;
+	dp_rule(&D, &drop, &syn, 1u << FG_CLASS_TCP);
+	dp_rule(&D, &pass, &M_ANY, 1u << FG_CLASS_TCP);
+	/* rule 2: icmp echo (type 8) drop; rule 3: sport range 1000-2000 on IPv6 only */
+	icmp.proto = 1;
+	icmp.icmp_type = 8;
+	icmp.flags = FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V4;
+	dp_rule(&D, &drop, &icmp, 1u << FG_CLASS_ICMP);
+	range.proto = 17;
+	range.sport_lo = 1000;
+	range.sport_hi = 2000;
+	range.flags = FG_M_L4 | FG_M_V6;
+	dp_rule(&D, &drop, &range, 1u << FG_CLASS_UDP);
+	(void)v6;
+	dp_apply(&D);
+
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "syn to 22 hits rule 0");
+	ASSERT_EQ(row, 0, "rule 0");
+	s.tcp_flags = FG_TCP_SYN | FG_TCP_ACK;
+	s.tcp_flags_set = 1;
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "syn+ack falls to rule 1");
+	ASSERT_EQ(row, 1, "rule 1");
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 26 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "port 26 outside the range");
+	ASSERT_EQ(row, 1, "rule 1 again");
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 1, .icmp_type = 8 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "echo request");
+	s.icmp_type = 0;
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "echo reply unmatched");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "global row");
+	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 8 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "icmpv6 type 8 is not an IPv4 echo rule");
+	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 17, .sport = 1500 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "v6 sport in range");
+	s.family = 4;
+	s.src = "192.0.2.1";
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "v4 not matched by a v6-only rule");
+
+	/* swap the first two rules: order decides */
+	struct fg_match t0 = D.pol.match[FG_CLASS_TCP][0];
+	D.pol.match[FG_CLASS_TCP][0] = D.pol.match[FG_CLASS_TCP][1];
+	D.pol.match[FG_CLASS_TCP][1] = t0;
+	dp_apply(&D);
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "after the swap the pass rule wins");
+	ASSERT_EQ(row, 1, "rule 1 first now");
+	dp_close(&D);
+}
+
+static void test_source_sets_and_prefixes(void)
+{
+	struct fg_rule r = limit_rule(1, 2);
+	struct fg_match m = M_ANY;
+	struct pkt_spec s;
+
+	if (setup(1024))
+		return;
+	r.mask4 = htonl(0xffffff00);	/* /24 */
+	r.mask6[0] = r.mask6[1] = 0xffffffff;	/* /64 */
+	m.sets = 1u << 3;
+	dp_rule(&D, &r, &m, C_ALL);
+	ASSERT_OK(dp_pfx(&D, "198.51.100.0/24", FG_LIST_NONE, 1u << 3), "set 3 v4");
+	ASSERT_OK(dp_pfx(&D, "2001:db8:5::/48", FG_LIST_NONE, 1u << 3), "set 3 v6");
+	dp_apply(&D);
+
+	s = udp4("198.51.100.1", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "in set, 1st");
+	s = udp4("198.51.100.200", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "same /24, 2nd");
+	s = udp4("198.51.100.99", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "same /24 shares one bucket");
+	s = udp4("198.51.101.1", 9);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "outside the set: rule does not apply");
+	s = udp6("2001:db8:5:1::1", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "v6 /64 1st");
+	s = udp6("2001:db8:5:1:ffff::2", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "v6 same /64 2nd");
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "v6 same /64 shares a bucket");
+	s = udp6("2001:db8:5:2::1", 9);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "another /64 has its own");
+	dp_close(&D);
+}
+
+static void test_fragments(void)
+{
+	struct fg_rule dns = limit_rule(1, 1), frag = limit_rule(1, 3);
+	struct fg_match m = M_ANY, f = M_ANY;
+	struct pkt_spec s;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	m.proto = 17;
+	m.dport_lo = m.dport_hi = 53;
+	m.flags = FG_M_L4;
+	dp_rule(&D, &dns, &m, 1u << FG_CLASS_UDP);
+	f.flags = FG_M_FRAG;
+	dp_rule(&D, &frag, &f, C_ALL);
+	dp_apply(&D);
+
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .frag_off = 1480, .payload = 64 };
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "fragment within the fragment rule");
+		ASSERT_EQ(row, 1, "charged to the fragment rule, not the port rule");
+	}
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "fragments are limited, never unmetered");
+	ASSERT_GE(dp_row_ev(&D, 1, FG_EV_FRAG), 4, "fragment events counted");
+	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::7", .proto = 17, .frag_off = 8, .payload = 64 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "v6 fragment");
+	ASSERT_EQ(row, 1, "v6 fragment to the fragment rule");
+	/* a first fragment carries ports: it is a normal packet */
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .dport = 53, .frag_mf = 1 };
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "first fragment");
+	ASSERT_EQ(row, 0, "first fragment matches the port rule");
+	dp_close(&D);
+}
+
+/* ---- buckets ------------------------------------------------------------ */
+
+static int burst_of(const struct pkt_spec *s, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < max; i++)
+		if (dp_send(&D, s) == XDP_PASS)
+			n++;
+	return n;
+}
+
+static void test_burst_and_refill(void)
+{
+	struct fg_rule r = limit_rule(10, 20);
+	struct pkt_spec s = udp4("192.0.2.10", 7);
+	__u64 t;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t = dp_now(&D);
+	ASSERT_EQ(burst_of(&s, 100), 20, "burst exactly 20 at one instant");
+	dp_set_now(&D, t + 100 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 1, "one token after 100 ms at 10/s");
+	dp_set_now(&D, t + 350 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 2, "2.5 tokens after 250 ms more: 2");
+	dp_set_now(&D, t + 400 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 1, "the half token carried over");
+	dp_set_now(&D, t + 3600 * NS);
+	ASSERT_EQ(burst_of(&s, 100), 20, "an hour idle refills to burst, no more");
+	/* time going backwards counts as zero elapsed */
+	dp_set_now(&D, t + 3500 * NS);
+	ASSERT_EQ(burst_of(&s, 100), 0, "clock behind the bucket: nothing more");
+	dp_set_now(&D, t + 3600 * NS + 100 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 1, "then refill resumes from the last tat");
+	/* a very long idle period cannot overflow */
+	dp_set_now(&D, 1ull << 56);
+	ASSERT_EQ(burst_of(&s, 100), 20, "after 2^56 ns: burst again");
+	dp_close(&D);
+}
+
+static void test_bytes_cost(void)
+{
+	struct fg_rule r = limit_rule(1000, 3000);
+	struct pkt_spec s = udp4("192.0.2.11", 7);
+	__u64 t;
+
+	if (setup(1024))
+		return;
+	r.cost = FG_COST_BYTES;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t = dp_now(&D);
+	s.payload = 1000 - 42;	/* 1000-byte frames */
+	ASSERT_EQ(burst_of(&s, 10), 3, "3000 bytes of burst: three 1000-byte frames");
+	dp_set_now(&D, t + 500 * MS);
+	ASSERT_EQ(burst_of(&s, 10), 0, "500 bytes refilled: not enough for 1000");
+	s.payload = 500 - 42;
+	ASSERT_EQ(burst_of(&s, 10), 1, "but enough for one 500-byte frame");
+	dp_set_now(&D, t + 10 * NS);
+	s.payload = 9000 - 42;	/* a jumbo, multi-buffer frame */
+	ASSERT_EQ(burst_of(&s, 10), 0, "a 9000-byte frame never fits a 3000-byte burst");
+	struct fg_stats st;
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.bytes[FG_OUT_DROP] >= 9000 * 10, 1, "jumbo bytes counted in full");
+	dp_close(&D);
+}
+
+static void test_aggregate_and_refund(void)
+{
+	struct fg_rule r = limit_rule(1, 5);
+	char src[32];
+	int admitted = 0;
+
+	if (setup(1024))
+		return;
+	r.agg = dp_lim(1, 10);
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	for (int i = 0; i < 4; i++) {
+		struct pkt_spec s;
+
+		snprintf(src, sizeof(src), "192.0.2.%d", 20 + i);
+		s = udp4(src, 7);
+		admitted += burst_of(&s, 5);
+	}
+	ASSERT_EQ(admitted, 10, "aggregate burst caps 4 sources x 5");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_AGG_DROP), 10, "aggregate drops counted");
+	/* sources 2 and 3 were refused by the aggregate: their own tokens
+	 * were given back, so once the aggregate refills they have 5 */
+	dp_set_now(&D, dp_now(&D) + 10 * NS);
+	struct pkt_spec s = udp4("192.0.2.23", 7);
+	ASSERT_EQ(burst_of(&s, 20), 5, "refunded source still has its whole burst");
+	dp_close(&D);
+}
+
+static void test_shadow_equals_enforce(void)
+{
+	int dec[2][600];
+	int v, out;
+
+	for (int mode = 0; mode < 3; mode++) {
+		struct fg_rule r = limit_rule(50, 10);
+
+		if (setup(1024))
+			return;
+		r.agg = dp_lim(200, 30);
+		if (mode == 2)
+			r.mode = FG_MODE_SHADOW;	/* per-rule shadow */
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		dp_apply(&D);
+		if (mode == 1)
+			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
+		srand(7);
+		for (int i = 0; i < 600; i++) {
+			char src[32];
+			struct pkt_spec s;
+
+			snprintf(src, sizeof(src), "192.0.2.%d", rand() % 8);
+			s = udp4(src, 7);
+			dp_set_now(&D, dp_now(&D) + (rand() % 4) * MS);
+			out = outcome_of(&s, NULL, &v);
+			if (mode == 0) {
+				dec[0][i] = out;
+			} else {
+				if (v != XDP_PASS) {
+					ASSERT_EQ(v, XDP_PASS, "shadow never drops");
+					break;
+				}
+				dec[1][i] = out == FG_OUT_SHADOW ? FG_OUT_DROP : out;
+			}
+		}
+		if (mode)
+			ASSERT_EQ(memcmp(dec[0], dec[1], sizeof(dec[0])), 0,
+				  mode == 1 ? "global shadow decides as enforce" : "rule shadow decides as enforce");
+		if (mode == 0) {
+			int drops = 0;
+
+			for (int i = 0; i < 600; i++)
+				drops += dec[0][i] == FG_OUT_DROP;
+			ASSERT_GE(drops, 100, "the sequence does exercise drops");
+		}
+		dp_close(&D);
+	}
+}
+
+static void test_bypass(void)
+{
+	struct fg_rule r = limit_rule(1, 2);
+	struct pkt_spec s = udp4("192.0.2.30", 7);
+	struct fg_bucket before, after;
+	__u64 t;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t = dp_now(&D);
+	ASSERT_EQ(burst_of(&s, 5), 2, "burst before bypass");
+	ASSERT_OK(dp_bucket4(&D, "192.0.2.30", 0, 0, &before), "bucket exists");
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
+	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_BYPASS, "bypassed");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "bypass counted globally");
+	ASSERT_EQ(burst_of(&s, 100), 100, "everything passes in bypass");
+	s.nvlan = 3;
+	ASSERT_EQ(burst_of(&s, 10), 10, "even malformed frames pass in bypass");
+	s.nvlan = 0;
+	ASSERT_OK(dp_bucket4(&D, "192.0.2.30", 0, 0, &after), "bucket still there");
+	ASSERT_EQ(after.tat, before.tat, "bypass leaves the bucket untouched");
+	ASSERT_EQ(dp_count_src4(&D), 1, "no bucket created in bypass");
+
+	/* timed bypass: ends by itself at its expiry, no daemon involved */
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, t + 5 * NS), "bypass for 5 s");
+	dp_set_now(&D, t + 4 * NS);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_BYPASS, "still bypassed at 4 s");
+	dp_set_now(&D, t + 5 * NS);
+	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "enforcing again at 5 s");
+	ASSERT_EQ(burst_of(&s, 10), 1, "bucket as it was: 2 tokens after 5 s at 1/s minus one");
+	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1, "expired bypass counted (in the row that judged the packet)");
+	dp_close(&D);
+}
+
+static void test_table_full_behaviour(void)
+{
+	struct pkt_spec s;
+	int v;
+
+	for (int mode = 0; mode < 3; mode++) {
+		struct fg_rule r = limit_rule(1, 2);
+
+		if (setup(1024))
+			return;
+		r.on_full = mode;	/* overflow, open, closed */
+		r.ovf = dp_lim(1, 3);
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		/* admission that never admits: every new source lacks a bucket */
+		D.pol.ins.inc = 1;
+		D.pol.ins.tau = 0;
+		dp_apply(&D);
+		int passed = 0;
+
+		for (int i = 0; i < 10; i++) {
+			char src[32];
+
+			snprintf(src, sizeof(src), "192.0.2.%d", 100 + i);
+			s = udp4(src, 7);
+			if (outcome_of(&s, NULL, &v) == FG_OUT_PASS)
+				passed++;
+		}
+		ASSERT_EQ(dp_count_src4(&D), 0, "no source got a bucket");
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 10, "insert refusals counted");
+		switch (mode) {
+		case FG_FULL_OVERFLOW:
+			ASSERT_EQ(passed, 3, "overflow bucket: shared burst of 3");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), 10, "overflow charges counted");
+			break;
+		case FG_FULL_OPEN:
+			ASSERT_EQ(passed, 10, "fail open passes");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), 10, "fail-open counted");
+			break;
+		case FG_FULL_CLOSED:
+			ASSERT_EQ(passed, 0, "fail closed drops");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 10, "fail-closed counted");
+			break;
+		}
+		dp_close(&D);
+	}
+}
+
+/* ---- counters add up ---------------------------------------------------- */
+
+static void test_counters_add_up(void)
+{
+	__u64 sent[FG_NROWS] = {0};
+	struct fg_rule a = limit_rule(1, 2), b = limit_rule(1, 2), p = { .action = FG_ACT_PASS };
+	struct fg_match ma = M_ANY, mb = M_ANY;
+
+	if (setup(1024))
+		return;
+	ma.proto = 17;
+	ma.flags = FG_M_L4;
+	ma.dport_lo = ma.dport_hi = 53;
+	dp_rule(&D, &a, &ma, 1u << FG_CLASS_UDP);
+	mb.proto = 6;
+	dp_rule(&D, &b, &mb, 1u << FG_CLASS_TCP);
+	dp_rule(&D, &p, &M_ANY, 1u << FG_CLASS_ICMP);
+	dp_pfx(&D, "10.9.0.0/16", FG_LIST_DENY, 0);
+	dp_apply(&D);
+	srand(11);
+	for (int i = 0; i < 2000; i++) {
+		char src[32];
+		struct pkt_spec s;
+		int k = rand() % 6;
+		__u32 row = FG_ROW_GLOBAL;
+
+		snprintf(src, sizeof(src), "%s.%d", k == 5 ? "10.9.0" : "192.0.2", rand() % 50);
+		switch (k) {
+		case 0: s = udp4(src, 53); row = 0; break;
+		case 1: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 6, .dport = 80 }; row = 1; break;
+		case 2: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 1, .icmp_type = 8 }; row = 2; break;
+		case 3: s = udp4(src, 54); break;
+		case 4: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .nvlan = 3 }; break;
+		default: s = udp4(src, 53); break;	/* denied */
+		}
+		dp_set_now(&D, dp_now(&D) + (rand() % 3) * MS);
+		if (dp_send(&D, &s) < 0)
+			break;
+		sent[row]++;
+	}
+	for (__u32 row = 0; row < FG_NROWS; row++) {
+		struct fg_stats st;
+		__u64 sum = 0;
+		char name[64];
+
+		dp_read_stats(&D, row, &st);
+		for (int o = 0; o < FG_OUT_MAX; o++)
+			sum += st.pkts[o];
+		snprintf(name, sizeof(name), "row %u: seen == sum of outcomes", row);
+		ASSERT_EQ(sum, sent[row], name);
+	}
+	ASSERT_GE(dp_row_pkts(&D, 0, FG_OUT_DROP), 1, "rule 0 dropped some");
+	ASSERT_GE(dp_row_pkts(&D, 1, FG_OUT_DROP), 1, "rule 1 dropped some");
+	dp_close(&D);
+}
+
+/* ---- two CPUs on one key ------------------------------------------------ */
+
+struct hammer {
+	int cpu;
+	uint8_t pkt[512];
+	int len;
+	__u32 repeat;
+	volatile int *stop;
+	__u64 steps;
+	int err;
+};
+
+static pthread_barrier_t step_bar;
+
+static void *lockstep_fn(void *arg)
+{
+	struct hammer *h = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(h->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		h->err = -errno;
+	/* repeat = 1 per call: with repeat > 1 the kernel re-points the XDP
+	 * dispatcher around the run, an RCU grace period (~60 ms) per call */
+	for (__u64 k = 0; k < h->steps; k++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = h->pkt, .data_size_in = h->len,
+			    .repeat = 1);
+
+		pthread_barrier_wait(&step_bar);
+		for (__u32 i = 0; i < h->repeat && !h->err; i++)
+			if (bpf_prog_test_run_opts(D.prog, &o))
+				h->err = -errno;
+		pthread_barrier_wait(&step_bar);
+	}
+	return NULL;
+}
+
+static void *hammer_fn(void *arg)
+{
+	struct hammer *h = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(h->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		h->err = -errno;
+		return NULL;
+	}
+	do {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = h->pkt, .data_size_in = h->len,
+			    .repeat = h->repeat);
+		h->err = bpf_prog_test_run_opts(D.prog, &o);
+		if (h->err)
+			break;
+	} while (h->stop && !*h->stop);
+	return NULL;
+}
+
+static void test_two_cpus_one_key(void)
+{
+	struct hammer h[2];
+	pthread_t th[2];
+	struct pkt_spec s = udp4("192.0.2.40", 7);
+	struct fg_stats st;
+	const __u64 burst = 100000, per_cpu = 400000;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fg_test_skip("needs 2 online CPUs, this machine has 1");
+		return;
+	}
+	/* frozen time: exactly the burst is admitted, however the CPUs race */
+	struct fg_rule r = limit_rule(1000, burst);
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	for (int i = 0; i < 2; i++) {
+		memset(&h[i], 0, sizeof(h[i]));
+		h[i].cpu = i;
+		h[i].len = pkt_build(&s, h[i].pkt, sizeof(h[i].pkt));
+		h[i].repeat = per_cpu;
+		pthread_create(&th[i], NULL, hammer_fn, &h[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_OK(h[i].err, "test run on a pinned CPU");
+	}
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], burst, "two CPUs admit exactly the burst");
+	ASSERT_EQ(st.pkts[FG_OUT_DROP], 2 * per_cpu - burst, "the rest dropped");
+	/* a CAS that loses FG_MAX_CAS races in a row drops its packet (and
+	 * counts it); exactness above holds regardless, and it stays rare */
+	ASSERT_LE(st.ev[FG_EV_CONTENDED], per_cpu / 10000, "CAS give-ups are rare");
+	printf("  frozen clock: %llu admitted of %llu, burst %llu, %llu CAS give-ups\n",
+	       (unsigned long long)st.pkts[FG_OUT_PASS], (unsigned long long)(2 * per_cpu),
+	       (unsigned long long)burst, (unsigned long long)st.ev[FG_EV_CONTENDED]);
+	dp_close(&D);
+
+	/* moving time: admitted == burst + rate * elapsed, within one packet.
+	 * Lockstep: the clock advances 1 ms, then both CPUs flood the key at
+	 * once (3x what the step refills), then the next step. */
+	const double rate = 100000;
+	const __u64 b2 = 1000, steps = 300;
+	struct fg_rule r2 = limit_rule(rate, b2);
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r2, &M_ANY, C_ALL);
+	dp_apply(&D);
+	__u64 t0 = dp_now(&D);
+	pthread_barrier_init(&step_bar, NULL, 3);
+	for (int i = 0; i < 2; i++) {
+		h[i].repeat = 300;
+		h[i].steps = steps + 1;
+		pthread_create(&th[i], NULL, lockstep_fn, &h[i]);
+	}
+	for (__u64 k = 0; k <= steps; k++) {
+		dp_set_now(&D, t0 + k * MS);
+		pthread_barrier_wait(&step_bar);	/* go */
+		pthread_barrier_wait(&step_bar);	/* both done */
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		ASSERT_OK(h[i].err, "lockstep run");
+	}
+	pthread_barrier_destroy(&step_bar);
+	dp_read_stats(&D, 0, &st);
+	double expect = b2 + rate * (double)(steps * MS) / 1e9;
+	printf("  moving clock: %llu admitted, expected %.0f (burst %llu + %.0f/s x %.3f s), %llu dropped\n",
+	       (unsigned long long)st.pkts[FG_OUT_PASS], expect, (unsigned long long)b2, rate,
+	       (double)(steps * MS) / 1e9, (unsigned long long)st.pkts[FG_OUT_DROP]);
+	ASSERT_LE(llabs((long long)st.pkts[FG_OUT_PASS] - (long long)expect), 1,
+		  "two CPUs, moving clock: within one packet");
+	ASSERT_GE(st.pkts[FG_OUT_DROP], 4 * st.pkts[FG_OUT_PASS], "the flood was 5x the rate");
+	dp_close(&D);
+}
+
+/* ---- the eviction invariant --------------------------------------------- */
+
+/* Throttle S, spray `spray` spoofed sources over `over_ns`, resume S at
+ * once: how many does S get? */
+static int eviction_run(int with_admission, int spray, __u64 over_ns, __u64 *limited)
+{
+	const __u32 table = 4096;
+	struct fg_rule r = limit_rule(10, 20);	/* T_refill = 2 s */
+	struct pkt_spec s = udp4("192.0.2.77", 7);
+	uint8_t buf[512];
+	__u64 t;
+	int got;
+
+	if (setup(table))
+		return -1;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	if (with_admission) {
+		/* what fg_policy_set_admission computes: (table - slack) / (2 T_refill) */
+		double slack = 2.0 * 128 * D.ncpu;
+		double rins = ((double)table - slack) / (2 * 2.0);
+
+		D.pol.ins = dp_lim(rins, 64);
+	}
+	dp_apply(&D);
+	t = dp_now(&D);
+	if (burst_of(&s, 40) != 20)
+		fg_test_fail(__FILE__, __LINE__, "S should first get its burst of 20");
+	/* spray: random spoofed sources from 198.18.0.0/15 */
+	struct pkt_spec sp = udp4("198.18.0.1", 7);
+	int len = pkt_build(&sp, buf, sizeof(buf));
+	int l3 = 14;
+	srand(5);
+	for (int i = 0; i < spray; i++) {
+		__u32 ret, a = htonl(0xc6120000u | (rand() & 0x1ffff));
+
+		memcpy(buf + l3 + 12, &a, 4);
+		dp_set_now(&D, t + over_ns * (__u64)i / spray);
+		dp_run(&D, buf, len, &ret);
+	}
+	dp_set_now(&D, t + over_ns);
+	got = burst_of(&s, 40);
+	*limited = dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED);
+	dp_close(&D);
+	return got;
+}
+
+static void test_eviction_invariant(void)
+{
+	__u64 limited = 0;
+	int got;
+
+	/* spray 10x the table within 1 s (half of S's refill time) */
+	got = eviction_run(1, 40960, 1 * NS, &limited);
+	printf("  with admission limit: S got %d after the spray (1 s of refill at 10/s = 10), %llu new keys refused\n",
+	       got, (unsigned long long)limited);
+	ASSERT_LE(got, 10, "no fresh burst for the throttled source");
+	ASSERT_GE(got, 9, "and its refill is intact");
+	ASSERT_GE(limited, 30000, "the spray was refused keys");
+
+	/* control: without the admission limit the spray evicts S and hands
+	 * it a fresh burst -- the failure this design prevents */
+	got = eviction_run(0, 40960, 1 * NS, &limited);
+	printf("  control, no admission limit: S got %d (a fresh burst is 20)\n", got);
+	ASSERT_EQ(got, 20, "control: the attack works without the limit");
+
+	/* a long spray (5 s > 2 s refill): S may be evicted, but it is full
+	 * by then anyway, so it gets the burst it would have had */
+	got = eviction_run(1, 40960, 5 * NS, &limited);
+	ASSERT_LE(got, 20, "after a refill period, never more than the burst");
+}
+
+int main(int argc, char **argv)
+{
+	fg_test_init(argc, argv);
+	if (geteuid() != 0) {
+		printf("skip - test_datapath: needs root for BPF_PROG_TEST_RUN\n");
+		printf("0 passed, 0 failed, 1 skipped\n");
+		return 0;
+	}
+	libbpf_set_print(NULL);
+	FG_RUN(test_parse_cases);
+	FG_RUN(test_parse_fields);
+	FG_RUN(test_truncation);
+	FG_RUN(test_outcomes_and_lists);
+	FG_RUN(test_first_match);
+	FG_RUN(test_source_sets_and_prefixes);
+	FG_RUN(test_fragments);
+	FG_RUN(test_burst_and_refill);
+	FG_RUN(test_bytes_cost);
+	FG_RUN(test_aggregate_and_refund);
+	FG_RUN(test_shadow_equals_enforce);
+	FG_RUN(test_bypass);
+	FG_RUN(test_table_full_behaviour);
+	FG_RUN(test_counters_add_up);
+	FG_RUN(test_two_cpus_one_key);
+	FG_RUN(test_eviction_invariant);
+	return fg_test_summary();
+}
