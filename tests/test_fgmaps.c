@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fgmaps: policy apply through the two slots, rule ids by name, counters
+ * of surviving rules kept and of new ones zeroed, per-rule mode flips,
+ * max_sources refusal, per-CPU sums. Loads the real skeleton without
+ * attaching it or pinning anything. FG_NEEDS_ROOT (BPF map creation).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "fgtest.h"
+#include "fgmaps.h"
+#include "floodgate.skel.h"
+
+static struct floodgate_bpf *skel;
+static struct fg_maps maps;
+static char tmpdir[] = "/tmp/fgmaps-test.XXXXXX";
+
+static const char pol_a[] =
+	"max_sources: 1024\n"
+	"allow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
+	"rules:\n"
+	"  - name: a\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
+	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 10/s, burst: 10}\n";
+static const char pol_b[] =
+	"max_sources: 1024\n"
+	"rules:\n"
+	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n"
+	"  - name: c\n    match: {proto: icmp}\n    per_source: {rate: 10/s, burst: 10}\n";
+static const char pol_c[] =
+	"max_sources: 1024\n"
+	"deny: [192.0.2.0/24]\n"
+	"rules:\n"
+	"  - name: a\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
+	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n";
+
+static int parse(const char *txt, struct fg_config *cfg)
+{
+	struct fg_err e = {};
+	char msg[1024];
+	int err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	err = fg_config_parse(txt, strlen(txt), "test.yaml", cfg, &e);
+	if (err) {
+		fg_err_format(&e, msg, sizeof(msg));
+		printf("  parse: %s\n", msg);
+	}
+	return err;
+}
+
+static int apply(const char *txt, char *why)
+{
+	static struct fg_config cfg;
+	int err = parse(txt, &cfg);
+
+	if (err)
+		return err;
+	why[0] = 0;
+	err = fg_maps_lock(&maps, 1000);
+	if (!err)
+		err = fg_policy_apply(&maps, &cfg, why);
+	fg_maps_unlock(&maps);
+	if (err && why[0])
+		printf("  apply: %s\n", why);
+	fg_config_free(&cfg);
+	return err;
+}
+
+static int find_id(const char *name)
+{
+	struct fg_name names[FG_MAX_RULES];
+
+	if (fg_names_read(&maps, names))
+		return -2;
+	for (int i = 0; i < FG_MAX_RULES; i++)
+		if (names[i].in_use && !strcmp(names[i].name, name))
+			return i;
+	return -1;
+}
+
+static size_t count_lpm4(__u32 slot)
+{
+	struct fg_lpm4 k, *prev = NULL, cur;
+	size_t n = 0;
+
+	while (!bpf_map_get_next_key(maps.fd[FGM_PFX4], prev, &k)) {
+		n += k.slot == slot;
+		cur = k;
+		prev = &cur;
+	}
+	return n;
+}
+
+static void set_stat(__u32 row, __u64 v)
+{
+	struct fg_stats *pc = calloc(maps.ncpus, sizeof(*pc));
+
+	for (int c = 0; c < maps.ncpus; c++)
+		pc[c].pkts[FG_OUT_DROP] = v;
+	bpf_map_update_elem(maps.fd[FGM_STATS], &row, pc, BPF_ANY);
+	free(pc);
+}
+
+static __u64 get_drop(__u32 row)
+{
+	static struct fg_stats rows[FG_NROWS];
+
+	if (fg_stats_read(&maps, rows))
+		return ~0ull;
+	return rows[row].pkts[FG_OUT_DROP];
+}
+
+static void test_first_apply(void)
+{
+	char why[FG_WHY_LEN];
+	struct fg_ctl ctl;
+	struct fg_policy pol;
+
+	if (!ASSERT_OK(fg_ctl_init(&maps, FG_MODE_ENFORCE), "ctl init"))
+		return;
+	if (!ASSERT_OK(apply(pol_a, why), "apply a"))
+		return;
+	ASSERT_OK(fg_ctl_read(&maps, &ctl), "read ctl");
+	ASSERT_EQ(ctl.magic, FG_ABI_MAGIC, "magic");
+	ASSERT_EQ(ctl.slot, 1, "first apply writes slot 1");
+	ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy");
+	ASSERT_EQ(pol.version, 1, "version");
+	ASSERT_EQ(pol.nrules, 3, "a, b and the implicit fragments rule");
+	ASSERT_EQ(find_id("a"), 0, "a gets id 0");
+	ASSERT_EQ(find_id("b"), 1, "b gets id 1");
+	ASSERT_EQ(pol.rules[0].id, 0, "rules[0].id");
+	ASSERT_EQ(pol.rules[0].gen, 1, "rules[0].gen");
+	ASSERT_EQ(count_lpm4(1), 1, "allow 10/8 in slot 1");
+	ASSERT_EQ(count_lpm4(0), 0, "nothing in slot 0");
+	ASSERT_TRUE(pol.lists & 1, "lists bit 0");
+	ASSERT_TRUE(pol.lists & 2, "lists bit 1");
+	ASSERT_NEQ(pol.ins.inc, 0, "admission set");
+}
+
+static void test_rename_keeps_survivors(void)
+{
+	char why[FG_WHY_LEN];
+	struct fg_name names[FG_MAX_RULES];
+	struct fg_policy pol;
+	int b0 = find_id("b"), a0 = find_id("a");
+
+	set_stat(b0, 7);
+	set_stat(a0, 5);
+	ASSERT_EQ(get_drop(b0), 7ull * maps.ncpus, "sum over CPUs");
+	if (!ASSERT_OK(apply(pol_b, why), "apply b"))
+		return;
+	ASSERT_EQ(find_id("b"), b0, "b keeps its id");
+	ASSERT_EQ(get_drop(b0), 7ull * maps.ncpus, "b keeps its counters");
+	ASSERT_EQ(find_id("a"), -1, "a is freed after the flip");
+	ASSERT_NEQ(find_id("c"), a0, "c does not take a's id in the same apply");
+	ASSERT_EQ(get_drop(find_id("c")), 0, "c starts at zero");
+	ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy");
+	ASSERT_EQ(pol.version, 2, "version 2");
+	ASSERT_EQ(count_lpm4(0), 0, "no prefixes in the new slot 0");
+	ASSERT_EQ(pol.lists, 0, "no lists");
+	/* a's id comes back with a new generation and zeroed counters */
+	if (!ASSERT_OK(apply(pol_c, why), "apply c"))
+		return;
+	ASSERT_OK(fg_names_read(&maps, names), "names");
+	ASSERT_EQ(find_id("a"), a0, "a takes the free id 0 again");
+	ASSERT_EQ(names[a0].gen, 2, "with generation 2");
+	ASSERT_EQ(get_drop(a0), 0, "and zeroed counters");
+	ASSERT_EQ(count_lpm4(1), 1, "deny 192.0.2/24 in slot 1, old allow gone");
+	ASSERT_EQ(find_id("c"), -1, "c freed");
+}
+
+static void test_rule_mode(void)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_policy pol;
+	struct fg_ctl c0, c1;
+	int err;
+
+	fg_ctl_read(&maps, &c0);
+	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
+	err = fg_rule_set_mode(&maps, "b", FG_MODE_SHADOW, why);
+	ASSERT_OK(err, "set mode");
+	ASSERT_EQ(fg_rule_set_mode(&maps, "zz", FG_MODE_SHADOW, why), -ENOENT, "unknown rule");
+	fg_maps_unlock(&maps);
+	fg_ctl_read(&maps, &c1);
+	ASSERT_EQ(c1.slot, c0.slot ^ 1, "flipped");
+	fg_policy_read_active(&maps, &pol);
+	ASSERT_EQ(pol.rules[1].mode, FG_MODE_SHADOW, "b is shadow");
+	ASSERT_EQ(pol.rules[0].mode, FG_MODE_ENFORCE, "a is not");
+	ASSERT_EQ(count_lpm4(c1.slot), 1, "prefixes copied to the new slot");
+}
+
+static void test_refusals(void)
+{
+	static const char bigger[] = "max_sources: 2048\nrules: []\n";
+	char why[FG_WHY_LEN];
+	struct fg_ctl c0, c1;
+	struct fg_policy p0, p1;
+
+	fg_ctl_read(&maps, &c0);
+	fg_policy_read_active(&maps, &p0);
+	ASSERT_EQ(apply(bigger, why), -EINVAL, "max_sources change refused");
+	ASSERT_STR_CONTAINS(why, "max_sources", "the reason");
+	fg_ctl_read(&maps, &c1);
+	fg_policy_read_active(&maps, &p1);
+	ASSERT_EQ(c1.slot, c0.slot, "slot unchanged");
+	ASSERT_EQ(p1.version, p0.version, "version unchanged");
+	ASSERT_EQ(fg_policy_apply(&maps, NULL, why), -ENOLCK, "apply needs the lock");
+}
+
+static void test_pin_dir_open_refuses_missing(void)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_maps m;
+
+	ASSERT_EQ(fg_maps_open(&m, "/sys/fs/bpf/fg-does-not-exist", why), -ENOENT, "missing");
+}
+
+int main(int argc, char **argv)
+{
+	fg_test_init(argc, argv);
+	if (geteuid() != 0) {
+		fg_test_begin("fgmaps");
+		fg_test_skip("needs root to create BPF maps");
+		fg_test_end();
+		return fg_test_summary();
+	}
+	skel = floodgate_bpf__open();
+	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
+	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel) ||
+	    !mkdtemp(tmpdir) || fg_maps_from_skel(&maps, skel, tmpdir)) {
+		printf("setup failed: %s\n", strerror(errno));
+		fg_test_begin("setup");
+		fg_test_fail(__FILE__, __LINE__, "skeleton load");
+		fg_test_end();
+		floodgate_bpf__destroy(skel);
+		return fg_test_summary();
+	}
+	FG_RUN(test_first_apply);
+	FG_RUN(test_rename_keeps_survivors);
+	FG_RUN(test_rule_mode);
+	FG_RUN(test_refusals);
+	FG_RUN(test_pin_dir_open_refuses_missing);
+	fg_maps_close(&maps);
+	floodgate_bpf__destroy(skel);
+	rmdir(tmpdir);
+	return fg_test_summary();
+}
