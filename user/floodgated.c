@@ -688,6 +688,9 @@ static int daemonize(struct daemon *d)
 		close(p[1]);
 		if (read(p[0], &c, 1) != 1)
 			c = 1;
+		if (c)
+			fprintf(stderr, "floodgated: start failed; the reason is in the system log "
+				"(or run with --foreground)\n");
 		exit(c ? 1 : 0);
 	}
 	close(p[0]);
@@ -725,7 +728,7 @@ int main(int argc, char **argv)
 	static struct daemon dd = { .notify_fd = -1 };
 	struct daemon *d = &dd;
 	char why[FG_WHY_LEN] = "", p[512];
-	bool adopted, started = false, detach;
+	bool adopted = true, started = false, detach;
 	struct fg_meta meta;
 	int err;
 
@@ -971,6 +974,8 @@ cleanup:
 			pr_info("detached and unpinned %s", d->dir);
 	} else if (started) {
 		pr_info("left the filter attached and pinned in %s", d->dir);
+	} else if (d->dir && !adopted) {
+		rmdir(d->dir);	/* a dir we made for a start that failed; only if empty */
 	}
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */
