@@ -24,7 +24,7 @@ COMMON_FLAGS := -ffile-prefix-map=$(CURDIR)=. -MMD -MP
 BPF_CFLAGS   := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
 		-Iinclude -Ibpf -I. -Wall -Werror $(COMMON_FLAGS) $(EXTRA_BPF_CFLAGS)
 CFLAGS       ?= -O2 -g
-USER_CFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+USER_CFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Ibpf \
 		-Iinclude -Iuser -I$(OUTPUT) -D_GNU_SOURCE $(COMMON_FLAGS)
 USER_LDLIBS  := -lbpf -lelf -lz -lyaml -lmicrohttpd -lsystemd -lpthread -lm
 
@@ -129,7 +129,7 @@ $(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
 # --- fuzzers (clang libFuzzer + ASan) ------------------------------------------
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Iuser -Itests -I$(OUTPUT) \
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
 	       -D_GNU_SOURCE -DFG_FUZZ $(COMMON_FLAGS)
 $(OUTPUT)/fuzz/%: tests/%.c $(LIB_SRCS) $(SKELS) | $(OUTPUT)/fuzz $(DEPS_STAMP)
 	$(call msg,FUZZ,$@)
