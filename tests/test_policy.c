@@ -239,6 +239,15 @@ static void test_defaults(void)
 	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 1, "one fragments entry");
 	fg_config_free(&cfg);
 
+	/* empty values mean "the default" where that is meaningful */
+	if (ASSERT_OK(parse_ok("interfaces:\nrules:\nallow: ~\nadmission:\nfragments:\nmetrics: \"\"\n", &cfg), "nulls")) {
+		ASSERT_EQ(cfg.pol.nrules, 1, "nulls: only fragments");
+		ASSERT_EQ(cfg.pol.rules[0].src.inc, TU / 100, "nulls: default fragments");
+		ASSERT_EQ(cfg.admission.set, 0, "nulls: automatic admission");
+		ASSERT_EQ(cfg.metrics[0], 0, "nulls: metrics off");
+	}
+	fg_config_free(&cfg);
+
 	/* an empty mapping is a valid, empty policy too */
 	if (ASSERT_OK(parse_ok("{}\n", &cfg), "parse {}"))
 		ASSERT_EQ(cfg.pol.nrules, 1, "{}: only fragments");
@@ -825,6 +834,7 @@ static const struct bad {
 	{ "max_sources: -5\n", 1, 14, "expected a number" },
 	{ "metrics: 9100\n", 1, 10, "host:port" },
 	{ "metrics: \"localhost:0\"\n", 1, 10, "host:port" },
+	{ "metrics: \"::1:9100\"\n", 1, 10, "[::1]:9100" },
 	{ "interfaces: eth0\n", 1, 13, "expected a list" },
 	{ "interfaces: [eth0, abcdefghijklmnop]\n", 1, 20, "1..15 characters" },
 	{ "interfaces: [eth0, \"\"]\n", 1, 20, "1..15 characters" },

@@ -691,9 +691,12 @@ static int parse_metrics(struct ctx *c, yaml_node_t *n)
 		return FAIL(c, n, "metrics: address longer than %zu characters",
 			    sizeof(cfg->metrics) - 1);
 	colon = strrchr(s, ':');
+	/* an IPv6 host is bracketed: "[::1]:9100" */
 	if (!colon || colon == s || fg_parse_u64(colon + 1, &port) ||
-	    port == 0 || port > 65535)
-		return FAIL(c, n, "metrics: expected \"host:port\" (e.g. \"127.0.0.1:9100\"), got \"%s\"", s);
+	    port == 0 || port > 65535 ||
+	    (memchr(s, ':', (size_t)(colon - s)) &&
+	     (s[0] != '[' || colon[-1] != ']')))
+		return FAIL(c, n, "metrics: expected \"host:port\" (e.g. \"127.0.0.1:9100\" or \"[::1]:9100\"), got \"%s\"", s);
 	strcpy(cfg->metrics, s);
 	return 0;
 }
@@ -1597,7 +1600,7 @@ static int parse_root(struct ctx *c, yaml_node_t *root)
 			return err;
 		cfg->pol.default_verdict = (__u8)v;
 	}
-	if (ks.val[TK_ADMISSION]) {
+	if (ks.val[TK_ADMISSION] && !is_null(ks.val[TK_ADMISSION])) {
 		struct lim a;
 
 		err = parse_limit(c, ks.val[TK_ADMISSION], "admission", 0, &a);
