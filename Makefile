@@ -138,12 +138,14 @@ fuzz: $(FUZZERS)
 
 # --- running -------------------------------------------------------------------
 test: all fuzz
+	$(Q)tools/deps.sh gameday
 	$(Q)tests/run.sh
 
 test-unit: all
 	$(Q)tests/run.sh --unit
 
 gameday: all fuzz
+	$(Q)tools/deps.sh gameday
 	$(Q)FG_GAMEDAY=1 tests/run.sh --gameday
 
 bench: all
@@ -166,6 +168,7 @@ install: all
 	install -m 0644 docs/floodgate.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' floodgated.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/floodgated.service
 	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
+	install -m 0644 README.md docs/operators-guide.md $(DESTDIR)$(PREFIX)/share/doc/floodgate/
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

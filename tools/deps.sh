@@ -8,7 +8,7 @@
 set -eu
 pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
 libmicrohttpd-dev libsystemd-dev pkg-config iproute2 make gcc libclang-rt-dev
-ethtool util-linux curl python3"
+ethtool util-linux curl python3 iputils-ping"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;
