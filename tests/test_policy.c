@@ -893,6 +893,7 @@ static const struct bad {
 	{ "rules:\n  - name: a\n    per_source: {rate: 1./s, burst: 1}\n", 3, 24, "bad rate" },
 	{ "rules:\n  - name: a\n    per_source: {rate: 99999999999999999999/s, burst: 1}\n", 3, 24, "number too large" },
 	{ "rules:\n  - name: a\n    per_source: {rate: 64000000001/s, burst: 1}\n", 3, 24, "rate too high" },
+	{ "rules:\n  - name: a\n    per_source: {rate: 3GB/s, burst: 10MB}\n", 3, 24, "resolution" },
 	{ "rules:\n  - name: a\n    per_source: {rate: 0.00000000001/h, burst: 1}\n", 3, 24, "rate too low" },
 	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 0}\n", 3, 36, "at least 1 packet" },
 	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1.5}\n", 3, 36, "whole number of packets" },

@@ -805,6 +805,11 @@ static int compile_limit(struct ctx *c, yaml_node_t *rate_n,
 	inc = roundl((long double)FG_TU_PER_SEC / rate);
 	if (inc < 1)
 		return FAIL(c, rate_n, "rate too high");
+	/* the time unit is 1/64 ns: past ~1.28e9 per second the rounded
+	 * cost per unit would be off by more than 1% of the rate */
+	if (fabsl(inc - (long double)FG_TU_PER_SEC / rate) * 100 > inc)
+		return FAIL(c, rate_n, "rate too high for the bucket clock's resolution: "
+			    "at most 1280000000 %s per second per bucket", bytes ? "bytes" : "packets");
 	if (inc >= (long double)FG_MAX_TAU)
 		return FAIL(c, rate_n, "rate too low");
 	if (burst != floorl(burst))
