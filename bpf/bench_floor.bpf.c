@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Benchmark baselines and harness programs, driven by tools/fgbench.c.
+ *
+ * bare_drop  return XDP_DROP: the cost of running any XDP program at all.
+ * floor      the same Ethernet/VLAN/IPv4/IPv6 parse as floodgate (fg_parse.h,
+ *            with the frame length from bpf_xdp_get_buff_len as floodgate
+ *            reads it), one per-CPU counter increment, XDP_DROP: the least a
+ *            per-source filter can do ("parse + count + drop floor").
+ * vary       micro-benchmark harness: writes a pseudo-random source address,
+ *            one of vary_n starting at vary_base, into the IPv4 frame, then
+ *            tail-calls vary_jmp[0] (floodgate, or floor for its own
+ *            overhead). BPF_PROG_TEST_RUN without live frames runs every
+ *            repetition on the same buffer, so with repeat R one call sees R
+ *            frames from R random sources: lookups miss the caches as they
+ *            would under a many-source flood, instead of hitting one hot
+ *            bucket R times.
+ *
+ * floor and vary are xdp.frags like floodgate: a tail call needs the same
+ * frags flag on both sides, and attaching the floor where floodgate
+ * attaches must accept the same frames.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "floodgate.h"
+#include "fg_parse.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Frames the floor program has seen, per CPU. Read by fgbench. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} floor_cnt SEC(".maps");
+
+/* vary's tail-call target, slot 0; set by fgbench. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} vary_jmp SEC(".maps");
+
+/* vary's settings (host order) and LCG state; written by fgbench. */
+__u32 vary_base = 0x0a000000;	/* 10.0.0.0 */
+__u32 vary_n = 1;
+__u64 vary_state = 1;
+
+SEC("xdp")
+int bare_drop(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+/* The program is called "floor" as the benchmark names it; clang knows
+ * floor() as a libm builtin, which means nothing in BPF. */
+#pragma clang diagnostic ignored "-Wincompatible-library-redeclaration"
+SEC("xdp.frags")
+int floor(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	struct fg_pkt p = {};
+	__u32 k = 0;
+	__u64 *c;
+
+	/* the verdict is ignored on purpose: parse, count, drop everything */
+	fg_parse(data, data_end, len, &p);
+	c = bpf_map_lookup_elem(&floor_cnt, &k);
+	if (c)
+		(*c)++;
+	return XDP_DROP;
+}
+
+SEC("xdp.frags")
+int vary(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *sa = data + 26;	/* Ethernet (14) + IPv4 saddr offset (12) */
+	__u64 s = vary_state * 6364136223846793005ull + 1442695040888963407ull;
+	__u32 a, n = vary_n;
+
+	vary_state = s;
+	a = vary_base + (n > 1 ? (__u32)(s >> 32) % n : 0);
+	if ((void *)(sa + 4) > data_end)
+		return XDP_ABORTED;
+	sa[0] = a >> 24;
+	sa[1] = a >> 16;
+	sa[2] = a >> 8;
+	sa[3] = a;
+	bpf_tail_call(ctx, &vary_jmp, 0);
+	return XDP_ABORTED;
+}

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fgbench: floodgate's micro benchmark and the XDP baselines for the live
+ * benchmark (tools/bench.sh drives both).
+ *
+ *   fgbench micro --policy FILE [--cpu N] [--passes P] [--repeat R]
+ *       BPF_PROG_TEST_RUN on one CPU, wall-clock ns per packet, one JSON
+ *       line per figure and pass on stdout, passes interleaved (pass 1 runs
+ *       every scenario, then pass 2, ...). Also the map memory per source.
+ *   fgbench xdp -i DEV --prog bare_drop|floor
+ *       attach a baseline to DEV (a bpf_link, gone when fgbench exits),
+ *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
+ *
+ * Why a slope: with repeat > 1, BPF_PROG_TEST_RUN re-points the XDP
+ * dispatcher around the run (bpf_prog_change_xdp, which waits for an RCU
+ * grace period), a fixed cost of tens of ms per call that dwarfs and
+ * blurs the per-packet cost; the kernel's own `duration` is also too
+ * coarse below ~20 ns. So each figure is the slope of wall time between
+ * calls with repeat R and 4R (the faster of two calls each): ns per extra
+ * packet. The intercept (the fixed cost) is reported too.
+ *
+ * Distinct sources: the `vary` program (bpf/bench_floor.bpf.c) writes a
+ * pseudo-random source out of N into the frame, then tail-calls floodgate,
+ * whose source table was prefilled with those N buckets (throttled: tat an
+ * hour ahead). The harness's own cost is measured as vary -> floor and
+ * reported, so the net figure is raw - (vary_floor - floor).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "floodgate.h"
+#include "floodgate.skel.h"
+#include "bench_floor.skel.h"
+#include "fgmaps.h"
+#include "policy.h"
+
+#define NSEC 1000000000ull
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/* A 64-byte Ethernet/IPv4/UDP frame (no FCS) from src to 10.200.0.2:dport. */
+static void build_frame(__u8 *f, __u32 src, __u16 dport)
+{
+	__u32 sum = 0;
+
+	memset(f, 0, 64);
+	memset(f, 0xff, 6);			/* dst MAC: broadcast */
+	f[6] = 0x02; f[11] = 0x01;		/* src MAC 02:00:00:00:00:01 */
+	f[12] = 0x08; f[13] = 0x00;
+	__u8 *ip = f + 14;
+	ip[0] = 0x45;
+	ip[2] = 0; ip[3] = 50;			/* 64 - 14 */
+	ip[8] = 64; ip[9] = 17;
+	ip[12] = src >> 24; ip[13] = src >> 16; ip[14] = src >> 8; ip[15] = src;
+	ip[16] = 10; ip[17] = 200; ip[18] = 0; ip[19] = 2;
+	for (int i = 0; i < 20; i += 2)
+		sum += (ip[i] << 8) | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = sum >> 8; ip[11] = sum;
+	__u8 *udp = ip + 20;
+	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
+	udp[2] = dport >> 8; udp[3] = dport & 0xff;
+	udp[4] = 0; udp[5] = 30;		/* UDP checksum 0: none */
+}
+
+/* ---- floodgate instances ------------------------------------------------- */
+
+struct fgi {
+	struct floodgate_bpf *skel;
+	struct fg_maps maps;
+	struct fg_config cfg;
+	char dir[64];
+	int prog;
+};
+
+static int fgi_open(struct fgi *g, const char *yaml, const char *path)
+{
+	struct fg_err e = {};
+	char why[FG_WHY_LEN] = "", msg[1024];
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->maps.dirfd = -1;
+	for (int i = 0; i < FGM_NMAPS; i++)
+		g->maps.fd[i] = -1;
+	err = path ? fg_config_load(path, &g->cfg, &e)
+		   : fg_config_parse(yaml, strlen(yaml), "<fgbench>", &g->cfg, &e);
+	if (err) {
+		fg_err_format(&e, msg, sizeof(msg));
+		fprintf(stderr, "fgbench: policy: %s\n", msg);
+		return err;
+	}
+	g->skel = floodgate_bpf__open();
+	if (!g->skel)
+		return -errno;
+	/* fg_clock stays FG_CLOCK_COARSE, as floodgated loads it */
+	bpf_map__set_max_entries(g->skel->maps.fg_src4, g->cfg.max_sources);
+	bpf_map__set_max_entries(g->skel->maps.fg_src6, g->cfg.max_sources);
+	err = floodgate_bpf__load(g->skel);
+	if (err) {
+		fprintf(stderr, "fgbench: loading floodgate: %s\n", strerror(-err));
+		return err;
+	}
+	g->prog = bpf_program__fd(g->skel->progs.floodgate);
+	/* fg_maps wants a directory to lock; nothing is pinned in it */
+	snprintf(g->dir, sizeof(g->dir), "/tmp/fgbench.XXXXXX");
+	if (!mkdtemp(g->dir))
+		return -errno;
+	err = fg_maps_from_skel(&g->maps, g->skel, g->dir);
+	if (!err)
+		err = fg_maps_lock(&g->maps, 1000);
+	if (!err)
+		err = fg_ctl_init(&g->maps, FG_MODE_ENFORCE);
+	if (!err)
+		err = fg_policy_apply(&g->maps, &g->cfg, why);
+	if (err)
+		fprintf(stderr, "fgbench: applying the policy: %s\n", why[0] ? why : strerror(-err));
+	return err;
+}
+
+static void fgi_close(struct fgi *g)
+{
+	fg_maps_close(&g->maps);
+	floodgate_bpf__destroy(g->skel);
+	fg_config_free(&g->cfg);
+	if (g->dir[0])
+		rmdir(g->dir);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Prefill fg_src4 with n throttled buckets for rule index ri, sources
+ * base .. base+n-1. Returns the entries the map holds afterwards. */
+static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
+{
+	const struct fg_rule *r = &g->cfg.pol.rules[ri];
+	int fd = g->maps.fd[FGM_SRC4];
+	__u64 tat = (now_ns() + 3600 * NSEC) << FG_TU_SHIFT;
+	const __u32 chunk = 4096;
+	struct fg_key4 *k = calloc(chunk, sizeof(*k));
+	struct fg_bucket *v = calloc(chunk, sizeof(*v));
+	size_t n4 = 0, n6 = 0;
+	int err = 0;
+
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	for (__u32 i = 0; i < n && !err; i += chunk) {
+		__u32 c = n - i < chunk ? n - i : chunk;
+
+		for (__u32 j = 0; j < c; j++) {
+			k[j].addr = htonl(base + i + j) & r->mask4;
+			k[j].rule = r->id;
+			k[j].gen = r->gen;
+			v[j].tat = tat;
+			v[j].drops = 0;
+		}
+		LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_NOEXIST);
+		__u32 cnt = c;
+
+		err = bpf_map_update_batch(fd, k, v, &cnt, &o);
+		if (err == -EINVAL || err == -524 /* ENOTSUPP */ || err == -EOPNOTSUPP) {
+			err = 0;
+			for (__u32 j = 0; j < c && !err; j++)
+				if (bpf_map_update_elem(fd, &k[j], &v[j], BPF_NOEXIST))
+					err = -errno;
+		}
+	}
+	free(k);
+	free(v);
+	if (err)
+		return err;
+	err = fg_sources_count(&g->maps, &n4, &n6);
+	return err ? err : (long)n4;
+}
+
+static __u64 fgi_ev(struct fgi *g, int ev)
+{
+	struct fg_stats rows[FG_NROWS];
+	__u64 s = 0;
+
+	if (fg_stats_read(&g->maps, rows))
+		return 0;
+	for (int r = 0; r < FG_NROWS; r++)
+		s += rows[r].ev[ev];
+	return s;
+}
+
+/* Where the last frames went: the (row, outcome) with the most packets. */
+static void fgi_top_outcome(struct fgi *g, int *row, int *out)
+{
+	struct fg_stats rows[FG_NROWS];
+	__u64 best = 0;
+
+	*row = *out = -1;
+	if (fg_stats_read(&g->maps, rows))
+		return;
+	for (int r = 0; r < FG_NROWS; r++)
+		for (int o = 0; o < FG_OUT_MAX; o++)
+			if (rows[r].pkts[o] > best) {
+				best = rows[r].pkts[o];
+				*row = r;
+				*out = o;
+			}
+}
+
+/* ---- measuring ----------------------------------------------------------- */
+
+static int run_once(int prog, const __u8 *frame, __u32 repeat, double *ns, __u32 *retval)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = 64, .repeat = repeat);
+	__u64 t0 = now_ns();
+	int err = bpf_prog_test_run_opts(prog, &o);
+
+	*ns = (double)(now_ns() - t0);
+	*retval = o.retval;
+	return err;
+}
+
+/*
+ * ns per packet: the slope between repeat R and 4R, each run twice and the
+ * faster run kept (the fixed cost is an RCU grace period, whose length only
+ * ever adds noise upwards); the intercept is the fixed cost, in ms.
+ */
+static int measure(int prog, const __u8 *frame, __u32 R, double *slope, double *fixed_ms,
+		   __u32 *retval)
+{
+	double best[2] = { INFINITY, INFINITY }, y;
+	int err;
+
+	for (int i = 0; i < 4; i++) {
+		err = run_once(prog, frame, (i & 1) ? 4 * R : R, &y, retval);
+		if (err)
+			return err;
+		if (y < best[i & 1])
+			best[i & 1] = y;
+	}
+	*slope = (best[1] - best[0]) / (3.0 * R);
+	*fixed_ms = (best[0] - *slope * R) / 1e6;
+	return 0;
+}
+
+/* ---- micro --------------------------------------------------------------- */
+
+#define SRC_ONE		0x0a010203u	/* 10.1.2.3 */
+#define SRC_BASE	0x0a000000u	/* 10.0.0.0: N-source scenarios */
+
+/* Throttled (dport 9) and allowed (dport 7) rules, one table. */
+static const char *pol_one =
+	"max_sources: 65536\n"
+	"rules:\n"
+	"  - name: throttled\n"
+	"    match: {proto: udp, dport: 9}\n"
+	"    per_source: {rate: 1/s, burst: 1}\n"
+	"  - name: allowed\n"
+	"    match: {proto: udp, dport: 7}\n"
+	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n";
+
+enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
+       S_1K, S_100K, S_1M, S_N };
+
+struct scen {
+	const char *name;
+	const char *what;
+	int prog;
+	struct fgi *g;		/* floodgate instance, if any */
+	__u32 nsrc;		/* vary: sources (0: no vary) */
+	int jmp;		/* vary: tail-call target */
+	__u16 dport;
+	int shadow;
+	__u32 expect;		/* XDP verdict */
+};
+
+static int micro(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "passes", required_argument, NULL, 'P' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "sources", required_argument, NULL, 's' },
+		{ "only", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *policy = NULL, *only = NULL;
+	unsigned long cpu = 0, passes = 3, repeat = 1u << 20, maxsrc = 1000000;
+	struct bench_floor_bpf *bf = NULL;
+	static struct fgi one, real, many[3];
+	const __u32 nsrc[3] = { 1000, 100000, 1000000 };
+	struct scen sc[S_N];
+	__u8 frame[64];
+	cpu_set_t cs;
+	int c, err = 0;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "p:c:P:r:s:o:", lo, NULL)) != -1) {
+		unsigned long *dst = c == 'c' ? &cpu : c == 'P' ? &passes :
+				     c == 'r' ? &repeat : c == 's' ? &maxsrc : NULL;
+
+		if (c == 'p' || c == 'o') {
+			*(c == 'p' ? &policy : &only) = optarg;
+			continue;
+		}
+		if (!dst)
+			return 2;
+		errno = 0;
+		*dst = strtoul(optarg, &end, 10);
+		if (errno || *end || !*optarg) {
+			fprintf(stderr, "fgbench: bad number '%s'\n", optarg);
+			return 2;
+		}
+	}
+	if (!policy || !passes || repeat < 1024 || repeat > (1u << 30) || maxsrc < 1000000) {
+		fprintf(stderr, "usage: fgbench micro --policy FILE [--cpu N] [--passes P] "
+			"[--repeat R >= 1024] [--sources N >= 1000000] [--only NAME]\n");
+		return 2;
+	}
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	if (sched_setaffinity(0, sizeof(cs), &cs)) {
+		fprintf(stderr, "fgbench: pinning to CPU %lu: %s\n", cpu, strerror(errno));
+		return 1;
+	}
+
+	bf = bench_floor_bpf__open_and_load();
+	if (!bf) {
+		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(errno));
+		return 1;
+	}
+	if ((err = fgi_open(&one, pol_one, NULL)) || (err = fgi_open(&real, NULL, policy)))
+		goto out;
+	/* --only a single-source figure (profiling): no prefilled tables */
+	int nmany = only && strncmp(only, "fg_src", 6) && strcmp(only, "fg_vary_1") &&
+		    strcmp(only, "vary_floor") ? 0 : 3;
+
+	for (int i = 0; i < nmany; i++) {
+		char y[512];
+		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i];
+		__u32 tab = 2048;
+		long have;
+
+		while (tab < n + n / 32)
+			tab <<= 1;
+		snprintf(y, sizeof(y),
+			 "max_sources: %u\n"
+			 "rules:\n"
+			 "  - name: throttled\n"
+			 "    match: {proto: udp}\n"
+			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
+		if ((err = fgi_open(&many[i], y, NULL)))
+			goto out;
+		have = fgi_prefill(&many[i], 0, SRC_BASE, n);
+		if (have < 0) {
+			err = (int)have;
+			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
+			goto out;
+		}
+		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n",
+		       n, tab, have);
+		/* Map memory per tracked source, from the kernel's own accounting
+		 * (fdinfo memlock = map_mem_usage), at the largest table. */
+		if (i == 2) {
+			for (int f = 0; f < 2; f++) {
+				int fd = many[i].maps.fd[f ? FGM_SRC6 : FGM_SRC4];
+				char path[64], line[256];
+				unsigned long long memlock = 0;
+				FILE *fp;
+
+				snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+				fp = fopen(path, "r");
+				while (fp && fgets(line, sizeof(line), fp))
+					sscanf(line, "memlock: %llu", &memlock);
+				if (fp)
+					fclose(fp);
+				printf("{\"kind\":\"mem\",\"map\":\"%s\",\"max_entries\":%u,"
+				       "\"entries\":%ld,\"memlock\":%llu,\"key\":%zu,\"value\":%zu,"
+				       "\"bytes_per_entry\":%.2f,\"bytes_per_tracked\":%.2f}\n",
+				       f ? "fg_src6" : "fg_src4", tab, f ? 0 : have, memlock,
+				       f ? sizeof(struct fg_key6) : sizeof(struct fg_key4),
+				       sizeof(struct fg_bucket), (double)memlock / tab,
+				       (double)memlock / n);
+			}
+		}
+	}
+
+	int bare = bpf_program__fd(bf->progs.bare_drop);
+	int flr = bpf_program__fd(bf->progs.floor);
+	int vry = bpf_program__fd(bf->progs.vary);
+
+	sc[S_BARE] = (struct scen){ "bare_drop", "return XDP_DROP", bare, NULL, 0, -1, 9, 0, XDP_DROP };
+	sc[S_FLOOR] = (struct scen){ "floor", "parse + per-CPU count + drop", flr, NULL, 0, -1, 9, 0, XDP_DROP };
+	sc[S_VFLOOR] = (struct scen){ "vary_floor", "harness: random source + tail call, then floor", vry, NULL, (__u32)maxsrc, flr, 9, 0, XDP_DROP };
+	sc[S_ALLOW] = (struct scen){ "fg_allowed", "floodgate, one source under its limit", one.prog, &one, 0, -1, 7, 0, XDP_PASS };
+	sc[S_THROT] = (struct scen){ "fg_throttled", "floodgate, one source over its limit", one.prog, &one, 0, -1, 9, 0, XDP_DROP };
+	sc[S_SHADOW] = (struct scen){ "fg_shadow", "floodgate, throttled source, global shadow mode", one.prog, &one, 0, -1, 9, 1, XDP_PASS };
+	sc[S_REAL] = (struct scen){ "fg_realistic", "floodgate, throttled source, 16 rules + 10k allow + 10k deny", real.prog, &real, 0, -1, 9, 0, XDP_DROP };
+	sc[S_V1] = (struct scen){ "fg_vary_1", "harness -> floodgate, 1 source (throttled)", vry, &many[0], 1, many[0].prog, 9, 0, XDP_DROP };
+	sc[S_1K] = (struct scen){ "fg_src_1k", "harness -> floodgate, random of 1,000 throttled sources", vry, &many[0], nsrc[0], many[0].prog, 9, 0, XDP_DROP };
+	sc[S_100K] = (struct scen){ "fg_src_100k", "harness -> floodgate, random of 100,000 throttled sources", vry, &many[1], nsrc[1], many[1].prog, 9, 0, XDP_DROP };
+	sc[S_1M] = (struct scen){ "fg_src_1m", "harness -> floodgate, random of 1,000,000 throttled sources", vry, &many[2], (__u32)maxsrc, many[2].prog, 9, 0, XDP_DROP };
+
+	/* warm up the single-source buckets (burst spent) */
+	for (int s = 0; s < S_N; s++) {
+		double ns;
+		__u32 rv;
+
+		build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+		if (sc[s].g && !sc[s].nsrc)
+			run_once(sc[s].prog, frame, 64, &ns, &rv);
+	}
+	__u64 ins0[3];
+
+	for (int i = 0; i < nmany; i++)
+		ins0[i] = fgi_ev(&many[i], FG_EV_INSERT) + fgi_ev(&many[i], FG_EV_OVERFLOW);
+
+	for (unsigned long pass = 1; pass <= passes; pass++) {
+		for (int s = 0; s < S_N; s++) {
+			double slope, fixed;
+			__u32 rv = 0, key = 0;
+
+			if (only && strcmp(only, sc[s].name))
+				continue;
+			if (sc[s].nsrc && !nmany)
+				continue;
+
+			build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+			if (sc[s].nsrc) {
+				bf->data->vary_n = sc[s].nsrc;
+				bf->data->vary_base = SRC_BASE;
+				err = bpf_map_update_elem(bpf_map__fd(bf->maps.vary_jmp), &key, &sc[s].jmp, 0);
+				if (err) {
+					err = -errno;
+					fprintf(stderr, "fgbench: tail-call target for %s: %s\n",
+						sc[s].name, strerror(-err));
+					goto out;
+				}
+			}
+			if (sc[s].shadow)
+				fg_set_mode(&sc[s].g->maps, FG_MODE_SHADOW);
+			err = measure(sc[s].prog, frame, (__u32)repeat, &slope, &fixed, &rv);
+			if (sc[s].shadow)
+				fg_set_mode(&sc[s].g->maps, FG_MODE_ENFORCE);
+			if (err) {
+				fprintf(stderr, "fgbench: test_run %s: %s\n", sc[s].name, strerror(-err));
+				goto out;
+			}
+			printf("{\"kind\":\"micro\",\"name\":\"%s\",\"what\":\"%s\",\"pass\":%lu,"
+			       "\"ns\":%.3f,\"fixed_ms\":%.2f,\"retval\":%u,\"expect\":%u}\n",
+			       sc[s].name, sc[s].what, pass, slope, fixed, rv, sc[s].expect);
+			fflush(stdout);
+		}
+	}
+	/* honesty checks: the realistic frame really took a limit rule's drop,
+	 * and the N-source runs hit prefilled buckets (no inserts/overflow) */
+	{
+		int row, out;
+
+		const char *rname = "_global";
+
+		fgi_top_outcome(&real, &row, &out);
+		for (__u32 i = 0; i < real.cfg.pol.nrules; i++)
+			if (row >= 0 && real.cfg.pol.rules[i].id == row)
+				rname = real.cfg.rules[i].name;
+		printf("{\"kind\":\"check\",\"what\":\"realistic frame outcome\",\"row\":%d,"
+		       "\"rule\":\"%s\",\"outcome\":\"%s\"}\n", row, rname,
+		       out >= 0 ? fg_outcome_names[out] : "?");
+		for (int i = 0; i < nmany; i++)
+			printf("{\"kind\":\"check\",\"what\":\"new buckets during the %s-source runs\","
+			       "\"count\":%llu}\n", i == 2 ? "1M" : i ? "100k" : "1k",
+			       (unsigned long long)(fgi_ev(&many[i], FG_EV_INSERT) +
+						    fgi_ev(&many[i], FG_EV_OVERFLOW) - ins0[i]));
+	}
+out:
+	fgi_close(&one);
+	fgi_close(&real);
+	for (int i = 0; i < 3; i++)
+		fgi_close(&many[i]);
+	bench_floor_bpf__destroy(bf);
+	return err ? 1 : 0;
+}
+
+/* ---- xdp: attach a baseline until a signal -------------------------------- */
+
+static int xdp(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "interface", required_argument, NULL, 'i' },
+		{ "prog", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *ifname = NULL, *pname = NULL;
+	struct bench_floor_bpf *bf = NULL;
+	struct bpf_program *prog;
+	struct bpf_link *link = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned ifindex;
+	int c, err = 1;
+
+	while ((c = getopt_long(argc, argv, "i:p:", lo, NULL)) != -1) {
+		if (c == 'i')
+			ifname = optarg;
+		else if (c == 'p')
+			pname = optarg;
+		else
+			return 2;
+	}
+	if (!ifname || !pname || (strcmp(pname, "bare_drop") && strcmp(pname, "floor"))) {
+		fprintf(stderr, "usage: fgbench xdp -i DEV --prog bare_drop|floor\n");
+		return 2;
+	}
+	ifindex = if_nametoindex(ifname);
+	if (!ifindex) {
+		fprintf(stderr, "fgbench: %s: %s\n", ifname, strerror(errno));
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	bf = bench_floor_bpf__open();
+	if (!bf)
+		return 1;
+	bpf_program__set_autoload(bf->progs.vary, false);
+	if (bench_floor_bpf__load(bf)) {
+		fprintf(stderr, "fgbench: loading bench_floor failed\n");
+		goto out;
+	}
+	prog = strcmp(pname, "floor") ? bf->progs.bare_drop : bf->progs.floor;
+	link = bpf_program__attach_xdp(prog, (int)ifindex);
+	if (!link) {
+		fprintf(stderr, "fgbench: attaching %s to %s: %s\n", pname, ifname, strerror(errno));
+		goto out;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (!stop)
+		pause();
+
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v)), sum = 0;
+	__u32 k = 0;
+
+	if (v && !bpf_map_lookup_elem(bpf_map__fd(bf->maps.floor_cnt), &k, v))
+		for (int i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	printf("{\"prog\":\"%s\",\"count\":%llu}\n", pname, (unsigned long long)sum);
+	err = 0;
+out:
+	bpf_link__destroy(link);
+	bench_floor_bpf__destroy(bf);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	libbpf_set_print(libbpf_quiet);
+	if (argc >= 2 && !strcmp(argv[1], "micro"))
+		return micro(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "xdp"))
+		return xdp(argc - 1, argv + 1);
+	fprintf(stderr,
+		"usage: fgbench micro --policy FILE [--cpu N] [--passes P] [--repeat R]\n"
+		"       fgbench xdp -i DEV --prog bare_drop|floor\n");
+	return 2;
+}
