@@ -7,6 +7,7 @@
 #   . tools/netns.sh
 #   fg_ns_trap                          # clean up on EXIT/INT/TERM
 #   fg_ns_create gen; fg_ns_create rcv  # names get a per-process prefix
+#   fg_ns_quiet rcv                     # optional: no IPv6 chatter in counts
 #   fg_veth_create gen veth0 rcv veth0  # one veth pair, both ends up
 #   fg_ns_addr rcv veth0 10.200.0.2/24 fd00:200::2/64
 #   fg_ns_exec gen .output/fgen -i veth0 -d 10.200.0.2 -n 1000
@@ -42,6 +43,16 @@ fg_ns_create() {
 	ip netns add "$ns" || return 1
 	FG_NS_LIST+=("$ns")
 	ip -n "$ns" link set lo up
+}
+
+# fg_ns_quiet NAME: no IPv6 on the namespace's devices (call before
+# fg_veth_create), so no MLD reports, router solicitations or DAD probes
+# show up in a test's packet counts.
+fg_ns_quiet() {
+	local ns
+	ns=$(fg_ns_name "$1")
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
+		net.ipv6.conf.all.disable_ipv6=1 >/dev/null
 }
 
 # fg_ns_destroy NAME: kill nothing, just delete the namespace (and its veths).
