@@ -16,6 +16,11 @@
  * the whole source address and recomputes the checksums from sums of the
  * rest of the header that userspace precomputed (the *_sum0 constants), so
  * every frame is exact whatever the page held before.
+ *
+ * tools/fgen.c also keeps `fgen` attached (skb mode) to the egress device
+ * during a run, only so that BPF_PROG_RUN skips the dispatcher's RCU wait;
+ * generated frames carry FGEN_META_MAGIC in 4 bytes of XDP metadata and
+ * everything else the device receives gets XDP_PASS untouched.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -29,7 +29,7 @@ trap 'fg_ns_cleanup; rm -rf "$TMP"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-GEN=$(fg_ns_name gen); RCV=$(fg_ns_name rcv)
+RCV=$(fg_ns_name rcv)
 if ! { fg_ns_create gen && fg_ns_create rcv && fg_ns_quiet gen && fg_ns_quiet rcv &&
        fg_veth_create gen veth0 rcv veth0; }; then
 	nok setup "cannot create namespaces and veth pair"; summary; exit 1
@@ -81,15 +81,15 @@ for args in "-d 10.200.0.2 -n abc" "-d 10.200.0.2 -n 10x" "-d 10.200.0.2 -n -5" 
 	fi
 done
 [ "$bad_ok" = 1 ] && ok "bad arguments exit 2 with a message"
-fgen --help >/dev/null 2>&1 && ok "--help exits 0" || nok "--help" "nonzero exit"
+if fgen --help >/dev/null 2>&1; then ok "--help exits 0"; else nok "--help" "nonzero exit"; fi
 
 # --- no NAPI on the peer: frames are lost (documents the veth rule) ----------
 r0=$(rx)
 fgen -s 10.200.0.1 -d 10.200.0.2 -n 1000 >/dev/null 2>&1
 sleep 0.2
 d=$(( $(rx) - r0 ))
-[ "$d" = 0 ] && ok "without XDP or GRO on the peer veth drops XDP_TX frames" ||
-	nok "no-NAPI peer" "received $d of 1000, expected 0 (veth rule changed?)"
+if [ "$d" = 0 ]; then ok "without XDP or GRO on the peer veth drops XDP_TX frames"
+else nok "no-NAPI peer" "received $d of 1000, expected 0 (veth rule changed?)"; fi
 
 # --- delivery: every frame arrives, for each kind of frame -------------------
 if ! sink_start --drop; then
@@ -141,8 +141,8 @@ r0=$(rx)
 sink_start --drop
 out=$(fgen -s 10.200.0.1 -d 10.200.0.2 --peer-ns "$RCV" --peer-dev veth0 -n 1000 -r 50000 --json 2>"$TMP/err")
 d=$(wait_rx "$r0" 1000)
-[ "$d" -ge 1000 ] && ok "unicast MAC from --peer-ns/--peer-dev: $d received" ||
-	nok "unicast MAC" "received $d of 1000: $(cat "$TMP/err")"
+if [ "$d" -ge 1000 ]; then ok "unicast MAC from --peer-ns/--peer-dev: $d received"
+else nok "unicast MAC" "received $d of 1000: $(cat "$TMP/err")"; fi
 sink_stop
 
 # --- sources: distinct counts at the receiver --------------------------------
@@ -176,6 +176,7 @@ if command -v tcpdump >/dev/null; then
 		    "ip6|-s 2001:db8::5 --sources 9 -d fd00:200::2 --icmp --ext-hdrs 1"; do
 		filt=${spec%%|*}; args=${spec#*|}
 		[ "$filt" = ip6 ] && case "$args" in *vlan*) filt="vlan and ip6" ;; esac
+		# shellcheck disable=SC2086 # $filt is several words
 		fg_bg rcv tcpdump -c 20 -nn -vv -i veth0 -l $filt >"$TMP/cap" 2>/dev/null
 		capid=$FG_BG_PID
 		sleep 1
@@ -237,8 +238,8 @@ gpid=$FG_BG_PID
 sleep 0.5
 fg_bg_stop "$gpid" TERM
 sent=$(jfield packets "$(cat "$TMP/term.json")")
-[ -n "$sent" ] && [ "$sent" -ge 200 ] && ok "SIGTERM ends a run with a report ($sent sent)" ||
-	nok "SIGTERM" "output '$(cat "$TMP/term.json")'"
+if [ -n "$sent" ] && [ "$sent" -ge 200 ]; then ok "SIGTERM ends a run with a report ($sent sent)"
+else nok "SIGTERM" "output '$(cat "$TMP/term.json")'"; fi
 
 # --- nothing left behind ---------------------------------------------------------
 fg_ns_cleanup

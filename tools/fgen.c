@@ -46,11 +46,14 @@
  *
  * Receiving on veth: a veth accepts XDP_TX/redirected frames only when its
  * peer runs NAPI, that is when the peer has an XDP program attached or GRO
- * enabled. Verified on Linux 6.18: with neither, every frame is dropped and
- * counted in the sending device's tx_dropped; `ethtool -K PEER gro on`
+ * enabled. Verified on Linux 6.18: with neither, every frame is lost
+ * silently (veth_xdp_xmit returns -ENXIO; no rx/tx/dropped counter of either
+ * end moves, and fgen still reports them as sent); `ethtool -K PEER gro on`
  * inside the peer's namespace is enough (frames then go up the peer's
  * stack), and so is `fgen --sink -i PEER` (XDP_PASS, or --drop), which also
- * counts frames and, with --track, distinct source addresses.
+ * counts frames and, with --track, distinct source addresses. When the
+ * peer's 256-frame XDP ring is full, frames are dropped and counted in the
+ * sender's tx_dropped, which fgen reports.
  *
  * fgen opens no pinned object, so it runs fine under `ip netns exec` or
  * `nsenter --net=/run/netns/NS`; -i DEV must be in fgen's own namespace.
