@@ -211,8 +211,8 @@ gd_write_py() {
 	cat > "$GD_TMP/gd_bpf.py" <<'PY'
 # Reads floodgate's pinned maps with bpf(2) directly (no libbpf):
 #   stats PIN ROW                   -> "pkts..., ev..." of one row, summed over CPUs
-#   poll PIN ROW STOPFILE           -> watch a row until STOPFILE exists and it is
-#                                      quiet; prints t0_ns t1_ns total pass drop
+#   poll PIN ROW STOPFILE [QUIET_S ADDR RATE] -> watch a row until STOPFILE
+#                                      exists and it is quiet (see below)
 #   tat PIN ADDR RULE               -> the IPv4 bucket's tat (time units) or -1
 #   count PIN                       -> entries in fg_src4
 #   now                             -> CLOCK_MONOTONIC_COARSE ns, the program's clock
@@ -257,6 +257,7 @@ def ncpus():
     return n
 
 NOUT, NEV = 8, 10
+COARSE = 6    # CLOCK_MONOTONIC_COARSE: what bpf_ktime_get_coarse_ns reads
 WORDS = 2 * NOUT + NEV
 NCPU = ncpus()
 
@@ -271,7 +272,7 @@ def row(fd, r):
 
 cmd = sys.argv[1]
 if cmd == "now":
-    print(time.clock_gettime_ns(time.CLOCK_MONOTONIC_COARSE))
+    print(time.clock_gettime_ns(COARSE))
 elif cmd == "stats":
     fd = obj_get(sys.argv[2] + "/fg_stats")
     t = row(fd, int(sys.argv[3]))
@@ -281,7 +282,9 @@ elif cmd == "poll":
     # and t0n the read after it (the first packet came in [t0, t0n]); t1p =
     # the last read before the final total showed and t1 the first read
     # that showed it (the last packet came in [t1p, t1]). Prints
-    # "T_upper T_lower total pass drop gap_ms": T_upper = t1 - t0, T_lower =
+    # "T_upper T_lower total pass drop gap_ms win_s win_pass win_read_ms
+    # win_tat_pkts win_in_debt":
+    # T_upper = t1 - t0, T_lower =
     # t1p - t0n bound the time between floodgate's first and last packet;
     # counts are deltas; gap_ms is the longest time the row stood still in
     # between (an idle sender loses bucket tokens beyond burst/rate).
@@ -290,6 +293,20 @@ elif cmd == "poll":
     fd = obj_get(sys.argv[2] + "/fg_stats")
     r, stop = int(sys.argv[3]), sys.argv[4]
     quiet_ns = int(float(sys.argv[5]) * 1e9) if len(sys.argv) > 5 else 300000000
+    # optional: ADDR RATE -- also read that source's bucket with the counters
+    tkey = tfd = None
+    if len(sys.argv) > 7:
+        gen = struct.unpack_from("H", lookup(obj_get(sys.argv[2] + "/fg_names"), struct.pack("I", r), 56), 48)[0]
+        tkey = socket.inet_aton(sys.argv[6]) + struct.pack("HH", r, gen)
+        tfd = obj_get(sys.argv[2] + "/fg_src4")
+        inc = round((10**9 << 6) / float(sys.argv[7]))
+    def tat():
+        if tfd is None:
+            return 0
+        try:
+            return struct.unpack("QQ", lookup(tfd, tkey, 16))[0]
+        except OSError:
+            return 0
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -20)
     except OSError:
@@ -302,10 +319,13 @@ elif cmd == "poll":
     t0n = None
     last_total, prev, t1, t1p = start, t0, None, None
     last_change, gap = None, 0
+    samples = []
     while True:
+        before = clk()
         tt = row(fd, r)
         now = clk()
         tot = sum(tt[:NOUT])
+        samples.append((before, now, tt[0], time.clock_gettime_ns(COARSE), tat()))
         if tot == start:
             t0 = now
         elif t0n is None:
@@ -319,11 +339,27 @@ elif cmd == "poll":
         if os.path.exists(stop) and (last_change is None or now - last_change > quiet_ns):
             break
         time.sleep(0.0002)
+    # a window inside the flood, 0.5 s in from both ends: pass delta,
+    # its length and how long the reads took
+    win = "0 0 0 0 0"
+    if t1 is not None and t0n is not None and t1p - t0n > 1.2e9:
+        a = min((s for s in samples if s[0] >= t0n + 5e8), key=lambda s: s[0])
+        z = max((s for s in samples if s[1] <= t1p - 5e8), key=lambda s: s[1])
+        # its length on the program's own clock, CLOCK_MONOTONIC_COARSE
+        # with a bucket: packets its tat advanced by (tat moves by inc per
+        # admitted packet while it stays ahead of now) and whether it was
+        # ahead of now (in debt) at both reads
+        tp = indebt = 0
+        if tfd is not None:
+            tp = round((z[4] - a[4]) / inc)
+            indebt = int(a[4] > (a[3] << 6) and z[4] > (z[3] << 6))
+        win = "%.6f %d %.3f %d %d" % ((z[3] - a[3]) / 1e9, z[2] - a[2],
+                                      ((a[1] - a[0]) + (z[1] - z[0])) / 2e6, tp, indebt)
     if t1 is None:
-        print(0, 0, 0, 0, 0, 0)
+        print(0, 0, 0, 0, 0, 0, win)
     else:
-        print("%.6f %.6f %d %d %d %.1f" % ((t1 - t0) / 1e9, max(0, t1p - t0n) / 1e9, tot - start,
-                                          t[0] - base[0], t[1] - base[1], gap / 1e6))
+        print("%.6f %.6f %d %d %d %.1f %s" % ((t1 - t0) / 1e9, max(0, t1p - t0n) / 1e9, tot - start,
+                                          t[0] - base[0], t[1] - base[1], gap / 1e6, win))
 elif cmd == "tat":
     # the rule's current generation is in fg_names[id] (name[48], gen, in_use)
     rid = int(sys.argv[4])
