@@ -17,7 +17,6 @@ plot datafile using 2:3:4:xtic(1) title "1 source", \
      '' using 5:6:7 title "1,000 sources", \
      '' using 8:9:10 title "100,000 sources (table 65,536)"
 set title "Micro: BPF\\_PROG\\_TEST\\_RUN, ns per packet\nmedian, min-max"
-unset logscale y
-set yrange [0:*]
+set yrange [1:*]
 plot microfile using 2:3:4:xtic(1) title "ns/packet" lc rgb "#4477aa"
 unset multiplot
