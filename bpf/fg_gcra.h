@@ -15,6 +15,11 @@
  * of tat) only makes max(tat, now) - now larger, i.e. counts as zero
  * elapsed: it can never admit more.
  *
+ * After a reload that lowers a rate, a bucket keeps its time debt, which
+ * is worth fewer tokens at the new rate: a source in debt may get up to
+ * burst * (1 - new_rate / old_rate) tokens once. Raising a rate or lowering
+ * a burst is exact (see fg_gcra_stale).
+ *
  * Compiled into the XDP program and into userspace tests, which drive it
  * with synthetic time.
  */
@@ -26,6 +31,22 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
+
+/*
+ * Stale debt. tat - now can exceed tau only after a policy change raised
+ * the rate or lowered the burst (tau shrank under a bucket that was in
+ * debt under the old tau). Such a bucket is clamped to empty under the new
+ * limit (tat = now + tau), once, so "a changed rate applies at once"
+ * without handing out a fresh burst. The slack of two coarse clock ticks
+ * keeps a reader whose clock lags the writer's (timekeeper update between
+ * CPUs) from clamping, i.e. from gaining tokens.
+ */
+#define FG_STALE_SLACK	(8000000ull << FG_TU_SHIFT)	/* 8 ms */
+
+static __always_inline int fg_gcra_stale(__u64 tat, __u64 now, __u64 tau)
+{
+	return tat > now && tat - now > tau + FG_STALE_SLACK;
+}
 
 /* Pure decision: returns 1 and sets *next if admitted, 0 if not. */
 static __always_inline int fg_gcra_step(__u64 tat, __u64 now, __u64 inc,
@@ -56,6 +77,10 @@ static __always_inline int fg_gcra_spend(__u64 *tatp, __u64 now, __u64 inc,
 		__u64 old = *(volatile __u64 *)tatp;
 		__u64 nt;
 
+		if (fg_gcra_stale(old, now, tau)) {
+			__sync_val_compare_and_swap(tatp, old, now + tau);
+			continue;
+		}
 		if (!fg_gcra_step(old, now, inc, tau, &nt))
 			return 0;
 		if (__sync_val_compare_and_swap(tatp, old, nt) == old)

@@ -504,14 +504,39 @@ static void test_burst_and_refill(void)
 	ASSERT_EQ(burst_of(&s, 100), 1, "the half token carried over");
 	dp_set_now(&D, t + 3600 * NS);
 	ASSERT_EQ(burst_of(&s, 100), 20, "an hour idle refills to burst, no more");
-	/* time going backwards counts as zero elapsed */
-	dp_set_now(&D, t + 3500 * NS);
-	ASSERT_EQ(burst_of(&s, 100), 0, "clock behind the bucket: nothing more");
+	/* time going backwards (a CPU's clock up to a tick behind another's)
+	 * counts as zero elapsed */
+	dp_set_now(&D, t + 3600 * NS - 4 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 0, "clock 4 ms behind the bucket: nothing more");
 	dp_set_now(&D, t + 3600 * NS + 100 * MS);
 	ASSERT_EQ(burst_of(&s, 100), 1, "then refill resumes from the last tat");
 	/* a very long idle period cannot overflow */
 	dp_set_now(&D, 1ull << 56);
 	ASSERT_EQ(burst_of(&s, 100), 20, "after 2^56 ns: burst again");
+	dp_close(&D);
+}
+
+/* A reload that raises the rate: the same bucket (rule id and gen kept),
+ * no fresh burst, the new rate at once. */
+static void test_reload_rate_change(void)
+{
+	struct fg_rule r = limit_rule(10, 20);
+	struct pkt_spec s = udp4("192.0.2.12", 7);
+	__u64 t;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t = dp_now(&D);
+	ASSERT_EQ(burst_of(&s, 100), 20, "burst at 10/s");
+	D.pol.rules[0].src = dp_lim(100, 20);
+	D.pol.rules[0].ovf = D.pol.rules[0].src;
+	ASSERT_OK(dp_apply(&D), "reload at 100/s");
+	ASSERT_EQ(burst_of(&s, 100), 0, "kept bucket: no fresh burst");
+	dp_set_now(&D, t + 100 * MS);
+	ASSERT_EQ(burst_of(&s, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
+	ASSERT_EQ(dp_count_src4(&D), 1, "one bucket throughout");
 	dp_close(&D);
 }
 
@@ -987,6 +1012,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_source_sets_and_prefixes);
 	FG_RUN(test_fragments);
 	FG_RUN(test_burst_and_refill);
+	FG_RUN(test_reload_rate_change);
 	FG_RUN(test_bytes_cost);
 	FG_RUN(test_aggregate_and_refund);
 	FG_RUN(test_shadow_equals_enforce);
