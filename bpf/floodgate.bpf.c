@@ -55,6 +55,14 @@ struct {
 	__type(value, struct fg_pfx);
 } fg_pfx4 SEC(".maps");
 
+/* IPv4 lists by /16, in front of fg_pfx4 (see struct fg_dir4). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fg_dir4);
+} fg_dir4 SEC(".maps");
+
 /* Same for IPv6. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -425,9 +433,17 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		v->ev |= 1u << FG_EV_FRAG;
 
 	if (p.family == 4 && (pol->lists & 1)) {
-		struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
+		struct fg_dir4 *dir = bpf_map_lookup_elem(&fg_dir4, &k);
 
-		lst = bpf_map_lookup_elem(&fg_pfx4, &key);
+		lst = NULL;
+		if (dir) {
+			lst = &dir->e[(__builtin_bswap32(p.saddr[0]) >> 16) & 0xffff];
+			if (lst->list == FG_LIST_TRIE) {
+				struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
+
+				lst = bpf_map_lookup_elem(&fg_pfx4, &key);
+			}
+		}
 	} else if (p.family == 6 && (pol->lists & 2)) {
 		struct fg_lpm6 key = { .prefixlen = 160, .slot = k };
 

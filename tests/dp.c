@@ -142,6 +142,23 @@ int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
 	struct fg_pfx v = { .list = list, .sets = sets };
 
 	snprintf(a, sizeof(a), "%.*s", sl ? (int)(sl - cidr) : (int)strlen(cidr), cidr);
+	if (!strchr(a, ':') && d->npfx < 128) {
+		struct fg_pfx_entry *e = &d->pfx[d->npfx++];
+		struct fg_dir4 *dir = malloc(sizeof(*dir));
+
+		memset(e, 0, sizeof(*e));
+		e->family = 4;
+		e->plen = sl ? atoi(sl + 1) : 32;
+		inet_pton(AF_INET, a, e->addr);
+		e->list = list;
+		e->sets = sets;
+		if (!dir)
+			return -ENOMEM;
+		fg_dir4_build(d->pfx, d->npfx, dir);
+		for (__u32 slot = 0; slot < 2; slot++)
+			bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_dir4), &slot, dir, 0);
+		free(dir);
+	}
 	for (__u32 slot = 0; slot < 2; slot++) {
 		if (strchr(a, ':')) {
 			struct fg_lpm6 k = { .slot = slot };

@@ -13,6 +13,7 @@
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "pkt.h"
+#include "policy.h"
 
 struct dp {
 	struct floodgate_bpf *skel;
@@ -20,6 +21,8 @@ struct dp {
 	int ncpu;
 	struct fg_policy pol;	/* the policy being built */
 	struct fg_stats snap[FG_NROWS];	/* for dp_outcome() */
+	struct fg_pfx_entry pfx[128];	/* what dp_pfx wrote, for fg_dir4 */
+	int npfx;
 };
 
 int dp_open(struct dp *d, __u32 max_sources);

@@ -338,6 +338,56 @@ static void test_outcomes_and_lists(void)
 	dp_close(&D);
 }
 
+/* The /16 directory in front of the IPv4 trie answers exactly what a
+ * longest-prefix match over the same prefixes answers. */
+static void test_lists_dir_vs_reference(void)
+{
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	struct { __u32 net; int plen, list; } pf[60];
+	int n = 0, wrong = 0, seen[3] = {0};
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &pass, &M_ANY, C_ALL);
+	srand(3);
+	while (n < 60) {
+		int plen = 15 + rand() % 14;	/* 15..28, both sides of /16 */
+		__u32 net = (0x0a000000u | (rand() & 0x000fffff)) & (0xffffffffu << (32 - plen));
+		char cidr[32];
+		struct in_addr ia = { .s_addr = htonl(net) };
+
+		pf[n] = (typeof(pf[0])){ net, plen, 1 + rand() % 2 };
+		snprintf(cidr, sizeof(cidr), "%s/%d", inet_ntoa(ia), plen);
+		if (!ASSERT_OK(dp_pfx(&D, cidr, pf[n].list, 0), cidr))
+			break;
+		n++;
+	}
+	dp_apply(&D);
+	for (int i = 0; i < 1500; i++) {
+		__u32 a = 0x0a000000u | (rand() & 0x000fffff);
+		int best = -1, want, got;
+		char src[32];
+		struct in_addr ia = { .s_addr = htonl(a) };
+		struct pkt_spec s;
+
+		for (int j = 0; j < n; j++)
+			if ((a & (0xffffffffu << (32 - pf[j].plen))) == pf[j].net &&
+			    (best < 0 || pf[j].plen >= pf[best].plen))	/* a rewrite wins */
+				best = j;
+		want = best < 0 ? FG_OUT_PASS : pf[best].list == FG_LIST_ALLOW ? FG_OUT_ALLOW : FG_OUT_DENY;
+		snprintf(src, sizeof(src), "%s", inet_ntoa(ia));
+		s = udp4(src, 7);
+		got = outcome_of(&s, NULL, NULL);
+		wrong += got != want;
+		seen[want == FG_OUT_PASS ? 0 : want == FG_OUT_ALLOW ? 1 : 2]++;
+	}
+	ASSERT_EQ(wrong, 0, "outcomes differing from a reference longest-prefix match");
+	ASSERT_GE(seen[0], 50, "unlisted addresses exercised");
+	ASSERT_GE(seen[1], 50, "allowlisted addresses exercised");
+	ASSERT_GE(seen[2], 50, "denylisted addresses exercised");
+	dp_close(&D);
+}
+
 static void test_first_match(void)
 {
 	struct fg_rule pass = { .action = FG_ACT_PASS }, drop = { .action = FG_ACT_DROP };
@@ -1008,6 +1058,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_parse_fields);
 	FG_RUN(test_truncation);
 	FG_RUN(test_outcomes_and_lists);
+	FG_RUN(test_lists_dir_vs_reference);
 	FG_RUN(test_first_match);
 	FG_RUN(test_source_sets_and_prefixes);
 	FG_RUN(test_fragments);

@@ -44,6 +44,7 @@ static const struct {
 	[FGM_POLICY]	= { "fg_policy", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2 },
 	[FGM_PFX4]	= { "fg_pfx4", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4), sizeof(struct fg_pfx), 0 },
 	[FGM_PFX6]	= { "fg_pfx6", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6), sizeof(struct fg_pfx), 0 },
+	[FGM_DIR4]	= { "fg_dir4", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2 },
 	[FGM_SRC4]	= { "fg_src4", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key4), sizeof(struct fg_bucket), 0 },
 	[FGM_SRC6]	= { "fg_src6", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6), sizeof(struct fg_bucket), 0 },
 	[FGM_AGG]	= { "fg_agg", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG },
@@ -317,16 +318,27 @@ fail:
 	return err;
 }
 
+void fg_skel_maps(struct floodgate_bpf *skel, struct bpf_map *maps[FGM_NMAPS])
+{
+	maps[FGM_CTL] = skel->maps.fg_ctl;
+	maps[FGM_POLICY] = skel->maps.fg_policy;
+	maps[FGM_PFX4] = skel->maps.fg_pfx4;
+	maps[FGM_PFX6] = skel->maps.fg_pfx6;
+	maps[FGM_DIR4] = skel->maps.fg_dir4;
+	maps[FGM_SRC4] = skel->maps.fg_src4;
+	maps[FGM_SRC6] = skel->maps.fg_src6;
+	maps[FGM_AGG] = skel->maps.fg_agg;
+	maps[FGM_STATS] = skel->maps.fg_stats;
+	maps[FGM_NAMES] = skel->maps.fg_names;
+	maps[FGM_META] = skel->maps.fg_meta;
+}
+
 int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char *dir)
 {
-	struct bpf_map *maps[FGM_NMAPS] = {
-		[FGM_CTL] = skel->maps.fg_ctl, [FGM_POLICY] = skel->maps.fg_policy,
-		[FGM_PFX4] = skel->maps.fg_pfx4, [FGM_PFX6] = skel->maps.fg_pfx6,
-		[FGM_SRC4] = skel->maps.fg_src4, [FGM_SRC6] = skel->maps.fg_src6,
-		[FGM_AGG] = skel->maps.fg_agg, [FGM_STATS] = skel->maps.fg_stats,
-		[FGM_NAMES] = skel->maps.fg_names, [FGM_META] = skel->maps.fg_meta,
-	};
+	struct bpf_map *maps[FGM_NMAPS];
 	int err;
+
+	fg_skel_maps(skel, maps);
 
 	maps_init(m);
 	err = open_dirfd(m, dir);
@@ -568,6 +580,20 @@ static int map_max_entries(int fd, __u32 *max)
 	return 0;
 }
 
+static int dir4_copy_slot(struct fg_maps *m, __u32 from, __u32 to)
+{
+	struct fg_dir4 *dir = malloc(sizeof(*dir));
+	int err;
+
+	if (!dir)
+		return -ENOMEM;
+	err = array_lookup(m->fd[FGM_DIR4], from, dir);
+	if (!err)
+		err = array_update(m->fd[FGM_DIR4], to, dir);
+	free(dir);
+	return err;
+}
+
 /* Flip fg_ctl.slot to `slot` and wait until no packet uses the old one. */
 static int flip_slot(struct fg_maps *m, __u32 slot)
 {
@@ -750,6 +776,22 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 			goto rollback;
 		}
 	}
+	{
+		struct fg_dir4 *dir = malloc(sizeof(*dir));
+
+		if (!dir) {
+			err = -ENOMEM;
+			WHY(why, "building the IPv4 directory: %s", strerror(-err));
+			goto rollback;
+		}
+		fg_dir4_build(cfg->pfx, cfg->n_pfx, dir);
+		err = array_update(m->fd[FGM_DIR4], inactive, dir);
+		free(dir);
+		if (err) {
+			WHY(why, "writing the IPv4 directory: %s", strerror(-err));
+			goto rollback;
+		}
+	}
 	/* sets need the trie too: mark the family if any entry exists */
 	if (n4)
 		pol->lists |= 1;
@@ -828,6 +870,7 @@ int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why)
 	if ((err = lpm_clear_slot(m, 4, inactive)) || (err = lpm_clear_slot(m, 6, inactive)) ||
 	    (err = lpm_copy_slot(m, 4, slot, inactive)) ||
 	    (err = lpm_copy_slot(m, 6, slot, inactive)) ||
+	    (err = dir4_copy_slot(m, slot, inactive)) ||
 	    (err = array_update(m->fd[FGM_POLICY], inactive, &pol))) {
 		WHY(why, "writing the inactive slot: %s", strerror(-err));
 		return err;

@@ -30,6 +30,7 @@ enum fg_map_id {
 	FGM_POLICY,
 	FGM_PFX4,
 	FGM_PFX6,
+	FGM_DIR4,
 	FGM_SRC4,
 	FGM_SRC6,
 	FGM_AGG,
@@ -75,6 +76,9 @@ int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why);
 int fg_maps_open(struct fg_maps *m, const char *dir, char *why);
 
 /* Use a loaded skeleton's maps (daemon); the fds are dup()ed. */
+struct bpf_map;
+/* The skeleton's maps, indexed by enum fg_map_id. */
+void fg_skel_maps(struct floodgate_bpf *skel, struct bpf_map *maps[FGM_NMAPS]);
 int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char *dir);
 
 void fg_maps_close(struct fg_maps *m);

@@ -851,13 +851,9 @@ int main(int argc, char **argv)
 		}
 	}
 	{
-		struct bpf_map *pinned[] = {
-			d->skel->maps.fg_ctl, d->skel->maps.fg_policy, d->skel->maps.fg_pfx4,
-			d->skel->maps.fg_pfx6, d->skel->maps.fg_src4, d->skel->maps.fg_src6,
-			d->skel->maps.fg_agg, d->skel->maps.fg_stats, d->skel->maps.fg_names,
-			d->skel->maps.fg_meta,
-		};
+		struct bpf_map *pinned[FGM_NMAPS];
 
+		fg_skel_maps(d->skel, pinned);
 		for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
 			snprintf(p, sizeof(p), "%s/%s", d->dir, bpf_map__name(pinned[i]));
 			err = bpf_map__set_pin_path(pinned[i], p);

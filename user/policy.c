@@ -2028,3 +2028,31 @@ void fg_config_print(FILE *f, const struct fg_config *cfg)
 			print_limit(f, "overflow", &rs->overflow, &ru->ovf, bytes);
 	}
 }
+
+void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* shorter prefixes first, so a longer one (<= 16) overrides them */
+	for (int plen = 0; plen <= FG_DIR4_BITS; plen++) {
+		for (size_t i = 0; i < n; i++) {
+			const struct fg_pfx_entry *e = &pfx[i];
+			__u32 top, span;
+
+			if (e->family != 4 || e->plen != plen)
+				continue;
+			top = (__u32)e->addr[0] << 8 | e->addr[1];
+			span = 1u << (FG_DIR4_BITS - plen);
+			top &= ~(span - 1);
+			for (__u32 j = 0; j < span; j++) {
+				out->e[top + j].list = e->list;
+				out->e[top + j].sets = e->sets;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct fg_pfx_entry *e = &pfx[i];
+
+		if (e->family == 4 && e->plen > FG_DIR4_BITS)
+			out->e[(__u32)e->addr[0] << 8 | e->addr[1]].list = FG_LIST_TRIE;
+	}
+}

@@ -97,6 +97,10 @@ void fg_config_print(FILE *f, const struct fg_config *cfg);
  */
 double fg_policy_set_admission(struct fg_config *cfg, int ncpus);
 
+/* Build the IPv4 /16 directory (struct fg_dir4) from prefix entries
+ * (flattened or not: it mirrors a longest-prefix match over them). */
+void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out);
+
 /* Number parsing helpers (strict: whole string, no overflow). */
 int fg_parse_u64(const char *s, __u64 *out);
 int fg_parse_duration(const char *s, __u64 *ns);	/* "90s", "5m", "1h", "250ms", "10" = s */
