@@ -31,6 +31,9 @@ else
 	T=20
 fi
 RSS=2048
+# -fsanitize=undefined recovers by default: make a UBSan report a crash, so
+# libFuzzer saves the input, and the run fails
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 
 TMP=$(mktemp -d /tmp/fg-fuzz.XXXXXX)
 touch "$TMP/start"
@@ -121,7 +124,7 @@ for t in "${targets[@]}"; do
 	rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -n 1)
 	arts=()
 	while IFS= read -r -d '' f; do arts+=("$f"); done < <(find "$TMP/$t/art" -type f -print0)
-	if [ $rc = 0 ] && [ ${#arts[@]} = 0 ]; then
+	if [ $rc = 0 ] && [ ${#arts[@]} = 0 ] && ! grep -qE "runtime error:|ERROR: " "$log"; then
 		ok "$t: $T s, ${execs:-?} execs (${rate:-?}/s), $cov, no crash"
 		continue
 	fi
