@@ -314,30 +314,38 @@ static __always_inline int fg_charge(const struct fg_policy *pol,
 	return 1;
 }
 
+/*
+ * Ordered to fail fast: most entries a packet is tested against differ in
+ * the destination port. A packet without ports (ICMP, other protocols,
+ * non-first fragments) carries port 0, and entries with no port condition
+ * span 0..65535, so the port tests need no flag first; likewise the TCP
+ * flag test (mask 0 outside TCP). The rarer conditions sit behind flags.
+ */
 static __always_inline int fg_match(const struct fg_match *m,
 				    const struct fg_pkt *p, __u32 sets)
 {
-	__u8 f = m->flags;
+	__u8 f;
 
+	if (p->dport < m->dport_lo || p->dport > m->dport_hi)
+		return 0;
+	if (p->sport < m->sport_lo || p->sport > m->sport_hi)
+		return 0;
+	if ((p->tcp_flags & m->tcp_mask) != m->tcp_val)
+		return 0;
 	if (m->proto && m->proto != p->proto)
 		return 0;
-	if ((f & FG_M_V4) && p->family != 4)
-		return 0;
-	if ((f & FG_M_V6) && p->family != 6)
-		return 0;
-	if (p->frag) {
-		if (f & FG_M_L4)
+	f = m->flags;
+	if (f) {
+		if ((f & FG_M_V4) && p->family != 4)
 			return 0;
-	} else if (f & FG_M_FRAG) {
-		return 0;
-	}
-	if (f & FG_M_L4) {
-		if (p->sport < m->sport_lo || p->sport > m->sport_hi)
+		if ((f & FG_M_V6) && p->family != 6)
 			return 0;
-		if (p->dport < m->dport_lo || p->dport > m->dport_hi)
+		if (p->frag) {
+			if (f & FG_M_L4)
+				return 0;
+		} else if (f & FG_M_FRAG) {
 			return 0;
-		if ((p->tcp_flags & m->tcp_mask) != m->tcp_val)
-			return 0;
+		}
 		if ((f & FG_M_ICMP_TYPE) && p->icmp_type != m->icmp_type)
 			return 0;
 	}
