@@ -12,7 +12,7 @@
 #      nothing changes;
 #   4. --pin-dir pointing to a missing dir, a non-bpffs dir, a stale pin dir
 #      (daemon killed), a pin dir from an incompatible ABI (a bpftool-made
-#      fg_ctl with another value size; a real pin dir stamped ABI 2).
+#      fg_ctl with another value size; a real pin dir stamped ABI + 1).
 # Needs root. Removes its namespace, pin dirs, temp dir and daemons (by PID)
 # on exit. Last line: "N passed, N failed, N skipped".
 set -u
@@ -43,7 +43,7 @@ NS=fgbad$$
 PIN=/sys/fs/bpf/fg-bad-$$             # the live daemon's
 PIN_STALE=/sys/fs/bpf/fg-bad-$$-stale # daemon SIGKILLed
 PIN_ABI=/sys/fs/bpf/fg-bad-$$-abi     # bpftool-made fg_ctl, wrong value size
-PIN_ABI2=/sys/fs/bpf/fg-bad-$$-abi2   # a real pin dir stamped ABI 2
+PIN_ABI2=/sys/fs/bpf/fg-bad-$$-abi2   # a real pin dir stamped with the next ABI
 PIN_MISSING=/sys/fs/bpf/fg-bad-$$-missing
 TMP=$(mktemp -d /tmp/fg-bad.XXXXXX)
 DPIDS=()
@@ -432,26 +432,29 @@ if [ $HAVE_BPFTOOL = 1 ]; then
 		skp "ABI dir (fg_ctl value 8)" "bpftool map create failed: $(one_line < "$TMP/bt.err")"
 	fi
 
-	# a real pin dir whose fg_ctl says ABI 2: left behind by a daemon run
-	# with --keep, then stamped
+	# a real pin dir whose fg_ctl says another ABI (this one + 1): left
+	# behind by a daemon run with --keep, then stamped
 	policy w1 > "$TMP/abi2.yaml"
 	if start_daemon "$PIN_ABI2" w1 "$TMP/abi2.yaml" "$TMP/abi2.log" --keep; then
 		kill -TERM "$DPID"; wait "$DPID" 2>/dev/null
-		# fg_ctl: magic, abi, slot, mode, bypass, pad (u32), bypass_until (u64)
+		# fg_ctl starts: magic, abi (u32 each); the binary's ABI, from its
+		# own pin dir, + 1
+		abi=$("$FG" --pin-dir "$PIN_ABI2" status | sed -nE 's/^pin dir: .*\(ABI ([0-9]+)\).*/\1/p')
+		other=$(( ${abi:-1} + 1 ))
 		hex=$(bpftool -j map lookup pinned "$PIN_ABI2/fg_ctl" key 0 0 0 0 |
-			python3 -c 'import json,sys; v=json.load(sys.stdin)["value"]; v=[int(x,16) for x in v]; v[4:8]=[2,0,0,0]; print(" ".join("%d" % x for x in v))')
+			python3 -c 'import json,sys; v=json.load(sys.stdin)["value"]; v=[int(x,16) for x in v]; v[4:8]=list(int(sys.argv[1]).to_bytes(4,"little")); print(" ".join("%d" % x for x in v))' "$other")
 		# shellcheck disable=SC2086
 		if [ -n "$hex" ] && bpftool map update pinned "$PIN_ABI2/fg_ctl" key 0 0 0 0 value $hex; then
-			abi_checks "$PIN_ABI2" "pin dir stamped ABI 2" "ABI version 2"
+			abi_checks "$PIN_ABI2" "pin dir stamped ABI $other (this is $abi)" "ABI version $other"
 		else
-			bad "stamping $PIN_ABI2/fg_ctl with ABI 2" "bpftool map update failed"
+			bad "stamping $PIN_ABI2/fg_ctl with ABI $other" "bpftool map update failed"
 		fi
 		# the documented way out: detach removes a pin dir it cannot use
 		"$FG" --pin-dir "$PIN_ABI2" detach > /dev/null 2>&1
-		check "ABI 2 pin dir: detach removes it and w1's XDP program" \
+		check "ABI $other pin dir: detach removes it and w1's XDP program" \
 			bash -c "[ ! -e '$PIN_ABI2' ] && ! ip -n $NS link show w1 | grep -q xdp"
 	else
-		bad "daemon for the ABI 2 pin dir" "$(tail -n 5 "$TMP/abi2.log" | one_line)"
+		bad "daemon for the next-ABI pin dir" "$(tail -n 5 "$TMP/abi2.log" | one_line)"
 	fi
 else
 	skp "incompatible ABI pin dirs" "no bpftool"
