@@ -64,7 +64,9 @@ if ! make -s OUTPUT="$OUT" fuzz > "$TMP/build.log" 2>&1; then
 	bad "make fuzz" "$(tail -n 5 "$TMP/build.log" | tr '\n' ' ')"
 	summary; exit 1
 fi
-ok "make fuzz builds $(cd "$FZ" && ls fuzz_* 2>/dev/null | grep -v '\.d$' | tr '\n' ' ')"
+built=""
+for b in "$FZ"/fuzz_*; do [ -x "$b" ] && [ "${b%.d}" = "$b" ] && built+=" $(basename "$b")"; done
+ok "make fuzz builds$built"
 
 targets=()
 for src in tests/fuzz_*.c; do

@@ -157,7 +157,7 @@ YAML
 # its path), CLI commands, reload good, reload bad, reload good, SIGTERM.
 # Sets CYC_RC (the daemon's exit status) and CYC_LOG.
 cycle() {
-	local label=$1 cli=$2 log=$TMP/$1.log n v1 v2 t0=$SECONDS; shift 2
+	local label=$1 cli=$2 log=$TMP/$1.log n t0=$SECONDS; shift 2
 	CYC_LOG=$log
 	policy 5 > "$TMP/policy.yaml"
 	: > "$log"

@@ -89,7 +89,7 @@ for cc in "${CLANGS[@]}"; do
 	if [ "$rc" != 0 ]; then
 		bad "$cc $ver: the verifier rejects $UNIT.bpf.o" "bpftool exited $rc; end of the log:"
 		sed -n 's/^TAIL /    /p' "$TMP/$tag.sum"
-		rm -rf "$PIN/$tag"
+		rm -rf "${PIN:?}/${tag:?}"
 		continue
 	fi
 	progs=""
@@ -103,7 +103,7 @@ for cc in "${CLANGS[@]}"; do
 	else
 		ok "$cc $ver ($strip): $UNIT.bpf.o ($size B) loads in $((SECONDS - t0)) s; $progs"
 	fi
-	rm -rf "$PIN/$tag"
+	rm -rf "${PIN:?}/${tag:?}"
 done
 
 summary
