@@ -213,7 +213,8 @@ gd_write_py() {
 #   stats PIN ROW                   -> "pkts..., ev..." of one row, summed over CPUs
 #   poll PIN ROW STOPFILE [QUIET_S ADDR RATE] -> watch a row until STOPFILE
 #                                      exists and it is quiet (see below)
-#   tat PIN ADDR RULE               -> the IPv4 bucket's tat (time units) or -1
+#   tat PIN ADDR RULE               -> the IPv4 bucket's tat (time units), -1 if
+#                                      absent, "unknown" if fg_src4 is not an LRU hash
 #   count PIN                       -> entries in fg_src4
 #   now                             -> CLOCK_MONOTONIC_COARSE ns, the program's clock
 import ctypes, os, socket, struct, sys, time
@@ -247,6 +248,13 @@ def next_key(fd, key, ksize):
     except OSError:
         return None
     return n.raw
+
+def map_type(fd):
+    info = ctypes.create_string_buffer(96)
+    bpf(15, struct.pack("IIQ", fd, 96, ctypes.addressof(info)))
+    return struct.unpack_from("I", info.raw, 0)[0]
+
+LRU_HASH = 9    # BPF_MAP_TYPE_LRU_HASH: the fg_src4 layout this reader knows
 
 def ncpus():
     s = open("/sys/devices/system/cpu/possible").read().strip()
@@ -299,9 +307,11 @@ elif cmd == "poll":
         gen = struct.unpack_from("H", lookup(obj_get(sys.argv[2] + "/fg_names"), struct.pack("I", r), 56), 48)[0]
         tkey = socket.inet_aton(sys.argv[6]) + struct.pack("HH", r, gen)
         tfd = obj_get(sys.argv[2] + "/fg_src4")
+        if map_type(tfd) != LRU_HASH:
+            tfd = -1        # another layout: say so rather than guess
         inc = round((10**9 << 6) / float(sys.argv[7]))
     def tat():
-        if tfd is None:
+        if tfd is None or tfd < 0:
             return 0
         try:
             return struct.unpack("QQ", lookup(tfd, tkey, 16))[0]
@@ -350,7 +360,9 @@ elif cmd == "poll":
         # admitted packet while it stays ahead of now) and whether it was
         # ahead of now (in debt) at both reads
         tp = indebt = 0
-        if tfd is not None:
+        if tfd is not None and tfd < 0:
+            indebt = 2      # the bucket could not be read
+        elif tfd is not None:
             tp = round((z[4] - a[4]) / inc)
             indebt = int(a[4] > (a[3] << 6) and z[4] > (z[3] << 6))
         win = "%.6f %d %.3f %d %d" % ((z[3] - a[3]) / 1e9, z[2] - a[2],
@@ -365,6 +377,9 @@ elif cmd == "tat":
     rid = int(sys.argv[4])
     gen = struct.unpack_from("H", lookup(obj_get(sys.argv[2] + "/fg_names"), struct.pack("I", rid), 56), 48)[0]
     fd = obj_get(sys.argv[2] + "/fg_src4")
+    if map_type(fd) != LRU_HASH:
+        print("unknown")
+        sys.exit(0)
     key = socket.inet_aton(sys.argv[3]) + struct.pack("HH", rid, gen)
     try:
         v = lookup(fd, key, 16)
