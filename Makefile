@@ -129,7 +129,7 @@ $(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
 # --- fuzzers (clang libFuzzer + ASan) ------------------------------------------
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
 	       -D_GNU_SOURCE -DFG_FUZZ $(COMMON_FLAGS)
 $(OUTPUT)/fuzz/%: tests/%.c $(LIB_SRCS) $(SKELS) | $(OUTPUT)/fuzz $(DEPS_STAMP)
 	$(call msg,FUZZ,$@)

@@ -46,6 +46,14 @@ struct {
 	__type(value, struct fg_policy);
 } fg_policy SEC(".maps");
 
+/* Where the rule scan starts, per slot, class and destination port. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fg_pidx);
+} fg_pidx SEC(".maps");
+
 /* Allow/deny lists and source sets, IPv4, keyed by (slot, prefix). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -72,17 +80,20 @@ struct {
 	__type(value, struct fg_pfx);
 } fg_pfx6 SEC(".maps");
 
-/* Per-source buckets, IPv4; created by this program, size set by
- * userspace from max_sources. LRU: eviction is made harmless by the
- * admission limit on new keys (see fg_admit_new). */
+/* Per-source buckets, IPv4: set-associative, see struct fg_set4. Filled
+ * by this program; 1 << fg_ctl.src4_bits sets, sized by userspace from
+ * max_sources. Mmapable, so that sets start on a page (hence cache line)
+ * boundary and userspace can scan it without a syscall per set. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct fg_key4);
-	__type(value, struct fg_bucket);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 13);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_set4);
 } fg_src4 SEC(".maps");
 
-/* Per-source buckets, IPv6 (prefix-grouped). */
+/* Per-source buckets, IPv6 (prefix-grouped). LRU: eviction is made
+ * harmless by the admission limit on new keys (see fg_admit_new). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -153,8 +164,8 @@ static __always_inline void fg_drop(struct fg_verd *v, int shadow)
 
 /* Bucket drop counts are sampled 1 in FG_DROP_SAMPLE per CPU (see
  * floodgate.h): the drop path writes the shared bucket line rarely. */
-static __always_inline void fg_sample_drop(struct fg_bucket *b,
-					   struct fg_verd *v, int shadow)
+static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v,
+					   int shadow)
 {
 	__u64 n;
 
@@ -162,7 +173,7 @@ static __always_inline void fg_sample_drop(struct fg_bucket *b,
 		return;
 	n = shadow ? v->st->pkts[FG_OUT_SHADOW] : v->st->pkts[FG_OUT_DROP];
 	if ((n & (FG_DROP_SAMPLE - 1)) == 0)
-		__sync_fetch_and_add(&b->drops, FG_DROP_SAMPLE);
+		__sync_fetch_and_add(drops, FG_DROP_SAMPLE);
 }
 
 static __always_inline struct fg_bucket *fg_agg_bucket(__u32 idx)
@@ -196,73 +207,159 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 	return 0;
 }
 
-/* The source's own bucket: look it up, or create it (full) if admission
- * allows. Updated in place through the lookup pointer; created with
- * BPF_NOEXIST so an existing bucket is never reset (a racing CPU that
- * created it first wins and we use its bucket). */
-static __always_inline struct fg_bucket *
-fg_src_bucket(const struct fg_policy *pol, const struct fg_rule *r,
-	      const struct fg_pkt *p, __u64 now, struct fg_verd *v)
+/*
+ * A source's way in fg_src4 (struct fg_set4): its own if it has one. Else
+ * it may take, through the admission limit, an empty way or the way whose
+ * bucket is full (tat <= now) and oldest: evicting a full bucket gives
+ * nothing away (the invariant), and taking the oldest makes the set an
+ * LRU, so that under a spoofed spray, whose claims the admission limit
+ * bounds to about 8 / (2 T_refill) per set per second, a client that keeps
+ * sending keeps its way. Returns the way, or -1 (counted) when there is
+ * none to take.
+ */
+static __always_inline int fg_src4_way_in(const struct fg_policy *pol,
+					  struct fg_set4 *set, __u64 key,
+					  __u64 now, struct fg_verd *v)
 {
-	struct fg_bucket fresh = {}, *b;
-	long err;
+	__u64 *keys, oldest = now, victim_key = 0;
+	int i, victim = -1;
 
+	if (!pol || !set)
+		return -1;
+	keys = (__u64 *)set->key;
+
+FG_UNROLL
+	for (i = 0; i < FG_WAYS4; i++)
+		if (keys[i] == key)
+			return i;
+FG_UNROLL
+	for (i = 0; i < FG_WAYS4; i++) {
+		__u64 k = keys[i], t = set->tat[i];
+
+		if (!k) {
+			victim = i;
+			victim_key = 0;
+			break;
+		}
+		if (t <= oldest) {	/* full, and the oldest so far */
+			oldest = t;
+			victim = i;
+			victim_key = k;
+		}
+	}
+	if (victim < 0 || victim >= FG_WAYS4) {
+		v->ev |= 1u << FG_EV_INSERT_FAIL;
+		return -1;
+	}
+	if (!fg_admit_new(pol, now, v))
+		return -1;
+	if (__sync_val_compare_and_swap(&keys[victim], victim_key, key) == victim_key) {
+		v->ev |= 1u << FG_EV_INSERT;
+		set->drops[victim] = 0;
+		return victim;
+	}
+	if (keys[victim] == key)
+		return victim;	/* another CPU claimed it for this source */
+	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
+	return -1;
+}
+
+/* A global function: the verifier checks it once, on its own, instead of
+ * once per path of the caller. It gets no pointer to the caller's fg_verd
+ * (which holds a pointer: after a global call the verifier no longer
+ * trusts stack memory the callee could have written). */
+__noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
+			   __u64 key, __u64 now, __u32 *ev)
+{
+	struct fg_verd v = {};
+	int w = fg_src4_way_in(pol, set, key, now, &v);
+
+	if (ev)
+		*ev |= v.ev;
+	return w;
+}
+
+/* The source's own bucket (its tat and drops words), or NULL when it has
+ * none: IPv4 from the set-associative fg_src4; IPv6 from the LRU fg_src6,
+ * created (full) if the admission limit allows, with BPF_NOEXIST so an
+ * existing bucket is never reset (a racing CPU that created it first wins
+ * and we use its bucket). */
+static __always_inline __u64 *
+fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
+	      const struct fg_rule *r, const struct fg_pkt *p, __u64 now,
+	      struct fg_verd *v, __u64 **drops)
+{
 	if (p->family == 4) {
-		struct fg_key4 k = {
+		union {
+			struct fg_slot4 s;
+			__u64 u;
+		} k = { .s = {
 			.addr = p->saddr[0] & r->mask4,
 			.rule = r->id,
+			.used = 1,
 			.gen = r->gen,
-		};
+		} };
+		__u32 bits = ctl->src4_bits, ev = 0;
+		struct fg_set4 *set;
+		__u32 idx;
+		int w;
 
-		b = bpf_map_lookup_elem(&fg_src4, &k);
-		if (b)
-			return b;
-		if (!fg_admit_new(pol, now, v))
+		if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 			return NULL;
-		err = bpf_map_update_elem(&fg_src4, &k, &fresh, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			v->ev |= 1u << FG_EV_INSERT_FAIL;
+		idx = fg_hash4(k.u, ctl->seed4, bits);
+		set = bpf_map_lookup_elem(&fg_src4, &idx);
+		if (!set)
 			return NULL;
-		}
-		if (!err)
-			v->ev |= 1u << FG_EV_INSERT;
-		return bpf_map_lookup_elem(&fg_src4, &k);
+		w = fg_src4_way(pol, set, k.u, now, &ev);
+		v->ev |= ev;
+		if (w < 0 || w >= FG_WAYS4)
+			return NULL;
+		*drops = &set->drops[w];
+		return &set->tat[w];
 	} else {
+		struct fg_bucket fresh = {}, *b;
 		struct fg_key6 k = {
 			.rule = r->id,
 			.gen = r->gen,
 		};
 		__u32 *a = (__u32 *)k.addr;
+		long err;
 
 		a[0] = p->saddr[0] & r->mask6[0];
 		a[1] = p->saddr[1] & r->mask6[1];
 		a[2] = p->saddr[2] & r->mask6[2];
 		a[3] = p->saddr[3] & r->mask6[3];
 		b = bpf_map_lookup_elem(&fg_src6, &k);
-		if (b)
-			return b;
-		if (!fg_admit_new(pol, now, v))
-			return NULL;
-		err = bpf_map_update_elem(&fg_src6, &k, &fresh, BPF_NOEXIST);
-		if (err && err != -EEXIST) {
-			v->ev |= 1u << FG_EV_INSERT_FAIL;
-			return NULL;
+		if (!b) {
+			if (!fg_admit_new(pol, now, v))
+				return NULL;
+			err = bpf_map_update_elem(&fg_src6, &k, &fresh, BPF_NOEXIST);
+			if (err && err != -EEXIST) {
+				v->ev |= 1u << FG_EV_INSERT_FAIL;
+				return NULL;
+			}
+			if (!err)
+				v->ev |= 1u << FG_EV_INSERT;
+			b = bpf_map_lookup_elem(&fg_src6, &k);
+			if (!b)
+				return NULL;
 		}
-		if (!err)
-			v->ev |= 1u << FG_EV_INSERT;
-		return bpf_map_lookup_elem(&fg_src6, &k);
+		*drops = &b->drops;
+		return &b->tat;
 	}
 }
 
 /* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
-static __always_inline int fg_charge(const struct fg_policy *pol,
+static __always_inline int fg_charge(const struct fg_ctl *ctl,
+				     const struct fg_policy *pol,
 				     const struct fg_rule *r,
 				     const struct fg_pkt *p, __u64 len,
 				     struct fg_verd *v, int shadow)
 {
 	__u64 now = fg_now_ns() << FG_TU_SHIFT;
 	__u64 cost = 1, spent = 0;
-	struct fg_bucket *b = NULL, *a;
+	__u64 *tat = NULL, *drops = NULL;
+	struct fg_bucket *a;
 	int rc;
 
 	if (r->cost == FG_COST_BYTES)
@@ -271,8 +368,8 @@ static __always_inline int fg_charge(const struct fg_policy *pol,
 	if (r->src.inc) {
 		const struct fg_limit *lim = &r->src;
 
-		b = fg_src_bucket(pol, r, p, now, v);
-		if (!b) {
+		tat = fg_src_bucket(ctl, pol, r, p, now, v, &drops);
+		if (!tat) {
 			if (r->on_full == FG_FULL_CLOSED) {
 				v->ev |= 1u << FG_EV_FULL_CLOSED;
 				return 0;
@@ -281,16 +378,20 @@ static __always_inline int fg_charge(const struct fg_policy *pol,
 				v->ev |= 1u << FG_EV_FULL_OPEN;
 			} else {
 				v->ev |= 1u << FG_EV_OVERFLOW;
-				b = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_RULES - 1)));
+				a = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_RULES - 1)));
+				if (a) {
+					tat = &a->tat;
+					drops = &a->drops;
+				}
 				lim = &r->ovf;
 			}
 		}
-		if (b) {
-			rc = fg_gcra_spend(&b->tat, now, lim->inc * cost, lim->tau);
+		if (tat && drops) {
+			rc = fg_gcra_spend(tat, now, lim->inc * cost, lim->tau);
 			if (rc != 1) {
 				if (rc < 0)
 					v->ev |= 1u << FG_EV_CONTENDED;
-				fg_sample_drop(b, v, shadow);
+				fg_sample_drop(drops, v, shadow);
 				return 0;
 			}
 			spent = lim->inc * cost;
@@ -305,9 +406,9 @@ static __always_inline int fg_charge(const struct fg_policy *pol,
 		if (rc != 1) {
 			v->ev |= 1u << (rc < 0 ? FG_EV_CONTENDED : FG_EV_AGG_DROP);
 			/* the source did not get to send: give its tokens back */
-			if (b && spent)
-				__sync_fetch_and_add(&b->tat, -spent);
-			fg_sample_drop(a, v, shadow);
+			if (tat && spent)
+				__sync_fetch_and_add(tat, -spent);
+			fg_sample_drop(&a->drops, v, shadow);
 			return 0;
 		}
 	}
@@ -375,15 +476,21 @@ static __always_inline __u32 fg_class(__u8 proto)
  * the caller. Returns the rule index, or FG_MAX_RULES when nothing matched.
  */
 __noinline int fg_find_rule(const struct fg_policy *pol,
-			    const struct fg_pkt *p, __u32 sets)
+			    const struct fg_pkt *p, __u32 sets, __u32 slot)
 {
-	__u32 cls, n, i;
+	__u32 cls, n, i, i0 = 0;
 
 	if (!pol || !p)
 		return FG_MAX_RULES;
 	cls = fg_class(p->proto);
 	n = pol->nmatch[cls];
-	for (i = 0; i < FG_MAX_MATCH; i++) {
+	if (cls < FG_NPCLASS) {
+		struct fg_pidx *x = bpf_map_lookup_elem(&fg_pidx, &slot);
+
+		if (x)
+			i0 = x->start[cls & 1][p->dport];
+	}
+	for (i = i0; i < FG_MAX_MATCH; i++) {
 		const struct fg_match *m;
 
 		if (i >= n)
@@ -474,7 +581,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		sets = lst->sets;
 	}
 
-	ri = fg_find_rule(pol, &p, sets);
+	ri = fg_find_rule(pol, &p, sets, k);
 	if (ri >= FG_MAX_RULES) {
 		/* unmatched: the policy's default verdict, global row */
 		if (pol->default_verdict == FG_DROP)
@@ -495,7 +602,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		fg_drop(v, shadow);
 		return;
 	default:
-		if (!fg_charge(pol, r, &p, len, v, shadow))
+		if (!fg_charge(ctl, pol, r, &p, len, v, shadow))
 			fg_drop(v, shadow);
 	}
 }

@@ -18,7 +18,7 @@
 #endif
 
 #define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	2u
+#define FG_ABI_VERSION	4u
 
 #define FG_MAX_RULES	64	/* rule ids 0..63; one stats row each */
 #define FG_ROW_GLOBAL	FG_MAX_RULES	/* stats row for pre-rule outcomes */
@@ -118,6 +118,9 @@ struct fg_ctl {
 	__u32 bypass;		/* kill switch: 1 = pass everything, touch nothing */
 	__u32 pad;
 	__u64 bypass_until;	/* CLOCK_MONOTONIC ns; 0 = until switched off */
+	__u64 seed4;		/* fg_src4 hash seed, random per pin dir */
+	__u32 src4_bits;	/* fg_src4 has 1 << src4_bits sets */
+	__u32 pad2;
 };
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
@@ -186,6 +189,15 @@ struct fg_match {
 	__u8 pad[2];
 };
 
+/* fg_pidx[slot]: for the classes with ports (TCP, UDP), the index of the
+ * first match entry whose destination-port range holds a given port. Every
+ * entry before it excludes that port, so the first-match scan may start
+ * there: a port rule deep in a long policy costs one lookup, not a scan. */
+#define FG_NPCLASS	2	/* FG_CLASS_TCP, FG_CLASS_UDP */
+struct fg_pidx {
+	__u8 start[FG_NPCLASS][65536];
+};
+
 /* fg_policy[slot]: a whole compiled policy. Userspace writes the inactive
  * slot, flips fg_ctl.slot, then waits for an RCU grace period
  * (membarrier(MEMBARRIER_CMD_GLOBAL) calls synchronize_rcu()) before that
@@ -243,13 +255,59 @@ struct fg_dir4 {
 	struct fg_pfx e[1 << FG_DIR4_BITS];
 };
 
-/* Source bucket keys: the masked source, the rule id and its generation. */
-struct fg_key4 {
-	__be32 addr;
-	__u16 rule;
-	__u16 gen;
+/*
+ * IPv4 source buckets: a set-associative table in an array map (fg_src4),
+ * 1 << fg_ctl.src4_bits sets of FG_WAYS4 ways. A source's set is
+ * fg_hash4(key ^ fg_ctl.seed4); a lookup reads one cache line of keys.
+ *
+ * The eviction invariant, by construction: a way is taken over only if it
+ * is empty or its bucket is full (tat <= now). A full bucket holds exactly
+ * what a new one would, so evicting it gives nothing away, however many
+ * spoofed sources churn through the set; a throttled source's bucket, not
+ * being full, is never taken. Among full ways the oldest goes first, and
+ * every claim passes the admission limit (fg_policy.ins), so a spoofed
+ * spray cannot churn a set fast enough to push out a client that keeps
+ * sending. A source that finds no way it may take is charged per its
+ * rule's on_full (overflow bucket by default), counted as
+ * FG_EV_INSERT_FAIL (set full) or FG_EV_INSERT_LIMITED (admission). Idle
+ * buckets expire the same way: once full, reusable.
+ * The key is claimed with one compare-and-swap; the way's tat is left as
+ * it is (<= now: a full bucket), so there is no window with a wrong state.
+ *
+ * Memory: 24 bytes per way (key, tat, drops), against ~88 for a kernel hash
+ * element. IPv6 keys (up to 16 bytes + rule) do not fit one CAS word and
+ * stay in an LRU hash behind the admission limit (fg_policy.ins).
+ */
+#define FG_WAYS4	8
+#define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
+#define FG_SRC4_MAX_BITS 24
+struct fg_slot4 {
+	__be32 addr;		/* masked source */
+	__u8 rule;		/* rule id */
+	__u8 used;		/* 1; an all-zero slot is empty */
+	__u16 gen;		/* rule generation */
 };
 
+struct fg_set4 {
+	struct fg_slot4 key[FG_WAYS4];	/* one cache line, read by every lookup */
+	__u64 tat[FG_WAYS4];		/* GCRA state of each way */
+	__u64 drops[FG_WAYS4];		/* sampled, see FG_DROP_SAMPLE */
+};
+
+/* The set of a key: murmur3's 64-bit finaliser over key ^ seed, top bits. */
+static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 seed, __u32 bits)
+{
+	__u64 x = key ^ seed;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (__u32)(x >> (64 - bits));
+}
+
+/* IPv6 source bucket keys: the masked source, the rule id and its generation. */
 struct fg_key6 {
 	__u8 addr[16];
 	__u16 rule;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include "dp.h"
+#include "fgmaps.h"
 
 int dp_open(struct dp *d, __u32 max_sources)
 {
@@ -16,7 +17,7 @@ int dp_open(struct dp *d, __u32 max_sources)
 	if (!d->skel)
 		return -errno;
 	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
-	bpf_map__set_max_entries(d->skel->maps.fg_src4, max_sources);
+	bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(max_sources));
 	bpf_map__set_max_entries(d->skel->maps.fg_src6, max_sources);
 	err = floodgate_bpf__load(d->skel);
 	if (err) {
@@ -27,6 +28,16 @@ int dp_open(struct dp *d, __u32 max_sources)
 	d->prog = bpf_program__fd(d->skel->progs.floodgate);
 	dp_set_now(d, 1000000000ull);	/* t = 1 s */
 	dp_pol_reset(d);
+	{
+		struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
+				    .seed4 = 0x5eed5eed5eed5eedull };
+		__u32 k = 0, sets = fg_src4_sets(max_sources);
+
+		while ((1u << c.src4_bits) < sets)
+			c.src4_bits++;
+		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
+			return -errno;
+	}
 	err = dp_set_ctl(d, FG_MODE_ENFORCE, 0, 0);
 	if (!err)
 		err = dp_apply(d);
@@ -125,6 +136,18 @@ int dp_apply(struct dp *d)
 		return -errno;
 	slot = c.slot ^ 1;
 	d->pol.version++;
+	{
+		struct fg_pidx *x = malloc(sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		fg_pidx_build(&d->pol, x);
+		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_pidx), &slot, x, 0)) {
+			free(x);
+			return -errno;
+		}
+		free(x);
+	}
 	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_policy), &slot, &d->pol, 0))
 		return -errno;
 	c.slot = slot;
@@ -271,25 +294,41 @@ __u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev)
 	return dp_read_stats(d, row, &s) ? 0 : s.ev[ev];
 }
 
+static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_src4), &idx, set) ? -errno : 0;
+}
+
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
 {
-	struct fg_key4 k = { .rule = rule, .gen = gen };
+	union { struct fg_slot4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
+	struct fg_set4 set;
+	struct fg_ctl c;
+	__u32 z = 0;
 
-	inet_pton(AF_INET, addr, &k.addr);
-	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_src4), &k, b) ? -errno : 0;
+	inet_pton(AF_INET, addr, &k.s.addr);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_ctl), &z, &c))
+		return -errno;
+	if (dp_set4(d, fg_hash4(k.u, c.seed4, c.src4_bits), &set))
+		return -errno;
+	for (int w = 0; w < FG_WAYS4; w++) {
+		if (*(__u64 *)&set.key[w] == k.u) {
+			b->tat = set.tat[w];
+			b->drops = set.drops[w];
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 __u32 dp_count_src4(struct dp *d)
 {
-	struct fg_key4 k, nk;
-	__u32 n = 0;
-	int fd = bpf_map__fd(d->skel->maps.fg_src4);
-	void *prev = NULL;
+	__u32 nsets = bpf_map__max_entries(d->skel->maps.fg_src4), n = 0;
+	struct fg_set4 set;
 
-	while (!bpf_map_get_next_key(fd, prev, &nk)) {
-		n++;
-		k = nk;
-		prev = &k;
-	}
+	for (__u32 i = 0; i < nsets; i++)
+		if (!dp_set4(d, i, &set))
+			for (int w = 0; w < FG_WAYS4; w++)
+				n += set.key[w].used;
 	return n;
 }

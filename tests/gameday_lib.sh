@@ -214,7 +214,7 @@ gd_write_py() {
 #   poll PIN ROW STOPFILE [QUIET_S ADDR RATE] -> watch a row until STOPFILE
 #                                      exists and it is quiet (see below)
 #   tat PIN ADDR RULE               -> the IPv4 bucket's tat (time units), -1 if
-#                                      absent, "unknown" if fg_src4 is not an LRU hash
+#                                      absent
 #   count PIN                       -> entries in fg_src4
 #   now                             -> CLOCK_MONOTONIC_COARSE ns, the program's clock
 import ctypes, os, socket, struct, sys, time
@@ -249,12 +249,44 @@ def next_key(fd, key, ksize):
         return None
     return n.raw
 
-def map_type(fd):
+def map_info(fd):
     info = ctypes.create_string_buffer(96)
     bpf(15, struct.pack("IIQ", fd, 96, ctypes.addressof(info)))
-    return struct.unpack_from("I", info.raw, 0)[0]
+    return info.raw
 
-LRU_HASH = 9    # BPF_MAP_TYPE_LRU_HASH: the fg_src4 layout this reader knows
+def map_type(fd):
+    return struct.unpack_from("I", map_info(fd), 0)[0]
+
+# fg_src4 (include/floodgate.h struct fg_set4): 1 << fg_ctl.src4_bits sets
+# of 8 ways, 8 keys {addr be32, rule u8, used u8, gen u16} then 8 tats then
+# 8 drops; a key's set is fmix64(key ^ fg_ctl.seed4) >> (64 - bits).
+WAYS, SET_SIZE, CTL_SIZE = 8, 192, 48
+M64 = (1 << 64) - 1
+
+def fmix64(x):
+    x ^= x >> 33; x = (x * 0xff51afd7ed558ccd) & M64
+    x ^= x >> 33; x = (x * 0xc4ceb9fe1a85ec53) & M64
+    x ^= x >> 33
+    return x
+
+def src4_slot(pin, addr, rid, gen):
+    # (fd of fg_src4, set index, key word) of a source
+    ctlfd = obj_get(pin + "/fg_ctl")
+    ctl = lookup(ctlfd, struct.pack("I", 0), CTL_SIZE)
+    os.close(ctlfd)
+    seed, bits = struct.unpack_from("<QI", ctl, 32)
+    key = struct.unpack("<Q", socket.inet_aton(addr) + struct.pack("<BBH", rid, 1, gen))[0]
+    return obj_get(pin + "/fg_src4"), fmix64(key ^ seed) >> (64 - bits), key
+
+def src4_read(slot):
+    # (tat, drops) of a source's way, or None when it has none
+    fd, idx, key = slot
+    v = lookup(fd, struct.pack("I", idx), SET_SIZE)
+    keys = struct.unpack_from("<8Q", v, 0)
+    for w in range(WAYS):
+        if keys[w] == key:
+            return struct.unpack_from("<Q", v, 64 + 8 * w)[0], struct.unpack_from("<Q", v, 128 + 8 * w)[0]
+    return None
 
 def ncpus():
     s = open("/sys/devices/system/cpu/possible").read().strip()
@@ -302,19 +334,18 @@ elif cmd == "poll":
     r, stop = int(sys.argv[3]), sys.argv[4]
     quiet_ns = int(float(sys.argv[5]) * 1e9) if len(sys.argv) > 5 else 300000000
     # optional: ADDR RATE -- also read that source's bucket with the counters
-    tkey = tfd = None
+    tfd = tslot = None
     if len(sys.argv) > 7:
         gen = struct.unpack_from("H", lookup(obj_get(sys.argv[2] + "/fg_names"), struct.pack("I", r), 56), 48)[0]
-        tkey = socket.inet_aton(sys.argv[6]) + struct.pack("HH", r, gen)
-        tfd = obj_get(sys.argv[2] + "/fg_src4")
-        if map_type(tfd) != LRU_HASH:
-            tfd = -1        # another layout: say so rather than guess
+        tslot = src4_slot(sys.argv[2], sys.argv[6], r, gen)
+        tfd = tslot[0]
         inc = round((10**9 << 6) / float(sys.argv[7]))
     def tat():
-        if tfd is None or tfd < 0:
+        if tslot is None:
             return 0
         try:
-            return struct.unpack("QQ", lookup(tfd, tkey, 16))[0]
+            w = src4_read(tslot)
+            return w[0] if w else 0
         except OSError:
             return 0
     try:
@@ -376,24 +407,14 @@ elif cmd == "tat":
     # the rule's current generation is in fg_names[id] (name[48], gen, in_use)
     rid = int(sys.argv[4])
     gen = struct.unpack_from("H", lookup(obj_get(sys.argv[2] + "/fg_names"), struct.pack("I", rid), 56), 48)[0]
-    fd = obj_get(sys.argv[2] + "/fg_src4")
-    if map_type(fd) != LRU_HASH:
-        print("unknown")
-        sys.exit(0)
-    key = socket.inet_aton(sys.argv[3]) + struct.pack("HH", rid, gen)
-    try:
-        v = lookup(fd, key, 16)
-        print(struct.unpack("QQ", v)[0])
-    except OSError:
-        print(-1)
+    w = src4_read(src4_slot(sys.argv[2], sys.argv[3], rid, gen))
+    print(w[0] if w else -1)
 elif cmd == "count":
     fd = obj_get(sys.argv[2] + "/fg_src4")
-    n, k = 0, None
-    while True:
-        k = next_key(fd, k, 8)
-        if k is None:
-            break
-        n += 1
+    n = 0
+    for i in range(struct.unpack_from("I", map_info(fd), 16)[0]):
+        keys = struct.unpack_from("<8Q", lookup(fd, struct.pack("I", i), SET_SIZE), 0)
+        n += sum(1 for k in keys if k)
     print(n)
 PY
 }

@@ -57,6 +57,7 @@ done
 if [ "$unit_only" = 0 ]; then
 	for s in tests/e2e_*.sh tests/gameday_*.sh; do
 		[ -f "$s" ] || continue
+		case "$s" in *_lib.sh) continue ;; esac	# sourced by the others
 		run_one "$(basename "$s")" bash "$s"
 	done
 fi

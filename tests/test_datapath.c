@@ -453,6 +453,52 @@ static void test_first_match(void)
 	dp_close(&D);
 }
 
+/* The scan's start index (fg_pidx) never skips an earlier match: random
+ * port rules against a first-match reference scan. */
+static void test_rule_index_vs_reference(void)
+{
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	struct fg_match ms[40];
+	int wrong = 0, unmatched = 0;
+
+	if (setup(1024))
+		return;
+	srand(21);
+	for (int i = 0; i < 40; i++) {
+		struct fg_match m = M_ANY;
+
+		m.proto = 17;
+		m.flags = FG_M_L4;
+		m.dport_lo = rand() % 2000;
+		m.dport_hi = m.dport_lo + rand() % (i < 30 ? 40 : 600);
+		if (rand() % 3 == 0) {
+			m.sport_lo = 1000 + rand() % 100;
+			m.sport_hi = m.sport_lo + 50;
+		}
+		ms[i] = m;
+		dp_rule(&D, &pass, &m, 1u << FG_CLASS_UDP);
+	}
+	dp_apply(&D);
+	for (int k = 0; k < 1500; k++) {
+		struct pkt_spec s = udp4("192.0.2.5", rand() % 2700);
+		__u32 row, want = FG_ROW_GLOBAL;
+
+		s.sport = 1000 + rand() % 200;
+		for (int i = 0; i < 40; i++)
+			if (s.dport >= ms[i].dport_lo && s.dport <= ms[i].dport_hi &&
+			    s.sport >= ms[i].sport_lo && s.sport <= ms[i].sport_hi) {
+				want = i;
+				break;
+			}
+		unmatched += want == FG_ROW_GLOBAL;
+		if (outcome_of(&s, &row, NULL) < 0 || row != want)
+			wrong++;
+	}
+	ASSERT_EQ(wrong, 0, "rows differing from a first-match reference scan");
+	ASSERT_GE(unmatched, 100, "unmatched packets exercised");
+	dp_close(&D);
+}
+
 static void test_source_sets_and_prefixes(void)
 {
 	struct fg_rule r = limit_rule(1, 2);
@@ -732,7 +778,9 @@ static void test_bypass(void)
 	dp_close(&D);
 }
 
-static void test_table_full_behaviour(void)
+/* IPv6: the LRU table behind the admission limit. An admission bucket that
+ * never admits leaves every new source without a bucket of its own. */
+static void test_table_full_v6(void)
 {
 	struct pkt_spec s;
 	int v;
@@ -745,22 +793,21 @@ static void test_table_full_behaviour(void)
 		r.on_full = mode;	/* overflow, open, closed */
 		r.ovf = dp_lim(1, 3);
 		dp_rule(&D, &r, &M_ANY, C_ALL);
-		/* admission that never admits: every new source lacks a bucket */
 		D.pol.ins.inc = 1;
 		D.pol.ins.tau = 0;
 		dp_apply(&D);
 		int passed = 0;
 
 		for (int i = 0; i < 10; i++) {
-			char src[32];
+			char src[64];
 
-			snprintf(src, sizeof(src), "192.0.2.%d", 100 + i);
-			s = udp4(src, 7);
+			snprintf(src, sizeof(src), "2001:db8:%x::1", 100 + i);
+			s = udp6(src, 7);
 			if (outcome_of(&s, NULL, &v) == FG_OUT_PASS)
 				passed++;
 		}
-		ASSERT_EQ(dp_count_src4(&D), 0, "no source got a bucket");
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 10, "insert refusals counted");
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), 0, "no source got a bucket");
 		switch (mode) {
 		case FG_FULL_OVERFLOW:
 			ASSERT_EQ(passed, 3, "overflow bucket: shared burst of 3");
@@ -775,6 +822,68 @@ static void test_table_full_behaviour(void)
 			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 10, "fail-closed counted");
 			break;
 		}
+		dp_close(&D);
+	}
+}
+
+/* IPv4: the set-associative table. 4,000 sources each leave a bucket that
+ * is not full into a 1,024-way table: later ones find their set full and
+ * are charged per on_full; once the buckets have refilled, their ways are
+ * reused (idle buckets expire without any sweeper). */
+static void test_table_full_v4(void)
+{
+	uint8_t buf[512];
+	struct pkt_spec sp = udp4("198.18.0.1", 7);
+	int len = pkt_build(&sp, buf, sizeof(buf));
+
+	for (int mode = 0; mode < 3; mode++) {
+		struct fg_rule r = limit_rule(1, 2);
+		__u64 passed = 0, fails, inserts;
+
+		if (setup(1024))
+			return;
+		r.on_full = mode;
+		r.ovf = dp_lim(1, 3);
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		dp_apply(&D);
+		for (__u32 i = 0; i < 4000; i++) {
+			__u32 ret, a = htonl(0xc6120000u + i);
+
+			memcpy(buf + 14 + 12, &a, 4);
+			dp_run(&D, buf, len, &ret);
+			passed += ret == XDP_PASS;
+		}
+		fails = dp_row_ev(&D, 0, FG_EV_INSERT_FAIL);
+		inserts = dp_row_ev(&D, 0, FG_EV_INSERT);
+		ASSERT_EQ(inserts, dp_count_src4(&D), "every insert holds a way");
+		ASSERT_LE(inserts, 1024, "never more buckets than ways");
+		ASSERT_GE(inserts, 700, "the table filled up (sets fill unevenly)");
+		ASSERT_EQ(inserts + fails, 4000, "each source either got a way or was counted");
+		switch (mode) {
+		case FG_FULL_OVERFLOW:
+			ASSERT_EQ(passed, inserts + 3, "own buckets pass, the rest share a burst of 3");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), fails, "overflow charges counted");
+			break;
+		case FG_FULL_OPEN:
+			ASSERT_EQ(passed, 4000, "fail open passes");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), fails, "fail-open counted");
+			break;
+		case FG_FULL_CLOSED:
+			ASSERT_EQ(passed, inserts, "fail closed drops the rest");
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), fails, "fail-closed counted");
+			break;
+		}
+		/* 10 s later every bucket is full again: new sources take ways
+		 * (200 over 128 sets: none gets more than its 8 ways) */
+		dp_set_now(&D, dp_now(&D) + 10 * NS);
+		for (__u32 i = 0; i < 200; i++) {
+			__u32 ret, a = htonl(0xc6130000u + i);
+
+			memcpy(buf + 14 + 12, &a, 4);
+			dp_run(&D, buf, len, &ret);
+		}
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_FAIL), fails, "refilled buckets make room");
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), inserts + 200, "200 new sources got ways");
 		dp_close(&D);
 	}
 }
@@ -977,12 +1086,16 @@ static void test_two_cpus_one_key(void)
 /* ---- the eviction invariant --------------------------------------------- */
 
 /* Throttle S, spray `spray` spoofed sources over `over_ns`, resume S at
- * once: how many does S get? */
-static int eviction_run(int with_admission, int spray, __u64 over_ns, __u64 *limited)
+ * once: how many does S get? family 4: the set-associative table (which
+ * evicts only full buckets); family 6: the LRU, with or without the
+ * admission limit. */
+static int eviction_run(int family, int with_admission, int spray, __u64 over_ns,
+			__u64 *refused)
 {
 	const __u32 table = 4096;
 	struct fg_rule r = limit_rule(10, 20);	/* T_refill = 2 s */
-	struct pkt_spec s = udp4("192.0.2.77", 7);
+	struct pkt_spec s = family == 4 ? udp4("192.0.2.77", 7) : udp6("2001:db8:77::1", 7);
+	struct pkt_spec sp = family == 4 ? udp4("198.18.0.1", 7) : udp6("2001:db8:1::1", 7);
 	uint8_t buf[512];
 	__u64 t;
 	int got;
@@ -1001,48 +1114,115 @@ static int eviction_run(int with_admission, int spray, __u64 over_ns, __u64 *lim
 	t = dp_now(&D);
 	if (burst_of(&s, 40) != 20)
 		fg_test_fail(__FILE__, __LINE__, "S should first get its burst of 20");
-	/* spray: random spoofed sources from 198.18.0.0/15 */
-	struct pkt_spec sp = udp4("198.18.0.1", 7);
+	/* spray: random spoofed sources (198.18.0.0/15, 2001:db8::/32) */
 	int len = pkt_build(&sp, buf, sizeof(buf));
-	int l3 = 14;
+	int off = family == 4 ? 14 + 12 : 14 + 8 + 4;
 	srand(5);
 	for (int i = 0; i < spray; i++) {
-		__u32 ret, a = htonl(0xc6120000u | (rand() & 0x1ffff));
+		__u32 ret, a = htonl((family == 4 ? 0xc6120000u : 0) | (rand() & 0x1ffff));
 
-		memcpy(buf + l3 + 12, &a, 4);
+		memcpy(buf + off, &a, 4);
 		dp_set_now(&D, t + over_ns * (__u64)i / spray);
 		dp_run(&D, buf, len, &ret);
 	}
 	dp_set_now(&D, t + over_ns);
 	got = burst_of(&s, 40);
-	*limited = dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED);
+	*refused = dp_row_ev(&D, 0, family == 4 ? FG_EV_INSERT_FAIL : FG_EV_INSERT_LIMITED);
 	dp_close(&D);
 	return got;
 }
 
+/* A client sending every 150 ms (within its 10/s) keeps its IPv4 way
+ * through a spoofed spray of 53,000 new sources per second: the admission
+ * limit bounds the churn and each set evicts its oldest full bucket first.
+ * Without the limit the spray pushes the client into the (exhausted)
+ * overflow bucket: the control shows the test can see that. */
+static int client_under_spray(int with_admission, __u64 *limited)
+{
+	const __u32 table = 4096;
+	struct fg_rule r = limit_rule(10, 20);
+	struct pkt_spec c = udp4("192.0.2.88", 7), sp = udp4("198.18.0.1", 7);
+	uint8_t cbuf[512], buf[512];
+	int clen, len, ok = 0;
+	__u64 t;
+
+	if (setup(table))
+		return -1;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	if (with_admission)
+		D.pol.ins = dp_lim(((double)table - 2.0 * 128 * D.ncpu) / (2 * 2.0), 64);
+	dp_apply(&D);
+	clen = pkt_build(&c, cbuf, sizeof(cbuf));
+	len = pkt_build(&sp, buf, sizeof(buf));
+	t = dp_now(&D);
+	srand(9);
+	for (int k = 0; k < 100; k++) {
+		__u32 ret;
+
+		dp_set_now(&D, t + (__u64)k * 150 * MS);
+		dp_run(&D, cbuf, clen, &ret);
+		ok += ret == XDP_PASS;
+		for (int i = 0; i < 8000; i++) {
+			__u32 a = htonl(0xc6120000u | (rand() & 0x1ffff));
+
+			memcpy(buf + 14 + 12, &a, 4);
+			dp_set_now(&D, t + (__u64)k * 150 * MS + (__u64)i * 18750);
+			dp_run(&D, buf, len, &ret);
+		}
+	}
+	*limited = dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED);
+	dp_close(&D);
+	return ok;
+}
+
+static void test_client_keeps_way_under_spray(void)
+{
+	__u64 limited;
+	int ok;
+
+	ok = client_under_spray(1, &limited);
+	printf("  with admission limit: client passed %d of 100, %llu spoofed keys refused\n",
+	       ok, (unsigned long long)limited);
+	ASSERT_EQ(ok, 100, "the client keeps its way and all its packets pass");
+	ASSERT_GE(limited, 700000, "the spray was mostly refused keys");
+	ok = client_under_spray(0, &limited);
+	printf("  control, no admission limit: client passed %d of 100\n", ok);
+	ASSERT_LE(ok, 90, "control: unbounded churn evicts the client");
+}
+
 static void test_eviction_invariant(void)
 {
-	__u64 limited = 0;
+	__u64 refused = 0;
 	int got;
 
-	/* spray 10x the table within 1 s (half of S's refill time) */
-	got = eviction_run(1, 40960, 1 * NS, &limited);
-	printf("  with admission limit: S got %d after the spray (1 s of refill at 10/s = 10), %llu new keys refused\n",
-	       got, (unsigned long long)limited);
-	ASSERT_LE(got, 10, "no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "and its refill is intact");
-	ASSERT_GE(limited, 30000, "the spray was refused keys");
+	/* IPv4: spray 10x the table within 1 s (half of S's refill time) */
+	got = eviction_run(4, 0, 40960, 1 * NS, &refused);
+	printf("  IPv4 set-associative: S got %d after the spray (1 s of refill at 10/s = 10), %llu sources found their set full\n",
+	       got, (unsigned long long)refused);
+	ASSERT_LE(got, 10, "IPv4: no fresh burst for the throttled source");
+	ASSERT_GE(got, 9, "IPv4: and its refill is intact");
+	ASSERT_GE(refused, 5000, "IPv4: the spray did fill the table");
 
-	/* control: without the admission limit the spray evicts S and hands
-	 * it a fresh burst -- the failure this design prevents */
-	got = eviction_run(0, 40960, 1 * NS, &limited);
-	printf("  control, no admission limit: S got %d (a fresh burst is 20)\n", got);
-	ASSERT_EQ(got, 20, "control: the attack works without the limit");
+	/* IPv6: the LRU with the admission limit */
+	got = eviction_run(6, 1, 40960, 1 * NS, &refused);
+	printf("  IPv6 LRU + admission limit: S got %d (expected 10), %llu new keys refused\n",
+	       got, (unsigned long long)refused);
+	ASSERT_LE(got, 10, "IPv6: no fresh burst for the throttled source");
+	ASSERT_GE(got, 9, "IPv6: and its refill is intact");
+	ASSERT_GE(refused, 30000, "IPv6: the spray was refused keys");
 
-	/* a long spray (5 s > 2 s refill): S may be evicted, but it is full
-	 * by then anyway, so it gets the burst it would have had */
-	got = eviction_run(1, 40960, 5 * NS, &limited);
-	ASSERT_LE(got, 20, "after a refill period, never more than the burst");
+	/* control: the LRU without the admission limit evicts S and hands it
+	 * a fresh burst -- the failure both designs prevent */
+	got = eviction_run(6, 0, 40960, 1 * NS, &refused);
+	printf("  control, IPv6 LRU without the limit: S got %d (a fresh burst is 20)\n", got);
+	ASSERT_EQ(got, 20, "control: the attack works on a plain LRU");
+
+	/* a long spray (5 s > 2 s refill): S is full by then anyway, so it
+	 * gets the burst it would have had, never more */
+	got = eviction_run(4, 0, 40960, 5 * NS, &refused);
+	ASSERT_EQ(got, 20, "IPv4, after a refill period: exactly the burst");
+	got = eviction_run(6, 1, 40960, 5 * NS, &refused);
+	ASSERT_EQ(got, 20, "IPv6, after a refill period: exactly the burst");
 }
 
 int main(int argc, char **argv)
@@ -1060,6 +1240,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_outcomes_and_lists);
 	FG_RUN(test_lists_dir_vs_reference);
 	FG_RUN(test_first_match);
+	FG_RUN(test_rule_index_vs_reference);
 	FG_RUN(test_source_sets_and_prefixes);
 	FG_RUN(test_fragments);
 	FG_RUN(test_burst_and_refill);
@@ -1068,9 +1249,11 @@ int main(int argc, char **argv)
 	FG_RUN(test_aggregate_and_refund);
 	FG_RUN(test_shadow_equals_enforce);
 	FG_RUN(test_bypass);
-	FG_RUN(test_table_full_behaviour);
+	FG_RUN(test_table_full_v6);
+	FG_RUN(test_table_full_v4);
 	FG_RUN(test_counters_add_up);
 	FG_RUN(test_two_cpus_one_key);
 	FG_RUN(test_eviction_invariant);
+	FG_RUN(test_client_keeps_way_under_spray);
 	return fg_test_summary();
 }

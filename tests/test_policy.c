@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fgtest.h"
@@ -1309,6 +1310,43 @@ static void test_policy_fixtures(void)
 	ASSERT_GE(nbad, 1, "bad fixtures");
 }
 
+/* Deep flow nesting is refused before libyaml's quadratic scanner runs:
+ * 100,000 levels answer at once, with the place of level 65. */
+static void test_deep_nesting_refused_fast(void)
+{
+	size_t n = 100000, len = 7 + 2 * n;
+	char *buf = malloc(len + 1);
+	struct fg_config cfg;
+	struct fg_err err;
+	struct timespec t0, t1;
+
+	if (!ASSERT_TRUE(buf != NULL, "malloc"))
+		return;
+	memcpy(buf, "rules: ", 7);
+	memset(buf + 7, '[', n);
+	memset(buf + 7 + n, ']', n);
+	buf[len] = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(fg_config_parse(buf, len, "deep.yaml", &cfg, &err), -EINVAL, "refused");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ASSERT_EQ(err.line, 1, "line");
+	ASSERT_EQ(err.col, 7 + 65, "column of the 65th level");
+	ASSERT_STR_CONTAINS(err.msg, "nested deeper than 64", "message");
+	/* generous: the quadratic path took 45 s here */
+	ASSERT_LE((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 1000,
+		  "answered within a second");
+	/* 64 levels inside a quoted string or a comment are not nesting */
+	const char *ok = "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
+			 "interfaces: [\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]\n";
+	int rc = fg_config_parse(ok, strlen(ok), "ok.yaml", &cfg, &err);
+
+	ASSERT_NEQ(err.col == 0 && rc == -EINVAL && strstr(err.msg, "nested"), 1,
+		   "brackets in comments and quotes do not count");
+	if (!rc)
+		fg_config_free(&cfg);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -1338,5 +1376,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_parse_u64);
 	FG_RUN(test_parse_duration);
 	FG_RUN(test_policy_fixtures);
+	FG_RUN(test_deep_nesting_refused_fast);
 	return fg_test_summary();
 }

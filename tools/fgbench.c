@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -129,7 +130,7 @@ static int fgi_open(struct fgi *g, const char *yaml, const char *path)
 	if (!g->skel)
 		return -errno;
 	/* fg_clock stays FG_CLOCK_COARSE, as floodgated loads it */
-	bpf_map__set_max_entries(g->skel->maps.fg_src4, g->cfg.max_sources);
+	bpf_map__set_max_entries(g->skel->maps.fg_src4, fg_src4_sets(g->cfg.max_sources));
 	bpf_map__set_max_entries(g->skel->maps.fg_src6, g->cfg.max_sources);
 	err = floodgate_bpf__load(g->skel);
 	if (err) {
@@ -164,48 +165,48 @@ static void fgi_close(struct fgi *g)
 }
 
 /* Prefill fg_src4 with n throttled buckets for rule index ri, sources
- * base .. base+n-1. Returns the entries the map holds afterwards. */
+ * base .. base+n-1, placed where the program will look for them (the
+ * table's own hash and seed, first free way of the set; a source whose set
+ * is full is left out). Returns the entries the table holds afterwards. */
 static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 {
 	const struct fg_rule *r = &g->cfg.pol.rules[ri];
 	int fd = g->maps.fd[FGM_SRC4];
 	__u64 tat = (now_ns() + 3600 * NSEC) << FG_TU_SHIFT;
-	const __u32 chunk = 4096;
-	struct fg_key4 *k = calloc(chunk, sizeof(*k));
-	struct fg_bucket *v = calloc(chunk, sizeof(*v));
-	size_t n4 = 0, n6 = 0;
-	int err = 0;
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long pg = sysconf(_SC_PAGESIZE);
+	struct fg_set4 *sets;
+	struct fg_ctl ctl;
+	size_t len, n4 = 0, n6 = 0;
+	int err;
 
-	if (!k || !v) {
-		free(k);
-		free(v);
-		return -ENOMEM;
-	}
-	for (__u32 i = 0; i < n && !err; i += chunk) {
-		__u32 c = n - i < chunk ? n - i : chunk;
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen) || fg_ctl_read(&g->maps, &ctl))
+		return -errno;
+	len = ((size_t)info.max_entries * sizeof(*sets) + pg - 1) / pg * pg;
+	sets = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (sets == MAP_FAILED)
+		return -errno;
+	for (__u32 i = 0; i < n; i++) {
+		union { struct fg_slot4 s; __u64 u; } k = { .s = {
+			.addr = htonl(base + i) & r->mask4, .rule = r->id, .used = 1, .gen = r->gen,
+		} };
+		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
 
-		for (__u32 j = 0; j < c; j++) {
-			k[j].addr = htonl(base + i + j) & r->mask4;
-			k[j].rule = r->id;
-			k[j].gen = r->gen;
-			v[j].tat = tat;
-			v[j].drops = 0;
+		for (int w = 0; w < FG_WAYS4; w++) {
+			__u64 *kw = (__u64 *)&set->key[w];
+
+			if (*kw == k.u)
+				break;
+			if (!*kw) {
+				set->tat[w] = tat;
+				set->drops[w] = 0;
+				*kw = k.u;
+				break;
+			}
 		}
-		LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_NOEXIST);
-		__u32 cnt = c;
-
-		err = bpf_map_update_batch(fd, k, v, &cnt, &o);
-		if (err == -EINVAL || err == -524 /* ENOTSUPP */ || err == -EOPNOTSUPP) {
-			err = 0;
-			for (__u32 j = 0; j < c && !err; j++)
-				if (bpf_map_update_elem(fd, &k[j], &v[j], BPF_NOEXIST))
-					err = -errno;
-		}
 	}
-	free(k);
-	free(v);
-	if (err)
-		return err;
+	munmap(sets, len);
 	err = fg_sources_count(&g->maps, &n4, &n6);
 	return err ? err : (long)n4;
 }
@@ -408,13 +409,15 @@ static int micro(int argc, char **argv)
 					sscanf(line, "memlock: %llu", &memlock);
 				if (fp)
 					fclose(fp);
+				/* fg_src4: tab ways in sets of FG_WAYS4, 8-byte key and
+				 * 16 bytes of state (tat, drops) per way */
 				printf("{\"kind\":\"mem\",\"map\":\"%s\",\"max_entries\":%u,"
 				       "\"entries\":%ld,\"memlock\":%llu,\"key\":%zu,\"value\":%zu,"
 				       "\"bytes_per_entry\":%.2f,\"bytes_per_tracked\":%.2f}\n",
 				       f ? "fg_src6" : "fg_src4", tab, f ? 0 : have, memlock,
-				       f ? sizeof(struct fg_key6) : sizeof(struct fg_key4),
-				       sizeof(struct fg_bucket), (double)memlock / tab,
-				       (double)memlock / n);
+				       f ? sizeof(struct fg_key6) : sizeof(struct fg_slot4),
+				       f ? sizeof(struct fg_bucket) : 2 * sizeof(__u64),
+				       (double)memlock / tab, (double)memlock / n);
 			}
 		}
 	}

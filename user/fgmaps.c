@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -45,7 +47,8 @@ static const struct {
 	[FGM_PFX4]	= { "fg_pfx4", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4), sizeof(struct fg_pfx), 0 },
 	[FGM_PFX6]	= { "fg_pfx6", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6), sizeof(struct fg_pfx), 0 },
 	[FGM_DIR4]	= { "fg_dir4", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2 },
-	[FGM_SRC4]	= { "fg_src4", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key4), sizeof(struct fg_bucket), 0 },
+	[FGM_PIDX]	= { "fg_pidx", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2 },
+	[FGM_SRC4]	= { "fg_src4", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0 },
 	[FGM_SRC6]	= { "fg_src6", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6), sizeof(struct fg_bucket), 0 },
 	[FGM_AGG]	= { "fg_agg", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG },
 	[FGM_STATS]	= { "fg_stats", BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), FG_NROWS },
@@ -325,6 +328,7 @@ void fg_skel_maps(struct floodgate_bpf *skel, struct bpf_map *maps[FGM_NMAPS])
 	maps[FGM_PFX4] = skel->maps.fg_pfx4;
 	maps[FGM_PFX6] = skel->maps.fg_pfx6;
 	maps[FGM_DIR4] = skel->maps.fg_dir4;
+	maps[FGM_PIDX] = skel->maps.fg_pidx;
 	maps[FGM_SRC4] = skel->maps.fg_src4;
 	maps[FGM_SRC6] = skel->maps.fg_src6;
 	maps[FGM_AGG] = skel->maps.fg_agg;
@@ -460,19 +464,40 @@ int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS])
 	return err;
 }
 
+__u32 fg_src4_sets(__u64 max_sources)
+{
+	__u32 bits = FG_SRC4_MIN_BITS;
+
+	while (bits < FG_SRC4_MAX_BITS && ((__u64)FG_WAYS4 << bits) < max_sources)
+		bits++;
+	return 1u << bits;
+}
+
 int fg_ctl_init(struct fg_maps *m, __u32 mode)
 {
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info), bits = 0;
 	struct fg_ctl ctl;
 	int err = fg_ctl_read(m, &ctl);
 
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, mode, bypass */
+		return 0;	/* adopted: keep slot, mode, bypass, the table's seed */
+	if (bpf_obj_get_info_by_fd(m->fd[FGM_SRC4], &info, &ilen))
+		return -errno;
+	while (bits < 31 && (1u << bits) < info.max_entries)
+		bits++;
+	if ((1u << bits) != info.max_entries || bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
+		return -EINVAL;	/* fg_src4 must have 2^7..2^24 sets */
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.magic = FG_ABI_MAGIC;
 	ctl.abi = FG_ABI_VERSION;
 	ctl.mode = mode;
+	ctl.src4_bits = bits;
+	/* a random seed: a spoofer cannot aim sources at one set */
+	if (getrandom(&ctl.seed4, sizeof(ctl.seed4), 0) != sizeof(ctl.seed4))
+		return -errno;
 	return fg_ctl_write(m, &ctl);
 }
 
@@ -580,6 +605,20 @@ static int map_max_entries(int fd, __u32 *max)
 	return 0;
 }
 
+/* The rule scan's start index for a policy, into slot `slot`. */
+static int pidx_write(struct fg_maps *m, const struct fg_policy *pol, __u32 slot)
+{
+	struct fg_pidx *x = malloc(sizeof(*x));
+	int err;
+
+	if (!x)
+		return -ENOMEM;
+	fg_pidx_build(pol, x);
+	err = array_update(m->fd[FGM_PIDX], slot, x);
+	free(x);
+	return err;
+}
+
 static int dir4_copy_slot(struct fg_maps *m, __u32 from, __u32 to)
 {
 	struct fg_dir4 *dir = malloc(sizeof(*dir));
@@ -643,7 +682,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 {
 	struct fg_name names[FG_MAX_RULES], newnames[FG_MAX_RULES];
 	bool claimed[FG_MAX_RULES] = {}, fresh[FG_MAX_RULES] = {};
-	struct fg_policy *pol = &cfg->pol, active;
+	struct fg_policy *pol, active;
 	size_t n4 = 0, n6 = 0, act4 = 0, act6 = 0, tot;
 	__u32 max4 = 0, max6 = 0, slot, inactive;
 	struct fg_ctl ctl;
@@ -653,6 +692,9 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 
 	if (!m->locked)
 		return -ENOLCK;
+	if (!cfg)
+		return -EINVAL;
+	pol = &cfg->pol;
 	if (pol->nrules > FG_MAX_RULES) {
 		WHY(why, "policy has %u rules, at most %d", pol->nrules, FG_MAX_RULES);
 		return -E2BIG;
@@ -799,6 +841,11 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 		pol->lists |= 2;
 	fg_policy_set_admission(cfg, m->ncpus);
 	pol->version = active.version + 1;
+	err = pidx_write(m, pol, inactive);
+	if (err) {
+		WHY(why, "writing the rule index: %s", strerror(-err));
+		goto rollback;
+	}
 	err = array_update(m->fd[FGM_POLICY], inactive, pol);
 	if (err) {
 		WHY(why, "writing the policy: %s", strerror(-err));
@@ -871,6 +918,7 @@ int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why)
 	    (err = lpm_copy_slot(m, 4, slot, inactive)) ||
 	    (err = lpm_copy_slot(m, 6, slot, inactive)) ||
 	    (err = dir4_copy_slot(m, slot, inactive)) ||
+	    (err = pidx_write(m, &pol, inactive)) ||
 	    (err = array_update(m->fd[FGM_POLICY], inactive, &pol))) {
 		WHY(why, "writing the inactive slot: %s", strerror(-err));
 		return err;
@@ -919,52 +967,113 @@ static bool src_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u6
 	return false;
 }
 
-static int walk_src(struct fg_maps *m, int fam, const struct fg_policy *pol, __u64 now_tu,
-		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    size_t *cap, struct fg_src_scan *scan)
+static int add_source(struct fg_source **out, size_t *n, size_t *cap)
 {
-	int fd = m->fd[fam == 4 ? FGM_SRC4 : FGM_SRC6];
-	union { struct fg_key4 k4; struct fg_key6 k6; } cur, next;
-	size_t ksz = fam == 4 ? sizeof(struct fg_key4) : sizeof(struct fg_key6);
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct fg_source *na = realloc(*out, nc * sizeof(**out));
+
+		if (!na)
+			return -ENOMEM;
+		*out = na;
+		*cap = nc;
+	}
+	memset(&(*out)[*n], 0, sizeof(**out));
+	return 0;
+}
+
+/* fg_src4 is mmapable: map it read-only and scan it in place. */
+static int src4_map(struct fg_maps *m, const struct fg_set4 **sets, __u32 *nsets, size_t *len)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (bpf_obj_get_info_by_fd(m->fd[FGM_SRC4], &info, &ilen))
+		return -errno;
+	*nsets = info.max_entries;
+	*len = ((size_t)info.max_entries * sizeof(struct fg_set4) + pg - 1) / pg * pg;
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[FGM_SRC4], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*sets = p;
+	return 0;
+}
+
+static int walk_src4(struct fg_maps *m, const struct fg_policy *pol, __u64 now_tu,
+		     __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
+		     size_t *cap, struct fg_src_scan *scan)
+{
+	const struct fg_set4 *sets;
+	__u32 nsets;
+	size_t len;
+	int err = src4_map(m, &sets, &nsets, &len);
+
+	if (err)
+		return err;
+	for (__u32 i = 0; i < nsets; i++) {
+		for (int w = 0; w < FG_WAYS4; w++) {
+			struct fg_slot4 k = sets[i].key[w];
+			__u64 tat = sets[i].tat[w], drops = sets[i].drops[w];
+
+			if (!k.used)
+				continue;
+			scan->all4++;
+			if (drops < min_drops)
+				continue;
+			scan->matched++;
+			if (*n >= max)
+				continue;
+			err = add_source(out, n, cap);
+			if (err)
+				goto out;
+			struct fg_source *s = &(*out)[(*n)++];
+
+			s->family = 4;
+			memcpy(s->addr, &k.addr, 4);
+			s->rule = k.rule;
+			s->gen = k.gen;
+			s->drops = drops;
+			s->tat = tat;
+			s->limited = src_limited(pol, s->rule, s->gen, tat, now_tu);
+		}
+	}
+out:
+	munmap((void *)sets, len);
+	return err;
+}
+
+static int walk_src6(struct fg_maps *m, const struct fg_policy *pol, __u64 now_tu,
+		     __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
+		     size_t *cap, struct fg_src_scan *scan)
+{
+	int fd = m->fd[FGM_SRC6];
+	struct fg_key6 cur, next;
 	void *prev = NULL;
 	struct fg_bucket b;
+	int err;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		memcpy(&cur, &next, ksz);
+		cur = next;
 		prev = &cur;
 		if (bpf_map_lookup_elem(fd, &cur, &b))
 			continue;	/* evicted meanwhile */
-		if (fam == 4)
-			scan->all4++;
-		else
-			scan->all6++;
+		scan->all6++;
 		if (b.drops < min_drops)
 			continue;
 		scan->matched++;
 		if (*n >= max)
 			continue;
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 256;
-			struct fg_source *na = realloc(*out, nc * sizeof(**out));
-
-			if (!na)
-				return -ENOMEM;
-			*out = na;
-			*cap = nc;
-		}
+		err = add_source(out, n, cap);
+		if (err)
+			return err;
 		struct fg_source *s = &(*out)[(*n)++];
 
-		memset(s, 0, sizeof(*s));
-		s->family = fam;
-		if (fam == 4) {
-			memcpy(s->addr, &cur.k4.addr, 4);
-			s->rule = cur.k4.rule;
-			s->gen = cur.k4.gen;
-		} else {
-			memcpy(s->addr, cur.k6.addr, 16);
-			s->rule = cur.k6.rule;
-			s->gen = cur.k6.gen;
-		}
+		s->family = 6;
+		memcpy(s->addr, cur.addr, 16);
+		s->rule = cur.rule;
+		s->gen = cur.gen;
 		s->drops = b.drops;
 		s->tat = b.tat;
 		s->limited = src_limited(pol, s->rule, s->gen, b.tat, now_tu);
@@ -986,9 +1095,9 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 	*out = NULL;
 	*n = 0;
 	memset(scan, 0, sizeof(*scan));
-	err = walk_src(m, 4, pol, now_tu, min_drops, max, out, n, &cap, scan);
+	err = walk_src4(m, pol, now_tu, min_drops, max, out, n, &cap, scan);
 	if (!err)
-		err = walk_src(m, 6, pol, now_tu, min_drops, max, out, n, &cap, scan);
+		err = walk_src6(m, pol, now_tu, min_drops, max, out, n, &cap, scan);
 	if (err) {
 		free(*out);
 		*out = NULL;
@@ -997,25 +1106,29 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 	return err;
 }
 
-static int count_keys(int fd, size_t ksz, size_t *n)
-{
-	union { struct fg_key4 k4; struct fg_key6 k6; } cur, next;
-	void *prev = NULL;
-
-	*n = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		memcpy(&cur, &next, ksz);
-		prev = &cur;
-		(*n)++;
-	}
-	return errno == ENOENT ? 0 : -errno;
-}
-
 int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6)
 {
-	int err = count_keys(m->fd[FGM_SRC4], sizeof(struct fg_key4), n4);
+	struct fg_key6 cur, next;
+	const struct fg_set4 *sets;
+	void *prev = NULL;
+	__u32 nsets;
+	size_t len;
+	int err = src4_map(m, &sets, &nsets, &len);
 
-	return err ? err : count_keys(m->fd[FGM_SRC6], sizeof(struct fg_key6), n6);
+	if (err)
+		return err;
+	*n4 = 0;
+	for (__u32 i = 0; i < nsets; i++)
+		for (int w = 0; w < FG_WAYS4; w++)
+			*n4 += sets[i].key[w].used;
+	munmap((void *)sets, len);
+	*n6 = 0;
+	while (!bpf_map_get_next_key(m->fd[FGM_SRC6], prev, &next)) {
+		cur = next;
+		prev = &cur;
+		(*n6)++;
+	}
+	return errno == ENOENT ? 0 : -errno;
 }
 
 /* --- removal ----------------------------------------------------------------- */
@@ -1033,6 +1146,17 @@ int fg_pin_dir_remove(const char *dir, char *why)
 		err = -errno;
 		WHY(why, "%s: %s", dir, strerror(errno));
 		return err;
+	}
+	/* only ever unlink inside bpffs: a mistyped --pin-dir must not
+	 * cost anybody a file named like a map */
+	{
+		struct statfs sfs;
+
+		if (fstatfs(m.dirfd, &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+			err = -ENOTDIR;
+			WHY(why, "%s is not on a BPF filesystem: not a floodgate pin dir, nothing removed", dir);
+			goto out;
+		}
 	}
 	err = fg_maps_lock(&m, 5000);
 	if (err) {

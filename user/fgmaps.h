@@ -31,6 +31,7 @@ enum fg_map_id {
 	FGM_PFX4,
 	FGM_PFX6,
 	FGM_DIR4,
+	FGM_PIDX,
 	FGM_SRC4,
 	FGM_SRC6,
 	FGM_AGG,
@@ -99,6 +100,8 @@ int fg_policy_read_active(struct fg_maps *m, struct fg_policy *pol);
 int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS]);
 
 /* Initialise fg_ctl of a fresh pin dir: magic, ABI, slot 0, mode. */
+/* Sets of fg_src4 for max_sources ways (a power of two, 2^7..2^24). */
+__u32 fg_src4_sets(__u64 max_sources);
 int fg_ctl_init(struct fg_maps *m, __u32 mode);
 
 /*

@@ -193,9 +193,22 @@ static int cmd_status(struct args *a)
 		meta.ifs[i].name[sizeof(meta.ifs[i].name) - 1] = 0;
 		snprintf(path, sizeof(path), "%s/" FG_LINK_PREFIX "%s", a->dir, meta.ifs[i].name);
 		pinned = access(path, F_OK) == 0;
+		if (pinned) {
+			/* a pinned link outlives its interface: the kernel severs
+			 * it (ifindex 0) when the device is deleted */
+			struct bpf_link_info li = {};
+			__u32 ll = sizeof(li);
+			int lfd = bpf_obj_get(path);
+
+			if (lfd >= 0 && !bpf_obj_get_info_by_fd(lfd, &li, &ll) && !li.xdp.ifindex)
+				pinned = false;
+			if (lfd >= 0)
+				close(lfd);
+		}
 		printf("interface: %s (ifindex %u) %s XDP%s\n", meta.ifs[i].name, meta.ifs[i].ifindex,
 		       meta.ifs[i].xdp_mode == 1 ? "native" : meta.ifs[i].xdp_mode == 2 ?
-		       "generic" : "?", pinned ? ", link pinned" : ", NOT attached (no pinned link)");
+		       "generic" : "no", pinned ? ", link pinned" :
+		       ", NOT attached (interface deleted, or no pinned link)");
 	}
 	printf("mode:      %s\n", ctl.mode == FG_MODE_SHADOW ? "shadow (nothing is dropped)" :
 	       "enforce");
@@ -397,7 +410,8 @@ static int cmd_top(struct args *a)
 		pr_warn("reading sources: %s", strerror(-err));
 		goto out;
 	}
-	qsort(src, n, sizeof(*src), cmp_src);
+	if (n)
+		qsort(src, n, sizeof(*src), cmp_src);
 	if (n > top_n)
 		n = top_n;
 	if (!a->set[O_JSON])

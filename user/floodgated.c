@@ -185,8 +185,9 @@ static int load_config(const char *path, struct fg_config *cfg)
 struct iface {
 	char name[IF_NAMESIZE];
 	int ifindex;
-	__u32 xdp_mode;		/* 1 native, 2 generic */
+	__u32 xdp_mode;		/* 1 native, 2 generic, 0 detached (interface gone) */
 	struct bpf_link *link;
+	int failed_ifindex;	/* attaching to this ifindex failed: do not retry */
 };
 
 static int link_path(char *buf, size_t len, const char *dir, const char *ifname)
@@ -208,6 +209,18 @@ static __u32 link_xdp_mode(int link_fd)
 	if (bpf_xdp_query(info.xdp.ifindex, 0, &q))
 		return 0;
 	return q.attach_mode == XDP_ATTACHED_SKB ? 2 : q.attach_mode == XDP_ATTACHED_DRV ? 1 : 0;
+}
+
+/* The ifindex an XDP link is attached to; 0 once the kernel severed it
+ * (device unregistered) or on error. */
+static int link_ifindex(int link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
+		return 0;
+	return (int)info.xdp.ifindex;
 }
 
 /*
@@ -234,15 +247,25 @@ static int attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mod
 			pr_warn("%s: cannot open pinned link %s: %s", ifc->name, path, strerror(-err));
 			return err;
 		}
-		err = bpf_link__update_program(ifc->link, skel->progs.floodgate);
-		if (err) {
-			pr_warn("%s: cannot swap the program into pinned link %s: %s",
-				ifc->name, path, strerror(-err));
-			return err;
+		if (link_ifindex(bpf_link__fd(ifc->link)) != ifc->ifindex) {
+			/* the interface was deleted (and maybe created again)
+			 * since the link was pinned: the kernel severed it */
+			pr_warn("%s: pinned link %s is severed (the interface was deleted); attaching anew",
+				ifc->name, path);
+			bpf_link__destroy(ifc->link);
+			ifc->link = NULL;
+			unlink(path);
+		} else {
+			err = bpf_link__update_program(ifc->link, skel->progs.floodgate);
+			if (err) {
+				pr_warn("%s: cannot swap the program into pinned link %s: %s",
+					ifc->name, path, strerror(-err));
+				return err;
+			}
+			ifc->xdp_mode = link_xdp_mode(bpf_link__fd(ifc->link));
+			pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
+			return 0;
 		}
-		ifc->xdp_mode = link_xdp_mode(bpf_link__fd(ifc->link));
-		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
-		return 0;
 	}
 	for (int i = 0; i < 2; i++) {
 		if ((xdp_mode == FG_XDP_NATIVE && i == 1) || (xdp_mode == FG_XDP_SKB && i == 0))
@@ -580,7 +603,59 @@ struct daemon {
 	struct fg_metrics *mx;
 	struct tracker tr;
 	int notify_fd;		/* background start: write the status, then close */
+	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 };
+
+/*
+ * Interfaces come and go: when one is deleted the kernel severs its XDP
+ * link and the filter is gone with it. Every tick, notice that (logged
+ * once) and attach again as soon as an interface of that name exists,
+ * keeping buckets and counters (they live in the maps, not the link).
+ */
+static void watch_ifaces(struct daemon *d)
+{
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct iface *ifc = &d->ifs[i];
+		int now = (int)if_nametoindex(ifc->name);
+
+		if (ifc->link && link_ifindex(bpf_link__fd(ifc->link)) == ifc->ifindex && now == ifc->ifindex)
+			continue;
+		if (ifc->link) {
+			char path[512];
+
+			pr_warn("%s: interface deleted: the filter is detached from it; "
+				"will attach again when it returns", ifc->name);
+			bpf_link__destroy(ifc->link);
+			ifc->link = NULL;
+			ifc->xdp_mode = 0;
+			ifc->failed_ifindex = 0;
+			if (!link_path(path, sizeof(path), d->dir, ifc->name))
+				unlink(path);
+			d->meta_dirty = true;
+		}
+		if (!now || now == ifc->failed_ifindex)
+			continue;	/* gone, or a retry would fail (and log) again */
+		ifc->ifindex = now;
+		if (attach_iface(d->skel, d->dir, d->cfg.xdp_mode, ifc) == 0) {
+			pr_info("%s: interface is back (ifindex %d): attached again", ifc->name, now);
+			d->meta_dirty = true;
+		} else {
+			ifc->failed_ifindex = now;
+		}
+	}
+	if (d->meta_dirty) {
+		struct fg_meta meta;
+
+		if (!fg_meta_read(&d->maps, &meta)) {
+			for (int i = 0; i < d->n_ifs && i < FG_MAX_IFS; i++) {
+				meta.ifs[i].ifindex = d->ifs[i].ifindex;
+				meta.ifs[i].xdp_mode = d->ifs[i].xdp_mode;
+			}
+			if (!fg_meta_write(&d->maps, &meta))
+				d->meta_dirty = false;
+		}
+	}
+}
 
 static void tick(struct daemon *d)
 {
@@ -790,11 +865,8 @@ int main(int argc, char **argv)
 	if (adopted) {
 		struct fg_maps m;
 
-		err = fg_pin_dir_check(d->dir, d->cfg.max_sources, why);
-		if (err) {
-			pr_warn("%s", why);
-			goto cleanup;
-		}
+		/* a live daemon first: its pin dir is not ours to judge, and the
+		 * max_sources advice below ("detach first") would stop it */
 		err = fg_maps_open(&m, d->dir, why);
 		if (err) {
 			pr_warn("%s", why);
@@ -808,6 +880,11 @@ int main(int argc, char **argv)
 			err = -EBUSY;
 			goto cleanup;
 		}
+		err = fg_pin_dir_check(d->dir, d->cfg.max_sources, why);
+		if (err) {
+			pr_warn("%s", why);
+			goto cleanup;
+		}
 	}
 
 	d->skel = floodgate_bpf__open();
@@ -817,7 +894,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE */
-	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4, d->cfg.max_sources)) ||
+	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
+					    fg_src4_sets(d->cfg.max_sources))) ||
 	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources))) {
 		pr_warn("max_sources %llu: %s", (unsigned long long)d->cfg.max_sources,
 			strerror(-err));
@@ -942,6 +1020,7 @@ int main(int argc, char **argv)
 			reload_requested = 0;
 			do_reload(d);
 		}
+		watch_ifaces(d);
 		tick(d);
 		nanosleep(&ts, NULL);	/* a signal cuts it short */
 	}

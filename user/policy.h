@@ -101,6 +101,9 @@ double fg_policy_set_admission(struct fg_config *cfg, int ncpus);
  * (flattened or not: it mirrors a longest-prefix match over them). */
 void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out);
 
+/* Build the scan start index (struct fg_pidx) of a compiled policy. */
+void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
+
 /* Number parsing helpers (strict: whole string, no overflow). */
 int fg_parse_u64(const char *s, __u64 *out);
 int fg_parse_duration(const char *s, __u64 *ns);	/* "90s", "5m", "1h", "250ms", "10" = s */
