@@ -8,6 +8,7 @@ BPFTOOL     ?= bpftool
 CC          ?= cc
 PKG_CONFIG  ?= pkg-config
 PREFIX      ?= /usr/local
+SYSCONFDIR  ?= /etc
 DESTDIR     ?=
 ARCH        := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
@@ -73,7 +74,7 @@ help:
 	@echo '  gameday        long adversarial drills, fuzzing and soaks'
 	@echo '  fuzz           build the libFuzzer targets'
 	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'
-	@echo '  install        PREFIX=$(PREFIX) DESTDIR=...'
+	@echo '  install        PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=...'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
 
@@ -169,6 +170,10 @@ install: all
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' floodgated.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/floodgated.service
 	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
 	install -m 0644 README.md docs/operators-guide.md $(DESTDIR)$(PREFIX)/share/doc/floodgate/
+	@# the unit's default config; an operator's edited copy is never overwritten
+	install -d $(DESTDIR)$(SYSCONFDIR)/floodgate
+	test -e $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml || \
+		install -m 0644 examples/policy.yaml $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
