@@ -86,11 +86,15 @@ const char *fg_pin_dir_choose(const char *arg)
 	return FG_PIN_DIR_DEFAULT;
 }
 
+/* The clock the XDP program reads (bpf_ktime_get_coarse_ns is
+ * CLOCK_MONOTONIC_COARSE): bucket times and bypass expiry compare with it
+ * exactly. CLOCK_MONOTONIC would run up to a tick (4 ms) ahead, and a
+ * bucket at 1000/s would look as if it had a token to spare. */
 __u64 fg_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
