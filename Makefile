@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # floodgate build. `make help` lists the targets.
 
+# sanitizer builds go to their own tree: make tracks files, not flags
+ifneq ($(ASAN)$(UBSAN),)
+OUTPUT      ?= .output/san
+else
 OUTPUT      ?= .output
+endif
 CLANG       ?= clang
 LLVM_STRIP  ?= llvm-strip
 BPFTOOL     ?= bpftool
@@ -140,21 +145,21 @@ fuzz: $(FUZZERS)
 # --- running -------------------------------------------------------------------
 test: all fuzz
 	$(Q)tools/deps.sh gameday
-	$(Q)tests/run.sh
+	$(Q)OUTPUT=$(OUTPUT) tests/run.sh
 
 test-unit: all
-	$(Q)tests/run.sh --unit
+	$(Q)OUTPUT=$(OUTPUT) tests/run.sh --unit
 
 gameday: all fuzz
 	$(Q)tools/deps.sh gameday
-	$(Q)FG_GAMEDAY=1 tests/run.sh --gameday
+	$(Q)OUTPUT=$(OUTPUT) FG_GAMEDAY=1 tests/run.sh --gameday
 
 bench: all
 	$(Q)tools/deps.sh bench
 	$(Q)tools/bench.sh
 
 demo: all
-	$(Q)tools/demo.sh
+	$(Q)OUTPUT=$(OUTPUT) tools/demo.sh
 
 verify-clang:
 	$(Q)tools/deps.sh gameday
