@@ -14,6 +14,12 @@ unit_only=0
 [ "${1:-}" = "--gameday" ] && export FG_GAMEDAY=1
 export OUTPUT=$OUT
 
+# a fresh machine may not have bpffs mounted (the daemon mounts it itself,
+# but some tests pin before any daemon runs)
+if [ "$(id -u)" = 0 ] && [ "$unit_only" = 0 ] && ! mountpoint -q /sys/fs/bpf; then
+	mount -t bpf bpf /sys/fs/bpf && echo "run.sh: mounted bpffs on /sys/fs/bpf"
+fi
+
 pass=0; fail=0; skip=0; failed_list=""
 log_dir=$(mktemp -d /tmp/fgtest.XXXXXX)
 
