@@ -54,6 +54,14 @@ const volatile __u32 l4_sum0 = 0;	/* same for pseudo-header + L4 header + payloa
 const volatile __u32 base[4] = {};
 const volatile __u32 hostmask[4] = {};
 
+/* The frame's first 32 bytes as built, rewritten into every frame when
+ * head_fix is set (VLAN-tagged frames): a receiver that passes a tagged
+ * frame up the stack untags it in place, and that page comes back to the
+ * generator's page pool with its MAC header moved by 4 bytes. The source
+ * address and checksums are written after this copy. */
+const volatile __u32 head_fix = 0;
+const volatile __u64 head[4] = {};
+
 /* Frames generated so far; the sequential source counter. Written by fgen. */
 __u64 seq = 0;
 
@@ -129,6 +137,14 @@ int fgen(struct xdp_md *ctx)
 	if (l4csum_off && data + l4csum_off + 2 > data_end)
 		return XDP_DROP;
 
+	if (head_fix) {
+		if (data + 32 > data_end)
+			return XDP_DROP;
+		((__u64 *)data)[0] = head[0];
+		((__u64 *)data)[1] = head[1];
+		((__u64 *)data)[2] = head[2];
+		((__u64 *)data)[3] = head[3];
+	}
 	if (src_mode != FGEN_SRC_SEQ)
 		seq++;	/* only this CPU runs the generator: no atomic needed */
 	off = pick_offset(&seq);

@@ -812,6 +812,11 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	skel->rodata->l4_is_udp = f->l4_is_udp;
 	skel->rodata->ip_sum0 = f->ip_sum0;
 	skel->rodata->l4_sum0 = f->l4_sum0;
+	if (o->nvlan) {
+		/* see head_fix in bpf/fgen.bpf.c */
+		skel->rodata->head_fix = 1;
+		memcpy((void *)skel->rodata->head, f->buf, sizeof(skel->rodata->head));
+	}
 	bpf_program__set_autoload(skel->progs.fgen_sink, false);
 	err = fgen_bpf__load(skel);
 	if (err) {
