@@ -139,6 +139,13 @@ else
 			skp "$proto hping3 --rand-source flood" "hping3 not installed (tools/deps.sh gameday)"
 		else
 			sleep 1.2	# the aggregate refills
+			# the client is an established one: it has a bucket when the
+			# flood starts. (One idle through the previous round's sprays
+			# may have seen its full bucket's way reused; coming back during
+			# a spoofed flood it would compete for admission with the spray,
+			# as any new source does, by design.)
+			intx "$FGEN" -i gdt1 --dst-mac "$MAC1" -d 10.214.0.2 -s "$CLIENT_PLAIN" "${fg_args[@]}" \
+				--dport "$src_port" -n 2 > /dev/null 2>&1
 			gd_stats; a0=$(gd_get _global allow); ins0=$(gd_get "$src_rule" ev:insert)
 			sp0=$(gd_get "$src_rule" pass); so0=$(gd_get "$src_rule" ev:overflow)
 			rm -f "$GD_TMP/cnt.stop" "$GD_TMP/cnt.stop.ready"
