@@ -971,18 +971,48 @@ static bool src_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u6
 	return false;
 }
 
-static int add_source(struct fg_source **out, size_t *n, size_t *cap)
+/* What a walk over the source tables collects. */
+struct src_walk {
+	const struct fg_policy *pol;
+	__u64 now_tu, min_drops;
+	size_t max, *n, cap;
+	struct fg_source **out;
+	struct fg_src_scan *scan;
+};
+
+/* One bucket seen by a walk: count it, keep it if it qualifies. */
+static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, __u16 gen,
+		    __u64 tat, __u64 drops)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
-		struct fg_source *na = realloc(*out, nc * sizeof(**out));
+	struct fg_source *s;
+
+	if (fam == 4)
+		w->scan->all4++;
+	else
+		w->scan->all6++;
+	if (drops < w->min_drops)
+		return 0;
+	w->scan->matched++;
+	if (*w->n >= w->max)
+		return 0;
+	if (*w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 256;
+		struct fg_source *na = realloc(*w->out, nc * sizeof(**w->out));
 
 		if (!na)
 			return -ENOMEM;
-		*out = na;
-		*cap = nc;
+		*w->out = na;
+		w->cap = nc;
 	}
-	memset(&(*out)[*n], 0, sizeof(**out));
+	s = &(*w->out)[(*w->n)++];
+	memset(s, 0, sizeof(*s));
+	s->family = fam;
+	memcpy(s->addr, addr, fam == 4 ? 4 : 16);
+	s->rule = rule;
+	s->gen = gen;
+	s->drops = drops;
+	s->tat = tat;
+	s->limited = src_limited(w->pol, rule, gen, tat, w->now_tu);
 	return 0;
 }
 
@@ -1005,9 +1035,7 @@ static int src4_map(struct fg_maps *m, const struct fg_set4 **sets, __u32 *nsets
 	return 0;
 }
 
-static int walk_src4(struct fg_maps *m, const struct fg_policy *pol, __u64 now_tu,
-		     __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		     size_t *cap, struct fg_src_scan *scan)
+static int walk_src4(struct fg_maps *m, struct src_walk *w)
 {
 	const struct fg_set4 *sets;
 	__u32 nsets;
@@ -1016,41 +1044,20 @@ static int walk_src4(struct fg_maps *m, const struct fg_policy *pol, __u64 now_t
 
 	if (err)
 		return err;
-	for (__u32 i = 0; i < nsets; i++) {
-		for (int w = 0; w < FG_WAYS4; w++) {
-			struct fg_slot4 k = sets[i].key[w];
-			__u64 tat = sets[i].tat[w], drops = sets[i].drops[w];
+	for (__u32 i = 0; i < nsets && !err; i++) {
+		for (int k = 0; k < FG_WAYS4 && !err; k++) {
+			struct fg_slot4 key = sets[i].key[k];
 
-			if (!k.used)
-				continue;
-			scan->all4++;
-			if (drops < min_drops)
-				continue;
-			scan->matched++;
-			if (*n >= max)
-				continue;
-			err = add_source(out, n, cap);
-			if (err)
-				goto out;
-			struct fg_source *s = &(*out)[(*n)++];
-
-			s->family = 4;
-			memcpy(s->addr, &k.addr, 4);
-			s->rule = k.rule;
-			s->gen = k.gen;
-			s->drops = drops;
-			s->tat = tat;
-			s->limited = src_limited(pol, s->rule, s->gen, tat, now_tu);
+			if (key.used)
+				err = src_take(w, 4, &key.addr, key.rule, key.gen,
+					       sets[i].tat[k], sets[i].drops[k]);
 		}
 	}
-out:
 	munmap((void *)sets, len);
 	return err;
 }
 
-static int walk_src6(struct fg_maps *m, const struct fg_policy *pol, __u64 now_tu,
-		     __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		     size_t *cap, struct fg_src_scan *scan)
+static int walk_src6(struct fg_maps *m, struct src_walk *w)
 {
 	int fd = m->fd[FGM_SRC6];
 	struct fg_key6 cur, next;
@@ -1063,24 +1070,9 @@ static int walk_src6(struct fg_maps *m, const struct fg_policy *pol, __u64 now_t
 		prev = &cur;
 		if (bpf_map_lookup_elem(fd, &cur, &b))
 			continue;	/* evicted meanwhile */
-		scan->all6++;
-		if (b.drops < min_drops)
-			continue;
-		scan->matched++;
-		if (*n >= max)
-			continue;
-		err = add_source(out, n, cap);
+		err = src_take(w, 6, cur.addr, cur.rule, cur.gen, b.tat, b.drops);
 		if (err)
 			return err;
-		struct fg_source *s = &(*out)[(*n)++];
-
-		s->family = 6;
-		memcpy(s->addr, cur.addr, 16);
-		s->rule = cur.rule;
-		s->gen = cur.gen;
-		s->drops = b.drops;
-		s->tat = b.tat;
-		s->limited = src_limited(pol, s->rule, s->gen, b.tat, now_tu);
 	}
 	/* a key evicted under our feet restarts nothing: get_next_key with a
 	 * missing key returns the first key, so bound the walk by the caller's
@@ -1092,16 +1084,18 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
 		    struct fg_src_scan *scan)
 {
-	__u64 now_tu = now_ns << FG_TU_SHIFT;
-	size_t cap = 0;
+	struct src_walk w = {
+		.pol = pol, .now_tu = now_ns << FG_TU_SHIFT, .min_drops = min_drops,
+		.max = max, .n = n, .out = out, .scan = scan,
+	};
 	int err;
 
 	*out = NULL;
 	*n = 0;
 	memset(scan, 0, sizeof(*scan));
-	err = walk_src4(m, pol, now_tu, min_drops, max, out, n, &cap, scan);
+	err = walk_src4(m, &w);
 	if (!err)
-		err = walk_src6(m, pol, now_tu, min_drops, max, out, n, &cap, scan);
+		err = walk_src6(m, &w);
 	if (err) {
 		free(*out);
 		*out = NULL;
