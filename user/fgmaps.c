@@ -1037,9 +1037,9 @@ static int src4_map(struct fg_maps *m, const struct fg_set4 **sets, __u32 *nsets
 
 static int walk_src4(struct fg_maps *m, struct src_walk *w)
 {
-	const struct fg_set4 *sets;
-	__u32 nsets;
-	size_t len;
+	const struct fg_set4 *sets = NULL;
+	__u32 nsets = 0;
+	size_t len = 0;
 	int err = src4_map(m, &sets, &nsets, &len);
 
 	if (err)
@@ -1057,27 +1057,42 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 	return err;
 }
 
+/* fg_src6 in batches of SRC6_BATCH keys (one syscall each, not two per
+ * key: at a million sources the daemon walks it every second). */
+#define SRC6_BATCH 4096
 static int walk_src6(struct fg_maps *m, struct src_walk *w)
 {
-	int fd = m->fd[FGM_SRC6];
-	struct fg_key6 cur, next;
-	void *prev = NULL;
-	struct fg_bucket b;
-	int err;
+	struct fg_key6 *keys = calloc(SRC6_BATCH, sizeof(*keys));
+	struct fg_bucket *vals = calloc(SRC6_BATCH, sizeof(*vals));
+	__u64 in_batch = 0, out_batch = 0;
+	bool first = true;
+	int err = 0;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		cur = next;
-		prev = &cur;
-		if (bpf_map_lookup_elem(fd, &cur, &b))
-			continue;	/* evicted meanwhile */
-		err = src_take(w, 6, cur.addr, cur.rule, cur.gen, b.tat, b.drops);
-		if (err)
-			return err;
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
 	}
-	/* a key evicted under our feet restarts nothing: get_next_key with a
-	 * missing key returns the first key, so bound the walk by the caller's
-	 * max and accept a partial view */
-	return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		__u32 cnt = SRC6_BATCH;
+		int rc = bpf_map_lookup_batch(m->fd[FGM_SRC6], first ? NULL : &in_batch,
+					      &out_batch, keys, vals, &cnt, NULL);
+
+		if (rc && rc != -ENOENT) {
+			err = rc;
+			break;
+		}
+		for (__u32 i = 0; i < cnt && !err; i++)
+			err = src_take(w, 6, keys[i].addr, keys[i].rule, keys[i].gen,
+				       vals[i].tat, vals[i].drops);
+		if (rc == -ENOENT || err)
+			break;	/* the last batch */
+		in_batch = out_batch;
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
 }
 
 int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
@@ -1106,27 +1121,20 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 
 int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6)
 {
-	struct fg_key6 cur, next;
-	const struct fg_set4 *sets;
-	void *prev = NULL;
-	__u32 nsets;
-	size_t len;
-	int err = src4_map(m, &sets, &nsets, &len);
+	struct fg_src_scan scan = {};
+	struct fg_source *none = NULL;
+	size_t n = 0;
+	struct src_walk w = {
+		.min_drops = ~0ull, .max = 0, .n = &n, .out = &none, .scan = &scan,
+	};
+	int err = walk_src4(m, &w);
 
-	if (err)
-		return err;
-	*n4 = 0;
-	for (__u32 i = 0; i < nsets; i++)
-		for (int w = 0; w < FG_WAYS4; w++)
-			*n4 += sets[i].key[w].used;
-	munmap((void *)sets, len);
-	*n6 = 0;
-	while (!bpf_map_get_next_key(m->fd[FGM_SRC6], prev, &next)) {
-		cur = next;
-		prev = &cur;
-		(*n6)++;
-	}
-	return errno == ENOENT ? 0 : -errno;
+	if (!err)
+		err = walk_src6(m, &w);
+	free(none);
+	*n4 = scan.all4;
+	*n6 = scan.all6;
+	return err;
 }
 
 /* --- removal ----------------------------------------------------------------- */
