@@ -273,6 +273,10 @@ struct fg_dir4 {
  * buckets expire the same way: once full, reusable.
  * The key is claimed with one compare-and-swap; the way's tat is left as
  * it is (<= now: a full bucket), so there is no window with a wrong state.
+ * The one race: the old owner spends a token between the claimer's "full"
+ * check and its CAS. The new owner then starts one token short, and the old
+ * owner, finding its way gone, starts again from a full bucket: it gains
+ * at most that one packet.
  *
  * Memory: 24 bytes per way (key, tat, drops), against ~88 for a kernel hash
  * element. IPv6 keys (up to 16 bytes + rule) do not fit one CAS word and
