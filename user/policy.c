@@ -231,6 +231,23 @@ static const char *skip_spaces(const char *s)
 	return s;
 }
 
+/* A number and an optional byte unit ("20", "1.5 MB"): *v in cost units,
+ * *bytes whether a byte unit was given; *sp moves past both. */
+static int parse_amount(const char **sp, long double *v, int *bytes)
+{
+	long double mult;
+	int err = parse_decimal(sp, v);
+
+	if (err)
+		return err;
+	*sp = skip_spaces(*sp);
+	mult = parse_byte_unit(sp);
+	*bytes = mult != 0;
+	if (mult)
+		*v *= mult;
+	return 0;
+}
+
 /* "N/s", "N/m", "N/min", "N/h", "NMB/s", ...: cost units per second. */
 static int parse_rate(const char *s, long double *rate, int *bytes)
 {
@@ -241,18 +258,13 @@ static int parse_rate(const char *s, long double *rate, int *bytes)
 		{ "s", 1 }, { "sec", 1 }, { "m", 60 }, { "min", 60 },
 		{ "h", 3600 }, { "hour", 3600 },
 	};
-	long double v, mult;
+	long double v;
 	size_t i;
 	int err;
 
-	err = parse_decimal(&s, &v);
+	err = parse_amount(&s, &v, bytes);
 	if (err)
 		return err;
-	s = skip_spaces(s);
-	mult = parse_byte_unit(&s);
-	*bytes = mult != 0;
-	if (mult)
-		v *= mult;
 	s = skip_spaces(s);
 	if (*s++ != '/')
 		return -EINVAL;
@@ -269,17 +281,12 @@ static int parse_rate(const char *s, long double *rate, int *bytes)
 /* "N" packets or "N<byte unit>". */
 static int parse_burst(const char *s, long double *burst, int *bytes)
 {
-	long double v, mult;
+	long double v;
 	int err;
 
-	err = parse_decimal(&s, &v);
+	err = parse_amount(&s, &v, bytes);
 	if (err)
 		return err;
-	s = skip_spaces(s);
-	mult = parse_byte_unit(&s);
-	*bytes = mult != 0;
-	if (mult)
-		v *= mult;
 	if (*s)
 		return -EINVAL;
 	*burst = v;
