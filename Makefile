@@ -32,7 +32,7 @@ BPF_CFLAGS   := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
 CFLAGS       ?= -O2 -g
 USER_CFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Ibpf \
 		-Iinclude -Iuser -I$(OUTPUT) -D_GNU_SOURCE $(COMMON_FLAGS)
-USER_LDLIBS  := -lbpf -lelf -lz -lyaml -lmicrohttpd -lsystemd -lpthread -lm
+USER_LDLIBS  := -lbpf -lxdp -lelf -lz -lyaml -lmicrohttpd -lsystemd -ljson-c -lhiredis -lpthread -lm
 
 ifeq ($(ASAN),1)
 USER_CFLAGS += -fsanitize=address -fno-omit-frame-pointer

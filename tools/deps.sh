@@ -7,8 +7,9 @@
 # Run as root on a fresh machine; a machine that has everything needs nothing.
 set -eu
 pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
-libmicrohttpd-dev libsystemd-dev pkg-config iproute2 make gcc libclang-rt-dev
-ethtool util-linux curl python3 iputils-ping"
+libmicrohttpd-dev libsystemd-dev libjson-c-dev libhiredis-dev libxdp-dev xdp-tools
+redis-server pkg-config iproute2 make gcc libclang-rt-dev ethtool util-linux curl
+python3 iputils-ping"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;
@@ -27,6 +28,14 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
+# Packages such as redis-server start a system service on install; the tests
+# start their own servers, so none may start here (invoke-rc.d honours 101).
+rcd=/usr/sbin/policy-rc.d
+own_rcd=0
+if [ ! -e "$rcd" ]; then
+	printf '#!/bin/sh\nexit 101\n' > "$rcd" && chmod 755 "$rcd" && own_rcd=1
+fi
+trap '[ "$own_rcd" = 1 ] && rm -f "$rcd"' EXIT
 apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
