@@ -87,7 +87,7 @@ deps $(DEPS_STAMP):
 	$(Q)tools/deps.sh
 	$(Q)mkdir -p $(OUTPUT) && touch $(DEPS_STAMP)
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/fuzz:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/fuzz/obj:
 	$(Q)mkdir -p $@
 
 # --- BPF: clang -> strip DWARF (keep BTF) -> bpftool gen object -> skeleton --
@@ -105,7 +105,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
 # --- userspace -----------------------------------------------------------------
-$(OUTPUT)/user/%.o: user/%.c $(SKELS) | $(OUTPUT)/user $(DEPS_STAMP)
+# The skeletons are order-only prerequisites: they must exist before the first
+# compile, but which of them an object really includes is in its -MMD .d file,
+# so editing one BPF program rebuilds only the objects that embed its skeleton.
+$(OUTPUT)/user/%.o: user/%.c | $(SKELS) $(OUTPUT)/user $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
@@ -113,11 +116,13 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUTPUT)/%: $(OUTPUT)/user/%.o $(LIB)
+# static pattern rules (not `$(OUTPUT)/%:`): their objects are explicit
+# prerequisites, so make never deletes them as chain intermediates
+$(BINS): $(OUTPUT)/%: $(OUTPUT)/user/%.o $(LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
-$(OUTPUT)/tools/%.o: tools/%.c $(SKELS) | $(DEPS_STAMP)
+$(OUTPUT)/tools/%.o: tools/%.c | $(SKELS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(OUTPUT)/tools
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
@@ -126,7 +131,7 @@ $(TOOLS): $(OUTPUT)/%: $(OUTPUT)/tools/%.o $(LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
-$(OUTPUT)/tests/%.o: tests/%.c $(SKELS) | $(OUTPUT)/tests $(DEPS_STAMP)
+$(OUTPUT)/tests/%.o: tests/%.c | $(SKELS) $(OUTPUT)/tests $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Itests -c $< -o $@
 
@@ -135,11 +140,25 @@ $(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
 # --- fuzzers (clang libFuzzer + ASan) ------------------------------------------
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
+# The library is compiled again with the fuzzer's instrumentation, one object
+# per source so that each has its own .d file (one clang call over many
+# sources writes the dependencies of the last one only).
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
 	       -D_GNU_SOURCE -DFG_FUZZ $(COMMON_FLAGS)
-$(OUTPUT)/fuzz/%: tests/%.c $(LIB_SRCS) $(SKELS) | $(OUTPUT)/fuzz $(DEPS_STAMP)
+FUZZ_LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/obj/%.o,$(LIB_SRCS))
+
+$(OUTPUT)/fuzz/obj/%.o: user/%.c | $(SKELS) $(OUTPUT)/fuzz/obj $(DEPS_STAMP)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(OUTPUT)/fuzz/obj/%.o: tests/%.c | $(SKELS) $(OUTPUT)/fuzz/obj $(DEPS_STAMP)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZERS): $(OUTPUT)/fuzz/%: $(OUTPUT)/fuzz/obj/%.o $(FUZZ_LIB_OBJS)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -MF $@.d $< $(LIB_SRCS) $(USER_LDLIBS) -o $@
+	$(Q)$(CLANG) -fsanitize=fuzzer $(FUZZ_SAN) $^ $(USER_LDLIBS) -o $@
 fuzz: $(FUZZERS)
 
 # --- running -------------------------------------------------------------------
@@ -184,5 +203,5 @@ clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT)
 
-DEPS := $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/fuzz/*.d)
+DEPS := $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/fuzz/obj/*.d)
 -include $(DEPS)
