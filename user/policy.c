@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,10 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <yaml.h>
 
 #include "policy.h"
+#include "prefix.h"
+#include "units.h"
 
 #define DEFAULT_MAX_SOURCES	(1u << 20)
 #define MIN_MAX_SOURCES		1024u
@@ -30,18 +31,9 @@
 #define FRAG_RATE		100	/* default "fragments" rule: 100/s ... */
 #define FRAG_BURST		200	/* ... burst 200 packets */
 
-/* A prefix as written in allow, deny or a source set. */
-struct pin {
-	__u8 family;		/* 4 or 6 */
-	__u8 plen;
-	__u8 allow, deny;
-	__u32 sets;
-	__u8 addr[16];		/* masked, network order */
-};
-
 /* A source set: its canonical (sorted, unique) prefix list. */
 struct pset {
-	struct pin *v;
+	struct fg_pfx_src *v;
 	size_t n;
 };
 
@@ -49,7 +41,7 @@ struct ctx {
 	yaml_document_t *doc;
 	struct fg_config *cfg;
 	struct fg_err *err;
-	struct pin *pfx;	/* everything written, before flattening */
+	struct fg_pfx_src *pfx;	/* everything written, before flattening */
 	size_t n_pfx, cap_pfx;
 	size_t n_written;	/* prefixes as written, for FG_MAX_PREFIXES */
 	struct pset sets[FG_MAX_SETS];
@@ -110,280 +102,13 @@ void fg_err_format(const struct fg_err *err, char *buf, size_t len)
 		snprintf(buf, len, "%s: %s", err->file, err->msg);
 }
 
-/* ---- numbers ------------------------------------------------------------ */
-
-static int is_digit(char ch)
-{
-	return ch >= '0' && ch <= '9';
-}
-
-int fg_parse_u64(const char *s, __u64 *out)
-{
-	unsigned long long v;
-	char *end;
-
-	/* strtoull skips spaces and takes a sign; a number here does not */
-	if (!s || !is_digit(s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int fg_parse_duration(const char *s, __u64 *ns)
-{
-	static const struct {
-		const char *unit;
-		__u64 mult;
-	} units[] = {
-		{ "", 1000000000ull }, { "ns", 1 }, { "us", 1000 },
-		{ "ms", 1000000 }, { "s", 1000000000ull },
-		{ "m", 60 * 1000000000ull }, { "h", 3600 * 1000000000ull },
-		{ "d", 86400 * 1000000000ull },
-	};
-	unsigned long long v;
-	char *end;
-	size_t i;
-
-	if (!s || !is_digit(s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit))
-			continue;
-		if (__builtin_mul_overflow(v, units[i].mult, &v))
-			return -ERANGE;
-		*ns = v;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/*
- * "N" or "N.F": a non-negative decimal. Returns -ERANGE when the integer
- * part does not fit 64 bits.
- */
-static int parse_decimal(const char **sp, long double *out)
-{
-	const char *s = *sp;
-	__u64 ip = 0;
-	long double v, scale = 1;
-	int nd = 0;
-
-	for (; is_digit(*s); s++, nd++) {
-		if (__builtin_mul_overflow(ip, 10, &ip) ||
-		    __builtin_add_overflow(ip, (__u64)(*s - '0'), &ip))
-			return -ERANGE;
-	}
-	if (!nd)
-		return -EINVAL;
-	v = ip;
-	if (*s == '.') {
-		s++;
-		if (!is_digit(*s))
-			return -EINVAL;
-		for (; is_digit(*s); s++) {
-			scale /= 10;
-			v += (*s - '0') * scale;
-		}
-	}
-	*sp = s;
-	*out = v;
-	return 0;
-}
-
-static const struct unit {
-	const char *s;
-	long double mult;
-} byte_units[] = {
-	{ "GiB", 1073741824.0L }, { "MiB", 1048576.0L }, { "KiB", 1024.0L },
-	{ "GB", 1e9L }, { "MB", 1e6L }, { "KB", 1e3L }, { "kB", 1e3L },
-	{ "B", 1.0L },
-};
-
-/* Optional byte unit at *sp: returns the multiplier, 0 for packets. */
-static long double parse_byte_unit(const char **sp)
-{
-	size_t i, l;
-
-	for (i = 0; i < sizeof(byte_units) / sizeof(byte_units[0]); i++) {
-		l = strlen(byte_units[i].s);
-		if (!strncmp(*sp, byte_units[i].s, l)) {
-			*sp += l;
-			return byte_units[i].mult;
-		}
-	}
-	return 0;
-}
-
-static const char *skip_spaces(const char *s)
-{
-	while (*s == ' ')
-		s++;
-	return s;
-}
-
-/* A number and an optional byte unit ("20", "1.5 MB"): *v in cost units,
- * *bytes whether a byte unit was given; *sp moves past both. */
-static int parse_amount(const char **sp, long double *v, int *bytes)
-{
-	long double mult;
-	int err = parse_decimal(sp, v);
-
-	if (err)
-		return err;
-	*sp = skip_spaces(*sp);
-	mult = parse_byte_unit(sp);
-	*bytes = mult != 0;
-	if (mult)
-		*v *= mult;
-	return 0;
-}
-
-/* "N/s", "N/m", "N/min", "N/h", "NMB/s", ...: cost units per second. */
-static int parse_rate(const char *s, long double *rate, int *bytes)
-{
-	static const struct {
-		const char *s;
-		long double secs;
-	} periods[] = {
-		{ "s", 1 }, { "sec", 1 }, { "m", 60 }, { "min", 60 },
-		{ "h", 3600 }, { "hour", 3600 },
-	};
-	long double v;
-	size_t i;
-	int err;
-
-	err = parse_amount(&s, &v, bytes);
-	if (err)
-		return err;
-	s = skip_spaces(s);
-	if (*s++ != '/')
-		return -EINVAL;
-	s = skip_spaces(s);
-	for (i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
-		if (!strcmp(s, periods[i].s)) {
-			*rate = v / periods[i].secs;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* "N" packets or "N<byte unit>". */
-static int parse_burst(const char *s, long double *burst, int *bytes)
-{
-	long double v;
-	int err;
-
-	err = parse_amount(&s, &v, bytes);
-	if (err)
-		return err;
-	if (*s)
-		return -EINVAL;
-	*burst = v;
-	return 0;
-}
-
 /* ---- prefixes ------------------------------------------------------------ */
 
-static void mask_addr(__u8 *addr, int plen, int bytes)
-{
-	int i;
-
-	for (i = 0; i < bytes; i++) {
-		int bits = plen - 8 * i;
-
-		if (bits >= 8)
-			continue;
-		addr[i] &= bits <= 0 ? 0 : (__u8)(0xff << (8 - bits));
-	}
-}
-
-/* "a.b.c.d[/n]" or "x::y[/n]"; host bits are masked off. */
-static int parse_prefix(const char *s, struct pin *p, const char **why)
-{
-	char buf[INET6_ADDRSTRLEN + 8];
-	const char *slash = strchr(s, '/');
-	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-	int max;
-
-	memset(p, 0, sizeof(*p));
-	*why = "not an IPv4 or IPv6 address";
-	if (alen == 0 || alen >= INET6_ADDRSTRLEN)
-		return -EINVAL;
-	memcpy(buf, s, alen);
-	buf[alen] = 0;
-	if (strchr(buf, ':')) {
-		p->family = 6;
-		max = 128;
-		if (inet_pton(AF_INET6, buf, p->addr) != 1)
-			return -EINVAL;
-	} else {
-		p->family = 4;
-		max = 32;
-		if (inet_pton(AF_INET, buf, p->addr) != 1)
-			return -EINVAL;
-	}
-	p->plen = max;
-	if (slash) {
-		__u64 v;
-
-		*why = p->family == 4 ? "prefix length must be 0..32"
-				      : "prefix length must be 0..128";
-		if (strlen(slash + 1) > 3 || fg_parse_u64(slash + 1, &v) ||
-		    v > (__u64)max)
-			return -EINVAL;
-		p->plen = (__u8)v;
-	}
-	mask_addr(p->addr, p->plen, 16);
-	return 0;
-}
-
-static int pin_cmp(const void *a, const void *b)
-{
-	const struct pin *x = a, *y = b;
-	int r;
-
-	if (x->family != y->family)
-		return x->family < y->family ? -1 : 1;
-	r = memcmp(x->addr, y->addr, 16);
-	if (r)
-		return r;
-	return (int)x->plen - (int)y->plen;
-}
-
-/* Does prefix a contain prefix b (or equal it)? */
-static int pin_covers(const struct pin *a, const struct pin *b)
-{
-	int full = a->plen / 8, rest = a->plen % 8;
-
-	if (a->family != b->family || a->plen > b->plen)
-		return 0;
-	if (memcmp(a->addr, b->addr, full))
-		return 0;
-	if (rest) {
-		__u8 m = (__u8)(0xff << (8 - rest));
-
-		if ((a->addr[full] & m) != (b->addr[full] & m))
-			return 0;
-	}
-	return 1;
-}
-
-static int pfx_push(struct ctx *c, const struct pin *p)
+static int pfx_push(struct ctx *c, const struct fg_pfx_src *p)
 {
 	if (c->n_pfx == c->cap_pfx) {
 		size_t cap = c->cap_pfx ? 2 * c->cap_pfx : 256;
-		struct pin *n = realloc(c->pfx, cap * sizeof(*n));
+		struct fg_pfx_src *n = realloc(c->pfx, cap * sizeof(*n));
 
 		if (!n)
 			return fail_nomem(c);
@@ -394,60 +119,16 @@ static int pfx_push(struct ctx *c, const struct pin *p)
 	return 0;
 }
 
-/*
- * Flatten: sort by (family, address, length), so that every prefix comes
- * after all prefixes that contain it and everything it contains follows it
- * contiguously; a stack of the enclosing chain then gives each prefix the
- * union of what applies to it. Allow wins over deny. O(n log n).
- */
+/* Everything written, flattened into cfg->pfx (see fg_prefix_flatten). */
 static int flatten(struct ctx *c)
 {
 	struct fg_config *cfg = c->cfg;
-	struct {
-		struct pin p;	/* allow/deny/sets accumulated down the chain */
-	} stack[130];
-	size_t i, j, n = 0;
-	int sp = 0;
+	size_t n4, n6;
 
-	if (!c->n_pfx)
-		return 0;
-	qsort(c->pfx, c->n_pfx, sizeof(*c->pfx), pin_cmp);
-	/* merge equal prefixes in place */
-	for (i = 0; i < c->n_pfx; i = j) {
-		struct pin m = c->pfx[i];
-
-		for (j = i + 1; j < c->n_pfx && !pin_cmp(&c->pfx[j], &m); j++) {
-			m.allow |= c->pfx[j].allow;
-			m.deny |= c->pfx[j].deny;
-			m.sets |= c->pfx[j].sets;
-		}
-		c->pfx[n++] = m;
-	}
-	cfg->pfx = calloc(n, sizeof(*cfg->pfx));
-	if (!cfg->pfx)
+	if (fg_prefix_flatten(c->pfx, c->n_pfx, &cfg->pfx, &cfg->n_pfx))
 		return fail_nomem(c);
-	for (i = 0; i < n; i++) {
-		struct pin acc = c->pfx[i];
-		struct fg_pfx_entry *e = &cfg->pfx[i];
-
-		while (sp > 0 && !pin_covers(&stack[sp - 1].p, &acc))
-			sp--;
-		if (sp > 0) {
-			acc.allow |= stack[sp - 1].p.allow;
-			acc.deny |= stack[sp - 1].p.deny;
-			acc.sets |= stack[sp - 1].p.sets;
-		}
-		/* plen strictly grows along the chain: depth <= 129 */
-		stack[sp++].p = acc;
-		e->family = acc.family;
-		e->plen = acc.plen;
-		memcpy(e->addr, acc.addr, 16);
-		e->list = acc.allow ? FG_LIST_ALLOW :
-			  acc.deny ? FG_LIST_DENY : FG_LIST_NONE;
-		e->sets = acc.sets;
-		cfg->pol.lists |= acc.family == 4 ? 1 : 2;
-	}
-	cfg->n_pfx = n;
+	fg_pfx_count(cfg->pfx, cfg->n_pfx, &n4, &n6);
+	cfg->pol.lists = (n4 ? 1 : 0) | (n6 ? 2 : 0);
 	return 0;
 }
 
@@ -592,11 +273,11 @@ static int parse_enum(struct ctx *c, yaml_node_t *n, const char *what,
 #define ENUM(c, n, what, names, out) \
 	parse_enum(c, n, what, names, (int)(sizeof(names) / sizeof(names[0])), out)
 
-static const char *const mode_names[] = { "enforce", "shadow" };
+const char *const fg_mode_names[2] = { "enforce", "shadow" };
 static const char *const verdict_names[] = { "pass", "drop" };
-static const char *const action_names[] = { "limit", "pass", "drop" };
-static const char *const on_full_names[] = { "overflow", "open", "closed" };
-static const char *const xdp_names[] = { "auto", "native", "skb" };
+const char *const fg_action_names[3] = { "limit", "pass", "drop" };
+const char *const fg_on_full_names[3] = { "overflow", "open", "closed" };
+const char *const fg_xdp_mode_names[3] = { "auto", "native", "skb" };
 static const char *const family_names[] = { "ipv4", "ipv6" };
 
 static int parse_bool(struct ctx *c, yaml_node_t *n, const char *what, int *out)
@@ -710,10 +391,10 @@ static int parse_metrics(struct ctx *c, yaml_node_t *n)
 
 /* A list of prefixes (or a single one) appended to c->pfx with attrs. */
 static int parse_prefixes(struct ctx *c, yaml_node_t *n, const char *what,
-			  int allow, int deny, struct pin **outv, size_t *outn)
+			  int allow, int deny, struct fg_pfx_src **outv, size_t *outn)
 {
 	yaml_node_item_t *it, *start, *top;
-	struct pin *v = NULL;
+	struct fg_pfx_src *v = NULL;
 	size_t nv = 0;
 	int single = n->type == YAML_SCALAR_NODE && !is_null(n);
 	int err;
@@ -742,7 +423,7 @@ static int parse_prefixes(struct ctx *c, yaml_node_t *n, const char *what,
 	for (it = start; single || it < top; it++) {
 		yaml_node_t *e = single ? n : node(c, *it);
 		const char *s, *why;
-		struct pin p;
+		struct fg_pfx_src p;
 
 		if (!e) {
 			err = FAIL(c, n, "%s: malformed list", what);
@@ -751,7 +432,7 @@ static int parse_prefixes(struct ctx *c, yaml_node_t *n, const char *what,
 		err = scalar(c, e, what, &s);
 		if (err)
 			goto out;
-		if (parse_prefix(s, &p, &why)) {
+		if (fg_prefix_parse(s, &p, &why)) {
 			err = FAIL(c, e, "%s: bad prefix \"%.64s\": %s", what, s, why);
 			goto out;
 		}
@@ -788,6 +469,11 @@ out:
 
 /* ---- limits ------------------------------------------------------------ */
 
+static const char *unit_name(int bytes)
+{
+	return bytes ? "bytes" : "packets";
+}
+
 struct lim {
 	int set;
 	int bytes;
@@ -808,20 +494,19 @@ static int compile_limit(struct ctx *c, yaml_node_t *rate_n,
 		return FAIL(c, rate_n, "rate must be above 0");
 	if (rate > (long double)FG_TU_PER_SEC)
 		return FAIL(c, rate_n, "rate too high: at most %llu %s per second",
-			    (unsigned long long)FG_TU_PER_SEC, bytes ? "bytes" : "packets");
+			    (unsigned long long)FG_TU_PER_SEC, unit_name(bytes));
+	/* rate <= FG_TU_PER_SEC, so inc >= 1 */
 	inc = roundl((long double)FG_TU_PER_SEC / rate);
-	if (inc < 1)
-		return FAIL(c, rate_n, "rate too high");
 	/* the time unit is 1/64 ns: past ~1.28e9 per second the rounded
 	 * cost per unit would be off by more than 1% of the rate */
 	if (fabsl(inc - (long double)FG_TU_PER_SEC / rate) * 100 > inc)
 		return FAIL(c, rate_n, "rate too high for the bucket clock's resolution: "
-			    "at most 1280000000 %s per second per bucket", bytes ? "bytes" : "packets");
+			    "at most 1280000000 %s per second per bucket", unit_name(bytes));
 	if (inc >= (long double)FG_MAX_TAU)
 		return FAIL(c, rate_n, "rate too low");
 	if (burst != floorl(burst))
 		return FAIL(c, burst_n, "burst must be a whole number of %s",
-			    bytes ? "bytes" : "packets");
+			    unit_name(bytes));
 	if (burst >= 18446744073709551616.0L)
 		return FAIL(c, burst_n, "burst too large");
 	if (!bytes && burst < 1)
@@ -871,7 +556,7 @@ static int parse_limit(struct ctx *c, yaml_node_t *n, const char *what,
 	err = scalar(c, k->val[0], "rate", &s);
 	if (err)
 		return err;
-	err = parse_rate(s, &rate, &bytes);
+	err = fg_parse_rate(s, &rate, &bytes);
 	if (err == -ERANGE)
 		return FAIL(c, k->val[0], "rate \"%.64s\": number too large", s);
 	if (err)
@@ -879,14 +564,14 @@ static int parse_limit(struct ctx *c, yaml_node_t *n, const char *what,
 	err = scalar(c, k->val[1], "burst", &s);
 	if (err)
 		return err;
-	err = parse_burst(s, &burst, &bbytes);
+	err = fg_parse_burst(s, &burst, &bbytes);
 	if (err == -ERANGE)
 		return FAIL(c, k->val[1], "burst \"%.64s\": number too large", s);
 	if (err)
 		return FAIL(c, k->val[1], "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
 	if (bbytes != bytes)
 		return FAIL(c, k->val[1], "burst is in %s but rate is in %s",
-			    bbytes ? "bytes" : "packets", bytes ? "bytes" : "packets");
+			    unit_name(bbytes), unit_name(bytes));
 	err = compile_limit(c, k->val[0], k->val[1], rate, burst, bytes, &out->l);
 	if (err)
 		return err;
@@ -994,26 +679,21 @@ out:
 	return err;
 }
 
-static const struct {
-	const char *name;
-	char letter;
-	__u8 bit;
-} tcp_flag_names[] = {
+const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS] = {
 	{ "fin", 'F', FG_TCP_FIN }, { "syn", 'S', FG_TCP_SYN },
 	{ "rst", 'R', FG_TCP_RST }, { "psh", 'P', FG_TCP_PSH },
 	{ "ack", 'A', FG_TCP_ACK }, { "urg", 'U', FG_TCP_URG },
 	{ "ece", 'E', FG_TCP_ECE }, { "cwr", 'C', FG_TCP_CWR },
 };
-#define N_TCP_FLAGS (sizeof(tcp_flag_names) / sizeof(tcp_flag_names[0]))
 
 static int tcp_flag_word(const char *s, size_t len, __u8 *bit)
 {
 	size_t i;
 
-	for (i = 0; i < N_TCP_FLAGS; i++) {
-		if (strlen(tcp_flag_names[i].name) == len &&
-		    !strncasecmp(s, tcp_flag_names[i].name, len)) {
-			*bit = tcp_flag_names[i].bit;
+	for (i = 0; i < FG_NTCP_FLAGS; i++) {
+		if (strlen(fg_tcp_flags[i].name) == len &&
+		    !strncasecmp(s, fg_tcp_flags[i].name, len)) {
+			*bit = fg_tcp_flags[i].bit;
 			return 0;
 		}
 	}
@@ -1028,12 +708,12 @@ static int tcp_flag_letters(const char *s, size_t len, __u8 *bits)
 	if (!len)
 		return -EINVAL;
 	for (j = 0; j < len; j++) {
-		for (i = 0; i < N_TCP_FLAGS; i++)
-			if (s[j] == tcp_flag_names[i].letter)
+		for (i = 0; i < FG_NTCP_FLAGS; i++)
+			if (s[j] == fg_tcp_flags[i].letter)
 				break;
-		if (i == N_TCP_FLAGS)
+		if (i == FG_NTCP_FLAGS)
 			return -EINVAL;
-		*bits |= tcp_flag_names[i].bit;
+		*bits |= fg_tcp_flags[i].bit;
 	}
 	return 0;
 }
@@ -1119,7 +799,7 @@ static int proto_class(int proto)
 	}
 }
 
-static const char *const class_names[FG_NCLASS] = { "tcp", "udp", "icmp", "other" };
+const char *const fg_class_names[FG_NCLASS] = { "tcp", "udp", "icmp", "other" };
 
 static int parse_proto(struct ctx *c, yaml_node_t *n, int *proto)
 {
@@ -1152,23 +832,11 @@ static int parse_proto(struct ctx *c, yaml_node_t *n, int *proto)
 	return 0;
 }
 
-static int pset_eq(const struct pset *a, const struct pin *v, size_t n)
-{
-	size_t i;
-
-	if (a->n != n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (pin_cmp(&a->v[i], &v[i]))
-			return 0;
-	return 1;
-}
-
 /* A match's src list: a source set, one bit per distinct prefix list. */
 static int parse_src_set(struct ctx *c, yaml_node_t *n, __u32 *bit)
 {
-	struct pin *v = NULL;
-	size_t nv = 0, i, j;
+	struct fg_pfx_src *v = NULL;
+	size_t nv = 0, i;
 	int k, err;
 
 	if (is_null(n) || (n->type == YAML_SEQUENCE_NODE &&
@@ -1177,13 +845,9 @@ static int parse_src_set(struct ctx *c, yaml_node_t *n, __u32 *bit)
 	err = parse_prefixes(c, n, "src", 0, 0, &v, &nv);
 	if (err)
 		return err;
-	qsort(v, nv, sizeof(*v), pin_cmp);
-	for (i = j = 0; i < nv; i++)
-		if (!j || pin_cmp(&v[j - 1], &v[i]))
-			v[j++] = v[i];
-	nv = j;
+	nv = fg_pfx_src_unique(v, nv);
 	for (k = 0; k < c->n_sets; k++) {
-		if (pset_eq(&c->sets[k], v, nv)) {
+		if (fg_pfx_src_list_eq(c->sets[k].v, c->sets[k].n, v, nv)) {
 			free(v);
 			*bit = 1u << k;
 			return 0;
@@ -1195,7 +859,7 @@ static int parse_src_set(struct ctx *c, yaml_node_t *n, __u32 *bit)
 	}
 	k = c->n_sets;
 	for (i = 0; i < nv; i++) {
-		struct pin p = v[i];
+		struct fg_pfx_src p = v[i];
 
 		p.sets = 1u << k;
 		err = pfx_push(c, &p);
@@ -1313,7 +977,7 @@ static int expand_match(struct ctx *c, yaml_node_t *where, const struct msrc *m,
 		/* one entry per class stays free for the fragments rule */
 		if (nsp * ndp > (size_t)(FG_MAX_MATCH - 1 - pol->nmatch[cls]))
 			return FAIL(c, where, "too many match entries in class %s: this rule needs %zu, %d left (at most %d per class, one kept for fragments; a port list expands to sport x dport entries)",
-				    class_names[cls], nsp * ndp,
+				    fg_class_names[cls], nsp * ndp,
 				    FG_MAX_MATCH - 1 - pol->nmatch[cls], FG_MAX_MATCH);
 		for (i = 0; i < nsp; i++) {
 			for (j = 0; j < ndp; j++) {
@@ -1347,19 +1011,6 @@ static const char *const rule_keys[] = {
 };
 enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL };
 
-static void set_masks(struct fg_rule *r, int plen4, int plen6)
-{
-	int i;
-
-	r->mask4 = htonl(plen4 ? 0xffffffffu << (32 - plen4) : 0);
-	for (i = 0; i < 4; i++) {
-		int bits = plen6 - 32 * i;
-
-		r->mask6[i] = htonl(bits >= 32 ? 0xffffffffu :
-				    bits <= 0 ? 0 : 0xffffffffu << (32 - bits));
-	}
-}
-
 static int valid_name(const char *s)
 {
 	size_t l = strlen(s);
@@ -1369,6 +1020,177 @@ static int valid_name(const char *s)
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == l;
 }
 
+/* What one rule says, before it is compiled into rules[idx]. */
+struct rule_in {
+	struct keys ks;
+	struct lim src, agg, ovf;
+	int action, mode, on_full;
+};
+
+/* The rule's name into rs->name: given and unique, or "fragments". */
+static int rule_name(struct ctx *c, yaml_node_t *n, const struct keys *ks, int idx,
+		     int implicit)
+{
+	struct fg_rule_src *rs = &c->cfg->rules[idx];
+	yaml_node_t *v = ks->val[RK_NAME];
+	const char *name;
+	int i, err;
+
+	if (implicit) {
+		if (v)
+			return FAIL(c, v, "fragments: the rule's name is always \"fragments\"");
+		if (ks->val[RK_MATCH])
+			return FAIL(c, ks->val[RK_MATCH], "fragments: the rule always matches non-first fragments; it takes no match");
+		strcpy(rs->name, "fragments");
+		rs->implicit = 1;
+		return 0;
+	}
+	if (!v)
+		return FAIL(c, n, "rule without a name");
+	err = scalar(c, v, "name", &name);
+	if (err)
+		return err;
+	if (!valid_name(name))
+		return FAIL(c, v, "bad rule name \"%.64s\" (1..%d characters of A-Z a-z 0-9 _ . -)",
+			    name, FG_NAME_LEN - 1);
+	if (!strcmp(name, "fragments"))
+		return FAIL(c, v, "rule name \"fragments\" is reserved for the implicit fragments rule (configure it with the top-level fragments: key)");
+	for (i = 0; i < idx; i++)
+		if (!strcmp(c->cfg->rules[i].name, name))
+			return FAIL(c, v, "duplicate rule name \"%s\" (first at line %d)",
+				    name, c->cfg->rules[i].line);
+	strcpy(rs->name, name);
+	return 0;
+}
+
+/* The fragments rule without a fragments: key: 100/s burst 200 per source. */
+static int fragments_default(struct ctx *c, struct lim *src)
+{
+	int err = compile_limit(c, NULL, NULL, FRAG_RATE, FRAG_BURST, 0, &src->l);
+
+	if (err)
+		return err;
+	src->set = 1;
+	src->plen4 = 32;
+	src->plen6 = 64;
+	src->src.set = 1;
+	src->src.rate = FRAG_RATE;
+	src->src.burst = FRAG_BURST;
+	return 0;
+}
+
+/* mode, action, on_full and the three limits. */
+static int rule_options(struct ctx *c, struct rule_in *ri)
+{
+	yaml_node_t *const *val = ri->ks.val;
+	int err;
+
+	if (val[RK_MODE] && (err = ENUM(c, val[RK_MODE], "mode", fg_mode_names, &ri->mode)))
+		return err;
+	if (val[RK_ACTION] && (err = ENUM(c, val[RK_ACTION], "action", fg_action_names, &ri->action)))
+		return err;
+	if (val[RK_FULL] && (err = ENUM(c, val[RK_FULL], "on_full", fg_on_full_names, &ri->on_full)))
+		return err;
+	if (val[RK_SRC] && (err = parse_limit(c, val[RK_SRC], "per_source", 1, &ri->src)))
+		return err;
+	if (val[RK_AGG] && (err = parse_limit(c, val[RK_AGG], "aggregate", 0, &ri->agg)))
+		return err;
+	if (val[RK_OVF] && (err = parse_limit(c, val[RK_OVF], "overflow", 0, &ri->ovf)))
+		return err;
+	return 0;
+}
+
+/* Do the action and the limits go together? */
+static int rule_check(struct ctx *c, yaml_node_t *n, const struct rule_in *ri)
+{
+	yaml_node_t *const *val = ri->ks.val;
+	const struct lim *src = &ri->src, *agg = &ri->agg, *ovf = &ri->ovf;
+
+	if (ri->action != FG_ACT_LIMIT) {
+		yaml_node_t *lim = val[RK_SRC] ? val[RK_SRC] : val[RK_AGG] ? val[RK_AGG] : val[RK_OVF];
+
+		if (lim)
+			return FAIL(c, lim, "action %s takes no limits (only action: limit does)",
+				    fg_action_names[ri->action]);
+		if (val[RK_FULL])
+			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
+		return 0;
+	}
+	if (!src->set && !agg->set)
+		return FAIL(c, n, "a limit rule needs per_source and/or aggregate");
+	if (src->set && agg->set && src->bytes != agg->bytes)
+		return FAIL(c, agg->node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
+			    unit_name(agg->bytes), unit_name(src->bytes));
+	if (val[RK_OVF] && !src->set)
+		return FAIL(c, val[RK_OVF], "overflow needs per_source");
+	if (val[RK_OVF] && ri->on_full != FG_FULL_OVERFLOW)
+		return FAIL(c, val[RK_OVF], "overflow is only used with on_full: overflow");
+	if (val[RK_FULL] && !src->set)
+		return FAIL(c, val[RK_FULL], "on_full needs per_source");
+	if (ovf->set && ovf->bytes != src->bytes)
+		return FAIL(c, ovf->node, "overflow is in %s but per_source is in %s",
+			    unit_name(ovf->bytes), unit_name(src->bytes));
+	return 0;
+}
+
+/* A checked rule into pol.rules[idx] and rules[idx]. */
+static void rule_compile(struct fg_config *cfg, int idx, struct rule_in *ri)
+{
+	struct fg_rule *r = &cfg->pol.rules[idx];
+	struct fg_rule_src *rs = &cfg->rules[idx];
+
+	/* without an overflow: limit, sources without a bucket share one
+	 * bucket of the per-source limit */
+	if (ri->src.set && !ri->ovf.set) {
+		ri->ovf.set = 1;
+		ri->ovf.l = ri->src.l;
+		ri->ovf.src = ri->src.src;
+	}
+	r->src = ri->src.l;
+	r->agg = ri->agg.l;
+	r->ovf = ri->ovf.l;
+	if (ri->src.set) {
+		rs->plen4 = ri->src.plen4;
+		rs->plen6 = ri->src.plen6;
+	}
+	r->mask4 = fg_mask4(rs->plen4);
+	fg_mask6(rs->plen6, r->mask6);
+	r->action = (__u8)ri->action;
+	r->mode = (__u8)ri->mode;
+	r->cost = (ri->src.set ? ri->src.bytes : ri->agg.bytes) ? FG_COST_BYTES : FG_COST_PKTS;
+	r->on_full = (__u8)ri->on_full;
+	rs->per_source = ri->src.src;
+	rs->aggregate = ri->agg.src;
+	rs->overflow = ri->ovf.src;
+}
+
+/* The fragments rule matches non-first fragments, one entry per class
+ * (expand_match keeps one free in each). */
+static void fragments_match(struct fg_policy *pol, int idx)
+{
+	for (int cls = 0; cls < FG_NCLASS; cls++) {
+		struct fg_match *e = &pol->match[cls][pol->nmatch[cls]++];
+
+		memset(e, 0, sizeof(*e));
+		e->sport_hi = e->dport_hi = 65535;
+		e->flags = FG_M_FRAG;
+		e->rule = (__u8)idx;
+	}
+}
+
+static int rule_match(struct ctx *c, yaml_node_t *n, yaml_node_t *match, int idx)
+{
+	struct msrc m = { 0 };
+	int err;
+
+	err = parse_match(c, match, &m);
+	if (!err)
+		err = expand_match(c, match ? match : n, &m, idx);
+	free(m.sp);
+	free(m.dp);
+	return err;
+}
+
 /*
  * One rule into rules[idx] and its match entries. implicit: the
  * "fragments" rule, n may be NULL (all defaults), name and match are
@@ -1376,15 +1198,12 @@ static int valid_name(const char *s)
  */
 static int parse_rule(struct ctx *c, yaml_node_t *n, int idx, int implicit)
 {
-	struct fg_config *cfg = c->cfg;
-	struct fg_rule *r = &cfg->pol.rules[idx];
-	struct fg_rule_src *rs = &cfg->rules[idx];
-	struct keys ks = KEYS(implicit ? "fragments" : "rule", rule_keys);
-	struct lim src = { 0 }, agg = { 0 }, ovf = { 0 };
-	struct msrc m = { 0 };
-	int action = FG_ACT_LIMIT, mode = FG_MODE_ENFORCE, on_full = FG_FULL_OVERFLOW;
-	const char *name;
-	int i, err;
+	struct fg_rule_src *rs = &c->cfg->rules[idx];
+	struct rule_in ri = {
+		.ks = KEYS(implicit ? "fragments" : "rule", rule_keys),
+		.action = FG_ACT_LIMIT, .mode = FG_MODE_ENFORCE, .on_full = FG_FULL_OVERFLOW,
+	};
+	int err;
 
 	rs->plen4 = 32;
 	rs->plen6 = 64;
@@ -1394,124 +1213,24 @@ static int parse_rule(struct ctx *c, yaml_node_t *n, int idx, int implicit)
 					  : "{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}");
 		if (err)
 			return err;
-		err = read_keys(c, n, &ks);
+		err = read_keys(c, n, &ri.ks);
 		if (err)
 			return err;
 		rs->line = (int)n->start_mark.line + 1;
 	}
+	if ((err = rule_name(c, n, &ri.ks, idx, implicit)) || (err = rule_options(c, &ri)))
+		return err;
+	if (implicit && !n && (err = fragments_default(c, &ri.src)))
+		return err;
+	err = rule_check(c, n, &ri);
+	if (err)
+		return err;
+	rule_compile(c->cfg, idx, &ri);
 	if (implicit) {
-		if (ks.val[RK_NAME])
-			return FAIL(c, ks.val[RK_NAME], "fragments: the rule's name is always \"fragments\"");
-		if (ks.val[RK_MATCH])
-			return FAIL(c, ks.val[RK_MATCH], "fragments: the rule always matches non-first fragments; it takes no match");
-		strcpy(rs->name, "fragments");
-		rs->implicit = 1;
-	} else {
-		if (!ks.val[RK_NAME])
-			return FAIL(c, n, "rule without a name");
-		err = scalar(c, ks.val[RK_NAME], "name", &name);
-		if (err)
-			return err;
-		if (!valid_name(name))
-			return FAIL(c, ks.val[RK_NAME], "bad rule name \"%.64s\" (1..%d characters of A-Z a-z 0-9 _ . -)",
-				    name, FG_NAME_LEN - 1);
-		if (!strcmp(name, "fragments"))
-			return FAIL(c, ks.val[RK_NAME], "rule name \"fragments\" is reserved for the implicit fragments rule (configure it with the top-level fragments: key)");
-		for (i = 0; i < idx; i++)
-			if (!strcmp(cfg->rules[i].name, name))
-				return FAIL(c, ks.val[RK_NAME], "duplicate rule name \"%s\" (first at line %d)",
-					    name, cfg->rules[i].line);
-		strcpy(rs->name, name);
-	}
-	if (ks.val[RK_MODE] && (err = ENUM(c, ks.val[RK_MODE], "mode", mode_names, &mode)))
-		return err;
-	if (ks.val[RK_ACTION] && (err = ENUM(c, ks.val[RK_ACTION], "action", action_names, &action)))
-		return err;
-	if (ks.val[RK_FULL] && (err = ENUM(c, ks.val[RK_FULL], "on_full", on_full_names, &on_full)))
-		return err;
-	if (ks.val[RK_SRC] && (err = parse_limit(c, ks.val[RK_SRC], "per_source", 1, &src)))
-		return err;
-	if (ks.val[RK_AGG] && (err = parse_limit(c, ks.val[RK_AGG], "aggregate", 0, &agg)))
-		return err;
-	if (ks.val[RK_OVF] && (err = parse_limit(c, ks.val[RK_OVF], "overflow", 0, &ovf)))
-		return err;
-	if (implicit && !n) {
-		/* the default: 100/s burst 200 per source */
-		err = compile_limit(c, NULL, NULL, FRAG_RATE, FRAG_BURST, 0, &src.l);
-		if (err)
-			return err;
-		src.set = 1;
-		src.plen4 = 32;
-		src.plen6 = 64;
-		src.src.set = 1;
-		src.src.rate = FRAG_RATE;
-		src.src.burst = FRAG_BURST;
-	}
-	if (action != FG_ACT_LIMIT) {
-		yaml_node_t *lim = ks.val[RK_SRC] ? ks.val[RK_SRC] :
-				   ks.val[RK_AGG] ? ks.val[RK_AGG] : ks.val[RK_OVF];
-
-		if (lim)
-			return FAIL(c, lim, "action %s takes no limits (only action: limit does)",
-				    action_names[action]);
-		if (ks.val[RK_FULL])
-			return FAIL(c, ks.val[RK_FULL], "on_full needs action: limit with per_source");
-	} else {
-		if (!src.set && !agg.set)
-			return FAIL(c, n, "a limit rule needs per_source and/or aggregate");
-		if (src.set && agg.set && src.bytes != agg.bytes)
-			return FAIL(c, agg.node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
-				    agg.bytes ? "bytes" : "packets", src.bytes ? "bytes" : "packets");
-		if (ks.val[RK_OVF] && !src.set)
-			return FAIL(c, ks.val[RK_OVF], "overflow needs per_source");
-		if (ks.val[RK_OVF] && on_full != FG_FULL_OVERFLOW)
-			return FAIL(c, ks.val[RK_OVF], "overflow is only used with on_full: overflow");
-		if (ks.val[RK_FULL] && !src.set)
-			return FAIL(c, ks.val[RK_FULL], "on_full needs per_source");
-		if (ovf.set && ovf.bytes != src.bytes)
-			return FAIL(c, ovf.node, "overflow is in %s but per_source is in %s",
-				    ovf.bytes ? "bytes" : "packets", src.bytes ? "bytes" : "packets");
-	}
-	if (src.set && !ovf.set) {
-		ovf.set = 1;
-		ovf.l = src.l;
-		ovf.src = src.src;
-	}
-	r->src = src.l;
-	r->agg = agg.l;
-	r->ovf = ovf.l;
-	if (src.set) {
-		rs->plen4 = src.plen4;
-		rs->plen6 = src.plen6;
-	}
-	set_masks(r, rs->plen4, rs->plen6);
-	r->action = (__u8)action;
-	r->mode = (__u8)mode;
-	r->cost = (src.set ? src.bytes : agg.bytes) ? FG_COST_BYTES : FG_COST_PKTS;
-	r->on_full = (__u8)on_full;
-	rs->per_source = src.src;
-	rs->aggregate = agg.src;
-	rs->overflow = ovf.src;
-
-	if (implicit) {
-		int cls;
-
-		for (cls = 0; cls < FG_NCLASS; cls++) {
-			struct fg_match *e = &cfg->pol.match[cls][cfg->pol.nmatch[cls]++];
-
-			memset(e, 0, sizeof(*e));
-			e->sport_hi = e->dport_hi = 65535;
-			e->flags = FG_M_FRAG;
-			e->rule = (__u8)idx;
-		}
+		fragments_match(&c->cfg->pol, idx);
 		return 0;
 	}
-	err = parse_match(c, ks.val[RK_MATCH], &m);
-	if (!err)
-		err = expand_match(c, ks.val[RK_MATCH] ? ks.val[RK_MATCH] : n, &m, idx);
-	free(m.sp);
-	free(m.dp);
-	return err;
+	return rule_match(c, n, ri.ks.val[RK_MATCH], idx);
 }
 
 static int parse_rules(struct ctx *c, yaml_node_t *n)
@@ -1578,12 +1297,12 @@ static int parse_root(struct ctx *c, yaml_node_t *root)
 	if (ks.val[TK_XDP]) {
 		static const int xdp_modes[] = { FG_XDP_AUTO, FG_XDP_NATIVE, FG_XDP_SKB };
 
-		err = ENUM(c, ks.val[TK_XDP], "xdp_mode", xdp_names, &v);
+		err = ENUM(c, ks.val[TK_XDP], "xdp_mode", fg_xdp_mode_names, &v);
 		if (err)
 			return err;
 		cfg->xdp_mode = xdp_modes[v];
 	}
-	if (ks.val[TK_MODE] && (err = ENUM(c, ks.val[TK_MODE], "mode", mode_names, &cfg->mode)))
+	if (ks.val[TK_MODE] && (err = ENUM(c, ks.val[TK_MODE], "mode", fg_mode_names, &cfg->mode)))
 		return err;
 	if (ks.val[TK_MAXSRC] &&
 	    (err = parse_uint(c, ks.val[TK_MAXSRC], "max_sources", MIN_MAX_SOURCES,
@@ -1886,250 +1605,4 @@ void fg_config_free(struct fg_config *cfg)
 	free(cfg->pfx);
 	cfg->pfx = NULL;
 	cfg->n_pfx = 0;
-}
-
-/* ---- admission ------------------------------------------------------------ */
-
-double fg_policy_set_admission(struct fg_config *cfg, int ncpus)
-{
-	struct fg_policy *pol = &cfg->pol;
-	long double t_refill = 0, cap, r_ins, inc, burst, tau;
-	__u64 slack;
-	__u32 i;
-
-	if (cfg->admission.set) {
-		r_ins = cfg->admission.rate;
-		burst = cfg->admission.burst;
-	} else {
-		for (i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
-			long double t;
-
-			if (!pol->rules[i].src.inc)
-				continue;
-			t = (long double)pol->rules[i].src.tau / FG_TU_PER_SEC;
-			if (t > t_refill)
-				t_refill = t;
-		}
-		if (t_refill <= 0)
-			t_refill = 1;
-		if (ncpus < 1)
-			ncpus = 1;
-		slack = 2ull * 128 * (__u64)ncpus;
-		cap = cfg->max_sources <= slack ? cfg->max_sources / 2 :
-						  cfg->max_sources - slack;
-		r_ins = cap / (2 * t_refill);
-		burst = r_ins / 10 > 64 ? floorl(r_ins / 10) : 64;
-	}
-	if (r_ins < 1e-9L)
-		r_ins = 1e-9L;
-	inc = roundl((long double)FG_TU_PER_SEC / r_ins);
-	if (inc < 1)
-		inc = 1;
-	if (inc >= (long double)FG_MAX_TAU)
-		inc = (long double)(FG_MAX_TAU - 1);
-	tau = inc * burst;
-	if (tau >= (long double)FG_MAX_TAU)
-		tau = (long double)(FG_MAX_TAU - 1);
-	pol->ins.inc = (__u64)inc;
-	pol->ins.tau = (__u64)tau;
-	return (double)r_ins;
-}
-
-/* ---- printing -------------------------------------------------------------- */
-
-static void fmt_qty(char *buf, size_t len, double v, int bytes)
-{
-	if (!bytes)
-		snprintf(buf, len, "%.10g", v);
-	else if (v >= 1e9 && fmod(v, 1e7) == 0)
-		snprintf(buf, len, "%.10gGB", v / 1e9);
-	else if (v >= 1e6 && fmod(v, 1e4) == 0)
-		snprintf(buf, len, "%.10gMB", v / 1e6);
-	else if (v >= 1e3 && fmod(v, 10) == 0)
-		snprintf(buf, len, "%.10gKB", v / 1e3);
-	else
-		snprintf(buf, len, "%.10gB", v);
-}
-
-static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
-			const struct fg_limit *l, int bytes)
-{
-	char r[48], b[48];
-
-	if (!s->set)
-		return;
-	fmt_qty(r, sizeof(r), s->rate, bytes);
-	fmt_qty(b, sizeof(b), s->burst, bytes);
-	fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n",
-		what, r, b, (unsigned long long)l->inc, (unsigned long long)l->tau,
-		(double)l->tau / (double)FG_TU_PER_SEC);
-}
-
-static void print_flags(FILE *f, __u8 mask, __u8 val)
-{
-	size_t i;
-
-	for (i = 0; i < N_TCP_FLAGS; i++)
-		if (val & tcp_flag_names[i].bit)
-			fputc(tcp_flag_names[i].letter, f);
-	fputc('/', f);
-	for (i = 0; i < N_TCP_FLAGS; i++)
-		if (mask & tcp_flag_names[i].bit)
-			fputc(tcp_flag_names[i].letter, f);
-}
-
-static void print_entry(FILE *f, int cls, const struct fg_match *e)
-{
-	fprintf(f, "      match %s", class_names[cls]);
-	if (e->proto)
-		fprintf(f, " proto %u", e->proto);
-	if (e->flags & FG_M_FRAG)
-		fprintf(f, " non-first-fragments");
-	if (e->sport_lo != 0 || e->sport_hi != 65535)
-		fprintf(f, " sport %u-%u", e->sport_lo, e->sport_hi);
-	if (e->dport_lo != 0 || e->dport_hi != 65535)
-		fprintf(f, " dport %u-%u", e->dport_lo, e->dport_hi);
-	if (e->tcp_mask) {
-		fprintf(f, " flags ");
-		print_flags(f, e->tcp_mask, e->tcp_val);
-	}
-	if (e->flags & FG_M_ICMP_TYPE)
-		fprintf(f, " icmp_type %u", e->icmp_type);
-	if (e->flags & FG_M_V4)
-		fprintf(f, " ipv4");
-	if (e->flags & FG_M_V6)
-		fprintf(f, " ipv6");
-	if (e->sets)
-		fprintf(f, " src-sets 0x%x", e->sets);
-	fputc('\n', f);
-}
-
-void fg_config_print(FILE *f, const struct fg_config *cfg)
-{
-	static const char *const xdp[] = { "auto", "native", "skb" };
-	const struct fg_policy *pol = &cfg->pol;
-	struct fg_config *tmp;
-	size_t i, n4 = 0, n6 = 0;
-	__u32 r;
-	int k, cls, shown;
-
-	fprintf(f, "policy %s\n", cfg->path[0] ? cfg->path : "(inline)");
-	fprintf(f, "  interfaces:  ");
-	if (!cfg->n_ifs)
-		fprintf(f, "(none; set on the command line)");
-	for (k = 0; k < cfg->n_ifs; k++)
-		fprintf(f, "%s%s", k ? ", " : "", cfg->ifaces[k]);
-	fprintf(f, "\n  xdp_mode:    %s\n",
-		cfg->xdp_mode >= 0 && cfg->xdp_mode <= 2 ? xdp[cfg->xdp_mode] : "?");
-	fprintf(f, "  mode:        %s\n", cfg->mode == FG_MODE_SHADOW ? "shadow" : "enforce");
-	fprintf(f, "  max_sources: %llu per family\n", (unsigned long long)cfg->max_sources);
-	fprintf(f, "  metrics:     %s\n", cfg->metrics[0] ? cfg->metrics : "off");
-	fprintf(f, "  detach_on_exit: %s\n", cfg->detach_on_exit ? "yes" : "no");
-	fprintf(f, "  default:     %s, malformed: %s\n",
-		pol->default_verdict == FG_DROP ? "drop" : "pass",
-		pol->malformed_verdict == FG_DROP ? "drop" : "pass");
-	for (i = 0; i < cfg->n_pfx; i++)
-		*(cfg->pfx[i].family == 4 ? &n4 : &n6) += 1;
-	fprintf(f, "  prefixes:    %zu allow, %zu deny as written; %zu flattened entries (%zu IPv4, %zu IPv6)\n",
-		cfg->n_allow, cfg->n_deny, cfg->n_pfx, n4, n6);
-
-	tmp = malloc(sizeof(*tmp));
-	if (tmp) {
-		double rate;
-
-		*tmp = *cfg;
-		if (cfg->admission.set) {
-			rate = fg_policy_set_admission(tmp, 1);
-			fprintf(f, "  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
-				rate, cfg->admission.burst,
-				(unsigned long long)tmp->pol.ins.inc,
-				(unsigned long long)tmp->pol.ins.tau);
-		} else {
-			long nc = sysconf(_SC_NPROCESSORS_CONF);
-
-			rate = fg_policy_set_admission(tmp, nc > 0 ? (int)nc : 1);
-			fprintf(f, "  admission:   %.6g new sources/s (automatic for %ld CPUs; inc %llu, tau %llu)\n",
-				rate, nc > 0 ? nc : 1L,
-				(unsigned long long)tmp->pol.ins.inc,
-				(unsigned long long)tmp->pol.ins.tau);
-		}
-		free(tmp);
-	}
-
-	fprintf(f, "  rules (%u, first match wins):\n", pol->nrules);
-	for (r = 0; r < pol->nrules && r < FG_MAX_RULES; r++) {
-		const struct fg_rule *ru = &pol->rules[r];
-		const struct fg_rule_src *rs = &cfg->rules[r];
-		int bytes = ru->cost == FG_COST_BYTES;
-
-		fprintf(f, "    %2u %-20s %s %s%s", r, rs->name,
-			ru->mode == FG_MODE_SHADOW ? "shadow" : "enforce",
-			ru->action < 3 ? action_names[ru->action] : "?",
-			rs->implicit ? " (implicit)" : "");
-		if (ru->action == FG_ACT_LIMIT)
-			fprintf(f, " by %s, source /%d (v4) /%d (v6), on_full %s",
-				bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
-				ru->on_full < 3 ? on_full_names[ru->on_full] : "?");
-		fputc('\n', f);
-		shown = 0;
-		for (cls = 0; cls < FG_NCLASS; cls++) {
-			for (k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
-				if (pol->match[cls][k].rule != r)
-					continue;
-				if (shown++ < 8)
-					print_entry(f, cls, &pol->match[cls][k]);
-			}
-		}
-		if (shown > 8)
-			fprintf(f, "      ... %d match entries in all\n", shown);
-		print_limit(f, "per_source", &rs->per_source, &ru->src, bytes);
-		print_limit(f, "aggregate", &rs->aggregate, &ru->agg, bytes);
-		if (rs->per_source.set && ru->on_full == FG_FULL_OVERFLOW)
-			print_limit(f, "overflow", &rs->overflow, &ru->ovf, bytes);
-	}
-}
-
-void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out)
-{
-	memset(out, 0, sizeof(*out));
-	/* shorter prefixes first, so a longer one (<= 16) overrides them */
-	for (int plen = 0; plen <= FG_DIR4_BITS; plen++) {
-		for (size_t i = 0; i < n; i++) {
-			const struct fg_pfx_entry *e = &pfx[i];
-			__u32 top, span;
-
-			if (e->family != 4 || e->plen != plen)
-				continue;
-			top = (__u32)e->addr[0] << 8 | e->addr[1];
-			span = 1u << (FG_DIR4_BITS - plen);
-			top &= ~(span - 1);
-			for (__u32 j = 0; j < span; j++) {
-				out->e[top + j].list = e->list;
-				out->e[top + j].sets = e->sets;
-			}
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct fg_pfx_entry *e = &pfx[i];
-
-		if (e->family == 4 && e->plen > FG_DIR4_BITS)
-			out->e[(__u32)e->addr[0] << 8 | e->addr[1]].list = FG_LIST_TRIE;
-	}
-}
-
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
-{
-	for (int c = 0; c < FG_NPCLASS; c++) {
-		unsigned n = pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
-
-		/* no entry holds the port: start past the end, nothing to scan */
-		memset(out->start[c], n, sizeof(out->start[c]));
-		/* backwards, so the earliest entry holding a port wins */
-		for (int i = (int)n - 1; i >= 0; i--) {
-			const struct fg_match *m = &pol->match[c][i];
-
-			for (unsigned port = m->dport_lo; port <= m->dport_hi; port++)
-				out->start[c][port] = (__u8)i;
-		}
-	}
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "prefix.h"
 
 enum fg_xdp_mode {
 	FG_XDP_AUTO = 0,	/* native, else generic */
@@ -23,16 +24,6 @@ struct fg_err {
 	int line;
 	int col;
 	char msg[512];
-};
-
-/* A flattened allow/deny/set prefix, ready for fg_pfx4/fg_pfx6. */
-struct fg_pfx_entry {
-	__u8 family;		/* 4 or 6 */
-	__u8 plen;		/* 0..32 or 0..128 */
-	__u8 pad[2];
-	__u8 addr[16];		/* network order, masked; IPv4 in addr[0..3] */
-	__u32 list;		/* enum fg_list */
-	__u32 sets;		/* bit per source set */
 };
 
 /* What the operator wrote for a limit, for `check` and logs. */
@@ -82,30 +73,34 @@ void fg_config_free(struct fg_config *cfg);
 /* "file:line:col: msg" (or "file: msg") into buf. */
 void fg_err_format(const struct fg_err *err, char *buf, size_t len);
 
-/* Print what would be loaded, human readable. */
+/* Print what would be loaded, human readable (policy_print.c). */
 void fg_config_print(FILE *f, const struct fg_config *cfg);
 
+/* The policy's words, shared by the parser and the printer; indexed by
+ * enum fg_mode, fg_action, fg_on_full, fg_xdp_mode and fg_class. */
+extern const char *const fg_mode_names[2];
+extern const char *const fg_action_names[3];
+extern const char *const fg_on_full_names[3];
+extern const char *const fg_xdp_mode_names[3];
+extern const char *const fg_class_names[FG_NCLASS];
+
+/* TCP flags by name ("syn") and by letter ("S", as in "S/SA"). */
+struct fg_tcp_flag {
+	const char *name;
+	char letter;
+	__u8 bit;		/* FG_TCP_* */
+};
+#define FG_NTCP_FLAGS	8
+extern const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS];
+
 /*
- * The eviction invariant. New source keys are admitted at most at rate
- * R_ins = (max_sources - slack) / (2 * T_refill), T_refill being the longest
- * time any rule's per-source bucket takes to refill from empty (burst/rate),
- * slack = 2 * 128 * ncpus nodes the LRU may hold in per-CPU free lists. So
- * under any churn an entry lives at least 2 * T_refill after its last use
- * before it can be evicted, by which time its bucket is full again: an
- * eviction gives nothing away. Sets pol->ins; returns the insert rate per
- * second it chose (or the explicit admission limit if the file set one).
+ * Transition, remove after the split of issue 9 is merged: these used to
+ * be declared here (fg_parse_u64, fg_parse_duration: units.h;
+ * fg_policy_set_admission: admission.h; fg_dir4_build, fg_pidx_build:
+ * mapimg.h). Include what you use.
  */
-double fg_policy_set_admission(struct fg_config *cfg, int ncpus);
-
-/* Build the IPv4 /16 directory (struct fg_dir4) from prefix entries
- * (flattened or not: it mirrors a longest-prefix match over them). */
-void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out);
-
-/* Build the scan start index (struct fg_pidx) of a compiled policy. */
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
-
-/* Number parsing helpers (strict: whole string, no overflow). */
-int fg_parse_u64(const char *s, __u64 *out);
-int fg_parse_duration(const char *s, __u64 *ns);	/* "90s", "5m", "1h", "250ms", "10" = s */
+#include "units.h"
+#include "admission.h"
+#include "mapimg.h"
 
 #endif /* FG_POLICY_H */
