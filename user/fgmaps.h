@@ -10,6 +10,7 @@
  *
  * Functions return 0 or a negative errno and log nothing; those that can
  * fail for a reason an operator must read fill `why` (may be NULL).
+ * Writing a policy is apply.h, reading the source tables sources.h.
  */
 #ifndef FG_MAPS_H
 #define FG_MAPS_H
@@ -18,7 +19,6 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "floodgate.h"
-#include "policy.h"
 
 #define FG_PIN_DIR_DEFAULT	"/sys/fs/bpf/floodgate"
 #define FG_PIN_DIR_ENV		"FLOODGATE_PIN_DIR"
@@ -51,8 +51,8 @@ struct fg_maps {
 
 struct floodgate_bpf;
 
-/* The map's name, which is also its pin name. */
-const char *fg_map_name(enum fg_map_id id);
+/* The reason for an operator, into why (FG_WHY_LEN bytes, or NULL). */
+void fg_why(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --pin-dir if given, else $FLOODGATE_PIN_DIR, else the default. */
 const char *fg_pin_dir_choose(const char *arg);
@@ -67,7 +67,8 @@ bool fg_pin_dir_populated(const char *dir);
  * Before loading over an existing pin dir: libbpf would reuse maps whose
  * sizes match, but it cannot see a layout change of equal size, so check
  * fg_ctl's magic and ABI version, and that fg_meta.max_sources matches (the
- * LRU sizes are fixed once created). -EPROTO with why on a mismatch.
+ * source tables' sizes are fixed once created). -EPROTO with why on a
+ * mismatch.
  */
 int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why);
 
@@ -88,83 +89,56 @@ void fg_maps_close(struct fg_maps *m);
 int fg_maps_lock(struct fg_maps *m, int timeout_ms);
 void fg_maps_unlock(struct fg_maps *m);
 
+/* One value of an array map. */
+int fg_array_read(struct fg_maps *m, enum fg_map_id id, __u32 idx, void *val);
+int fg_array_write(struct fg_maps *m, enum fg_map_id id, __u32 idx, const void *val);
+int fg_map_max_entries(struct fg_maps *m, enum fg_map_id id, __u32 *max);
+
 int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);
 int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl);
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta);
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta);
 int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES]);
-/* The policy in the active slot. */
+int fg_name_write(struct fg_maps *m, __u32 id, const struct fg_name *name);
+/* The policy of one slot (0 or 1), or of the one fg_ctl.slot names. */
+int fg_policy_read(struct fg_maps *m, __u32 slot, struct fg_policy *pol);
+int fg_policy_write(struct fg_maps *m, __u32 slot, const struct fg_policy *pol);
 int fg_policy_read_active(struct fg_maps *m, struct fg_policy *pol);
 
 /* Per-CPU counters summed over CPUs, all FG_NROWS rows. */
 int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS]);
 
-/* Initialise fg_ctl of a fresh pin dir: magic, ABI, slot 0, mode. */
-/* Sets of fg_src4 for max_sources ways (a power of two, 2^7..2^24). */
-__u32 fg_src4_sets(__u64 max_sources);
-int fg_ctl_init(struct fg_maps *m, __u32 mode);
-
-/*
- * Apply a compiled policy atomically (caller holds the lock): rule ids by
- * name, inactive slot's LPM entries and policy written, fg_ctl.slot flipped,
- * then membarrier(MEMBARRIER_CMD_GLOBAL), which waits for an RCU grace
- * period: XDP programs run inside an RCU read-side section, so once it
- * returns no packet is still judged by the old slot and it may be reused.
- * Everything that can be checked is checked before anything is written; a
- * failure before the flip leaves the active policy as it was. cfg->pol is
- * updated in place (ids, gens, admission, version).
- */
-int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
-
-/* Per-rule mode: copy the active slot with rule `name`'s mode changed into
- * the inactive slot and flip, as above. -ENOENT if no such rule. */
-int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why);
-
-/* Global switches (caller holds the lock). until: CLOCK_MONOTONIC ns, 0 = no expiry. */
-int fg_set_bypass(struct fg_maps *m, bool on, __u64 until);
-int fg_set_mode(struct fg_maps *m, __u32 mode);
-
-/* One source bucket, for `top` and the daemon's throttle log. */
-struct fg_source {
-	__u8 family;		/* 4 or 6 */
-	__u8 limited;		/* next packet of cost 1 would be dropped */
-	__u16 rule;
-	__u16 gen;
-	__u8 addr[16];
-	__u64 drops;		/* sampled: multiples of FG_DROP_SAMPLE */
-	__u64 tat;
-};
-
-struct fg_src_scan {
-	size_t matched;		/* buckets with drops >= min_drops */
-	size_t all4, all6;	/* entries walked in fg_src4 / fg_src6 */
-};
-
-/* All buckets (both families) with drops >= min_drops, at most max of them
- * (the rest are only counted in scan); *out is malloc'd. limited is
- * computed against pol (the active policy) at now_ns. One walk of each
- * LRU map with get_next_key: entries evicted meanwhile are skipped. */
-int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
-		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    struct fg_src_scan *scan);
-
 /* Names for labels and JSON: "pass", "drop", ...; "insert", "overflow", ... */
 extern const char *const fg_outcome_names[FG_OUT_MAX];
 extern const char *const fg_event_names[FG_EV_MAX];
-/* Entries in fg_src4 / fg_src6 (walks the keys). */
-int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);
+
+/* Sets of fg_src4 for max_sources ways (a power of two, 2^7..2^24). */
+__u32 fg_src4_sets(__u64 max_sources);
+
+/* Stamp fg_ctl of a fresh pin dir: magic, ABI, slot 0, mode, fg_src4's
+ * geometry and a random hash seed. An already stamped one is kept. */
+int fg_ctl_init(struct fg_maps *m, __u32 mode);
+
+/* Global switches (caller holds the lock). until: CLOCK_MONOTONIC_COARSE
+ * ns, 0 = no expiry. */
+int fg_set_bypass(struct fg_maps *m, bool on, __u64 until);
+int fg_set_mode(struct fg_maps *m, __u32 mode);
 
 /* Unpin every link_* (which detaches XDP if nothing else holds the link)
  * and every map, then remove dir. Takes the lock itself. */
 int fg_pin_dir_remove(const char *dir, char *why);
 
-/* CLOCK_MONOTONIC now, in ns (the clock bpf_ktime_get_ns reads). */
-__u64 fg_now_ns(void);
-
-/* Is pid a running floodgated? */
-bool fg_daemon_alive(__u32 pid);
-
-/* "1.2.3.4" / "2001:db8::1" */
-void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
+/*
+ * Transition, remove after the split of issue 9 is merged: what used to be
+ * declared here and now has a header of its own. Include what you use:
+ * policy.h (was included from here), apply.h (fg_policy_apply,
+ * fg_rule_set_mode), sources.h (fg_sources_read, fg_sources_count,
+ * struct fg_source, struct fg_src_scan), sysutil.h (fg_now_ns, now
+ * fg_mono_coarse_ns; fg_daemon_alive, fg_addr_str).
+ */
+#include "policy.h"
+#include "apply.h"
+#include "sources.h"
+#include "sysutil.h"
 
 #endif /* FG_MAPS_H */

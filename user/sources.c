@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Walks over the source tables fg_src4 and fg_src6; see sources.h. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+
+#include "fg_gcra.h"
+#include "fgmaps.h"
+#include "sources.h"
+
+/* Would the next packet of cost 1 be refused? The data path's own test. */
+static bool src_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
+			__u64 now_tu)
+{
+	__u64 next;
+
+	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
+		const struct fg_rule *r = &pol->rules[i];
+
+		if (r->id != rule || r->gen != gen)
+			continue;
+		if (!r->src.inc)
+			return false;
+		return !fg_gcra_step(tat, now_tu, r->src.inc, r->src.tau, &next);
+	}
+	return false;
+}
+
+/* What a walk over the source tables collects; out NULL: count only. */
+struct src_walk {
+	const struct fg_policy *pol;
+	__u64 now_tu, min_drops;
+	size_t max, *n, cap;
+	struct fg_source **out;
+	struct fg_src_scan *scan;
+};
+
+/* Room for one more source in *w->out. */
+static int src_grow(struct src_walk *w)
+{
+	size_t nc;
+	struct fg_source *na;
+
+	if (*w->n < w->cap)
+		return 0;
+	nc = w->cap ? w->cap * 2 : 256;
+	na = realloc(*w->out, nc * sizeof(**w->out));
+	if (!na)
+		return -ENOMEM;
+	*w->out = na;
+	w->cap = nc;
+	return 0;
+}
+
+/* One bucket seen by a walk: count it, keep it if it qualifies. */
+static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, __u16 gen,
+		    __u64 tat, __u64 drops)
+{
+	struct fg_source *s;
+	int err;
+
+	if (fam == 4)
+		w->scan->all4++;
+	else
+		w->scan->all6++;
+	if (!w->out || drops < w->min_drops)
+		return 0;
+	w->scan->matched++;
+	if (*w->n >= w->max)
+		return 0;
+	err = src_grow(w);
+	if (err)
+		return err;
+	s = &(*w->out)[(*w->n)++];
+	memset(s, 0, sizeof(*s));
+	s->family = fam;
+	memcpy(s->addr, addr, fam == 4 ? 4 : 16);
+	s->rule = rule;
+	s->gen = gen;
+	s->drops = drops;
+	s->tat = tat;
+	s->limited = src_limited(w->pol, rule, gen, tat, w->now_tu);
+	return 0;
+}
+
+/* fg_src4 is mmapable: map it read-only and scan it in place. */
+static int src4_map(struct fg_maps *m, const struct fg_set4 **sets, __u32 *nsets, size_t *len)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (bpf_obj_get_info_by_fd(m->fd[FGM_SRC4], &info, &ilen))
+		return -errno;
+	*nsets = info.max_entries;
+	*len = ((size_t)info.max_entries * sizeof(struct fg_set4) + pg - 1) / pg * pg;
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[FGM_SRC4], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*sets = p;
+	return 0;
+}
+
+static int walk_src4(struct fg_maps *m, struct src_walk *w)
+{
+	const struct fg_set4 *sets = NULL;
+	__u32 nsets = 0;
+	size_t len = 0;
+	int err = src4_map(m, &sets, &nsets, &len);
+
+	if (err)
+		return err;
+	for (__u32 i = 0; i < nsets && !err; i++) {
+		for (int k = 0; k < FG_WAYS4 && !err; k++) {
+			struct fg_slot4 key = sets[i].key[k];
+
+			if (key.used)
+				err = src_take(w, 4, &key.addr, key.rule, key.gen,
+					       sets[i].tat[k], sets[i].drops[k]);
+		}
+	}
+	munmap((void *)sets, len);
+	return err;
+}
+
+/* fg_src6 in batches of SRC6_BATCH keys (one syscall each, not two per
+ * key: at a million sources the daemon walks it every second). */
+#define SRC6_BATCH 4096
+static int walk_src6(struct fg_maps *m, struct src_walk *w)
+{
+	struct fg_key6 *keys = calloc(SRC6_BATCH, sizeof(*keys));
+	struct fg_bucket *vals = calloc(SRC6_BATCH, sizeof(*vals));
+	__u64 in_batch = 0, out_batch = 0;
+	bool first = true;
+	int err = 0;
+
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 cnt = SRC6_BATCH;
+		int rc = bpf_map_lookup_batch(m->fd[FGM_SRC6], first ? NULL : &in_batch,
+					      &out_batch, keys, vals, &cnt, NULL);
+
+		if (rc && rc != -ENOENT) {
+			err = rc;
+			break;
+		}
+		for (__u32 i = 0; i < cnt && !err; i++)
+			err = src_take(w, 6, keys[i].addr, keys[i].rule, keys[i].gen,
+				       vals[i].tat, vals[i].drops);
+		if (rc == -ENOENT || err)
+			break;	/* the last batch */
+		in_batch = out_batch;
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+static int walk_both(struct fg_maps *m, struct src_walk *w)
+{
+	int err = walk_src4(m, w);
+
+	return err ? err : walk_src6(m, w);
+}
+
+int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
+		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
+		    struct fg_src_scan *scan)
+{
+	struct src_walk w = {
+		.pol = pol, .now_tu = now_ns << FG_TU_SHIFT, .min_drops = min_drops,
+		.max = max, .n = n, .out = out, .scan = scan,
+	};
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	memset(scan, 0, sizeof(*scan));
+	err = walk_both(m, &w);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}
+
+int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6)
+{
+	struct fg_src_scan scan = {};
+	size_t n = 0;
+	struct src_walk w = { .n = &n, .scan = &scan };
+	int err = walk_both(m, &w);
+
+	*n4 = scan.all4;
+	*n6 = scan.all6;
+	return err;
+}

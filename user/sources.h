@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The source tables, read: every per-source bucket of fg_src4 (scanned in
+ * place through a read-only mmap) and fg_src6 (batched lookups), for
+ * `floodgate top`, `status` and the daemon's throttle log. Nothing is
+ * written. For why a bucket may vanish between two walks, see the eviction
+ * invariant in include/floodgate.h.
+ */
+#ifndef FG_SOURCES_H
+#define FG_SOURCES_H
+
+#include <stddef.h>
+#include "floodgate.h"
+
+struct fg_maps;
+
+/* One source bucket. */
+struct fg_source {
+	__u8 family;		/* 4 or 6 */
+	__u8 limited;		/* next packet of cost 1 would be dropped */
+	__u16 rule;
+	__u16 gen;
+	__u8 addr[16];
+	__u64 drops;		/* sampled: multiples of FG_DROP_SAMPLE */
+	__u64 tat;
+};
+
+struct fg_src_scan {
+	size_t matched;		/* buckets with drops >= min_drops */
+	size_t all4, all6;	/* entries walked in fg_src4 / fg_src6 */
+};
+
+/*
+ * All buckets (both families) with drops >= min_drops, at most max of them
+ * (the rest are only counted in scan); *out is malloc'd. limited is
+ * computed against pol (the active policy, not NULL) at now_ns, a
+ * CLOCK_MONOTONIC_COARSE time. A bucket that changes during the walk is
+ * read as it was when the walk passed it.
+ */
+int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
+		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
+		    struct fg_src_scan *scan);
+
+/* Entries in fg_src4 / fg_src6. */
+int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);
+
+#endif /* FG_SOURCES_H */

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Clock, pid and address helpers; see sysutil.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <sys/types.h>
+
+#include "sysutil.h"
+
+/* Not CLOCK_MONOTONIC: that would run up to a tick (4 ms) ahead of the
+ * program's coarse clock, and a bucket at 1000/s would look as if it had
+ * a token to spare. */
+__u64 fg_mono_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len)
+{
+	if (!inet_ntop(family == 6 ? AF_INET6 : AF_INET, addr, buf, len))
+		snprintf(buf, len, "?");
+}
+
+/* The first line of /proc/<pid>/<what> into buf ("" if unreadable). */
+static void proc_line(__u32 pid, const char *what, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%u/%s", pid, what);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+}
+
+bool fg_daemon_alive(__u32 pid)
+{
+	char comm[32], st[256], *rp;
+
+	if (!pid || (kill((pid_t)pid, 0) && errno == ESRCH))
+		return false;
+	/* a recycled pid of another program is not our daemon */
+	proc_line(pid, "comm", comm, sizeof(comm));
+	if (strncmp(comm, "floodgated", 10))
+		return false;
+	/* nor is a zombie (killed, not yet reaped) */
+	proc_line(pid, "stat", st, sizeof(st));
+	rp = strrchr(st, ')');
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}

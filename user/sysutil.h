@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Small system helpers of the CLI and the daemon: the clock, pids, addresses. */
+#ifndef FG_SYSUTIL_H
+#define FG_SYSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+/*
+ * CLOCK_MONOTONIC_COARSE now, in ns: the clock of the XDP program's default
+ * FG_CLOCK_COARSE (bpf_ktime_get_coarse_ns), so bucket times and the bypass
+ * expiry compare with it exactly.
+ */
+__u64 fg_mono_coarse_ns(void);
+
+/* Transition, remove after the split of issue 9 is merged: the old name,
+ * which the BPF program also uses for its own clock. */
+static inline __u64 fg_now_ns(void)
+{
+	return fg_mono_coarse_ns();
+}
+
+/* Is pid a running floodgated (not a zombie, not a recycled pid)? */
+bool fg_daemon_alive(__u32 pid);
+
+/* "1.2.3.4" / "2001:db8::1"; family 4 or 6, addr in network order. */
+void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
+
+#endif /* FG_SYSUTIL_H */
