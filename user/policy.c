@@ -2,7 +2,9 @@
 /*
  * Policy compiler: a YAML policy file (libyaml document API) -> struct
  * fg_config, validated and compiled into the fg_policy the XDP program
- * reads. Every error names the file, line and column of the node at fault.
+ * reads. This file is the document: top-level keys, prefix lists, limits
+ * and rules; a rule's match: is policy_match.c, the YAML plumbing
+ * policy_yaml.c. Every error names the file, line and column at fault.
  *
  * Nothing is partial: on error everything allocated is freed and *cfg is
  * zeroed, so a caller never has to free a half-built config.
@@ -11,16 +13,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <netinet/in.h>
-#include <yaml.h>
 
-#include "policy.h"
-#include "prefix.h"
+#include "policy_int.h"
 #include "units.h"
 
 #define DEFAULT_MAX_SOURCES	(1u << 20)
@@ -31,87 +30,22 @@
 #define FRAG_RATE		100	/* default "fragments" rule: 100/s ... */
 #define FRAG_BURST		200	/* ... burst 200 packets */
 
-/* A source set: its canonical (sorted, unique) prefix list. */
-struct pset {
-	struct fg_pfx_src *v;
-	size_t n;
-};
-
-struct ctx {
-	yaml_document_t *doc;
-	struct fg_config *cfg;
-	struct fg_err *err;
-	struct fg_pfx_src *pfx;	/* everything written, before flattening */
-	size_t n_pfx, cap_pfx;
-	size_t n_written;	/* prefixes as written, for FG_MAX_PREFIXES */
-	struct pset sets[FG_MAX_SETS];
-	int n_sets;
-};
-
-struct range {
-	__u16 lo, hi;
-};
-
-/* One rule's match as written, before expansion into classes. */
-struct msrc {
-	int proto;		/* -1 any, else the IP protocol */
-	struct range *sp, *dp;
-	size_t nsp, ndp;
-	int has_ports, has_flags;
-	__u8 tcp_mask, tcp_val;
-	int icmp_type;		/* -1 when absent */
-	__u32 sets;
-	int family;		/* 0, 4 or 6 */
-};
-
-/* ---- errors ----------------------------------------------------------- */
-
-static int fail_at(struct ctx *c, yaml_mark_t m, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail_at(struct ctx *c, yaml_mark_t m, const char *fmt, ...)
-{
-	va_list ap;
-
-	c->err->line = (int)m.line + 1;
-	c->err->col = (int)m.column + 1;
-	va_start(ap, fmt);
-	vsnprintf(c->err->msg, sizeof(c->err->msg), fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-#define FAIL(c, n, ...) fail_at((c), (n)->start_mark, __VA_ARGS__)
-
-static int fail_nomem(struct ctx *c)
-{
-	c->err->line = 0;
-	c->err->col = 0;
-	snprintf(c->err->msg, sizeof(c->err->msg), "out of memory");
-	return -ENOMEM;
-}
-
-void fg_err_format(const struct fg_err *err, char *buf, size_t len)
-{
-	if (!len)
-		return;
-	if (err->line > 0)
-		snprintf(buf, len, "%s:%d:%d: %s", err->file, err->line,
-			 err->col, err->msg);
-	else
-		snprintf(buf, len, "%s: %s", err->file, err->msg);
-}
+const char *const fg_mode_names[2] = { "enforce", "shadow" };
+static const char *const verdict_names[] = { "pass", "drop" };
+const char *const fg_action_names[3] = { "limit", "pass", "drop" };
+const char *const fg_on_full_names[3] = { "overflow", "open", "closed" };
+const char *const fg_xdp_mode_names[3] = { "auto", "native", "skb" };
 
 /* ---- prefixes ------------------------------------------------------------ */
 
-static int pfx_push(struct ctx *c, const struct fg_pfx_src *p)
+int pol_pfx_push(struct pol_ctx *c, const struct fg_pfx_src *p)
 {
 	if (c->n_pfx == c->cap_pfx) {
 		size_t cap = c->cap_pfx ? 2 * c->cap_pfx : 256;
 		struct fg_pfx_src *n = realloc(c->pfx, cap * sizeof(*n));
 
 		if (!n)
-			return fail_nomem(c);
+			return pol_fail_nomem(c);
 		c->pfx = n;
 		c->cap_pfx = cap;
 	}
@@ -120,229 +54,39 @@ static int pfx_push(struct ctx *c, const struct fg_pfx_src *p)
 }
 
 /* Everything written, flattened into cfg->pfx (see fg_prefix_flatten). */
-static int flatten(struct ctx *c)
+static int flatten(struct pol_ctx *c)
 {
 	struct fg_config *cfg = c->cfg;
 	size_t n4, n6;
 
 	if (fg_prefix_flatten(c->pfx, c->n_pfx, &cfg->pfx, &cfg->n_pfx))
-		return fail_nomem(c);
+		return pol_fail_nomem(c);
 	fg_pfx_count(cfg->pfx, cfg->n_pfx, &n4, &n6);
 	cfg->pol.lists = (n4 ? 1 : 0) | (n6 ? 2 : 0);
 	return 0;
 }
 
-/* ---- YAML helpers ---------------------------------------------------------- */
-
-static yaml_node_t *node(struct ctx *c, int idx)
-{
-	return yaml_document_get_node(c->doc, idx);
-}
-
-static const char *kind(const yaml_node_t *n)
-{
-	switch (n->type) {
-	case YAML_SCALAR_NODE:
-		return "a scalar";
-	case YAML_SEQUENCE_NODE:
-		return "a list";
-	case YAML_MAPPING_NODE:
-		return "a mapping";
-	default:
-		return "nothing";
-	}
-}
-
-static int is_null(const yaml_node_t *n)
-{
-	const char *v;
-
-	if (n->type != YAML_SCALAR_NODE ||
-	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return 0;
-	v = (const char *)n->data.scalar.value;
-	return !strcmp(v, "") || !strcmp(v, "~") || !strcmp(v, "null") ||
-	       !strcmp(v, "Null") || !strcmp(v, "NULL");
-}
-
-static int scalar(struct ctx *c, yaml_node_t *n, const char *what,
-		  const char **out)
-{
-	if (n->type != YAML_SCALAR_NODE)
-		return FAIL(c, n, "%s: expected a scalar, got %s", what, kind(n));
-	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-		return FAIL(c, n, "%s: NUL character in value", what);
-	*out = (const char *)n->data.scalar.value;
-	return 0;
-}
-
-static int expect_map(struct ctx *c, yaml_node_t *n, const char *what,
-		      const char *example)
-{
-	if (n->type == YAML_MAPPING_NODE)
-		return 0;
-	return FAIL(c, n, "%s: expected a mapping like %s, got %s", what,
-		    example, kind(n));
-}
-
-static int expect_seq(struct ctx *c, yaml_node_t *n, const char *what)
-{
-	if (n->type == YAML_SEQUENCE_NODE)
-		return 0;
-	return FAIL(c, n, "%s: expected a list, got %s", what, kind(n));
-}
-
-/* The keys a mapping may have; each at most once. */
-struct keys {
-	const char *where;
-	const char *const *names;
-	int n;
-	unsigned int seen;
-	int first_line[16];
-	yaml_node_t *val[16];
-};
-
-#define KEYS(where, names) \
-	{ where, names, (int)(sizeof(names) / sizeof(names[0])), 0, { 0 }, { 0 } }
-
-/* Walk a mapping, recording each known key's value in ks->val. */
-static int read_keys(struct ctx *c, yaml_node_t *map, struct keys *ks)
-{
-	yaml_node_pair_t *p;
-
-	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
-		const char *s;
-		char list[256];
-		size_t off = 0;
-		int i, err;
-
-		if (!k || !v)
-			return FAIL(c, map, "%s: malformed mapping", ks->where);
-		if (k->type != YAML_SCALAR_NODE)
-			return FAIL(c, k, "%s: a key must be a word, got %s",
-				    ks->where, kind(k));
-		err = scalar(c, k, ks->where, &s);
-		if (err)
-			return err;
-		for (i = 0; i < ks->n; i++)
-			if (!strcmp(s, ks->names[i]))
-				break;
-		if (i == ks->n) {
-			list[0] = 0;
-			for (i = 0; i < ks->n && off < sizeof(list); i++)
-				off += snprintf(list + off, sizeof(list) - off,
-						"%s%s", i ? ", " : "", ks->names[i]);
-			return FAIL(c, k, "unknown key \"%.64s\" in %s (expected %s)",
-				    s, ks->where, list);
-		}
-		if (ks->seen & (1u << i))
-			return FAIL(c, k, "duplicate key \"%s\" in %s (first at line %d)",
-				    s, ks->where, ks->first_line[i]);
-		ks->seen |= 1u << i;
-		ks->first_line[i] = (int)k->start_mark.line + 1;
-		ks->val[i] = v;
-	}
-	return 0;
-}
-
-static int parse_enum(struct ctx *c, yaml_node_t *n, const char *what,
-		      const char *const *names, int nnames, int *out)
-{
-	char list[128];
-	size_t off = 0;
-	const char *s;
-	int i, err;
-
-	err = scalar(c, n, what, &s);
-	if (err)
-		return err;
-	for (i = 0; i < nnames; i++) {
-		if (!strcmp(s, names[i])) {
-			*out = i;
-			return 0;
-		}
-	}
-	list[0] = 0;
-	for (i = 0; i < nnames && off < sizeof(list); i++)
-		off += snprintf(list + off, sizeof(list) - off, "%s%s",
-				i ? " | " : "", names[i]);
-	return FAIL(c, n, "%s: bad value \"%.64s\" (expected %s)", what, s, list);
-}
-
-#define ENUM(c, n, what, names, out) \
-	parse_enum(c, n, what, names, (int)(sizeof(names) / sizeof(names[0])), out)
-
-const char *const fg_mode_names[2] = { "enforce", "shadow" };
-static const char *const verdict_names[] = { "pass", "drop" };
-const char *const fg_action_names[3] = { "limit", "pass", "drop" };
-const char *const fg_on_full_names[3] = { "overflow", "open", "closed" };
-const char *const fg_xdp_mode_names[3] = { "auto", "native", "skb" };
-static const char *const family_names[] = { "ipv4", "ipv6" };
-
-static int parse_bool(struct ctx *c, yaml_node_t *n, const char *what, int *out)
-{
-	static const char *const t[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON" };
-	static const char *const f[] = { "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF" };
-	const char *s;
-	size_t i;
-	int err;
-
-	err = scalar(c, n, what, &s);
-	if (err)
-		return err;
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		if (!strcmp(s, t[i])) {
-			*out = 1;
-			return 0;
-		}
-		if (!strcmp(s, f[i])) {
-			*out = 0;
-			return 0;
-		}
-	}
-	return FAIL(c, n, "%s: expected true or false, got \"%.64s\"", what, s);
-}
-
-static int parse_uint(struct ctx *c, yaml_node_t *n, const char *what,
-		      __u64 lo, __u64 hi, __u64 *out)
-{
-	const char *s;
-	int err;
-
-	err = scalar(c, n, what, &s);
-	if (err)
-		return err;
-	err = fg_parse_u64(s, out);
-	if (err == -ERANGE || (!err && (*out < lo || *out > hi)))
-		return FAIL(c, n, "%s: %.64s is out of range %llu..%llu", what, s,
-			    (unsigned long long)lo, (unsigned long long)hi);
-	if (err)
-		return FAIL(c, n, "%s: expected a number, got \"%.64s\"", what, s);
-	return 0;
-}
-
 /* ---- top-level scalars ----------------------------------------------------- */
 
-static int parse_ifaces(struct ctx *c, yaml_node_t *n)
+static int parse_ifaces(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct fg_config *cfg = c->cfg;
 	yaml_node_item_t *it;
 	int i, err;
 
-	if (is_null(n))
+	if (pol_is_null(n))
 		return 0;
-	err = expect_seq(c, n, "interfaces");
+	err = pol_expect_seq(c, n, "interfaces");
 	if (err)
 		return err;
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = node(c, *it);
+		yaml_node_t *e = pol_node(c, *it);
 		const char *s;
 		size_t l;
 
 		if (!e)
 			return FAIL(c, n, "interfaces: malformed list");
-		err = scalar(c, e, "interfaces", &s);
+		err = pol_scalar(c, e, "interfaces", &s);
 		if (err)
 			return err;
 		l = strlen(s);
@@ -361,16 +105,16 @@ static int parse_ifaces(struct ctx *c, yaml_node_t *n)
 	return 0;
 }
 
-static int parse_metrics(struct ctx *c, yaml_node_t *n)
+static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct fg_config *cfg = c->cfg;
 	const char *s, *colon;
 	__u64 port;
 	int err;
 
-	if (is_null(n))
+	if (pol_is_null(n))
 		return 0;
-	err = scalar(c, n, "metrics", &s);
+	err = pol_scalar(c, n, "metrics", &s);
 	if (err)
 		return err;
 	if (!*s)
@@ -389,82 +133,71 @@ static int parse_metrics(struct ctx *c, yaml_node_t *n)
 	return 0;
 }
 
-/* A list of prefixes (or a single one) appended to c->pfx with attrs. */
-static int parse_prefixes(struct ctx *c, yaml_node_t *n, const char *what,
-			  int allow, int deny, struct fg_pfx_src **outv, size_t *outn)
+/* One prefix of allow, deny or a source set, counted against FG_MAX_PREFIXES. */
+static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what,
+			    int allow, int deny, struct fg_pfx_src *p)
 {
-	yaml_node_item_t *it, *start, *top;
-	struct fg_pfx_src *v = NULL;
-	size_t nv = 0;
-	int single = n->type == YAML_SCALAR_NODE && !is_null(n);
+	const char *s, *why;
 	int err;
 
-	if (is_null(n))
+	err = pol_scalar(c, e, what, &s);
+	if (err)
+		return err;
+	if (fg_prefix_parse(s, p, &why))
+		return FAIL(c, e, "%s: bad prefix \"%.64s\": %s", what, s, why);
+	if (allow)
+		c->cfg->n_allow++;
+	if (deny)
+		c->cfg->n_deny++;
+	if (++c->n_written > FG_MAX_PREFIXES)
+		return FAIL(c, e, "too many prefixes (allow + deny + sets at most %u)",
+			    FG_MAX_PREFIXES);
+	p->allow = (__u8)allow;
+	p->deny = (__u8)deny;
+	return 0;
+}
+
+int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
+		       int allow, int deny, struct fg_pfx_src **outv, size_t *outn)
+{
+	yaml_node_item_t *items = NULL;
+	struct fg_pfx_src *v = NULL, p;
+	size_t cnt = 1, nv = 0;
+	int err = 0;
+
+	if (pol_is_null(n))
 		return 0;
-	if (!single) {
-		err = expect_seq(c, n, what);
+	if (n->type != YAML_SCALAR_NODE) {
+		err = pol_expect_seq(c, n, what);
 		if (err)
 			return err;
-		start = n->data.sequence.items.start;
-		top = n->data.sequence.items.top;
-		if (outv) {
-			v = calloc((size_t)(top - start) + 1, sizeof(*v));
-			if (!v)
-				return fail_nomem(c);
-		}
-	} else {
-		start = top = NULL;
-		if (outv) {
-			v = calloc(1, sizeof(*v));
-			if (!v)
-				return fail_nomem(c);
-		}
+		items = n->data.sequence.items.start;
+		cnt = (size_t)(n->data.sequence.items.top - items);
 	}
-	for (it = start; single || it < top; it++) {
-		yaml_node_t *e = single ? n : node(c, *it);
-		const char *s, *why;
-		struct fg_pfx_src p;
+	if (outv && !(v = calloc(cnt + 1, sizeof(*v))))
+		return pol_fail_nomem(c);
+	for (size_t i = 0; !err && i < cnt; i++) {
+		yaml_node_t *e = items ? pol_node(c, items[i]) : n;
 
 		if (!e) {
 			err = FAIL(c, n, "%s: malformed list", what);
-			goto out;
-		}
-		err = scalar(c, e, what, &s);
-		if (err)
-			goto out;
-		if (fg_prefix_parse(s, &p, &why)) {
-			err = FAIL(c, e, "%s: bad prefix \"%.64s\": %s", what, s, why);
-			goto out;
-		}
-		if (allow)
-			c->cfg->n_allow++;
-		if (deny)
-			c->cfg->n_deny++;
-		if (++c->n_written > FG_MAX_PREFIXES) {
-			err = FAIL(c, e, "too many prefixes (allow + deny + sets at most %u)",
-				   FG_MAX_PREFIXES);
-			goto out;
-		}
-		p.allow = (__u8)allow;
-		p.deny = (__u8)deny;
-		if (outv) {
-			v[nv++] = p;
-		} else {
-			err = pfx_push(c, &p);
-			if (err)
-				goto out;
-		}
-		if (single)
 			break;
+		}
+		err = parse_one_prefix(c, e, what, allow, deny, &p);
+		if (!err && outv)
+			v[nv++] = p;
+		else if (!err)
+			err = pol_pfx_push(c, &p);
+	}
+	if (err) {
+		free(v);
+		return err;
 	}
 	if (outv) {
 		*outv = v;
 		*outn = nv;
 	}
 	return 0;
-out:
-	free(v);
-	return err;
 }
 
 /* ---- limits ------------------------------------------------------------ */
@@ -483,7 +216,7 @@ struct lim {
 	int plen4, plen6;
 };
 
-static int compile_limit(struct ctx *c, yaml_node_t *rate_n,
+static int compile_limit(struct pol_ctx *c, yaml_node_t *rate_n,
 			 yaml_node_t *burst_n, long double rate,
 			 long double burst, int bytes, struct fg_limit *out)
 {
@@ -528,478 +261,86 @@ static int compile_limit(struct ctx *c, yaml_node_t *rate_n,
 
 static const char *const limit_keys[] = { "rate", "burst", "prefix_v4", "prefix_v6" };
 static const char *const limit_keys_np[] = { "rate", "burst" };
+enum { LK_RATE, LK_BURST, LK_PREFIX_V4, LK_PREFIX_V6 };
 
-static int parse_limit(struct ctx *c, yaml_node_t *n, const char *what,
+/* rate: and burst:, both in packets or both in bytes. */
+static int parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
+			    long double *rate, long double *burst, int *bytes)
+{
+	const char *s;
+	int bbytes, err;
+
+	err = pol_scalar(c, rate_n, "rate", &s);
+	if (err)
+		return err;
+	err = fg_parse_rate(s, rate, bytes);
+	if (err == -ERANGE)
+		return FAIL(c, rate_n, "rate \"%.64s\": number too large", s);
+	if (err)
+		return FAIL(c, rate_n, "bad rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
+	err = pol_scalar(c, burst_n, "burst", &s);
+	if (err)
+		return err;
+	err = fg_parse_burst(s, burst, &bbytes);
+	if (err == -ERANGE)
+		return FAIL(c, burst_n, "burst \"%.64s\": number too large", s);
+	if (err)
+		return FAIL(c, burst_n, "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
+	if (bbytes != *bytes)
+		return FAIL(c, burst_n, "burst is in %s but rate is in %s",
+			    unit_name(bbytes), unit_name(*bytes));
+	return 0;
+}
+
+static int parse_plen(struct pol_ctx *c, yaml_node_t *n, const char *what, int max, int *out)
+{
+	__u64 v;
+	int err = pol_parse_uint(c, n, what, 0, (__u64)max, &v);
+
+	if (!err)
+		*out = (int)v;
+	return err;
+}
+
+/* {rate, burst} or, with_plen, {rate, burst, prefix_v4, prefix_v6}. */
+static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		       int with_plen, struct lim *out)
 {
-	struct keys ks = KEYS(what, limit_keys);
-	struct keys ks_np = KEYS(what, limit_keys_np);
-	struct keys *k = with_plen ? &ks : &ks_np;
+	struct pol_keys ks = KEYS(what, limit_keys);
+	struct pol_keys ks_np = KEYS(what, limit_keys_np);
+	struct pol_keys *k = with_plen ? &ks : &ks_np;
 	long double rate, burst;
-	const char *s;
-	int bytes, bbytes, err;
-	__u64 v;
+	int bytes, err;
 
 	memset(out, 0, sizeof(*out));
 	out->plen4 = 32;
 	out->plen6 = 64;
-	err = expect_map(c, n, what, "{rate: 100/s, burst: 200}");
+	err = pol_expect_map(c, n, what, "{rate: 100/s, burst: 200}");
 	if (err)
 		return err;
-	err = read_keys(c, n, k);
+	err = pol_read_keys(c, n, k);
 	if (err)
 		return err;
-	if (!k->val[0])
+	if (!k->val[LK_RATE])
 		return FAIL(c, n, "%s: missing rate (e.g. rate: 100/s)", what);
-	if (!k->val[1])
+	if (!k->val[LK_BURST])
 		return FAIL(c, n, "%s: missing burst (e.g. burst: 200)", what);
-	err = scalar(c, k->val[0], "rate", &s);
+	err = parse_rate_burst(c, k->val[LK_RATE], k->val[LK_BURST], &rate, &burst, &bytes);
+	if (!err)
+		err = compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes, &out->l);
+	/* without with_plen, k has no prefix keys and these stay NULL */
+	if (!err && k->val[LK_PREFIX_V4])
+		err = parse_plen(c, k->val[LK_PREFIX_V4], "prefix_v4", 32, &out->plen4);
+	if (!err && k->val[LK_PREFIX_V6])
+		err = parse_plen(c, k->val[LK_PREFIX_V6], "prefix_v6", 128, &out->plen6);
 	if (err)
 		return err;
-	err = fg_parse_rate(s, &rate, &bytes);
-	if (err == -ERANGE)
-		return FAIL(c, k->val[0], "rate \"%.64s\": number too large", s);
-	if (err)
-		return FAIL(c, k->val[0], "bad rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
-	err = scalar(c, k->val[1], "burst", &s);
-	if (err)
-		return err;
-	err = fg_parse_burst(s, &burst, &bbytes);
-	if (err == -ERANGE)
-		return FAIL(c, k->val[1], "burst \"%.64s\": number too large", s);
-	if (err)
-		return FAIL(c, k->val[1], "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
-	if (bbytes != bytes)
-		return FAIL(c, k->val[1], "burst is in %s but rate is in %s",
-			    unit_name(bbytes), unit_name(bytes));
-	err = compile_limit(c, k->val[0], k->val[1], rate, burst, bytes, &out->l);
-	if (err)
-		return err;
-	if (with_plen && ks.val[2]) {
-		err = parse_uint(c, ks.val[2], "prefix_v4", 0, 32, &v);
-		if (err)
-			return err;
-		out->plen4 = (int)v;
-	}
-	if (with_plen && ks.val[3]) {
-		err = parse_uint(c, ks.val[3], "prefix_v6", 0, 128, &v);
-		if (err)
-			return err;
-		out->plen6 = (int)v;
-	}
 	out->set = 1;
 	out->bytes = bytes;
 	out->node = n;
 	out->src.set = 1;
 	out->src.rate = (double)rate;
 	out->src.burst = (double)burst;
-	return 0;
-}
-
-/* ---- match --------------------------------------------------------------- */
-
-static int parse_port(struct ctx *c, yaml_node_t *e, const char *what,
-		      struct range *r)
-{
-	char buf[32];
-	const char *s;
-	char *dash;
-	__u64 lo, hi;
-	int err;
-
-	err = scalar(c, e, what, &s);
-	if (err)
-		return err;
-	if (strlen(s) >= sizeof(buf))
-		goto bad;
-	strcpy(buf, s);
-	dash = strchr(buf, '-');
-	if (dash)
-		*dash = 0;
-	if (fg_parse_u64(buf, &lo) || lo > 65535)
-		goto bad;
-	hi = lo;
-	if (dash && (fg_parse_u64(dash + 1, &hi) || hi > 65535 || hi < lo))
-		goto bad;
-	r->lo = (__u16)lo;
-	r->hi = (__u16)hi;
-	return 0;
-bad:
-	return FAIL(c, e, "%s: bad port \"%.64s\" (expected 0..65535 or a range \"lo-hi\")",
-		    what, s);
-}
-
-static int parse_ports(struct ctx *c, yaml_node_t *n, const char *what,
-		       struct range **out, size_t *nout)
-{
-	yaml_node_item_t *it;
-	struct range *v;
-	size_t nv = 0, cnt;
-	int err;
-
-	if (n->type == YAML_SCALAR_NODE) {
-		v = calloc(1, sizeof(*v));
-		if (!v)
-			return fail_nomem(c);
-		err = parse_port(c, n, what, v);
-		if (err) {
-			free(v);
-			return err;
-		}
-		*out = v;
-		*nout = 1;
-		return 0;
-	}
-	err = expect_seq(c, n, what);
-	if (err)
-		return err;
-	cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-	if (!cnt)
-		return FAIL(c, n, "%s: empty port list", what);
-	v = calloc(cnt, sizeof(*v));
-	if (!v)
-		return fail_nomem(c);
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = node(c, *it);
-
-		if (!e) {
-			err = FAIL(c, n, "%s: malformed list", what);
-			goto out;
-		}
-		err = parse_port(c, e, what, &v[nv]);
-		if (err)
-			goto out;
-		nv++;
-	}
-	*out = v;
-	*nout = nv;
-	return 0;
-out:
-	free(v);
-	return err;
-}
-
-const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS] = {
-	{ "fin", 'F', FG_TCP_FIN }, { "syn", 'S', FG_TCP_SYN },
-	{ "rst", 'R', FG_TCP_RST }, { "psh", 'P', FG_TCP_PSH },
-	{ "ack", 'A', FG_TCP_ACK }, { "urg", 'U', FG_TCP_URG },
-	{ "ece", 'E', FG_TCP_ECE }, { "cwr", 'C', FG_TCP_CWR },
-};
-
-static int tcp_flag_word(const char *s, size_t len, __u8 *bit)
-{
-	size_t i;
-
-	for (i = 0; i < FG_NTCP_FLAGS; i++) {
-		if (strlen(fg_tcp_flags[i].name) == len &&
-		    !strncasecmp(s, fg_tcp_flags[i].name, len)) {
-			*bit = fg_tcp_flags[i].bit;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int tcp_flag_letters(const char *s, size_t len, __u8 *bits)
-{
-	size_t i, j;
-
-	*bits = 0;
-	if (!len)
-		return -EINVAL;
-	for (j = 0; j < len; j++) {
-		for (i = 0; i < FG_NTCP_FLAGS; i++)
-			if (s[j] == fg_tcp_flags[i].letter)
-				break;
-		if (i == FG_NTCP_FLAGS)
-			return -EINVAL;
-		*bits |= fg_tcp_flags[i].bit;
-	}
-	return 0;
-}
-
-/* "syn" (SYN without ACK), "syn+ack", "rst", [syn, ack], "S/SA". */
-static int parse_tcp_flags(struct ctx *c, yaml_node_t *n, __u8 *mask, __u8 *val)
-{
-	const char *bad = "expected syn, ack, fin, rst, psh, urg, ece, cwr joined by '+', a list of them, or \"flags/mask\" like S/SA";
-	__u8 bits = 0, b = 0;
-	const char *s, *slash, *p, *q;
-	int err;
-
-	if (n->type == YAML_SEQUENCE_NODE) {
-		yaml_node_item_t *it;
-
-		if (n->data.sequence.items.top == n->data.sequence.items.start)
-			return FAIL(c, n, "tcp_flags: empty list");
-		for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-			yaml_node_t *e = node(c, *it);
-
-			if (!e)
-				return FAIL(c, n, "tcp_flags: malformed list");
-			err = scalar(c, e, "tcp_flags", &s);
-			if (err)
-				return err;
-			if (tcp_flag_word(s, strlen(s), &b))
-				return FAIL(c, e, "tcp_flags: unknown flag \"%.32s\" (%s)", s, bad);
-			bits |= b;
-		}
-		goto words;
-	}
-	err = scalar(c, n, "tcp_flags", &s);
-	if (err)
-		return err;
-	slash = strchr(s, '/');
-	if (slash) {
-		__u8 m;
-
-		/* the value may be empty: "/R" is "RST clear" */
-		if ((slash > s && tcp_flag_letters(s, (size_t)(slash - s), &b)) ||
-		    tcp_flag_letters(slash + 1, strlen(slash + 1), &m))
-			return FAIL(c, n, "tcp_flags: bad \"%.32s\" (%s)", s, bad);
-		if (b & ~m)
-			return FAIL(c, n, "tcp_flags: \"%.32s\" tests flags outside its mask", s);
-		*mask = m;
-		*val = b;
-		return 0;
-	}
-	for (p = s;; p = q + 1) {
-		q = strchr(p, '+');
-		if (!q)
-			q = p + strlen(p);
-		if (tcp_flag_word(p, (size_t)(q - p), &b))
-			return FAIL(c, n, "tcp_flags: bad \"%.32s\" (%s)", s, bad);
-		bits |= b;
-		if (!*q)
-			break;
-	}
-words:
-	if (bits == FG_TCP_SYN) {
-		/* a connection request: SYN without ACK */
-		*mask = FG_TCP_SYN | FG_TCP_ACK;
-		*val = FG_TCP_SYN;
-	} else {
-		*mask = bits;
-		*val = bits;
-	}
-	return 0;
-}
-
-static int proto_class(int proto)
-{
-	switch (proto) {
-	case IPPROTO_TCP:
-		return FG_CLASS_TCP;
-	case IPPROTO_UDP:
-		return FG_CLASS_UDP;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		return FG_CLASS_ICMP;
-	default:
-		return FG_CLASS_OTHER;
-	}
-}
-
-const char *const fg_class_names[FG_NCLASS] = { "tcp", "udp", "icmp", "other" };
-
-static int parse_proto(struct ctx *c, yaml_node_t *n, int *proto)
-{
-	static const struct {
-		const char *s;
-		int p;
-	} names[] = {
-		{ "any", -1 }, { "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP },
-		{ "icmp", IPPROTO_ICMP }, { "icmpv6", IPPROTO_ICMPV6 },
-	};
-	const char *s;
-	size_t i;
-	__u64 v;
-	int err;
-
-	err = scalar(c, n, "proto", &s);
-	if (err)
-		return err;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(s, names[i].s)) {
-			*proto = names[i].p;
-			return 0;
-		}
-	}
-	if (fg_parse_u64(s, &v) || v > 255)
-		return FAIL(c, n, "proto: bad value \"%.64s\" (expected tcp | udp | icmp | icmpv6 | any | 1..255)", s);
-	if (v == 0)
-		return FAIL(c, n, "proto: 0 is not a transport protocol (use any)");
-	*proto = (int)v;
-	return 0;
-}
-
-/* A match's src list: a source set, one bit per distinct prefix list. */
-static int parse_src_set(struct ctx *c, yaml_node_t *n, __u32 *bit)
-{
-	struct fg_pfx_src *v = NULL;
-	size_t nv = 0, i;
-	int k, err;
-
-	if (is_null(n) || (n->type == YAML_SEQUENCE_NODE &&
-			   n->data.sequence.items.top == n->data.sequence.items.start))
-		return FAIL(c, n, "src: empty prefix list (leave src out to match every source)");
-	err = parse_prefixes(c, n, "src", 0, 0, &v, &nv);
-	if (err)
-		return err;
-	nv = fg_pfx_src_unique(v, nv);
-	for (k = 0; k < c->n_sets; k++) {
-		if (fg_pfx_src_list_eq(c->sets[k].v, c->sets[k].n, v, nv)) {
-			free(v);
-			*bit = 1u << k;
-			return 0;
-		}
-	}
-	if (c->n_sets == FG_MAX_SETS) {
-		free(v);
-		return FAIL(c, n, "src: too many distinct source sets (at most %d)", FG_MAX_SETS);
-	}
-	k = c->n_sets;
-	for (i = 0; i < nv; i++) {
-		struct fg_pfx_src p = v[i];
-
-		p.sets = 1u << k;
-		err = pfx_push(c, &p);
-		if (err) {
-			free(v);
-			return err;
-		}
-	}
-	c->sets[k].v = v;
-	c->sets[k].n = nv;
-	c->n_sets++;
-	*bit = 1u << k;
-	return 0;
-}
-
-static const char *const match_keys[] = {
-	"proto", "sport", "dport", "tcp_flags", "icmp_type", "src", "family",
-};
-enum { MK_PROTO, MK_SPORT, MK_DPORT, MK_FLAGS, MK_ICMP, MK_SRC, MK_FAMILY };
-
-static int parse_match(struct ctx *c, yaml_node_t *n, struct msrc *m)
-{
-	struct keys ks = KEYS("match", match_keys);
-	int tcpudp, icmp, err, fam;
-	__u64 v;
-
-	m->proto = -1;
-	m->icmp_type = -1;
-	if (!n || is_null(n))
-		return 0;
-	err = expect_map(c, n, "match", "{proto: tcp, dport: 22}");
-	if (err)
-		return err;
-	err = read_keys(c, n, &ks);
-	if (err)
-		return err;
-	if (ks.val[MK_PROTO]) {
-		err = parse_proto(c, ks.val[MK_PROTO], &m->proto);
-		if (err)
-			return err;
-	}
-	tcpudp = m->proto == IPPROTO_TCP || m->proto == IPPROTO_UDP;
-	icmp = m->proto == IPPROTO_ICMP || m->proto == IPPROTO_ICMPV6;
-	if (ks.val[MK_SPORT]) {
-		if (!tcpudp)
-			return FAIL(c, ks.val[MK_SPORT], "sport needs proto: tcp or udp");
-		err = parse_ports(c, ks.val[MK_SPORT], "sport", &m->sp, &m->nsp);
-		if (err)
-			return err;
-		m->has_ports = 1;
-	}
-	if (ks.val[MK_DPORT]) {
-		if (!tcpudp)
-			return FAIL(c, ks.val[MK_DPORT], "dport needs proto: tcp or udp");
-		err = parse_ports(c, ks.val[MK_DPORT], "dport", &m->dp, &m->ndp);
-		if (err)
-			return err;
-		m->has_ports = 1;
-	}
-	if (ks.val[MK_FLAGS]) {
-		if (m->proto != IPPROTO_TCP)
-			return FAIL(c, ks.val[MK_FLAGS], "tcp_flags needs proto: tcp");
-		err = parse_tcp_flags(c, ks.val[MK_FLAGS], &m->tcp_mask, &m->tcp_val);
-		if (err)
-			return err;
-		m->has_flags = 1;
-	}
-	if (ks.val[MK_ICMP]) {
-		if (!icmp)
-			return FAIL(c, ks.val[MK_ICMP], "icmp_type needs proto: icmp or icmpv6");
-		err = parse_uint(c, ks.val[MK_ICMP], "icmp_type", 0, 255, &v);
-		if (err)
-			return err;
-		m->icmp_type = (int)v;
-	}
-	if (ks.val[MK_SRC]) {
-		err = parse_src_set(c, ks.val[MK_SRC], &m->sets);
-		if (err)
-			return err;
-	}
-	if (ks.val[MK_FAMILY]) {
-		err = ENUM(c, ks.val[MK_FAMILY], "family", family_names, &fam);
-		if (err)
-			return err;
-		m->family = fam ? 6 : 4;
-		if ((m->proto == IPPROTO_ICMP && m->family == 6) ||
-		    (m->proto == IPPROTO_ICMPV6 && m->family == 4))
-			return FAIL(c, ks.val[MK_FAMILY], "family %s contradicts proto %s",
-				    fam ? "ipv6" : "ipv4", fam ? "icmp" : "icmpv6");
-	}
-	return 0;
-}
-
-/* Expand a rule's match into entries, in rule order, per class. */
-static int expand_match(struct ctx *c, yaml_node_t *where, const struct msrc *m,
-			int rule)
-{
-	static const struct range any = { 0, 65535 };
-	struct fg_policy *pol = &c->cfg->pol;
-	size_t nsp = m->nsp ? m->nsp : 1, ndp = m->ndp ? m->ndp : 1, i, j;
-	int cls, lo = 0, hi = FG_NCLASS - 1;
-	__u8 flags = 0;
-
-	if (m->proto >= 0)
-		lo = hi = proto_class(m->proto);
-	if (m->has_ports || m->has_flags || m->icmp_type >= 0)
-		flags |= FG_M_L4;
-	if (m->icmp_type >= 0)
-		flags |= FG_M_ICMP_TYPE;
-	if (m->family == 4 || m->proto == IPPROTO_ICMP)
-		flags |= FG_M_V4;
-	if (m->family == 6 || m->proto == IPPROTO_ICMPV6)
-		flags |= FG_M_V6;
-	for (cls = lo; cls <= hi; cls++) {
-		/* one entry per class stays free for the fragments rule */
-		if (nsp * ndp > (size_t)(FG_MAX_MATCH - 1 - pol->nmatch[cls]))
-			return FAIL(c, where, "too many match entries in class %s: this rule needs %zu, %d left (at most %d per class, one kept for fragments; a port list expands to sport x dport entries)",
-				    fg_class_names[cls], nsp * ndp,
-				    FG_MAX_MATCH - 1 - pol->nmatch[cls], FG_MAX_MATCH);
-		for (i = 0; i < nsp; i++) {
-			for (j = 0; j < ndp; j++) {
-				struct fg_match *e = &pol->match[cls][pol->nmatch[cls]++];
-				const struct range *sr = m->nsp ? &m->sp[i] : &any;
-				const struct range *dr = m->ndp ? &m->dp[j] : &any;
-
-				memset(e, 0, sizeof(*e));
-				e->sport_lo = sr->lo;
-				e->sport_hi = sr->hi;
-				e->dport_lo = dr->lo;
-				e->dport_hi = dr->hi;
-				e->sets = m->sets;
-				e->proto = m->proto < 0 ? 0 : (__u8)m->proto;
-				e->tcp_mask = m->tcp_mask;
-				e->tcp_val = m->tcp_val;
-				e->icmp_type = m->icmp_type < 0 ? 0 : (__u8)m->icmp_type;
-				e->flags = flags;
-				e->rule = (__u8)rule;
-			}
-		}
-	}
 	return 0;
 }
 
@@ -1022,13 +363,13 @@ static int valid_name(const char *s)
 
 /* What one rule says, before it is compiled into rules[idx]. */
 struct rule_in {
-	struct keys ks;
+	struct pol_keys ks;
 	struct lim src, agg, ovf;
 	int action, mode, on_full;
 };
 
 /* The rule's name into rs->name: given and unique, or "fragments". */
-static int rule_name(struct ctx *c, yaml_node_t *n, const struct keys *ks, int idx,
+static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *ks, int idx,
 		     int implicit)
 {
 	struct fg_rule_src *rs = &c->cfg->rules[idx];
@@ -1047,7 +388,7 @@ static int rule_name(struct ctx *c, yaml_node_t *n, const struct keys *ks, int i
 	}
 	if (!v)
 		return FAIL(c, n, "rule without a name");
-	err = scalar(c, v, "name", &name);
+	err = pol_scalar(c, v, "name", &name);
 	if (err)
 		return err;
 	if (!valid_name(name))
@@ -1064,7 +405,7 @@ static int rule_name(struct ctx *c, yaml_node_t *n, const struct keys *ks, int i
 }
 
 /* The fragments rule without a fragments: key: 100/s burst 200 per source. */
-static int fragments_default(struct ctx *c, struct lim *src)
+static int fragments_default(struct pol_ctx *c, struct lim *src)
 {
 	int err = compile_limit(c, NULL, NULL, FRAG_RATE, FRAG_BURST, 0, &src->l);
 
@@ -1080,7 +421,7 @@ static int fragments_default(struct ctx *c, struct lim *src)
 }
 
 /* mode, action, on_full and the three limits. */
-static int rule_options(struct ctx *c, struct rule_in *ri)
+static int rule_options(struct pol_ctx *c, struct rule_in *ri)
 {
 	yaml_node_t *const *val = ri->ks.val;
 	int err;
@@ -1101,7 +442,7 @@ static int rule_options(struct ctx *c, struct rule_in *ri)
 }
 
 /* Do the action and the limits go together? */
-static int rule_check(struct ctx *c, yaml_node_t *n, const struct rule_in *ri)
+static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *ri)
 {
 	yaml_node_t *const *val = ri->ks.val;
 	const struct lim *src = &ri->src, *agg = &ri->agg, *ovf = &ri->ovf;
@@ -1178,25 +519,12 @@ static void fragments_match(struct fg_policy *pol, int idx)
 	}
 }
 
-static int rule_match(struct ctx *c, yaml_node_t *n, yaml_node_t *match, int idx)
-{
-	struct msrc m = { 0 };
-	int err;
-
-	err = parse_match(c, match, &m);
-	if (!err)
-		err = expand_match(c, match ? match : n, &m, idx);
-	free(m.sp);
-	free(m.dp);
-	return err;
-}
-
 /*
  * One rule into rules[idx] and its match entries. implicit: the
  * "fragments" rule, n may be NULL (all defaults), name and match are
  * fixed.
  */
-static int parse_rule(struct ctx *c, yaml_node_t *n, int idx, int implicit)
+static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 {
 	struct fg_rule_src *rs = &c->cfg->rules[idx];
 	struct rule_in ri = {
@@ -1208,12 +536,12 @@ static int parse_rule(struct ctx *c, yaml_node_t *n, int idx, int implicit)
 	rs->plen4 = 32;
 	rs->plen6 = 64;
 	if (n) {
-		err = expect_map(c, n, implicit ? "fragments" : "rule",
+		err = pol_expect_map(c, n, implicit ? "fragments" : "rule",
 				 implicit ? "{per_source: {rate: 100/s, burst: 200}}"
 					  : "{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}");
 		if (err)
 			return err;
-		err = read_keys(c, n, &ri.ks);
+		err = pol_read_keys(c, n, &ri.ks);
 		if (err)
 			return err;
 		rs->line = (int)n->start_mark.line + 1;
@@ -1230,21 +558,21 @@ static int parse_rule(struct ctx *c, yaml_node_t *n, int idx, int implicit)
 		fragments_match(&c->cfg->pol, idx);
 		return 0;
 	}
-	return rule_match(c, n, ri.ks.val[RK_MATCH], idx);
+	return pol_rule_match(c, n, ri.ks.val[RK_MATCH], idx);
 }
 
-static int parse_rules(struct ctx *c, yaml_node_t *n)
+static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 {
 	yaml_node_item_t *it;
 	int idx = 0, err;
 
-	if (is_null(n))
+	if (pol_is_null(n))
 		return 0;
-	err = expect_seq(c, n, "rules");
+	err = pol_expect_seq(c, n, "rules");
 	if (err)
 		return err;
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = node(c, *it);
+		yaml_node_t *e = pol_node(c, *it);
 
 		if (!e)
 			return FAIL(c, n, "rules: malformed list");
@@ -1273,11 +601,65 @@ enum {
 	TK_RULES,
 };
 
-static int parse_root(struct ctx *c, yaml_node_t *root)
+/* interfaces, xdp_mode, mode, max_sources, metrics, detach_on_exit */
+static int parse_globals(struct pol_ctx *c, yaml_node_t *const *val)
+{
+	static const int xdp_modes[] = { FG_XDP_AUTO, FG_XDP_NATIVE, FG_XDP_SKB };
+	struct fg_config *cfg = c->cfg;
+	int v, err;
+
+	if (val[TK_IFACES] && (err = parse_ifaces(c, val[TK_IFACES])))
+		return err;
+	if (val[TK_XDP]) {
+		err = ENUM(c, val[TK_XDP], "xdp_mode", fg_xdp_mode_names, &v);
+		if (err)
+			return err;
+		cfg->xdp_mode = xdp_modes[v];
+	}
+	if (val[TK_MODE] && (err = ENUM(c, val[TK_MODE], "mode", fg_mode_names, &cfg->mode)))
+		return err;
+	if (val[TK_MAXSRC] &&
+	    (err = pol_parse_uint(c, val[TK_MAXSRC], "max_sources", MIN_MAX_SOURCES,
+				  MAX_MAX_SOURCES, &cfg->max_sources)))
+		return err;
+	if (val[TK_METRICS] && (err = parse_metrics(c, val[TK_METRICS])))
+		return err;
+	if (val[TK_DETACH] &&
+	    (err = pol_parse_bool(c, val[TK_DETACH], "detach_on_exit", &cfg->detach_on_exit)))
+		return err;
+	return 0;
+}
+
+static int parse_verdict(struct pol_ctx *c, yaml_node_t *n, const char *what, __u8 *out)
+{
+	int v, err = ENUM(c, n, what, verdict_names, &v);
+
+	if (!err)
+		*out = (__u8)v;
+	return err;
+}
+
+/* admission: an explicit new-key limit, in keys per second. */
+static int parse_admission(struct pol_ctx *c, yaml_node_t *n)
+{
+	struct lim a;
+	int err;
+
+	err = parse_limit(c, n, "admission", 0, &a);
+	if (err)
+		return err;
+	if (a.bytes)
+		return FAIL(c, n, "admission counts new sources: rate and burst are in keys (packets), not bytes");
+	c->cfg->admission = a.src;
+	return 0;
+}
+
+static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 {
 	struct fg_config *cfg = c->cfg;
-	struct keys ks = KEYS("policy", top_keys);
-	int v, err;
+	struct pol_keys ks = KEYS("policy", top_keys);
+	yaml_node_t *const *val = ks.val;
+	int err;
 
 	cfg->xdp_mode = FG_XDP_AUTO;
 	cfg->mode = FG_MODE_ENFORCE;
@@ -1286,113 +668,39 @@ static int parse_root(struct ctx *c, yaml_node_t *root)
 	cfg->pol.default_verdict = FG_PASS;
 	cfg->pol.malformed_verdict = FG_DROP;
 
-	err = expect_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}");
+	err = pol_expect_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}");
 	if (err)
 		return err;
-	err = read_keys(c, root, &ks);
+	err = pol_read_keys(c, root, &ks);
 	if (err)
 		return err;
-	if (ks.val[TK_IFACES] && (err = parse_ifaces(c, ks.val[TK_IFACES])))
+	if ((err = parse_globals(c, val)))
 		return err;
-	if (ks.val[TK_XDP]) {
-		static const int xdp_modes[] = { FG_XDP_AUTO, FG_XDP_NATIVE, FG_XDP_SKB };
-
-		err = ENUM(c, ks.val[TK_XDP], "xdp_mode", fg_xdp_mode_names, &v);
-		if (err)
-			return err;
-		cfg->xdp_mode = xdp_modes[v];
-	}
-	if (ks.val[TK_MODE] && (err = ENUM(c, ks.val[TK_MODE], "mode", fg_mode_names, &cfg->mode)))
+	if (val[TK_ALLOW] && (err = pol_parse_prefixes(c, val[TK_ALLOW], "allow", 1, 0, NULL, NULL)))
 		return err;
-	if (ks.val[TK_MAXSRC] &&
-	    (err = parse_uint(c, ks.val[TK_MAXSRC], "max_sources", MIN_MAX_SOURCES,
-			      MAX_MAX_SOURCES, &cfg->max_sources)))
+	if (val[TK_DENY] && (err = pol_parse_prefixes(c, val[TK_DENY], "deny", 0, 1, NULL, NULL)))
 		return err;
-	if (ks.val[TK_METRICS] && (err = parse_metrics(c, ks.val[TK_METRICS])))
+	if (val[TK_MALFORMED] &&
+	    (err = parse_verdict(c, val[TK_MALFORMED], "malformed", &cfg->pol.malformed_verdict)))
 		return err;
-	if (ks.val[TK_DETACH] &&
-	    (err = parse_bool(c, ks.val[TK_DETACH], "detach_on_exit", &cfg->detach_on_exit)))
+	if (val[TK_DEFAULT] &&
+	    (err = parse_verdict(c, val[TK_DEFAULT], "default", &cfg->pol.default_verdict)))
 		return err;
-	if (ks.val[TK_ALLOW] &&
-	    (err = parse_prefixes(c, ks.val[TK_ALLOW], "allow", 1, 0, NULL, NULL)))
+	if (val[TK_ADMISSION] && !pol_is_null(val[TK_ADMISSION]) &&
+	    (err = parse_admission(c, val[TK_ADMISSION])))
 		return err;
-	if (ks.val[TK_DENY] &&
-	    (err = parse_prefixes(c, ks.val[TK_DENY], "deny", 0, 1, NULL, NULL)))
-		return err;
-	if (ks.val[TK_MALFORMED]) {
-		err = ENUM(c, ks.val[TK_MALFORMED], "malformed", verdict_names, &v);
-		if (err)
-			return err;
-		cfg->pol.malformed_verdict = (__u8)v;
-	}
-	if (ks.val[TK_DEFAULT]) {
-		err = ENUM(c, ks.val[TK_DEFAULT], "default", verdict_names, &v);
-		if (err)
-			return err;
-		cfg->pol.default_verdict = (__u8)v;
-	}
-	if (ks.val[TK_ADMISSION] && !is_null(ks.val[TK_ADMISSION])) {
-		struct lim a;
-
-		err = parse_limit(c, ks.val[TK_ADMISSION], "admission", 0, &a);
-		if (err)
-			return err;
-		if (a.bytes)
-			return FAIL(c, ks.val[TK_ADMISSION], "admission counts new sources: rate and burst are in keys (packets), not bytes");
-		cfg->admission = a.src;
-	}
-	if (ks.val[TK_RULES] && (err = parse_rules(c, ks.val[TK_RULES])))
+	if (val[TK_RULES] && (err = parse_rules(c, val[TK_RULES])))
 		return err;
 	/* the implicit fragments rule is always last */
-	err = parse_rule(c, ks.val[TK_FRAG] && !is_null(ks.val[TK_FRAG]) ?
-			 ks.val[TK_FRAG] : NULL, (int)cfg->pol.nrules, 1);
+	err = parse_rule(c, val[TK_FRAG] && !pol_is_null(val[TK_FRAG]) ? val[TK_FRAG] : NULL,
+			 (int)cfg->pol.nrules, 1);
 	if (err)
 		return err;
 	cfg->pol.nrules++;
 	return flatten(c);
 }
 
-/* Byte offset -> 1-based line and column, for reader errors. */
-static void offset_mark(const char *buf, size_t len, size_t off, struct fg_err *err)
-{
-	size_t i;
-
-	err->line = 1;
-	err->col = 1;
-	for (i = 0; i < off && i < len; i++) {
-		if (buf[i] == '\n') {
-			err->line++;
-			err->col = 1;
-		} else {
-			err->col++;
-		}
-	}
-}
-
-static int yaml_fail(yaml_parser_t *p, const char *buf, size_t len, struct fg_err *err)
-{
-	if (p->error == YAML_MEMORY_ERROR) {
-		snprintf(err->msg, sizeof(err->msg), "out of memory");
-		return -ENOMEM;
-	}
-	if (p->error == YAML_READER_ERROR) {
-		offset_mark(buf, len, p->problem_offset, err);
-		snprintf(err->msg, sizeof(err->msg), "%s", p->problem ? p->problem : "cannot read");
-		return -EINVAL;
-	}
-	err->line = (int)p->problem_mark.line + 1;
-	err->col = (int)p->problem_mark.column + 1;
-	if (p->context)
-		snprintf(err->msg, sizeof(err->msg), "YAML: %s (%s started at %d:%d)",
-			 p->problem ? p->problem : "syntax error", p->context,
-			 (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
-	else
-		snprintf(err->msg, sizeof(err->msg), "YAML: %s",
-			 p->problem ? p->problem : "syntax error");
-	return -EINVAL;
-}
-
-static void ctx_free(struct ctx *c)
+static void ctx_free(struct pol_ctx *c)
 {
 	int i;
 
@@ -1401,64 +709,12 @@ static void ctx_free(struct ctx *c)
 	free(c->pfx);
 }
 
-/*
- * libyaml's scanner is quadratic in the depth of flow collections ([ and
- * {): 100,000 nested brackets in 200 KB took 45 s of CPU, during which a
- * reloading daemon ignored SIGTERM. No policy nests deeper than a few
- * levels, so refuse depth > FG_MAX_FLOW_DEPTH before libyaml sees the text.
- * The scan skips quoted strings and comments; brackets inside plain
- * scalars count, which only matters past 64 unbalanced ones.
- */
-#define FG_MAX_FLOW_DEPTH 64
-static int flow_depth_check(const char *buf, size_t len, struct fg_err *err)
-{
-	int depth = 0, line = 1, col = 0;
-	char quote = 0, prev = '\n';
-	int comment = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = buf[i];
-
-		col++;
-		if (ch == '\n') {
-			line++;
-			col = 0;
-			comment = 0;	/* quoted scalars may span lines */
-		} else if (comment) {
-			;
-		} else if (quote) {
-			if (quote == '"' && ch == '\\' && i + 1 < len)
-				i++, col++;
-			else if (ch == quote)
-				quote = 0;
-		} else if (ch == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
-			comment = 1;
-		} else if (ch == '\'' || ch == '"') {
-			quote = ch;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > FG_MAX_FLOW_DEPTH) {
-				err->line = line;
-				err->col = col;
-				snprintf(err->msg, sizeof(err->msg),
-					 "collections nested deeper than %d levels", FG_MAX_FLOW_DEPTH);
-				return -EINVAL;
-			}
-		} else if ((ch == ']' || ch == '}') && depth > 0) {
-			depth--;
-		}
-		prev = ch;
-	}
-	return 0;
-}
-
 int fg_config_parse(const char *buf, size_t len, const char *name,
 		    struct fg_config *cfg, struct fg_err *err)
 {
+	struct pol_ctx c = { .cfg = cfg };
 	struct fg_err dummy;
-	yaml_parser_t parser;
-	yaml_document_t doc, doc2;
-	yaml_node_t *root;
-	struct ctx c;
+	yaml_document_t doc;
 	int ret;
 
 	if (!err)
@@ -1470,50 +726,18 @@ int fg_config_parse(const char *buf, size_t len, const char *name,
 	if (len > FG_MAX_FILE_SIZE) {
 		snprintf(err->msg, sizeof(err->msg), "policy is %zu bytes, larger than the limit of %u",
 			 len, FG_MAX_FILE_SIZE);
-		return -EFBIG;
+		ret = -EFBIG;
+		goto out;
 	}
-	ret = flow_depth_check(buf, len, err);
+	ret = pol_load_document(buf, len, &doc, err);
 	if (ret)
-		return ret;
-	if (!yaml_parser_initialize(&parser)) {
-		snprintf(err->msg, sizeof(err->msg), "out of memory");
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		ret = yaml_fail(&parser, buf, len, err);
-		yaml_parser_delete(&parser);
-		return ret;
-	}
-	memset(&c, 0, sizeof(c));
+		goto out;
 	c.doc = &doc;
-	c.cfg = cfg;
 	c.err = err;
-	root = yaml_document_get_root_node(&doc);
-	if (!root) {
-		err->line = 1;
-		err->col = 1;
-		snprintf(err->msg, sizeof(err->msg), "empty policy (expected a mapping with rules:)");
-		ret = -EINVAL;
-		goto out;
-	}
-	/* a second document would be silently ignored: refuse it */
-	if (!yaml_parser_load(&parser, &doc2)) {
-		ret = yaml_fail(&parser, buf, len, err);
-		goto out;
-	}
-	if (yaml_document_get_root_node(&doc2)) {
-		ret = FAIL(&c, yaml_document_get_root_node(&doc2),
-			   "a policy file holds one YAML document, found a second");
-		yaml_document_delete(&doc2);
-		goto out;
-	}
-	yaml_document_delete(&doc2);
-	ret = parse_root(&c, root);
-out:
+	ret = parse_root(&c, yaml_document_get_root_node(&doc));
 	ctx_free(&c);
 	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+out:
 	if (ret) {
 		free(cfg->pfx);
 		memset(cfg, 0, sizeof(*cfg));
@@ -1521,12 +745,68 @@ out:
 	return ret;
 }
 
+static int __attribute__((format(printf, 3, 4)))
+load_err(struct fg_err *err, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* All of fd into *buf (malloc'd), to EOF and not to st_size: pipes and
+ * /proc report 0. */
+static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
+{
+	size_t cap = 0;
+	ssize_t r;
+
+	for (*len = 0;; *len += (size_t)r) {
+		if (*len == cap) {
+			size_t ncap = cap ? 2 * cap : 65536;
+			char *n;
+
+			if (cap > FG_MAX_FILE_SIZE)
+				return load_err(err, -EFBIG, "policy is larger than the limit of %u bytes",
+						FG_MAX_FILE_SIZE);
+			n = realloc(*buf, ncap);
+			if (!n)
+				return load_err(err, -ENOMEM, "out of memory");
+			*buf = n;
+			cap = ncap;
+		}
+		do
+			r = read(fd, *buf + *len, cap - *len);
+		while (r < 0 && errno == EINTR);
+		if (r < 0)
+			return load_err(err, -errno, "cannot read: %s", strerror(errno));
+		if (r == 0)
+			return 0;
+	}
+}
+
+/* The policy file behind fd: not a directory, not too large. */
+static int read_policy(int fd, char **buf, size_t *len, struct fg_err *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return load_err(err, -errno, "cannot stat: %s", strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return load_err(err, -EISDIR, "is a directory");
+	if (S_ISREG(st.st_mode) && st.st_size > (off_t)FG_MAX_FILE_SIZE)
+		return load_err(err, -EFBIG, "policy is %lld bytes, larger than the limit of %u",
+				(long long)st.st_size, FG_MAX_FILE_SIZE);
+	return read_all(fd, buf, len, err);
+}
+
 int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err)
 {
 	struct fg_err dummy;
-	size_t len = 0, cap = 0;
 	char *buf = NULL;
-	struct stat st;
+	size_t len = 0;
 	int fd, ret;
 
 	if (!err)
@@ -1535,64 +815,11 @@ int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(err->file, sizeof(err->file), "%s", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(-ret));
-		return ret;
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot stat: %s", strerror(-ret));
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = -EISDIR;
-		snprintf(err->msg, sizeof(err->msg), "is a directory");
-		goto out;
-	}
-	if (S_ISREG(st.st_mode) && st.st_size > (off_t)FG_MAX_FILE_SIZE) {
-		ret = -EFBIG;
-		snprintf(err->msg, sizeof(err->msg), "policy is %lld bytes, larger than the limit of %u",
-			 (long long)st.st_size, FG_MAX_FILE_SIZE);
-		goto out;
-	}
-	/* read to EOF, not to st_size: pipes and /proc report 0 */
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			size_t ncap = cap ? 2 * cap : 65536;
-			char *n;
-
-			if (cap > FG_MAX_FILE_SIZE) {
-				ret = -EFBIG;
-				snprintf(err->msg, sizeof(err->msg), "policy is larger than the limit of %u bytes",
-					 FG_MAX_FILE_SIZE);
-				goto out;
-			}
-			n = realloc(buf, ncap);
-			if (!n) {
-				ret = -ENOMEM;
-				snprintf(err->msg, sizeof(err->msg), "out of memory");
-				goto out;
-			}
-			buf = n;
-			cap = ncap;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			snprintf(err->msg, sizeof(err->msg), "cannot read: %s", strerror(-ret));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	ret = fg_config_parse(buf, len, path, cfg, err);
-out:
+	if (fd < 0)
+		return load_err(err, -errno, "cannot open: %s", strerror(errno));
+	ret = read_policy(fd, &buf, &len, err);
+	if (!ret)
+		ret = fg_config_parse(buf, len, path, cfg, err);
 	free(buf);
 	close(fd);
 	return ret;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Policy files: YAML (libyaml) -> struct fg_config, a validated, compiled
- * policy that userspace can write into the maps. Nothing here touches BPF.
+ * policy that userspace can write into the maps (apply.h). Nothing here
+ * touches BPF. The compiler is policy.c (the document, limits, rules),
+ * policy_match.c (a rule's match:) and policy_yaml.c (libyaml, placed
+ * errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
 #define FG_POLICY_H
@@ -64,7 +67,7 @@ struct fg_config {
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On
- * error nothing in *cfg needs freeing. */
+ * error *cfg is zeroed: nothing in it needs freeing. */
 int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err);
 int fg_config_parse(const char *buf, size_t len, const char *name,
 		    struct fg_config *cfg, struct fg_err *err);

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Inside the policy compiler: what policy.c (the document, limits and
+ * rules), policy_match.c (a rule's match:) and policy_yaml.c (libyaml
+ * underneath, errors with a place) share. Nothing outside them includes
+ * this; the compiler's interface is policy.h.
+ */
+#ifndef FG_POLICY_INT_H
+#define FG_POLICY_INT_H
+
+#include <stddef.h>
+#include <yaml.h>
+#include "policy.h"
+#include "prefix.h"
+
+/* A source set: its canonical (sorted, unique) prefix list. */
+struct pol_set {
+	struct fg_pfx_src *v;
+	size_t n;
+};
+
+/* One compilation. */
+struct pol_ctx {
+	yaml_document_t *doc;
+	struct fg_config *cfg;
+	struct fg_err *err;
+	struct fg_pfx_src *pfx;	/* everything written, before flattening */
+	size_t n_pfx, cap_pfx;
+	size_t n_written;	/* prefixes as written, for FG_MAX_PREFIXES */
+	struct pol_set sets[FG_MAX_SETS];
+	int n_sets;
+};
+
+/* --- policy_yaml.c: errors, nodes, keys ------------------------------------ */
+
+/* Fill c->err at mark m; returns -EINVAL. */
+int pol_fail_at(struct pol_ctx *c, yaml_mark_t m, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define FAIL(c, n, ...) pol_fail_at((c), (n)->start_mark, __VA_ARGS__)
+int pol_fail_nomem(struct pol_ctx *c);
+
+/*
+ * The one YAML document of buf into *doc (the caller deletes it), after
+ * refusing collections nested too deep for libyaml's scanner. -EINVAL with
+ * *err placed on a syntax error, an empty text or a second document.
+ */
+int pol_load_document(const char *buf, size_t len, yaml_document_t *doc, struct fg_err *err);
+
+yaml_node_t *pol_node(struct pol_ctx *c, int idx);
+int pol_is_null(const yaml_node_t *n);
+int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what, const char **out);
+int pol_expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example);
+int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what);
+
+/* The keys a mapping may have; each at most once. */
+struct pol_keys {
+	const char *where;
+	const char *const *names;
+	int n;
+	unsigned int seen;
+	int first_line[16];
+	yaml_node_t *val[16];	/* by index in names; NULL when absent */
+};
+
+#define KEYS(where, names) \
+	{ where, names, (int)(sizeof(names) / sizeof(names[0])), 0, { 0 }, { 0 } }
+
+/* Walk a mapping, recording each known key's value in ks->val. */
+int pol_read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks);
+
+int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
+		   const char *const *names, int nnames, int *out);
+#define ENUM(c, n, what, names, out) \
+	pol_parse_enum(c, n, what, names, (int)(sizeof(names) / sizeof(names[0])), out)
+int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out);
+int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
+		   __u64 lo, __u64 hi, __u64 *out);
+
+/* --- policy.c: prefix lists ------------------------------------------------- */
+
+/* A list of prefixes (or a single one), each marked allow and/or deny:
+ * appended to c->pfx, or, with outv, returned in a malloc'd array. */
+int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
+		       int allow, int deny, struct fg_pfx_src **outv, size_t *outn);
+int pol_pfx_push(struct pol_ctx *c, const struct fg_pfx_src *p);
+
+/* --- policy_match.c ---------------------------------------------------------- */
+
+/* Rule idx's match: (NULL: matches everything) into its entries, per
+ * protocol class; errors without a match node are placed at rule. */
+int pol_rule_match(struct pol_ctx *c, yaml_node_t *rule, yaml_node_t *match, int idx);
+
+#endif /* FG_POLICY_INT_H */
