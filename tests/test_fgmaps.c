@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fgmaps: policy apply through the two slots, rule ids by name, counters
- * of surviving rules kept and of new ones zeroed, per-rule mode flips,
- * max_sources refusal, per-CPU sums. Loads the real skeleton without
- * attaching it or pinning anything. FG_NEEDS_ROOT (BPF map creation).
+ * fgmaps, apply and sources: policy apply through the two slots, rule ids
+ * by name, counters of surviving rules kept and of new ones zeroed,
+ * per-rule mode flips, max_sources refusal, per-CPU sums, failures after
+ * the flip reported, the source walk's "limited" against the GCRA test.
+ * Loads the real skeleton without attaching it or pinning anything.
+ * FG_NEEDS_ROOT (BPF map creation).
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
+#include "apply.h"
 #include "fgmaps.h"
+#include "sources.h"
 #include "floodgate.skel.h"
 
 static struct floodgate_bpf *skel;
@@ -29,6 +34,10 @@ static const char pol_b[] =
 	"rules:\n"
 	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n"
 	"  - name: c\n    match: {proto: icmp}\n    per_source: {rate: 10/s, burst: 10}\n";
+static const char pol_b_only[] =
+	"max_sources: 1024\n"
+	"rules:\n"
+	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n";
 static const char pol_c[] =
 	"max_sources: 1024\n"
 	"deny: [192.0.2.0/24]\n"
@@ -211,6 +220,123 @@ static void test_refusals(void)
 	ASSERT_EQ(fg_policy_apply(&maps, NULL, why), -ENOLCK, "apply needs the lock");
 }
 
+/* A read-only fd of the map behind fd: writes through it fail with EPERM. */
+static int rdonly_fd(int fd)
+{
+	LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_RDONLY);
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	return bpf_map_get_fd_by_id_opts(info.id, &o);
+}
+
+/* Apply txt with maps.fd[id] read-only; *slot_changed: did it flip? */
+static int apply_readonly(enum fg_map_id id, const char *txt, char *why, int *flipped)
+{
+	int fd = rdonly_fd(maps.fd[id]), saved = maps.fd[id], err;
+	struct fg_ctl c0, c1;
+
+	if (fd < 0)
+		return fd;
+	fg_ctl_read(&maps, &c0);
+	maps.fd[id] = fd;
+	err = apply(txt, why);
+	maps.fd[id] = saved;
+	close(fd);
+	fg_ctl_read(&maps, &c1);
+	*flipped = c1.slot != c0.slot;
+	return err;
+}
+
+static void test_failures_after_the_flip(void)
+{
+	char why[FG_WHY_LEN];
+	int flipped = 0;
+
+	/* active: a and b; b alone frees a's id only after the flip */
+	if (!ASSERT_NEQ(find_id("a"), -1, "a is in use"))
+		return;
+	ASSERT_EQ(apply_readonly(FGM_NAMES, pol_b_only, why, &flipped), -EPERM,
+		  "fg_names read-only: freeing a's id fails");
+	ASSERT_STR_CONTAINS(why, "the new policy is active", "why says what happened");
+	ASSERT_STR_CONTAINS(why, "\"a\"", "and names the rule");
+	ASSERT_TRUE(flipped, "the new policy is active");
+	ASSERT_NEQ(find_id("a"), -1, "a's id is still taken");
+	if (ASSERT_OK(apply(pol_b_only, why), "apply b again"))
+		ASSERT_EQ(find_id("a"), -1, "the next apply frees it");
+
+	ASSERT_EQ(apply_readonly(FGM_META, pol_c, why, &flipped), -EPERM,
+		  "fg_meta read-only: stamping it fails");
+	ASSERT_STR_CONTAINS(why, "the new policy is active, but writing fg_meta", "why");
+	ASSERT_TRUE(flipped, "the new policy is active");
+	ASSERT_NEQ(find_id("a"), -1, "with a back");
+}
+
+/* A way of fg_src4's set 0, as the XDP program would have written it. */
+static void set_way(struct fg_set4 *set, int k, __u32 addr, const struct fg_rule *r,
+		    __u64 tat)
+{
+	set->key[k].addr = htonl(addr);
+	set->key[k].rule = (__u8)r->id;
+	set->key[k].used = 1;
+	set->key[k].gen = r->gen;
+	set->tat[k] = tat;
+	set->drops[k] = FG_DROP_SAMPLE;
+}
+
+static const struct fg_source *find_src(const struct fg_source *v, size_t n, __u32 addr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].family == 4 && !memcmp(v[i].addr, &(__be32){ htonl(addr) }, 4))
+			return &v[i];
+	return NULL;
+}
+
+static void test_sources_limited(void)
+{
+	const __u64 now_ns = 1000000000000ull, now = now_ns << FG_TU_SHIFT;
+	struct fg_set4 set = {}, zero = {};
+	struct fg_source *src = NULL;
+	struct fg_src_scan scan;
+	struct fg_policy pol;
+	const struct fg_rule *r;
+	const struct fg_source *s;
+	size_t n = 0, n4 = 0, n6 = 0;
+	__u32 key = 0;
+
+	if (!ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+		return;
+	r = &pol.rules[0];
+	if (!ASSERT_NEQ(r->src.inc, 0, "rule 0 has a per-source limit"))
+		return;
+	set_way(&set, 0, 0x0a000001, r, now - 1);			/* full */
+	set_way(&set, 1, 0x0a000002, r, now + r->src.tau - r->src.inc);	/* one token */
+	set_way(&set, 2, 0x0a000003, r, now + r->src.tau - r->src.inc + 1);
+	set_way(&set, 3, 0x0a000004, r, now + r->src.tau);		/* empty */
+	if (!ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC4], &key, &set, BPF_ANY), "write set"))
+		return;
+	ASSERT_OK(fg_sources_count(&maps, &n4, &n6), "count");
+	ASSERT_EQ(n4, 4, "four IPv4 ways");
+	ASSERT_EQ(n6, 0, "no IPv6 source");
+	if (ASSERT_OK(fg_sources_read(&maps, &pol, now_ns, 1, 100, &src, &n, &scan), "read")) {
+		ASSERT_EQ(n, 4, "all four have drops");
+		ASSERT_EQ(scan.matched, 4, "matched");
+		s = find_src(src, n, 0x0a000001);
+		ASSERT_TRUE(s && !s->limited, "a full bucket admits");
+		s = find_src(src, n, 0x0a000002);
+		ASSERT_TRUE(s && !s->limited, "one token left admits");
+		s = find_src(src, n, 0x0a000003);
+		ASSERT_TRUE(s && s->limited, "one time unit short refuses");
+		s = find_src(src, n, 0x0a000004);
+		ASSERT_TRUE(s && s->limited, "an empty bucket refuses");
+		ASSERT_TRUE(s && s->drops == FG_DROP_SAMPLE && s->rule == r->id, "drops and rule");
+	}
+	free(src);
+	bpf_map_update_elem(maps.fd[FGM_SRC4], &key, &zero, BPF_ANY);
+}
+
 static void test_pin_dir_open_refuses_missing(void)
 {
 	char why[FG_WHY_LEN] = "";
@@ -243,6 +369,8 @@ int main(int argc, char **argv)
 	FG_RUN(test_rename_keeps_survivors);
 	FG_RUN(test_rule_mode);
 	FG_RUN(test_refusals);
+	FG_RUN(test_failures_after_the_flip);
+	FG_RUN(test_sources_limited);
 	FG_RUN(test_pin_dir_open_refuses_missing);
 	fg_maps_close(&maps);
 	floodgate_bpf__destroy(skel);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,18 @@ static int parse_ok(const char *yaml, struct fg_config *cfg)
 		printf("  unexpected error: %s\n", buf);
 	}
 	return r;
+}
+
+/* parse_ok on a policy built from a format. */
+static int __attribute__((format(printf, 2, 3))) parse_okf(struct fg_config *cfg, const char *fmt, ...)
+{
+	char y[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(y, sizeof(y), fmt, ap);
+	va_end(ap);
+	return parse_ok(y, cfg);
 }
 
 static const struct fg_match *entry(const struct fg_config *cfg, int cls, int i)
@@ -347,14 +360,12 @@ static void test_tcp_flags_forms(void)
 
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct fg_config cfg;
-		char y[512];
 
-		snprintf(y, sizeof(y),
-			 "rules:\n"
-			 "  - name: f\n"
-			 "    match: {proto: tcp, tcp_flags: %s}\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags);
-		if (!ASSERT_OK(parse_ok(y, &cfg), t[i].flags))
+		if (!ASSERT_OK(parse_okf(&cfg,
+					 "rules:\n"
+					 "  - name: f\n"
+					 "    match: {proto: tcp, tcp_flags: %s}\n"
+					 "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags), t[i].flags))
 			continue;
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_mask, t[i].mask, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_val, t[i].val, t[i].flags);
@@ -442,13 +453,12 @@ static void test_rate_units(void)
 
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct fg_config cfg;
-		char y[512];
 
-		snprintf(y, sizeof(y),
-			 "rules:\n"
-			 "  - name: r\n"
-			 "    per_source: {rate: \"%s\", burst: \"%s\"}\n", t[i].rate, t[i].burst);
-		if (!ASSERT_OK(parse_ok(y, &cfg), t[i].rate))
+		if (!ASSERT_OK(parse_okf(&cfg,
+					 "rules:\n"
+					 "  - name: r\n"
+					 "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
+					 t[i].rate, t[i].burst), t[i].rate))
 			continue;
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, t[i].inc, t[i].rate);
 		ASSERT_EQ(cfg.pol.rules[0].src.tau, t[i].tau, t[i].burst);
@@ -474,14 +484,12 @@ static void test_masks(void)
 
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct fg_config cfg;
-		char y[512];
 
-		snprintf(y, sizeof(y),
-			 "rules:\n"
-			 "  - name: r\n"
-			 "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
-			 t[i].p4, t[i].p6);
-		if (!ASSERT_OK(parse_ok(y, &cfg), "parse"))
+		if (!ASSERT_OK(parse_okf(&cfg,
+					 "rules:\n"
+					 "  - name: r\n"
+					 "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
+					 t[i].p4, t[i].p6), "parse"))
 			continue;
 		ASSERT_EQ(cfg.pol.rules[0].mask4, htonl(t[i].m4), "mask4");
 		for (k = 0; k < 4; k++)
@@ -1073,6 +1081,7 @@ static void test_file_size_and_load(void)
 	memset(big, ' ', FG_MAX_FILE_SIZE + 1);
 	ASSERT_EQ(fg_config_parse(big, FG_MAX_FILE_SIZE + 1, "big", &cfg, &err), -EFBIG, "parse big");
 	ASSERT_EQ(err.line, 0, "no place");
+	ASSERT_EQ(cfg.path[0], 0, "an error leaves *cfg zeroed");
 	free(big);
 
 	ASSERT_EQ(fg_config_load("/nonexistent/policy.yaml", &cfg, &err), -ENOENT, "missing file");
