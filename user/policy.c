@@ -315,10 +315,7 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	memset(out, 0, sizeof(*out));
 	out->plen4 = 32;
 	out->plen6 = 64;
-	err = pol_expect_map(c, n, what, "{rate: 100/s, burst: 200}");
-	if (err)
-		return err;
-	err = pol_read_keys(c, n, k);
+	err = pol_read_map(c, n, what, "{rate: 100/s, burst: 200}", k);
 	if (err)
 		return err;
 	if (!k->val[LK_RATE])
@@ -536,12 +533,10 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	rs->plen4 = 32;
 	rs->plen6 = 64;
 	if (n) {
-		err = pol_expect_map(c, n, implicit ? "fragments" : "rule",
-				 implicit ? "{per_source: {rate: 100/s, burst: 200}}"
-					  : "{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}");
-		if (err)
-			return err;
-		err = pol_read_keys(c, n, &ri.ks);
+		err = pol_read_map(c, n, implicit ? "fragments" : "rule",
+				   implicit ? "{per_source: {rate: 100/s, burst: 200}}"
+					    : "{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}",
+				   &ri.ks);
 		if (err)
 			return err;
 		rs->line = (int)n->start_mark.line + 1;
@@ -668,10 +663,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	cfg->pol.default_verdict = FG_PASS;
 	cfg->pol.malformed_verdict = FG_DROP;
 
-	err = pol_expect_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}");
-	if (err)
-		return err;
-	err = pol_read_keys(c, root, &ks);
+	err = pol_read_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}", &ks);
 	if (err)
 		return err;
 	if ((err = parse_globals(c, val)))

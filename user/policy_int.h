@@ -49,7 +49,6 @@ int pol_load_document(const char *buf, size_t len, yaml_document_t *doc, struct 
 yaml_node_t *pol_node(struct pol_ctx *c, int idx);
 int pol_is_null(const yaml_node_t *n);
 int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what, const char **out);
-int pol_expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example);
 int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what);
 
 /* The keys a mapping may have; each at most once. */
@@ -65,8 +64,10 @@ struct pol_keys {
 #define KEYS(where, names) \
 	{ where, names, (int)(sizeof(names) / sizeof(names[0])), 0, { 0 }, { 0 } }
 
-/* Walk a mapping, recording each known key's value in ks->val. */
-int pol_read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks);
+/* n must be a mapping (example: what one looks like) of known keys, each
+ * at most once: their values into ks->val. */
+int pol_read_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example,
+		 struct pol_keys *ks);
 
 int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		   const char *const *names, int nnames, int *out);

@@ -371,10 +371,7 @@ static int parse_match(struct pol_ctx *c, yaml_node_t *n, struct match_src *m)
 	m->icmp_type = -1;
 	if (!n || pol_is_null(n))
 		return 0;
-	err = pol_expect_map(c, n, "match", "{proto: tcp, dport: 22}");
-	if (err)
-		return err;
-	err = pol_read_keys(c, n, &ks);
+	err = pol_read_map(c, n, "match", "{proto: tcp, dport: 22}", &ks);
 	if (err)
 		return err;
 	if (ks.val[MK_PROTO]) {

@@ -107,7 +107,7 @@ int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	return 0;
 }
 
-int pol_expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what,
+static int expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		      const char *example)
 {
 	if (n->type == YAML_MAPPING_NODE)
@@ -124,7 +124,7 @@ int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what)
 }
 
 /* Walk a mapping, recording each known key's value in ks->val. */
-int pol_read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
+static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 {
 	yaml_node_pair_t *p;
 
@@ -162,6 +162,14 @@ int pol_read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 		ks->val[i] = v;
 	}
 	return 0;
+}
+
+int pol_read_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example,
+		 struct pol_keys *ks)
+{
+	int err = expect_map(c, n, what, example);
+
+	return err ? err : read_keys(c, n, ks);
 }
 
 int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,

@@ -15,18 +15,25 @@ static int is_digit(char ch)
 	return ch >= '0' && ch <= '9';
 }
 
-int fg_parse_u64(const char *s, __u64 *out)
+/* The decimal at the start of s; *end is what follows it. */
+static int leading_u64(const char *s, unsigned long long *v, char **end)
 {
-	unsigned long long v;
-	char *end;
-
 	/* strtoull skips spaces and takes a sign; a number here does not */
 	if (!s || !is_digit(s[0]))
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	*v = strtoull(s, end, 10);
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
+int fg_parse_u64(const char *s, __u64 *out)
+{
+	unsigned long long v;
+	char *end;
+	int err = leading_u64(s, &v, &end);
+
+	if (err)
+		return err;
 	if (*end)
 		return -EINVAL;
 	*out = v;
@@ -47,13 +54,10 @@ int fg_parse_duration(const char *s, __u64 *ns)
 	unsigned long long v;
 	char *end;
 	size_t i;
+	int err = leading_u64(s, &v, &end);
 
-	if (!s || !is_digit(s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	if (err)
+		return err;
 	for (i = 0; i < ARRAY_LEN(units); i++) {
 		if (strcmp(end, units[i].unit))
 			continue;
