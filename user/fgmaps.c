@@ -31,23 +31,37 @@ void fg_why(char *why, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What each pinned map must look like: one place, checked on every open. */
+/*
+ * Every pinned map, in enum fg_map_id order: its id, its name in the
+ * skeleton and the pin dir, and what it must look like (checked on every
+ * open; max_entries 0: any). One place: map_defs and fg_skel_maps expand it.
+ */
+#define FG_MAPS(X)								\
+	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1)	\
+	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2) \
+	X(FGM_PFX4, fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4),	\
+	  sizeof(struct fg_pfx), 0)						\
+	X(FGM_PFX6, fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6),	\
+	  sizeof(struct fg_pfx), 0)						\
+	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2)	\
+	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2)	\
+	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0)	\
+	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6),	\
+	  sizeof(struct fg_bucket), 0)						\
+	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG) \
+	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
+	  FG_NROWS)								\
+	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
+	  FG_MAX_RULES)								\
+	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)
+
 static const struct {
 	const char *name;
-	__u32 type, key_size, value_size, max_entries;	/* max_entries 0: any */
+	__u32 type, key_size, value_size, max_entries;
 } map_defs[FGM_NMAPS] = {
-	[FGM_CTL]	= { "fg_ctl", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1 },
-	[FGM_POLICY]	= { "fg_policy", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2 },
-	[FGM_PFX4]	= { "fg_pfx4", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4), sizeof(struct fg_pfx), 0 },
-	[FGM_PFX6]	= { "fg_pfx6", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6), sizeof(struct fg_pfx), 0 },
-	[FGM_DIR4]	= { "fg_dir4", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2 },
-	[FGM_PIDX]	= { "fg_pidx", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2 },
-	[FGM_SRC4]	= { "fg_src4", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0 },
-	[FGM_SRC6]	= { "fg_src6", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6), sizeof(struct fg_bucket), 0 },
-	[FGM_AGG]	= { "fg_agg", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG },
-	[FGM_STATS]	= { "fg_stats", BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), FG_NROWS },
-	[FGM_NAMES]	= { "fg_names", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name), FG_MAX_RULES },
-	[FGM_META]	= { "fg_meta", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1 },
+#define MAP_DEF(id, name, type, ksz, vsz, max) [id] = { #name, type, ksz, vsz, max },
+	FG_MAPS(MAP_DEF)
+#undef MAP_DEF
 };
 
 const char *const fg_outcome_names[FG_OUT_MAX] = {
@@ -276,18 +290,9 @@ fail:
 
 void fg_skel_maps(struct floodgate_bpf *skel, struct bpf_map *maps[FGM_NMAPS])
 {
-	maps[FGM_CTL] = skel->maps.fg_ctl;
-	maps[FGM_POLICY] = skel->maps.fg_policy;
-	maps[FGM_PFX4] = skel->maps.fg_pfx4;
-	maps[FGM_PFX6] = skel->maps.fg_pfx6;
-	maps[FGM_DIR4] = skel->maps.fg_dir4;
-	maps[FGM_PIDX] = skel->maps.fg_pidx;
-	maps[FGM_SRC4] = skel->maps.fg_src4;
-	maps[FGM_SRC6] = skel->maps.fg_src6;
-	maps[FGM_AGG] = skel->maps.fg_agg;
-	maps[FGM_STATS] = skel->maps.fg_stats;
-	maps[FGM_NAMES] = skel->maps.fg_names;
-	maps[FGM_META] = skel->maps.fg_meta;
+#define SKEL_MAP(id, name, ...) maps[id] = skel->maps.name;
+	FG_MAPS(SKEL_MAP)
+#undef SKEL_MAP
 }
 
 int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char *dir)
