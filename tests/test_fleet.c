@@ -745,6 +745,58 @@ static void test_namespace(void)
 	sim_free(&a2);
 }
 
+/* A restarted daemon adopts the lease the program holds: it keeps the
+ * tokens while the lease runs, and, since it held a lease from this
+ * bucket, a bucket lost meanwhile comes back empty, not full. */
+static int adopt(struct sim *s, const char *node, const char *rule)
+{
+	struct fg_fleet_rule_conf rc = { .rate = RATE, .burst = BURST, .on_loss = FG_FLEET_LOSS_CLOSED,
+					 .nodes_hint = s->out.nodes, .adopted_expires = s->expires,
+					 .adopted_tokens = s->tokens > 0 ? (__u64)s->tokens : 0 };
+	char why[160];
+
+	snprintf(rc.name, sizeof(rc.name), "%s", rule);
+	fg_fleet_free(s->f);
+	s->f = engine(node, IVAL_MS, LEASE_MS);
+	if (!s->f)
+		return -EINVAL;
+	return fg_fleet_add_rule(s->f, &rc, why, sizeof(why));
+}
+
+static void test_adopt(void)
+{
+	struct sim a;
+	struct sim *n[1] = { &a };
+	struct fg_fleet_event e;
+	__s64 held;
+
+	flushall();
+	if (!ASSERT_OK(sim_init(&a, "d1", "adopt", RATE, BURST, 1000, FG_FLEET_LOSS_CLOSED), "init"))
+		return;
+	run_rounds(n, 1, 6, NULL, NULL);
+	held = a.tokens;
+	ASSERT_TRUE(held > 0, "the program holds a lease");
+	if (!ASSERT_OK(adopt(&a, "d1", "adopt"), "adopted"))
+		return;
+	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_INIT, "not asked yet");
+	ASSERT_EQ(sim_stats(&a).lease_expires, a.expires, "the adopted lease");
+	ASSERT_OK(sim_step(&a), "first round after the restart");
+	ASSERT_EQ(a.out.take_back, 0, "the adopted tokens are kept");
+	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_OK, "ok");
+	ASSERT_EQ(fg_fleet_next_event(a.f, &e), 0, "no event: nothing failed");
+	/* the same with the bucket lost while the daemon was down */
+	run_rounds(n, 1, 3, NULL, NULL);
+	if (!ASSERT_OK(adopt(&a, "d1", "adopt"), "adopted again"))
+		return;
+	flushall();
+	a.demand = 20000;
+	ASSERT_OK(sim_step(&a), "first round, bucket lost");
+	printf("  adopted %lld tokens; after a lost bucket the first grant is %llu (burst %.0f)\n",
+	       (long long)held, (unsigned long long)a.out.grant, BURST);
+	ASSERT_LE(a.out.grant, (long long)(RATE * IVAL_MS / 1000.0), "recreated empty: no burst");
+	sim_free(&a);
+}
+
 /* Redis killed: the call fails at once (well within the deadline); the
  * rule spends its lease (grace), falls back when it runs out; Redis back
  * empty: recovered, no burst. */
@@ -1169,6 +1221,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_bound);
 	FG_RUN(test_returns);
 	FG_RUN(test_namespace);
+	FG_RUN(test_adopt);
 	FG_RUN(test_redis_killed);
 	if (!redis_pid && redis_start())
 		return fg_test_summary();

@@ -330,6 +330,17 @@ int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, c
 			 (unsigned long long)ns, sfx[k]);
 	r->nodes = rc->nodes_hint;
 	r->lease_ns = rc->adopted_expires;
+	if (rc->adopted_expires) {
+		/* held a lease from this bucket: if it is gone, it is recreated
+		 * empty; the tokens count as granted when that lease was */
+		r->known = true;
+		__u64 at = rc->adopted_expires + FG_FLEET_LEASE_MARGIN_NS;
+
+		r->ring[0].at_ns = at > (__u64)f->c.lease_ms * 1000000ull ?
+				   at - (__u64)f->c.lease_ms * 1000000ull : 0;
+		r->ring[0].n = rc->adopted_tokens;
+		r->ring_next = 1;
+	}
 	r->state = FG_FLEET_INIT;
 	r->st.state = FG_FLEET_INIT;
 	r->st.lease_expires = rc->adopted_expires;

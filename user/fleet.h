@@ -70,8 +70,10 @@ struct fg_fleet_rule_conf {
 	__u8 on_loss;		/* enum fg_fleet_loss */
 	double local_rate;	/* on_loss local: 0 = rate / last known node count */
 	double local_burst;	/* 0 = local rate * burst / rate */
-	__u32 nodes_hint;	/* node count known from before (adopted state), 0 = none */
-	__u64 adopted_expires;	/* CLOCK_MONOTONIC ns of a lease the program already holds */
+	/* adopting pinned state after a restart: the lease the program holds */
+	__u32 nodes_hint;	/* node count known from before, 0 = none */
+	__u64 adopted_expires;	/* its CLOCK_MONOTONIC expiry, 0 = none */
+	__u64 adopted_tokens;	/* its balance: kept (not taken back) while the lease runs */
 };
 
 /* What the caller read for one rule just before a round. */
