@@ -532,6 +532,37 @@ static void test_noscript_reload(void)
 	sim_free(&a);
 }
 
+/* The extremes the engine accepts also work in the script (the key
+ * expiry of a bucket that takes 30 years to refill is capped, not refused). */
+static void test_extreme_limits(void)
+{
+	struct fg_fleet_rule_conf slow = { .name = "slow", .rate = 1e-3, .burst = 1e15 };
+	struct fg_fleet_rule_conf fast = { .name = "fast", .rate = 1e15, .burst = 1, .cost = FG_COST_BYTES };
+	struct fg_fleet_in in[2] = { { .offered = 1000 }, { .offered = 1000 } };
+	struct fg_fleet_out out[2];
+	struct fg_fleet *f;
+	char why[160];
+	int err;
+
+	flushall();
+	f = engine("x1", IVAL_MS, LEASE_MS);
+	if (!ASSERT_TRUE(f != NULL, "engine"))
+		return;
+	ASSERT_EQ(fg_fleet_add_rule(f, &slow, why, sizeof(why)), 0, "slow rule");
+	ASSERT_EQ(fg_fleet_add_rule(f, &fast, why, sizeof(why)), 1, "fast rule");
+	err = fg_fleet_round(f, in, out);
+	if (err) {
+		struct fg_fleet_stats st;
+
+		fg_fleet_stats(f, 0, &st);
+		printf("  %s\n", st.reason);
+	}
+	ASSERT_OK(err, "one round for both");
+	ASSERT_TRUE(out[0].renewed && out[1].renewed, "both answered");
+	ASSERT_TRUE(out[0].grant > 0, "the slow rule's full bucket grants");
+	fg_fleet_free(f);
+}
+
 /* Demand 10:1 gets about 10:1 (tolerance: 8..12.5 over the last 20
  * rounds); a node with no demand gets nothing. */
 static void test_share_by_demand(void)
@@ -1232,6 +1263,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_url_parsing);
 	FG_RUN(test_config_refused);
 	FG_RUN(test_noscript_reload);
+	FG_RUN(test_extreme_limits);
 	FG_RUN(test_share_by_demand);
 	FG_RUN(test_join_no_burst);
 	FG_RUN(test_bound);

@@ -78,7 +78,7 @@ const char fg_fleet_lua[] =
 	"end\n"
 	"redis.call('HSET', b, 'tok', tok, 'ts', now, 'sum', sum)\n"
 	"-- idle keys expire once the bucket would be full again anyway\n"
-	"local ttl = math.ceil(burst / rate * 1000 + 10 * ival / 1000)\n"
+	"local ttl = math.min(1e12, math.ceil(burst / rate * 1000 + 10 * ival / 1000))\n"
 	"redis.call('PEXPIRE', b, ttl)\n"
 	"redis.call('PEXPIRE', d, ttl)\n"
 	"redis.call('PEXPIRE', s, ttl)\n"

@@ -199,7 +199,11 @@ extern const char fg_fleet_lua[];
  * across network I/O, so they never wait on Redis.
  */
 struct fg_fleet_ops {
+	/* fill in[0..n): counters since the last call, the balance, and in
+	 * .taken what the last apply took back; non-zero skips this round
+	 * (the program's lease then runs out on its own) */
 	int (*collect)(void *ctx, struct fg_fleet_in *in, int n);
+	/* write out[0..n) into the maps, in the order struct fg_fleet_out says */
 	void (*apply)(void *ctx, const struct fg_fleet_out *out, int n);
 	/* on stop with release: take back everything into in[i].taken */
 	int (*take_all)(void *ctx, struct fg_fleet_in *in, int n);
