@@ -130,6 +130,12 @@ fg_bg_adopt() {
 	FG_BG_ALL+=("$1")
 }
 
+# fg_is_child PID: PID is (still) a child of this shell, so a signal to it
+# cannot reach a process that merely reused the number
+fg_is_child() {
+	[ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]
+}
+
 # fg_reap PID: wait for a signalled child, SIGKILL it after FG_STOP_TENTHS;
 # returns its exit status.
 fg_reap() {
@@ -138,7 +144,7 @@ fg_reap() {
 		sleep 0.1
 		n=$((n - 1))
 	done
-	kill -s KILL "$pid" 2>/dev/null
+	fg_is_child "$pid" && kill -s KILL "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 }
 
@@ -147,7 +153,7 @@ fg_reap() {
 # returns its exit status.
 fg_bg_stop() {
 	local pid=$1 sig=${2:-TERM} i rc
-	kill -s "$sig" "$pid" 2>/dev/null
+	fg_is_child "$pid" && kill -s "$sig" "$pid" 2>/dev/null
 	# after SIGKILL wait at once: bash reports a job killed meanwhile
 	if [ "$sig" = KILL ] || [ "$sig" = 9 ]; then wait "$pid" 2>/dev/null; else fg_reap "$pid"; fi
 	rc=$?
@@ -173,7 +179,7 @@ fg_wait_for() {
 fg_ns_cleanup() {
 	local pid ns
 	for pid in "${FG_BG_PIDS[@]}"; do
-		kill -s TERM "$pid" 2>/dev/null
+		fg_is_child "$pid" && kill -s TERM "$pid" 2>/dev/null
 	done
 	for pid in "${FG_BG_PIDS[@]}"; do
 		fg_reap "$pid"
@@ -205,7 +211,7 @@ fg_veth_leftovers() {
 fg_bg_leftovers() {
 	local pid
 	for pid in "${FG_BG_ALL[@]}"; do
-		[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] && echo "$pid"
+		fg_is_child "$pid" && echo "$pid"
 	done
 	return 0
 }
