@@ -9,9 +9,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_require_root
-fg_require_bins "$FGD" "$FG"
-fg_init
+fg_init --root "$FGD" "$FG"
 
 PIN=$(fg_pin daemon)
 DLOG=$FG_TMP/daemon.log

@@ -8,8 +8,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_require_root
-fg_init
+fg_init --root
 if [ ! -x "$FGEN" ]; then
 	bad e2e_fgen "$FGEN is not built (make $FGEN)"; fg_finish
 fi

@@ -18,9 +18,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_require_root
-fg_require_bins "$FGD" "$FG"
-fg_init
+fg_init --root "$FGD" "$FG"
 FGD=$(realpath -m "$FGD")
 FG=$(realpath -m "$FG")
 BAD=tests/policies/bad

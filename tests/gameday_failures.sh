@@ -119,13 +119,7 @@ fi
 # floodgated(8): "On start it mounts bpffs on /sys/fs/bpf if nothing is
 # mounted there." A private mount namespace without bpffs; the daemon runs
 # in it (and in rx for the network).
-gd_policy nobpffs <<'YAML'
-max_sources: 1024
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+sed 's/max_sources: 4096/max_sources: 1024/' "$GD_TMP/base.yaml" > "$GD_TMP/nobpffs.yaml"
 PRIV_PIN=$(fg_pin private)
 unshare -m --propagation private sh -c '
 	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done

@@ -30,9 +30,7 @@ GD_MAC=
 
 # gd_init: checks, tmp dir, trap, the raw frame tool.
 gd_init() {
-	fg_require_root
-	fg_require_bins "$FGD" "$FG" "$FGEN" "$FGDUMP"
-	fg_init
+	fg_init --root "$FGD" "$FG" "$FGEN" "$FGDUMP"
 	GD_TMP=$FG_TMP
 	gd_write_raw
 }

@@ -19,8 +19,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_require_root
-fg_init
+fg_init --root
 OUT=$FG_OUT
 AOUT=$OUT/asan
 PIN=$(fg_pin san)
@@ -82,41 +81,13 @@ fi
 if ! { fg_ns_create s && fg_veth_create s v0 s v1; }; then
 	bad setup "namespace and veth pair"; fg_finish
 fi
-NS=$(fg_ns_name s)
 PORT=$((30000 + $$ % 20000))
 
-cat > "$TMP/vg.supp" <<'EOF'
 # valgrind's bpf(2) wrapper checks all of union bpf_attr, libbpf zeroes and
 # passes only the part a command uses; NULL key = first key for GET_NEXT_KEY.
-{
-   fg-libbpf-bpf-attr-key
-   Memcheck:Param
-   bpf(attr->key)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-flags
-   Memcheck:Param
-   bpf(attr->flags)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-prog_ifindex
-   Memcheck:Param
-   bpf(attr->prog_ifindex)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-expected_attach_type
-   Memcheck:Param
-   bpf(attr->expected_attach_type)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-EOF
+for f in key flags prog_ifindex expected_attach_type; do
+	printf '{\n   fg-libbpf-bpf-attr-%s\n   Memcheck:Param\n   bpf(attr->%s)\n   fun:syscall\n   obj:*/libbpf.so*\n}\n' "$f" "$f"
+done > "$TMP/vg.supp"
 
 policy() {	# policy RATE
 	cat <<YAML

@@ -5,12 +5,13 @@
 # repository.
 #
 #   . tests/lib.sh
-#   fg_require_root                 # not root: one skip, the summary, exit 0
-#   fg_require_bins "$FGD" "$FG"    # a binary not built: the same
-#   fg_init                         # $FG_TMP, bpffs mounted, cleanup trap
+#   fg_init --root "$FGD" "$FG"     # not root, or a binary not built: one
+#                                   # skip, the summary, exit 0; then $FG_TMP,
+#                                   # bpffs mounted, the cleanup trap
 #   ok MSG | bad MSG [DETAIL] | skip WHAT [WHY]     # counted
 #   check NAME CMD...               # ok when CMD succeeds
 #   check_cmp NAME MEASURED OP EXPECTED     # OP: -eq -ge -gt -le -lt -ne = !=
+#   check_near NAME MEASURED EXPECTED PCT   # within PCT % of EXPECTED
 #   expect NAME COND SENT EXPECTED MEASURED # COND is evaluated (a drill line)
 #   fg_finish                       # clean up, fail on leftovers, summary, exit
 #
@@ -107,8 +108,17 @@ check_cmp() {
 	-eq|=) sym="=" ;; -ne|!=) sym="!=" ;; -gt) sym=">" ;; -ge) sym=">=" ;;
 	-lt) sym="<" ;; -le) sym="<=" ;; *) bad "$name" "check_cmp: unknown operator $op"; return ;;
 	esac
-	if [ "$got" "$op" "$want" ] 2>/dev/null; then ok "$name: expected $sym $want, measured $got"
+	if test "$got" "$op" "$want" 2>/dev/null; then ok "$name: expected $sym $want, measured $got"
 	else bad "$name" "expected $sym $want, measured '$got'"; fi
+}
+
+# within A B PCT: |A - B| <= B * PCT / 100
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * p / 100) }'; }
+
+# check_near NAME MEASURED EXPECTED PCT: MEASURED within PCT % of EXPECTED
+check_near() {
+	if within "$2" "$3" "$4"; then ok "$1: expected $3 +- $4 %, measured $2"
+	else bad "$1" "expected $3 +- $4 %, measured '$2'"; fi
 }
 
 # expect NAME COND SENT EXPECTED MEASURED: COND is evaluated by the shell
@@ -134,7 +144,14 @@ fg_require_bins() {
 	done
 }
 
+# fg_init [--root] [BIN...]: the checks above (needs root; each BIN built),
+# then $FG_TMP, bpffs mounted, the cleanup trap
 fg_init() {
+	if [ "${1:-}" = --root ]; then
+		fg_require_root
+		shift
+	fi
+	fg_require_bins "$@"
 	FG_TMP=$(mktemp -d "/tmp/fg-$FG_NAME.XXXXXX") || { bad "$FG_NAME: mktemp"; summary; exit 1; }
 	FG_SNAP=$FG_TMP/stats.json
 	if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/fs/bpf; then

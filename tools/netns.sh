@@ -125,6 +125,7 @@ fg_bg() {
 # fg_bg_adopt PID: a background child started some other way (unshare, a
 # wrapper), stopped at cleanup like those of fg_bg. Sets FG_BG_PID.
 fg_bg_adopt() {
+	# shellcheck disable=SC2034 # for the caller
 	FG_BG_PID=$1
 	FG_BG_PIDS+=("$1")
 	FG_BG_ALL+=("$1")
@@ -220,7 +221,10 @@ fg_bg_leftovers() {
 # INT/TERM (then exit 130/143).
 fg_ns_trap() {
 	local f=${1:-fg_ns_cleanup}
+	# shellcheck disable=SC2064 # the function's name, expanded now
 	trap "$f" EXIT
+	# shellcheck disable=SC2064
 	trap "$f; trap - EXIT; exit 130" INT
+	# shellcheck disable=SC2064
 	trap "$f; trap - EXIT; exit 143" TERM
 }
