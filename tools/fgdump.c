@@ -70,7 +70,7 @@ static int parse_u32(const char *s, __u32 max, __u32 *out)
 	unsigned long long v;
 	char *end;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9')	/* no sign, no space */
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -287,6 +287,7 @@ int main(int argc, char **argv)
 		{}
 	};
 	struct watch_opts w = { .quiet_ns = 300000000ull };
+	bool watch_opts = false;
 	const char *dir_arg = NULL, *cmd, *dir;
 	char why[FG_WHY_LEN] = "";
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
@@ -309,10 +310,12 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			w.quiet_ns = (__u64)(s * 1e9);
+			watch_opts = true;
 			break;
 		}
 		case 's':
 			w.source = optarg;
+			watch_opts = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -324,7 +327,7 @@ int main(int argc, char **argv)
 	}
 	nargs = argc - optind;
 	cmd = nargs > 0 ? argv[optind] : "";
-	if (!((!strcmp(cmd, "bucket4") && nargs == 3 && !w.source) ||
+	if (!((!strcmp(cmd, "bucket4") && nargs == 3 && !watch_opts) ||
 	      (!strcmp(cmd, "watch") && nargs == 3))) {
 		usage(stderr);
 		return EXIT_USAGE;
