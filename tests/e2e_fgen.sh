@@ -7,49 +7,32 @@
 # Needs root. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-OUT=${OUTPUT:-.output}
-FGEN=$OUT/fgen
-pass=0; fail=0; skip=0
-ok()   { echo "ok - $1"; pass=$((pass + 1)); }
-nok()  { echo "FAIL - $1: $2"; fail=$((fail + 1)); }
-skp()  { echo "skip - $1: $2"; skip=$((skip + 1)); }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
-
-if [ "$(id -u)" != 0 ]; then
-	skp e2e_fgen "needs root"; summary; exit 0
-fi
+. tests/lib.sh
+fg_init --root
 if [ ! -x "$FGEN" ]; then
-	nok e2e_fgen "$FGEN is not built (make $FGEN)"; summary; exit 1
+	bad e2e_fgen "$FGEN is not built (make $FGEN)"; fg_finish
 fi
-
-. tools/netns.sh
-FG_NS_PREFIX="fgen$$-"
-TMP=$(mktemp -d /tmp/e2e_fgen.XXXXXX)
-trap 'fg_ns_cleanup; rm -rf "$TMP"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 RCV=$(fg_ns_name rcv)
 if ! { fg_ns_create gen && fg_ns_create rcv && fg_ns_quiet gen && fg_ns_quiet rcv &&
        fg_veth_create gen veth0 rcv veth0; }; then
-	nok setup "cannot create namespaces and veth pair"; summary; exit 1
+	bad setup "cannot create namespaces and veth pair"; fg_finish
 fi
 
 fgen() { fg_ns_exec gen "$FGEN" -i veth0 "$@"; }
 rx() { fg_ns_rx rcv veth0; }
-jfield() { sed -nE "s/.*\"$1\":([0-9.]+).*/\1/p" <<<"$2"; }
+jfield() { fg_json_get - "$1" <<<"$2"; }	# jfield KEY JSON-TEXT
 
 # sink_start [ARGS]: attach fgen --sink to rcv's veth0, wait until ready.
 sink_start() {
-	fg_bg rcv "$FGEN" --sink -i veth0 --json "$@" >"$TMP/sink.json" 2>"$TMP/sink.err"
+	fg_bg rcv "$FGEN" --sink -i veth0 --json "$@" >"$FG_TMP/sink.json" 2>"$FG_TMP/sink.err"
 	SINK=$FG_BG_PID
-	fg_wait_for "$TMP/sink.err" "sink ready" 100
+	fg_wait_for "$FG_TMP/sink.err" "sink ready" 100
 }
 # sink_stop: detach; sets RECEIVED and DISTINCT.
 sink_stop() {
 	fg_bg_stop "$SINK"
-	RECEIVED=$(jfield received "$(cat "$TMP/sink.json")")
-	DISTINCT=$(jfield distinct_sources "$(cat "$TMP/sink.json")")
+	read -r RECEIVED DISTINCT < <(fg_json_get "$FG_TMP/sink.json" received distinct_sources)
 }
 
 # wait_rx BASE WANT: until rx_packets - BASE >= WANT (frames may still sit
@@ -75,13 +58,13 @@ for args in "-d 10.200.0.2 -n abc" "-d 10.200.0.2 -n 10x" "-d 10.200.0.2 -n -5" 
 	    "-d 10.200.0.2 --tcp-flags SX" "-d 10.200.0.2 --sources 0" \
 	    "-d 10.200.0.2 -s 10.0.0.0/30 --sources 5" "-d 10.200.0.2 extra"; do
 	# shellcheck disable=SC2086
-	fgen $args >/dev/null 2>"$TMP/err"; rc=$?
-	if [ "$rc" != 2 ] || [ ! -s "$TMP/err" ]; then
-		nok "bad args '$args'" "exit $rc, stderr '$(head -c 200 "$TMP/err")'"; bad_ok=0
+	fgen $args >/dev/null 2>"$FG_TMP/err"; rc=$?
+	if [ "$rc" != 2 ] || [ ! -s "$FG_TMP/err" ]; then
+		bad "bad args '$args'" "exit $rc, stderr '$(head -c 200 "$FG_TMP/err")'"; bad_ok=0
 	fi
 done
 [ "$bad_ok" = 1 ] && ok "bad arguments exit 2 with a message"
-if fgen --help >/dev/null 2>&1; then ok "--help exits 0"; else nok "--help" "nonzero exit"; fi
+if fgen --help >/dev/null 2>&1; then ok "--help exits 0"; else bad "--help" "nonzero exit"; fi
 
 # --- no NAPI on the peer: frames are lost (documents the veth rule) ----------
 r0=$(rx)
@@ -89,11 +72,11 @@ fgen -s 10.200.0.1 -d 10.200.0.2 -n 1000 >/dev/null 2>&1
 sleep 0.2
 d=$(( $(rx) - r0 ))
 if [ "$d" = 0 ]; then ok "without XDP or GRO on the peer veth drops XDP_TX frames"
-else nok "no-NAPI peer" "received $d of 1000, expected 0 (veth rule changed?)"; fi
+else bad "no-NAPI peer" "received $d of 1000, expected 0 (veth rule changed?)"; fi
 
 # --- delivery: every frame arrives, for each kind of frame -------------------
 if ! sink_start --drop; then
-	nok "sink" "fgen --sink did not get ready: $(cat "$TMP/sink.err")"; summary; exit 1
+	bad "sink" "fgen --sink did not get ready: $(cat "$FG_TMP/sink.err")"; fg_finish
 fi
 N=10000
 while IFS='|' read -r name args; do
@@ -101,10 +84,10 @@ while IFS='|' read -r name args; do
 	r0=$(rx)
 	# 50 kpps: 50-frame bursts, far below the peer's 256-entry XDP ring
 	# shellcheck disable=SC2086
-	out=$(fgen $args -n $N -r 50000 --json 2>"$TMP/err"); rc=$?
+	out=$(fgen $args -n $N -r 50000 --json 2>"$FG_TMP/err"); rc=$?
 	sent=$(jfield packets "$out")
 	if [ "$rc" != 0 ] || [ "${sent:-x}" != "$N" ]; then
-		nok "$name" "fgen exit $rc, sent '${sent:-}' of $N: $(head -c 300 "$TMP/err")"; continue
+		bad "$name" "fgen exit $rc, sent '${sent:-}' of $N: $(head -c 300 "$FG_TMP/err")"; continue
 	fi
 	dr=$(jfield tx_dropped "$out"); dr=${dr:-0}
 	d=$(wait_rx "$r0" $((N - dr)))
@@ -117,7 +100,7 @@ while IFS='|' read -r name args; do
 	elif [ $((d + dr)) = "$N" ] && [ "$dr" -le $((N / 100)) ]; then
 		ok "$name: $N sent, $d received, $dr dropped at the peer's full ring"
 	else
-		nok "$name" "sent $N, receiver counted $d, tx_dropped $dr"
+		bad "$name" "sent $N, receiver counted $d, tx_dropped $dr"
 	fi
 done <<'EOF'
 IPv4 UDP|-s 10.200.0.1 -d 10.200.0.2 --udp
@@ -139,23 +122,23 @@ sink_stop
 # the destination MAC read from the peer namespace
 r0=$(rx)
 sink_start --drop
-out=$(fgen -s 10.200.0.1 -d 10.200.0.2 --peer-ns "$RCV" --peer-dev veth0 -n 1000 -r 50000 --json 2>"$TMP/err")
+out=$(fgen -s 10.200.0.1 -d 10.200.0.2 --peer-ns "$RCV" --peer-dev veth0 -n 1000 -r 50000 --json 2>"$FG_TMP/err")
 d=$(wait_rx "$r0" 1000)
 if [ "$d" -ge 1000 ]; then ok "unicast MAC from --peer-ns/--peer-dev: $d received"
-else nok "unicast MAC" "received $d of 1000: $(cat "$TMP/err")"; fi
+else bad "unicast MAC" "received $d of 1000: $(cat "$FG_TMP/err")"; fi
 sink_stop
 
 # --- sources: distinct counts at the receiver --------------------------------
 check_distinct() {	# NAME MIN MAX ARGS...
 	local name=$1 min=$2 max=$3; shift 3
-	sink_start --drop --track || { nok "$name" "sink not ready"; return; }
-	fgen "$@" -r 50000 >/dev/null 2>"$TMP/err" || { nok "$name" "fgen failed: $(cat "$TMP/err")"; sink_stop; return; }
+	sink_start --drop --track || { bad "$name" "sink not ready"; return; }
+	fgen "$@" -r 50000 >/dev/null 2>"$FG_TMP/err" || { bad "$name" "fgen failed: $(cat "$FG_TMP/err")"; sink_stop; return; }
 	sleep 0.3
 	sink_stop
 	if [ "${DISTINCT:-0}" -ge "$min" ] && [ "$DISTINCT" -le "$max" ]; then
 		ok "$name: $DISTINCT distinct of $RECEIVED"
 	else
-		nok "$name" "$DISTINCT distinct sources in $RECEIVED frames, expected $min..$max"
+		bad "$name" "$DISTINCT distinct sources in $RECEIVED frames, expected $min..$max"
 	fi
 }
 check_distinct "one fixed source" 1 1 -s 10.200.0.1 -d 10.200.0.2 -n 2000
@@ -177,7 +160,7 @@ if command -v tcpdump >/dev/null; then
 		filt=${spec%%|*}; args=${spec#*|}
 		[ "$filt" = ip6 ] && case "$args" in *vlan*) filt="vlan and ip6" ;; esac
 		# shellcheck disable=SC2086 # $filt is several words
-		fg_bg rcv tcpdump -c 20 -nn -vv -i veth0 -l $filt >"$TMP/cap" 2>/dev/null
+		fg_bg rcv tcpdump -c 20 -nn -vv -i veth0 -l $filt >"$FG_TMP/cap" 2>/dev/null
 		capid=$FG_BG_PID
 		sleep 1
 		# shellcheck disable=SC2086
@@ -186,69 +169,60 @@ if command -v tcpdump >/dev/null; then
 			kill -0 "$capid" 2>/dev/null || break; sleep 0.2
 		done
 		fg_bg_stop "$capid"
-		good=$(grep -cE 'sum ok|\(correct\)' "$TMP/cap")
-		bad=$(grep -ciE 'bad [a-z0-9 ]*cksum|incorrect' "$TMP/cap")
+		good=$(grep -cE 'sum ok|\(correct\)' "$FG_TMP/cap")
+		bad=$(grep -ciE 'bad [a-z0-9 ]*cksum|incorrect' "$FG_TMP/cap")
 		if [ "$good" -ge 20 ] && [ "$bad" = 0 ]; then
 			ok "checksums ($args): $good of 20 ok"
 		else
-			nok "checksums ($args)" "$good ok, $bad bad: $(grep -iE 'bad [a-z0-9 ]*cksum|incorrect' "$TMP/cap" | head -2)"
+			bad "checksums ($args)" "$good ok, $bad bad: $(grep -iE 'bad [a-z0-9 ]*cksum|incorrect' "$FG_TMP/cap" | head -2)"
 		fi
 	done
 	sink_stop
 else
-	skp "checksums" "tcpdump not installed (apt-get install tcpdump)"
+	skip "checksums" "tcpdump not installed (apt-get install tcpdump)"
 fi
 
 # --- pacing: 10,000 pps for 1 s, within 10% ---------------------------------
 sink_start --drop
 r0=$(rx)
-out=$(fgen -s 10.200.0.1 -d 10.200.0.2 -r 10000 -t 1 --json 2>"$TMP/err")
+out=$(fgen -s 10.200.0.1 -d 10.200.0.2 -r 10000 -t 1 --json 2>"$FG_TMP/err")
 sent=$(jfield packets "$out"); el=$(jfield elapsed_s "$out")
 d=$(wait_rx "$r0" "${sent:-0}")
 if [ -n "$sent" ] && [ "$sent" -ge 9000 ] && [ "$sent" -le 11000 ] &&
    awk -v e="$el" 'BEGIN { exit !(e >= 0.95 && e <= 1.1) }'; then
 	ok "-r 10000 -t 1: $sent sent in $el s, $d received"
 else
-	nok "-r 10000 -t 1" "sent '${sent:-}' in '${el:-}' s: $(cat "$TMP/err")"
+	bad "-r 10000 -t 1" "sent '${sent:-}' in '${el:-}' s: $(cat "$FG_TMP/err")"
 fi
 # and -n with -r: 2000 at 4000 pps take ~0.5 s
-out=$(fgen -s 10.200.0.1 -d 10.200.0.2 -r 4000 -n 2000 --json 2>"$TMP/err")
+out=$(fgen -s 10.200.0.1 -d 10.200.0.2 -r 4000 -n 2000 --json 2>"$FG_TMP/err")
 sent=$(jfield packets "$out"); el=$(jfield elapsed_s "$out")
 if [ "${sent:-}" = 2000 ] && awk -v e="$el" 'BEGIN { exit !(e >= 0.45 && e <= 0.6) }'; then
 	ok "-r 4000 -n 2000: exact count in $el s"
 else
-	nok "-r 4000 -n 2000" "sent '${sent:-}' in '${el:-}' s"
+	bad "-r 4000 -n 2000" "sent '${sent:-}' in '${el:-}' s"
 fi
 
 # --- unpaced: fast, and what was sent arrived or was counted as dropped -------
 r0=$(rx)
-out=$(fgen -s 198.18.0.0/15 --random -d 10.200.0.2 -t 1 --json 2>"$TMP/err")
+out=$(fgen -s 198.18.0.0/15 --random -d 10.200.0.2 -t 1 --json 2>"$FG_TMP/err")
 sent=$(jfield packets "$out"); pps=$(jfield pps "$out"); dr=$(jfield tx_dropped "$out")
 d=$(wait_rx "$r0" "${sent:-0}")
 if [ -n "$sent" ] && [ "$sent" -ge 100000 ] && [ $((d + ${dr:-0})) -ge "$sent" ]; then
 	ok "unpaced 1 s: $sent sent ($pps pps), $d received, ${dr:-0} dropped at the ring"
 else
-	nok "unpaced 1 s" "sent '${sent:-}' received $d dropped '${dr:-}': $(cat "$TMP/err")"
+	bad "unpaced 1 s" "sent '${sent:-}' received $d dropped '${dr:-}': $(cat "$FG_TMP/err")"
 fi
 sink_stop
 
 # --- SIGTERM stops a run cleanly and still reports ----------------------------
-fg_bg gen "$FGEN" -i veth0 -s 10.200.0.1 -d 10.200.0.2 -r 1000 --json >"$TMP/term.json" 2>&1
+fg_bg gen "$FGEN" -i veth0 -s 10.200.0.1 -d 10.200.0.2 -r 1000 --json >"$FG_TMP/term.json" 2>"$FG_TMP/term.err"
 gpid=$FG_BG_PID
 sleep 0.5
 fg_bg_stop "$gpid" TERM
-sent=$(jfield packets "$(cat "$TMP/term.json")")
+sent=$(fg_json_get "$FG_TMP/term.json" packets)
 if [ -n "$sent" ] && [ "$sent" -ge 200 ]; then ok "SIGTERM ends a run with a report ($sent sent)"
-else nok "SIGTERM" "output '$(cat "$TMP/term.json")'"; fi
+else bad "SIGTERM" "output '$(cat "$FG_TMP/term.json" "$FG_TMP/term.err")'"; fi
 
-# --- nothing left behind ---------------------------------------------------------
-fg_ns_cleanup
-left=$(fg_ns_leftovers)
-links=$(ip -o link show 2>/dev/null | grep -c "fgen$$-" || true)
-if [ -z "$left" ] && [ "$links" = 0 ]; then
-	ok "no namespaces or links left behind"
-else
-	nok "cleanup" "left: $left ($links links)"
-fi
-summary
-[ "$fail" = 0 ]
+# nothing left behind: namespaces, veths, processes (fg_finish checks)
+fg_finish

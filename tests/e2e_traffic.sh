@@ -15,41 +15,17 @@
 # Needs root. Cleans up its namespaces, daemons and pin dirs (trap).
 set -u
 cd "$(dirname "$0")/.." || exit 2
-OUT=${OUTPUT:-.output}
-. tools/netns.sh
-FG_NS_PREFIX="fge$$-"
-PINA=/sys/fs/bpf/fge$$-a
-PINB=/sys/fs/bpf/fge$$-b
-TMP=$(mktemp -d /tmp/fge.XXXXXX)
-PASS=0 FAIL=0 SKIP=0
-DA= DB=
-
-ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL - $*"; FAIL=$((FAIL + 1)); }
-# within A B PCT: |A - B| <= B * PCT / 100
-within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * p / 100) }'; }
-
-cleanup() {
-	[ -n "$DA" ] && kill -TERM "$DA" 2>/dev/null && wait "$DA" 2>/dev/null
-	[ -n "$DB" ] && kill -TERM "$DB" 2>/dev/null && wait "$DB" 2>/dev/null
-	for p in "$PINA" "$PINB"; do
-		[ -d "$p" ] && "$OUT/floodgate" --pin-dir "$p" detach --force >/dev/null 2>&1
-	done
-	fg_ns_cleanup
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if [ "$(id -u)" != 0 ]; then
-	echo "skip - e2e_traffic: needs root"; echo "0 passed, 0 failed, 1 skipped"; exit 0
-fi
-mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+. tests/lib.sh
+fg_init --root "$FGD" "$FG" "$FGEN"
+PINA=$(fg_pin a)
+PINB=$(fg_pin b)
 
 # Topology: senders s1 and s2, receiver r (daemon A on r0 and r1);
 # sender s3 -> receiver q (daemon B on q0) for the two-daemon check.
-fg_ns_create s1 && fg_ns_create s2 && fg_ns_create r && fg_ns_create s3 && fg_ns_create q || exit 2
-fg_veth_create s1 v0 r r0 && fg_veth_create s2 v0 r r1 && fg_veth_create s3 v0 q q0 || exit 2
+if ! { fg_ns_create s1 && fg_ns_create s2 && fg_ns_create r && fg_ns_create s3 && fg_ns_create q &&
+       fg_veth_create s1 v0 r r0 && fg_veth_create s2 v0 r r1 && fg_veth_create s3 v0 q q0; }; then
+	bad setup "namespaces and veth pairs"; fg_finish
+fi
 fg_ns_addr s1 v0 10.210.0.1/24 fd00:210::1/64
 fg_ns_addr r r0 10.210.0.2/24 fd00:210::2/64
 fg_ns_addr s2 v0 10.211.0.1/24
@@ -68,61 +44,45 @@ rules:
     per_source: {rate: $2/s, burst: $3}
 EOF
 }
-FG() { "$OUT/floodgate" --pin-dir "$PINA" "$@"; }
-# stat PIN RULE OUTCOME: packets of one outcome of one rule
-stat() {
-	"$OUT/floodgate" --pin-dir "$1" stats --json | python3 -c "
-import json, sys
-for r in json.load(sys.stdin)['rules']:
-    if r['rule'] == '$2': print(r['packets']['$3']); break
-else: print(0)"
-}
+FG() { "$FG" --pin-dir "$PINA" "$@"; }
+stat() { fg_stat "$@"; }	# stat PIN RULE OUTCOME
 noports() { ip netns exec "$(fg_ns_name "$1")" awk '/^Udp: [0-9]/ { print $3 }' /proc/net/snmp; }
 # flood NS MAC DST RATE SECS [fgen args]: prints packets sent and elapsed s
 flood() {
 	local ns=$1 mac=$2 dst=$3 rate=$4 secs=$5; shift 5
-	fg_ns_exec "$ns" "$OUT/fgen" -i v0 --dst-mac "$mac" -d "$dst" --dport 9 -r "$rate" -t "$secs" --json "$@" 2>/dev/null |
-		python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["packets"], j["elapsed_s"])'
+	fg_ns_exec "$ns" "$FGEN" -i v0 --dst-mac "$mac" -d "$dst" --dport 9 -r "$rate" -t "$secs" --json "$@" 2>/dev/null |
+		fg_json_get - packets elapsed_s
 }
 start_daemon() {	# start_daemon VAR NS PIN POLICY IF...
-	local var=$1 ns=$2 pin=$3 pol=$4; shift 4
+	local var=$1 ns=$2 pin=$3 pol=$4 rc; shift 4
 	local args=() i
 	for i in "$@"; do args+=(-i "$i"); done
-	nsenter --net="$(fg_ns_path "$ns")" "$OUT/floodgated" -c "$pol" -p "$pin" -f "${args[@]}" \
-		>>"$TMP/daemon-$ns.log" 2>&1 &
-	printf -v "$var" '%s' "$!"
-	for _ in $(seq 100); do
-		"$OUT/floodgate" --pin-dir "$pin" status 2>/dev/null | grep -q '^daemon: *floodgated pid' && return 0
-		sleep 0.1
-	done
-	return 1
+	fg_daemon_start "$ns" "$pin" "$pol" "$FG_TMP/daemon-$ns.log" "${args[@]}"; rc=$?
+	printf -v "$var" '%s' "$FG_DPID"
+	return $rc
 }
 
-policy "$TMP/a.yaml" 1000 500
-start_daemon DA r "$PINA" "$TMP/a.yaml" r0 r1 || { bad "daemon A starts"; cat "$TMP"/daemon-r.log; }
+policy "$FG_TMP/a.yaml" 1000 500
+start_daemon DA r "$PINA" "$FG_TMP/a.yaml" r0 r1 || { bad "daemon A starts"; cat "$FG_TMP"/daemon-r.log; }
 
 # 1. accuracy at 10x, a well-behaved source unaffected
 n0=$(noports r); p0=$(stat "$PINA" udp9 pass)
-flood s2 "$MR1" 10.211.0.2 200 3 >"$TMP/good" &
+flood s2 "$MR1" 10.211.0.2 200 3 >"$FG_TMP/good" &
 good_pid=$!
 read -r sent secs < <(flood s1 "$MR0" 10.210.0.2 10000 3)
 wait $good_pid
-read -r gsent _ <"$TMP/good"
+read -r gsent _ <"$FG_TMP/good"
 n1=$(noports r); p1=$(stat "$PINA" udp9 pass)
 adm=$((p1 - p0)); del=$((n1 - n0))
 exp=$(awk -v s="$secs" 'BEGIN { printf "%d", 1000 * s + 500 + 0.5 }')
 exp_all=$((exp + gsent))
-if within "$((adm - gsent))" "$exp" 5; then
-	ok "10x flood: sent $sent in ${secs}s, expected ~$exp admitted (1000/s x T + 500), measured $((adm - gsent))"
-else
-	bad "10x flood: sent $sent in ${secs}s, expected ~$exp admitted, measured $((adm - gsent))"
-fi
+check_near "10x flood: sent $sent in ${secs}s, admitted (1000/s x T + 500)" "$((adm - gsent))" "$exp" 5
 if [ "$del" -ge "$((exp_all * 95 / 100))" ] && [ "$del" -le "$adm" ]; then
 	ok "receiver's UDP stack got $del datagrams (floodgate passed $adm; flood + good client expected ~$exp_all)"
 else
 	bad "receiver's UDP stack got $del datagrams, floodgate passed $adm, expected ~$exp_all"
 fi
-gpass=$(ip netns exec "$(fg_ns_name r)" cat /sys/class/net/r1/statistics/rx_packets)
+gpass=$(fg_ns_rx r r1)
 if [ "$gsent" -gt 500 ] && [ "$gpass" -ge "$((gsent * 99 / 100))" ]; then
 	ok "well-behaved source (200/s on r1): sent $gsent, received $gpass"
 else
@@ -146,11 +106,7 @@ for tags in "--vlan 5" "--vlan 5 --vlan 6"; do
 	read -r sent secs < <(flood s1 "$MR0" 10.210.0.2 10000 2 -s 10.210.0.$src $tags)
 	p1=$(stat "$PINA" udp9 pass)
 	exp=$(awk -v s="$secs" 'BEGIN { printf "%d", 1000 * s + 500 + 0.5 }')
-	if within "$((p1 - p0))" "$exp" 5; then
-		ok "tagged flood ($tags): sent $sent, expected ~$exp admitted, measured $((p1 - p0))"
-	else
-		bad "tagged flood ($tags): sent $sent, expected ~$exp admitted, measured $((p1 - p0))"
-	fi
+	check_near "tagged flood ($tags): sent $sent, admitted" "$((p1 - p0))" "$exp" 5
 done
 
 # 3. shadow: everything delivered, would-drop counted as enforce would drop
@@ -200,30 +156,26 @@ fi
 FG status | grep -q '^bypass: *off' && ok "status says bypass off after expiry" || bad "status after expiry: $(FG status | grep bypass)"
 
 # 5. reload: buckets kept (no fresh burst), new rate applies at once
-policy "$TMP/a.yaml" 1000 5000
+policy "$FG_TMP/a.yaml" 1000 5000
 FG reload >/dev/null 2>&1 || bad "reload to burst 5000"
 read -r _ _ < <(flood s1 "$MR0" 10.210.0.2 20000 2 -s 10.210.0.70)	# drain it
-policy "$TMP/a.yaml" 3000 5000
+policy "$FG_TMP/a.yaml" 3000 5000
 p0=$(stat "$PINA" udp9 pass)
 FG reload >/dev/null 2>&1 && ok "reload to 3000/s" || bad "reload to 3000/s"
 read -r sent secs < <(flood s1 "$MR0" 10.210.0.2 20000 2 -s 10.210.0.70)
 p1=$(stat "$PINA" udp9 pass)
 exp=$(awk -v s="$secs" 'BEGIN { printf "%d", 3000 * s + 0.5 }')
-if within "$((p1 - p0))" "$exp" 10; then
-	ok "after reload: sent $sent, admitted $((p1 - p0)) = new rate x T (~$exp), no fresh burst of 5000"
-else
-	bad "after reload: sent $sent, admitted $((p1 - p0)), expected ~$exp (a reset bucket would add 5000)"
-fi
+check_near "after reload: sent $sent, admitted = new rate x T, no fresh burst of 5000" "$((p1 - p0))" "$exp" 10
 
 # 6. two daemons, two interfaces, two pin dirs
-policy "$TMP/b.yaml" 300 100
-start_daemon DB q "$PINB" "$TMP/b.yaml" q0 || { bad "daemon B starts"; cat "$TMP"/daemon-q.log; }
+policy "$FG_TMP/b.yaml" 300 100
+start_daemon DB q "$PINB" "$FG_TMP/b.yaml" q0 || { bad "daemon B starts"; cat "$FG_TMP"/daemon-q.log; }
 pa0=$(stat "$PINA" udp9 pass); pb0=$(stat "$PINB" udp9 pass)
-flood s3 "$MQ0" 10.212.0.2 5000 2 >"$TMP/b.out" &
+flood s3 "$MQ0" 10.212.0.2 5000 2 >"$FG_TMP/b.out" &
 fb=$!
 read -r sa secsa < <(flood s1 "$MR0" 10.210.0.2 10000 2 -s 10.210.0.80)
 wait $fb
-read -r sb secsb <"$TMP/b.out"
+read -r sb secsb <"$FG_TMP/b.out"
 pa1=$(stat "$PINA" udp9 pass); pb1=$(stat "$PINB" udp9 pass)
 ea=$(awk -v s="$secsa" 'BEGIN { printf "%d", 3000 * s + 5000 + 0.5 }')
 eb=$(awk -v s="$secsb" 'BEGIN { printf "%d", 300 * s + 100 + 0.5 }')
@@ -232,15 +184,14 @@ if within "$((pa1 - pa0))" "$ea" 5 && within "$((pb1 - pb0))" "$eb" 5; then
 else
 	bad "two daemons: A admitted $((pa1 - pa0)) (expected ~$ea), B admitted $((pb1 - pb0)) (expected ~$eb)"
 fi
-kill -TERM "$DA"; wait "$DA" 2>/dev/null; DA=
-if [ ! -e "$PINA" ] && "$OUT/floodgate" --pin-dir "$PINB" status | grep -q '^daemon: *floodgated pid' &&
+fg_bg_stop "$DA"; DA=
+if [ ! -e "$PINA" ] && "$FG" --pin-dir "$PINB" status | grep -q '^daemon: *floodgated pid' &&
 	ip -n "$(fg_ns_name q)" link show q0 | grep -q xdp && ! ip -n "$(fg_ns_name r)" link show r0 | grep -q xdp; then
 	ok "stopping A detached r0/r1 and removed its pins; B still attached and running"
 else
 	bad "stopping A affected B or left A behind"
 fi
-kill -TERM "$DB"; wait "$DB" 2>/dev/null; DB=
+fg_bg_stop "$DB"; DB=
 [ ! -e "$PINB" ] && ok "B detached and unpinned on SIGTERM" || bad "B left $PINB"
 
-echo "$PASS passed, $FAIL failed, $SKIP skipped"
-[ "$FAIL" = 0 ]
+fg_finish

@@ -17,65 +17,21 @@
 # on exit. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-OUT=${OUTPUT:-.output}
-FGD=$(realpath -m "$OUT/floodgated")
-FG=$(realpath -m "$OUT/floodgate")
+. tests/lib.sh
+fg_init --root "$FGD" "$FG"
+FGD=$(realpath -m "$FGD")
+FG=$(realpath -m "$FG")
 BAD=tests/policies/bad
-
-pass=0; fail=0; skip=0
-ok()   { echo "ok - $1"; pass=$((pass + 1)); }
-bad()  { echo "FAIL - $1${2:+: $2}"; fail=$((fail + 1)); }
-skp()  { echo "skip - $1: $2"; skip=$((skip + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
-one_line() { tr '\n' ' ' | cut -c1-${1:-300}; }
-
-if [ "$(id -u)" != 0 ]; then
-	skp gameday_badinput "needs root"; summary; exit 0
-fi
-for b in "$FGD" "$FG"; do
-	if [ ! -x "$b" ]; then skp gameday_badinput "$b not built"; summary; exit 0; fi
-done
 HAVE_BPFTOOL=1
 command -v bpftool > /dev/null || HAVE_BPFTOOL=0
 
-NS=fgbad$$
-PIN=/sys/fs/bpf/fg-bad-$$             # the live daemon's
-PIN_STALE=/sys/fs/bpf/fg-bad-$$-stale # daemon SIGKILLed
-PIN_ABI=/sys/fs/bpf/fg-bad-$$-abi     # bpftool-made fg_ctl, wrong value size
-PIN_ABI2=/sys/fs/bpf/fg-bad-$$-abi2   # a real pin dir stamped with the next ABI
-PIN_MISSING=/sys/fs/bpf/fg-bad-$$-missing
-TMP=$(mktemp -d /tmp/fg-bad.XXXXXX)
-DPIDS=()
+PIN=$(fg_pin live)                # the live daemon's
+PIN_STALE=$(fg_pin stale)         # daemon SIGKILLed
+PIN_ABI=$(fg_pin abi)             # bpftool-made fg_ctl, wrong value size
+PIN_ABI2=$(fg_pin abi2)           # a real pin dir stamped with the next ABI
+PIN_MISSING=$(fg_pin missing)
+TMP=$FG_TMP
 unset FLOODGATE_PIN_DIR
-
-stop_pid() {
-	local p=$1
-	kill -0 "$p" 2>/dev/null || { wait "$p" 2>/dev/null; return 0; }
-	kill -TERM "$p" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	return 0
-}
-rm_pin() {
-	[ -d "$1" ] || return 0
-	rm -f "$1"/link_* "$1"/fg_* 2>/dev/null
-	rmdir "$1" 2>/dev/null
-}
-cleanup() {
-	local p
-	for p in "${DPIDS[@]}"; do stop_pid "$p"; done
-	for p in "$PIN" "$PIN_STALE" "$PIN_ABI" "$PIN_ABI2" "$PIN_MISSING"; do rm_pin "$p"; done
-	ip netns del "$NS" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
-inb() { nsenter --net=/run/netns/"$NS" "$@"; }
 
 policy() {	# policy IFACE RATE > file
 	cat <<YAML
@@ -93,18 +49,10 @@ YAML
 
 # start_daemon PIN IFACE CONFIG LOG [args]: floodgated in $NS, PID in $DPID
 start_daemon() {
-	local pin=$1 ifc=$2 cfg=$3 log=$4; shift 4
-	nsenter --net=/run/netns/"$NS" "$FGD" --config "$cfg" --pin-dir "$pin" \
-		--foreground "$@" >> "$log" 2>&1 &
-	DPID=$!
-	DPIDS+=("$DPID")
-	for _ in $(seq 50); do
-		[ -e "$pin/link_$ifc" ] && "$FG" --pin-dir "$pin" status 2>/dev/null | grep -q "pid $DPID" &&
-			return 0
-		kill -0 "$DPID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	local pin=$1 cfg=$3 log=$4 rc; shift 4
+	fg_daemon_start b "$pin" "$cfg" "$log" "$@"; rc=$?
+	DPID=$FG_DPID
+	return $rc
 }
 
 xdp_of() { ip -n "$NS" -d link show "$1" | grep -oE 'prog/xdp id [0-9]+'; }
@@ -132,7 +80,7 @@ printf '\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe\xfd\x00\x01\x02\x03\x80\x81\x82\
 truncate -s $((16 * 1024 * 1024 + 1)) "$TMP/huge.yaml"
 # 16 MiB exactly of valid comments: at the limit, so it is read and parsed
 # (it is empty of content), and that must not take long either
-python3 -c "
+"$FG_PY" -c "
 import sys
 line = b'#' + b'x' * 1022 + b'\n'
 sys.stdout.buffer.write(line * (16 * 1024))" > "$TMP/limit.yaml"
@@ -175,25 +123,25 @@ chk_gen "/dev/zero (endless)" /dev/zero ': .*larger than the limit' 10
 # under the 16 MiB limit) took minutes in `check`, in `reload` and in the
 # daemon's SIGHUP handler (which then answers nothing, not even SIGTERM).
 # The compiler must refuse absurd nesting quickly.
-python3 -c "print('rules: ' + '[' * 100000 + ']' * 100000)" > "$TMP/deep-flow.yaml"
+"$FG_PY" -c "print('rules: ' + '[' * 100000 + ']' * 100000)" > "$TMP/deep-flow.yaml"
 chk_gen "100000 nested [ (200 KB) is refused quickly" "$TMP/deep-flow.yaml" ':[0-9]+:[0-9]+: ' 10
-python3 -c "print('rules:\n  - name: a\n    match: ' + '{a: ' * 50000 + '1' + '}' * 50000)" \
+"$FG_PY" -c "print('rules:\n  - name: a\n    match: ' + '{a: ' * 50000 + '1' + '}' * 50000)" \
 	> "$TMP/deep-map.yaml"
 chk_gen "50000 nested { (250 KB) is refused quickly" "$TMP/deep-map.yaml" ':[0-9]+:[0-9]+: ' 10
 
 # --- 2. a running daemon gets the same files ----------------------------------------------
-ip netns add "$NS" || { bad setup "ip netns add"; summary; exit 1; }
-ip -n "$NS" link set lo up
-ip -n "$NS" link add v0 type veth peer name v1
-ip -n "$NS" link add w0 type veth peer name w1
-for d in v0 v1 w0 w1; do ip -n "$NS" link set "$d" up; done
+# one namespace, two veth pairs in it: v0 <-> v1 and w0 <-> w1
+if ! { fg_ns_create b && fg_veth_create b v0 b v1 && fg_veth_create b w0 b w1; }; then
+	bad setup "namespace and veth pairs"; fg_finish
+fi
+NS=$(fg_ns_name b)
 
 CFG=$TMP/policy.yaml
 policy v1 > "$TMP/good.yaml"
 cp "$TMP/good.yaml" "$CFG"
 if ! start_daemon "$PIN" v1 "$CFG" "$TMP/daemon.log"; then
 	bad "floodgated starts" "$(tail -n 5 "$TMP/daemon.log" | one_line)"
-	summary; exit 1
+	fg_finish
 fi
 LIVE=$DPID
 ok "floodgated starts on v1 (pid $LIVE, pin dir $PIN)"
@@ -362,8 +310,7 @@ mkdir -p "$EMPTY"
 # switches work without it; reload fails clearly; detach cleans up.
 policy w1 > "$TMP/stale.yaml"
 if start_daemon "$PIN_STALE" w1 "$TMP/stale.yaml" "$TMP/stale.log"; then
-	SP=$DPID
-	kill -KILL "$SP"; wait "$SP" 2>/dev/null
+	fg_daemon_stop KILL
 	for c in "${cmds_ro[@]}"; do
 		# shellcheck disable=SC2086
 		"$FG" --pin-dir "$PIN_STALE" $c > "$TMP/out" 2>&1
@@ -405,16 +352,14 @@ abi_checks() {	# abi_checks DIR LABEL ERE-OF-MESSAGE
 	done
 	policy w1 > "$TMP/abi.yaml"
 	: > "$TMP/abi.log"
-	nsenter --net=/run/netns/"$NS" "$FGD" --config "$TMP/abi.yaml" --pin-dir "$dir" \
-		--foreground >> "$TMP/abi.log" 2>&1 &
-	local p=$!
-	DPIDS+=("$p")
+	fg_bg b "$FGD" --config "$TMP/abi.yaml" --pin-dir "$dir" --foreground >> "$TMP/abi.log" 2>&1
+	local p=$FG_BG_PID
 	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 	if kill -0 "$p" 2>/dev/null; then
 		bad "$label: floodgated refuses the pin dir" "still running after 5 s"
-		stop_pid "$p"
+		fg_bg_stop "$p"
 	else
-		wait "$p"; rc=$?
+		fg_bg_stop "$p"; rc=$?
 		if [ $rc != 0 ] && grep -qE "$msg" "$TMP/abi.log"; then
 			ok "$label: floodgated refuses it (exit $rc): $(grep -m1 -E "$msg" "$TMP/abi.log" | cut -c1-110)"
 		else
@@ -429,20 +374,25 @@ if [ $HAVE_BPFTOOL = 1 ]; then
 	if bpftool map create "$PIN_ABI/fg_ctl" type array key 4 value 8 entries 1 name fg_ctl 2> "$TMP/bt.err"; then
 		abi_checks "$PIN_ABI" "ABI dir (fg_ctl value 8)" "incompatible layout|another floodgate version"
 	else
-		skp "ABI dir (fg_ctl value 8)" "bpftool map create failed: $(one_line < "$TMP/bt.err")"
+		skip "ABI dir (fg_ctl value 8)" "bpftool map create failed: $(one_line < "$TMP/bt.err")"
 	fi
 
 	# a real pin dir whose fg_ctl says another ABI (this one + 1): left
 	# behind by a daemon run with --keep, then stamped
 	policy w1 > "$TMP/abi2.yaml"
 	if start_daemon "$PIN_ABI2" w1 "$TMP/abi2.yaml" "$TMP/abi2.log" --keep; then
-		kill -TERM "$DPID"; wait "$DPID" 2>/dev/null
-		# fg_ctl starts: magic, abi (u32 each); the binary's ABI, from its
-		# own pin dir, + 1
+		fg_daemon_stop TERM
+		# the binary's ABI, from its own pin dir, + 1, written where the
+		# map's BTF says fg_ctl.abi lies
 		abi=$("$FG" --pin-dir "$PIN_ABI2" status | sed -nE 's/^pin dir: .*\(ABI ([0-9]+)\).*/\1/p')
 		other=$(( ${abi:-1} + 1 ))
+		read -r off len <<< "$(fg_btf_member "$PIN_ABI2/fg_ctl" abi)"
 		hex=$(bpftool -j map lookup pinned "$PIN_ABI2/fg_ctl" key 0 0 0 0 |
-			python3 -c 'import json,sys; v=json.load(sys.stdin)["value"]; v=[int(x,16) for x in v]; v[4:8]=list(int(sys.argv[1]).to_bytes(4,"little")); print(" ".join("%d" % x for x in v))' "$other")
+			"$FG_PY" -c 'import json,sys
+v = [int(x, 16) for x in json.load(sys.stdin)["value"]]
+off, n = int(sys.argv[2]), int(sys.argv[3])
+v[off:off + n] = list(int(sys.argv[1]).to_bytes(n, sys.byteorder))
+print(" ".join("%d" % x for x in v))' "$other" "${off:-x}" "${len:-x}")
 		# shellcheck disable=SC2086
 		if [ -n "$hex" ] && bpftool map update pinned "$PIN_ABI2/fg_ctl" key 0 0 0 0 value $hex; then
 			abi_checks "$PIN_ABI2" "pin dir stamped ABI $other (this is $abi)" "ABI version $other"
@@ -457,18 +407,16 @@ if [ $HAVE_BPFTOOL = 1 ]; then
 		bad "daemon for the next-ABI pin dir" "$(tail -n 5 "$TMP/abi2.log" | one_line)"
 	fi
 else
-	skp "incompatible ABI pin dirs" "no bpftool"
+	skip "incompatible ABI pin dirs" "no bpftool"
 fi
 
 # --- the live daemon is still fine, and everything goes away ----------------------------------
 check "the live daemon is still running (pid $LIVE)" kill -0 "$LIVE"
 check "the live daemon's version is still $v1" [ "$(version "$PIN")" = "$v1" ]
-stop_pid "$LIVE"
+fg_bg_stop "$LIVE"
 check "SIGTERM: the live daemon detached and unpinned" \
 	bash -c "[ ! -e '$PIN' ] && ! ip -n $NS link show v1 | grep -q xdp"
 for p in "$PIN_STALE" "$PIN_ABI2" "$PIN_MISSING"; do
 	[ -e "$p" ] && bad "left behind" "$p"
 done
-if [ "$fail" != 0 ]; then echo "--- daemon log (tail)"; tail -n 30 "$TMP/daemon.log"; fi
-summary
-[ "$fail" = 0 ]
+fg_finish

@@ -15,11 +15,11 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/gameday_lib.sh
-gd_init failures
+gd_init
 
 if [ "$GD_LONG" = 1 ]; then RELOAD_KILLS="0 0.001 0.002 0.005 0.01 0.02 0.05 0.1 0.2"; else RELOAD_KILLS="0 0.002 0.01 0.05"; fi
 
-gd_pair || { bad "setup: namespaces and veth pair"; gd_finish; }
+gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
 gd_policy base <<'YAML'
 max_sources: 4096
@@ -37,8 +37,8 @@ flood_start() {
 	sleep 0.3
 }
 flood_wait() { wait "$FLOOD_PID" 2>/dev/null; FLOOD_PID=; }
-drops() { gd_stats; gd_get flood drop; }
-tot() { gd_stats; gd_get flood total; }
+drops() { fg_snap "$GD_PIN"; fg_stat "$FG_SNAP" flood drop; }
+tot() { fg_snap "$GD_PIN"; fg_stat "$FG_SNAP" flood total; }
 daemon_state() { "$FG" --pin-dir "$GD_PIN" status 2>&1 | sed -nE 's/^daemon: +//p'; }
 
 # =========================================================================
@@ -49,7 +49,7 @@ if ! gd_start base; then
 else
 	flood_start 4
 	d0=$(drops)
-	gd_kill KILL
+	fg_daemon_stop KILL
 	sleep 0.5; d1=$(drops); st=$(daemon_state)
 	sleep 0.5; d2=$(drops)
 	expect "kill -9 during a flood: the filter keeps dropping with the daemon dead" \
@@ -89,7 +89,7 @@ else
 		sed -i -E "s|rate: [0-9]+/s, burst: 100|rate: $r/s, burst: 100|" "$GD_TMP/reload.yaml"
 		v0=$("$FG" --pin-dir "$GD_PIN" status | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')
 		t0=$(tot)
-		kill -HUP "$GD_DPID"; sleep "$delay"; gd_kill KILL
+		kill -HUP "$FG_DPID"; sleep "$delay"; fg_daemon_stop KILL
 		d1=$(drops); sleep 0.4; d2=$(drops); t1=$(tot)
 		st=$("$FG" --pin-dir "$GD_PIN" status 2>&1)
 		v1=$(echo "$st" | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')
@@ -119,20 +119,14 @@ fi
 # floodgated(8): "On start it mounts bpffs on /sys/fs/bpf if nothing is
 # mounted there." A private mount namespace without bpffs; the daemon runs
 # in it (and in rx for the network).
-gd_policy nobpffs <<'YAML'
-max_sources: 1024
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
-PRIV_PIN=/sys/fs/bpf/fg-gd$$-private
+sed 's/max_sources: 4096/max_sources: 1024/' "$GD_TMP/base.yaml" > "$GD_TMP/nobpffs.yaml"
+PRIV_PIN=$(fg_pin private)
 unshare -m --propagation private sh -c '
 	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
 	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
 	sh "$GD_NSRX" "$FGD" "$GD_TMP/nobpffs.yaml" "$PRIV_PIN" > "$GD_TMP/nobpffs.log" 2>&1 &
-PRIV_DPID=$!
-GD_DPIDS+=("$PRIV_DPID")
+fg_bg_adopt "$!"
+PRIV_DPID=$FG_BG_PID
 up=0
 for _ in $(seq 50); do
 	grep -q "started;" "$GD_TMP/nobpffs.log" && { up=1; break; }
@@ -145,14 +139,13 @@ if [ $up = 1 ]; then
 	mnt=$(inmnt findmnt -n -o FSTYPE /sys/fs/bpf 2>&1)
 	gd_fgen -d "$GD_RX_IP" -s 10.213.0.9 -n 300 > /dev/null
 	sleep 0.2
-	pst=$(inmnt "$FG_ABS" --pin-dir "$PRIV_PIN" stats --json 2>&1)
-	pdrop=$(echo "$pst" | "$GD_PY" -c 'import json,sys
-print([r["packets"]["drop"] for r in json.load(sys.stdin)["rules"] if r["rule"] == "flood"][0])' 2>/dev/null)
+	inmnt "$FG_ABS" --pin-dir "$PRIV_PIN" stats --json > "$GD_TMP/private.json" 2>&1
+	pdrop=$(fg_stat "$GD_TMP/private.json" flood drop 2>/dev/null)
 	expect "bpffs not mounted: floodgated mounts it and runs" \
 		"[ '$mnt' = bpf ] && [ ${pdrop:-0} -ge 100 ] && [ ! -e '$PRIV_PIN' ]" "300 frames" \
 		"bpf mounted in its namespace, the flood limited, nothing in the host's bpffs" \
 		"fs type '$mnt', drops ${pdrop:-?}, host pin dir $([ -e "$PRIV_PIN" ] && echo present || echo absent)"
-	kill -TERM "$PRIV_DPID"; wait "$PRIV_DPID" 2>/dev/null
+	fg_bg_stop "$PRIV_DPID"
 	expect "bpffs not mounted: SIGTERM detaches" \
 		"! ip -n $(fg_ns_name rx) link show gdr0 | grep -q xdp" "-" "no XDP left on gdr0" \
 		"$(ip -n "$(fg_ns_name rx)" link show gdr0 | grep -c xdp) xdp lines"
@@ -160,7 +153,7 @@ print([r["packets"]["drop"] for r in json.load(sys.stdin)["rules"] if r["rule"] 
 		bad "bpffs not mounted: the host's /sys/fs/bpf is no longer mounted"
 else
 	bad "bpffs not mounted: floodgated did not start: $(tail -3 "$GD_TMP/nobpffs.log")"
-	kill -KILL "$PRIV_DPID" 2>/dev/null; wait "$PRIV_DPID" 2>/dev/null
+	fg_bg_stop "$PRIV_DPID" KILL
 fi
 
 # =========================================================================
@@ -178,7 +171,7 @@ else
 	t0=$(tot)
 	ip -n "$(fg_ns_name rx)" link del gdr0
 	sleep 1.5
-	alive=no; kill -0 "$GD_DPID" 2>/dev/null && alive=yes
+	alive=no; kill -0 "$FG_DPID" 2>/dev/null && alive=yes
 	t1=$(tot)
 	logged=no; grep -q 'gdr0: interface deleted' "$GD_LOG" && logged=yes
 	expect "interface deleted: the daemon stays, counters kept, the loss logged, the severed link unpinned" \
@@ -202,7 +195,7 @@ else
 	# delete it again and kill the daemon before it can notice: the
 	# restart finds a severed pinned link
 	ip -n "$(fg_ns_name rx)" link del gdr0
-	gd_kill KILL
+	fg_daemon_stop KILL
 	fg_veth_create tx gdt0 rx gdr0 && fg_ns_addr tx gdt0 "$GD_TX_IP/24" && fg_ns_addr rx gdr0 "$GD_RX_IP/24"
 	GD_MAC=$(fg_ns_mac rx gdr0)
 	# restart over the pinned state (SIGKILL: SIGTERM would unpin and make
@@ -251,17 +244,17 @@ else
 	base=20
 	for rule in ovf open closed; do
 		case $rule in ovf) port=101 ;; open) port=102 ;; closed) port=103 ;; esac
-		gd_stats
+		fg_snap "$GD_PIN"
 		for k in total pass drop ev:insert ev:insert_limited ev:insert_fail ev:overflow ev:full_open ev:full_closed; do
-			eval "b_${k#ev:}=$(gd_get $rule $k)"
+			eval "b_${k#ev:}=$(fg_stat "$FG_SNAP" $rule $k)"
 		done
 		t0=$(date +%s.%N)
 		sent=$(gd_fgen -d "$GD_RX_IP" -s "10.$base.0.0" --sources "$n" --dport "$port" -n "$n")
 		secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 		base=$((base + 1)); sleep 0.2
-		gd_stats
+		fg_snap "$GD_PIN"
 		for k in total pass drop ev:insert ev:insert_limited ev:insert_fail ev:overflow ev:full_open ev:full_closed; do
-			v=$(gd_get $rule $k); eval "b=\$b_${k#ev:}"; eval "x_${k#ev:}=$((v - b))"
+			v=$(fg_stat "$FG_SNAP" $rule $k); eval "b=\$b_${k#ev:}"; eval "x_${k#ev:}=$((v - b))"
 		done
 		# shellcheck disable=SC2154
 		# why a source got no bucket: admission (insert_limited) or a full
@@ -295,7 +288,7 @@ fi
 if ! gd_start base; then
 	bad "second daemon: floodgated starts: $(tail -3 "$GD_LOG")"
 else
-	first=$GD_DPID
+	first=$FG_DPID
 	flood_start 3
 	v0=$("$FG" --pin-dir "$GD_PIN" status | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')
 	# a different policy, even a different max_sources: still refused
@@ -320,4 +313,4 @@ else
 	gd_stop
 fi
 
-gd_finish
+fg_finish

@@ -13,15 +13,12 @@
 # Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-OUT=${OUTPUT:-.output}
+. tests/lib.sh
+fg_init
+OUT=$FG_OUT
 FZ=$OUT/fuzz
 ART=$OUT/fuzz-artifacts
-
-pass=0; fail=0; skip=0
-ok()   { echo "ok - $1"; pass=$((pass + 1)); }
-bad()  { echo "FAIL - $1${2:+: $2}"; fail=$((fail + 1)); }
-skp()  { echo "skip - $1: $2"; skip=$((skip + 1)); }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
+TMP=$FG_TMP
 
 if [ -n "${FG_FUZZ_TIME:-}" ]; then
 	T=$FG_FUZZ_TIME
@@ -35,22 +32,7 @@ RSS=2048
 # libFuzzer saves the input, and the run fails
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 
-TMP=$(mktemp -d /tmp/fg-fuzz.XXXXXX)
 touch "$TMP/start"
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in "${PIDS[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # hex of a file (first 512 bytes), one line
 hexof() { od -An -tx1 -v -N512 "$1" | tr -s ' \n' ' ' | sed 's/^ //;s/ $//'; }
@@ -58,11 +40,11 @@ hexof() { od -An -tx1 -v -N512 "$1" | tr -s ' \n' ' ' | sed 's/^ //;s/ $//'; }
 # --- build ---------------------------------------------------------------------
 if ! make -s OUTPUT="$OUT" fuzz > "$TMP/build.log" 2>&1; then
 	if grep -qiE "fsanitize=fuzzer|libclang_rt.fuzzer|cannot find.*fuzzer" "$TMP/build.log"; then
-		skp "fuzz build" "clang has no libFuzzer runtime (install libclang-rt-dev): $(tail -n 2 "$TMP/build.log" | tr '\n' ' ')"
+		skip "fuzz build" "clang has no libFuzzer runtime (install libclang-rt-dev): $(tail -n 2 "$TMP/build.log" | tr '\n' ' ')"
 		summary; exit 0
 	fi
 	bad "make fuzz" "$(tail -n 5 "$TMP/build.log" | tr '\n' ' ')"
-	summary; exit 1
+	fg_finish
 fi
 built=""
 for b in "$FZ"/fuzz_*; do [ -x "$b" ] && [ "${b%.d}" = "$b" ] && built+=" $(basename "$b")"; done
@@ -82,10 +64,10 @@ for dir in tests/corpus/*/; do
 	files=()
 	while IFS= read -r -d '' f; do files+=("$f"); done < <(find "$dir" -type f -print0 | sort -z)
 	if [ ! -x "$bin" ]; then
-		skp "replay tests/corpus/$name" "no fuzzer fuzz_$name for it"; continue
+		skip "replay tests/corpus/$name" "no fuzzer fuzz_$name for it"; continue
 	fi
 	if [ ${#files[@]} = 0 ]; then
-		skp "replay tests/corpus/$name" "empty"; continue
+		skip "replay tests/corpus/$name" "empty"; continue
 	fi
 	log=$TMP/replay-$name.log
 	"$bin" -rss_limit_mb=$RSS -timeout=10 -runs=1 "${files[@]}" > "$log" 2>&1
@@ -113,8 +95,8 @@ for t in "${targets[@]}"; do
 	[ -d "tests/corpus/$name" ] && cp -r "tests/corpus/$name/." "$TMP/$t/corpus/"
 	"$FZ/$t" -max_total_time="$T" -rss_limit_mb=$RSS -timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$TMP/$t/art/" "$TMP/$t/corpus" > "$TMP/$t/log" 2>&1 &
-	PIDS+=($!)
-	eval "pid_$t=\$!"
+	fg_bg_adopt "$!"
+	eval "pid_$t=\$FG_BG_PID"
 done
 echo "# fuzzing ${targets[*]} for $T s each (in parallel)"
 for t in "${targets[@]}"; do
@@ -141,7 +123,6 @@ for t in "${targets[@]}"; do
 	done
 	sed -n '/ERROR:\|runtime error:/,+25p' "$log" | head -n 40 | sed 's/^/    /'
 done
-PIDS=()
 
 # --- the run left the repository's corpus alone ---------------------------------------
 # libFuzzer names what it adds by SHA-1; none may appear in the repository
@@ -150,5 +131,4 @@ new=$(find tests/corpus -type f -newer "$TMP/start" -regextype posix-extended \
 if [ -z "$new" ]; then ok "the repository's corpus is untouched by the run"
 else bad "repository corpus untouched" "new files: $(echo "$new" | tr '\n' ' ')"; fi
 
-summary
-[ "$fail" = 0 ]
+fg_finish

@@ -18,44 +18,13 @@
 # Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-OUT=${OUTPUT:-.output}
+. tests/lib.sh
+fg_init --root
+OUT=$FG_OUT
 AOUT=$OUT/asan
-FGD=$OUT/floodgated
-FG=$OUT/floodgate
-
-pass=0; fail=0; skip=0
-ok()   { echo "ok - $1"; pass=$((pass + 1)); }
-bad()  { echo "FAIL - $1${2:+: $2}"; fail=$((fail + 1)); }
-skp()  { echo "skip - $1: $2"; skip=$((skip + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; }
-one_line() { tr '\n' ' ' | cut -c1-${1:-300}; }
-
-if [ "$(id -u)" != 0 ]; then
-	skp gameday_sanitizers "needs root"; summary; exit 0
-fi
-
-NS=fgsan$$
-PIN=/sys/fs/bpf/fg-san-$$
-TMP=$(mktemp -d /tmp/fg-san.XXXXXX)
-DPID=
-cleanup() {
-	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-		kill -TERM "$DPID" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$DPID" 2>/dev/null
-		wait "$DPID" 2>/dev/null
-	fi
-	if [ -d "$PIN" ]; then
-		rm -f "$PIN"/link_* "$PIN"/fg_* 2>/dev/null
-		rmdir "$PIN" 2>/dev/null
-	fi
-	ip netns del "$NS" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+PIN=$(fg_pin san)
+TMP=$FG_TMP
+FG_STOP_TENTHS=600	# a daemon under valgrind takes its time to exit
 
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -67,7 +36,7 @@ if env -u MAKEFLAGS -u MAKELEVEL make -s -j2 OUTPUT="$AOUT" ASAN=1 UBSAN=1 all >
 	ok "make OUTPUT=$AOUT ASAN=1 UBSAN=1 builds ($((SECONDS - t0)) s)"
 else
 	bad "make OUTPUT=$AOUT ASAN=1 UBSAN=1" "$(tail -n 10 "$TMP/build.log" | one_line 1500)"
-	summary; exit 1
+	fg_finish
 fi
 inst=1
 for b in "$AOUT/floodgated" "$AOUT/floodgate" "$AOUT"/tests/test_policy; do
@@ -108,45 +77,17 @@ if ldd "$FGD" 2>/dev/null | grep -q 'libasan\|libubsan'; then
 		bad "plain build for valgrind in $VOUT" "$(tail -n 5 "$TMP/plain.log" | one_line 800)"
 	fi
 fi
-ip netns add "$NS" || { bad setup "ip netns add"; summary; exit 1; }
-ip -n "$NS" link set lo up
-ip -n "$NS" link add v0 type veth peer name v1
-ip -n "$NS" link set v0 up; ip -n "$NS" link set v1 up
-mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+# one namespace, the veth pair v0 <-> v1 in it
+if ! { fg_ns_create s && fg_veth_create s v0 s v1; }; then
+	bad setup "namespace and veth pair"; fg_finish
+fi
 PORT=$((30000 + $$ % 20000))
 
-cat > "$TMP/vg.supp" <<'EOF'
 # valgrind's bpf(2) wrapper checks all of union bpf_attr, libbpf zeroes and
 # passes only the part a command uses; NULL key = first key for GET_NEXT_KEY.
-{
-   fg-libbpf-bpf-attr-key
-   Memcheck:Param
-   bpf(attr->key)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-flags
-   Memcheck:Param
-   bpf(attr->flags)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-prog_ifindex
-   Memcheck:Param
-   bpf(attr->prog_ifindex)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-{
-   fg-libbpf-bpf-attr-expected_attach_type
-   Memcheck:Param
-   bpf(attr->expected_attach_type)
-   fun:syscall
-   obj:*/libbpf.so*
-}
-EOF
+for f in key flags prog_ifindex expected_attach_type; do
+	printf '{\n   fg-libbpf-bpf-attr-%s\n   Memcheck:Param\n   bpf(attr->%s)\n   fun:syscall\n   obj:*/libbpf.so*\n}\n' "$f" "$f"
+done > "$TMP/vg.supp"
 
 policy() {	# policy RATE
 	cat <<YAML
@@ -166,25 +107,18 @@ rules:
 YAML
 }
 
-# cycle LABEL FG-CLI WRAPPER...: start floodgated (the wrapper's last word is
-# its path), CLI commands, reload good, reload bad, reload good, SIGTERM.
+# cycle LABEL FG-CLI FLOODGATED [WRAPPER...]: start floodgated (under the
+# wrapper), CLI commands, reload good, reload bad, reload good, SIGTERM.
 # Sets CYC_RC (the daemon's exit status) and CYC_LOG.
 cycle() {
-	local label=$1 cli=$2 log=$TMP/$1.log n t0=$SECONDS; shift 2
+	local label=$1 cli=$2 FGD=$3 log=$TMP/$1.log n t0=$SECONDS
+	local FG_DAEMON_WRAP=("${@:4}") FG_START_TENTHS=600
 	CYC_LOG=$log
 	policy 5 > "$TMP/policy.yaml"
 	: > "$log"
-	nsenter --net=/run/netns/"$NS" "$@" --config "$TMP/policy.yaml" --pin-dir "$PIN" \
-		--foreground > "$log" 2>&1 &
-	DPID=$!
-	for _ in $(seq 600); do
-		grep -q "started; policy version" "$log" && break
-		kill -0 "$DPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if ! grep -q "started; policy version" "$log"; then
+	if ! fg_daemon_start s "$PIN" "$TMP/policy.yaml" "$log"; then
 		bad "$label: floodgated starts" "$(tail -n 8 "$log" | one_line 800)"
-		kill -KILL "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; DPID=
+		fg_daemon_stop KILL
 		CYC_RC=255
 		return
 	fi
@@ -204,10 +138,10 @@ cycle() {
 	n=0
 	reload_wait() {
 		local want=$1
-		kill -HUP "$DPID"
+		kill -HUP "$FG_DPID"
 		for _ in $(seq 300); do
 			[ "$(grep -c "$want" "$log")" -gt "$n" ] && return 0
-			kill -0 "$DPID" 2>/dev/null || return 1
+			kill -0 "$FG_DPID" 2>/dev/null || return 1
 			sleep 0.1
 		done
 		return 1
@@ -225,20 +159,18 @@ cycle() {
 	n=$(grep -c "reload: policy version" "$log")
 	check "$label: SIGHUP with a good file again applies it" reload_wait "reload: policy version"
 	if command -v curl > /dev/null; then
-		nsenter --net=/run/netns/"$NS" curl -s -m 5 "http://127.0.0.1:$PORT/metrics" > "$TMP/metrics" 2>&1
-		nsenter --net=/run/netns/"$NS" curl -s -m 5 "http://127.0.0.1:$PORT/nope" > /dev/null 2>&1
+		fg_ns_exec s curl -s -m 5 "http://127.0.0.1:$PORT/metrics" > "$TMP/metrics" 2>&1
+		fg_ns_exec s curl -s -m 5 "http://127.0.0.1:$PORT/nope" > /dev/null 2>&1
 		check "$label: metrics endpoint answers" grep -q floodgate_policy_version "$TMP/metrics"
 	fi
-	kill -TERM "$DPID"
-	wait "$DPID"; CYC_RC=$?
-	DPID=
+	fg_daemon_stop TERM; CYC_RC=$?
 	if [ ! -e "$PIN" ]; then ok "$label: SIGTERM detached and unpinned ($((SECONDS - t0)) s in all)"
-	else bad "$label: SIGTERM left $PIN"; rm -f "$PIN"/link_* "$PIN"/fg_*; rmdir "$PIN"; fi
+	else bad "$label: SIGTERM left $PIN"; fg_pin_remove "$PIN"; fi
 }
 
 if command -v valgrind > /dev/null && [ -x "$FGD" ]; then
 	VG=(valgrind --leak-check=full --error-exitcode=9 --suppressions="$TMP/vg.supp" -q)
-	cycle valgrind "$FG" "${VG[@]}" "$FGD"
+	cycle valgrind "$FG" "$FGD" "${VG[@]}"
 	errs=$(grep -E "^==[0-9]+== " "$CYC_LOG" | grep -vE "WARNING: unhandled eBPF command" | head -n 40)
 	if [ "$CYC_RC" = 0 ] && [ -z "$errs" ]; then
 		ok "valgrind: floodgated start/reload/stop: no errors, no leaks (exit 0)"
@@ -256,7 +188,7 @@ if command -v valgrind > /dev/null && [ -x "$FGD" ]; then
 	done
 	[ $vrc = 0 ] && ok "valgrind: floodgate check (good and bad file): no errors, no leaks"
 else
-	skp valgrind "$(command -v valgrind > /dev/null || echo 'no valgrind (tools/deps.sh gameday)') $([ -x "$FGD" ] || echo "$FGD not built")"
+	skip valgrind "$(command -v valgrind > /dev/null || echo 'no valgrind (tools/deps.sh gameday)') $([ -x "$FGD" ] || echo "$FGD not built")"
 fi
 
 if [ -x "$AOUT/floodgated" ]; then
@@ -271,13 +203,7 @@ if [ -x "$AOUT/floodgated" ]; then
 	# and `floodgate reload` from the ASan CLI to the ASan daemon
 	policy 5 > "$TMP/policy.yaml"
 	: > "$TMP/asan2.log"
-	nsenter --net=/run/netns/"$NS" "$AOUT/floodgated" --config "$TMP/policy.yaml" --pin-dir "$PIN" \
-		--foreground > "$TMP/asan2.log" 2>&1 &
-	DPID=$!
-	for _ in $(seq 100); do
-		"$AOUT/floodgate" --pin-dir "$PIN" status 2>/dev/null | grep -q "pid $DPID" && break
-		sleep 0.1
-	done
+	FGD=$AOUT/floodgated fg_daemon_start s "$PIN" "$TMP/policy.yaml" "$TMP/asan2.log"
 	policy 9 > "$TMP/policy.yaml"
 	"$AOUT/floodgate" --pin-dir "$PIN" reload > "$TMP/reload.out" 2>&1
 	check "ASan: floodgate reload (good) exits 0" [ $? = 0 ]
@@ -286,7 +212,7 @@ if [ -x "$AOUT/floodgated" ]; then
 	check "ASan: floodgate reload (bad) exits 1" [ $? = 1 ]
 	"$AOUT/floodgate" --pin-dir "$PIN" detach > /dev/null 2>&1
 	check "ASan: floodgate detach refuses while the daemon runs" [ $? = 1 ]
-	kill -TERM "$DPID"; wait "$DPID"; rc=$?; DPID=
+	fg_daemon_stop TERM; rc=$?
 	rep=$(grep -E "$SAN_RE" "$TMP/asan2.log" "$TMP/reload.out" | head -n 5)
 	if [ $rc = 0 ] && [ -z "$rep" ] && [ ! -e "$PIN" ]; then ok "ASan: CLI reload cycle clean, daemon exit 0, unpinned"
 	else bad "ASan: CLI reload cycle" "daemon exit $rc; $(echo "$rep" | one_line 600)"; fi
@@ -295,5 +221,4 @@ else
 fi
 
 check "nothing left pinned" [ ! -e "$PIN" ]
-summary
-[ "$fail" = 0 ]
+fg_finish

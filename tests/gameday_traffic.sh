@@ -21,12 +21,12 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/gameday_lib.sh
-gd_init traffic
+gd_init
 
 if [ "$GD_LONG" = 1 ]; then T=15; else T=3; fi
 HPING=$(command -v hping3 || true)
 
-gd_pair || { bad "setup: namespaces and veth pair"; gd_finish; }
+gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
 # admission of a policy file as floodgate computes it: "RATE BURST"
 admission_of() {
@@ -37,20 +37,81 @@ admission_of() {
 calc() { awk "BEGIN { printf \"%d\", ($1) }"; }
 calcf() { awk "BEGIN { printf \"%.3f\", ($1) }"; }
 
-# poll_start ROW: watch a stats row in the background (first/last packet
-# times as floodgate's counters saw them); poll_end prints
-# "T_upper T_lower total pass drop" (see gd_bpf poll)
+# poll_start ROW [ADDR RATE]: sample a stats row in the background, every
+# 0.2 ms (fgdump watch: first/last packet times as floodgate's counters saw
+# them), and with ADDR that source's bucket of a rule at RATE/s; poll_end
+# stops it once the row is quiet for 0.3 s and reduces the samples to
+# "T_upper T_lower total pass drop gap_ms win_s win_pass win_read_ms
+# win_tat_pkts win_in_debt" in $GD_TMP/poll.out (see POLL_PY)
 poll_start() {
 	rm -f "$GD_TMP/poll.stop"
-	gd_bpf poll "$GD_PIN" "$1" "$GD_TMP/poll.stop" 0.3 "${@:2}" > "$GD_TMP/poll.out" 2>&1 &
+	POLL_RATE=${3:-0}
+	"$FGDUMP" --pin-dir "$GD_PIN" watch "$1" "$GD_TMP/poll.stop" --quiet 0.3 ${2:+--source "$2"} \
+		> "$GD_TMP/poll.samples" 2> "$GD_TMP/poll.err" &
 	POLL_PID=$!
 	sleep 0.3
 }
+# From the samples "BEFORE AFTER TOTAL PASS DROP COARSE TAT" (ns, counts, time
+# units): t0 = the last read that still showed the starting total and t0n
+# the read after it (the first packet came in [t0, t0n]); t1p = the last
+# read before the final total showed and t1 the first read that showed it
+# (the last packet came in [t1p, t1]). T_upper = t1 - t0 and T_lower =
+# t1p - t0n bound the time between floodgate's first and last packet;
+# counts are deltas; gap_ms is the longest time the row stood still in
+# between (an idle sender loses bucket tokens beyond burst/rate). The window
+# is the flood 0.5 s in from both ends: its length on the program's own
+# clock (CLOCK_MONOTONIC_COARSE), its pass delta, how long the counter reads
+# took, and with a bucket the packets its tat advanced by (tat moves by
+# 1/rate per admitted packet while it stays ahead of now) and whether it was
+# ahead of now (in debt) at both reads (2: the bucket could not be read).
+POLL_PY=$(cat <<'PY'
+import sys
+rows = [[int(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip()]
+rate = float(sys.argv[2])
+base = rows[0]
+start = base[2]
+t0 = base[1]
+t0n = t1 = t1p = last_change = None
+last_total, prev, gap, t = start, t0, 0, base
+for r in rows[1:]:
+    now, tot = r[1], r[2]
+    if tot == start:
+        t0 = now
+    elif t0n is None:
+        t0n = now
+    if tot != last_total:
+        if last_change is not None and prev - last_change > gap:
+            gap = prev - last_change
+        last_total, t = tot, r
+        t1, t1p, last_change = now, prev, now
+    prev = now
+win = "0 0 0 0 0"
+if t1 is not None and t0n is not None and t1p - t0n > 1.2e9:
+    a = min((r for r in rows[1:] if r[0] >= t0n + 5e8), key=lambda r: r[0])
+    z = max((r for r in rows[1:] if r[1] <= t1p - 5e8), key=lambda r: r[1])
+    tp = indebt = 0
+    if rate > 0 and (a[6] < 0 or z[6] < 0):
+        indebt = 2
+    elif rate > 0:
+        inc = round((10**9 << 6) / rate)
+        tp = round((z[6] - a[6]) / inc)
+        indebt = int(a[6] > (a[5] << 6) and z[6] > (z[5] << 6))
+    win = "%.6f %d %.3f %d %d" % ((z[5] - a[5]) / 1e9, z[3] - a[3],
+                                  ((a[1] - a[0]) + (z[1] - z[0])) / 2e6, tp, indebt)
+if t1 is None:
+    print(0, 0, 0, 0, 0, 0, win)
+else:
+    print("%.6f %.6f %d %d %d %.1f %s" % ((t1 - t0) / 1e9, max(0, t1p - t0n) / 1e9,
+                                      rows[-1][2] - start, t[3] - base[3], t[4] - base[4],
+                                      gap / 1e6, win))
+PY
+)
 poll_end() {
 	touch "$GD_TMP/poll.stop"
 	wait "$POLL_PID" 2>/dev/null	# not in a subshell: it must be our child
+	"$GD_PY" -c "$POLL_PY" "$GD_TMP/poll.samples" "$POLL_RATE" > "$GD_TMP/poll.out" 2>&1
 	if ! grep -qE '^[0-9.]+ [0-9.]+ [0-9]+ [0-9]+ [0-9]+ [0-9.]+ [0-9.]+ -?[0-9]+ [0-9.]+ -?[0-9]+ [012]$' "$GD_TMP/poll.out"; then
-		echo "# counter poll failed: $(tr '\n' ' ' < "$GD_TMP/poll.out")"
+		echo "# counter poll failed: $(cat "$GD_TMP/poll.err" "$GD_TMP/poll.out" | one_line 600)"
 		echo "0 0 0 -1 -1 0 0 0 0 0 0" > "$GD_TMP/poll.out"
 	fi
 }
@@ -116,8 +177,8 @@ MAC1=$(fg_ns_mac rx gdr1)
 if ! gd_start floods "/sys/fs/bpf/fg-gd$$-floods" --interface gdr0 --interface gdr1; then
 	bad "floods: floodgated starts" "$(tail -3 "$GD_LOG")"
 else
-	gd_stats
-	ID_DNS=$(gd_id dns-agg); ID_SYN=$(gd_id syn-agg)
+	fg_snap "$GD_PIN"
+	ID_DNS=$(fg_rule_id "$FG_SNAP" dns-agg); ID_SYN=$(fg_rule_id "$FG_SNAP" syn-agg)
 
 	# the well-behaved client has had its bucket for a while when the flood
 	# comes (new sources during a flood are admission limited, by design)
@@ -136,7 +197,7 @@ else
 			client_rate=5; src_rate=10; src_burst=20
 		fi
 		if [ -z "$HPING" ]; then
-			skp "$proto hping3 --rand-source flood" "hping3 not installed (tools/deps.sh gameday)"
+			skip "$proto hping3 --rand-source flood" "hping3 not installed (tools/deps.sh gameday)"
 		else
 			sleep 1.2	# the aggregate refills
 			# the client is an established one: it has a bucket when the
@@ -146,8 +207,8 @@ else
 			# as any new source does, by design.)
 			intx "$FGEN" -i gdt1 --dst-mac "$MAC1" -d 10.214.0.2 -s "$CLIENT_PLAIN" "${fg_args[@]}" \
 				--dport "$src_port" -n 2 > /dev/null 2>&1
-			gd_stats; a0=$(gd_get _global allow); ins0=$(gd_get "$src_rule" ev:insert)
-			sp0=$(gd_get "$src_rule" pass); so0=$(gd_get "$src_rule" ev:overflow)
+			fg_snap "$GD_PIN"; a0=$(fg_stat "$FG_SNAP" _global allow); ins0=$(fg_stat "$FG_SNAP" "$src_rule" ev:insert)
+			sp0=$(fg_stat "$FG_SNAP" "$src_rule" pass); so0=$(fg_stat "$FG_SNAP" "$src_rule" ev:overflow)
 			rm -f "$GD_TMP/cnt.stop" "$GD_TMP/cnt.stop.ready"
 			inrx "$GD_PY" "$GD_TMP/gd_raw.py" count gdr1 "$GD_TMP/cnt.stop" \
 				"$CLIENT_ALLOW" "$CLIENT_PLAIN" > "$GD_TMP/cnt.out" 2>&1 &
@@ -170,11 +231,11 @@ else
 			sent2=$(sed -nE 's/^([0-9]+) packets transmitted.*/\1/p' "$GD_TMP/hping2.out" | tail -n 1)
 			agg_check "$proto flood (hping3 --rand-source) on $agg_rule" "$agg_rule" "$agg_rate" "$agg_burst" "${sent:-?}"
 			sleep 0.3; touch "$GD_TMP/cnt.stop"; wait "$cnt_pid"
-			gd_stats
-			sa=$(gd_jnum packets "$GD_TMP/ca.json"); sp=$(gd_jnum packets "$GD_TMP/cp.json")
+			fg_snap "$GD_PIN"
+			sa=$(fg_json_get "$GD_TMP/ca.json" packets); sp=$(fg_json_get "$GD_TMP/cp.json" packets)
 			ra=$(awk -v a="$CLIENT_ALLOW" '$1 == a { print $2 }' "$GD_TMP/cnt.out")
 			rp=$(awk -v a="$CLIENT_PLAIN" '$1 == a { print $2 }' "$GD_TMP/cnt.out")
-			al=$(( $(gd_get _global allow) - a0 ))
+			al=$(( $(fg_stat "$FG_SNAP" _global allow) - a0 ))
 			# allowlisted: counted as allow and delivered. A random
 			# spoofed source can hit 10.213.0.1 too (1 in 2^32 a packet)
 			expect "$proto flood: allowlisted client $CLIENT_ALLOW gets through" \
@@ -186,7 +247,7 @@ else
 			# the per-source rule under a random-source flood: new
 			# buckets only at the admission rate, the rest shares the
 			# overflow bucket (its limit = the per-source limit)
-			read -r ins so sp2 <<< "$(( $(gd_get "$src_rule" ev:insert) - ins0 )) $(( $(gd_get "$src_rule" ev:overflow) - so0 )) $(( $(gd_get "$src_rule" pass) - sp0 ))"
+			read -r ins so sp2 <<< "$(( $(fg_stat "$FG_SNAP" "$src_rule" ev:insert) - ins0 )) $(( $(fg_stat "$FG_SNAP" "$src_rule" ev:overflow) - so0 )) $(( $(fg_stat "$FG_SNAP" "$src_rule" pass) - sp0 ))"
 			lim=$(calc "$INS_RATE * ($T + 0.5) + $INS_BURST + 1")
 			expect "$proto flood (hping3 --rand-source) on $src_rule: new buckets at most the admission rate" \
 				"[ $ins -le $lim ] && [ $so -gt 0 ]" "${sent2:-?}" \
@@ -217,7 +278,7 @@ VICTIM=10.213.0.5
 # Leaves "first_pass resume_pass resume_sent elapsed_s victim_key_kept
 # inserts spray_sent insert_fail_at_resume" in $GD_TMP/NAME.res
 evict_run() {
-	local name=$1 id p0 p1 p2 t0 t1 s kept ins sent f0 f1
+	local name=$1 p0 p1 p2 t0 t1 s kept ins sent f0 f1
 	echo "x" > "$GD_TMP/$name.res"
 	gd_policy "$name" <<YAML
 max_sources: 1024
@@ -228,18 +289,17 @@ rules:
     per_source: {rate: 1/s, burst: 50}
 YAML
 	gd_start "$name" || { echo "start failed: $(tail -2 "$GD_LOG")" > "$GD_TMP/$name.res"; return 1; }
-	gd_stats; id=$(gd_id slow)
 	t0=$(date +%s.%N)
 	gd_fgen -d "$GD_RX_IP" -s "$VICTIM" --dport 7 -n 200 > /dev/null
-	sleep 0.1; gd_stats; p1=$(gd_get slow pass)
+	sleep 0.1; fg_snap "$GD_PIN"; p1=$(fg_stat "$FG_SNAP" slow pass)
 	# 5 x 1024 spoofed sources, each twice, in turn
 	s=$(gd_fgen -d "$GD_RX_IP" -s 10.70.0.0 --sources 5120 --dport 7 -n 10240)
-	sleep 0.1; gd_stats; p2=$(gd_get slow pass); ins=$(gd_get slow ev:insert); f0=$(gd_get slow ev:insert_fail)
-	kept=$(gd_bpf tat "$GD_PIN" "$VICTIM" "$id")
-	case "$kept" in -1) kept=no ;; unknown) kept=unknown ;; *) kept=yes ;; esac
+	sleep 0.1; fg_snap "$GD_PIN"; p2=$(fg_stat "$FG_SNAP" slow pass); ins=$(fg_stat "$FG_SNAP" slow ev:insert); f0=$(fg_stat "$FG_SNAP" slow ev:insert_fail)
+	kept=$("$FGDUMP" --pin-dir "$GD_PIN" bucket4 "$VICTIM" slow | fg_json_get - found)
+	case "$kept" in true) kept=yes ;; false) kept=no ;; *) kept=unknown ;; esac
 	sent=$(gd_fgen -d "$GD_RX_IP" -s "$VICTIM" --dport 7 -n 100)
 	t1=$(date +%s.%N)
-	sleep 0.1; gd_stats; p0=$(gd_get slow pass); f1=$(gd_get slow ev:insert_fail)
+	sleep 0.1; fg_snap "$GD_PIN"; p0=$(fg_stat "$FG_SNAP" slow pass); f1=$(fg_stat "$FG_SNAP" slow ev:insert_fail)
 	echo "$p1 $((p0 - p2)) $sent $(calcf "$t1 - $t0") $kept $ins $s $((f1 - f0))" > "$GD_TMP/$name.res"
 	gd_stop
 }
@@ -300,9 +360,9 @@ else
 		local name=$1 rule=$2 rate=$3 burst=$4 ev=${EV:-}; shift 4
 		local src=10.213.1.$src_n; src_n=$((src_n + 1))
 		case "$*" in *"$GD_RX_IP6"*) src=fd00:213::1:$src_n ;; esac
-		gd_stats; local r0 p0 g0 e0 t0 sent r1 p1 g1 e1 secs lim txd
-		r0=$(gd_get "$rule" total); p0=$(gd_get "$rule" pass); g0=$(gd_sum total)
-		[ -n "$ev" ] && e0=$(gd_get "$rule" "ev:$ev")
+		fg_snap "$GD_PIN"; local r0 p0 g0 e0 t0 sent r1 p1 g1 e1 secs lim txd
+		r0=$(fg_stat "$FG_SNAP" "$rule" total); p0=$(fg_stat "$FG_SNAP" "$rule" pass); g0=$(fg_stat_sum "$FG_SNAP" total)
+		[ -n "$ev" ] && e0=$(fg_stat "$FG_SNAP" "$rule" "ev:$ev")
 		t0=$(date +%s.%N)
 		if [ -n "${RAW:-}" ]; then
 			read -r sent _ <<< "$(intx "$GD_PY" "$GD_TMP/gd_raw.py" send gdt0 "$RAW" "$N" "$src" "$GD_RX_IP" 9 64 "$GD_MAC")"
@@ -312,21 +372,21 @@ else
 		fi
 		sleep 0.2
 		secs=$(calcf "$(date +%s.%N) - $t0")
-		txd=$(gd_jnum tx_dropped "$GD_TMP/fgen.json")
-		gd_stats; r1=$(gd_get "$rule" total); p1=$(gd_get "$rule" pass); g1=$(gd_sum total)
+		txd=$(fg_json_get "$GD_TMP/fgen.json" tx_dropped)
+		fg_snap "$GD_PIN"; r1=$(fg_stat "$FG_SNAP" "$rule" total); p1=$(fg_stat "$FG_SNAP" "$rule" pass); g1=$(fg_stat_sum "$FG_SNAP" total)
 		lim=$(calc "$burst + $rate * $secs + 1")
 		local got=$((r1 - r0)) all=$((g1 - g0)) pass=$((p1 - p0)) evs=""
-		[ -n "$ev" ] && evs=", $ev events $(( $(gd_get "$rule" "ev:$ev") - e0 ))"
+		[ -n "$ev" ] && evs=", $ev events $(( $(fg_stat "$FG_SNAP" "$rule" "ev:$ev") - e0 ))"
 		# every frame that left the veth is in the rule's row
 		expect "$name: charged to rule $rule, limited" \
-			"[ $sent -gt 0 ] && [ $got -ge $((sent - txd)) ] && [ $got -le $all ] && [ $pass -le $lim ]${ev:+ && [ $(( $(gd_get "$rule" "ev:$ev") - e0 )) -eq $got ]}" \
+			"[ $sent -gt 0 ] && [ $got -ge $((sent - txd)) ] && [ $got -le $all ] && [ $pass -le $lim ]${ev:+ && [ $(( $(fg_stat "$FG_SNAP" "$rule" "ev:$ev") - e0 )) -eq $got ]}" \
 			"$sent (veth dropped $txd)" "all in $rule, pass <= $lim" "$got of $all in $rule, pass $pass$evs"
 	}
 	# malformed NAME FGEN-ARGS: counted as malformed (dropped), nowhere else
 	malformed() {
 		local name=$1; shift
-		gd_stats; local m0 g0 p0 sent m1 g1 p1 txd
-		m0=$(gd_get _global malformed); g0=$(gd_sum total); p0=$(gd_sum pass)
+		fg_snap "$GD_PIN"; local m0 g0 p0 sent m1 g1 p1 txd
+		m0=$(fg_stat "$FG_SNAP" _global malformed); g0=$(fg_stat_sum "$FG_SNAP" total); p0=$(fg_stat_sum "$FG_SNAP" pass)
 		if [ -n "${RAW:-}" ]; then
 			read -r sent _ <<< "$(intx "$GD_PY" "$GD_TMP/gd_raw.py" send gdt0 "$RAW" "$N" 10.213.1.99 "$GD_RX_IP" 9 64 "$GD_MAC")"
 			echo '{}' > "$GD_TMP/fgen.json"
@@ -335,8 +395,8 @@ else
 			sent=$(gd_fgen -s "$s" -n "$N" "$@")
 		fi
 		sleep 0.2
-		txd=$(gd_jnum tx_dropped "$GD_TMP/fgen.json")
-		gd_stats; m1=$(gd_get _global malformed); g1=$(gd_sum total); p1=$(gd_sum pass)
+		txd=$(fg_json_get "$GD_TMP/fgen.json" tx_dropped)
+		fg_snap "$GD_PIN"; m1=$(fg_stat "$FG_SNAP" _global malformed); g1=$(fg_stat_sum "$FG_SNAP" total); p1=$(fg_stat_sum "$FG_SNAP" pass)
 		expect "$name: malformed, dropped" \
 			"[ $sent -gt 0 ] && [ $((m1 - m0)) -ge $((sent - txd)) ] && [ $((m1 - m0)) -eq $((g1 - g0)) ] && [ $((p1 - p0)) -eq 0 ]" \
 			"$sent (veth dropped $txd)" "all malformed, none passed" "malformed $((m1 - m0)) of $((g1 - g0)), passed $((p1 - p0))"
@@ -362,10 +422,10 @@ else
 
 	# tiny and truncated frames, raw from AF_PACKET
 	for kind in eth-only ip4-trunc ip4-badlen udp-trunc tcp-badoff ip6-trunc; do
-		gd_stats; m0=$(gd_get _global malformed); g0=$(gd_sum total); p0=$(gd_sum pass)
+		fg_snap "$GD_PIN"; m0=$(fg_stat "$FG_SNAP" _global malformed); g0=$(fg_stat_sum "$FG_SNAP" total); p0=$(fg_stat_sum "$FG_SNAP" pass)
 		read -r sent flen <<< "$(intx "$GD_PY" "$GD_TMP/gd_raw.py" send gdt0 "$kind" 100 10.213.1.98 "$GD_RX_IP" 9 64 "$GD_MAC" 2>&1)"
 		sleep 0.2
-		gd_stats; m1=$(gd_get _global malformed); g1=$(gd_sum total); p1=$(gd_sum pass)
+		fg_snap "$GD_PIN"; m1=$(fg_stat "$FG_SNAP" _global malformed); g1=$(fg_stat_sum "$FG_SNAP" total); p1=$(fg_stat_sum "$FG_SNAP" pass)
 		expect "truncated frame ($kind, $flen bytes): malformed, dropped" \
 			"[ ${sent:-0} -gt 0 ] && [ $((m1 - m0)) -eq $sent ] && [ $((g1 - g0)) -eq $sent ] && [ $((p1 - p0)) -eq 0 ]" \
 			"${sent:-?}" "$sent malformed, none passed" "malformed $((m1 - m0)) of $((g1 - g0)), passed $((p1 - p0))"
@@ -378,14 +438,14 @@ else
 		ok "jumbo: MTU 9000 set on the veth pair with floodgate attached"
 		for spec in "svc 9 8000 100 packets" "bulk-bytes 10 8000 50 bytes"; do
 			read -r rule port flen cnt unit <<< "$spec"
-			gd_stats; r0=$(gd_get "$rule" total); p0=$(gd_get "$rule" pass)
-			b0=$(gd_get "$rule" bytes:pass); g0=$(gd_sum total)
+			fg_snap "$GD_PIN"; r0=$(fg_stat "$FG_SNAP" "$rule" total); p0=$(fg_stat "$FG_SNAP" "$rule" pass)
+			b0=$(fg_stat "$FG_SNAP" "$rule" bytes:pass); g0=$(fg_stat_sum "$FG_SNAP" total)
 			t0=$(date +%s.%N)
 			read -r sent fl <<< "$(intx "$GD_PY" "$GD_TMP/gd_raw.py" send gdt0 udp-jumbo "$cnt" 10.213.1.97 "$GD_RX_IP" "$port" "$flen" "$GD_MAC" 2>&1)"
 			sleep 0.2
 			secs=$(calcf "$(date +%s.%N) - $t0")
-			gd_stats; r1=$(gd_get "$rule" total); p1=$(gd_get "$rule" pass)
-			b1=$(gd_get "$rule" bytes:pass); g1=$(gd_sum total)
+			fg_snap "$GD_PIN"; r1=$(fg_stat "$FG_SNAP" "$rule" total); p1=$(fg_stat "$FG_SNAP" "$rule" pass)
+			b1=$(fg_stat "$FG_SNAP" "$rule" bytes:pass); g1=$(fg_stat_sum "$FG_SNAP" total)
 			if [ "$unit" = packets ]; then
 				lim=$(calc "10 + 10 * $secs + 1"); what="pass <= $lim frames"; got=$((p1 - p0))
 			else
@@ -417,11 +477,11 @@ rules:
     per_source: {rate: $HOT_RATE/s, burst: $HOT_BURST}
 YAML
 if [ "$(nproc)" -lt 2 ]; then
-	skp "hot key" "needs 2 CPUs"
+	skip "hot key" "needs 2 CPUs"
 elif ! gd_start hot; then
 	bad "hot key: floodgated starts" "$(tail -3 "$GD_LOG")"
 else
-	gd_stats; hid=$(gd_id hot)
+	fg_snap "$GD_PIN"; hid=$(fg_rule_id "$FG_SNAP" hot)
 	poll_start "$hid" 10.213.0.77 "$HOT_RATE"
 	intx "$FGEN" -i gdt0 --dst-mac "$GD_MAC" -d "$GD_RX_IP" -s 10.213.0.77 --cpu 0 -t "$T" --json > "$GD_TMP/h0.json" 2> "$GD_TMP/h0.err" &
 	h0=$!
@@ -429,11 +489,11 @@ else
 	h1=$!
 	wait "$h0" "$h1"
 	poll_end; read -r secs slo tot p d gap wsecs wpass wread wtat windebt < "$GD_TMP/poll.out"
-	s0=$(gd_jnum packets "$GD_TMP/h0.json"); s1=$(gd_jnum packets "$GD_TMP/h1.json")
-	gd_stats; cont=$(gd_get hot ev:contended)
+	s0=$(fg_json_get "$GD_TMP/h0.json" packets); s1=$(fg_json_get "$GD_TMP/h1.json" packets)
+	fg_snap "$GD_PIN"; cont=$(fg_stat "$FG_SNAP" hot ev:contended)
 	# the whole flood: floodgate saw its first and last packet between
-	# T_lower and T_upper apart (counter reads before/after, see gd_bpf
-	# poll); the coarse clock ticks every 4 ms: + rate x 4 ms + 1. Below
+	# T_lower and T_upper apart (counter reads before/after, see
+	# POLL_PY); the coarse clock ticks every 4 ms: + rate x 4 ms + 1. Below
 	# that only by the tokens lost while the bucket was full and the
 	# senders paused (their start), so: no more than rate*T+burst.
 	tol=$(calc "$HOT_RATE * 0.004 + 1")
@@ -451,11 +511,11 @@ else
 	# advance always; equal when the bucket never went idle in the window,
 	# which needs every pause in arrivals below burst/rate.
 	if [ "$wsecs" = 0 ]; then
-		skp "hot key window" "the flood was too short for a window (T=$secs s)"
+		skip "hot key window" "the flood was too short for a window (T=$secs s)"
 	elif [ "$windebt" = 2 ]; then
-		skp "hot key window" "cannot read the source's bucket (fg_src4 is not the LRU hash gd_bpf.py knows): exactness not measured"
+		skip "hot key window" "cannot read the source's bucket (fgdump watch --source): exactness not measured"
 	elif [ "$windebt" != 1 ]; then
-		skp "hot key window" "the bucket was not in debt at both ends of the window (senders paused): exactness not measurable this run"
+		skip "hot key window" "the bucket was not in debt at both ends of the window (senders paused): exactness not measurable this run"
 	else
 		ttol=$(calc "$HOT_RATE * $wread / 1000 + 2")
 		idle_ms=$(calc "$HOT_BURST * 1000 / $HOT_RATE")
@@ -472,4 +532,4 @@ else
 	gd_stop
 fi
 
-gd_finish
+fg_finish

@@ -8,9 +8,7 @@
 # Needs root. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-if [ "$(id -u)" != 0 ]; then
-	echo "skip - verify-clang: needs root"
-	echo "0 passed, 0 failed, 1 skipped"
-	exit 0
-fi
+. tests/lib.sh
+fg_require_root
+# verify-clang.sh counts, cleans up and prints the summary line itself
 FG_VERIFY_MISSING=skip exec tools/verify-clang.sh

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fgdump: what the shell tests read from a pin dir besides `floodgate stats
+ * --json`, through the project's own library (user/fgmaps.h) and ABI header,
+ * so that no test carries a second copy of struct layouts or of fg_hash4.
+ *
+ *   fgdump [-p DIR] bucket4 ADDR RULE
+ *       the IPv4 source bucket of ADDR under the rule named RULE (ADDR is
+ *       masked with the rule's prefix, as the XDP program does), one JSON
+ *       object: {"rule","id","gen","set","found","tat","drops"}; tat and
+ *       drops are null when the source holds no way.
+ *   fgdump [-p DIR] watch ROW STOPFILE [--quiet SECS] [--source ADDR]
+ *       sample stats row ROW (rule id; summed over CPUs) about every
+ *       0.2 ms, one line per sample:
+ *           BEFORE_NS AFTER_NS TOTAL PASS DROP COARSE_NS TAT
+ *       BEFORE/AFTER: CLOCK_MONOTONIC around the counter read; TOTAL: all
+ *       outcomes; COARSE_NS: CLOCK_MONOTONIC_COARSE (the program's clock);
+ *       TAT: the bucket of --source under rule ROW (0 when it holds no
+ *       way, -1 when it cannot be read; 0 without --source). Stops once
+ *       STOPFILE exists and TOTAL has not moved for SECS (default 0.3),
+ *       or on SIGTERM/SIGINT.
+ *
+ * Exit status: 0, 1 on an error, 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/resource.h>
+#include <bpf/bpf.h>
+#include <json-c/json.h>
+
+#include "floodgate.h"
+#include "fgmaps.h"
+
+#define EXIT_USAGE	2
+#define WATCH_SLEEP_NS	200000L		/* between two samples */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* Where one IPv4 source's bucket lives: its set in fg_src4 and its key word. */
+struct src4_ref {
+	int fd;
+	__u32 set;
+	__u64 key;
+	__u16 gen;
+};
+
+static __u64 clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static int parse_u32(const char *s, __u32 max, __u32 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')	/* no sign, no space */
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = (__u32)v;
+	return 0;
+}
+
+/* The rule id of NAME from fg_names, -ENOENT if no rule holds that name. */
+static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
+{
+	struct fg_name names[FG_MAX_RULES];
+	int err = fg_names_read(m, names);
+
+	if (err)
+		return err;
+	for (__u32 i = 0; i < FG_MAX_RULES; i++) {
+		names[i].name[FG_NAME_LEN - 1] = 0;
+		if (names[i].in_use && !strcmp(names[i].name, name)) {
+			*id = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The set and key word of ADDR under rule id, from the active policy (mask,
+ * generation) and fg_ctl (seed, table size), as the XDP program forms them. */
+static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src4_ref *ref)
+{
+	union {
+		struct fg_slot4 s;
+		__u64 u;
+	} k = {};
+	const struct fg_rule *rule = NULL;
+	struct fg_policy *pol;
+	struct fg_ctl ctl;
+	__be32 a;
+	int err;
+
+	if (inet_pton(AF_INET, addr, &a) != 1 || id >= FG_MAX_RULES)
+		return -EINVAL;
+	pol = malloc(sizeof(*pol));
+	if (!pol)
+		return -ENOMEM;
+	err = fg_policy_read_active(m, pol);
+	if (err)
+		goto out;
+	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++)
+		if (pol->rules[r].id == id)
+			rule = &pol->rules[r];
+	if (!rule) {
+		err = -ENOENT;
+		goto out;
+	}
+	err = fg_ctl_read(m, &ctl);
+	if (err)
+		goto out;
+	if (ctl.src4_bits < FG_SRC4_MIN_BITS || ctl.src4_bits > FG_SRC4_MAX_BITS) {
+		err = -EPROTO;
+		goto out;
+	}
+	k.s.addr = a & rule->mask4;
+	k.s.rule = (__u8)id;
+	k.s.used = 1;
+	k.s.gen = rule->gen;
+	ref->fd = m->fd[FGM_SRC4];
+	ref->set = fg_hash4(k.u, ctl.seed4, ctl.src4_bits);
+	ref->key = k.u;
+	ref->gen = rule->gen;
+out:
+	free(pol);
+	return err;
+}
+
+/* The way of ref in its set: 0 and *found, or 0 and !*found, or -errno. */
+static int src4_read(const struct src4_ref *ref, struct fg_bucket *b, bool *found)
+{
+	struct fg_set4 set;
+
+	*found = false;
+	if (bpf_map_lookup_elem(ref->fd, &ref->set, &set))
+		return -errno;
+	for (int w = 0; w < FG_WAYS4; w++) {
+		__u64 kw;
+
+		memcpy(&kw, &set.key[w], sizeof(kw));
+		if (kw == ref->key) {
+			b->tat = set.tat[w];
+			b->drops = set.drops[w];
+			*found = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static int cmd_bucket4(struct fg_maps *m, const char *addr, const char *rule)
+{
+	struct fg_bucket b = {};
+	struct src4_ref ref;
+	struct json_object *o;
+	bool found;
+	__u32 id;
+	int err;
+
+	err = rule_id(m, rule, &id);
+	if (!err)
+		err = src4_locate(m, addr, id, &ref);
+	if (!err)
+		err = src4_read(&ref, &b, &found);
+	if (err)
+		return err;
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "rule", json_object_new_string(rule));
+	json_object_object_add(o, "id", json_object_new_int64(id));
+	json_object_object_add(o, "gen", json_object_new_int64(ref.gen));
+	json_object_object_add(o, "set", json_object_new_int64(ref.set));
+	json_object_object_add(o, "found", json_object_new_boolean(found));
+	json_object_object_add(o, "tat", found ? json_object_new_int64((int64_t)b.tat) : NULL);
+	json_object_object_add(o, "drops", found ? json_object_new_int64((int64_t)b.drops) : NULL);
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return 0;
+}
+
+struct watch_opts {
+	__u32 row;
+	const char *stopfile;
+	__u64 quiet_ns;
+	const char *source;	/* NULL: no bucket */
+};
+
+static int cmd_watch(struct fg_maps *m, const struct watch_opts *o)
+{
+	static struct fg_stats rows[FG_NROWS];
+	const struct timespec nap = { .tv_nsec = WATCH_SLEEP_NS };
+	struct src4_ref ref;
+	__u64 last_total = 0, last_change = 0;
+	bool changed = false, first = true;
+	int err;
+
+	if (o->source) {
+		err = src4_locate(m, o->source, o->row, &ref);
+		if (err)
+			return err;
+	}
+	/* as close to the packets as the scheduler lets a reader be; where
+	 * that is not allowed, sample at normal priority */
+	setpriority(PRIO_PROCESS, 0, -20);
+	while (!stop) {
+		__u64 before, after, coarse, total = 0;
+		long long tat = 0;
+
+		before = clock_ns(CLOCK_MONOTONIC);
+		err = fg_stats_read(m, rows);
+		after = clock_ns(CLOCK_MONOTONIC);
+		if (err)
+			return err;
+		coarse = clock_ns(CLOCK_MONOTONIC_COARSE);
+		if (o->source) {
+			struct fg_bucket b;
+			bool found;
+
+			if (src4_read(&ref, &b, &found))
+				tat = -1;
+			else if (found)
+				tat = (long long)b.tat;
+		}
+		for (int i = 0; i < FG_OUT_MAX; i++)
+			total += rows[o->row].pkts[i];
+		printf("%llu %llu %llu %llu %llu %llu %lld\n", (unsigned long long)before,
+		       (unsigned long long)after, (unsigned long long)total,
+		       (unsigned long long)rows[o->row].pkts[FG_OUT_PASS],
+		       (unsigned long long)rows[o->row].pkts[FG_OUT_DROP],
+		       (unsigned long long)coarse, tat);
+		if (first) {
+			last_total = total;
+			first = false;
+		} else if (total != last_total) {
+			last_total = total;
+			last_change = after;
+			changed = true;
+		}
+		if (!access(o->stopfile, F_OK) && (!changed || after - last_change > o->quiet_ns))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	return fflush(stdout) ? -errno : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fgdump [-p DIR] bucket4 ADDR RULE\n"
+		"       fgdump [-p DIR] watch ROW STOPFILE [--quiet SECS] [--source ADDR]\n"
+		"  -p, --pin-dir DIR   pin dir (default $" FG_PIN_DIR_ENV ", else "
+		FG_PIN_DIR_DEFAULT ")\n"
+		"  --quiet SECS        watch: stop once STOPFILE exists and the row has\n"
+		"                      not moved for SECS (default 0.3, at most 60)\n"
+		"  --source ADDR       watch: also sample ADDR's IPv4 bucket of rule ROW\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pin-dir", required_argument, NULL, 'p' },
+		{ "quiet", required_argument, NULL, 'q' },
+		{ "source", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct watch_opts w = { .quiet_ns = 300000000ull };
+	bool watch_opts = false;
+	const char *dir_arg = NULL, *cmd, *dir;
+	char why[FG_WHY_LEN] = "";
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	struct fg_maps m;
+	int c, nargs, err;
+
+	while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			dir_arg = optarg;
+			break;
+		case 'q': {
+			char *end;
+			double s;
+
+			errno = 0;
+			s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(s >= 0 && s <= 60)) {
+				fprintf(stderr, "fgdump: --quiet: \"%s\" is not 0..60 seconds\n", optarg);
+				return EXIT_USAGE;
+			}
+			w.quiet_ns = (__u64)(s * 1e9);
+			watch_opts = true;
+			break;
+		}
+		case 's':
+			w.source = optarg;
+			watch_opts = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	nargs = argc - optind;
+	cmd = nargs > 0 ? argv[optind] : "";
+	if (!((!strcmp(cmd, "bucket4") && nargs == 3 && !watch_opts) ||
+	      (!strcmp(cmd, "watch") && nargs == 3))) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "watch")) {
+		struct in_addr a;
+
+		if (parse_u32(argv[optind + 1], FG_NROWS - 1, &w.row)) {
+			fprintf(stderr, "fgdump: watch: \"%s\" is not a stats row (0..%d)\n",
+				argv[optind + 1], FG_NROWS - 1);
+			return EXIT_USAGE;
+		}
+		if (w.source && (w.row >= FG_MAX_RULES || inet_pton(AF_INET, w.source, &a) != 1)) {
+			fprintf(stderr, "fgdump: watch: --source needs an IPv4 address and a rule row\n");
+			return EXIT_USAGE;
+		}
+		w.stopfile = argv[optind + 2];
+	}
+	dir = fg_pin_dir_choose(dir_arg);
+	err = fg_maps_open(&m, dir, why);
+	if (err) {
+		fprintf(stderr, "fgdump: %s: %s\n", dir, why[0] ? why : strerror(-err));
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (!strcmp(cmd, "bucket4"))
+		err = cmd_bucket4(&m, argv[optind + 1], argv[optind + 2]);
+	else
+		err = cmd_watch(&m, &w);
+	fg_maps_close(&m);
+	if (err == -ENOENT && !strcmp(cmd, "bucket4"))
+		fprintf(stderr, "fgdump bucket4: no rule named \"%s\" in the active policy\n",
+			argv[optind + 2]);
+	else if (err == -ENOENT)
+		fprintf(stderr, "fgdump watch: no rule with id %u in the active policy\n", w.row);
+	else if (err)
+		fprintf(stderr, "fgdump %s: %s\n", cmd, strerror(-err));
+	return err ? 1 : 0;
+}
