@@ -27,7 +27,8 @@
 				    name, ___g, ___l);			\
 	   ___ok; })
 
-#define EPS	1e-12
+/* the controller rounds S to 0 or T within 1e-9 (docs/shedding.md, B1) */
+#define EPS	1e-9
 #define BE	FG_TIER_BEST_EFFORT
 #define BULK	FG_TIER_BULK
 #define NORMAL	FG_TIER_NORMAL

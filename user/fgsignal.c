@@ -459,8 +459,7 @@ static int diag_dump(struct fg_signal *s, int family, double *worst, int *found)
 		return -errno;
 	for (;;) {
 		ssize_t r = recv(s->nl, buf, sizeof(buf), 0);
-		struct nlmsghdr *h;
-		int n;
+		size_t left, off;
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -469,11 +468,18 @@ static int diag_dump(struct fg_signal *s, int family, double *worst, int *found)
 		}
 		if (r == 0)
 			return -EIO;
-		n = (int)r;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		/* NLMSG_OK/NEXT by hand: the macros mix signedness (clang -Wextra) */
+		for (off = 0, left = (size_t)r; left >= sizeof(struct nlmsghdr);) {
+			const struct nlmsghdr *h = (const struct nlmsghdr *)((const char *)buf + off);
 			const struct inet_diag_msg *m;
+			size_t step;
 			double v;
 
+			if (h->nlmsg_len < sizeof(*h) || h->nlmsg_len > left)
+				return -EIO;	/* a truncated or corrupt message */
+			step = NLMSG_ALIGN(h->nlmsg_len);
+			off += step;
+			left = step < left ? left - step : 0;
 			if (h->nlmsg_seq != s->seq)
 				continue;	/* a late answer to an earlier dump */
 			if (h->nlmsg_type == NLMSG_DONE)
