@@ -123,7 +123,7 @@ static int list_prefixed(struct parser *ps, const char *body, size_t n)
 
 	for (int t = 0; ps->tabs[t]; t++)
 		for (const struct fg_opt *o = ps->tabs[t]; o->kind; o++)
-			if (!strncmp(o->name, body, n) && used < sizeof(names))
+			if (o->name && !strncmp(o->name, body, n) && used < sizeof(names))
 				used += (size_t)snprintf(names + used, sizeof(names) - used, " --%s",
 							 o->name);
 	return fail(ps, "ambiguous option --%.*s: could be%s", (int)n, body, names);
@@ -137,7 +137,7 @@ static int find_long(struct parser *ps, const char *body, size_t n, const struct
 
 	for (int t = 0; n && ps->tabs[t]; t++) {
 		for (const struct fg_opt *o = ps->tabs[t]; o->kind; o++) {
-			if (strncmp(o->name, body, n))
+			if (!o->name || strncmp(o->name, body, n))
 				continue;
 			if (!o->name[n]) {
 				*out = o;
@@ -359,13 +359,16 @@ int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg,
 
 /* --- help ---------------------------------------------------------------------- */
 
+/* "-x, --name ARG", "    --name [ARG]", "-x ARG" */
 static void opt_left(const struct fg_opt *o, char *buf, size_t len)
 {
 	bool opt = o->flags & FG_OPT_OPTIONAL;
+	char s[5] = "    ";
 
-	snprintf(buf, len, "%c%c%c --%s%s%s%s%s", o->sname ? '-' : ' ', o->sname ? o->sname : ' ',
-		 o->sname ? ',' : ' ', o->name, o->arg ? " " : "", opt ? "[" : "",
-		 o->arg ? o->arg : "", opt ? "]" : "");
+	if (o->sname)
+		snprintf(s, sizeof(s), "-%c%s", o->sname, o->name ? ", " : "");
+	snprintf(buf, len, "%s%s%s%s%s%s%s", s, o->name ? "--" : "", o->name ? o->name : "",
+		 o->arg ? " " : "", opt ? "[" : "", o->arg ? o->arg : "", opt ? "]" : "");
 }
 
 static void print_opts(FILE *f, const struct fg_opt *const *tabs)

@@ -46,7 +46,7 @@ typedef int (*fg_opt_fn)(const struct fg_opt *opt, const char *val, void *cfg,
 			 char *why, size_t len);
 
 struct fg_opt {
-	const char *name;	/* long name, without "--" */
+	const char *name;	/* long name, without "--"; NULL: only the short one */
 	char sname;		/* short letter; 0: none */
 	enum fg_opt_kind kind;
 	unsigned int flags;	/* FG_OPT_OPTIONAL */
