@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* floodgate status: the daemon, interfaces, mode, bypass, policy, as text or JSON. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,10 +174,14 @@ static struct json_object *bypass_json(const struct status *st, int *err)
 	bool on = bypass_on(st);
 
 	cli_json_add(err, b, "on", json_object_new_boolean(on));
-	if (on && st->ctl.bypass_until)
-		cli_json_add(err, b, "expires_in_s",
-			     json_object_new_double(round((st->ctl.bypass_until - st->now) / 1e6) / 1e3));
-	else
+	if (on && st->ctl.bypass_until) {
+		double left = (st->ctl.bypass_until - st->now) / 1e9;
+		char txt[32];
+
+		/* milliseconds are enough, and "%.17g" would print 29.827999999999999 */
+		snprintf(txt, sizeof(txt), "%.3f", left);
+		cli_json_add(err, b, "expires_in_s", json_object_new_double_s(left, txt));
+	} else
 		cli_json_add_null(err, b, "expires_in_s");
 	return b;
 }
