@@ -43,6 +43,20 @@ int fg_link_ifindex(int link_fd)
 	return (int)info.xdp.ifindex;
 }
 
+/* The link pinned at path, as ifc->link. */
+static int open_link(const char *path, struct fg_iface *ifc)
+{
+	int err;
+
+	ifc->link = bpf_link__open(path);
+	if (ifc->link)
+		return 0;
+	err = -errno;
+	snprintf(ifc->why, sizeof(ifc->why), "cannot open the link pinned at %s: %s", path,
+		 strerror(-err));
+	return err;
+}
+
 /* A link pinned at path by an earlier daemon: swap our program in. 1 when
  * there is none to adopt (none pinned, or severed: then it is removed). */
 static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_iface *ifc)
@@ -51,13 +65,9 @@ static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_if
 
 	if (access(path, F_OK))
 		return 1;
-	ifc->link = bpf_link__open(path);
-	if (!ifc->link) {
-		err = -errno;
-		snprintf(ifc->why, sizeof(ifc->why), "cannot open pinned link %s: %s", path,
-			 strerror(-err));
+	err = open_link(path, ifc);
+	if (err)
 		return err;
-	}
 	if (fg_link_ifindex(bpf_link__fd(ifc->link)) != ifc->ifindex) {
 		/* the interface was deleted (and maybe created again) since the
 		 * link was pinned: the kernel severed it */
@@ -135,14 +145,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 		return err;
 	}
 	close(fd);	/* the pin holds it; reopen as a libbpf link */
-	ifc->link = bpf_link__open(path);
-	if (!ifc->link) {
-		err = -errno;
-		snprintf(ifc->why, sizeof(ifc->why), "cannot open the link pinned at %s: %s", path,
-			 strerror(-err));
-		return err;
-	}
-	return 0;
+	return open_link(path, ifc);
 }
 
 /* Forget a severed link: the filter is gone from the interface with it. */
