@@ -23,6 +23,7 @@ struct tcfg {
 	__u64 secs;
 	int family;
 	const char *rule;
+	__u64 every;
 };
 
 static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
@@ -32,10 +33,8 @@ static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *w
 	(void)o;
 	c->watch = true;
 	c->secs = 1;
-	if (val && fg_opt_parse_u64(val, 1, 60, &c->secs)) {
-		snprintf(why, len, "\"%s\" is not a number of seconds", val);
-		return -EINVAL;
-	}
+	if (val && fg_opt_parse_u64(val, 1, 60, &c->secs))
+		return fg_opt_fail(why, len, "\"%s\" is not a number of seconds", val);
 	return 0;
 }
 
@@ -44,10 +43,8 @@ static int opt_family(const struct fg_opt *o, const char *val, void *cfg, char *
 	struct tcfg *c = cfg;
 
 	(void)val;
-	if (c->family && c->family != o->ival) {
-		snprintf(why, len, "-4 and -6 exclude each other");
-		return -EINVAL;
-	}
+	if (c->family && c->family != o->ival)
+		return fg_opt_fail(why, len, "-4 and -6 exclude each other");
 	c->family = o->ival;
 	return 0;
 }
@@ -69,6 +66,8 @@ static const struct fg_opt stats_opts[] = {
 	FG_OPT_BOOL("json", 'j', T, json, "JSON output"),
 	{ .name = "watch", .sname = 'w', .kind = FGO_FUNC, .flags = FG_OPT_OPTIONAL,
 	  .fn = opt_watch, .arg = "SECS", .help = "every SECS" },
+	{ .name = "every", .kind = FGO_U64, .flags = FG_OPT_OPTIONAL, .off = FG_OPT_AT(T, every, __u64),
+	  .arg = "N", .min = 1, .max = 9, .what = "a digit", .help = "an optional number" },
 	FG_OPT_END,
 };
 static const struct fg_opt top_opts[] = {
@@ -183,6 +182,9 @@ static const struct pcase cases[] = {
 	{ { "stats", "--watch=abc" }, "stats: --watch: \"abc\" is not a number of seconds", "stats" },
 	{ { "stats", "--watch", "0" }, "stats: --watch: \"0\" is not a number of seconds", "stats" },
 	{ { "stats", "--watch", "abc" }, "stats: unexpected argument \"abc\"", "stats" },
+	{ { "stats", "--every" }, NULL, "stats" },
+	{ { "stats", "--every", "3" }, NULL, "stats", { .every = 3 } },
+	{ { "stats", "--every=12" }, "stats: --every: \"12\" is not a digit (1..9)", "stats" },
 	/* positional limits, "--", "-" */
 	{ { "status", "extra" }, "status: unexpected argument \"extra\"", "status" },
 	{ { "check" }, "check: expected FILE", "check" },
@@ -217,6 +219,12 @@ static bool str_eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+#define CHECK_FIELD(f)								\
+	do {									\
+		snprintf(n, sizeof(n), "%s: " #f, name);			\
+		ASSERT_EQ(got->f, want->f, n);					\
+	} while (0)
+
 static void check_fields(const char *name, const struct tcfg *got, const struct tcfg *want)
 {
 	char n[160];
@@ -226,20 +234,14 @@ static void check_fields(const char *name, const struct tcfg *got, const struct 
 	ASSERT_TRUE(str_eq(got->dir, want->dir), n);
 	snprintf(n, sizeof(n), "%s: --rule is \"%s\"", name, got->rule ? got->rule : "(unset)");
 	ASSERT_TRUE(str_eq(got->rule, want->rule), n);
-	snprintf(n, sizeof(n), "%s: verbose", name);
-	ASSERT_EQ(got->verbose, want->verbose, n);
-	snprintf(n, sizeof(n), "%s: json", name);
-	ASSERT_EQ(got->json, want->json, n);
-	snprintf(n, sizeof(n), "%s: count", name);
-	ASSERT_EQ(got->n, want->n, n);
-	snprintf(n, sizeof(n), "%s: countdown", name);
-	ASSERT_EQ(got->countdown, want->countdown, n);
-	snprintf(n, sizeof(n), "%s: watch", name);
-	ASSERT_EQ(got->watch, want->watch, n);
-	snprintf(n, sizeof(n), "%s: watch secs", name);
-	ASSERT_EQ(got->secs, want->secs, n);
-	snprintf(n, sizeof(n), "%s: family", name);
-	ASSERT_EQ(got->family, want->family, n);
+	CHECK_FIELD(verbose);
+	CHECK_FIELD(json);
+	CHECK_FIELD(n);
+	CHECK_FIELD(countdown);
+	CHECK_FIELD(watch);
+	CHECK_FIELD(secs);
+	CHECK_FIELD(family);
+	CHECK_FIELD(every);
 }
 
 static void test_table(void)

@@ -906,10 +906,8 @@ static int opt_family(const struct fg_opt *opt, const char *val, void *cfg, char
 	struct opts *o = cfg;
 
 	(void)val;
-	if (o->family && o->family != opt->ival) {
-		snprintf(why, len, "-4 and -6 exclude each other");
-		return -EINVAL;
-	}
+	if (o->family && o->family != opt->ival)
+		return fg_opt_fail(why, len, "-4 and -6 exclude each other");
 	o->family = opt->ival;
 	return 0;
 }
@@ -919,10 +917,8 @@ static int opt_src(const struct fg_opt *opt, const char *val, void *cfg, char *w
 	struct opts *o = cfg;
 
 	(void)opt;
-	if (parse_addr(val, &o->src_family, o->src, &o->src_plen, true)) {
-		snprintf(why, len, "bad source '%s': want an address or ADDR/PLEN", val);
-		return -EINVAL;
-	}
+	if (parse_addr(val, &o->src_family, o->src, &o->src_plen, true))
+		return fg_opt_fail(why, len, "bad source '%s': want an address or ADDR/PLEN", val);
 	o->have_src = true;
 	return 0;
 }
@@ -933,10 +929,8 @@ static int opt_dst(const struct fg_opt *opt, const char *val, void *cfg, char *w
 	int plen;
 
 	(void)opt;
-	if (parse_addr(val, &o->dst_family, o->dst, &plen, false)) {
-		snprintf(why, len, "bad destination '%s': want an IPv4 or IPv6 address", val);
-		return -EINVAL;
-	}
+	if (parse_addr(val, &o->dst_family, o->dst, &plen, false))
+		return fg_opt_fail(why, len, "bad destination '%s': want an IPv4 or IPv6 address", val);
 	o->have_dst = true;
 	return 0;
 }
@@ -946,10 +940,8 @@ static int opt_proto(const struct fg_opt *opt, const char *val, void *cfg, char 
 	struct opts *o = cfg;
 
 	(void)val;
-	if (o->proto_set) {
-		snprintf(why, len, "give one of --udp, --syn, --tcp, --icmp");
-		return -EINVAL;
-	}
+	if (o->proto_set)
+		return fg_opt_fail(why, len, "give one of --udp, --syn, --tcp, --icmp");
 	o->proto_set = true;
 	o->proto = opt->ival;
 	return 0;
@@ -961,10 +953,8 @@ static int opt_tcp_flags(const struct fg_opt *opt, const char *val, void *cfg, c
 	struct opts *o = cfg;
 
 	(void)opt;
-	if (parse_tcp_flags(val, &o->tcp_flags)) {
-		snprintf(why, len, "bad TCP flags '%s': want letters of FSRPAUEC", val);
-		return -EINVAL;
-	}
+	if (parse_tcp_flags(val, &o->tcp_flags))
+		return fg_opt_fail(why, len, "bad TCP flags '%s': want letters of FSRPAUEC", val);
 	o->tcp_flags_set = true;
 	return 0;
 }
@@ -975,14 +965,10 @@ static int opt_vlan(const struct fg_opt *opt, const char *val, void *cfg, char *
 	__u64 v;
 
 	(void)opt;
-	if (o->nvlan >= FGEN_MAX_VLAN) {
-		snprintf(why, len, "at most %d --vlan tags", FGEN_MAX_VLAN);
-		return -EINVAL;
-	}
-	if (fg_opt_parse_u64(val, 0, 4095, &v)) {
-		snprintf(why, len, "bad VLAN id '%s': want 0..4095", val);
-		return -EINVAL;
-	}
+	if (o->nvlan >= FGEN_MAX_VLAN)
+		return fg_opt_fail(why, len, "at most %d --vlan tags", FGEN_MAX_VLAN);
+	if (fg_opt_parse_u64(val, 0, 4095, &v))
+		return fg_opt_fail(why, len, "bad VLAN id '%s': want 0..4095", val);
 	o->vlan[o->nvlan++] = (__u16)v;
 	return 0;
 }
@@ -995,11 +981,9 @@ static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, ch
 	bool ipopt = opt->ival == 4;
 	__u64 lo = ipopt ? 0 : 8, hi = ipopt ? 40 : 65528, v;
 
-	if (fg_opt_parse_u64(val, lo, hi, &v) || v % (__u64)opt->ival) {
-		snprintf(why, len, "bad value '%s': want %llu..%llu, a multiple of %d", val,
+	if (fg_opt_parse_u64(val, lo, hi, &v) || v % (__u64)opt->ival)
+		return fg_opt_fail(why, len, "bad value '%s': want %llu..%llu, a multiple of %d", val,
 			 (unsigned long long)lo, (unsigned long long)hi, opt->ival);
-		return -EINVAL;
-	}
 	*(ipopt ? &o->ip_opts : &o->frag_off) = (__u32)v;
 	return 0;
 }
@@ -1011,10 +995,8 @@ static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *w
 	__u64 v;
 
 	(void)opt;
-	if (fg_opt_parse_u64(val, 0, ncpu > 0 ? (__u64)ncpu - 1 : 0, &v)) {
-		snprintf(why, len, "bad CPU '%s': want 0..%ld", val, ncpu - 1);
-		return -EINVAL;
-	}
+	if (fg_opt_parse_u64(val, 0, ncpu > 0 ? (__u64)ncpu - 1 : 0, &v))
+		return fg_opt_fail(why, len, "bad CPU '%s': want 0..%ld", val, ncpu - 1);
 	o->cpu = (int)v;
 	return 0;
 }
@@ -1024,10 +1006,8 @@ static int opt_dmac(const struct fg_opt *opt, const char *val, void *cfg, char *
 	struct opts *o = cfg;
 
 	(void)opt;
-	if (parse_mac(val, o->dmac)) {
-		snprintf(why, len, "bad MAC '%s': want xx:xx:xx:xx:xx:xx", val);
-		return -EINVAL;
-	}
+	if (parse_mac(val, o->dmac))
+		return fg_opt_fail(why, len, "bad MAC '%s': want xx:xx:xx:xx:xx:xx", val);
 	o->have_dmac = true;
 	return 0;
 }

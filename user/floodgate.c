@@ -26,10 +26,8 @@ static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *w
 	(void)o;
 	a->watch = true;
 	a->watch_secs = 1;
-	if (val && fg_opt_parse_u64(val, 1, 3600, &a->watch_secs)) {
-		snprintf(why, len, "\"%s\" is not a number of seconds (1..3600)", val);
-		return -EINVAL;
-	}
+	if (val && fg_opt_parse_u64(val, 1, 3600, &a->watch_secs))
+		return fg_opt_fail(why, len, "\"%s\" is not a number of seconds (1..3600)", val);
 	return 0;
 }
 
@@ -39,10 +37,8 @@ static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why
 	struct cli_args *a = cfg;
 
 	(void)o;
-	if (fg_parse_duration(val, &a->bypass_ns) || !a->bypass_ns) {
-		snprintf(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h)", val);
-		return -EINVAL;
-	}
+	if (fg_parse_duration(val, &a->bypass_ns) || !a->bypass_ns)
+		return fg_opt_fail(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h)", val);
 	a->bypass_for = true;
 	return 0;
 }

@@ -79,14 +79,10 @@ static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char 
 	struct daemon_opts *o = cfg;
 
 	(void)opt;
-	if (o->n_ifs >= FG_MAX_IFS) {
-		snprintf(why, len, "at most %d interfaces", FG_MAX_IFS);
-		return -EINVAL;
-	}
-	if (!*val || strlen(val) >= IF_NAMESIZE) {
-		snprintf(why, len, "bad interface name \"%s\"", val);
-		return -EINVAL;
-	}
+	if (o->n_ifs >= FG_MAX_IFS)
+		return fg_opt_fail(why, len, "at most %d interfaces", FG_MAX_IFS);
+	if (!*val || strlen(val) >= IF_NAMESIZE)
+		return fg_opt_fail(why, len, "bad interface name \"%s\"", val);
 	snprintf(o->ifaces[o->n_ifs++], IF_NAMESIZE, "%s", val);
 	return 0;
 }

@@ -42,6 +42,16 @@ static int __attribute__((format(printf, 2, 3))) fail(struct parser *ps, const c
 	return -EINVAL;
 }
 
+int fg_opt_fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
 int fg_opt_parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
 {
 	__u64 v;
@@ -81,6 +91,8 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 	void *dst = (char *)ps->cfg + o->off;
 	char msg[256] = "";
 
+	if (!val && takes_value(o) && o->kind != FGO_FUNC)
+		return 0;	/* an optional value left out: the default stands */
 	switch (o->kind) {
 	case FGO_BOOL:
 		*(bool *)dst = true;

@@ -36,7 +36,9 @@ enum fg_opt_kind {
 	FGO_HELP,	/* stop parsing: the caller prints help */
 };
 
-#define FG_OPT_OPTIONAL	0x1	/* the value may be left out, see above */
+/* The value may be left out (see above): a FGO_FUNC's fn then gets NULL,
+ * any other kind keeps the field's default. */
+#define FG_OPT_OPTIONAL	0x1
 
 struct fg_opt;
 
@@ -131,6 +133,9 @@ void fg_prog_help(FILE *f, const struct fg_prog *prog, const struct fg_cmd *cmd)
  * 0, -ENOENT (unknown) or -EINVAL (ambiguous; why lists the candidates). */
 int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out,
 		char *why, size_t len);
+
+/* For a fg_opt_fn: write why and return -EINVAL. */
+int fg_opt_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A decimal number in [min, max], whole string, no sign or space. 0,
  * -EINVAL (not a number) or -ERANGE. */
