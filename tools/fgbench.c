@@ -26,7 +26,6 @@
  * reported, so the net figure is raw - (vary_floor - floor).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <net/if.h>
 #include <sched.h>
@@ -45,11 +44,19 @@
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
 #include "fgmaps.h"
+#include "opts.h"
 #include "policy.h"
 
 #define NSEC 1000000000ull
 
 static volatile sig_atomic_t stop;
+
+/* Both commands' options. */
+struct bench_opts {
+	const char *policy, *only;		/* micro */
+	__u64 cpu, passes, repeat, maxsrc;	/* micro */
+	const char *ifname, *prog;		/* xdp */
+};
 
 static void on_signal(int sig)
 {
@@ -308,49 +315,22 @@ struct scen {
 	__u32 expect;		/* XDP verdict */
 };
 
-static int micro(int argc, char **argv)
+static int micro(void *cfg)
 {
-	static const struct option lo[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "passes", required_argument, NULL, 'P' },
-		{ "repeat", required_argument, NULL, 'r' },
-		{ "sources", required_argument, NULL, 's' },
-		{ "only", required_argument, NULL, 'o' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *policy = NULL, *only = NULL;
-	unsigned long cpu = 0, passes = 3, repeat = 1u << 20, maxsrc = 1000000;
+	const struct bench_opts *b = cfg;
+	const char *policy = b->policy, *only = b->only;
+	unsigned long cpu = b->cpu, passes = b->passes, repeat = b->repeat, maxsrc = b->maxsrc;
 	struct bench_floor_bpf *bf = NULL;
 	static struct fgi one, real, many[3];
 	const __u32 nsrc[3] = { 1000, 100000, 1000000 };
 	struct scen sc[S_N];
 	__u8 frame[64];
 	cpu_set_t cs;
-	int c, err = 0;
-	char *end;
+	int err = 0;
 
-	while ((c = getopt_long(argc, argv, "p:c:P:r:s:o:", lo, NULL)) != -1) {
-		unsigned long *dst = c == 'c' ? &cpu : c == 'P' ? &passes :
-				     c == 'r' ? &repeat : c == 's' ? &maxsrc : NULL;
-
-		if (c == 'p' || c == 'o') {
-			*(c == 'p' ? &policy : &only) = optarg;
-			continue;
-		}
-		if (!dst)
-			return 2;
-		errno = 0;
-		*dst = strtoul(optarg, &end, 10);
-		if (errno || *end || !*optarg) {
-			fprintf(stderr, "fgbench: bad number '%s'\n", optarg);
-			return 2;
-		}
-	}
-	if (!policy || !passes || repeat < 1024 || repeat > (1u << 30) || maxsrc < 1000000) {
-		fprintf(stderr, "usage: fgbench micro --policy FILE [--cpu N] [--passes P] "
-			"[--repeat R >= 1024] [--sources N >= 1000000] [--only NAME]\n");
-		return 2;
+	if (!policy) {
+		fprintf(stderr, "fgbench: micro: --policy FILE is required\n");
+		return FG_EXIT_USAGE;
 	}
 	CPU_ZERO(&cs);
 	CPU_SET(cpu, &cs);
@@ -520,32 +500,20 @@ out:
 
 /* ---- xdp: attach a baseline until a signal -------------------------------- */
 
-static int xdp(int argc, char **argv)
+static int xdp(void *cfg)
 {
-	static const struct option lo[] = {
-		{ "interface", required_argument, NULL, 'i' },
-		{ "prog", required_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *ifname = NULL, *pname = NULL;
+	const struct bench_opts *b = cfg;
+	const char *ifname = b->ifname, *pname = b->prog;
 	struct bench_floor_bpf *bf = NULL;
 	struct bpf_program *prog;
 	struct bpf_link *link = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned ifindex;
-	int c, err = 1;
+	int err = 1;
 
-	while ((c = getopt_long(argc, argv, "i:p:", lo, NULL)) != -1) {
-		if (c == 'i')
-			ifname = optarg;
-		else if (c == 'p')
-			pname = optarg;
-		else
-			return 2;
-	}
 	if (!ifname || !pname || (strcmp(pname, "bare_drop") && strcmp(pname, "floor"))) {
-		fprintf(stderr, "usage: fgbench xdp -i DEV --prog bare_drop|floor\n");
-		return 2;
+		fprintf(stderr, "fgbench: xdp: needs -i DEV and --prog bare_drop|floor\n");
+		return FG_EXIT_USAGE;
 	}
 	ifindex = if_nametoindex(ifname);
 	if (!ifindex) {
@@ -589,15 +557,58 @@ out:
 	return err;
 }
 
+/* ---- options ---------------------------------------------------------------- */
+
+#define B struct bench_opts
+static const struct fg_opt micro_opts[] = {
+	FG_OPT_STR("policy", 'p', B, policy, "FILE", "the realistic policy (required)"),
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
+	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
+		   "interleaved passes (default 3)"),
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
+		   "packets per run of the short call (default 1048576)"),
+	FG_OPT_U64("sources", 's', B, maxsrc, "N", 1000000, UINT32_MAX, "a number of sources",
+		   "sources of the largest table (default 1000000)"),
+	FG_OPT_STR("only", 'o', B, only, "NAME", "only the figure NAME (profiling)"),
+	FG_OPT_END,
+};
+static const struct fg_opt xdp_opts[] = {
+	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device (required)"),
+	FG_OPT_STR("prog", 'p', B, prog, "bare_drop|floor", "the baseline (required)"),
+	FG_OPT_END,
+};
+#undef B
+static const struct fg_opt bench_opts[] = {
+	FG_OPT_HELP("help for the command"),
+	FG_OPT_END,
+};
+
+static const struct fg_cmd bench_cmds[] = {
+	{ "micro", "--policy FILE [options]",
+	  "BPF_PROG_TEST_RUN ns per packet, one JSON line per figure and pass", 0, 0,
+	  micro_opts, micro },
+	{ "xdp", "-i DEV --prog bare_drop|floor",
+	  "attach a baseline until SIGTERM, then print its count", 0, 0, xdp_opts, xdp },
+	{ NULL },
+};
+
+static const struct fg_prog bench_prog = {
+	.name = "fgbench",
+	.usage = "COMMAND [OPTIONS]",
+	.help = "floodgate's micro benchmark and the XDP baselines of tools/bench.sh.",
+	.opts = bench_opts,
+	.cmds = bench_cmds,
+};
+
 int main(int argc, char **argv)
 {
+	struct bench_opts b = { .passes = 3, .repeat = 1u << 20, .maxsrc = 1000000 };
+	struct fg_parsed p;
+	int rc;
+
 	libbpf_set_print(libbpf_quiet);
-	if (argc >= 2 && !strcmp(argv[1], "micro"))
-		return micro(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "xdp"))
-		return xdp(argc - 1, argv + 1);
-	fprintf(stderr,
-		"usage: fgbench micro --policy FILE [--cpu N] [--passes P] [--repeat R]\n"
-		"       fgbench xdp -i DEV --prog bare_drop|floor\n");
-	return 2;
+	rc = fg_prog_args(&bench_prog, argc, argv, &b, &p);
+	if (rc >= 0)
+		return rc;
+	return p.cmd->fn(&b);
 }

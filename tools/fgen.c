@@ -61,7 +61,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
@@ -85,6 +84,7 @@
 #include <bpf/libbpf.h>
 
 #include "fgen.skel.h"
+#include "opts.h"
 
 #define FGEN_MAX_FRAME	9018
 #define FGEN_MAX_VLAN	4
@@ -103,6 +103,7 @@ struct opts {
 	int proto;
 	__u8 tcp_flags;
 	bool have_src, have_dst, random, json, sink, sink_drop, sink_track, verbose;
+	bool proto_set, tcp_flags_set;
 	int src_family, dst_family;
 	__u8 src[16], dst[16];
 	int src_plen;		/* -1: none given */
@@ -118,7 +119,7 @@ struct opts {
 	__u8 dmac[6];
 	const char *peer_ns, *peer_dev;
 	__u32 batch;
-	bool keep;		/* keep the program in the XDP dispatcher (see keep_dispatcher) */
+	bool no_attach;		/* do not keep the program in the XDP dispatcher (see keep_dispatcher) */
 };
 
 struct frame {
@@ -137,43 +138,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: fgen -i DEV -d DST [options]          generate frames out of DEV\n"
-"       fgen --sink -i DEV [--drop] [--track] [-t SECONDS] [--json]\n"
-"  -i, --interface DEV   device to send from (in fgen's network namespace)\n"
-"  -4, -6                address family (default: that of -d)\n"
-"  --udp | --syn | --tcp | --icmp   protocol (default UDP; --syn is TCP SYN;\n"
-"                        --icmp is ICMP or ICMPv6 echo request)\n"
-"  --tcp-flags F         TCP flags as letters of FSRPAUEC, e.g. S or SA\n"
-"  -s, --src A[/PLEN]    source address or prefix (default: DEV's address)\n"
-"  -d, --dst A           destination address\n"
-"  --sources N           N sources SRC..SRC+N-1, in turn (or at random with --random)\n"
-"  --random              random sources: one of N, or random host bits of -s's prefix\n"
-"  --sport P, --dport P  UDP/TCP ports (default 40000, 9)\n"
-"  -l, --len BYTES       frame length without FCS (default 64 or the headers)\n"
-"  -r, --rate PPS        pace to PPS frames per second (default: as fast as possible)\n"
-"  -n, --count N         stop after N frames\n"
-"  -t, --time SECONDS    stop after SECONDS (generator or sink)\n"
-"  --vlan ID             add an 802.1Q tag; twice for QinQ (outer 802.1ad), max %d\n"
-"  --ip-options N        N bytes (multiple of 4, <= 40) of IPv4 NOP options\n"
-"  --ext-hdrs N          N IPv6 destination-options headers (<= %d)\n"
-"  --frag-offset N       send non-first fragments at byte offset N (multiple of 8)\n"
-"  --dst-mac MAC         destination MAC (default: broadcast)\n"
-"  --peer-ns NS --peer-dev DEV   take the destination MAC from DEV in namespace NS\n"
-"  --cpu N               run the generator on CPU N\n"
-"  --batch N             live-frames batch size, 1..256 (default 256)\n"
-"  --no-attach           do not attach the generator to DEV in skb mode for the\n"
-"                        run (then every BPF_PROG_RUN call waits ~20 ms for RCU)\n"
-"  --sink                attach a counting XDP receiver to DEV until -t or a signal\n"
-"  --drop                (sink) drop frames instead of passing them\n"
-"  --track               (sink) count distinct source addresses (up to 131072)\n"
-"  --json                print the result as one JSON object\n"
-"  -v, --verbose         show libbpf's messages\n",
-		FGEN_MAX_VLAN, FGEN_MAX_EXT);
-}
-
 static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int bad_arg(const char *fmt, ...)
 {
@@ -185,26 +149,6 @@ static int bad_arg(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, " (fgen --help for usage)\n");
 	return 2;
-}
-
-/* A whole decimal number in [min, max]; 0 or -EINVAL/-ERANGE. */
-static int parse_u64(const char *s, __u64 min, __u64 max, __u64 *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
-	if (*end)
-		return -EINVAL;
-	if (v < min || v > max)
-		return -ERANGE;
-	*out = v;
-	return 0;
 }
 
 static int parse_addr(const char *arg, int *family, __u8 *addr, int *plen, bool allow_plen)
@@ -231,7 +175,7 @@ static int parse_addr(const char *arg, int *family, __u8 *addr, int *plen, bool 
 		return -EINVAL;
 	*plen = -1;
 	if (slash) {
-		if (parse_u64(slash, 0, *family == AF_INET ? 32 : 128, &v))
+		if (fg_opt_parse_u64(slash, 0, *family == AF_INET ? 32 : 128, &v))
 			return -EINVAL;
 		*plen = (int)v;
 	}
@@ -824,7 +768,7 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 		goto cleanup;
 	}
 	prog_fd = bpf_program__fd(skel->progs.fgen);
-	if (o->keep) {
+	if (!o->no_attach) {
 		link_fd = keep_dispatcher(prog_fd, ifindex);
 		if (link_fd < 0)
 			fprintf(stderr, "fgen: note: cannot attach to %s in skb mode (%s); every "
@@ -955,214 +899,186 @@ cleanup:
 	return err;
 }
 
-enum {
-	OPT_UDP = 256, OPT_SYN, OPT_TCP, OPT_ICMP, OPT_TCP_FLAGS, OPT_SOURCES, OPT_RANDOM,
-	OPT_SPORT, OPT_DPORT, OPT_VLAN, OPT_IPOPT, OPT_EXT, OPT_FRAG, OPT_CPU, OPT_JSON,
-	OPT_DMAC, OPT_PEER_NS, OPT_PEER_DEV, OPT_SINK, OPT_DROP, OPT_TRACK, OPT_BATCH,
-	OPT_NO_KEEP,
-};
+/* --- options (declared through user/opts.h) ------------------------------------ */
 
-static const struct option long_opts[] = {
-	{ "interface", required_argument, NULL, 'i' },
-	{ "src", required_argument, NULL, 's' },
-	{ "dst", required_argument, NULL, 'd' },
-	{ "len", required_argument, NULL, 'l' },
-	{ "rate", required_argument, NULL, 'r' },
-	{ "count", required_argument, NULL, 'n' },
-	{ "time", required_argument, NULL, 't' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "udp", no_argument, NULL, OPT_UDP },
-	{ "syn", no_argument, NULL, OPT_SYN },
-	{ "tcp", no_argument, NULL, OPT_TCP },
-	{ "icmp", no_argument, NULL, OPT_ICMP },
-	{ "tcp-flags", required_argument, NULL, OPT_TCP_FLAGS },
-	{ "sources", required_argument, NULL, OPT_SOURCES },
-	{ "random", no_argument, NULL, OPT_RANDOM },
-	{ "sport", required_argument, NULL, OPT_SPORT },
-	{ "dport", required_argument, NULL, OPT_DPORT },
-	{ "vlan", required_argument, NULL, OPT_VLAN },
-	{ "ip-options", required_argument, NULL, OPT_IPOPT },
-	{ "ext-hdrs", required_argument, NULL, OPT_EXT },
-	{ "frag-offset", required_argument, NULL, OPT_FRAG },
-	{ "cpu", required_argument, NULL, OPT_CPU },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "dst-mac", required_argument, NULL, OPT_DMAC },
-	{ "peer-ns", required_argument, NULL, OPT_PEER_NS },
-	{ "peer-dev", required_argument, NULL, OPT_PEER_DEV },
-	{ "sink", no_argument, NULL, OPT_SINK },
-	{ "drop", no_argument, NULL, OPT_DROP },
-	{ "track", no_argument, NULL, OPT_TRACK },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "no-attach", no_argument, NULL, OPT_NO_KEEP },
-	{}
-};
-
-/* 0 ok, 1 --help printed, 2 bad arguments (message printed). */
-static int parse_args(int argc, char **argv, struct opts *o)
+static int opt_family(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
 {
-	bool proto_set = false, flags_set = false;
-	int c, fam, plen;
-	__u64 v;
-	long ncpu;
+	struct opts *o = cfg;
 
-	memset(o, 0, sizeof(*o));
-	o->src_plen = -1;
-	o->sport = 40000;
-	o->dport = 9;
-	o->cpu = -1;
-	o->batch = FGEN_BATCH;
-	o->keep = true;
-	o->tcp_flags = 0x02;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:46s:d:l:r:n:t:vh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			o->ifname = optarg;
-			break;
-		case '4':
-		case '6':
-			if (o->family && o->family != (c == '4' ? AF_INET : AF_INET6))
-				return bad_arg("-4 and -6 exclude each other");
-			o->family = c == '4' ? AF_INET : AF_INET6;
-			break;
-		case 's':
-			if (parse_addr(optarg, &fam, o->src, &plen, true))
-				return bad_arg("bad source '%s': want an address or ADDR/PLEN", optarg);
-			o->have_src = true;
-			o->src_family = fam;
-			o->src_plen = plen;
-			break;
-		case 'd':
-			if (parse_addr(optarg, &fam, o->dst, &plen, false))
-				return bad_arg("bad destination '%s': want an IPv4 or IPv6 address", optarg);
-			o->have_dst = true;
-			o->dst_family = fam;
-			break;
-		case 'l':
-			if (parse_u64(optarg, 14, FGEN_MAX_FRAME, &v))
-				return bad_arg("bad frame length '%s': want 14..%d", optarg, FGEN_MAX_FRAME);
-			o->frame_len = (__u32)v;
-			break;
-		case 'r':
-			if (parse_u64(optarg, 1, 1000000000ull, &v))
-				return bad_arg("bad rate '%s': want 1..1000000000 packets/s", optarg);
-			o->rate = v;
-			break;
-		case 'n':
-			if (parse_u64(optarg, 1, UINT64_MAX, &v))
-				return bad_arg("bad count '%s': want a positive integer", optarg);
-			o->count = v;
-			break;
-		case 't':
-			if (parse_u64(optarg, 1, 1000000, &v))
-				return bad_arg("bad time '%s': want 1..1000000 seconds", optarg);
-			o->seconds = v;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case OPT_UDP:
-		case OPT_SYN:
-		case OPT_TCP:
-		case OPT_ICMP:
-			if (proto_set)
-				return bad_arg("give one of --udp, --syn, --tcp, --icmp");
-			proto_set = true;
-			o->proto = c == OPT_UDP ? P_UDP : c == OPT_ICMP ? P_ICMP : P_TCP;
-			break;
-		case OPT_TCP_FLAGS:
-			if (parse_tcp_flags(optarg, &o->tcp_flags))
-				return bad_arg("bad TCP flags '%s': want letters of FSRPAUEC", optarg);
-			flags_set = true;
-			break;
-		case OPT_SOURCES:
-			if (parse_u64(optarg, 1, UINT32_MAX, &v))
-				return bad_arg("bad --sources '%s': want 1..%u", optarg, UINT32_MAX);
-			o->nsrc = (__u32)v;
-			break;
-		case OPT_RANDOM:
-			o->random = true;
-			break;
-		case OPT_SPORT:
-		case OPT_DPORT:
-			if (parse_u64(optarg, 0, 65535, &v))
-				return bad_arg("bad port '%s': want 0..65535", optarg);
-			if (c == OPT_SPORT)
-				o->sport = (__u16)v;
-			else
-				o->dport = (__u16)v;
-			break;
-		case OPT_VLAN:
-			if (o->nvlan >= FGEN_MAX_VLAN)
-				return bad_arg("at most %d --vlan tags", FGEN_MAX_VLAN);
-			if (parse_u64(optarg, 0, 4095, &v))
-				return bad_arg("bad VLAN id '%s': want 0..4095", optarg);
-			o->vlan[o->nvlan++] = (__u16)v;
-			break;
-		case OPT_IPOPT:
-			if (parse_u64(optarg, 0, 40, &v) || v % 4)
-				return bad_arg("bad --ip-options '%s': want 0..40, a multiple of 4", optarg);
-			o->ip_opts = (__u32)v;
-			break;
-		case OPT_EXT:
-			if (parse_u64(optarg, 0, FGEN_MAX_EXT, &v))
-				return bad_arg("bad --ext-hdrs '%s': want 0..%d", optarg, FGEN_MAX_EXT);
-			o->ext_hdrs = (__u32)v;
-			break;
-		case OPT_FRAG:
-			if (parse_u64(optarg, 8, 65528, &v) || v % 8)
-				return bad_arg("bad --frag-offset '%s': want 8..65528, a multiple of 8", optarg);
-			o->frag_off = (__u32)v;
-			break;
-		case OPT_CPU:
-			ncpu = sysconf(_SC_NPROCESSORS_CONF);
-			if (parse_u64(optarg, 0, ncpu > 0 ? (__u64)ncpu - 1 : 0, &v))
-				return bad_arg("bad CPU '%s': want 0..%ld", optarg, ncpu - 1);
-			o->cpu = (int)v;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_DMAC:
-			if (parse_mac(optarg, o->dmac))
-				return bad_arg("bad MAC '%s': want xx:xx:xx:xx:xx:xx", optarg);
-			o->have_dmac = true;
-			break;
-		case OPT_PEER_NS:
-			o->peer_ns = optarg;
-			break;
-		case OPT_PEER_DEV:
-			o->peer_dev = optarg;
-			break;
-		case OPT_SINK:
-			o->sink = true;
-			break;
-		case OPT_DROP:
-			o->sink_drop = true;
-			break;
-		case OPT_TRACK:
-			o->sink_track = true;
-			break;
-		case OPT_BATCH:
-			if (parse_u64(optarg, 1, FGEN_BATCH, &v))
-				return bad_arg("bad --batch '%s': want 1..%d", optarg, FGEN_BATCH);
-			o->batch = (__u32)v;
-			break;
-		case OPT_NO_KEEP:
-			o->keep = false;
-			break;
-		case ':':
-			return bad_arg("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad_arg("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return bad_arg("unexpected argument '%s'", argv[optind]);
+	(void)val;
+	if (o->family && o->family != opt->ival)
+		return fg_opt_fail(why, len, "-4 and -6 exclude each other");
+	o->family = opt->ival;
+	return 0;
+}
+
+static int opt_src(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
+
+	(void)opt;
+	if (parse_addr(val, &o->src_family, o->src, &o->src_plen, true))
+		return fg_opt_fail(why, len, "bad source '%s': want an address or ADDR/PLEN", val);
+	o->have_src = true;
+	return 0;
+}
+
+static int opt_dst(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
+	int plen;
+
+	(void)opt;
+	if (parse_addr(val, &o->dst_family, o->dst, &plen, false))
+		return fg_opt_fail(why, len, "bad destination '%s': want an IPv4 or IPv6 address", val);
+	o->have_dst = true;
+	return 0;
+}
+
+static int opt_proto(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
+
+	(void)val;
+	if (o->proto_set)
+		return fg_opt_fail(why, len, "give one of --udp, --syn, --tcp, --icmp");
+	o->proto_set = true;
+	o->proto = opt->ival;
+	return 0;
+}
+
+static int opt_tcp_flags(const struct fg_opt *opt, const char *val, void *cfg, char *why,
+			 size_t len)
+{
+	struct opts *o = cfg;
+
+	(void)opt;
+	if (parse_tcp_flags(val, &o->tcp_flags))
+		return fg_opt_fail(why, len, "bad TCP flags '%s': want letters of FSRPAUEC", val);
+	o->tcp_flags_set = true;
+	return 0;
+}
+
+static int opt_vlan(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
+	__u64 v;
+
+	(void)opt;
+	if (o->nvlan >= FGEN_MAX_VLAN)
+		return fg_opt_fail(why, len, "at most %d --vlan tags", FGEN_MAX_VLAN);
+	if (fg_opt_parse_u64(val, 0, 4095, &v))
+		return fg_opt_fail(why, len, "bad VLAN id '%s': want 0..4095", val);
+	o->vlan[o->nvlan++] = (__u16)v;
+	return 0;
+}
+
+/* --ip-options (ival 4: 0..40) and --frag-offset (ival 8: 8..65528): multiples of ival */
+static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, char *why,
+			size_t len)
+{
+	struct opts *o = cfg;
+	bool ipopt = opt->ival == 4;
+	__u64 lo = ipopt ? 0 : 8, hi = ipopt ? 40 : 65528, v;
+
+	if (fg_opt_parse_u64(val, lo, hi, &v) || v % (__u64)opt->ival)
+		return fg_opt_fail(why, len, "bad value '%s': want %llu..%llu, a multiple of %d", val,
+			 (unsigned long long)lo, (unsigned long long)hi, opt->ival);
+	*(ipopt ? &o->ip_opts : &o->frag_off) = (__u32)v;
+	return 0;
+}
+
+static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	struct opts *o = cfg;
+	__u64 v;
+
+	(void)opt;
+	if (fg_opt_parse_u64(val, 0, ncpu > 0 ? (__u64)ncpu - 1 : 0, &v))
+		return fg_opt_fail(why, len, "bad CPU '%s': want 0..%ld", val, ncpu - 1);
+	o->cpu = (int)v;
+	return 0;
+}
+
+static int opt_dmac(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
+
+	(void)opt;
+	if (parse_mac(val, o->dmac))
+		return fg_opt_fail(why, len, "bad MAC '%s': want xx:xx:xx:xx:xx:xx", val);
+	o->have_dmac = true;
+	return 0;
+}
+
+#define O struct opts
+static const struct fg_opt fgen_opts[] = {
+	FG_OPT_STR("interface", 'i', O, ifname, "DEV",
+		   "device to send from (in fgen's network namespace)"),
+	FG_OPT_FUNC(NULL, '4', opt_family, AF_INET, NULL, "IPv4 (default: the family of -d)"),
+	FG_OPT_FUNC(NULL, '6', opt_family, AF_INET6, NULL, "IPv6"),
+	FG_OPT_FUNC("udp", 0, opt_proto, P_UDP, NULL, "UDP (the default)"),
+	FG_OPT_FUNC("syn", 0, opt_proto, P_TCP, NULL, "TCP SYN"),
+	FG_OPT_FUNC("tcp", 0, opt_proto, P_TCP, NULL, "TCP (flags: --tcp-flags, default S)"),
+	FG_OPT_FUNC("icmp", 0, opt_proto, P_ICMP, NULL, "ICMP or ICMPv6 echo request"),
+	FG_OPT_FUNC("tcp-flags", 0, opt_tcp_flags, 0, "F", "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
+	FG_OPT_FUNC("src", 's', opt_src, 0, "A[/PLEN]",
+		    "source address or prefix (default: DEV's address)"),
+	FG_OPT_FUNC("dst", 'd', opt_dst, 0, "A", "destination address"),
+	FG_OPT_U32("sources", 0, O, nsrc, "N", 1, UINT32_MAX, "a number of sources",
+		   "N sources SRC..SRC+N-1, in turn (or at random with --random)"),
+	FG_OPT_BOOL("random", 0, O, random,
+		    "random sources: one of N, or random host bits of -s's prefix"),
+	FG_OPT_U16("sport", 0, O, sport, "P", 0, 65535, "a port", "UDP/TCP source port (default 40000)"),
+	FG_OPT_U16("dport", 0, O, dport, "P", 0, 65535, "a port", "UDP/TCP destination port (default 9)"),
+	FG_OPT_U32("len", 'l', O, frame_len, "BYTES", 14, FGEN_MAX_FRAME, "a frame length",
+		   "frame length without FCS (default 64 or the headers)"),
+	FG_OPT_U64("rate", 'r', O, rate, "PPS", 1, 1000000000ull, "a rate in frames/s",
+		   "pace to PPS frames per second (default: as fast as possible)"),
+	FG_OPT_U64("count", 'n', O, count, "N", 1, UINT64_MAX, "a frame count",
+		   "stop after N frames"),
+	FG_OPT_U64("time", 't', O, seconds, "SECONDS", 1, 1000000, "a number of seconds",
+		   "stop after SECONDS (generator or sink)"),
+	FG_OPT_FUNC("vlan", 0, opt_vlan, 0, "ID",
+		    "add an 802.1Q tag; twice for QinQ (outer 802.1ad), at most 4"),
+	FG_OPT_FUNC("ip-options", 0, opt_multiple, 4, "N",
+		    "N bytes (multiple of 4, <= 40) of IPv4 NOP options"),
+	FG_OPT_U32("ext-hdrs", 0, O, ext_hdrs, "N", 0, FGEN_MAX_EXT, "a header count",
+		   "N IPv6 destination-options headers (<= 16)"),
+	FG_OPT_FUNC("frag-offset", 0, opt_multiple, 8, "N",
+		    "send non-first fragments at byte offset N (multiple of 8)"),
+	FG_OPT_FUNC("dst-mac", 0, opt_dmac, 0, "MAC", "destination MAC (default: broadcast)"),
+	FG_OPT_STR("peer-ns", 0, O, peer_ns, "NS",
+		   "with --peer-dev: take the destination MAC from DEV in namespace NS"),
+	FG_OPT_STR("peer-dev", 0, O, peer_dev, "DEV", "see --peer-ns"),
+	FG_OPT_FUNC("cpu", 0, opt_cpu, 0, "N", "run the generator on CPU N"),
+	FG_OPT_U32("batch", 0, O, batch, "N", 1, FGEN_BATCH, "a batch size",
+		   "live-frames batch size, 1..256 (default 256)"),
+	FG_OPT_BOOL("no-attach", 0, O, no_attach,
+		    "do not keep the generator attached to DEV (each run then waits ~20 ms)"),
+	FG_OPT_BOOL("sink", 0, O, sink, "attach a counting XDP receiver to DEV until -t or a signal"),
+	FG_OPT_BOOL("drop", 0, O, sink_drop, "(sink) drop frames instead of passing them"),
+	FG_OPT_BOOL("track", 0, O, sink_track,
+		    "(sink) count distinct source addresses (up to 131072)"),
+	FG_OPT_BOOL("json", 0, O, json, "print the result as one JSON object"),
+	FG_OPT_BOOL("verbose", 'v', O, verbose, "show libbpf's messages"),
+	FG_OPT_HELP("this help"),
+	FG_OPT_END,
+};
+#undef O
+
+static const struct fg_prog fgen_prog = {
+	.name = "fgen",
+	.usage = "-i DEV -d DST [options]",
+	.help = "Generate frames out of DEV; or, as a receiver:\n"
+		"  fgen --sink -i DEV [--drop] [--track] [-t SECONDS] [--json]",
+	.opts = fgen_opts,
+};
+
+/* What the table cannot check: options that go together or exclude each other. */
+static int check_opts(struct opts *o)
+{
 	if (!o->ifname)
 		return bad_arg("-i DEV is required");
 	if (o->sink) {
@@ -1180,8 +1096,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return bad_arg("-d is not an %s address", o->family == AF_INET ? "IPv4" : "IPv6");
 	if (o->have_src && o->src_family != o->family)
 		return bad_arg("-s and -d are of different address families");
-	if (flags_set && o->proto != P_TCP) {
-		if (proto_set)
+	if (o->tcp_flags_set && o->proto != P_TCP) {
+		if (o->proto_set)
 			return bad_arg("--tcp-flags goes with --tcp or --syn");
 		o->proto = P_TCP;
 	}
@@ -1205,6 +1121,25 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* -1: go on; else the exit status (0 after --help, 2 on bad arguments). */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	struct fg_parsed p;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->src_plen = -1;
+	o->sport = 40000;
+	o->dport = 9;
+	o->cpu = -1;
+	o->batch = FGEN_BATCH;
+	o->tcp_flags = 0x02;
+	rc = fg_prog_args(&fgen_prog, argc, argv, o, &p);
+	if (rc >= 0)
+		return rc;
+	return check_opts(o) ? FG_EXIT_USAGE : -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -1214,8 +1149,8 @@ int main(int argc, char **argv)
 	int err, ifindex;
 
 	err = parse_args(argc, argv, &o);
-	if (err)
-		return err == 1 ? 0 : 2;
+	if (err >= 0)
+		return err;
 	verbose = o.verbose;
 	libbpf_set_print(libbpf_print);
 

@@ -76,8 +76,3 @@ void fg_log_set_level(enum fg_log_level level)
 {
 	log_level = level;
 }
-
-enum fg_log_level fg_log_get_level(void)
-{
-	return log_level;
-}

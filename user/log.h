@@ -21,7 +21,6 @@ enum fg_log_level {
  * everything to syslog(LOG_DAEMON) instead of stderr. */
 void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog);
 void fg_log_set_level(enum fg_log_level level);
-enum fg_log_level fg_log_get_level(void);
 
 void fg_log(enum fg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* floodgated's interfaces: pinned XDP links, adoption, and interfaces that come and go. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "floodgate.skel.h"
+#include "attach.h"
+#include "policy.h"
+
+int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname)
+{
+	int n = snprintf(buf, len, "%s/" FG_LINK_PREFIX "%s", dir, ifname);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static __u32 link_xdp_mode(int link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
+		return 0;
+	/* the link info carries no mode; ask the device */
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	if (bpf_xdp_query(info.xdp.ifindex, 0, &q))
+		return 0;
+	return q.attach_mode == XDP_ATTACHED_SKB ? 2 : q.attach_mode == XDP_ATTACHED_DRV ? 1 : 0;
+}
+
+int fg_link_ifindex(int link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
+		return 0;
+	return (int)info.xdp.ifindex;
+}
+
+/* The link pinned at path, as ifc->link. */
+static int open_link(const char *path, struct fg_iface *ifc)
+{
+	int err;
+
+	ifc->link = bpf_link__open(path);
+	if (ifc->link)
+		return 0;
+	err = -errno;
+	snprintf(ifc->why, sizeof(ifc->why), "cannot open the link pinned at %s: %s", path,
+		 strerror(-err));
+	return err;
+}
+
+/* A link pinned at path by an earlier daemon: swap our program in. 1 when
+ * there is none to adopt (none pinned, or severed: then it is removed). */
+static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_iface *ifc)
+{
+	int err;
+
+	if (access(path, F_OK))
+		return 1;
+	err = open_link(path, ifc);
+	if (err)
+		return err;
+	if (fg_link_ifindex(bpf_link__fd(ifc->link)) != ifc->ifindex) {
+		/* the interface was deleted (and maybe created again) since the
+		 * link was pinned: the kernel severed it */
+		bpf_link__destroy(ifc->link);
+		ifc->link = NULL;
+		unlink(path);
+		ifc->severed = true;
+		return 1;
+	}
+	err = bpf_link__update_program(ifc->link, skel->progs.floodgate);
+	if (err) {
+		snprintf(ifc->why, sizeof(ifc->why), "cannot swap the program into pinned link %s: %s",
+			 path, strerror(-err));
+		return err;
+	}
+	ifc->xdp_mode = link_xdp_mode(bpf_link__fd(ifc->link));
+	ifc->adopted = true;
+	return 0;
+}
+
+/* A new link, native or generic as xdp_mode allows (native first); its fd. */
+static int create_link(struct floodgate_bpf *skel, int xdp_mode, struct fg_iface *ifc)
+{
+	static const __u32 try_flags[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
+	int prog_fd = bpf_program__fd(skel->progs.floodgate);
+	int err = -EINVAL, fd;
+
+	for (int i = 0; i < 2; i++) {
+		if ((xdp_mode == FG_XDP_NATIVE && i == 1) || (xdp_mode == FG_XDP_SKB && i == 0))
+			continue;
+		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = try_flags[i]);
+		fd = bpf_link_create(prog_fd, ifc->ifindex, BPF_XDP, &lo);
+		if (fd >= 0) {
+			ifc->xdp_mode = i + 1;
+			return fd;
+		}
+		err = -errno;
+	}
+	snprintf(ifc->why, sizeof(ifc->why), "cannot attach XDP (%s): %s%s",
+		 xdp_mode == FG_XDP_NATIVE ? "native" : xdp_mode == FG_XDP_SKB ? "generic" :
+		 "native or generic", strerror(-err), err == -EBUSY || err == -EEXIST ?
+		 " (another XDP program is attached; floodgate does not share devices)" : "");
+	return err;
+}
+
+/*
+ * A link made with bpf_link_create rather than bpf_program__attach_xdp
+ * because libbpf 1.1's attach_xdp takes no XDP_FLAGS_* and the mode is the
+ * point.
+ */
+int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
+		    struct fg_iface *ifc)
+{
+	char path[FG_LINK_PATH_LEN];
+	int err, fd;
+
+	ifc->adopted = ifc->severed = false;
+	ifc->why[0] = 0;
+	err = fg_link_path(path, sizeof(path), dir, ifc->name);
+	if (err) {
+		snprintf(ifc->why, sizeof(ifc->why), "link path in %s: %s", dir, strerror(-err));
+		return err;
+	}
+	err = adopt_link(skel, path, ifc);
+	if (err <= 0)
+		return err;
+	fd = create_link(skel, xdp_mode, ifc);
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_pin(fd, path)) {
+		err = -errno;
+		snprintf(ifc->why, sizeof(ifc->why), "cannot pin link at %s: %s", path,
+			 strerror(-err));
+		close(fd);
+		return err;
+	}
+	close(fd);	/* the pin holds it; reopen as a libbpf link */
+	return open_link(path, ifc);
+}
+
+/* Forget a severed link: the filter is gone from the interface with it. */
+static void drop_severed(struct fg_iface *ifc, const char *dir)
+{
+	char path[FG_LINK_PATH_LEN];
+
+	bpf_link__destroy(ifc->link);
+	ifc->link = NULL;
+	ifc->xdp_mode = 0;
+	ifc->failed_ifindex = 0;
+	if (!fg_link_path(path, sizeof(path), dir, ifc->name))
+		unlink(path);
+}
+
+/*
+ * When an interface is deleted the kernel severs its XDP link. Every tick,
+ * notice that and attach again as soon as an interface of that name exists,
+ * keeping buckets and counters (they live in the maps, not the link).
+ */
+int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
+		    int xdp_mode)
+{
+	int changed = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct fg_iface *ifc = &ifs[i];
+		int now = (int)if_nametoindex(ifc->name);
+
+		ifc->change = 0;
+		if (ifc->link && fg_link_ifindex(bpf_link__fd(ifc->link)) == ifc->ifindex &&
+		    now == ifc->ifindex)
+			continue;
+		if (ifc->link) {
+			drop_severed(ifc, dir);
+			ifc->change |= FG_IF_LOST;
+		}
+		if (now && now != ifc->failed_ifindex) {
+			/* not gone, and not an ifindex a retry would fail (and log) on again */
+			ifc->ifindex = now;
+			if (fg_attach_iface(skel, dir, xdp_mode, ifc) == 0) {
+				ifc->change |= FG_IF_BACK;
+			} else {
+				ifc->failed_ifindex = now;
+				ifc->change |= FG_IF_FAILED;
+			}
+		}
+		changed += ifc->change != 0;
+	}
+	return changed;
+}
+
+void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
+			 void (*gone)(const char *ifname, int err))
+{
+	size_t plen = strlen(FG_LINK_PREFIX);
+	char path[FG_LINK_PATH_LEN];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *ifn = de->d_name + plen;
+		bool ours = false;
+
+		if (strncmp(de->d_name, FG_LINK_PREFIX, plen))
+			continue;
+		for (int i = 0; i < n; i++)
+			ours |= !strcmp(ifs[i].name, ifn);
+		if (ours || fg_link_path(path, sizeof(path), dir, ifn))
+			continue;
+		gone(ifn, unlink(path) ? -errno : 0);
+	}
+	closedir(d);
+}

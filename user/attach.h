@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * floodgated's interfaces: one bpf_link per interface, pinned in the pin dir
+ * as link_<ifname>, so the filter outlives the daemon; a restarted daemon
+ * swaps its program into the pinned link (bpf_link__update_program) instead
+ * of attaching again. Functions return 0 or a negative errno and log
+ * nothing: what happened is left in struct fg_iface for the caller to log.
+ */
+#ifndef FG_ATTACH_H
+#define FG_ATTACH_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "floodgate.h"
+#include "fgmaps.h"
+
+struct floodgate_bpf;
+struct bpf_link;
+
+/* What fg_watch_ifaces did to an interface this time (bits). */
+enum fg_iface_change {
+	FG_IF_LOST = 1,		/* its link was severed (interface deleted): unpinned */
+	FG_IF_BACK = 2,		/* an interface of that name is there again: attached */
+	FG_IF_FAILED = 4,	/* it is there again but attaching failed (why) */
+};
+
+struct fg_iface {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	__u32 xdp_mode;		/* 1 native, 2 generic, 0 detached (interface gone) */
+	struct bpf_link *link;
+	int failed_ifindex;	/* attaching to this ifindex failed: do not retry */
+	bool adopted;		/* the last attach swapped into a pinned link */
+	bool severed;		/* the last attach found a severed pinned link and removed it */
+	unsigned int change;	/* enum fg_iface_change bits of the last fg_watch_ifaces */
+	char why[FG_WHY_LEN];	/* why the last attach failed */
+};
+
+#define FG_LINK_PATH_LEN	320	/* a pin dir of up to 255 bytes, "/link_", a name */
+
+/* dir/link_<ifname>; -ENAMETOOLONG if it does not fit. */
+int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname);
+
+/* The ifindex an XDP link is attached to; 0 once the kernel severed it
+ * (device unregistered) or on error. */
+int fg_link_ifindex(int link_fd);
+
+/* Attach skel's program to ifc (ifindex set): adopt a pinned link, or
+ * create one (native first when xdp_mode is FG_XDP_AUTO) and pin it. */
+int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
+		    struct fg_iface *ifc);
+
+/* Notice interfaces that went away (their link severed) and came back,
+ * and attach again; sets each one's change. Returns how many changed. */
+int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
+		    int xdp_mode);
+
+/* Unpin links in dir for interfaces not in ifs (which detaches them);
+ * calls gone(ifname, err) for each, err 0 when unpinned. */
+void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
+			 void (*gone)(const char *ifname, int err));
+
+#endif /* FG_ATTACH_H */

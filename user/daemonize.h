@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Going to the background without losing the start's outcome: the parent
+ * waits on a pipe until the child says it is attached (the parent exits 0)
+ * or failed (exit 1, with a pointer to the system log), so a failed start
+ * still reaches the shell that ran floodgated.
+ */
+#ifndef FG_DAEMONIZE_H
+#define FG_DAEMONIZE_H
+
+/* Fork; returns 0 in the child, with *notify_fd the pipe to the waiting
+ * parent (which never returns). -errno if the fork fails. */
+int fg_daemonize(int *notify_fd);
+
+/* Tell the parent how the start went (0 ok, else failed) and close the
+ * pipe; nothing once told, or in the foreground (*notify_fd < 0). */
+void fg_daemonize_done(int *notify_fd, int failed);
+
+#endif /* FG_DAEMONIZE_H */
