@@ -205,6 +205,14 @@ static void print_list(const char *what, const struct fg_xdp_list *l)
 	printf("\n");
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static struct fg_xdp_opts libxdp_opts(void)
 {
 	return (struct fg_xdp_opts){ .how = FG_XDP_LIBXDP, .run_prio = FG_XDP_PRIO_FIRST };
@@ -277,6 +285,7 @@ static void test_floodgate_program(void)
 {
 	struct dp d = {};
 	struct fg_xdp_opts o = libxdp_opts();
+	double t;
 	struct fg_xdp_prog p;
 	struct fg_xdp_att a;
 	struct fg_xdp_list l;
@@ -286,8 +295,11 @@ static void test_floodgate_program(void)
 		goto out;
 	p = (struct fg_xdp_prog){ .obj = d.skel->obj, .prog = d.skel->progs.floodgate };
 	p.elf = floodgate_bpf__elf_bytes(&p.elf_sz);
+	t = mono_ms();
 	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
 		goto out;
+	printf("  info: libxdp attach of floodgate (loads and verifies its copy): %.1f ms\n",
+	       mono_ms() - t);
 	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &l, why, sizeof(why)), why);
 	print_list("floodgate", &l);
 	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "floodgate attached and ours");
@@ -334,6 +346,41 @@ static void test_refuses_direct_program(void)
 out:
 	fgtest_xdp_bpf__destroy(s);
 	fgtest_xdp_bpf__destroy(other);
+}
+
+/* Bad input: a clear error, and the device stays as it was. */
+static void test_bad_input(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p, none = {};
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	o.chain_actions = 1u << 7;
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "chain action 7");
+	ASSERT_STR_CONTAINS(why, "chain actions", "says which option");
+	o = libxdp_opts();
+	o.how = 7;
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "attach method 7");
+	o = libxdp_opts();
+	o.mode = 9;
+	ASSERT_EQ(fg_xdp_adopt(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "adopt, mode 9");
+	o = libxdp_opts();
+	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "no program");
+	ASSERT_EQ(fg_xdp_attach(&p, 0, &o, &a, why, sizeof(why)), -EINVAL, "ifindex 0");
+	ASSERT_EQ(fg_xdp_attach(&p, 99999, &o, &a, why, sizeof(why)), -ENODEV, "no such device");
+	ASSERT_STR_CONTAINS(why, "no interface", "says so");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, why, sizeof(why)), -EINVAL, "no name");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing attached by any of it");
+	ASSERT_EQ(pin_dirs(), 0, "nothing pinned");
+out:
+	fgtest_xdp_bpf__destroy(s);
 }
 
 /* Exclusive: a bpf_link, pinned or not, detached by detach_ours. */
@@ -669,6 +716,8 @@ static void test_jumbo_frags(void)
 	}
 	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
 	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "ours runs at mtu 9000");
+	if (dispatcher_ok)
+		ASSERT_TRUE(l.frags, "a frags-aware dispatcher for a frags-aware component");
 	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
 out:
 	fgtest_xdp_bpf__destroy(s);
@@ -916,6 +965,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_libxdp_alone);
 	FG_RUN(test_floodgate_program);
 	FG_RUN(test_refuses_direct_program);
+	FG_RUN(test_bad_input);
 	FG_RUN(test_exclusive);
 	FG_RUN(test_filter_then_ours);
 	FG_RUN(test_ours_then_filter);

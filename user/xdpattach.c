@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <net/if.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -115,12 +116,16 @@ static void add_entry(struct fg_xdp_list *l, const struct xdp_program *p, bool i
 
 int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why, size_t len)
 {
+	char ifname[IF_NAMESIZE];
 	struct xdp_multiprog *mp;
 	struct xdp_program *p;
 	long err;
 	int lfd;
 
 	memset(l, 0, sizeof(*l));
+	if (ifindex <= 0 || !if_indextoname((unsigned int)ifindex, ifname))
+		return fail(why, len, -ENODEV, "no interface with ifindex %d in this network namespace",
+			    ifindex);
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	err = libxdp_get_error(mp);
 	if (err == -ENOENT)
@@ -137,6 +142,7 @@ int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char 
 		add_entry(l, xdp_multiprog__main_prog(mp), false, ours_name);
 	} else {
 		l->dispatcher_id = xdp_program__id(xdp_multiprog__main_prog(mp));
+		l->frags = xdp_multiprog__xdp_frags_support(mp);
 		for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
 			add_entry(l, p, true, ours_name);
 	}
@@ -458,6 +464,18 @@ static int check_prog(const struct fg_xdp_prog *p, char *why, size_t len)
 	return 0;
 }
 
+static int check_opts(const struct fg_xdp_opts *o, char *why, size_t len)
+{
+	if (o->how != FG_XDP_LIBXDP && o->how != FG_XDP_EXCLUSIVE)
+		return fail(why, len, -EINVAL, "unknown attach method %d", (int)o->how);
+	if (o->mode != FG_XDP_AUTO && o->mode != FG_XDP_NATIVE && o->mode != FG_XDP_SKB)
+		return fail(why, len, -EINVAL, "unknown XDP mode %d", (int)o->mode);
+	if (o->chain_actions & ~((1u << (XDP_REDIRECT + 1)) - 1))
+		return fail(why, len, -EINVAL, "chain actions %#x: only XDP_ABORTED..XDP_REDIRECT "
+			    "(bits 0..4) exist", o->chain_actions);
+	return 0;
+}
+
 int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
 		  struct fg_xdp_att *out, char *why, size_t len)
 {
@@ -471,8 +489,9 @@ int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_
 		return err;
 	if (ifindex <= 0)
 		return fail(why, len, -EINVAL, "no interface (ifindex %d)", ifindex);
-	if (o->how != FG_XDP_LIBXDP && o->how != FG_XDP_EXCLUSIVE)
-		return fail(why, len, -EINVAL, "unknown attach method %d", (int)o->how);
+	err = check_opts(o, why, len);
+	if (err)
+		return err;
 	ours = bpf_program__name(p->prog);
 	err = fg_xdp_list(ifindex, ours, &cur, why, len);
 	if (err)
@@ -707,6 +726,8 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 
 	att_init(out);
 	err = check_prog(p, why, len);
+	if (!err)
+		err = check_opts(o, why, len);
 	if (err)
 		return err;
 	ours = bpf_program__name(p->prog);

@@ -87,6 +87,7 @@ struct fg_xdp_entry {
 struct fg_xdp_list {
 	enum fg_xdp_mode mode;	/* NATIVE or SKB; meaningless when n == 0 */
 	__u32 dispatcher_id;	/* 0: the single program is attached directly */
+	bool frags;		/* dispatcher loaded frags-aware (every component is); false when alone */
 	bool via_link;		/* the device's program is held by a bpf_link */
 	int n;			/* entries in run order */
 	struct fg_xdp_entry e[FG_XDP_MAX_LIST];
