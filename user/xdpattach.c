@@ -417,8 +417,6 @@ static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const stru
 			    "does not share a device: remove it, or use xdp_attach: libxdp",
 			    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode),
 			    cur->dispatcher_id ? ", in libxdp's dispatcher" : "");
-	if (prog_fd < 0)
-		return fail(why, len, -EINVAL, "%s is not loaded", bpf_program__name(p->prog));
 	for (size_t i = 0; i < 2; i++) {
 		if (o->mode != FG_XDP_AUTO && o->mode != order[i])
 			continue;
