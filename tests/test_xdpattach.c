@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * user/xdpattach.c against this kernel and Debian's xdp-tools: floodgate
+ * beside xdp-filter through libxdp's dispatcher, or alone where the kernel
+ * cannot run one, and the exclusive bpf_link. FG_NEEDS_ROOT.
+ *
+ * Everything happens in a private network namespace (one veth pair, fgx0
+ * and its peer fgx1) and a private mount namespace with its own bpffs on
+ * /sys/fs/bpf and its own /run: libxdp's pins (/sys/fs/bpf/xdp), xdp-filter's
+ * (/sys/fs/bpf/xdp-filter) and xdp-filter's lock file (/run/xdp-filter.lck)
+ * never meet another process's, and all of them go when the test exits.
+ * The tests still detach what they attached and check that the pins went.
+ *
+ * What each test expects depends on one probe, fg_xdp_probe_dispatcher:
+ * with a dispatcher, floodgate joins xdp-filter; without (a kernel that
+ * refuses freplace), it must refuse and leave xdp-filter untouched. The
+ * figures printed as "info:" lines are quoted in docs/libxdp.md.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/if_link.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+#include <xdp/prog_dispatcher.h>
+#include "fgtest.h"
+#include "dp.h"
+#include "xdpattach.h"
+#include "fgtest_xdp.skel.h"
+
+#define DEV0 "fgx0"	/* the programs' side */
+#define DEV1 "fgx1"	/* where frames are sent from */
+#define FGT_ETH_P 0x88b5
+#define OURS "fgtest"
+
+static int dispatcher_ok;
+static char no_dispatcher[256];
+static int have_filter;
+
+/* ---- fixture ------------------------------------------------------------- */
+
+__attribute__((format(printf, 1, 2)))
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (!getenv("FGT_VERBOSE"))
+		strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int private_namespaces(char *why, size_t len)
+{
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS)) {
+		snprintf(why, len, "unshare: %s", strerror(errno));
+		return -errno;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) ||
+	    mount("tmpfs", "/run", "tmpfs", 0, "size=1m,mode=0755")) {
+		snprintf(why, len, "private mounts: %s", strerror(errno));
+		return -errno;
+	}
+	if (sh("ip link set lo up")) {
+		snprintf(why, len, "ip link set lo up failed");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* A fresh veth pair, both ends up, both at mtu. */
+static int veth(int mtu)
+{
+	sh("ip link del " DEV0);
+	return sh("ip link add " DEV0 " mtu %d type veth peer name " DEV1 " mtu %d && "
+		  "ip link set " DEV0 " up && ip link set " DEV1 " up", mtu, mtu);
+}
+
+static int ifx(void)
+{
+	return (int)if_nametoindex(DEV0);
+}
+
+/* fgtest counting in fgt_cnt[gen]; share_fd >= 0: reuse that fgt_cnt, as
+ * floodgate's restarted daemon reuses its pinned maps. */
+static struct fgtest_xdp_bpf *load_fgtest(__u32 gen, int share_fd)
+{
+	struct fgtest_xdp_bpf *s = fgtest_xdp_bpf__open();
+
+	if (!s)
+		return NULL;
+	s->rodata->fgt_gen = gen;
+	if ((share_fd >= 0 && bpf_map__reuse_fd(s->maps.fgt_cnt, share_fd)) ||
+	    fgtest_xdp_bpf__load(s)) {
+		fgtest_xdp_bpf__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+static struct fg_xdp_prog prog_of(struct fgtest_xdp_bpf *s, struct bpf_program *prog)
+{
+	struct fg_xdp_prog p = { .obj = s->obj, .prog = prog };
+
+	p.elf = fgtest_xdp_bpf__elf_bytes(&p.elf_sz);
+	return p;
+}
+
+static __u64 counted(struct fgtest_xdp_bpf *s, __u32 gen)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 v[ncpu > 0 ? ncpu : 1], sum = 0;
+
+	if (ncpu <= 0 || bpf_map_lookup_elem(bpf_map__fd(s->maps.fgt_cnt), &gen, v))
+		return 0;
+	for (int i = 0; i < ncpu; i++)
+		sum += v[i];
+	return sum;
+}
+
+/* Sends marker frames from DEV1 to DEV0 until *stop (or n, when stop is
+ * NULL); returns how many the kernel accepted: every one of those reaches
+ * DEV0's XDP hook (a veth drop fails the send). */
+static long send_marker(long n, volatile int *stop)
+{
+	unsigned char f[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1 };
+	struct sockaddr_ll sa = { .sll_family = AF_PACKET, .sll_halen = ETH_ALEN };
+	long sent = 0;
+	int fd;
+
+	f[12] = FGT_ETH_P >> 8;
+	f[13] = FGT_ETH_P & 0xff;
+	sa.sll_ifindex = (int)if_nametoindex(DEV1);
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0)
+		return -errno;
+	for (long i = 0; stop ? !*stop : i < n; i++) {
+		if (sendto(fd, f, sizeof(f), 0, (struct sockaddr *)&sa, sizeof(sa)) == sizeof(f))
+			sent++;
+		if ((i & 63) == 63)
+			sched_yield();	/* let the receiving NAPI keep up */
+	}
+	close(fd);
+	return sent;
+}
+
+/* Frames already accepted are processed in softirq: give it a moment. */
+static void settle(void)
+{
+	usleep(50 * 1000);
+}
+
+static int pin_dirs(void)
+{
+	int n = 0;
+	FILE *f = popen("ls -d /sys/fs/bpf/xdp/dispatch-* 2>/dev/null | wc -l", "r");
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+static const struct fg_xdp_entry *entry(const struct fg_xdp_list *l, const char *prefix)
+{
+	for (int i = 0; i < l->n; i++)
+		if (!strncmp(l->e[i].name, prefix, strlen(prefix)))
+			return &l->e[i];
+	return NULL;
+}
+
+static void print_list(const char *what, const struct fg_xdp_list *l)
+{
+	printf("  info: %s: %d program(s), %s%s, dispatcher %u:", what, l->n,
+	       fg_xdp_mode_str(l->mode), l->via_link ? ", bpf_link" : "", l->dispatcher_id);
+	for (int i = 0; i < l->n; i++) {
+		if (l->e[i].run_prio == FG_XDP_PRIO_NONE)
+			printf(" [%s id %u%s]", l->e[i].name, l->e[i].id, l->e[i].ours ? " ours" : "");
+		else
+			printf(" [%s id %u prio %u chain %#x%s]", l->e[i].name, l->e[i].id,
+			       l->e[i].run_prio, l->e[i].chain_actions, l->e[i].ours ? " ours" : "");
+	}
+	printf("\n");
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static struct fg_xdp_opts libxdp_opts(void)
+{
+	return (struct fg_xdp_opts){ .how = FG_XDP_LIBXDP, .run_prio = FG_XDP_PRIO_FIRST };
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_probe(void)
+{
+	char why[256] = "";
+	int err = fg_xdp_probe_dispatcher(why, sizeof(why));
+
+	printf("  info: libxdp dispatcher on this kernel: %s%s\n", err ? "no: " : "yes", why);
+	if (err)
+		ASSERT_EQ(err, -EOPNOTSUPP, "probe error");
+	ASSERT_EQ(!err, dispatcher_ok, "probe agrees with the first probe");
+}
+
+/* libxdp mode on a free device: ours, with its priority where there is a
+ * dispatcher; alone by netlink where there is not. Detach removes it and
+ * libxdp's pins. */
+static void test_libxdp_alone(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	long sent;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	ASSERT_EQ(a.dispatcher, dispatcher_ok, "in a dispatcher exactly when the kernel has one");
+	ASSERT_EQ(a.mode, FG_XDP_NATIVE, "auto is native on veth");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	print_list("libxdp alone", &l);
+	ASSERT_EQ(l.n, 1, "one program");
+	ASSERT_TRUE(l.e[0].ours, "it is ours");
+	ASSERT_EQ(l.e[0].id, a.prog_id, "the id attach reported");
+	ASSERT_TRUE(!l.via_link, "attached by netlink, not a bpf_link");
+	if (dispatcher_ok) {
+		ASSERT_EQ(l.e[0].run_prio, FG_XDP_PRIO_FIRST, "our run priority");
+		ASSERT_EQ(l.e[0].chain_actions, FG_XDP_CHAIN_PASS, "chain on XDP_PASS");
+		ASSERT_EQ(pin_dirs(), 1, "libxdp pinned one dispatcher");
+	} else {
+		ASSERT_EQ(l.e[0].run_prio, FG_XDP_PRIO_NONE, "no priority without a dispatcher");
+		ASSERT_EQ(pin_dirs(), 0, "nothing pinned without a dispatcher");
+	}
+	sent = send_marker(200, NULL);
+	settle();
+	ASSERT_EQ(counted(s, 0), sent, "every frame sent was seen by ours");
+	fg_xdp_att_close(&a);
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing left on the device");
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), -ENOENT,
+		  "detaching again: not there");
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* The real floodgate program (12 maps, rodata, bss) through the same path:
+ * the component copy must take every map of the loaded skeleton. */
+static void test_floodgate_program(void)
+{
+	struct dp d = {};
+	struct fg_xdp_opts o = libxdp_opts();
+	double t;
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+
+	if (!ASSERT_OK(dp_open(&d, 4096), "floodgate loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = (struct fg_xdp_prog){ .obj = d.skel->obj, .prog = d.skel->progs.floodgate };
+	p.elf = floodgate_bpf__elf_bytes(&p.elf_sz);
+	t = mono_ms();
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	printf("  info: libxdp attach of floodgate (loads and verifies its copy): %.1f ms\n",
+	       mono_ms() - t);
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &l, why, sizeof(why)), why);
+	print_list("floodgate", &l);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "floodgate attached and ours");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), "floodgate", NULL, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "gone");
+out:
+	if (d.skel)
+		dp_close(&d);
+}
+
+/* A program attached directly (not through libxdp): libxdp mode and
+ * exclusive mode both refuse with a reason and leave it as it was. */
+static void test_refuses_direct_program(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1), *other = load_fgtest(1, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	__u32 id;
+
+	if (!ASSERT_TRUE(s && other, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	if (!ASSERT_OK(bpf_xdp_attach(ifx(), bpf_program__fd(other->progs.fgt_pass),
+				      XDP_FLAGS_DRV_MODE, NULL), "someone else's program"))
+		goto out;
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	id = l.n ? l.e[0].id : 0;
+	p = prog_of(s, s->progs.fgtest);
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY, "libxdp refuses");
+	printf("  info: libxdp: %s\n", why);
+	ASSERT_STR_CONTAINS(why, "fgt_pass", "names the program that is there");
+	o.how = FG_XDP_EXCLUSIVE;
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY, "exclusive refuses");
+	printf("  info: exclusive: %s\n", why);
+	ASSERT_STR_CONTAINS(why, "does not share", "says why");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_TRUE(l.n == 1 && l.e[0].id == id && !l.e[0].ours, "the other program is untouched");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), -ENOENT,
+		  "detach_ours does not touch it");
+	ASSERT_OK(bpf_xdp_detach(ifx(), XDP_FLAGS_DRV_MODE, NULL), "remove the other program");
+out:
+	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(other);
+}
+
+/* Bad input: a clear error, and the device stays as it was. */
+static void test_bad_input(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p, none = {};
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	o.chain_actions = 1u << 7;
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "chain action 7");
+	ASSERT_STR_CONTAINS(why, "chain actions", "says which option");
+	o = libxdp_opts();
+	o.how = 7;
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "attach method 7");
+	o = libxdp_opts();
+	o.mode = 9;
+	ASSERT_EQ(fg_xdp_adopt(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "adopt, mode 9");
+	o = libxdp_opts();
+	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "no program");
+	ASSERT_EQ(fg_xdp_attach(&p, 0, &o, &a, why, sizeof(why)), -EINVAL, "ifindex 0");
+	ASSERT_EQ(fg_xdp_attach(&p, 99999, &o, &a, why, sizeof(why)), -ENODEV, "no such device");
+	ASSERT_STR_CONTAINS(why, "no interface", "says so");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, why, sizeof(why)), -EINVAL, "no name");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing attached by any of it");
+	ASSERT_EQ(pin_dirs(), 0, "nothing pinned");
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* Exclusive: a bpf_link, pinned or not, detached by detach_ours. */
+static void test_exclusive(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = { .how = FG_XDP_EXCLUSIVE, .mode = FG_XDP_SKB,
+				 .link_pin = "/sys/fs/bpf/fgx_link" };
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	struct stat st;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	ASSERT_EQ(a.mode, FG_XDP_SKB, "generic as asked");
+	ASSERT_TRUE(a.link_fd >= 0, "a link");
+	fg_xdp_att_close(&a);	/* the pin holds it */
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	print_list("exclusive", &l);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.via_link, "ours, held by a link");
+	ASSERT_EQ(l.mode, FG_XDP_SKB, "listed as generic");
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EEXIST,
+		  "attaching twice: adopt instead");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o.link_pin, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "detached");
+	ASSERT_TRUE(stat(o.link_pin, &st) && errno == ENOENT, "link pin removed");
+
+	o.link_pin = NULL;	/* unpinned: goes with its fd */
+	o.mode = FG_XDP_AUTO;
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	ASSERT_EQ(a.mode, FG_XDP_NATIVE, "auto is native on veth");
+	fg_xdp_att_close(&a);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "an unpinned link detaches when closed");
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* xdp-filter first, then floodgate through libxdp. */
+static void test_filter_then_ours(void)
+{
+	struct fgtest_xdp_bpf *s = NULL;
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	const struct fg_xdp_entry *f;
+	char why[512] = "";
+	__u32 filter_id;
+	long sent;
+
+	if (!have_filter) {
+		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
+		return;
+	}
+	s = load_fgtest(0, -1);
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth") ||
+	    !ASSERT_OK(sh("xdp-filter load " DEV0), "xdp-filter load"))
+		goto out;
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	print_list("xdp-filter alone", &l);
+	f = entry(&l, "xdpfilt");
+	if (!ASSERT_TRUE(f, "xdp-filter listed"))
+		goto out;
+	filter_id = f->id;
+	ASSERT_EQ(l.dispatcher_id != 0, dispatcher_ok, "xdp-filter in a dispatcher iff the kernel has one");
+	p = prog_of(s, s->progs.fgtest);
+	if (dispatcher_ok) {
+		if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+			goto out;
+		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+		print_list("xdp-filter, then ours", &l);
+		ASSERT_EQ(l.n, 2, "two programs");
+		ASSERT_TRUE(l.n == 2 && l.e[0].ours, "ours runs first (priority 1 < xdp-filter's 10)");
+		ASSERT_TRUE(entry(&l, "xdpfilt") && entry(&l, "xdpfilt")->id == filter_id,
+			    "xdp-filter's program is the same one");
+		sent = send_marker(200, NULL);
+		settle();
+		ASSERT_EQ(counted(s, 0), sent, "ours sees every frame beside xdp-filter");
+		ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+		ASSERT_TRUE(l.n == 1 && entry(&l, "xdpfilt") && entry(&l, "xdpfilt")->id == filter_id,
+			    "detaching ours leaves xdp-filter's program");
+	} else {
+		ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY,
+			  "no dispatcher: refuses to share");
+		printf("  info: %s\n", why);
+		ASSERT_STR_CONTAINS(why, "xdpfilt", "names xdp-filter's program");
+		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+		ASSERT_TRUE(l.n == 1 && l.e[0].id == filter_id, "xdp-filter's program untouched");
+	}
+	ASSERT_OK(sh("xdp-filter unload " DEV0), "xdp-filter unload");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing left");
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+out:
+	sh("xdp-filter unload --all");
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* floodgate first, then xdp-filter. */
+static void test_ours_then_filter(void)
+{
+	struct fgtest_xdp_bpf *s = NULL;
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	int rc;
+	long sent;
+
+	if (!have_filter) {
+		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
+		return;
+	}
+	s = load_fgtest(0, -1);
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	rc = sh("xdp-filter load " DEV0);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	print_list("ours, then xdp-filter", &l);
+	if (dispatcher_ok) {
+		ASSERT_EQ(rc, 0, "xdp-filter joins our dispatcher");
+		ASSERT_TRUE(l.n == 2 && l.e[0].ours && entry(&l, "xdpfilt"), "both, ours first");
+		ASSERT_OK(sh("xdp-filter unload " DEV0), "xdp-filter unload");
+		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+		ASSERT_TRUE(l.n == 1 && l.e[0].ours, "xdp-filter leaving leaves ours");
+		sent = send_marker(200, NULL);
+		settle();
+		ASSERT_EQ(counted(s, 0), sent, "and ours still sees every frame");
+	} else {
+		ASSERT_NEQ(rc, 0, "no dispatcher: xdp-filter refuses to replace ours");
+		ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.e[0].id == a.prog_id, "ours untouched");
+	}
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing left");
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+out:
+	sh("xdp-filter unload --all");
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* A daemon killed with SIGKILL: its netlink attach (alone or the
+ * dispatcher) and a pinned link stay; an unpinned link goes. */
+static int child_attach_and_die(struct fgtest_xdp_bpf *s, const struct fg_xdp_opts *o)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct fg_xdp_prog p = prog_of(s, s->progs.fgtest);
+		struct fg_xdp_att a;
+
+		if (fg_xdp_attach(&p, ifx(), o, &a, NULL, 0))
+			_exit(1);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -ECHILD;
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -EIO;
+}
+
+static void test_sigkill(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_list l;
+	char why[512] = "";
+	long sent;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	ASSERT_OK(child_attach_and_die(s, &o), "libxdp: attached, then SIGKILL");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "libxdp: still attached");
+	sent = send_marker(100, NULL);
+	settle();
+	ASSERT_EQ(counted(s, 0), sent, "libxdp: still counting");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+
+	o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE, .link_pin = "/sys/fs/bpf/fgx_kill" };
+	ASSERT_OK(child_attach_and_die(s, &o), "pinned link: attached, then SIGKILL");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.via_link, "pinned link: still attached");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o.link_pin, why, sizeof(why)), why);
+
+	o.link_pin = NULL;
+	ASSERT_OK(child_attach_and_die(s, &o), "unpinned link: attached, then SIGKILL");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "unpinned link: gone with the process");
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+struct sender {
+	volatile int stop;
+	long sent;
+};
+
+static void *sender_main(void *arg)
+{
+	struct sender *sd = arg;
+
+	sd->sent = send_marker(0, &sd->stop);
+	return NULL;
+}
+
+/* Adopt after a restart: the same program is kept; a changed one (other
+ * rodata) replaces it while frames flow, and no frame goes unseen. */
+static void adopt_under_traffic(const struct fg_xdp_opts *o, const char *what)
+{
+	struct fgtest_xdp_bpf *s0 = load_fgtest(0, -1), *same = NULL, *s1 = NULL;
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	struct sender sd = {};
+	pthread_t th;
+	char why[512] = "";
+	__u64 c0, c1;
+	__u32 old_id;
+
+	if (!ASSERT_TRUE(s0, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	same = load_fgtest(0, bpf_map__fd(s0->maps.fgt_cnt));
+	s1 = load_fgtest(1, bpf_map__fd(s0->maps.fgt_cnt));
+	if (!ASSERT_TRUE(same && s1, "restarted copies load"))
+		goto out;
+	p = prog_of(s0, s0->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), o, &a, why, sizeof(why)), why))
+		goto out;
+	old_id = a.prog_id;
+	fg_xdp_att_close(&a);
+
+	p = prog_of(same, same->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_adopt(&p, ifx(), o, &a, why, sizeof(why)), why))
+		goto out;
+	ASSERT_TRUE(a.kept, "same code, same rodata: kept");
+	ASSERT_EQ(a.prog_id, old_id, "the same program runs");
+	fg_xdp_att_close(&a);
+
+	if (!ASSERT_OK(pthread_create(&th, NULL, sender_main, &sd), "sender"))
+		goto out;
+	usleep(50 * 1000);
+	p = prog_of(s1, s1->progs.fgtest);
+	ASSERT_OK(fg_xdp_adopt(&p, ifx(), o, &a, why, sizeof(why)), why);
+	usleep(50 * 1000);
+	sd.stop = 1;
+	pthread_join(th, NULL);
+	settle();
+	ASSERT_TRUE(!a.kept, "changed rodata: replaced");
+	ASSERT_NEQ(a.prog_id, old_id, "another program runs");
+	fg_xdp_att_close(&a);
+	c0 = counted(s0, 0);
+	c1 = counted(s0, 1);
+	printf("  info: adopt (%s, %s): %ld frames sent, old saw %llu, new saw %llu, "
+	       "unseen %lld, seen twice %lld, overlap %.3f ms\n", what,
+	       a.dispatcher ? "dispatcher" : "alone", sd.sent, (unsigned long long)c0,
+	       (unsigned long long)c1, (long long)sd.sent - (long long)(c0 + c1),
+	       (long long)(c0 + c1) - sd.sent, a.overlap_ns / 1e6);
+	ASSERT_TRUE(c0 > 0 && c1 > 0, "frames flowed before and after the swap");
+	ASSERT_GE((long long)(c0 + c1), sd.sent, "no frame unseen by floodgate");
+	if (!a.dispatcher)
+		ASSERT_EQ(c0 + c1, sd.sent, "alone: an atomic swap, no frame seen twice");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "one copy of ours left");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o->link_pin, why, sizeof(why)), why);
+out:
+	fgtest_xdp_bpf__destroy(s1);
+	fgtest_xdp_bpf__destroy(same);
+	fgtest_xdp_bpf__destroy(s0);
+}
+
+static void test_adopt_libxdp(void)
+{
+	struct fg_xdp_opts o = libxdp_opts();
+
+	adopt_under_traffic(&o, "libxdp");
+}
+
+static void test_adopt_exclusive(void)
+{
+	struct fg_xdp_opts o = { .how = FG_XDP_EXCLUSIVE, .link_pin = "/sys/fs/bpf/fgx_adopt" };
+
+	adopt_under_traffic(&o, "exclusive");
+}
+
+/* MTU 9000 on veth needs a frags-aware program in native mode. */
+static void test_jumbo_frags(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(9000), "veth mtu 9000"))
+		goto out;
+	o.mode = FG_XDP_NATIVE;
+	o.how = FG_XDP_EXCLUSIVE;
+	p = prog_of(s, s->progs.fgt_pass);	/* SEC("xdp"): no frags */
+	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -ERANGE,
+		  "a non-frags program is refused at mtu 9000");
+	printf("  info: non-frags, mtu 9000: %s\n", why);
+	o.how = FG_XDP_LIBXDP;
+	p = prog_of(s, s->progs.fgtest);	/* SEC("xdp.frags") */
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	if (have_filter) {
+		int rc = sh("xdp-filter load " DEV0);
+
+		/* xdp-filter is not frags-aware: with a dispatcher it would
+		 * make it non-frags, which the device refuses; without one it
+		 * cannot share. Either way ours stays. */
+		ASSERT_NEQ(rc, 0, "xdp-filter cannot join at mtu 9000");
+		if (!rc)
+			sh("xdp-filter unload --all");
+	}
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "ours runs at mtu 9000");
+	if (dispatcher_ok)
+		ASSERT_TRUE(l.frags, "a frags-aware dispatcher for a frags-aware component");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* Two interfaces, one native and one generic: each its own attach (and
+ * its own dispatcher, where there is one); detaching one leaves the other. */
+static void test_two_interfaces(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a0, a1;
+	struct fg_xdp_list l0, l1;
+	char why[512] = "";
+	int if1;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth") ||
+	    !ASSERT_OK(sh("ip link add fgy0 type veth peer name fgy1 && ip link set fgy0 up && "
+			  "ip link set fgy1 up"), "second veth"))
+		goto out;
+	if1 = (int)if_nametoindex("fgy0");
+	p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a0, why, sizeof(why)), why))
+		goto out;
+	o.mode = FG_XDP_SKB;
+	if (!ASSERT_OK(fg_xdp_attach(&p, if1, &o, &a1, why, sizeof(why)), why))
+		goto out;
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l0, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, why, sizeof(why)), why);
+	print_list(DEV0, &l0);
+	print_list("fgy0", &l1);
+	ASSERT_TRUE(l0.n == 1 && l0.e[0].ours && l0.mode == FG_XDP_NATIVE, "native on " DEV0);
+	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours && l1.mode == FG_XDP_SKB, "generic on fgy0");
+	ASSERT_NEQ(l0.e[0].id, l1.e[0].id, "a program each");
+	if (dispatcher_ok)
+		ASSERT_TRUE(l0.dispatcher_id && l1.dispatcher_id &&
+			    l0.dispatcher_id != l1.dispatcher_id, "a dispatcher each");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, why, sizeof(why)), why);
+	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours, "fgy0 keeps its program");
+	ASSERT_OK(fg_xdp_detach_ours(if1, OURS, NULL, why, sizeof(why)), why);
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+out:
+	sh("ip link del fgy0");
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* Deleted and recreated: the program goes with the device; the new
+ * device (new ifindex) is free and takes an attach again. */
+static void test_iface_recreated(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	int old_if, pins;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		goto out;
+	old_if = ifx();
+	ASSERT_OK(veth(1500), "delete and recreate the pair");
+	pins = pin_dirs();
+	printf("  info: after the device went: ifindex %d -> %d, dispatcher pin dirs left: %d\n",
+	       old_if, ifx(), pins);
+	ASSERT_EQ(pins, dispatcher_ok ? 1 : 0, "a dispatcher's pins outlive its device");
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "the new device is free");
+	ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	if (dispatcher_ok)
+		ASSERT_OK(libxdp_clean_references(old_if), "clean the dead device's pins");
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+out:
+	fgtest_xdp_bpf__destroy(s);
+}
+
+/* ns per packet of a trivial program direct, and behind the dispatcher. */
+static double ns_per_run(int prog_fd, __u32 *retval)
+{
+	unsigned char f[64] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00 };
+	double best = 1e18;
+
+	for (int i = 0; i < 5; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = f, .data_size_in = sizeof(f),
+			    .repeat = 1000000);
+
+		if (bpf_prog_test_run_opts(prog_fd, &t))
+			return -1;
+		*retval = t.retval;
+		if (t.duration < best)
+			best = t.duration;
+	}
+	return best;
+}
+
+/* libxdp's own dispatcher object with n empty slots (stubs returning the
+ * "continue" value): what it costs before any component runs. */
+static int stub_dispatcher(int n, struct xdp_program **out)
+{
+	DECLARE_LIBXDP_OPTS(xdp_program_opts, xo, .find_filename = "xdp-dispatcher.o",
+			    .prog_name = "xdp_dispatcher");
+	struct xdp_dispatcher_config conf = {
+		.magic = XDP_DISPATCHER_MAGIC,
+		.dispatcher_version = XDP_DISPATCHER_VERSION,
+		.num_progs_enabled = (__u8)n,
+	};
+	struct xdp_program *xp = xdp_program__create(&xo);
+	struct bpf_object *obj;
+	struct bpf_map *m;
+	struct bpf_program *q;
+	int err;
+
+	if (!xp)
+		return -errno;
+	for (int i = 0; i < n; i++)
+		conf.chain_call_actions[i] = 1u << XDP_PASS | 1u << XDP_DISPATCHER_RETVAL;
+	obj = xdp_program__bpf_obj(xp);
+	m = bpf_object__next_map(obj, NULL);
+	bpf_object__for_each_program(q, obj)
+		bpf_program__set_autoload(q, !strcmp(bpf_program__name(q), "xdp_dispatcher"));
+	err = m ? bpf_map__set_initial_value(m, &conf, sizeof(conf)) : -ENOENT;
+	if (!err)
+		err = bpf_object__load(obj);
+	if (err) {
+		xdp_program__close(xp);
+		return err;
+	}
+	*out = xp;
+	return 0;
+}
+
+/* With freplace: one component (libxdp freplaces the dispatcher's entry
+ * itself), then two (fgtest at priority 60 behind fgt_pass). */
+static void measure_real_dispatcher(struct fgtest_xdp_bpf *s, double direct)
+{
+	struct fg_xdp_prog pass = prog_of(s, s->progs.fgt_pass), test = prog_of(s, s->progs.fgtest);
+	struct fg_xdp_opts o = libxdp_opts();
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512] = "";
+	double one, two, direct2;
+	__u32 r = 0;
+	int fd;
+
+	if (!ASSERT_OK(veth(1500), "veth") ||
+	    !ASSERT_OK(fg_xdp_attach(&pass, ifx(), &o, &a, why, sizeof(why)), why) ||
+	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &l, why, sizeof(why)), why))
+		return;
+	fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
+	one = ns_per_run(fd, &r);
+	close(fd);
+	ASSERT_EQ(r, XDP_PASS, "dispatcher, one component: XDP_PASS");
+	o.run_prio = 60;
+	if (!ASSERT_OK(fg_xdp_attach(&test, ifx(), &o, &a, why, sizeof(why)), why) ||
+	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &l, why, sizeof(why)), why))
+		return;
+	fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
+	two = ns_per_run(fd, &r);
+	close(fd);
+	ASSERT_EQ(r, XDP_PASS, "dispatcher, two components: XDP_PASS");
+	direct2 = ns_per_run(bpf_program__fd(s->progs.fgtest), &r);
+	printf("  info: cost: fgt_pass direct %.1f ns/packet, alone in libxdp's dispatcher %.1f ns; "
+	       "fgtest direct %.1f ns; both in the dispatcher %.1f ns (dispatcher share %.1f ns)\n",
+	       direct, one, direct2, two, two - direct - direct2);
+	fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why));
+	fg_xdp_detach_ours(ifx(), "fgt_pass", NULL, why, sizeof(why));
+}
+
+static int stub_fd(struct xdp_program *xp)
+{
+	return bpf_program__fd(bpf_object__find_program_by_name(xdp_program__bpf_obj(xp),
+								"xdp_dispatcher"));
+}
+
+static void test_dispatcher_cost(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	struct xdp_program *d1 = NULL, *d10 = NULL;
+	__u32 r0 = 0, r1 = 0, r2 = 0;
+	double direct, disp1, disp10;
+
+	if (!ASSERT_TRUE(s, "fgtest loads"))
+		goto out;
+	direct = ns_per_run(bpf_program__fd(s->progs.fgt_pass), &r0);
+	ASSERT_EQ(r0, XDP_PASS, "direct: XDP_PASS");
+	if (dispatcher_ok) {
+		measure_real_dispatcher(s, direct);
+		goto out;
+	}
+	/* no freplace here: the dispatcher's own code, stubs in its slots */
+	if (stub_dispatcher(1, &d1) || stub_dispatcher(10, &d10)) {
+		fg_test_skip("libxdp's xdp-dispatcher.o cannot be opened or loaded");
+		goto out;
+	}
+	disp1 = ns_per_run(stub_fd(d1), &r1);
+	disp10 = ns_per_run(stub_fd(d10), &r2);
+	ASSERT_EQ(r1, XDP_PASS, "dispatcher, 1 empty slot: XDP_PASS");
+	ASSERT_EQ(r2, XDP_PASS, "dispatcher, 10 empty slots: XDP_PASS");
+	printf("  info: cost (no freplace on this kernel: stubs in the slots): trivial program "
+	       "direct %.1f ns/packet; libxdp's dispatcher with 1 slot %.1f ns, with 10 slots "
+	       "%.1f ns (%.2f ns a slot)\n", direct, disp1, disp10, (disp10 - disp1) / 9);
+out:
+	xdp_program__close(d10);
+	xdp_program__close(d1);
+	fgtest_xdp_bpf__destroy(s);
+}
+
+static int quiet_libxdp(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	return getenv("FGT_VERBOSE") || level == LIBXDP_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return getenv("FGT_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	char why[256];
+
+	fg_test_init(argc, argv);
+	if (geteuid() != 0) {
+		printf("skip - test_xdpattach: needs root (namespaces, XDP)\n");
+		printf("0 passed, 0 failed, 1 skipped\n");
+		return 0;
+	}
+	if (private_namespaces(why, sizeof(why))) {
+		printf("skip - test_xdpattach: cannot make private namespaces: %s\n", why);
+		printf("0 passed, 0 failed, 1 skipped\n");
+		return 0;
+	}
+	libbpf_set_print(quiet_libbpf);
+	libxdp_set_print(quiet_libxdp);
+	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher, sizeof(no_dispatcher));
+	have_filter = !sh("command -v xdp-filter");
+	FG_RUN(test_probe);
+	FG_RUN(test_libxdp_alone);
+	FG_RUN(test_floodgate_program);
+	FG_RUN(test_refuses_direct_program);
+	FG_RUN(test_bad_input);
+	FG_RUN(test_exclusive);
+	FG_RUN(test_filter_then_ours);
+	FG_RUN(test_ours_then_filter);
+	FG_RUN(test_sigkill);
+	FG_RUN(test_adopt_libxdp);
+	FG_RUN(test_adopt_exclusive);
+	FG_RUN(test_jumbo_frags);
+	FG_RUN(test_two_interfaces);
+	FG_RUN(test_iface_recreated);
+	FG_RUN(test_dispatcher_cost);
+	sh("ip link del " DEV0);
+	return fg_test_summary();
+}
