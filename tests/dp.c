@@ -301,7 +301,7 @@ static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
 
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
 {
-	union { struct fg_slot4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
+	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
 	struct fg_set4 set;
 	struct fg_ctl c;
 	__u32 z = 0;

@@ -260,7 +260,7 @@ def map_type(fd):
 # fg_src4 (include/floodgate.h struct fg_set4): 1 << fg_ctl.src4_bits sets
 # of 8 ways, 8 keys {addr be32, rule u8, used u8, gen u16} then 8 tats then
 # 8 drops; a key's set is fmix64(key ^ fg_ctl.seed4) >> (64 - bits).
-WAYS, SET_SIZE, CTL_SIZE = 8, 192, 48
+WAYS, SET_SIZE, CTL_SIZE = 8, 192, 88
 M64 = (1 << 64) - 1
 
 def fmix64(x):

@@ -52,7 +52,7 @@ static const struct {
 	[FGM_SRC6]	= { "fg_src6", BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6), sizeof(struct fg_bucket), 0 },
 	[FGM_AGG]	= { "fg_agg", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG },
 	[FGM_STATS]	= { "fg_stats", BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), FG_NROWS },
-	[FGM_NAMES]	= { "fg_names", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name), FG_MAX_RULES },
+	[FGM_NAMES]	= { "fg_names", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name), FG_MAX_IDS },
 	[FGM_META]	= { "fg_meta", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1 },
 };
 
@@ -418,11 +418,11 @@ int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta)
 	return array_update(m->fd[FGM_META], 0, meta);
 }
 
-int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES])
+int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS])
 {
 	int err;
 
-	for (__u32 i = 0; i < FG_MAX_RULES; i++) {
+	for (__u32 i = 0; i < FG_MAX_IDS; i++) {
 		err = array_lookup(m->fd[FGM_NAMES], i, &names[i]);
 		if (err)
 			return err;
@@ -684,8 +684,8 @@ static int zero_rule_state(struct fg_maps *m, __u32 id)
 
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 {
-	struct fg_name names[FG_MAX_RULES], newnames[FG_MAX_RULES];
-	bool claimed[FG_MAX_RULES] = {}, fresh[FG_MAX_RULES] = {};
+	struct fg_name names[FG_MAX_IDS], newnames[FG_MAX_IDS];
+	bool claimed[FG_MAX_IDS] = {}, fresh[FG_MAX_IDS] = {};
 	struct fg_policy *pol, active;
 	size_t n4 = 0, n6 = 0, act4 = 0, act6 = 0, tot;
 	__u32 max4 = 0, max6 = 0, slot, inactive;
@@ -749,7 +749,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 		const char *name = cfg->rules[i].name;
 		int id = -1;
 
-		for (int j = 0; j < FG_MAX_RULES; j++)
+		for (int j = 0; j < FG_MAX_IDS; j++)
 			if (names[j].in_use && !strncmp(names[j].name, name, FG_NAME_LEN)) {
 				id = j;
 				break;
@@ -761,7 +761,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 		if (id < 0) {
 			/* a new name: an id free now (not one the old policy still
 			 * uses until the flip) */
-			for (int j = 0; j < FG_MAX_RULES && id < 0; j++)
+			for (int j = 0; j < FG_MAX_IDS && id < 0; j++)
 				if (!names[j].in_use && !claimed[j])
 					id = j;
 			if (id < 0) {
@@ -784,7 +784,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 	}
 
 	/* 2. the inactive slot: nothing reads it (previous apply waited) */
-	for (int id = 0; id < FG_MAX_RULES; id++) {
+	for (int id = 0; id < FG_MAX_IDS; id++) {
 		if (!fresh[id])
 			continue;
 		err = zero_rule_state(m, id);
@@ -862,7 +862,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 		WHY(why, "switching slots: %s", strerror(-err));
 		goto rollback;
 	}
-	for (int id = 0; id < FG_MAX_RULES; id++) {
+	for (int id = 0; id < FG_MAX_IDS; id++) {
 		if (names[id].in_use && !claimed[id]) {
 			newnames[id].in_use = 0;
 			array_update(m->fd[FGM_NAMES], id, &newnames[id]);
@@ -878,7 +878,7 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 
 rollback:
 	/* the active slot was never touched; give back the ids we took */
-	for (int id = 0; id < FG_MAX_RULES; id++)
+	for (int id = 0; id < FG_MAX_IDS; id++)
 		if (fresh[id])
 			array_update(m->fd[FGM_NAMES], id, &names[id]);
 	return err;
@@ -886,7 +886,7 @@ rollback:
 
 int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why)
 {
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	struct fg_ctl ctl;
 	__u32 slot, inactive;
@@ -896,7 +896,7 @@ int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why)
 		return -ENOLCK;
 	if ((err = fg_ctl_read(m, &ctl)) || (err = fg_names_read(m, names)))
 		return err;
-	for (int j = 0; j < FG_MAX_RULES; j++)
+	for (int j = 0; j < FG_MAX_IDS; j++)
 		if (names[j].in_use && !strncmp(names[j].name, name, FG_NAME_LEN))
 			id = j;
 	if (id < 0) {
@@ -1046,7 +1046,7 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 		return err;
 	for (__u32 i = 0; i < nsets && !err; i++) {
 		for (int k = 0; k < FG_WAYS4 && !err; k++) {
-			struct fg_slot4 key = sets[i].key[k];
+			struct fg_wkey4 key = sets[i].key[k];
 
 			if (key.used)
 				err = src_take(w, 4, &key.addr, key.rule, key.gen,

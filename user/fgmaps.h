@@ -92,7 +92,7 @@ int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);
 int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl);
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta);
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta);
-int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES]);
+int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS]);
 /* The policy in the active slot. */
 int fg_policy_read_active(struct fg_maps *m, struct fg_policy *pol);
 

@@ -159,7 +159,7 @@ static int cmd_status(struct args *a)
 	struct fg_ctl ctl;
 	struct fg_meta meta;
 	struct fg_policy *pol = NULL;
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	size_t n4 = 0, n6 = 0;
 	__u64 now = fg_now_ns();
 	int err;
@@ -225,7 +225,7 @@ static int cmd_status(struct args *a)
 	       pol->default_verdict ? "drop" : "pass");
 	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
 		const struct fg_rule *r = &pol->rules[i];
-		const char *nm = r->id < FG_MAX_RULES && names[r->id].in_use ? names[r->id].name : "?";
+		const char *nm = r->id < FG_MAX_IDS && names[r->id].in_use ? names[r->id].name : "?";
 
 		printf("  %-24s %s%s\n", nm,
 		       r->action == FG_ACT_PASS ? "pass" : r->action == FG_ACT_DROP ? "drop" : "limit",
@@ -319,7 +319,7 @@ static void stats_table(const struct fg_stats *rows, const struct fg_stats *prev
 static int cmd_stats(struct args *a)
 {
 	static struct fg_stats rows[FG_NROWS], prev[FG_NROWS];
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_maps m;
 	__u64 secs = 1;
 	int err;
@@ -384,7 +384,7 @@ static int cmp_src(const void *x, const void *y)
 
 static int cmd_top(struct args *a)
 {
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy *pol = malloc(sizeof(*pol));
 	struct fg_source *src = NULL;
 	struct fg_src_scan scan;
@@ -421,7 +421,7 @@ static int cmd_top(struct args *a)
 	for (size_t i = 0; i < n; i++) {
 		const struct fg_source *s = &src[i];
 		char addr[INET6_ADDRSTRLEN + 16], ab[INET6_ADDRSTRLEN];
-		const char *nm = s->rule < FG_MAX_RULES && names[s->rule].in_use &&
+		const char *nm = s->rule < FG_MAX_IDS && names[s->rule].in_use &&
 				 names[s->rule].gen == s->gen ? names[s->rule].name : "(removed)";
 		int plen = s->family == 4 ? 32 : 128;
 

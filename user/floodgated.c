@@ -504,7 +504,7 @@ static void __attribute__((format(printf, 2, 3))) tlog(struct tracker *tr, const
 
 static const char *rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 {
-	if (id < FG_MAX_RULES && names[id].in_use && names[id].gen == gen)
+	if (id < FG_MAX_IDS && names[id].in_use && names[id].gen == gen)
 		return names[id].name;
 	return "(removed rule)";
 }
@@ -660,7 +660,7 @@ static void watch_ifaces(struct daemon *d)
 static void tick(struct daemon *d)
 {
 	static struct fg_stats rows[FG_NROWS];
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	struct fg_ctl ctl;
 	struct fg_source *src = NULL;
