@@ -157,6 +157,20 @@ int dp_apply(struct dp *d)
 	return fg_switch_slot(&d->cm, slot);
 }
 
+int dp_set_admission(struct dp *d, __u64 max_sources)
+{
+	struct fg_config *cfg = calloc(1, sizeof(*cfg));
+
+	if (!cfg)
+		return -ENOMEM;
+	cfg->pol = d->pol;
+	cfg->max_sources = max_sources;
+	fg_policy_set_admission(cfg, d->ncpu);
+	d->pol.ins = cfg->pol.ins;
+	free(cfg);
+	return 0;
+}
+
 /* Writes the prefix into both slots (tests do not switch lists mid-test). */
 int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
 {

@@ -48,6 +48,9 @@ int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
 /* Adds one more match entry for rule idx. */
 void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes);
 int dp_apply(struct dp *d);	/* write inactive slot, flip (fg_switch_slot) */
+/* The new-key admission limit floodgated sets for the policy being built
+ * and max_sources (fg_policy_set_admission, the daemon's own code). */
+int dp_set_admission(struct dp *d, __u64 max_sources);
 /* File mode and kill switch, through fg_switch_file_mode and fg_switch_bypass. */
 int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until);
 int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets);

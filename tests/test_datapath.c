@@ -1103,12 +1103,9 @@ static int eviction_run(int family, int with_admission, int spray, __u64 over_ns
 	if (setup(table))
 		return -1;
 	dp_rule(&D, &r, &M_ANY, C_ALL);
-	if (with_admission) {
-		/* what fg_policy_set_admission computes: (table - slack) / (2 T_refill) */
-		double slack = 2.0 * 128 * D.ncpu;
-		double rins = ((double)table - slack) / (2 * 2.0);
-
-		D.pol.ins = dp_lim(rins, 64);
+	if (with_admission && !ASSERT_OK(dp_set_admission(&D, table), "admission limit")) {
+		dp_close(&D);
+		return -1;
 	}
 	dp_apply(&D);
 	t = dp_now(&D);
@@ -1149,8 +1146,10 @@ static int client_under_spray(int with_admission, __u64 *limited)
 	if (setup(table))
 		return -1;
 	dp_rule(&D, &r, &M_ANY, C_ALL);
-	if (with_admission)
-		D.pol.ins = dp_lim(((double)table - 2.0 * 128 * D.ncpu) / (2 * 2.0), 64);
+	if (with_admission && !ASSERT_OK(dp_set_admission(&D, table), "admission limit")) {
+		dp_close(&D);
+		return -1;
+	}
 	dp_apply(&D);
 	clen = pkt_build(&c, cbuf, sizeof(cbuf));
 	len = pkt_build(&sp, buf, sizeof(buf));
