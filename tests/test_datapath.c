@@ -1032,6 +1032,68 @@ static void test_ids_64_to_127(void)
 	dp_close(&D);
 }
 
+/* Item 2: the prefix tries are sized in the map definitions, for both
+ * slots of the largest policy, whatever the loader does, and spend memory
+ * per entry. */
+static void test_prefix_tries_sized(void)
+{
+	struct bpf_map *tries[2];
+
+	if (setup(1024))
+		return;
+	tries[0] = D.skel->maps.fg_pfx4;
+	tries[1] = D.skel->maps.fg_pfx6;
+	for (int f = 0; f < 2; f++) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_map__fd(tries[f]), &info, &len), "map info"))
+			continue;
+		ASSERT_EQ(info.max_entries, FG_PFX_ENTRIES, f ? "fg_pfx6 entries" : "fg_pfx4 entries");
+		ASSERT_EQ(info.max_entries, 2 * FG_MAX_PREFIXES, "room for both slots of the largest policy");
+		ASSERT_TRUE(info.map_flags & BPF_F_NO_PREALLOC, "memory per entry");
+	}
+	dp_close(&D);
+}
+
+/* The same, filled: FG_MAX_PREFIXES IPv4 prefixes in each slot fit, one
+ * more does not, and both slots answer. About 6 s and 270 MB of kernel
+ * memory: game day only. */
+static void test_prefix_tries_full(void)
+{
+	int fd, err = 0;
+	__u32 n = 0;
+
+	if (!getenv("FG_GAMEDAY")) {
+		fg_test_skip("fills fg_pfx4 with 2^21 prefixes (~6 s, ~270 MB): FG_GAMEDAY=1 runs it");
+		return;
+	}
+	if (setup(1024))
+		return;
+	fd = bpf_map__fd(D.skel->maps.fg_pfx4);
+	for (__u32 slot = 0; slot < 2 && !err; slot++)
+		for (__u32 i = 0; i < FG_MAX_PREFIXES && !err; i++) {
+			struct fg_lpm4 k = { .prefixlen = 64, .slot = slot, .addr = htonl(0x0a000000u + i) };
+			struct fg_pfx v = { .list = FG_LIST_DENY };
+
+			err = bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0;
+			n += !err;
+		}
+	ASSERT_OK(err, "2 x FG_MAX_PREFIXES prefixes");
+	ASSERT_EQ(n, FG_PFX_ENTRIES, "all of them");
+	struct fg_lpm4 k = { .prefixlen = 64, .slot = 1, .addr = htonl(0x0b000000u) };
+	struct fg_pfx v = { .list = FG_LIST_DENY };
+
+	ASSERT_EQ(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0, -ENOSPC, "one more is refused");
+	k.slot = 0;
+	k.addr = htonl(0x0a000000u + FG_MAX_PREFIXES - 1);
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0, "slot 0's last prefix");
+	k.slot = 1;
+	k.addr = htonl(0x0a000000u);
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0, "slot 1's first prefix");
+	dp_close(&D);
+}
+
 /* IPv6: the LRU table behind the admission limit. An admission bucket that
  * never admits leaves every new source without a bucket of its own. */
 static void test_table_full_v6(void)
@@ -1505,6 +1567,8 @@ int main(int argc, char **argv)
 	FG_RUN(test_bypass_live_and_expired);
 	FG_RUN(test_mode_overrides);
 	FG_RUN(test_ids_64_to_127);
+	FG_RUN(test_prefix_tries_sized);
+	FG_RUN(test_prefix_tries_full);
 	FG_RUN(test_table_full_v6);
 	FG_RUN(test_table_full_v4);
 	FG_RUN(test_counters_add_up);
