@@ -4,7 +4,8 @@
  * real program (tests/dp.c loads it with the test clock): concurrent
  * writers lose nothing, no reader (a thread, or the program itself) sees a
  * torn kill switch, and the kill switch takes effect at once while another
- * process holds the pin dir's lock for a long policy write. FG_NEEDS_ROOT.
+ * process holds the pin dir's lock for a long policy write. Also fg_meta's
+ * reload fields, read whole under BPF_F_LOCK. FG_NEEDS_ROOT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -614,6 +615,87 @@ out:
 	dp_close(&D);
 }
 
+/* ---- fg_meta's reload fields, read whole ------------------------------------ */
+
+struct meta_race {
+	int fd, flags, done, err;
+	long reads, torn;
+};
+
+static void meta_fill(struct fg_meta *m, __u32 seq)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = FG_ABI_MAGIC;
+	m->abi = FG_ABI_VERSION;
+	m->reload_seq = seq;
+	m->reload_err = seq % 7;
+	m->reload_done = seq;
+	/* a message whose every byte depends on seq */
+	for (size_t i = 0; i + 1 < sizeof(m->reload_msg); i++)
+		m->reload_msg[i] = (char)('a' + (seq + i) % 26);
+}
+
+static void *meta_reader(void *arg)
+{
+	struct meta_race *mr = arg;
+	struct fg_meta m, want;
+	__u32 k = 0;
+
+	while (!__atomic_load_n(&mr->done, __ATOMIC_ACQUIRE)) {
+		if (bpf_map_lookup_elem_flags(mr->fd, &k, &m, mr->flags)) {
+			mr->err = -errno;
+			break;
+		}
+		meta_fill(&want, m.reload_seq);
+		mr->reads++;
+		mr->torn += m.reload_err != want.reload_err || m.reload_done != want.reload_done ||
+			    memcmp(m.reload_msg, want.reload_msg, sizeof(m.reload_msg));
+	}
+	return NULL;
+}
+
+static long meta_race_run(int flags, long *reads, int *err)
+{
+	struct meta_race mr = { .fd = bpf_map__fd(D.skel->maps.fg_meta), .flags = flags };
+	struct fg_meta m;
+	pthread_t th;
+	__u32 k = 0;
+
+	*err = 0;
+	pthread_create(&th, NULL, meta_reader, &mr);
+	for (__u32 seq = 1; seq <= N_WRITES && !*err; seq++) {
+		meta_fill(&m, seq);
+		*err = bpf_map_update_elem(mr.fd, &k, &m, flags) ? -errno : 0;
+	}
+	__atomic_store_n(&mr.done, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (!*err)
+		*err = mr.err;
+	*reads = mr.reads;
+	return mr.torn;
+}
+
+/* Item 8: `floodgate reload` reports the daemon's reason from fg_meta. With
+ * BPF_F_LOCK on both sides (fg_meta carries a bpf_spin_lock) a reader sees
+ * the reload fields of one update, never the message of one and the
+ * result of another. */
+static void test_meta_reload_fields_whole(void)
+{
+	long reads = 0, torn;
+	int err;
+
+	if (setup())
+		return;
+	torn = meta_race_run(BPF_F_LOCK, &reads, &err);
+	ASSERT_OK(err, "BPF_F_LOCK updates and lookups of fg_meta");
+	printf("  %d locked updates: %ld locked reads, %ld torn\n", N_WRITES, reads, torn);
+	ASSERT_EQ(torn, 0, "no torn reload fields under BPF_F_LOCK");
+	ASSERT_GE(reads, 100, "the reader ran alongside");
+	torn = meta_race_run(0, &reads, &err);
+	printf("  control, no lock: %ld torn reads of %ld\n", torn, reads);
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -628,5 +710,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_concurrent_writers);
 	FG_RUN(test_program_never_sees_torn_bypass);
 	FG_RUN(test_bypass_while_pin_dir_locked);
+	FG_RUN(test_meta_reload_fields_whole);
 	return fg_test_summary();
 }
