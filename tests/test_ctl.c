@@ -260,6 +260,17 @@ static int op_readback(struct race *r, long i)
 	return bad;
 }
 
+/* Every 256 steps, let the reader read at least once (at most 20 ms): on
+ * 2 CPUs shared by 3 threads it could otherwise run only after the writers. */
+static void wait_reader(struct race *r)
+{
+	long seen = __atomic_load_n(&r->reads, __ATOMIC_RELAXED);
+	__u64 t0 = mono_ns();
+
+	while (__atomic_load_n(&r->reads, __ATOMIC_RELAXED) == seen && mono_ns() - t0 < 20000000ull)
+		sched_yield();
+}
+
 static void *op_thread(void *arg)
 {
 	struct race *r = arg;
@@ -268,6 +279,8 @@ static void *op_thread(void *arg)
 		return NULL;
 	pthread_barrier_wait(&r->go);
 	for (long i = 0; i < N_WRITES && !r->err; i++) {
+		if (i % 256 == 2)	/* in a step where bypass is on */
+			wait_reader(r);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		r->err = op_step(r, i);
@@ -332,7 +345,7 @@ static void *reader_thread(void *arg)
 		until = __atomic_load_n(&r->cm->ctl->bypass_until, __ATOMIC_ACQUIRE);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-		r->reads++;
+		__atomic_store_n(&r->reads, r->reads + 1, __ATOMIC_RELAXED);
 		if (!on)
 			continue;
 		r->reads_on++;
