@@ -12,8 +12,9 @@
  *   5. the rule's action: pass, drop, or its buckets (per source, then
  *      aggregate); a source without a bucket of its own goes to the rule's
  *      overflow bucket, or fails open or closed
- * Shadow (global or per rule) makes every decision and counts it, then
- * passes what would have been dropped.
+ * Shadow (global or per rule, from the file or an operator override; the
+ * rule is in include/floodgate.h, struct fg_ctl) makes every decision and
+ * counts it, then passes what would have been dropped.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -25,15 +26,21 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define EEXIST 17
 
+/* One load, not merged with or moved across another FG_READ_ONCE: fields
+ * of fg_ctl change under the program (user/ctl.h). */
+#define FG_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+
 /* Load-time: which clock (enum fg_clock). Coarse by default, see README. */
 const volatile __u32 fg_clock = FG_CLOCK_COARSE;
 /* Tests only (fg_clock == FG_CLOCK_TEST): the time, in ns. */
 __u64 fake_now = 0;
 
-/* Runtime switches; written by floodgated and the CLI. */
+/* Runtime switches; mmapped and stored field by field by floodgated and
+ * the CLI (user/ctl.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct fg_ctl);
 } fg_ctl SEC(".maps");
@@ -54,10 +61,11 @@ struct {
 	__type(value, struct fg_pidx);
 } fg_pidx SEC(".maps");
 
-/* Allow/deny lists and source sets, IPv4, keyed by (slot, prefix). */
+/* Allow/deny lists and source sets, IPv4, keyed by (slot, prefix); sized
+ * for both slots of the largest policy (FG_PFX_ENTRIES). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 262144);
+	__uint(max_entries, FG_PFX_ENTRIES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fg_lpm4);
 	__type(value, struct fg_pfx);
@@ -74,7 +82,7 @@ struct {
 /* Same for IPv6. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 262144);
+	__uint(max_entries, FG_PFX_ENTRIES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fg_lpm6);
 	__type(value, struct fg_pfx);
@@ -120,7 +128,7 @@ struct {
 /* Rule id -> name; written by userspace, never read here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_MAX_RULES);
+	__uint(max_entries, FG_MAX_IDS);
 	__type(key, __u32);
 	__type(value, struct fg_name);
 } fg_names SEC(".maps");
@@ -140,6 +148,38 @@ struct fg_verd {
 	__u32 ev;		/* bit per enum fg_event */
 	__u32 verdict;		/* XDP_PASS / XDP_DROP */
 };
+
+/*
+ * The modes in force (the rule is in include/floodgate.h, struct fg_ctl).
+ * Both return a mode, compared with FG_MODE_SHADOW where it is used rather
+ * than reduced to a 0/1 bit: the verifier then carries "not shadow" as an
+ * unknown value and prunes the shadow paths against it (clang 14: 279k
+ * instructions processed, 356k with a 0/1 bit, 416k with a branch here).
+ *
+ * Global: an operator override (1 or 2; the word is 0 unless one is set)
+ * replaces the file's mode. Branch-free: one path for the verifier.
+ */
+static __always_inline __u32 fg_global_mode(const struct fg_ctl *ctl)
+{
+	__u32 ovr = FG_READ_ONCE(ctl->mode_ovr);
+	__u32 mode = FG_READ_ONCE(ctl->mode);
+
+	/* ovr 0: mode (the mask (0 - 1) >> 31 is 1); 1: enforce; 2: shadow */
+	return (ovr >> 1) | (mode & ((ovr - 1) >> 31));
+}
+
+/* A rule: the operator's override where its bit is set (only then a second
+ * load; set before shadow, the CLI stores them in the other order), else
+ * the rule's mode from the file. */
+static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl,
+					  const struct fg_rule *r, __u32 id)
+{
+	__u32 w = (id >> 6) & (FG_OVR_WORDS - 1), b = id & 63;
+
+	if ((FG_READ_ONCE(ctl->rule_ovr_set[w]) >> b) & 1)
+		return (FG_READ_ONCE(ctl->rule_ovr_shadow[w]) >> b) & 1;
+	return r->mode;
+}
 
 static __always_inline __u64 fg_now_ns(void)
 {
@@ -291,7 +331,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 {
 	if (p->family == 4) {
 		union {
-			struct fg_slot4 s;
+			struct fg_wkey4 s;
 			__u64 u;
 		} k = { .s = {
 			.addr = p->saddr[0] & r->mask4,
@@ -378,7 +418,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				v->ev |= 1u << FG_EV_FULL_OPEN;
 			} else {
 				v->ev |= 1u << FG_EV_OVERFLOW;
-				a = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_RULES - 1)));
+				a = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_IDS - 1)));
 				if (a) {
 					tat = &a->tat;
 					drops = &a->drops;
@@ -399,7 +439,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	}
 
 	if (r->agg.inc) {
-		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_RULES - 1)));
+		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_IDS - 1)));
 		if (!a)
 			return 0;
 		rc = fg_gcra_spend(&a->tat, now, r->agg.inc * cost, r->agg.tau);
@@ -518,8 +558,9 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
 	if (!ctl)
 		return;
-	if (ctl->bypass) {
-		__u64 until = ctl->bypass_until;
+	/* bypass before bypass_until: the CLI stores them in the other order */
+	if (FG_READ_ONCE(ctl->bypass)) {
+		__u64 until = FG_READ_ONCE(ctl->bypass_until);
 
 		if (!until || fg_now_ns() < until) {
 			v->out = FG_OUT_BYPASS;
@@ -527,8 +568,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		}
 		v->ev |= 1u << FG_EV_BYPASS_EXPIRED;
 	}
-	shadow = ctl->mode == FG_MODE_SHADOW;
-	k = ctl->slot & 1;
+	shadow = fg_global_mode(ctl) == FG_MODE_SHADOW;
+	k = FG_READ_ONCE(ctl->slot) & 1;
 	pol = bpf_map_lookup_elem(&fg_policy, &k);
 	if (!pol)
 		return;
@@ -590,10 +631,10 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	}
 
 	r = &pol->rules[ri];
-	v->row = r->id & (FG_MAX_RULES - 1);
+	v->row = r->id & (FG_MAX_IDS - 1);
 	k = v->row;
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);
-	shadow |= r->mode == FG_MODE_SHADOW;
+	shadow |= fg_rule_mode(ctl, r, k) == FG_MODE_SHADOW;	/* global shadow wins */
 
 	switch (r->action) {
 	case FG_ACT_PASS:

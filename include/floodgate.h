@@ -12,17 +12,39 @@
 #define FLOODGATE_H
 
 #ifdef __BPF__
-/* vmlinux.h provides the __u* types on the BPF side */
+/* vmlinux.h provides the __u* types and struct bpf_spin_lock on the BPF side */
 #else
 #include <linux/types.h>
+#include <linux/bpf.h>	/* struct bpf_spin_lock */
 #endif
 
 #define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	4u
+#define FG_ABI_VERSION	5u
+/*
+ * ABI 5, from 4:
+ * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
+ * - fg_ctl: mode_ovr (was pad), rule_ovr_set/rule_ovr_shadow, ovr_since; 48 -> 88 bytes
+ * - FG_MAX_IDS = 128 rule ids: fg_stats 129 rows, fg_names 128, fg_agg 257 buckets
+ * - struct fg_slot4 is struct fg_wkey4 (same layout)
+ * - fg_pfx4, fg_pfx6: FG_PFX_ENTRIES (2^21) entries each, fixed in the map definitions
+ * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
+ */
 
-#define FG_MAX_RULES	64	/* rule ids 0..63; one stats row each */
-#define FG_ROW_GLOBAL	FG_MAX_RULES	/* stats row for pre-rule outcomes */
-#define FG_NROWS	(FG_MAX_RULES + 1)
+/*
+ * Rules and rule ids. A policy has at most FG_MAX_RULES rules; a rule keeps
+ * its id (stats row, buckets, name) across reloads while its name stays.
+ * There are twice as many ids, so a reload can replace every rule at once:
+ * the old policy's ids stay in use until the slot flip, and the new rules
+ * still find free ones. Everything indexed by rule (stats rows, fg_names,
+ * fg_agg buckets, the override bitmaps in fg_ctl) is indexed by id.
+ */
+#define FG_MAX_RULES	64	/* rules per policy (fg_policy.rules) */
+#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..127 */
+#define FG_ROW_GLOBAL	FG_MAX_IDS	/* stats row for pre-rule outcomes */
+#define FG_NROWS	(FG_MAX_IDS + 1)
+#define FG_OVR_WORDS	(FG_MAX_IDS / 64)	/* u64 words of a bitmap by rule id */
+_Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0, "the program masks ids with FG_MAX_IDS - 1");
+_Static_assert(FG_MAX_IDS <= 256, "struct fg_wkey4 keeps the rule id in a __u8");
 #define FG_MAX_MATCH	128	/* compiled match entries per protocol class */
 #define FG_MAX_SETS	32	/* source prefix sets (bit per set) */
 #define FG_NAME_LEN	48
@@ -53,6 +75,13 @@ enum fg_clock {
 enum fg_mode {
 	FG_MODE_ENFORCE = 0,
 	FG_MODE_SHADOW = 1,
+};
+
+/* An operator's mode override (fg_ctl.mode_ovr, and per rule id). */
+enum fg_ovr {
+	FG_OVR_NONE = 0,	/* the policy file decides */
+	FG_OVR_ENFORCE = 1,
+	FG_OVR_SHADOW = 2,
 };
 
 enum fg_verdict {
@@ -108,20 +137,47 @@ enum fg_event {
 	FG_EV_MAX,
 };
 
-/* fg_ctl[0]: runtime switches, read first by every packet. Written by
- * floodgated and the floodgate CLI under the pin dir's lock. */
+/*
+ * fg_ctl[0]: runtime switches, read first by every packet.
+ *
+ * Writers. The map is BPF_F_MMAPABLE. fg_ctl_init writes the whole value of
+ * a fresh pin dir before any program is attached; after that nobody
+ * rewrites it whole: every writer maps it and stores only its own fields
+ * with atomic stores (user/ctl.h), so concurrent writers never lose each
+ * other's fields and none waits for a lock. Policy apply (daemon) stores
+ * slot and mode; the operator (CLI) stores bypass_until then bypass, and the
+ * overrides.
+ *
+ * Modes. The policy file sets the global mode (mode) and each rule's mode
+ * (fg_rule.mode); the daemon applies them at start, on adoption and on
+ * every reload. An operator override sits on top of the file and persists
+ * across reloads and restarts, until the operator clears it. Global shadow
+ * wins over every rule:
+ *   global_shadow = mode_ovr ? mode_ovr == FG_OVR_SHADOW : mode == FG_MODE_SHADOW
+ *   rule_shadow   = global_shadow || (bit id of rule_ovr_set ?
+ *                   bit id of rule_ovr_shadow : rule->mode == FG_MODE_SHADOW)
+ *
+ * Layout. An mmapable array's values start on a page, so bytes 0..63 are
+ * one cache line: everything the program reads for every packet is there.
+ * rule_ovr_shadow is read only for a rule whose rule_ovr_set bit is 1.
+ */
 struct fg_ctl {
-	__u32 magic;		/* FG_ABI_MAGIC */
-	__u32 abi;		/* FG_ABI_VERSION */
-	__u32 slot;		/* active fg_policy slot, 0 or 1 */
-	__u32 mode;		/* enum fg_mode, global; shadow wins over rules */
-	__u32 bypass;		/* kill switch: 1 = pass everything, touch nothing */
-	__u32 pad;
-	__u64 bypass_until;	/* CLOCK_MONOTONIC ns; 0 = until switched off */
-	__u64 seed4;		/* fg_src4 hash seed, random per pin dir */
-	__u32 src4_bits;	/* fg_src4 has 1 << src4_bits sets */
-	__u32 pad2;
+	__u32 magic;		/*  0 FG_ABI_MAGIC */
+	__u32 abi;		/*  4 FG_ABI_VERSION */
+	__u32 slot;		/*  8 active fg_policy slot, 0 or 1 (apply) */
+	__u32 mode;		/* 12 enum fg_mode: the policy file's global mode (apply) */
+	__u32 bypass;		/* 16 kill switch: 1 = pass everything, touch nothing (CLI) */
+	__u32 mode_ovr;		/* 20 enum fg_ovr: the operator's global mode (CLI) */
+	__u64 bypass_until;	/* 24 CLOCK_MONOTONIC ns, 0 = until switched off; read only while bypass is 1 */
+	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
+	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
+	__u32 pad;		/* 44 */
+	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
+	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
+	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
 };
+_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 && sizeof(struct fg_ctl) == 88,
+	       "fg_ctl: the per-packet fields fill the first cache line");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
  * tau = burst * inc. inc == 0 means no limit. */
@@ -140,7 +196,7 @@ struct fg_rule {
 	struct fg_limit ovf;	/* shared bucket for sources without their own */
 	__be32 mask4;		/* source grouping mask, IPv4 */
 	__be32 mask6[4];	/* source grouping mask, IPv6 */
-	__u16 id;		/* 0..FG_MAX_RULES-1 */
+	__u16 id;		/* 0..FG_MAX_IDS-1 */
 	__u16 gen;		/* bumped when an id is given to a new rule */
 	__u8 action;		/* enum fg_action */
 	__u8 mode;		/* enum fg_mode */
@@ -185,7 +241,7 @@ struct fg_match {
 	__u8 tcp_val;
 	__u8 icmp_type;
 	__u8 flags;		/* FG_M_* */
-	__u8 rule;		/* index into fg_policy.rules */
+	__u8 rule;		/* index into fg_policy.rules (not an id) */
 	__u8 pad[2];
 };
 
@@ -225,6 +281,23 @@ enum fg_list {
 	FG_LIST_DENY = 2,
 	FG_LIST_TRIE = 3,	/* fg_dir4 only: a longer prefix lies inside, ask the trie */
 };
+
+/*
+ * Prefix capacity. A policy has at most FG_MAX_PREFIXES prefixes as written
+ * (allow + deny + sets; the compiler refuses more, and flattening never adds
+ * any). fg_pfx4 and fg_pfx6 each hold both slots, so FG_PFX_ENTRIES entries
+ * each let any policy the compiler accepts, of any family mix, sit next to
+ * any active one. The size is in the map definitions, so a fresh start and
+ * an adoption of pinned maps always agree. BPF_F_NO_PREALLOC: memory is
+ * spent per entry, not per max_entries. Linux 6.18 (kernel/bpf/lpm_trie.c)
+ * allocates every node, leaf or intermediate, from one bpf_mem_alloc cache
+ * of 24 + 8 + 8 = 40 bytes (IPv4; IPv6 24 + 20 + 8 = 52) plus its 8-byte
+ * list header, which kmalloc rounds to 64; n entries need at most n - 1
+ * intermediate nodes: at most 128 bytes a prefix, 128 MB per million
+ * (measured on 6.18: 127.9 bytes a prefix for 200,000 random /24../32).
+ */
+#define FG_MAX_PREFIXES	(1u << 20)
+#define FG_PFX_ENTRIES	(2 * FG_MAX_PREFIXES)
 
 struct fg_lpm4 {
 	__u32 prefixlen;	/* 32 (slot) + prefix length */
@@ -285,15 +358,16 @@ struct fg_dir4 {
 #define FG_WAYS4	8
 #define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
 #define FG_SRC4_MAX_BITS 24
-struct fg_slot4 {
+/* A way's key: one 64-bit word, claimed with one compare-and-swap. */
+struct fg_wkey4 {
 	__be32 addr;		/* masked source */
 	__u8 rule;		/* rule id */
-	__u8 used;		/* 1; an all-zero slot is empty */
+	__u8 used;		/* 1; an all-zero key is an empty way */
 	__u16 gen;		/* rule generation */
 };
 
 struct fg_set4 {
-	struct fg_slot4 key[FG_WAYS4];	/* one cache line, read by every lookup */
+	struct fg_wkey4 key[FG_WAYS4];	/* one cache line, read by every lookup */
 	__u64 tat[FG_WAYS4];		/* GCRA state of each way */
 	__u64 drops[FG_WAYS4];		/* sampled, see FG_DROP_SAMPLE */
 };
@@ -335,9 +409,9 @@ struct fg_bucket {
 /* Aggregate, overflow and admission buckets live in one array, a cache
  * line each so rules do not share lines. */
 #define FG_AGG_IDX(id)	(id)
-#define FG_OVF_IDX(id)	(FG_MAX_RULES + (id))
-#define FG_INS_IDX	(2 * FG_MAX_RULES)
-#define FG_NAGG		(2 * FG_MAX_RULES + 1)
+#define FG_OVF_IDX(id)	(FG_MAX_IDS + (id))
+#define FG_INS_IDX	(2 * FG_MAX_IDS)
+#define FG_NAGG		(2 * FG_MAX_IDS + 1)
 struct fg_agg {
 	struct fg_bucket b;
 	__u64 pad[6];
@@ -359,7 +433,10 @@ struct fg_name {
 	__u32 pad;
 };
 
-/* fg_meta[0]: what floodgated attached, for `floodgate status`. */
+/* fg_meta[0]: what floodgated attached and how its last reload went, for
+ * `floodgate status` and `floodgate reload`. Written by the daemon; cold:
+ * the program never reads it. Read and write it with BPF_F_LOCK, so a
+ * reader sees the reload fields of one update, never half of two. */
 struct fg_meta_if {
 	__u32 ifindex;
 	__u32 xdp_mode;		/* 1 native (drv), 2 generic (skb) */
@@ -367,14 +444,22 @@ struct fg_meta_if {
 };
 
 struct fg_meta {
-	__u32 magic;
-	__u32 abi;
-	__u32 pid;		/* daemon pid, 0 when none */
-	__u32 n_ifs;
-	__u64 started;		/* CLOCK_REALTIME s when the daemon started */
-	__u64 max_sources;
-	struct fg_meta_if ifs[FG_MAX_IFS];
-	char config[256];
+	__u32 magic;		/*   0 */
+	__u32 abi;		/*   4 */
+	__u32 pid;		/*   8 daemon pid, 0 when none */
+	__u32 n_ifs;		/*  12 */
+	__u64 started;		/*  16 CLOCK_REALTIME s when the daemon started */
+	__u64 max_sources;	/*  24 */
+	struct fg_meta_if ifs[FG_MAX_IFS];	/*  32, 24 bytes each */
+	char config[256];	/* 416 */
+	__u32 reload_seq;	/* 672 +1 each time the daemon has finished handling a reload request, success or not */
+	__u32 reload_err;	/* 676 that request's result: 0, or a positive errno */
+	__u64 reload_done;	/* 680 CLOCK_REALTIME s when it finished */
+	__u32 file_mode;	/* 688 enum fg_mode: the file's global mode as last applied */
+	struct bpf_spin_lock lock;	/* 692 for BPF_F_LOCK lookups and updates */
+	char reload_msg[256];	/* 696 the daemon's reason, or "policy version N active" */
 };
+_Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(struct fg_meta) == 952,
+	       "fg_meta layout");
 
 #endif /* FLOODGATE_H */

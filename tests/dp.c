@@ -7,6 +7,21 @@
 #include "dp.h"
 #include "fgmaps.h"
 
+/* What fg_ctl_init does for a fresh pin dir: the whole value, once, before
+ * the first packet; from then on only user/ctl.h writes it. */
+static int dp_ctl_init(struct dp *d, __u32 max_sources)
+{
+	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
+			    .seed4 = 0x5eed5eed5eed5eedull };
+	__u32 k = 0, sets = fg_src4_sets(max_sources);
+
+	while ((1u << c.src4_bits) < sets)
+		c.src4_bits++;
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
+		return -errno;
+	return fg_ctl_map_open(&d->cm, bpf_map__fd(d->skel->maps.fg_ctl));
+}
+
 int dp_open(struct dp *d, __u32 max_sources)
 {
 	int err;
@@ -28,24 +43,19 @@ int dp_open(struct dp *d, __u32 max_sources)
 	d->prog = bpf_program__fd(d->skel->progs.floodgate);
 	dp_set_now(d, 1000000000ull);	/* t = 1 s */
 	dp_pol_reset(d);
-	{
-		struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
-				    .seed4 = 0x5eed5eed5eed5eedull };
-		__u32 k = 0, sets = fg_src4_sets(max_sources);
-
-		while ((1u << c.src4_bits) < sets)
-			c.src4_bits++;
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
-			return -errno;
-	}
-	err = dp_set_ctl(d, FG_MODE_ENFORCE, 0, 0);
+	err = dp_ctl_init(d, max_sources);
+	if (!err)
+		err = dp_set_ctl(d, FG_MODE_ENFORCE, 0, 0);
 	if (!err)
 		err = dp_apply(d);
+	if (err)
+		dp_close(d);
 	return err;
 }
 
 void dp_close(struct dp *d)
 {
+	fg_ctl_map_close(&d->cm);
 	floodgate_bpf__destroy(d->skel);
 	d->skel = NULL;
 }
@@ -90,11 +100,17 @@ void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes)
 int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
 	    unsigned classes)
 {
+	return dp_rule_id(d, r, m, classes, (__u16)d->pol.nrules);
+}
+
+int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
+	       unsigned classes, __u16 id)
+{
 	int idx = d->pol.nrules++;
 	struct fg_rule *n = &d->pol.rules[idx];
 
 	*n = *r;
-	n->id = idx;
+	n->id = id;
 	if (!n->mask4 && !r->mask6[0]) {
 		n->mask4 = 0xffffffff;
 		n->mask6[0] = n->mask6[1] = 0xffffffff;
@@ -106,34 +122,22 @@ int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
 	return idx;
 }
 
-static int dp_ctl_read(struct dp *d, struct fg_ctl *c)
-{
-	__u32 k = 0;
-
-	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, c);
-}
-
 int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until)
 {
-	struct fg_ctl c = {};
-	__u32 k = 0;
+	int err = fg_switch_file_mode(&d->cm, mode);
 
-	dp_ctl_read(d, &c);
-	c.magic = FG_ABI_MAGIC;
-	c.abi = FG_ABI_VERSION;
-	c.mode = mode;
-	c.bypass = bypass;
-	c.bypass_until = until;
-	return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0) ? -errno : 0;
+	return err ? err : fg_switch_bypass(&d->cm, bypass, until);
 }
 
 int dp_apply(struct dp *d)
 {
 	struct fg_ctl c;
-	__u32 k = 0, slot;
+	__u32 slot;
+	int err;
 
-	if (dp_ctl_read(d, &c))
-		return -errno;
+	err = fg_ctl_snapshot(&d->cm, &c);
+	if (err)
+		return err;
 	slot = c.slot ^ 1;
 	d->pol.version++;
 	{
@@ -150,9 +154,20 @@ int dp_apply(struct dp *d)
 	}
 	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_policy), &slot, &d->pol, 0))
 		return -errno;
-	c.slot = slot;
-	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
-		return -errno;
+	return fg_switch_slot(&d->cm, slot);
+}
+
+int dp_set_admission(struct dp *d, __u64 max_sources)
+{
+	struct fg_config *cfg = calloc(1, sizeof(*cfg));
+
+	if (!cfg)
+		return -ENOMEM;
+	cfg->pol = d->pol;
+	cfg->max_sources = max_sources;
+	fg_policy_set_admission(cfg, d->ncpu);
+	d->pol.ins = cfg->pol.ins;
+	free(cfg);
 	return 0;
 }
 
@@ -301,7 +316,7 @@ static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
 
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
 {
-	union { struct fg_slot4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
+	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
 	struct fg_set4 set;
 	struct fg_ctl c;
 	__u32 z = 0;
@@ -319,6 +334,16 @@ int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_
 		}
 	}
 	return -ENOENT;
+}
+
+int dp_agg(struct dp *d, __u32 idx, struct fg_bucket *b)
+{
+	struct fg_agg a;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_agg), &idx, &a))
+		return -errno;
+	*b = a.b;
+	return 0;
 }
 
 __u32 dp_count_src4(struct dp *d)

@@ -2,7 +2,9 @@
 /*
  * Data-path test fixture: the real XDP program from its skeleton, loaded
  * with the test clock (fake_now), unpinned; policies built by hand so each
- * test controls every field; frames run through BPF_PROG_TEST_RUN.
+ * test controls every field; frames run through BPF_PROG_TEST_RUN. fg_ctl
+ * is written the way floodgate writes it: whole once at open, then field by
+ * field through user/ctl.h (d->cm).
  */
 #ifndef FG_TEST_DP_H
 #define FG_TEST_DP_H
@@ -12,6 +14,7 @@
 #include <bpf/bpf.h>
 #include "floodgate.h"
 #include "floodgate.skel.h"
+#include "ctl.h"
 #include "pkt.h"
 #include "policy.h"
 
@@ -19,6 +22,7 @@ struct dp {
 	struct floodgate_bpf *skel;
 	int prog;
 	int ncpu;
+	struct fg_ctl_map cm;	/* fg_ctl, mapped */
 	struct fg_policy pol;	/* the policy being built */
 	struct fg_stats snap[FG_NROWS];	/* for dp_outcome() */
 	struct fg_pfx_entry pfx[128];	/* what dp_pfx wrote, for fg_dir4 */
@@ -37,9 +41,17 @@ struct fg_limit dp_lim(double rate, double burst);
  * classes (1 << FG_CLASS_*). Returns the rule index (= id). */
 int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
 	    unsigned classes);
+/* The same with a rule id of the caller's choice (0..FG_MAX_IDS-1);
+ * returns the rule index. */
+int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
+	       unsigned classes, __u16 id);
 /* Adds one more match entry for rule idx. */
 void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes);
-int dp_apply(struct dp *d);	/* write inactive slot, flip */
+int dp_apply(struct dp *d);	/* write inactive slot, flip (fg_switch_slot) */
+/* The new-key admission limit floodgated sets for the policy being built
+ * and max_sources (fg_policy_set_admission, the daemon's own code). */
+int dp_set_admission(struct dp *d, __u64 max_sources);
+/* File mode and kill switch, through fg_switch_file_mode and fg_switch_bypass. */
 int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until);
 int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets);
 
@@ -52,6 +64,8 @@ int dp_outcome(struct dp *d, __u32 *row, __u32 *out);
 __u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out);
 __u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev);
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b);
+/* fg_agg[idx] (FG_AGG_IDX, FG_OVF_IDX, FG_INS_IDX). */
+int dp_agg(struct dp *d, __u32 idx, struct fg_bucket *b);
 __u32 dp_count_src4(struct dp *d);
 
 #define M_ANY ((struct fg_match){ .sport_hi = 65535, .dport_hi = 65535 })

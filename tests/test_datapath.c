@@ -696,7 +696,9 @@ static void test_shadow_equals_enforce(void)
 	int dec[2][600];
 	int v, out;
 
-	for (int mode = 0; mode < 3; mode++) {
+	/* 0 enforce; shadow: 1 global (file), 2 rule (file), 3 global
+	 * override, 4 rule override */
+	for (int mode = 0; mode < 5; mode++) {
 		struct fg_rule r = limit_rule(50, 10);
 
 		if (setup(1024))
@@ -708,6 +710,10 @@ static void test_shadow_equals_enforce(void)
 		dp_apply(&D);
 		if (mode == 1)
 			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
+		if (mode == 3)
+			ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW), "global override shadow");
+		if (mode == 4)
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "rule override shadow");
 		srand(7);
 		for (int i = 0; i < 600; i++) {
 			char src[32];
@@ -727,9 +733,14 @@ static void test_shadow_equals_enforce(void)
 				dec[1][i] = out == FG_OUT_SHADOW ? FG_OUT_DROP : out;
 			}
 		}
-		if (mode)
-			ASSERT_EQ(memcmp(dec[0], dec[1], sizeof(dec[0])), 0,
-				  mode == 1 ? "global shadow decides as enforce" : "rule shadow decides as enforce");
+		if (mode) {
+			static const char *const what[5] = { "", "global shadow", "rule shadow",
+				"global shadow override", "rule shadow override" };
+			char name[96];
+
+			snprintf(name, sizeof(name), "%s decides as enforce", what[mode]);
+			ASSERT_EQ(memcmp(dec[0], dec[1], sizeof(dec[0])), 0, name);
+		}
 		if (mode == 0) {
 			int drops = 0;
 
@@ -775,6 +786,311 @@ static void test_bypass(void)
 	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "enforcing again at 5 s");
 	ASSERT_EQ(burst_of(&s, 10), 1, "bucket as it was: 2 tokens after 5 s at 1/s minus one");
 	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1, "expired bypass counted (in the row that judged the packet)");
+	dp_close(&D);
+}
+
+/* The kill switch as the CLI sets it (ctl.h): a live one passes everything
+ * untouched and counts it globally; an expired one (its time is now or
+ * past) is ignored and counted as such where the packet was judged. */
+static void test_bypass_live_and_expired(void)
+{
+	struct fg_rule drop = { .action = FG_ACT_DROP };
+	struct pkt_spec s = udp4("192.0.2.31", 7);
+	__u64 t, expired;
+	__u32 row;
+	int v;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &drop, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t = dp_now(&D);
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "no bypass: the drop rule drops");
+
+	ASSERT_OK(fg_switch_bypass(&D.cm, true, t + NS), "bypass until t + 1 s");
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_BYPASS, "live bypass");
+	ASSERT_EQ(v, XDP_PASS, "live bypass passes");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "live bypass counted globally");
+
+	expired = dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED);
+	ASSERT_OK(fg_switch_bypass(&D.cm, true, t - 1), "bypass that ended 1 ns ago");
+	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "expired bypass: judged as usual");
+	ASSERT_EQ(v, XDP_DROP, "expired bypass drops");
+	ASSERT_EQ(row, 0, "in the rule's row");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), expired + 1, "expired bypass counted");
+
+	ASSERT_OK(fg_switch_bypass(&D.cm, true, t), "bypass that ends now");
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DROP, "a bypass ending now has ended");
+	ASSERT_OK(fg_switch_bypass(&D.cm, true, t + 1), "bypass that ends in 1 ns");
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_BYPASS, "re-armed over an expired one");
+	ASSERT_OK(fg_switch_bypass(&D.cm, true, 0), "bypass until switched off");
+	dp_set_now(&D, t + 3600 * NS);
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_BYPASS, "no expiry: still on an hour later");
+
+	expired = dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED);
+	ASSERT_OK(fg_switch_bypass(&D.cm, false, 0), "bypass off");
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DROP, "off: judged as usual");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), expired, "off is not an expired bypass");
+	dp_close(&D);
+}
+
+/*
+ * Which mode judges a rule's packets: global override x the file's global
+ * mode x rule override x the rule's file mode, each set the way floodgate
+ * sets it (ctl.h for fg_ctl, the policy for the rule's mode). A drop rule
+ * shows the mode in the counters: shadow counts would-drop and passes,
+ * enforce drops. A denylisted source shows the global mode alone. Rule ids
+ * 5 and 100: one in each word of the override bitmaps.
+ */
+static void test_mode_overrides(void)
+{
+	/* columns: (rule override, rule mode) = (none, E) (none, S) (enforce, E)
+	 * (enforce, S) (shadow, E) (shadow, S); deny: the global mode */
+	static const struct {
+		__u32 govr, file;
+		const char *rules, deny;
+	} rows[] = {
+		{ FG_OVR_NONE, FG_MODE_ENFORCE, "ESEESS", 'E' },
+		{ FG_OVR_NONE, FG_MODE_SHADOW, "SSSSSS", 'S' },
+		{ FG_OVR_ENFORCE, FG_MODE_ENFORCE, "ESEESS", 'E' },
+		{ FG_OVR_ENFORCE, FG_MODE_SHADOW, "ESEESS", 'E' },
+		{ FG_OVR_SHADOW, FG_MODE_ENFORCE, "SSSSSS", 'S' },
+		{ FG_OVR_SHADOW, FG_MODE_SHADOW, "SSSSSS", 'S' },
+	};
+	static const __u32 rovr[6] = { FG_OVR_NONE, FG_OVR_NONE, FG_OVR_ENFORCE, FG_OVR_ENFORCE,
+				       FG_OVR_SHADOW, FG_OVR_SHADOW };
+	static const __u32 rmode[6] = { FG_MODE_ENFORCE, FG_MODE_SHADOW, FG_MODE_ENFORCE,
+					FG_MODE_SHADOW, FG_MODE_ENFORCE, FG_MODE_SHADOW };
+	static const char *const ovr_name[3] = { "none", "enforce", "shadow" };
+	static const __u16 ids[2] = { 5, 100 };
+	struct fg_rule drop = { .action = FG_ACT_DROP };
+	struct pkt_spec s = udp4("192.0.2.40", 7), deny = udp4("10.66.0.1", 7);
+	int cases = 0;
+
+	if (setup(1024))
+		return;
+	for (int n = 0; n < 2; n++) {
+		__u16 id = ids[n];
+
+		dp_pol_reset(&D);
+		dp_rule_id(&D, &drop, &M_ANY, C_ALL, id);
+		if (!ASSERT_OK(dp_pfx(&D, "10.66.0.0/16", FG_LIST_DENY, 0), "deny 10.66/16"))
+			break;
+		for (int c = 0; c < 6; c++) {
+			D.pol.rules[0].mode = rmode[c];
+			ASSERT_OK(dp_apply(&D), "policy with the rule's mode");
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, rovr[c]), "rule override");
+			for (size_t g = 0; g < sizeof(rows) / sizeof(rows[0]); g++) {
+				char name[160];
+				int want = rows[g].rules[c] == 'S' ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+				__u32 row = 0, m = 99;
+				int v, out;
+
+				ASSERT_OK(fg_switch_file_mode(&D.cm, rows[g].file), "file mode");
+				ASSERT_OK(fg_switch_mode_ovr(&D.cm, rows[g].govr), "global override");
+				snprintf(name, sizeof(name),
+					 "rule id %u: global override %s, file %s, rule override %s, rule %s",
+					 id, ovr_name[rows[g].govr], rows[g].file ? "shadow" : "enforce",
+					 ovr_name[rovr[c]], rmode[c] ? "shadow" : "enforce");
+				out = outcome_of(&s, &row, &v);
+				ASSERT_EQ(out, want == FG_MODE_SHADOW ? FG_OUT_SHADOW : FG_OUT_DROP, name);
+				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP, name);
+				ASSERT_EQ(row, id, name);
+				ASSERT_OK(fg_ctl_rule_mode(&D.cm, id, rmode[c], &m), name);
+				ASSERT_EQ(m, want, "ctl.h says what the program does");
+				cases++;
+				if (c)
+					continue;
+				want = rows[g].deny == 'S' ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+				ASSERT_EQ(outcome_of(&deny, &row, &v), FG_OUT_DENY, name);
+				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP,
+					  "denylisted: the global mode alone");
+				ASSERT_OK(fg_ctl_global_mode(&D.cm, &m), "global mode");
+				ASSERT_EQ(m, want, "ctl.h's global mode is the program's");
+			}
+		}
+		/* cleared overrides: the file decides again (the stale shadow
+		 * bit left by "none" is not read) */
+		D.pol.rules[0].mode = FG_MODE_ENFORCE;
+		ASSERT_OK(dp_apply(&D), "rule back to enforce in the file");
+		ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_ENFORCE), "file enforce");
+		ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_NONE), "global override cleared");
+		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow");
+		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_SHADOW, "rule override shadow");
+		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_NONE), "rule override cleared");
+		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "cleared: the file's enforce");
+		/* apply forgets the override of an id it hands to a new rule */
+		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow again");
+		__u64 mask[FG_OVR_WORDS] = {};
+
+		mask[id / 64] = 1ull << (id % 64);
+		ASSERT_OK(fg_switch_clear_rule_ovr_ids(&D.cm, mask), "clear the id's override");
+		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "forgotten: the file's enforce");
+	}
+	ASSERT_EQ(cases, 72, "every combination, both ids");
+	dp_close(&D);
+}
+
+/*
+ * A reload that replaces every rule at once (item 9): policy A has 64
+ * rules with ids 0..63; policy B, 64 new rules with ids 64..127, what
+ * apply gives them while A's ids stay in use until the flip. B counts in
+ * rows and buckets of its own: aggregate buckets A exhausted do not limit
+ * it, its sources without a bucket go to overflow buckets of its own ids,
+ * and A's rows do not move.
+ */
+static void test_ids_64_to_127(void)
+{
+	struct fg_stats st;
+	struct fg_bucket b;
+	char name[96];
+
+	if (setup(1024))
+		return;
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_rule r = { .action = FG_ACT_LIMIT };
+		struct fg_match m = M_ANY;
+
+		r.agg = dp_lim(1, 3);
+		m.proto = 17;
+		m.flags = FG_M_L4;
+		m.dport_lo = m.dport_hi = 1000 + i;
+		dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)i);
+	}
+	ASSERT_OK(dp_apply(&D), "policy A: ids 0..63");
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
+
+		for (int k = 0; k < 4; k++)
+			dp_send(&D, &s);
+	}
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		snprintf(name, sizeof(name), "A: row %d", i);
+		ASSERT_OK(dp_read_stats(&D, i, &st), name);
+		ASSERT_EQ(st.pkts[FG_OUT_PASS], 3, name);
+		ASSERT_EQ(st.pkts[FG_OUT_DROP], 1, name);
+	}
+
+	dp_pol_reset(&D);
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_rule r = limit_rule(1, 2);
+		struct fg_match m = M_ANY;
+
+		r.agg = dp_lim(1, 3);
+		r.ovf = dp_lim(1, 2);
+		r.gen = 1;
+		m.proto = 17;
+		m.flags = FG_M_L4;
+		m.dport_lo = m.dport_hi = 1000 + i;
+		dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)(FG_MAX_RULES + i));
+	}
+	D.pol.ins.inc = 1;	/* no new source gets a bucket: all go to overflow */
+	D.pol.ins.tau = 0;
+	ASSERT_OK(dp_apply(&D), "policy B: ids 64..127, every rule new");
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
+
+		for (int k = 0; k < 4; k++)
+			dp_send(&D, &s);
+	}
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		int id = FG_MAX_RULES + i;
+
+		snprintf(name, sizeof(name), "B: row %d", id);
+		ASSERT_OK(dp_read_stats(&D, id, &st), name);
+		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, name);	/* overflow burst 2, fresh aggregate */
+		ASSERT_EQ(st.pkts[FG_OUT_DROP], 2, name);
+		ASSERT_EQ(st.ev[FG_EV_OVERFLOW], 4, name);
+		snprintf(name, sizeof(name), "B: id %d's aggregate and overflow buckets", id);
+		ASSERT_OK(dp_agg(&D, FG_AGG_IDX(id), &b), name);
+		ASSERT_NEQ(b.tat, 0, name);
+		ASSERT_OK(dp_agg(&D, FG_OVF_IDX(id), &b), name);
+		ASSERT_NEQ(b.tat, 0, name);
+		snprintf(name, sizeof(name), "A: row %d unchanged, overflow bucket unused", i);
+		ASSERT_OK(dp_read_stats(&D, i, &st), name);
+		ASSERT_EQ(st.pkts[FG_OUT_PASS] + st.pkts[FG_OUT_DROP], 4, name);
+		ASSERT_OK(dp_agg(&D, FG_OVF_IDX(i), &b), name);
+		ASSERT_EQ(b.tat, 0, name);
+	}
+	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_PASS), 0, "nothing fell to the global row");
+
+	/* a per-source bucket keyed by id 127 */
+	dp_pol_reset(&D);
+	struct fg_rule r = limit_rule(1, 2);
+
+	r.gen = 1;
+	dp_rule_id(&D, &r, &M_ANY, C_ALL, FG_MAX_IDS - 1);
+	ASSERT_OK(dp_apply(&D), "policy C: one rule, id 127");
+	struct pkt_spec s = udp4("192.0.2.61", 7);
+	__u64 before = dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS);
+
+	ASSERT_EQ(burst_of(&s, 5), 2, "id 127: its own burst");
+	ASSERT_OK(dp_bucket4(&D, "192.0.2.61", FG_MAX_IDS - 1, 1, &b), "source bucket of id 127");
+	ASSERT_EQ(dp_bucket4(&D, "192.0.2.61", (FG_MAX_IDS - 1) & (FG_MAX_RULES - 1), 1, &b),
+		  -ENOENT, "not of id 63");
+	ASSERT_EQ(dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS) - before, 2, "row 127 counts it");
+	dp_close(&D);
+}
+
+/* Item 2: the prefix tries are sized in the map definitions, for both
+ * slots of the largest policy, whatever the loader does, and spend memory
+ * per entry. */
+static void test_prefix_tries_sized(void)
+{
+	struct bpf_map *tries[2];
+
+	if (setup(1024))
+		return;
+	tries[0] = D.skel->maps.fg_pfx4;
+	tries[1] = D.skel->maps.fg_pfx6;
+	for (int f = 0; f < 2; f++) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_map__fd(tries[f]), &info, &len), "map info"))
+			continue;
+		ASSERT_EQ(info.max_entries, FG_PFX_ENTRIES, f ? "fg_pfx6 entries" : "fg_pfx4 entries");
+		ASSERT_EQ(info.max_entries, 2 * FG_MAX_PREFIXES, "room for both slots of the largest policy");
+		ASSERT_TRUE(info.map_flags & BPF_F_NO_PREALLOC, "memory per entry");
+	}
+	dp_close(&D);
+}
+
+/* The same, filled: FG_MAX_PREFIXES IPv4 prefixes in each slot fit, one
+ * more does not, and both slots answer. About 6 s and 270 MB of kernel
+ * memory: game day only. */
+static void test_prefix_tries_full(void)
+{
+	int fd, err = 0;
+	__u32 n = 0;
+
+	if (!getenv("FG_GAMEDAY")) {
+		fg_test_skip("fills fg_pfx4 with 2^21 prefixes (~6 s, ~270 MB): FG_GAMEDAY=1 runs it");
+		return;
+	}
+	if (setup(1024))
+		return;
+	fd = bpf_map__fd(D.skel->maps.fg_pfx4);
+	for (__u32 slot = 0; slot < 2 && !err; slot++)
+		for (__u32 i = 0; i < FG_MAX_PREFIXES && !err; i++) {
+			struct fg_lpm4 k = { .prefixlen = 64, .slot = slot, .addr = htonl(0x0a000000u + i) };
+			struct fg_pfx v = { .list = FG_LIST_DENY };
+
+			err = bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0;
+			n += !err;
+		}
+	ASSERT_OK(err, "2 x FG_MAX_PREFIXES prefixes");
+	ASSERT_EQ(n, FG_PFX_ENTRIES, "all of them");
+	struct fg_lpm4 k = { .prefixlen = 64, .slot = 1, .addr = htonl(0x0b000000u) };
+	struct fg_pfx v = { .list = FG_LIST_DENY };
+
+	ASSERT_EQ(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0, -ENOSPC, "one more is refused");
+	k.slot = 0;
+	k.addr = htonl(0x0a000000u + FG_MAX_PREFIXES - 1);
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0, "slot 0's last prefix");
+	k.slot = 1;
+	k.addr = htonl(0x0a000000u);
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0, "slot 1's first prefix");
 	dp_close(&D);
 }
 
@@ -1103,12 +1419,9 @@ static int eviction_run(int family, int with_admission, int spray, __u64 over_ns
 	if (setup(table))
 		return -1;
 	dp_rule(&D, &r, &M_ANY, C_ALL);
-	if (with_admission) {
-		/* what fg_policy_set_admission computes: (table - slack) / (2 T_refill) */
-		double slack = 2.0 * 128 * D.ncpu;
-		double rins = ((double)table - slack) / (2 * 2.0);
-
-		D.pol.ins = dp_lim(rins, 64);
+	if (with_admission && !ASSERT_OK(dp_set_admission(&D, table), "admission limit")) {
+		dp_close(&D);
+		return -1;
 	}
 	dp_apply(&D);
 	t = dp_now(&D);
@@ -1149,8 +1462,10 @@ static int client_under_spray(int with_admission, __u64 *limited)
 	if (setup(table))
 		return -1;
 	dp_rule(&D, &r, &M_ANY, C_ALL);
-	if (with_admission)
-		D.pol.ins = dp_lim(((double)table - 2.0 * 128 * D.ncpu) / (2 * 2.0), 64);
+	if (with_admission && !ASSERT_OK(dp_set_admission(&D, table), "admission limit")) {
+		dp_close(&D);
+		return -1;
+	}
 	dp_apply(&D);
 	clen = pkt_build(&c, cbuf, sizeof(cbuf));
 	len = pkt_build(&sp, buf, sizeof(buf));
@@ -1249,6 +1564,11 @@ int main(int argc, char **argv)
 	FG_RUN(test_aggregate_and_refund);
 	FG_RUN(test_shadow_equals_enforce);
 	FG_RUN(test_bypass);
+	FG_RUN(test_bypass_live_and_expired);
+	FG_RUN(test_mode_overrides);
+	FG_RUN(test_ids_64_to_127);
+	FG_RUN(test_prefix_tries_sized);
+	FG_RUN(test_prefix_tries_full);
 	FG_RUN(test_table_full_v6);
 	FG_RUN(test_table_full_v4);
 	FG_RUN(test_counters_add_up);

@@ -80,11 +80,11 @@ static int apply(const char *txt, char *why)
 
 static int find_id(const char *name)
 {
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 
 	if (fg_names_read(&maps, names))
 		return -2;
-	for (int i = 0; i < FG_MAX_RULES; i++)
+	for (int i = 0; i < FG_MAX_IDS; i++)
 		if (names[i].in_use && !strcmp(names[i].name, name))
 			return i;
 	return -1;
@@ -152,7 +152,7 @@ static void test_first_apply(void)
 static void test_rename_keeps_survivors(void)
 {
 	char why[FG_WHY_LEN];
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	int b0 = find_id("b"), a0 = find_id("a");
 

@@ -12,7 +12,7 @@
 #include "log.h"
 #include "throttle.h"
 
-static struct fg_name names[FG_MAX_RULES];
+static struct fg_name names[FG_MAX_IDS];
 static char logbuf[1 << 16];
 static int saved_fd = -1;
 static FILE *cap;

@@ -195,7 +195,7 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 	if (sets == MAP_FAILED)
 		return -errno;
 	for (__u32 i = 0; i < n; i++) {
-		union { struct fg_slot4 s; __u64 u; } k = { .s = {
+		union { struct fg_wkey4 s; __u64 u; } k = { .s = {
 			.addr = htonl(base + i) & r->mask4, .rule = r->id, .used = 1, .gen = r->gen,
 		} };
 		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
@@ -395,7 +395,7 @@ static int micro(void *cfg)
 				       "\"entries\":%ld,\"memlock\":%llu,\"key\":%zu,\"value\":%zu,"
 				       "\"bytes_per_entry\":%.2f,\"bytes_per_tracked\":%.2f}\n",
 				       f ? "fg_src6" : "fg_src4", tab, f ? 0 : have, memlock,
-				       f ? sizeof(struct fg_key6) : sizeof(struct fg_slot4),
+				       f ? sizeof(struct fg_key6) : sizeof(struct fg_wkey4),
 				       f ? sizeof(struct fg_bucket) : 2 * sizeof(__u64),
 				       (double)memlock / tab, (double)memlock / n);
 			}

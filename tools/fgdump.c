@@ -83,12 +83,12 @@ static int parse_u32(const char *s, __u32 max, __u32 *out)
 /* The rule id of NAME from fg_names, -ENOENT if no rule holds that name. */
 static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 {
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	int err = fg_names_read(m, names);
 
 	if (err)
 		return err;
-	for (__u32 i = 0; i < FG_MAX_RULES; i++) {
+	for (__u32 i = 0; i < FG_MAX_IDS; i++) {
 		names[i].name[FG_NAME_LEN - 1] = 0;
 		if (names[i].in_use && !strcmp(names[i].name, name)) {
 			*id = i;
@@ -103,7 +103,7 @@ static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src4_ref *ref)
 {
 	union {
-		struct fg_slot4 s;
+		struct fg_wkey4 s;
 		__u64 u;
 	} k = {};
 	const struct fg_rule *rule = NULL;
@@ -112,7 +112,7 @@ static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src
 	__be32 a;
 	int err;
 
-	if (inet_pton(AF_INET, addr, &a) != 1 || id >= FG_MAX_RULES)
+	if (inet_pton(AF_INET, addr, &a) != 1 || id >= FG_MAX_IDS)
 		return -EINVAL;
 	pol = malloc(sizeof(*pol));
 	if (!pol)
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
 				argv[optind + 1], FG_NROWS - 1);
 			return EXIT_USAGE;
 		}
-		if (w.source && (w.row >= FG_MAX_RULES || inet_pton(AF_INET, w.source, &a) != 1)) {
+		if (w.source && (w.row >= FG_MAX_IDS || inet_pton(AF_INET, w.source, &a) != 1)) {
 			fprintf(stderr, "fgdump: watch: --source needs an IPv4 address and a rule row\n");
 			return EXIT_USAGE;
 		}

@@ -223,10 +223,10 @@ struct apply {
 	struct fg_policy active;		/* the policy packets read now */
 	__u32 slot, inactive;			/* active and inactive slot */
 	size_t n4, n6;				/* the new policy's prefixes */
-	struct fg_name names[FG_MAX_RULES];	/* fg_names as found */
-	struct fg_name newnames[FG_MAX_RULES];	/* fg_names once applied */
-	bool claimed[FG_MAX_RULES];		/* ids the new policy uses */
-	bool fresh[FG_MAX_RULES];		/* ids given to new names */
+	struct fg_name names[FG_MAX_IDS];	/* fg_names as found */
+	struct fg_name newnames[FG_MAX_IDS];	/* fg_names once applied */
+	bool claimed[FG_MAX_IDS];		/* ids the new policy uses */
+	bool fresh[FG_MAX_IDS];		/* ids given to new names */
 };
 
 /* What is there now: fg_ctl, fg_meta, fg_names and the active policy. */
@@ -274,9 +274,9 @@ static int apply_capacity(struct apply *a)
 	return 0;
 }
 
-static int name_find(const struct fg_name names[FG_MAX_RULES], const char *name)
+static int name_find(const struct fg_name names[FG_MAX_IDS], const char *name)
 {
-	for (int j = 0; j < FG_MAX_RULES; j++)
+	for (int j = 0; j < FG_MAX_IDS; j++)
 		if (names[j].in_use && !strncmp(names[j].name, name, FG_NAME_LEN))
 			return j;
 	return -1;
@@ -289,7 +289,7 @@ static int new_id(struct apply *a, const char *name)
 	struct fg_name *nn;
 	int id = -1;
 
-	for (int j = 0; j < FG_MAX_RULES && id < 0; j++)
+	for (int j = 0; j < FG_MAX_IDS && id < 0; j++)
 		if (!a->names[j].in_use && !a->claimed[j])
 			id = j;
 	if (id < 0) {
@@ -353,7 +353,7 @@ static int write_fresh_ids(struct apply *a)
 {
 	int err;
 
-	for (int id = 0; id < FG_MAX_RULES; id++) {
+	for (int id = 0; id < FG_MAX_IDS; id++) {
 		if (!a->fresh[id])
 			continue;
 		err = zero_rule_state(a->m, id);
@@ -418,7 +418,7 @@ static void apply_rollback(struct apply *a)
 	char first[FG_WHY_LEN];
 	int e;
 
-	for (int id = 0; id < FG_MAX_RULES; id++) {
+	for (int id = 0; id < FG_MAX_IDS; id++) {
 		if (!a->fresh[id] || !(e = fg_name_write(a->m, id, &a->names[id])) || !a->why)
 			continue;
 		snprintf(first, sizeof(first), "%s", a->why);
@@ -432,7 +432,7 @@ static int apply_commit(struct apply *a)
 {
 	int err = 0, e;
 
-	for (int id = 0; id < FG_MAX_RULES; id++) {
+	for (int id = 0; id < FG_MAX_IDS; id++) {
 		if (!a->names[id].in_use || a->claimed[id])
 			continue;
 		a->newnames[id].in_use = 0;
@@ -489,13 +489,13 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 static int policy_with_mode(struct fg_maps *m, __u32 slot, const char *name, __u32 mode,
 			    struct fg_policy *pol, char *why)
 {
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	int err, id = -1, hit = 0;
 
 	err = fg_names_read(m, names);
 	if (err)
 		return err;
-	for (int j = 0; j < FG_MAX_RULES; j++)
+	for (int j = 0; j < FG_MAX_IDS; j++)
 		if (names[j].in_use && !strncmp(names[j].name, name, FG_NAME_LEN))
 			id = j;
 	if (id < 0) {

@@ -68,7 +68,7 @@ const char *cli_row_name(const struct fg_name *names, int row)
 
 const char *cli_rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 {
-	if (id < FG_MAX_RULES && names[id].in_use && names[id].gen == gen)
+	if (id < FG_MAX_IDS && names[id].in_use && names[id].gen == gen)
 		return names[id].name;
 	return NULL;
 }

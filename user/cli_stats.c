@@ -153,7 +153,7 @@ int cli_stats(void *cfg)
 {
 	static struct fg_stats rows[FG_NROWS];
 	const struct cli_args *a = cfg;
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_maps m;
 	int err;
 
@@ -256,7 +256,7 @@ static int top_json(const struct fg_source *src, size_t n, const struct fg_src_s
 int cli_top(void *cfg)
 {
 	const struct cli_args *a = cfg;
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy *pol = malloc(sizeof(*pol));
 	struct fg_source *src = NULL;
 	struct fg_src_scan scan;

@@ -17,7 +17,7 @@ struct status {
 	struct fg_ctl ctl;
 	struct fg_meta meta;
 	struct fg_policy pol;
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	bool attached[FG_MAX_IFS];	/* link pinned and not severed */
 	bool running;			/* meta.pid is a live floodgated */
 	size_t n4, n6;
@@ -78,7 +78,7 @@ static bool bypass_on(const struct status *st)
 
 static const char *rule_name_at(const struct status *st, const struct fg_rule *r)
 {
-	return r->id < FG_MAX_RULES && st->names[r->id].in_use ? st->names[r->id].name : "?";
+	return r->id < FG_MAX_IDS && st->names[r->id].in_use ? st->names[r->id].name : "?";
 }
 
 static void print_daemon_text(const struct status *st)

@@ -52,7 +52,7 @@ void fg_why(char *why, const char *fmt, ...)
 	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
 	  FG_NROWS)								\
 	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
-	  FG_MAX_RULES)								\
+	  FG_MAX_IDS)								\
 	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)
 
 static const struct {
@@ -372,11 +372,11 @@ int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta)
 	return fg_array_write(m, FGM_META, 0, meta);
 }
 
-int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES])
+int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS])
 {
 	int err;
 
-	for (__u32 i = 0; i < FG_MAX_RULES; i++) {
+	for (__u32 i = 0; i < FG_MAX_IDS; i++) {
 		err = fg_array_read(m, FGM_NAMES, i, &names[i]);
 		if (err)
 			return err;

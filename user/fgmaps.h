@@ -98,7 +98,7 @@ int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);
 int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl);
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta);
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta);
-int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_RULES]);
+int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS]);
 int fg_name_write(struct fg_maps *m, __u32 id, const struct fg_name *name);
 /* The policy of one slot (0 or 1), or of the one fg_ctl.slot names. */
 int fg_policy_read(struct fg_maps *m, __u32 slot, struct fg_policy *pol);

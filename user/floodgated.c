@@ -474,7 +474,7 @@ static void watch_ifaces(struct daemon *d)
 static void tick(struct daemon *d)
 {
 	static struct fg_stats rows[FG_NROWS];
-	struct fg_name names[FG_MAX_RULES];
+	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	struct fg_ctl ctl;
 	struct fg_source *src = NULL;

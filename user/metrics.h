@@ -17,7 +17,7 @@ struct fg_metrics;
 /* The inputs of one page. */
 struct fg_metrics_snap {
 	const struct fg_stats *rows;		/* FG_NROWS, summed over CPUs */
-	const struct fg_name *names;		/* FG_MAX_RULES */
+	const struct fg_name *names;		/* FG_MAX_IDS */
 	const struct fg_ctl *ctl;
 	const struct fg_policy *pol;		/* active */
 	size_t sources4, sources6;

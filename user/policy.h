@@ -45,7 +45,7 @@ struct fg_rule_src {
 };
 
 #define FG_MAX_FILE_SIZE	(16u << 20)	/* policy files larger are refused */
-#define FG_MAX_PREFIXES		(1u << 20)	/* allow + deny + set prefixes */
+/* FG_MAX_PREFIXES (allow + deny + set prefixes) is in floodgate.h */
 
 struct fg_config {
 	char path[256];

@@ -117,7 +117,7 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 		return err;
 	for (__u32 i = 0; i < nsets && !err; i++) {
 		for (int k = 0; k < FG_WAYS4 && !err; k++) {
-			struct fg_slot4 key = sets[i].key[k];
+			struct fg_wkey4 key = sets[i].key[k];
 
 			if (key.used)
 				err = src_take(w, 4, &key.addr, key.rule, key.gen,

@@ -68,7 +68,7 @@ static void __attribute__((format(printf, 2, 3))) tlog(struct fg_throttle *t, co
 
 static const char *rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 {
-	if (id < FG_MAX_RULES && names[id].in_use && names[id].gen == gen)
+	if (id < FG_MAX_IDS && names[id].in_use && names[id].gen == gen)
 		return names[id].name;
 	return "(removed rule)";
 }

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The runtime switches in fg_ctl, lock-free; see ctl.h. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "ctl.h"
+
+#define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+int fg_ctl_map_open(struct fg_ctl_map *cm, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long page = sysconf(_SC_PAGESIZE);
+	struct fg_ctl *c;
+	size_t len;
+
+	cm->ctl = NULL;
+	cm->len = 0;
+	if (page <= 0)
+		return -EINVAL;
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		return -errno;
+	if (info.type != BPF_MAP_TYPE_ARRAY || info.key_size != 4 || info.max_entries != 1 ||
+	    info.value_size != sizeof(struct fg_ctl) || !(info.map_flags & BPF_F_MMAPABLE))
+		return -EPROTO;
+	len = (sizeof(struct fg_ctl) + (size_t)page - 1) & ~((size_t)page - 1);
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return -errno;
+	/* magic 0: a fresh map that fg_ctl_init has not stamped yet */
+	if (LOAD(&c->magic) && (LOAD(&c->magic) != FG_ABI_MAGIC || LOAD(&c->abi) != FG_ABI_VERSION)) {
+		munmap(c, len);
+		return -EPROTO;
+	}
+	cm->ctl = c;
+	cm->len = len;
+	return 0;
+}
+
+void fg_ctl_map_close(struct fg_ctl_map *cm)
+{
+	if (cm->ctl)
+		munmap(cm->ctl, cm->len);
+	cm->ctl = NULL;
+	cm->len = 0;
+}
+
+static void stamp_ovr(struct fg_ctl *c)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	__atomic_store_n(&c->ovr_since, (__u64)ts.tv_sec, __ATOMIC_RELAXED);
+}
+
+int fg_switch_bypass(struct fg_ctl_map *cm, bool on, __u64 until_ns)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (on) {
+		__atomic_store_n(&cm->ctl->bypass_until, until_ns, __ATOMIC_RELAXED);
+		STORE(&cm->ctl->bypass, 1);
+	} else {
+		STORE(&cm->ctl->bypass, 0);
+	}
+	return 0;
+}
+
+int fg_switch_mode_ovr(struct fg_ctl_map *cm, __u32 ovr)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (ovr > FG_OVR_SHADOW)
+		return -EINVAL;
+	STORE(&cm->ctl->mode_ovr, ovr);
+	stamp_ovr(cm->ctl);
+	return 0;
+}
+
+int fg_switch_rule_ovr(struct fg_ctl_map *cm, __u32 id, __u32 ovr)
+{
+	struct fg_ctl *c = cm->ctl;
+	__u64 bit;
+	__u32 w;
+
+	if (!c)
+		return -EBADF;
+	if (id >= FG_MAX_IDS || ovr > FG_OVR_SHADOW)
+		return -EINVAL;
+	w = id / 64;
+	bit = 1ull << (id % 64);
+	switch (ovr) {
+	case FG_OVR_NONE:
+		__atomic_fetch_and(&c->rule_ovr_set[w], ~bit, __ATOMIC_RELEASE);
+		break;
+	case FG_OVR_ENFORCE:
+		__atomic_fetch_and(&c->rule_ovr_shadow[w], ~bit, __ATOMIC_RELAXED);
+		__atomic_fetch_or(&c->rule_ovr_set[w], bit, __ATOMIC_RELEASE);
+		break;
+	default:
+		__atomic_fetch_or(&c->rule_ovr_shadow[w], bit, __ATOMIC_RELAXED);
+		__atomic_fetch_or(&c->rule_ovr_set[w], bit, __ATOMIC_RELEASE);
+		break;
+	}
+	stamp_ovr(c);
+	return 0;
+}
+
+int fg_switch_clear_rule_ovr_ids(struct fg_ctl_map *cm, const __u64 mask[FG_OVR_WORDS])
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (!mask)
+		return -EINVAL;
+	for (int w = 0; w < FG_OVR_WORDS; w++) {
+		if (!mask[w])
+			continue;
+		__atomic_fetch_and(&cm->ctl->rule_ovr_set[w], ~mask[w], __ATOMIC_RELEASE);
+		__atomic_fetch_and(&cm->ctl->rule_ovr_shadow[w], ~mask[w], __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (slot > 1)
+		return -EINVAL;
+	STORE(&cm->ctl->slot, slot);
+	return 0;
+}
+
+int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (mode > FG_MODE_SHADOW)
+		return -EINVAL;
+	STORE(&cm->ctl->mode, mode);
+	return 0;
+}
+
+int fg_ctl_global_mode(const struct fg_ctl_map *cm, __u32 *mode)
+{
+	__u32 ovr;
+
+	if (!cm->ctl)
+		return -EBADF;
+	ovr = LOAD(&cm->ctl->mode_ovr);
+	if (ovr)
+		*mode = ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	else
+		*mode = LOAD(&cm->ctl->mode) == FG_MODE_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	return 0;
+}
+
+int fg_ctl_rule_ovr(const struct fg_ctl_map *cm, __u32 id, __u32 *ovr)
+{
+	__u64 bit;
+
+	if (!cm->ctl)
+		return -EBADF;
+	if (id >= FG_MAX_IDS)
+		return -EINVAL;
+	bit = 1ull << (id % 64);
+	if (!(LOAD(&cm->ctl->rule_ovr_set[id / 64]) & bit))
+		*ovr = FG_OVR_NONE;
+	else
+		*ovr = LOAD(&cm->ctl->rule_ovr_shadow[id / 64]) & bit ? FG_OVR_SHADOW : FG_OVR_ENFORCE;
+	return 0;
+}
+
+int fg_ctl_rule_mode(const struct fg_ctl_map *cm, __u32 id, __u32 file_mode, __u32 *mode)
+{
+	__u32 global, ovr;
+	int err;
+
+	if (file_mode > FG_MODE_SHADOW)
+		return -EINVAL;
+	if ((err = fg_ctl_global_mode(cm, &global)) || (err = fg_ctl_rule_ovr(cm, id, &ovr)))
+		return err;
+	if (global == FG_MODE_SHADOW)	/* global shadow wins over every rule */
+		*mode = FG_MODE_SHADOW;
+	else if (ovr)
+		*mode = ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	else
+		*mode = file_mode;
+	return 0;
+}
+
+int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
+{
+	const struct fg_ctl *c = cm->ctl;
+
+	if (!c)
+		return -EBADF;
+	memset(out, 0, sizeof(*out));
+	out->magic = LOAD(&c->magic);
+	out->abi = LOAD(&c->abi);
+	out->slot = LOAD(&c->slot);
+	out->mode = LOAD(&c->mode);
+	out->bypass = LOAD(&c->bypass);
+	out->bypass_until = LOAD(&c->bypass_until);
+	out->mode_ovr = LOAD(&c->mode_ovr);
+	out->seed4 = LOAD(&c->seed4);
+	out->src4_bits = LOAD(&c->src4_bits);
+	for (int w = 0; w < FG_OVR_WORDS; w++) {
+		out->rule_ovr_set[w] = LOAD(&c->rule_ovr_set[w]);
+		out->rule_ovr_shadow[w] = LOAD(&c->rule_ovr_shadow[w]);
+	}
+	out->ovr_since = LOAD(&c->ovr_since);
+	return 0;
+}
