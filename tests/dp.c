@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include "dp.h"
 #include "fgmaps.h"
+#include "admission.h"
+#include "mapimg.h"
 
 /* What fg_ctl_init does for a fresh pin dir: the whole value, once, before
  * the first packet; from then on only user/ctl.h writes it. */

@@ -18,6 +18,7 @@
 #include "fgmaps.h"
 #include "sources.h"
 #include "floodgate.skel.h"
+#include "policy.h"
 
 static struct floodgate_bpf *skel;
 static struct fg_maps maps;

@@ -16,6 +16,8 @@
 
 #include "fgtest.h"
 #include "policy.h"
+#include "admission.h"
+#include "units.h"
 
 #define TU FG_TU_PER_SEC
 

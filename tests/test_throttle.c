@@ -11,6 +11,7 @@
 #include "fgtest.h"
 #include "log.h"
 #include "throttle.h"
+#include "sources.h"
 
 static struct fg_name names[FG_MAX_IDS];
 static char logbuf[1 << 16];

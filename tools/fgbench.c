@@ -46,6 +46,8 @@
 #include "fgmaps.h"
 #include "opts.h"
 #include "policy.h"
+#include "apply.h"
+#include "sources.h"
 
 #define NSEC 1000000000ull
 

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "log.h"
 #include "policy.h"
+#include "sysutil.h"
 
 #define WAIT_STEP_US	50000	/* reload, detach --force: poll every 50 ms ... */
 #define WAIT_STEPS	100	/* ... for 5 s */

@@ -10,6 +10,8 @@
 #include <json-c/json.h>
 #include "cli.h"
 #include "log.h"
+#include "sources.h"
+#include "sysutil.h"
 
 #define TOP_SCAN_MAX	(1u << 22)	/* sources kept in memory by `top` */
 
@@ -121,7 +123,7 @@ static int stats_watch(const struct cli_args *a, struct fg_maps *m, struct fg_na
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
-		__u64 t0 = fg_now_ns(), t1;
+		__u64 t0 = fg_mono_coarse_ns(), t1;
 
 		memcpy(prev, rows, sizeof(prev));
 		sleep((unsigned int)a->watch_secs);
@@ -130,7 +132,7 @@ static int stats_watch(const struct cli_args *a, struct fg_maps *m, struct fg_na
 			pr_warn("reading counters: %s (pin dir removed?)", strerror(-err));
 			return err;
 		}
-		t1 = fg_now_ns();
+		t1 = fg_mono_coarse_ns();
 		if (a->json) {
 			err = stats_json(rows, names);
 			if (err) {
@@ -269,7 +271,7 @@ int cli_top(void *cfg)
 		return 1;
 	}
 	if ((err = fg_names_read(&m, names)) || (err = fg_policy_read_active(&m, pol)) ||
-	    (err = fg_sources_read(&m, pol, fg_now_ns(), 1, TOP_SCAN_MAX, &src, &n, &scan))) {
+	    (err = fg_sources_read(&m, pol, fg_mono_coarse_ns(), 1, TOP_SCAN_MAX, &src, &n, &scan))) {
 		pr_warn("reading sources: %s", strerror(-err));
 		goto out;
 	}

@@ -10,6 +10,8 @@
 #include <json-c/json.h>
 #include "cli.h"
 #include "log.h"
+#include "sources.h"
+#include "sysutil.h"
 
 /* Everything status shows, read once. */
 struct status {
@@ -50,7 +52,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 {
 	int err;
 
-	st->now = fg_now_ns();
+	st->now = fg_mono_coarse_ns();
 	if ((err = fg_ctl_read(m, &st->ctl)) || (err = fg_meta_read(m, &st->meta)) ||
 	    (err = fg_policy_read_active(m, &st->pol)) || (err = fg_names_read(m, st->names)) ||
 	    (err = fg_sources_count(m, &st->n4, &st->n6)))

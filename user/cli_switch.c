@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "log.h"
 #include "opts.h"
+#include "apply.h"
+#include "sysutil.h"
 
 /* Which of two words (0 or 1) cmd's argument is; -1 after saying it is neither. */
 static int one_of(const char *cmd, const char *word, const char *w0, const char *w1)
@@ -100,7 +102,7 @@ int cli_bypass(void *cfg)
 		return FG_EXIT_USAGE;
 	}
 	if (a->bypass_for)
-		until = fg_now_ns() + a->bypass_ns;
+		until = fg_mono_coarse_ns() + a->bypass_ns;
 	if (cli_open_maps(a, &m))
 		return 1;
 	err = cli_lock_maps(&m);

@@ -128,17 +128,4 @@ int fg_set_mode(struct fg_maps *m, __u32 mode);
  * and every map, then remove dir. Takes the lock itself. */
 int fg_pin_dir_remove(const char *dir, char *why);
 
-/*
- * Transition, remove after the split of issue 9 is merged: what used to be
- * declared here and now has a header of its own. Include what you use:
- * policy.h (was included from here), apply.h (fg_policy_apply,
- * fg_rule_set_mode), sources.h (fg_sources_read, fg_sources_count,
- * struct fg_source, struct fg_src_scan), sysutil.h (fg_now_ns, now
- * fg_mono_coarse_ns; fg_daemon_alive, fg_addr_str).
- */
-#include "policy.h"
-#include "apply.h"
-#include "sources.h"
-#include "sysutil.h"
-
 #endif /* FG_MAPS_H */

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "opts.h"
 #include "policy.h"
+#include "units.h"
 
 #define A struct cli_args
 

@@ -38,6 +38,9 @@
 #include "policy.h"
 #include "reload_log.h"
 #include "throttle.h"
+#include "apply.h"
+#include "sources.h"
+#include "sysutil.h"
 
 #define TICK_MS		1000
 #define TRACK_MAX	65536	/* sources with drops tracked for the throttle log */
@@ -488,7 +491,7 @@ static void tick(struct daemon *d)
 		pr_warn("reading counters: %s", strerror(-err));
 		return;
 	}
-	err = fg_sources_read(&d->maps, &pol, fg_now_ns(), 1, TRACK_MAX + 1, &src, &n, &scan);
+	err = fg_sources_read(&d->maps, &pol, fg_mono_coarse_ns(), 1, TRACK_MAX + 1, &src, &n, &scan);
 	if (err)
 		pr_warn("scanning sources: %s", strerror(-err));
 	else

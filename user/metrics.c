@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include "fgmaps.h"
 #include "metrics.h"
+#include "sysutil.h"
 
 #define FG_METRICS_MAX_CONN	16	/* scrapers are few; cap what a peer can hold */
 
@@ -238,7 +239,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 	}
 	bprintf(&b, "# HELP floodgate_bypass 1 while the kill switch passes everything.\n"
 		    "# TYPE floodgate_bypass gauge\nfloodgate_bypass %u\n",
-		s->ctl->bypass && (!s->ctl->bypass_until || s->ctl->bypass_until > fg_now_ns()));
+		s->ctl->bypass && (!s->ctl->bypass_until || s->ctl->bypass_until > fg_mono_coarse_ns()));
 	bprintf(&b, "# HELP floodgate_mode Global mode: 0 enforce, 1 shadow.\n"
 		    "# TYPE floodgate_mode gauge\nfloodgate_mode %u\n", s->ctl->mode);
 	bprintf(&b, "# HELP floodgate_policy_version Version of the active policy.\n"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "opts.h"
 #include "policy.h"
+#include "units.h"
 
 #define MAX_TABS	3	/* a command's options, the program's, NULL */
 

@@ -96,14 +96,4 @@ struct fg_tcp_flag {
 #define FG_NTCP_FLAGS	8
 extern const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS];
 
-/*
- * Transition, remove after the split of issue 9 is merged: these used to
- * be declared here (fg_parse_u64, fg_parse_duration: units.h;
- * fg_policy_set_admission: admission.h; fg_dir4_build, fg_pidx_build:
- * mapimg.h). Include what you use.
- */
-#include "units.h"
-#include "admission.h"
-#include "mapimg.h"
-
 #endif /* FG_POLICY_H */

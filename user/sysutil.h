@@ -14,13 +14,6 @@
  */
 __u64 fg_mono_coarse_ns(void);
 
-/* Transition, remove after the split of issue 9 is merged: the old name,
- * which the BPF program also uses for its own clock. */
-static inline __u64 fg_now_ns(void)
-{
-	return fg_mono_coarse_ns();
-}
-
 /* Is pid a running floodgated (not a zombie, not a recycled pid)? */
 bool fg_daemon_alive(__u32 pid);
 

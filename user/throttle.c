@@ -8,6 +8,8 @@
 #include <string.h>
 #include "log.h"
 #include "throttle.h"
+#include "sources.h"
+#include "sysutil.h"
 
 int fg_throttle_init(struct fg_throttle *t, size_t max)
 {

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "floodgate.h"
+#include "sources.h"
 #include "fgmaps.h"
 
 #define FG_THROTTLE_LINES_PER_TICK	10
