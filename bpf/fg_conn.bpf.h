@@ -152,7 +152,7 @@ static __always_inline struct fg_conn_val *fg_conn_find(const struct fg_conn_key
 	struct fg_conn_val *v = bpf_map_lookup_elem(&fgc_count, k);
 
 	if (v) {
-		*est = v->est[0] + v->est[1];
+		*est = fg_conn_est_total(v->est);
 		return v;
 	}
 	*est = 0;

@@ -35,6 +35,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the real clock) and whether to print the keys left at zero. */
 __u64 sweep_now = 0;
 __u32 sweep_emit = 0;
+/* fgc_test, FGC_TEST_BURST: run number; claims won per CPU parity and
+ * key group; other verdicts */
+#define FGC_TEST_GROUPS	1024
+__u64 test_seq = 0;
+__u32 test_won[2][FGC_TEST_GROUPS] = {};
+__u64 test_verdicts[8] = {};
 
 /* Epoch, active cap table slot, namespace; written by userspace. */
 struct {
@@ -241,7 +247,7 @@ __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
 	if (!v) {
 		struct fg_conn_val init = {};
 
-		init.est[h & 1] = 1;
+		init.est = FG_CONN_EST_ZERO + fg_conn_est_one(h);
 		p = bpf_map_lookup_elem(&fgc_pend, k);
 		if (p) {
 			for (i = 0; i < FG_CONN_SLOTS; i++) {
@@ -269,7 +275,7 @@ __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
 		if (!v)
 			return 0;
 	}
-	__sync_fetch_and_add(&v->est[h & 1], 1);
+	__sync_fetch_and_add(&v->est, fg_conn_est_one(h));
 	/* with an fgc_count entry, XDP claims in it: no fgc_pend lookup */
 	if (fgc_slot_free(v, hsid))
 		fgc_ev(FGC_EV_CONVERT, 1);
@@ -281,7 +287,7 @@ static __always_inline void fgc_dec(const struct fg_conn_key *k, __u32 h)
 	struct fg_conn_val *v = bpf_map_lookup_elem(&fgc_count, k);
 
 	if (v)
-		__sync_fetch_and_add(&v->est[h & 1], -1);
+		__sync_fetch_and_add(&v->est, -fg_conn_est_one(h));
 	else
 		fgc_ev(FGC_EV_NOKEY, 1);
 }
@@ -500,9 +506,10 @@ int fgc_sweep(struct bpf_iter__bpf_map_elem *ctx)
 	struct fg_conn_ctl *ctl;
 	struct fg_conn_key key;
 	struct fg_conn_val *v;
-	__s64 old;
-	__u32 now_tu;
+	__u32 now_tu, h;
+	__s64 old = 0;
 	int i, live = 0;
+	__u64 w;
 
 	if (!ik || !ctx->value)
 		return 0;
@@ -513,8 +520,14 @@ int fgc_sweep(struct bpf_iter__bpf_map_elem *ctx)
 	v = bpf_map_lookup_elem(&fgc_count, &key);
 	if (!ctl || !v)
 		return 0;
-	old = __sync_lock_test_and_set(&v->est[(ctl->epoch + 1) & 1], 0);
-	if (old) {
+	h = (ctl->epoch + 1) & 1;
+	for (i = 0; i < FG_CONN_CAS; i++) {
+		w = *(volatile __u64 *)&v->est;
+		old = fg_conn_est_half(w, h);
+		if (!old || __sync_val_compare_and_swap(&v->est, w, fg_conn_est_set(w, h, 0)) == w)
+			break;
+	}
+	if (old && i < FG_CONN_CAS) {
 		fgc_ev(FGC_EV_FIX, 1);
 		fgc_ev(FGC_EV_FIX_CONNS, old < 0 ? -old : old);
 	}
@@ -527,7 +540,7 @@ int fgc_sweep(struct bpf_iter__bpf_map_elem *ctx)
 		else if (w)
 			__sync_val_compare_and_swap(&v->slot[i], w, 0);
 	}
-	if (sweep_emit && !live && !v->est[0] && !v->est[1])
+	if (sweep_emit && !live && v->est == FG_CONN_EST_ZERO)
 		bpf_seq_write(ctx->meta->seq, &key, sizeof(key));
 	return 0;
 }
@@ -547,9 +560,22 @@ int fgc_test(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	k = t->key;
 	hsid = fg_conn_hsid(t->saddr, t->sport);
-	if (t->op == FGC_TEST_READ)
+	if (t->op == FGC_TEST_READ) {
 		t->verdict = fg_conn_at_cap(&k, hsid, t->cap, t->now_ns);
-	else
+	} else if (t->op == FGC_TEST_BURST) {
+		/* every t->sport runs move on to a new key (k.addr[3] = group),
+		 * each run a new handshake (hsid = run number) */
+		__u64 seq = __sync_fetch_and_add(&test_seq, 1);
+		__u32 g = (__u32)(seq / (t->sport ? t->sport : 1)) & (FGC_TEST_GROUPS - 1);
+		int v;
+
+		k.addr[3] = g;
+		v = fg_conn_admit(&k, (__u32)seq, t->cap, t->now_ns, t->ttl_ns);
+		if (v == FG_CONN_ADMIT)
+			__sync_fetch_and_add(&test_won[bpf_get_smp_processor_id() & 1][g], 1);
+		__sync_fetch_and_add(&test_verdicts[v & 7], 1);
+	} else {
 		t->verdict = fg_conn_admit(&k, hsid, t->cap, t->now_ns, t->ttl_ns);
+	}
 	return XDP_PASS;
 }

@@ -24,7 +24,7 @@
 #define FG_CONN_MAX_CAPS	64	/* capped rules in one cap table (= FG_MAX_RULES) */
 #define FG_CONN_RANGES		8	/* destination-port ranges per capped rule */
 #define FG_CONN_PER_SOCK	4	/* capped rules one socket is counted under, at most */
-#define FG_CONN_SLOTS		14	/* pending handshakes tracked per key */
+#define FG_CONN_SLOTS		15	/* pending handshakes tracked per key */
 #define FG_CONN_TSHIFT		20	/* slot clock unit: 2^20 ns (1.05 ms) */
 #define FG_CONN_TTL_DEFAULT_MS	5000	/* a pending handshake's place, unless refreshed */
 
@@ -79,10 +79,14 @@ struct fg_conn_key {
  * Value of fgc_count (and of fgc_pend, where est stays 0): what XDP reads
  * for a SYN, one lookup, two cache lines.
  *
- * est[2]: established connections, split by the parity of the reconcile
- * epoch each socket was last counted in (fg_conn_ctl.epoch). The count is
- * est[0] + est[1]; the split lets a reconcile find phantoms exactly while
- * connections open and close (docs/concurrency.md, "Reconcile").
+ * est: established connections, in two 32-bit halves, one per parity of
+ * the reconcile epoch a socket was last counted in (fg_conn_ctl.epoch);
+ * the split lets a reconcile find phantoms exactly while connections open
+ * and close (docs/concurrency.md, "Reconcile"). Each half is stored plus
+ * FG_CONN_EST_BIAS, so that one 64-bit atomic add changes one half, or
+ * moves a connection from one half to the other, without a carry between
+ * them; the reader loads one word and gets a consistent count,
+ * fg_conn_est_total().
  *
  * slot[]: pending handshakes admitted by XDP, one 64-bit word each:
  *	bits 63..32  expiry, in 2^FG_CONN_TSHIFT ns units of CLOCK_MONOTONIC
@@ -93,9 +97,36 @@ struct fg_conn_key {
  * that handshake completes.
  */
 struct fg_conn_val {
-	__s64 est[2];
+	__u64 est;
 	__u64 slot[FG_CONN_SLOTS];
 };
+
+#define FG_CONN_EST_BIAS	0x80000000u
+#define FG_CONN_EST_ZERO	(((__u64)FG_CONN_EST_BIAS << 32) | FG_CONN_EST_BIAS)
+
+/* What to add to est for one connection in half h (negate to remove). */
+static inline __attribute__((always_inline)) __u64 fg_conn_est_one(__u32 h)
+{
+	return 1ull << (32 * (h & 1));
+}
+
+static inline __attribute__((always_inline)) __s64 fg_conn_est_half(__u64 est, __u32 h)
+{
+	return (__s64)(__u32)(est >> (32 * (h & 1))) - FG_CONN_EST_BIAS;
+}
+
+static inline __attribute__((always_inline)) __s64 fg_conn_est_total(__u64 est)
+{
+	return fg_conn_est_half(est, 0) + fg_conn_est_half(est, 1);
+}
+
+/* est with half h set to n (userspace, tests and the sweep). */
+static inline __attribute__((always_inline)) __u64 fg_conn_est_set(__u64 est, __u32 h, __s32 n)
+{
+	__u32 s = 32 * (h & 1);
+
+	return (est & ~(0xffffffffull << s)) | ((__u64)(__u32)(n + FG_CONN_EST_BIAS) << s);
+}
 
 /* A handshake's id: the client's port and a 16-bit fold of its whole
  * address, so two clients behind one prefix key rarely share an id. */
@@ -158,7 +189,7 @@ struct fg_conn_ctl {
 	__u32 magic;		/* FG_CONN_ABI_MAGIC */
 	__u32 abi;		/* FG_CONN_ABI_VERSION */
 	__u32 slot;		/* active fgc_caps slot, 0 or 1 */
-	__u32 epoch;		/* reconcile epoch; est[epoch & 1] takes new counts */
+	__u32 epoch;		/* reconcile epoch; est's half epoch & 1 takes new counts */
 	__u32 netns;		/* inode of the network namespace counted */
 	__u32 pad;
 	__u64 reconciles;	/* completed reconciles */
@@ -197,9 +228,12 @@ struct fg_conn_stats {
 /*
  * Test entry of bpf/fgconn.bpf.c (SEC("xdp") fgc_test, BPF_PROG_TEST_RUN
  * only): the frame carries a request, the program runs fg_conn_admit or
- * fg_conn_at_cap on it and writes the answer over the frame's first bytes.
+ * fg_conn_at_cap on it and writes the answer into the verdict field.
+ * FGC_TEST_BURST (repeat > 1, from several CPUs at once): run n admits
+ * handshake n for key group n / sport (in key.addr[3]) and counts the
+ * verdicts in the program's test_won[cpu & 1][group] and test_verdicts[].
  */
-enum { FGC_TEST_ADMIT = 0, FGC_TEST_READ = 1 };
+enum { FGC_TEST_ADMIT = 0, FGC_TEST_READ = 1, FGC_TEST_BURST = 2 };
 
 struct fg_conn_test {
 	struct fg_conn_key key;

@@ -439,12 +439,12 @@ static void test_reconcile_fixes(void)
 
 	cur = C.ctl->epoch & 1;
 	if (ASSERT_OK(val_rw(&k, &v, false), "read")) {
-		v.est[cur] = 7;			/* truth: 3 */
+		v.est = fg_conn_est_set(v.est, cur, 7);	/* truth: 3 */
 		ASSERT_OK(val_rw(&k, &v, true), "corrupt the current half");
 	}
 	ASSERT_EQ(est_of(&k), 7, "corrupted");
 	memset(&v, 0, sizeof(v));
-	v.est[0] = 2;
+	v.est = fg_conn_est_set(FG_CONN_EST_ZERO, 0, 2);
 	ASSERT_OK(val_rw(&ghost, &v, true), "a phantom entry");
 	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile");
 	ASSERT_EQ(est_of(&k), 3, "fixed");
@@ -457,7 +457,7 @@ static void test_reconcile_fixes(void)
 	/* the other half: what the next reconcile makes current */
 	cur = C.ctl->epoch & 1;
 	if (ASSERT_OK(val_rw(&k, &v, false), "read")) {
-		v.est[cur ^ 1] = -5;
+		v.est = fg_conn_est_set(v.est, cur ^ 1, -5);
 		ASSERT_OK(val_rw(&k, &v, true), "corrupt the other half");
 	}
 	ASSERT_EQ(est_of(&k), -2, "corrupted");
@@ -623,8 +623,7 @@ static void test_pending_slots(void)
 
 	/* established connections count with the pending ones (one lookup) */
 	key_of(&k, 4, "10.1.1.3");
-	v.est[0] = 3;
-	v.est[1] = 2;
+	v.est = fg_conn_est_set(fg_conn_est_set(0, 0, 3), 1, 2);
 	ASSERT_OK(val_rw(&k, &v, true), "an entry with 5 established");
 	for (i = 0; i < 5; i++)
 		ASSERT_EQ(admit(&k, "10.1.1.3", (__u16)(5000 + i), 10, t0, ttl), FG_CONN_ADMIT,
@@ -677,51 +676,51 @@ out:
 	fg_conn_close(&C);
 }
 
-/* Two CPUs claiming for one key at once: exactly cap claims succeed, in
- * every round, whichever CPU wins them. */
-#define ROUNDS 300
+/*
+ * Two CPUs claiming for one key at once: exactly cap claims succeed for
+ * every key. Both threads make one BPF_PROG_TEST_RUN of FGC_TEST_BURST
+ * runs, which share one run counter: runs 0..39 claim for key 0, 40..79
+ * for key 1 and so on, so the two CPUs' claims for a key interleave some
+ * 100 ns apart and race for its last place, 1,000 keys in all.
+ */
+#define RACE_GROUP 40
+#define RACE_KEYS 1000
 struct racer {
-	int cpu, base;
-	int admitted[ROUNDS];
+	int cpu;
 	int err;
 };
-static pthread_barrier_t race_bar;
+static int race_gate;
 
 static void *race(void *arg)
 {
 	struct racer *r = arg;
+	struct fg_conn_test t = { .now_ns = 50 * SEC_NS, .ttl_ns = 10 * SEC_NS, .cap = 10,
+				  .sport = RACE_GROUP, .op = FGC_TEST_BURST };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = &t, .data_size_in = sizeof(t),
+		    .repeat = RACE_GROUP * RACE_KEYS / 2);
 	cpu_set_t set;
+	long spins = 0;
 
+	key_of(&t.key, 4, "10.77.0.1");
 	CPU_ZERO(&set);
 	CPU_SET(r->cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set)) {
+	if (sched_setaffinity(0, sizeof(set), &set))
 		r->err = -errno;
-		return NULL;
-	}
-	for (int round = 0; round < ROUNDS; round++) {
-		struct fg_conn_key k;
-		char a[32];
-
-		snprintf(a, sizeof(a), "10.77.%d.%d", round >> 8, round & 255);
-		key_of(&k, 4, a);
-		pthread_barrier_wait(&race_bar);
-		for (int i = 0; i < 10; i++) {
-			int v = admit(&k, a, (__u16)(r->base + i), 10, 50 * SEC_NS, 10 * SEC_NS);
-
-			if (v == FG_CONN_ADMIT)
-				r->admitted[round]++;
-			else if (v != FG_CONN_AT_CAP)
-				r->err = v < 0 ? v : -EPROTO;
-		}
-	}
+	/* leave together (a futex barrier would wake the second one late) */
+	__atomic_add_fetch(&race_gate, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&race_gate, __ATOMIC_SEQ_CST) < 2)
+		if (++spins % 100000 == 0)
+			sched_yield();
+	if (bpf_prog_test_run_opts(bpf_program__fd(C.skel->progs.fgc_test), &o))
+		r->err = -errno;
 	return NULL;
 }
 
 static void test_pending_two_cpus(void)
 {
-	struct racer a = { .cpu = 0, .base = 1000 }, b = { .cpu = 1, .base = 2000 };
+	struct racer a = { .cpu = 0 }, b = { .cpu = 1 };
+	int exact = 0, shared = 0;
 	pthread_t ta, tb;
-	int exact = 0, split = 0;
 
 	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 		fg_test_skip("needs two CPUs");
@@ -729,21 +728,26 @@ static void test_pending_two_cpus(void)
 	}
 	if (conn_up(false))
 		return;
-	pthread_barrier_init(&race_bar, NULL, 2);
+	race_gate = 0;
 	pthread_create(&ta, NULL, race, &a);
 	pthread_create(&tb, NULL, race, &b);
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
-	pthread_barrier_destroy(&race_bar);
 	ASSERT_OK(a.err, "thread on CPU 0");
 	ASSERT_OK(b.err, "thread on CPU 1");
-	for (int r = 0; r < ROUNDS; r++) {
-		exact += a.admitted[r] + b.admitted[r] == 10;
-		split += a.admitted[r] && b.admitted[r];
+	ASSERT_EQ(C.skel->bss->test_seq, RACE_GROUP * RACE_KEYS, "runs");
+	ASSERT_EQ(C.skel->bss->test_verdicts[FG_CONN_ADMIT] +
+		  C.skel->bss->test_verdicts[FG_CONN_AT_CAP], RACE_GROUP * RACE_KEYS,
+		  "every verdict ADMIT or AT_CAP");
+	for (int g = 0; g < RACE_KEYS; g++) {
+		__u32 w0 = C.skel->bss->test_won[0][g], w1 = C.skel->bss->test_won[1][g];
+
+		exact += w0 + w1 == 10;
+		shared += w0 && w1;
 	}
-	ASSERT_EQ(exact, ROUNDS, "rounds with exactly 10 admitted");
-	printf("  two CPUs: %d/%d rounds exact, %d of them shared between the CPUs\n",
-	       exact, ROUNDS, split);
+	ASSERT_EQ(exact, RACE_KEYS, "keys with exactly 10 of 40 claims admitted");
+	printf("  two CPUs: %d/%d keys exact, %d of them won by both CPUs\n", exact, RACE_KEYS,
+	       shared);
 	fg_conn_close(&C);
 }
 
@@ -976,7 +980,7 @@ out:
 static void test_helper_cost(void)
 {
 	struct fg_conn_test t = { .now_ns = 100 * SEC_NS, .cap = 10, .sport = 7, .op = FGC_TEST_READ };
-	struct fg_conn_val v = { .est = { 3, 0 } };
+	struct fg_conn_val v = { .est = fg_conn_est_set(FG_CONN_EST_ZERO, 0, 3) };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = &t, .data_size_in = sizeof(t),
 		    .repeat = 1000000);
 	double ns[3];

@@ -423,7 +423,7 @@ static void conn_delete_zero(const void *buf, size_t len, void *arg)
 	for (size_t i = 0; i < len / sizeof(*k); i++) {
 		if (bpf_map_lookup_elem(fd, &k[i], &v))
 			continue;
-		if (v.est[0] || v.est[1] || fg_conn_pending(&v, 0))
+		if (v.est != FG_CONN_EST_ZERO || fg_conn_pending(&v, 0))
 			continue;
 		if (!bpf_map_delete_elem(fd, &k[i]))
 			d->deleted++;
@@ -492,7 +492,7 @@ int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
 	struct fg_conn_val v;
 
 	if (!bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.fgc_count), k, &v)) {
-		*est = v.est[0] + v.est[1];
+		*est = fg_conn_est_total(v.est);
 	} else if (errno == ENOENT &&
 		   !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.fgc_pend), k, &v)) {
 		*est = 0;
@@ -527,7 +527,7 @@ int fg_conn_dump(struct fg_conn *c, __u64 now_ns, struct fg_conn_entry **out, si
 			e = t;
 		}
 		e[used].key = k;
-		e[used].est = v.est[0] + v.est[1];
+		e[used].est = fg_conn_est_total(v.est);
 		e[used].pending = fg_conn_pending(&v, now_ns);
 		e[used].pad = 0;
 		used++;
