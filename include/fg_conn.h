@@ -233,7 +233,7 @@ struct fg_conn_stats {
  * handshake n for key group n / sport (in key.addr[3]) and counts the
  * verdicts in the program's test_won[cpu & 1][group] and test_verdicts[].
  */
-enum { FGC_TEST_ADMIT = 0, FGC_TEST_READ = 1, FGC_TEST_BURST = 2 };
+enum { FGC_TEST_ADMIT = 0, FGC_TEST_READ = 1, FGC_TEST_BURST = 2, FGC_TEST_NOP = 3 };
 
 struct fg_conn_test {
 	struct fg_conn_key key;

@@ -423,7 +423,7 @@ static void conn_delete_zero(const void *buf, size_t len, void *arg)
 	for (size_t i = 0; i < len / sizeof(*k); i++) {
 		if (bpf_map_lookup_elem(fd, &k[i], &v))
 			continue;
-		if (v.est != FG_CONN_EST_ZERO || fg_conn_pending(&v, 0))
+		if (v.est != FG_CONN_EST_ZERO || fg_conn_pending(&v, d->c->test_now))
 			continue;
 		if (!bpf_map_delete_elem(fd, &k[i]))
 			d->deleted++;
@@ -442,7 +442,7 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	err = fg_conn_stats_read(c, &before);
 	if (err)
 		return err;
-	c->skel->bss->sweep_now = 0;
+	c->skel->bss->sweep_now = c->test_now;
 	c->skel->bss->sweep_emit = 0;
 	err = conn_run_iter(c->sweep, NULL, NULL);	/* the half about to become current */
 	if (err)

@@ -41,6 +41,8 @@ struct fg_conn {
 	struct fg_conn_ctl *ctl;	/* fgc_ctl[0], mmapped */
 	int ncpus;
 	bool adopted;			/* maps came from a pin dir */
+	__u64 test_now;			/* nonzero: the reconcile judges pending slots
+					 * at this time (an XDP program on a fake clock) */
 };
 
 struct fg_conn_opts {
