@@ -891,6 +891,29 @@ static void test_pin_adopt(void)
 	ASSERT_EQ(est_wait(&k, 4), 4, "count");
 	fg_conn_close(&C);		/* "the daemon exits" */
 
+	/* a reader (the CLI) opens the pins without loading anything */
+	{
+		struct fg_conn r;
+		struct fg_conn_caps *caps = calloc(1, sizeof(*caps));
+		struct fg_conn_stats st;
+		__s64 e = 0;
+		__u32 pend = 0;
+
+		if (ASSERT_OK(fg_conn_open_pins(&r, dir, why), "open the pins read-only")) {
+			ASSERT_OK(fg_conn_lookup(&r, &k, 0, &e, &pend), "lookup");
+			ASSERT_EQ(e, 4, "reader's count");
+			if (caps && ASSERT_OK(fg_conn_caps_read(&r, caps), "caps")) {
+				ASSERT_EQ(caps->n, 1, "one cap");
+				ASSERT_EQ(caps->cap[0].cap, CAP.cap, "the cap");
+			}
+			ASSERT_OK(fg_conn_stats_read(&r, &st), "stats");
+			ASSERT_EQ(st.ev[FGC_EV_OPEN], 4, "open events");
+			ASSERT_EQ(fg_conn_reconcile(&r, NULL), -EINVAL, "a reader cannot reconcile");
+			fg_conn_close(&r);
+		}
+		free(caps);
+	}
+
 	ASSERT_OK(open_pairs(&q, 2, 4, "127.0.0.1", PORT4, lfd), "2 more with no daemon");
 	for (int i = 0; i < 2; i++) {	/* and 2 of the first closed */
 		close(p.cli[i]);
@@ -917,6 +940,11 @@ rm:
 	if (lfd >= 0)
 		close(lfd);
 	ASSERT_OK(fg_conn_unpin(dir), "unpin");
+	{
+		struct fg_conn r;
+
+		ASSERT_EQ(fg_conn_open_pins(&r, dir, why), -ENOENT, "nothing pinned any more");
+	}
 	ASSERT_OK(rmdir(dir) ? -errno : 0, "pin dir empty and removed");
 }
 

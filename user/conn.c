@@ -36,6 +36,23 @@ static void __attribute__((format(printf, 2, 3))) WHY(char *why, const char *fmt
 	va_end(ap);
 }
 
+const char *const fg_conn_map_names[FGC_NMAPS] = {
+	[FGC_M_CTL] = "fgc_ctl", [FGC_M_CAPS] = "fgc_caps", [FGC_M_MARK] = "fgc_mark",
+	[FGC_M_COUNT] = "fgc_count", [FGC_M_PEND] = "fgc_pend", [FGC_M_STATS] = "fgc_stats",
+};
+
+/* What each pinned map must look like (max_entries 0: any). */
+static const struct {
+	__u32 type, key_size, value_size, max_entries;
+} conn_map_defs[FGC_NMAPS] = {
+	[FGC_M_CTL] = { BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_conn_ctl), 1 },
+	[FGC_M_CAPS] = { BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_conn_caps), 2 },
+	[FGC_M_MARK] = { BPF_MAP_TYPE_SK_STORAGE, 4, sizeof(struct fg_conn_mark), 0 },
+	[FGC_M_COUNT] = { BPF_MAP_TYPE_HASH, sizeof(struct fg_conn_key), sizeof(struct fg_conn_val), 0 },
+	[FGC_M_PEND] = { BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_conn_key), sizeof(struct fg_conn_val), 0 },
+	[FGC_M_STATS] = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_conn_stats), 1 },
+};
+
 static int conn_pin_path(char *buf, size_t len, const char *dir, const char *name)
 {
 	int n = snprintf(buf, len, "%s/%s", dir, name);
@@ -43,15 +60,21 @@ static int conn_pin_path(char *buf, size_t len, const char *dir, const char *nam
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The maps that are pinned, in one place. */
-static void conn_maps(struct fgconn_bpf *s, struct bpf_map *m[6])
+/* The skeleton's maps, in enum fg_conn_map order. */
+static void conn_maps(struct fgconn_bpf *s, struct bpf_map *m[FGC_NMAPS])
 {
-	m[0] = s->maps.fgc_ctl;
-	m[1] = s->maps.fgc_caps;
-	m[2] = s->maps.fgc_mark;
-	m[3] = s->maps.fgc_count;
-	m[4] = s->maps.fgc_pend;
-	m[5] = s->maps.fgc_stats;
+	m[FGC_M_CTL] = s->maps.fgc_ctl;
+	m[FGC_M_CAPS] = s->maps.fgc_caps;
+	m[FGC_M_MARK] = s->maps.fgc_mark;
+	m[FGC_M_COUNT] = s->maps.fgc_count;
+	m[FGC_M_PEND] = s->maps.fgc_pend;
+	m[FGC_M_STATS] = s->maps.fgc_stats;
+}
+
+static void conn_fds_none(struct fg_conn *c)
+{
+	for (int i = 0; i < FGC_NMAPS; i++)
+		c->fd[i] = -1;
 }
 
 static int netns_inode(__u32 *ino)
@@ -120,12 +143,12 @@ static int conn_adopt_size(struct bpf_map *map, const char *path)
 
 static int conn_set_pins(struct fg_conn *c, const char *dir)
 {
-	struct bpf_map *m[6];
+	struct bpf_map *m[FGC_NMAPS];
 	char p[512];
 	int i, err;
 
 	conn_maps(c->skel, m);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < FGC_NMAPS; i++) {
 		err = conn_pin_path(p, sizeof(p), dir, bpf_map__name(m[i]));
 		if (!err)
 			err = conn_adopt_size(m[i], p);
@@ -147,6 +170,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 	int err;
 
 	memset(c, 0, sizeof(*c));
+	conn_fds_none(c);
 	err = netns_inode(&netns);
 	if (err) {
 		WHY(why, "/proc/self/ns/net: %s", strerror(-err));
@@ -179,6 +203,13 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		goto fail;
 	}
 	c->adopted = present;
+	{
+		struct bpf_map *m[FGC_NMAPS];
+
+		conn_maps(c->skel, m);
+		for (int i = 0; i < FGC_NMAPS; i++)
+			c->fd[i] = bpf_map__fd(m[i]);
+	}
 	ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   bpf_map__fd(c->skel->maps.fgc_ctl), 0);
 	if (ctl == MAP_FAILED) {
@@ -204,12 +235,62 @@ fail:
 	return err;
 }
 
+int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
+{
+	struct fg_conn_ctl ctl;
+	__u32 k = 0;
+	char p[512];
+	int err = 0;
+
+	memset(c, 0, sizeof(*c));
+	conn_fds_none(c);
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0)
+		return c->ncpus ? c->ncpus : -EINVAL;
+	for (int i = 0; i < FGC_NMAPS && !err; i++) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		if (i == FGC_M_MARK)
+			continue;	/* socket storage: nothing for a reader */
+		err = conn_pin_path(p, sizeof(p), dir, fg_conn_map_names[i]);
+		if (err)
+			break;
+		c->fd[i] = bpf_obj_get(p);
+		if (c->fd[i] < 0) {
+			err = -errno;
+			WHY(why, "%s: %s", p, strerror(-err));
+		} else if (bpf_obj_get_info_by_fd(c->fd[i], &info, &len)) {
+			err = -errno;
+		} else if (info.type != conn_map_defs[i].type ||
+			   info.key_size != conn_map_defs[i].key_size ||
+			   info.value_size != conn_map_defs[i].value_size ||
+			   (conn_map_defs[i].max_entries &&
+			    info.max_entries != conn_map_defs[i].max_entries)) {
+			err = -EPROTO;
+			WHY(why, "%s is not a counting map of this version", p);
+		}
+	}
+	if (!err && bpf_map_lookup_elem(c->fd[FGC_M_CTL], &k, &ctl))
+		err = -errno;
+	if (!err && (ctl.magic != FG_CONN_ABI_MAGIC || ctl.abi != FG_CONN_ABI_VERSION)) {
+		err = -EPROTO;
+		WHY(why, "%s holds counting maps of another version (abi %u, this is %u)", dir,
+		    ctl.abi, FG_CONN_ABI_VERSION);
+	}
+	if (err)
+		fg_conn_close(c);
+	return err;
+}
+
 int fg_conn_attach(struct fg_conn *c)
 {
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info linfo = {};
 	int err;
 
+	if (!c->skel)
+		return -EINVAL;
 	if (!c->state) {
 		c->state = bpf_program__attach(c->skel->progs.fgc_state);
 		if (!c->state)
@@ -241,14 +322,14 @@ int fg_conn_attach(struct fg_conn *c)
  */
 int fg_conn_pin(struct fg_conn *c, const char *dir)
 {
-	struct bpf_map *m[6];
+	struct bpf_map *m[FGC_NMAPS];
 	char p[512];
 	int i, err;
 
-	if (!c->state)
+	if (!c->skel || !c->state)
 		return -EINVAL;
 	conn_maps(c->skel, m);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < FGC_NMAPS; i++) {
 		if (bpf_map__is_pinned(m[i]))
 			continue;
 		err = conn_pin_path(p, sizeof(p), dir, bpf_map__name(m[i]));
@@ -267,15 +348,12 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 
 int fg_conn_unpin(const char *dir)
 {
-	static const char *const names[] = {
-		FG_CONN_LINK_PIN, "fgc_ctl", "fgc_caps", "fgc_mark", "fgc_count",
-		"fgc_pend", "fgc_stats",
-	};
 	char p[512];
 	int err = 0;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int e = conn_pin_path(p, sizeof(p), dir, names[i]);
+	/* the link first: unpinning it stops the counting */
+	for (int i = -1; i < FGC_NMAPS; i++) {
+		int e = conn_pin_path(p, sizeof(p), dir, i < 0 ? FG_CONN_LINK_PIN : fg_conn_map_names[i]);
 
 		if (!e && unlink(p) && errno != ENOENT)
 			e = -errno;
@@ -287,6 +365,11 @@ int fg_conn_unpin(const char *dir)
 
 void fg_conn_close(struct fg_conn *c)
 {
+	if (!c->skel) {	/* opened from pins: the fds are ours */
+		for (int i = 0; i < FGC_NMAPS; i++)
+			if (c->fd[i] >= 0)
+				close(c->fd[i]);
+	}
 	if (c->ctl)
 		munmap(c->ctl, sysconf(_SC_PAGESIZE));
 	bpf_link__destroy(c->sweep);
@@ -294,6 +377,7 @@ void fg_conn_close(struct fg_conn *c)
 	bpf_link__destroy(c->state);
 	fgconn_bpf__destroy(c->skel);
 	memset(c, 0, sizeof(*c));
+	conn_fds_none(c);
 }
 
 static int conn_check_cap(const struct fg_conn_cap *cap, __u32 i, char *why)
@@ -325,8 +409,10 @@ int fg_conn_set_caps(struct fg_conn *c, const struct fg_conn_cap *caps, __u32 n,
 {
 	struct fg_conn_caps *t;
 	__u32 cur, next, i;
-	int fd = bpf_map__fd(c->skel->maps.fgc_caps), err = 0;
+	int fd = c->fd[FGC_M_CAPS], err = 0;
 
+	if (!c->skel)
+		return -EINVAL;
 	if (n > FG_CONN_MAX_CAPS) {
 		WHY(why, "%u capped rules, at most %u", n, FG_CONN_MAX_CAPS);
 		return -EINVAL;
@@ -416,7 +502,7 @@ struct conn_del {
 static void conn_delete_zero(const void *buf, size_t len, void *arg)
 {
 	struct conn_del *d = arg;
-	int fd = bpf_map__fd(d->c->skel->maps.fgc_count);
+	int fd = d->c->fd[FGC_M_COUNT];
 	const struct fg_conn_key *k = buf;
 	struct fg_conn_val v;
 
@@ -437,7 +523,7 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	__u32 epoch;
 	int err;
 
-	if (!c->walk || !c->sweep)
+	if (!c->skel || !c->walk || !c->sweep)
 		return -EINVAL;
 	err = fg_conn_stats_read(c, &before);
 	if (err)
@@ -491,10 +577,10 @@ int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
 {
 	struct fg_conn_val v;
 
-	if (!bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.fgc_count), k, &v)) {
+	if (!bpf_map_lookup_elem(c->fd[FGC_M_COUNT], k, &v)) {
 		*est = fg_conn_est_total(v.est);
 	} else if (errno == ENOENT &&
-		   !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.fgc_pend), k, &v)) {
+		   !bpf_map_lookup_elem(c->fd[FGC_M_PEND], k, &v)) {
 		*est = 0;
 	} else {
 		return -errno;
@@ -505,7 +591,7 @@ int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
 
 int fg_conn_dump(struct fg_conn *c, __u64 now_ns, struct fg_conn_entry **out, size_t *n)
 {
-	int fd = bpf_map__fd(c->skel->maps.fgc_count), err = 0;
+	int fd = c->fd[FGC_M_COUNT], err = 0;
 	struct fg_conn_entry *e = NULL, *t;
 	struct fg_conn_key k, next;
 	struct fg_conn_val v;
@@ -553,7 +639,7 @@ int fg_conn_stats_read(struct fg_conn *c, struct fg_conn_stats *out)
 	if (!per)
 		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.fgc_stats), &k, per)) {
+	if (bpf_map_lookup_elem(c->fd[FGC_M_STATS], &k, per)) {
 		err = -errno;
 	} else {
 		for (int cpu = 0; cpu < c->ncpus; cpu++)
@@ -569,9 +655,24 @@ int fg_conn_misses(struct fg_conn *c, __u64 *misses)
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 
+	if (!c->skel)
+		return -EINVAL;
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->skel->progs.fgc_state), &info, &len))
 		return -errno;
 	*misses = info.recursion_misses;
+	return 0;
+}
+
+int fg_conn_caps_read(struct fg_conn *c, struct fg_conn_caps *out)
+{
+	struct fg_conn_ctl ctl;
+	__u32 k = 0;
+
+	if (bpf_map_lookup_elem(c->fd[FGC_M_CTL], &k, &ctl))
+		return -errno;
+	k = ctl.slot & 1;
+	if (bpf_map_lookup_elem(c->fd[FGC_M_CAPS], &k, out))
+		return -errno;
 	return 0;
 }
 

@@ -15,6 +15,10 @@
  *                                   periodically; one caller at a time
  *   fg_conn_close(&c)               pins, if any, keep counting going
  *
+ * Readers (the CLI, with no daemon) open the pins without loading
+ * anything: fg_conn_open_pins, then fg_conn_lookup / _dump / _stats_read /
+ * _caps_read.
+ *
  * Functions return 0 or a negative errno and log nothing; those that can
  * fail for a reason an operator must read fill `why` (FG_CONN_WHY_LEN,
  * may be NULL).
@@ -33,8 +37,21 @@
 struct fgconn_bpf;
 struct bpf_link;
 
+/* The maps that are pinned (under their names), fg_conn.fd[] order. */
+enum fg_conn_map {
+	FGC_M_CTL = 0,
+	FGC_M_CAPS,
+	FGC_M_MARK,
+	FGC_M_COUNT,
+	FGC_M_PEND,
+	FGC_M_STATS,
+	FGC_NMAPS,
+};
+extern const char *const fg_conn_map_names[FGC_NMAPS];
+
 struct fg_conn {
-	struct fgconn_bpf *skel;
+	struct fgconn_bpf *skel;	/* NULL when opened from pins (readers) */
+	int fd[FGC_NMAPS];		/* the skeleton's, or our own from the pins */
 	struct bpf_link *state;		/* tracepoint link */
 	struct bpf_link *walk;		/* iter/tcp */
 	struct bpf_link *sweep;		/* iter/bpf_map_elem over fgc_count */
@@ -71,6 +88,9 @@ struct fg_conn_entry {
 };
 
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why);
+/* Read-only, for readers: the pinned maps of dir, checked (types, sizes,
+ * ABI); -ENOENT if nothing is pinned there. */
+int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why);
 int fg_conn_attach(struct fg_conn *c);
 int fg_conn_pin(struct fg_conn *c, const char *dir);
 /* Remove the fgc_* pins of dir (unpinning the link stops the counting
@@ -96,6 +116,9 @@ int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
 
 /* Every fgc_count entry; *out is malloc'd (NULL when none). */
 int fg_conn_dump(struct fg_conn *c, __u64 now_ns, struct fg_conn_entry **out, size_t *n);
+
+/* The active cap table. */
+int fg_conn_caps_read(struct fg_conn *c, struct fg_conn_caps *out);
 
 /* Events summed over CPUs. */
 int fg_conn_stats_read(struct fg_conn *c, struct fg_conn_stats *out);
