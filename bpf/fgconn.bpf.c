@@ -211,11 +211,14 @@ static __always_inline void fgc_keys(const struct fg_conn_caps *caps, const stru
 	out->n = n > FG_CONN_PER_SOCK ? FG_CONN_PER_SOCK : n;
 }
 
-/* Free the slot of handshake hsid, if v holds one; 1 if it did. */
+/* Free the slot of handshake hsid, if v holds one; 1 if it did. hsid 0:
+ * nothing to free. */
 static __always_inline int fgc_slot_free(struct fg_conn_val *v, __u32 hsid)
 {
 	int i;
 
+	if (!hsid)
+		return 0;
 	for (i = 0; i < FG_CONN_SLOTS; i++) {
 		__u64 w = *(volatile __u64 *)&v->slot[i];
 
@@ -231,8 +234,8 @@ static __always_inline int fgc_slot_free(struct fg_conn_val *v, __u32 hsid)
  * creates its fgc_count entry (BPF_NOEXIST: a racing CPU's entry wins and
  * is used), taking over the key's pending slots from fgc_pend, whose entry
  * then goes: XDP looks in fgc_count first, and claims there once it
- * exists. Frees the handshake's pending slot (match by hsid). 1 if
- * counted.
+ * exists. Frees the handshake's pending slot (match by hsid; 0: none). 1
+ * if counted.
  */
 __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
 {
@@ -253,7 +256,7 @@ __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
 			for (i = 0; i < FG_CONN_SLOTS; i++) {
 				__u64 w = *(volatile __u64 *)&p->slot[i];
 
-				if (!freed && w && (__u32)w == hsid)
+				if (!freed && hsid && w && (__u32)w == hsid)
 					freed = 1;
 				else
 					init.slot[i] = w;
@@ -483,9 +486,12 @@ int fgc_walk(struct bpf_iter__tcp *ctx)
 	}
 	if (!fgc_same_keys(m, want))
 		fgc_ev(FGC_EV_REKEY, 1);
-	/* count in the current half first, then take the old counts away */
+	/* count in the current half first, then take the old counts away; a
+	 * socket counted long ago has no pending slot (hsid 0): a live slot
+	 * with its id is another handshake from the same port, to another
+	 * port of the rule */
 	want->epoch = cur;
-	fgc_count_keys(want, cur, hsid);
+	fgc_count_keys(want, cur, 0);
 	fgc_uncount(m, cur);
 	*m = *want;
 	return 0;

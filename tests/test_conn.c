@@ -714,6 +714,14 @@ static void test_pending_converts(void)
 		ASSERT_NEQ(bpf_map_lookup_elem(bpf_map__fd(C.skel->maps.fgc_pend), &k, &pv), 0,
 			   "fgc_pend entry gone: the count entry holds the slots");
 		ASSERT_EQ(at_cap(&k, "127.0.0.1", 1, 2, mono_ns()), 1, "1 + 1 pending = cap 2");
+		/* the same client port, to another port of the rule: a new
+		 * handshake with the same id, which a reconcile must not take
+		 * for the established one's */
+		ASSERT_EQ(admit(&k, "127.0.0.1", 45678, 10, mono_ns(), 10 * SEC_NS), FG_CONN_ADMIT,
+			  "same port, another handshake");
+		ASSERT_OK(fg_conn_reconcile(&C, NULL), "reconcile");
+		ASSERT_EQ(pending_of(&k, 0), 2, "both pending slots kept by the reconcile");
+		ASSERT_EQ(est_of(&k), 1, "established kept");
 		close(c);
 		close(s);
 		ASSERT_EQ(est_wait(&k, 0), 0, "closed");
