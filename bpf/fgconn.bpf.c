@@ -232,9 +232,10 @@ static __always_inline int fgc_slot_free(struct fg_conn_val *v, __u32 hsid)
 /*
  * Count one connection under k in half h. A key's first connection
  * creates its fgc_count entry (BPF_NOEXIST: a racing CPU's entry wins and
- * is used), taking over the key's pending slots from fgc_pend, whose entry
- * then goes: XDP looks in fgc_count first, and claims there once it
- * exists. Frees the handshake's pending slot (match by hsid; 0: none). 1
+ * is used), taking over a copy of the key's pending slots from fgc_pend:
+ * XDP looks in fgc_count first, and claims there once it exists. The
+ * fgc_pend entry is left to the LRU: deleting it could hand its memory to
+ * another key while an XDP CAS is still on its way to it. Frees the handshake's pending slot (match by hsid; 0: none). 1
  * if counted.
  */
 __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
@@ -264,8 +265,6 @@ __noinline int fgc_inc(const struct fg_conn_key *k, __u32 h, __u32 hsid)
 		}
 		err = bpf_map_update_elem(&fgc_count, k, &init, BPF_NOEXIST);
 		if (!err) {
-			if (p)
-				bpf_map_delete_elem(&fgc_pend, k);
 			if (freed)
 				fgc_ev(FGC_EV_CONVERT, 1);
 			return 1;
