@@ -189,6 +189,35 @@ static void test_expiry_in_the_program(void)
 	teardown();
 }
 
+/* The walk past expired entries is bounded: FG_RT_DEPTH lookups. With
+ * FG_RT_DEPTH - 1 nested expired entries the live one under them decides;
+ * with FG_RT_DEPTH the file does. */
+static void test_expired_walk_bounded(void)
+{
+	struct pkt_spec s = udp4("10.1.1.1");
+	char cidr[32];
+	__u64 t;
+	int v;
+
+	if (setup())
+		return;
+	file_policy();
+	t = dp_now(&D);
+	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, 0), "live deny /16");
+	for (int plen = 32; plen > 32 - (FG_RT_DEPTH - 1); plen--) {
+		snprintf(cidr, sizeof(cidr), "10.1.1.%d/%d", plen == 32 ? 1 : 0, plen);
+		ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), cidr);
+	}
+	dp_set_now(&D, t + NS);
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "FG_RT_DEPTH - 1 expired: the live /16 decides");
+	snprintf(cidr, sizeof(cidr), "10.1.1.0/%d", 32 - (FG_RT_DEPTH - 1));
+	dp_set_now(&D, t);
+	ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), "one more nested entry");
+	dp_set_now(&D, t + NS);
+	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "FG_RT_DEPTH expired: the walk stops, the file decides");
+	teardown();
+}
+
 /* rt_active 0: the program does not look (an entry it is not told of is
  * not seen); the count, once right, makes it look. */
 static void test_rt_active_gates_lookup(void)
@@ -476,6 +505,7 @@ int main(int argc, char **argv)
 	libbpf_set_print(NULL);
 	FG_RUN(test_longest_prefix_over_file);
 	FG_RUN(test_expiry_in_the_program);
+	FG_RUN(test_expired_walk_bounded);
 	FG_RUN(test_rt_active_gates_lookup);
 	FG_RUN(test_bound);
 	FG_RUN(test_shadow);
