@@ -6,6 +6,8 @@
  * counts it in exactly one outcome of one stats row):
  *   1. fg_ctl: kill switch (bypass, with its own expiry) -> pass, untouched
  *   2. parse -> non-IP (pass) or malformed (policy's verdict)
+ *   2b. runtime allow/deny lists (floodgate allow|deny add), only while
+ *      fg_ctl.rt_active says there are entries (struct fg_rt)
  *   3. allow/deny list (one LPM lookup that also yields source sets)
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
@@ -87,6 +89,26 @@ struct {
 	__type(key, struct fg_lpm6);
 	__type(value, struct fg_pfx);
 } fg_pfx6 SEC(".maps");
+
+/* Runtime allow/deny entries, IPv4, keyed by prefix alone (struct fg_rt):
+ * added and deleted by the CLI, expired ones removed by the CLI and the
+ * daemon; whether an entry's time is over is judged here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FG_RT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_rt_key4);
+	__type(value, struct fg_rt);
+} fg_rt4 SEC(".maps");
+
+/* Same for IPv6. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FG_RT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_rt_key6);
+	__type(value, struct fg_rt);
+} fg_rt6 SEC(".maps");
 
 /* Per-source buckets, IPv4: set-associative, see struct fg_set4. Filled
  * by this program; 1 << fg_ctl.src4_bits sets, sized by userspace from
@@ -542,6 +564,73 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 	return FG_MAX_RULES;
 }
 
+/*
+ * The runtime lists (struct fg_rt): the list of the longest entry covering
+ * the source whose time is not over, or FG_LIST_NONE. Past an expired
+ * entry (counted) the next lookup asks for prefixes shorter than it, at
+ * most FG_RT_DEPTH lookups in all; key starts with its prefixlen.
+ */
+static __always_inline __u32 fg_rt_walk(void *map, void *key, __u64 now, __u32 *ev)
+{
+	__u32 *plen = key;
+	const struct fg_rt *e;
+	int i;
+
+	for (i = 0; i < FG_RT_DEPTH; i++) {
+		e = bpf_map_lookup_elem(map, key);
+		if (!e)
+			break;
+		if (!e->expires || now < e->expires)
+			return e->list;
+		*ev |= 1u << FG_EV_RT_EXPIRED;
+		if (!e->plen || e->plen > *plen)
+			break;
+		*plen = e->plen - 1;
+	}
+	return FG_LIST_NONE;
+}
+
+/* A global function: the verifier checks the walk once, on its own. */
+__noinline __u32 fg_rt_lookup(const struct fg_pkt *p, __u64 now, __u32 *ev)
+{
+	__u32 e = 0, list;
+
+	if (!p || !ev)
+		return FG_LIST_NONE;
+	if (p->family == 4) {
+		struct fg_rt_key4 k = { .prefixlen = 32, .addr = p->saddr[0] };
+
+		list = fg_rt_walk(&fg_rt4, &k, now, &e);
+	} else {
+		struct fg_rt_key6 k = { .prefixlen = 128 };
+
+		__builtin_memcpy(k.addr, p->saddr, 16);
+		list = fg_rt_walk(&fg_rt6, &k, now, &e);
+	}
+	*ev |= e;
+	return list;
+}
+
+/* Runtime lists first (they are the incident-time decision); a deny in
+ * shadow is counted and passed, like the file's. 1 when they decided. */
+static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, struct fg_verd *v)
+{
+	__u32 ev = 0, list = fg_rt_lookup(p, fg_now_ns(), &ev);
+
+	v->ev |= ev;
+	if (list == FG_LIST_ALLOW) {
+		v->out = FG_OUT_RT_ALLOW;
+		return 1;
+	}
+	if (list == FG_LIST_DENY) {
+		v->out = FG_OUT_RT_DENY;
+		if (!shadow)
+			v->verdict = XDP_DROP;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 				      struct fg_verd *v)
 {
@@ -587,6 +676,9 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	}
 	if (p.frag)
 		v->ev |= 1u << FG_EV_FRAG;
+	/* a word of the line already read: no entries, no lookup */
+	if (FG_READ_ONCE(ctl->rt_active) && fg_rt_decide(&p, shadow, v))
+		return;
 
 	if (p.family == 4 && (pol->lists & 1)) {
 		struct fg_dir4 *dir = bpf_map_lookup_elem(&fg_dir4, &k);

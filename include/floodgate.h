@@ -28,6 +28,8 @@
  * - struct fg_slot4 is struct fg_wkey4 (same layout)
  * - fg_pfx4, fg_pfx6: FG_PFX_ENTRIES (2^21) entries each, fixed in the map definitions
  * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
+ * - runtime lists: fg_rt4, fg_rt6 (struct fg_rt), fg_ctl.rt_active (was pad),
+ *   outcomes FG_OUT_RT_ALLOW, FG_OUT_RT_DENY, event FG_EV_RT_EXPIRED (fg_stats grows)
  */
 
 /*
@@ -119,6 +121,8 @@ enum fg_outcome {
 	FG_OUT_BYPASS,		/* kill switch on */
 	FG_OUT_MALFORMED,	/* unparseable IP packet (verdict: policy's malformed) */
 	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
+	FG_OUT_RT_ALLOW,	/* on a runtime allow list (floodgate allow add) */
+	FG_OUT_RT_DENY,		/* on a runtime deny list (floodgate deny add); passed in shadow */
 	FG_OUT_MAX,
 };
 
@@ -134,6 +138,7 @@ enum fg_event {
 	FG_EV_AGG_DROP,		/* dropped by the aggregate bucket */
 	FG_EV_FRAG,		/* non-first fragment */
 	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
+	FG_EV_RT_EXPIRED,	/* a runtime list entry matched but its time was over: ignored */
 	FG_EV_MAX,
 };
 
@@ -146,7 +151,8 @@ enum fg_event {
  * with atomic stores (user/ctl.h), so concurrent writers never lose each
  * other's fields and none waits for a lock. Policy apply (daemon) stores
  * slot and mode; the operator (CLI) stores bypass_until then bypass, and the
- * overrides.
+ * overrides. rt_active is only ever changed by atomic add and subtract
+ * (struct fg_rt).
  *
  * Modes. The policy file sets the global mode (mode) and each rule's mode
  * (fg_rule.mode); the daemon applies them at start, on adoption and on
@@ -171,7 +177,7 @@ struct fg_ctl {
 	__u64 bypass_until;	/* 24 CLOCK_MONOTONIC ns, 0 = until switched off; read only while bypass is 1 */
 	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
 	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
-	__u32 pad;		/* 44 */
+	__u32 rt_active;	/* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
 	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
 	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
 	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
@@ -315,6 +321,53 @@ struct fg_pfx {
 	__u32 list;		/* enum fg_list */
 	__u32 sets;		/* source sets containing this prefix */
 };
+
+/*
+ * Runtime lists: incident-time allow/deny entries (floodgate allow|deny add),
+ * in fg_rt4 and fg_rt6, LPM tries keyed by prefix alone. They are not part
+ * of a policy: no slot, untouched by reloads, adopted with the other pins.
+ * The longest matching entry decides before the file's lists, allow or deny;
+ * one whose time is over is ignored (FG_EV_RT_EXPIRED) and the program looks
+ * on for a shorter one (hence plen), at most FG_RT_DEPTH times.
+ *
+ * Writers (CLI; the daemon's tick removes expired entries) take no lock:
+ * each change is one map update or delete. fg_ctl.rt_active counts the
+ * entries of both tries, and the program looks them up only when it is not
+ * 0. It may count too many, never too few: a writer adds 1 before an insert
+ * (and subtracts it again if the insert fails or replaced an entry) and
+ * subtracts 1 only after a delete succeeded.
+ *
+ * FG_RT_MAX entries per family: the CLI refuses more with a clear error,
+ * and the map's max_entries is the hard stop (ENOSPC) for writers that
+ * race past the CLI's count. Memory, no preallocation: at most 2 * FG_RT_MAX
+ * nodes (as for fg_pfx4) of 24 + key + 128 + 8 bytes, kmalloc-192: 1.5 MB
+ * per family when full.
+ */
+#define FG_RT_MAX	4096	/* entries per family (fg_rt4, fg_rt6) */
+#define FG_RT_DEPTH	8	/* nested expired entries the program looks past */
+
+struct fg_rt_key4 {
+	__u32 prefixlen;	/* 0..32 */
+	__be32 addr;
+};
+
+struct fg_rt_key6 {
+	__u32 prefixlen;	/* 0..128 */
+	__u8 addr[16];
+};
+
+/* The program reads the first 16 bytes; the rest is for floodgate deny list. */
+struct fg_rt {
+	__u32 list;		/*  0 FG_LIST_ALLOW or FG_LIST_DENY */
+	__u32 plen;		/*  4 = the key's prefix length (every writer sets it): the program
+				 *    looks on past an expired entry from it, userspace tells an
+				 *    exact match from a covering one by it */
+	__u64 expires;		/*  8 CLOCK_MONOTONIC ns (the program's clock), 0 = until deleted */
+	__u64 created;		/* 16 CLOCK_REALTIME s */
+	char who[40];		/* 24 who added it (uid, user, sudo user), NUL-terminated */
+	char comment[64];	/* 64 the operator's comment, NUL-terminated */
+};
+_Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
 
 /*
  * fg_dir4[slot]: IPv4 lists and sets by the top 16 bits of the source, so

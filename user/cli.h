@@ -2,7 +2,7 @@
 /*
  * The floodgate CLI's commands, by group: cli_status.c (status),
  * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_policy.c
- * (check, reload, detach); the helpers they share are in cli_common.c, the
+ * (check, reload, detach), cli_lists.c (allow, deny); the helpers they share are in cli_common.c, the
  * command table and the option tables in floodgate.c.
  *
  * Each command returns the process's exit status: 0 ok, 1 runtime failure,
@@ -30,6 +30,9 @@ struct cli_args {
 	bool bypass_for;	/* bypass --for given */
 	__u64 bypass_ns;	/* its duration */
 	bool force;		/* detach --force */
+	bool rt_for;		/* allow/deny add --for given */
+	__u64 rt_ns;		/* its duration */
+	const char *comment;	/* allow/deny add --comment */
 	const char *pos[2];	/* positional words */
 	int npos;
 	const char *dir;	/* the pin dir in use */
@@ -43,6 +46,8 @@ int cli_bypass(void *cfg);
 int cli_check(void *cfg);
 int cli_reload(void *cfg);
 int cli_detach(void *cfg);
+int cli_allow(void *cfg);
+int cli_deny(void *cfg);
 
 /* --- cli_common.c --- */
 

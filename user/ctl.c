@@ -146,6 +146,17 @@ int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
 	return 0;
 }
 
+int fg_switch_rt_active(struct fg_ctl_map *cm, int delta)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (delta != 1 && delta != -1)
+		return -EINVAL;
+	/* seq_cst: the add is visible before the insert that follows it */
+	__atomic_fetch_add(&cm->ctl->rt_active, (__u32)delta, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int fg_ctl_global_mode(const struct fg_ctl_map *cm, __u32 *mode)
 {
 	__u32 ovr;
@@ -210,6 +221,7 @@ int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
 	out->mode_ovr = LOAD(&c->mode_ovr);
 	out->seed4 = LOAD(&c->seed4);
 	out->src4_bits = LOAD(&c->src4_bits);
+	out->rt_active = LOAD(&c->rt_active);
 	for (int w = 0; w < FG_OVR_WORDS; w++) {
 		out->rule_ovr_set[w] = LOAD(&c->rule_ovr_set[w]);
 		out->rule_ovr_shadow[w] = LOAD(&c->rule_ovr_shadow[w]);

@@ -14,6 +14,7 @@
  *                          fg_switch_clear_rule_ovr_ids
  *   operator (CLI):        fg_switch_bypass, fg_switch_mode_ovr,
  *                          fg_switch_rule_ovr
+ *   runtime lists (CLI, daemon; user/rtlist.h): fg_switch_rt_active
  *
  * Order. Where the program reads two fields, the writer stores the second
  * one first and the first one with release: bypass_until then bypass, and
@@ -65,6 +66,10 @@ int fg_switch_clear_rule_ovr_ids(struct fg_ctl_map *cm, const __u64 mask[FG_OVR_
 int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot);
 /* Apply: the policy file's global mode (enum fg_mode). */
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode);
+
+/* Runtime lists: add delta (+1 before an insert, -1 after a delete) to
+ * rt_active, atomically; the count of other writers is never lost. */
+int fg_switch_rt_active(struct fg_ctl_map *cm, int delta);
 
 /* Readers: what is in force, by the rule in include/floodgate.h. */
 /* The global mode in force (enum fg_mode). */

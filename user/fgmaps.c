@@ -53,7 +53,11 @@ void fg_why(char *why, const char *fmt, ...)
 	  FG_NROWS)								\
 	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
 	  FG_MAX_IDS)								\
-	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)
+	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)	\
+	X(FGM_RT4, fg_rt4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key4),	\
+	  sizeof(struct fg_rt), FG_RT_MAX)					\
+	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6),	\
+	  sizeof(struct fg_rt), FG_RT_MAX)
 
 static const struct {
 	const char *name;
@@ -68,6 +72,7 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_PASS] = "pass", [FG_OUT_DROP] = "drop", [FG_OUT_SHADOW] = "shadow",
 	[FG_OUT_ALLOW] = "allow", [FG_OUT_DENY] = "deny", [FG_OUT_BYPASS] = "bypass",
 	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
+	[FG_OUT_RT_ALLOW] = "rt_allow", [FG_OUT_RT_DENY] = "rt_deny",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
@@ -76,6 +81,7 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_FULL_OPEN] = "full_open", [FG_EV_FULL_CLOSED] = "full_closed",
 	[FG_EV_CONTENDED] = "contended", [FG_EV_AGG_DROP] = "agg_drop",
 	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
+	[FG_EV_RT_EXPIRED] = "rt_expired",
 };
 
 const char *fg_pin_dir_choose(const char *arg)

@@ -38,6 +38,8 @@ enum fg_map_id {
 	FGM_STATS,
 	FGM_NAMES,
 	FGM_META,
+	FGM_RT4,
+	FGM_RT6,
 	FGM_NMAPS,
 };
 

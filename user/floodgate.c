@@ -44,6 +44,20 @@ static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why
 	return 0;
 }
 
+/* allow/deny add --for DURATION: up to FG_RT_MAX_FOR */
+#define FG_RT_MAX_FOR	(366ull * 86400 * 1000000000ull)
+static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+{
+	struct cli_args *a = cfg;
+
+	(void)o;
+	if (fg_parse_duration(val, &a->rt_ns) || !a->rt_ns || a->rt_ns > FG_RT_MAX_FOR)
+		return fg_opt_fail(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)",
+				   val);
+	a->rt_for = true;
+	return 0;
+}
+
 static const struct fg_opt global_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', A, pin_dir, "DIR",
 		   "pin dir (default $" FG_PIN_DIR_ENV " or " FG_PIN_DIR_DEFAULT ")"),
@@ -78,6 +92,13 @@ static const struct fg_opt bypass_opts[] = {
 		    "switch off by itself after DURATION (90s, 5m, 1h)"),
 	FG_OPT_END,
 };
+static const struct fg_opt list_opts[] = {
+	FG_OPT_FUNC("for", 'f', opt_rt_for, 0, "DURATION",
+		    "add: the entry ends by itself after DURATION (90s, 5m, 1h; default: until deleted)"),
+	FG_OPT_STR("comment", 'c', A, comment, "TEXT", "add: why (up to 63 printable characters)"),
+	OPT_JSON,
+	FG_OPT_END,
+};
 static const struct fg_opt detach_opts[] = {
 	FG_OPT_BOOL("force", 'f', A, force, "stop a running floodgated first (SIGTERM)"),
 	FG_OPT_END,
@@ -93,6 +114,10 @@ static const struct fg_cmd cmds[] = {
 	  mode_opts, cli_mode },
 	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1,
 	  bypass_opts, cli_bypass },
+	{ "deny", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
+	  "incident-time deny entries, before the file's lists", 1, 2, list_opts, cli_deny },
+	{ "allow", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
+	  "incident-time allow entries, before the file's lists", 1, 2, list_opts, cli_allow },
 	{ "check", "FILE", "validate a policy file and print what it compiles to", 1, 1, NULL,
 	  cli_check },
 	{ "reload", "", "make floodgated re-read its policy file", 0, 0, NULL, cli_reload },

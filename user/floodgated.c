@@ -37,6 +37,7 @@
 #include "opts.h"
 #include "policy.h"
 #include "reload_log.h"
+#include "rtlist.h"
 #include "throttle.h"
 #include "apply.h"
 #include "sources.h"
@@ -497,6 +498,8 @@ static void tick(struct daemon *d)
 	else
 		fg_throttle_scan(&d->tr, src, n, names);
 	free(src);
+	if (ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
+		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
 					     .sources4 = scan.all4, .sources6 = scan.all6 };
