@@ -117,6 +117,16 @@ struct {
 	__type(value, struct fg_agg);
 } fg_agg SEC(".maps");
 
+/* Fleet leases by rule id (struct fg_lease): floodgated writes them through
+ * an mmap; this program spends their tokens. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_MAX_IDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_lease);
+} fg_lease SEC(".maps");
+
 /* Counters per CPU, per rule id (+ global row). Read by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

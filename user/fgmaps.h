@@ -38,6 +38,7 @@ enum fg_map_id {
 	FGM_STATS,
 	FGM_NAMES,
 	FGM_META,
+	FGM_LEASE,
 	FGM_NMAPS,
 };
 

@@ -216,47 +216,83 @@ struct lim {
 	int plen4, plen6;
 };
 
-static int compile_limit(struct pol_ctx *c, yaml_node_t *rate_n,
-			 yaml_node_t *burst_n, long double rate,
-			 long double burst, int bytes, struct fg_limit *out)
+int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
+		     char *why, size_t whylen, int *burst_fault)
 {
 	long double inc;
 	unsigned __int128 tau;
+	int bf = 0;
 
-	if (rate <= 0)
-		return FAIL(c, rate_n, "rate must be above 0");
+#define LIM_FAIL(is_burst, ...) \
+	do { bf = (is_burst); snprintf(why, whylen, __VA_ARGS__); goto fail; } while (0)
+	if (!(rate > 0))
+		LIM_FAIL(0, "rate must be above 0");
 	if (rate > (long double)FG_TU_PER_SEC)
-		return FAIL(c, rate_n, "rate too high: at most %llu %s per second",
-			    (unsigned long long)FG_TU_PER_SEC, unit_name(bytes));
+		LIM_FAIL(0, "rate too high: at most %llu %s per second",
+			 (unsigned long long)FG_TU_PER_SEC, unit_name(bytes));
 	/* rate <= FG_TU_PER_SEC, so inc >= 1 */
 	inc = roundl((long double)FG_TU_PER_SEC / rate);
 	/* the time unit is 1/64 ns: past ~1.28e9 per second the rounded
 	 * cost per unit would be off by more than 1% of the rate */
 	if (fabsl(inc - (long double)FG_TU_PER_SEC / rate) * 100 > inc)
-		return FAIL(c, rate_n, "rate too high for the bucket clock's resolution: "
-			    "at most 1280000000 %s per second per bucket", unit_name(bytes));
+		LIM_FAIL(0, "rate too high for the bucket clock's resolution: "
+			 "at most 1280000000 %s per second per bucket", unit_name(bytes));
 	if (inc >= (long double)FG_MAX_TAU)
-		return FAIL(c, rate_n, "rate too low");
+		LIM_FAIL(0, "rate too low");
 	if (burst != floorl(burst))
-		return FAIL(c, burst_n, "burst must be a whole number of %s",
-			    unit_name(bytes));
+		LIM_FAIL(1, "burst must be a whole number of %s", unit_name(bytes));
 	if (burst >= 18446744073709551616.0L)
-		return FAIL(c, burst_n, "burst too large");
+		LIM_FAIL(1, "burst too large");
 	if (!bytes && burst < 1)
-		return FAIL(c, burst_n, "burst must be at least 1 packet");
+		LIM_FAIL(1, "burst must be at least 1 packet");
 	if (bytes && burst < MIN_FRAME)
-		return FAIL(c, burst_n, "burst of %.0Lf bytes is below the smallest frame (%d bytes)",
-			    burst, MIN_FRAME);
+		LIM_FAIL(1, "burst of %.0Lf bytes is below the smallest frame (%d bytes)",
+			 burst, MIN_FRAME);
 	if (bytes && burst < FULL_FRAME)
-		return FAIL(c, burst_n, "burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
-			    burst, FULL_FRAME);
-	out->inc = (__u64)inc;
-	tau = (unsigned __int128)(__u64)burst * out->inc;
+		LIM_FAIL(1, "burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
+			 burst, FULL_FRAME);
+	tau = (unsigned __int128)(__u64)burst * (__u64)inc;
 	if (tau >= FG_MAX_TAU)
-		return FAIL(c, burst_n, "burst too large for this rate (burst/rate must stay below %llu seconds)",
-			    (unsigned long long)(FG_MAX_TAU / FG_TU_PER_SEC));
+		LIM_FAIL(1, "burst too large for this rate (burst/rate must stay below %llu seconds)",
+			 (unsigned long long)(FG_MAX_TAU / FG_TU_PER_SEC));
+#undef LIM_FAIL
+	out->inc = (__u64)inc;
 	out->tau = (__u64)tau;
 	return 0;
+fail:
+	if (burst_fault)
+		*burst_fault = bf;
+	return -EINVAL;
+}
+
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
+		   size_t whylen)
+{
+	long double b = floorl(burst);
+	long double least = bytes ? FULL_FRAME : 1;
+
+	if (!isfinite(rate) || !isfinite(burst)) {
+		snprintf(why, whylen, "rate and burst must be finite");
+		return -EINVAL;
+	}
+	if (b < least)
+		b = least;
+	return fg_limit_compile(rate, b, bytes, out, why, whylen, NULL);
+}
+
+/* fg_limit_compile, the error placed at the rate or the burst node. */
+static int compile_limit(struct pol_ctx *c, yaml_node_t *rate_n,
+			 yaml_node_t *burst_n, long double rate,
+			 long double burst, int bytes, struct fg_limit *out)
+{
+	char why[256];
+	int bf = 0;
+
+	if (!fg_limit_compile(rate, burst, bytes, out, why, sizeof(why), &bf))
+		return 0;
+	if (bf ? !burst_n : !rate_n)
+		return pol_fail_at(c, (yaml_mark_t){ 0 }, "%s", why);
+	return FAIL(c, bf ? burst_n : rate_n, "%s", why);
 }
 
 static const char *const limit_keys[] = { "rate", "burst", "prefix_v4", "prefix_v6" };

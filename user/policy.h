@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "fleet.h"
 #include "prefix.h"
 
 enum fg_xdp_mode {
@@ -64,6 +65,17 @@ struct fg_config {
 	size_t n_pfx;
 	size_t n_allow, n_deny;		/* as written, before flattening */
 	struct fg_limit_src admission;	/* explicit new-key limit, if set */
+	/* fleet-wide limits (docs/fleet.md): the top-level fleet: section;
+	 * has_fleet 0 (the section absent) leaves fleet all zero */
+	int has_fleet;
+	struct fg_fleet_conf fleet;
+	/* parallel to pol.rules: a rule's fleet limit where pol.rules[i].fleet
+	 * is 1 (name, rate, burst, cost, on_loss, local_rate/burst as written:
+	 * 0 = rate / nodes), else all zero. fleet_local[i] is that local share
+	 * compiled like the rule's other limits; inc 0 when it follows the
+	 * node count (the daemon compiles rate / nodes with fg_limit_share) */
+	struct fg_fleet_rule_conf fleet_rules[FG_MAX_RULES];
+	struct fg_limit fleet_local[FG_MAX_RULES];
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On
@@ -75,6 +87,19 @@ void fg_config_free(struct fg_config *cfg);
 
 /* "file:line:col: msg" (or "file: msg") into buf. */
 void fg_err_format(const struct fg_err *err, char *buf, size_t len);
+
+/*
+ * A GCRA limit from rate (cost units per second) and burst (cost units,
+ * whole), the arithmetic of every limit in a policy: 0, or -EINVAL with
+ * the reason in why and, in *burst_fault (may be NULL), 1 when the burst is
+ * at fault, 0 when the rate is.
+ */
+int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
+		     char *why, size_t whylen, int *burst_fault);
+/* The same for a derived share (rate / nodes): the burst is rounded down
+ * and raised to the least its unit allows (1 packet, one full frame). */
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
+		   size_t whylen);
 
 /* Print what would be loaded, human readable (policy_print.c). */
 void fg_config_print(FILE *f, const struct fg_config *cfg);
