@@ -30,6 +30,9 @@
  * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
  * - runtime lists: fg_rt4, fg_rt6 (struct fg_rt), fg_ctl.rt_active (was pad),
  *   outcomes FG_OUT_RT_ALLOW, FG_OUT_RT_DENY, event FG_EV_RT_EXPIRED (fg_stats grows)
+ * - fleet limits (docs/fleet.md): map fg_lease (struct fg_lease, FG_MAX_IDS entries), fg_rule.fleet
+ *   (was tail padding), events FG_EV_FLEET_DROP and FG_EV_FLEET_LOSS, fg_stats.fleet_offered and
+ *   fleet_unleased
  */
 
 /*
@@ -139,6 +142,8 @@ enum fg_event {
 	FG_EV_FRAG,		/* non-first fragment */
 	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
 	FG_EV_RT_EXPIRED,	/* a runtime list entry matched but its time was over: ignored */
+	FG_EV_FLEET_DROP,	/* fleet lease exhausted: dropped (or would-drop in shadow) */
+	FG_EV_FLEET_LOSS,	/* decided under on_loss (lease expired, or stale: gen mismatch) */
 	FG_EV_MAX,
 };
 
@@ -208,7 +213,10 @@ struct fg_rule {
 	__u8 mode;		/* enum fg_mode */
 	__u8 cost;		/* enum fg_cost */
 	__u8 on_full;		/* enum fg_on_full */
+	__u8 fleet;		/* 1: after the local buckets, spend from fg_lease[id] */
+	__u8 pad[3];
 };
+_Static_assert(sizeof(struct fg_rule) == 80, "fg_rule: fleet fills the tail padding");
 
 /* Protocol classes: match entries are compiled per class so that a TCP
  * packet never scans UDP rules. */
@@ -470,12 +478,51 @@ struct fg_agg {
 	__u64 pad[6];
 };
 
-/* Per-CPU counters, one row per rule id plus FG_ROW_GLOBAL. */
+/* Per-CPU counters, one row per rule id plus FG_ROW_GLOBAL. The fleet
+ * costs (packets or bytes, the rule's unit) are read by the daemon, which
+ * leases by their difference between two reads; never reset. */
 struct fg_stats {
 	__u64 pkts[FG_OUT_MAX];
 	__u64 bytes[FG_OUT_MAX];
 	__u64 ev[FG_EV_MAX];
+	__u64 fleet_offered;	/* cost that reached the fleet check (the node's demand) */
+	__u64 fleet_unleased;	/* cost admitted under on_loss open or local (the debt) */
 };
+
+/*
+ * Fleet-wide limits (docs/fleet.md): a fleet rule spends from a lease that
+ * floodgated refills from Redis every lease interval. Once the lease has
+ * run out (now >= lease_expires) the program applies on_loss by itself,
+ * daemon or not.
+ */
+enum fg_on_loss {
+	FG_LOSS_LOCAL = 0,	/* spend the static local share, fg_lease.local */
+	FG_LOSS_OPEN = 1,	/* the fleet limit does not apply; local limits do */
+	FG_LOSS_CLOSED = 2,	/* drop what reaches the fleet check */
+};
+
+/*
+ * fg_lease[rule id]: a fleet rule's lease; one cache line per id. The map
+ * is BPF_F_MMAPABLE: floodgated adds grants and takes tokens back with
+ * atomics on the shared page; the program spends with one fetch-and-add.
+ * The daemon writes gen, on_loss, local (and lease_expires 0) before the
+ * policy slot that sets fg_rule.fleet is flipped in; each renewal writes
+ * tokens, local, tat and nodes, then lease_expires last (release store).
+ * An entry whose gen is not the rule's is stale: treated as closed.
+ */
+struct fg_lease {
+	__s64 tokens;		/*  0 cost units; program: add -cost; daemon: add grants, CAS take-backs */
+	__u64 lease_expires;	/*  8 CLOCK_MONOTONIC ns; tokens are spendable only before it; 0 = none */
+	__u64 tat;		/* 16 GCRA state of the local share; daemon: (lease_expires << FG_TU_SHIFT) + local.tau */
+	struct fg_limit local;	/* 24 on_loss local: this node's static share (inc 0: drop) */
+	__u16 gen;		/* 40 == fg_rule.gen, else stale */
+	__u8 on_loss;		/* 42 enum fg_on_loss */
+	__u8 pad;		/* 43 */
+	__u32 nodes;		/* 44 last known node count (status, adoption) */
+	__u64 pad2[2];		/* 48 */
+};
+_Static_assert(sizeof(struct fg_lease) == 64 && __builtin_offsetof(struct fg_lease, gen) == 40,
+	       "fg_lease: one cache line");
 
 /* fg_names[id]: which rule holds an id, so the CLI can name counters
  * without the daemon. */

@@ -34,36 +34,41 @@ void fg_why(char *why, const char *fmt, ...)
 /*
  * Every pinned map, in enum fg_map_id order: its id, its name in the
  * skeleton and the pin dir, and what it must look like (checked on every
- * open; max_entries 0: any). One place: map_defs and fg_skel_maps expand it.
+ * open; max_entries 0: any; flags: those that must be set, mmapped maps
+ * need BPF_F_MMAPABLE). One place: map_defs and fg_skel_maps expand it.
  */
 #define FG_MAPS(X)								\
-	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1)	\
-	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2) \
+	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1,	\
+	  BPF_F_MMAPABLE)							\
+	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2, 0) \
 	X(FGM_PFX4, fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4),	\
-	  sizeof(struct fg_pfx), 0)						\
+	  sizeof(struct fg_pfx), 0, 0)						\
 	X(FGM_PFX6, fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6),	\
-	  sizeof(struct fg_pfx), 0)						\
-	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2)	\
-	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2)	\
-	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0)	\
+	  sizeof(struct fg_pfx), 0, 0)						\
+	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2, 0) \
+	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2, 0) \
+	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0,	\
+	  BPF_F_MMAPABLE)							\
 	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6),	\
-	  sizeof(struct fg_bucket), 0)						\
-	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG) \
+	  sizeof(struct fg_bucket), 0, 0)					\
+	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG, 0) \
 	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
-	  FG_NROWS)								\
+	  FG_NROWS, 0)								\
 	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
-	  FG_MAX_IDS)								\
-	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)	\
+	  FG_MAX_IDS, 0)							\
+	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1, 0) \
 	X(FGM_RT4, fg_rt4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key4),	\
-	  sizeof(struct fg_rt), FG_RT_MAX)					\
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
 	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6),	\
-	  sizeof(struct fg_rt), FG_RT_MAX)
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
+	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease),	\
+	  FG_MAX_IDS, BPF_F_MMAPABLE)
 
 static const struct {
 	const char *name;
-	__u32 type, key_size, value_size, max_entries;
+	__u32 type, key_size, value_size, max_entries, flags;
 } map_defs[FGM_NMAPS] = {
-#define MAP_DEF(id, name, type, ksz, vsz, max) [id] = { #name, type, ksz, vsz, max },
+#define MAP_DEF(id, name, type, ksz, vsz, max, flags) [id] = { #name, type, ksz, vsz, max, flags },
 	FG_MAPS(MAP_DEF)
 #undef MAP_DEF
 };
@@ -82,6 +87,7 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_CONTENDED] = "contended", [FG_EV_AGG_DROP] = "agg_drop",
 	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
 	[FG_EV_RT_EXPIRED] = "rt_expired",
+	[FG_EV_FLEET_DROP] = "fleet_drop", [FG_EV_FLEET_LOSS] = "fleet_loss",
 };
 
 const char *fg_pin_dir_choose(const char *arg)
@@ -201,10 +207,11 @@ static int check_map(int fd, enum fg_map_id id, const char *dir, char *why)
 		return -errno;
 	if (info.type != map_defs[id].type || info.key_size != map_defs[id].key_size ||
 	    info.value_size != map_defs[id].value_size ||
-	    (map_defs[id].max_entries && info.max_entries != map_defs[id].max_entries)) {
-		fg_why(why, "%s/%s has an incompatible layout (type %u key %u value %u entries %u); "
-		    "it was pinned by another floodgate version", dir, map_defs[id].name,
-		    info.type, info.key_size, info.value_size, info.max_entries);
+	    (map_defs[id].max_entries && info.max_entries != map_defs[id].max_entries) ||
+	    (info.map_flags & map_defs[id].flags) != map_defs[id].flags) {
+		fg_why(why, "%s/%s has an incompatible layout (type %u key %u value %u entries %u "
+		    "flags 0x%x); it was pinned by another floodgate version", dir, map_defs[id].name,
+		    info.type, info.key_size, info.value_size, info.max_entries, info.map_flags);
 		return -EPROTO;
 	}
 	return 0;
@@ -437,6 +444,8 @@ int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS])
 			}
 			for (int e = 0; e < FG_EV_MAX; e++)
 				rows[r].ev[e] += pc[c].ev[e];
+			rows[r].fleet_offered += pc[c].fleet_offered;
+			rows[r].fleet_unleased += pc[c].fleet_unleased;
 		}
 	}
 	free(pc);

@@ -40,6 +40,7 @@ enum fg_map_id {
 	FGM_META,
 	FGM_RT4,
 	FGM_RT6,
+	FGM_LEASE,
 	FGM_NMAPS,
 };
 
