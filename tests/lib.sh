@@ -282,7 +282,8 @@ import ipaddress, json, sys
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
             "rt_allow", "rt_deny")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
-          "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired")
+          "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
+          "fleet_drop", "fleet_loss")
 
 def refuse_duplicates(pairs):
     d = {}
