@@ -43,6 +43,7 @@ static int prog_map_ids(int prog_fd, __u32 *ids, __u32 *n)
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 
+	memset(ids, 0, *n * sizeof(*ids));	/* the kernel fills them; valgrind cannot tell */
 	info.nr_map_ids = *n;
 	info.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
