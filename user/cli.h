@@ -51,10 +51,17 @@ int cli_deny(void *cfg);
 
 /* --- cli_common.c --- */
 
-/* Open the pin dir's maps; logs why not. */
+/* Open the pin dir's maps; logs why not. When the pin dir is missing or
+ * incomplete, the maps of the floodgate program on an interface of this
+ * network namespace instead (discover.h), saying so; m->dirfd is then -1. */
 int cli_open_maps(const struct cli_args *a, struct fg_maps *m);
-/* Take the pin dir's lock (5 s); logs why not. */
+/* Take the pin dir's lock (5 s); logs why not. No pin dir (maps found
+ * through an interface): nothing to lock, 0. */
 int cli_lock_maps(struct fg_maps *m);
+/* detach without a (complete) pin dir: remove the floodgate program found
+ * on this namespace's interfaces, SIGTERM its live daemon (--force), and
+ * what is left of the pin dir; the exit status. */
+int cli_detach_found(const struct cli_args *a);
 /* "uid 0 (root) via sudo by alice", for the audit log */
 const char *cli_who(char *buf, size_t len);
 /* 12345 -> "12345", 123456 -> "123.5k" */

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <bpf/bpf.h>
 #include <json-c/json.h>
 #include "cli.h"
+#include "discover.h"
 #include "log.h"
 #include "sources.h"
 #include "sysutil.h"
@@ -20,33 +19,11 @@ struct status {
 	struct fg_meta meta;
 	struct fg_policy pol;
 	struct fg_name names[FG_MAX_IDS];
-	bool attached[FG_MAX_IFS];	/* link pinned and not severed */
+	bool attached[FG_MAX_IFS];	/* the filter runs on it */
 	bool running;			/* meta.pid is a live floodgated */
 	size_t n4, n6;
 	__u64 now;
 };
-
-/* A pinned link outlives its interface: the kernel severs it (ifindex 0)
- * when the device is deleted. */
-static bool link_attached(const char *dir, const char *ifname)
-{
-	struct bpf_link_info li = {};
-	__u32 ll = sizeof(li);
-	char path[512];
-	bool attached;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/" FG_LINK_PREFIX "%s", dir, ifname);
-	attached = access(path, F_OK) == 0;
-	if (!attached)
-		return false;
-	fd = bpf_obj_get(path);
-	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &li, &ll) && !li.xdp.ifindex)
-		attached = false;
-	if (fd >= 0)
-		close(fd);
-	return attached;
-}
 
 static int status_read(struct fg_maps *m, struct status *st)
 {
@@ -63,7 +40,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 		struct fg_meta_if *mi = &st->meta.ifs[i];
 
 		mi->name[sizeof(mi->name) - 1] = 0;
-		st->attached[i] = link_attached(st->dir, mi->name);
+		/* by ifindex, not by name or pin: renames and lost pins change nothing */
+		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 	}
 	return 0;
 }
@@ -122,8 +100,8 @@ static void status_text(const struct status *st)
 
 		printf("interface: %s (ifindex %u) %s XDP%s\n", mi->name, mi->ifindex,
 		       mi->xdp_mode == 1 || mi->xdp_mode == 2 ? xdp_mode_str(mi->xdp_mode) : "no",
-		       st->attached[i] ? ", link pinned" :
-		       ", NOT attached (interface deleted, or no pinned link)");
+		       st->attached[i] ? ", attached" :
+		       ", NOT attached (interface deleted, or detached)");
 	}
 	printf("mode:      %s\n", st->ctl.mode == FG_MODE_SHADOW ? "shadow (nothing is dropped)" :
 	       "enforce");

@@ -262,10 +262,20 @@ out:
 	return err;
 }
 
-int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
+/* The stamp in fg_ctl and fg_meta, once every map is open and checked. */
+static int check_opened(struct fg_maps *m, const char *where, char *why)
 {
 	struct fg_ctl ctl;
 	struct fg_meta meta;
+	int err;
+
+	if ((err = fg_ctl_read(m, &ctl)) || (err = fg_meta_read(m, &meta)))
+		return err;
+	return check_stamp(&ctl, &meta, where, why);
+}
+
+int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
+{
 	char p[512];
 	int err;
 
@@ -290,14 +300,58 @@ int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
 		if (err)
 			goto fail;
 	}
-	if ((err = fg_ctl_read(m, &ctl)) || (err = fg_meta_read(m, &meta)))
-		goto fail;
-	err = check_stamp(&ctl, &meta, dir, why);
+	err = check_opened(m, dir, why);
 	if (err)
 		goto fail;
 	return 0;
 fail:
 	fg_maps_close(m);
+	return err;
+}
+
+const char *fg_map_name(enum fg_map_id id)
+{
+	return id < FGM_NMAPS ? map_defs[id].name : "?";
+}
+
+void fg_map_shape(enum fg_map_id id, __u32 *type, __u32 *key_size, __u32 *value_size,
+		  __u32 *max_entries)
+{
+	*type = map_defs[id].type;
+	*key_size = map_defs[id].key_size;
+	*value_size = map_defs[id].value_size;
+	*max_entries = map_defs[id].max_entries;
+}
+
+int fg_map_id_of(const char *name)
+{
+	for (int i = 0; i < FGM_NMAPS; i++)
+		if (!strcmp(name, map_defs[i].name))
+			return i;
+	return -ENOENT;
+}
+
+int fg_maps_open_fds(struct fg_maps *m, int fd[FGM_NMAPS], const char *where, char *why)
+{
+	int err = 0;
+
+	maps_init(m);
+	snprintf(m->dir, sizeof(m->dir), "%s", where);
+	for (int i = 0; i < FGM_NMAPS; i++) {
+		m->fd[i] = fd[i];
+		fd[i] = -1;
+		if (m->fd[i] < 0 && !err) {
+			fg_why(why, "%s has no map %s: not this floodgate's program", where,
+			       map_defs[i].name);
+			err = -EPROTO;
+		}
+		if (m->fd[i] >= 0 && !err)
+			err = check_map(m->fd[i], i, where, why);
+	}
+	if (!err)
+		err = check_opened(m, where, why);
+	if (err)
+		fg_maps_close(m);
 	return err;
 }
 

@@ -80,6 +80,20 @@ int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why);
  * -EPROTO if the pin dir is of another version. */
 int fg_maps_open(struct fg_maps *m, const char *dir, char *why);
 
+/* A map's name ("fg_ctl", ...: its pin in the pin dir), and back
+ * (-ENOENT for a name that is not one of ours). */
+const char *fg_map_name(enum fg_map_id id);
+int fg_map_id_of(const char *name);
+/* What map id must look like (max_entries 0: any). */
+void fg_map_shape(enum fg_map_id id, __u32 *type, __u32 *key_size, __u32 *value_size,
+		  __u32 *max_entries);
+
+/* Maps found without a pin dir (discover.h): fd[i] is map i or -1. Each
+ * is checked as fg_maps_open checks a pinned one; m takes the fds (and
+ * closes them on failure), m->dir is where (for messages), m->dirfd -1:
+ * there is no pin dir to lock. */
+int fg_maps_open_fds(struct fg_maps *m, int fd[FGM_NMAPS], const char *where, char *why);
+
 /* Use a loaded skeleton's maps (daemon); the fds are dup()ed. */
 struct bpf_map;
 /* The skeleton's maps, indexed by enum fg_map_id. */

@@ -31,10 +31,12 @@
 #include "floodgate.skel.h"
 #include "attach.h"
 #include "daemonize.h"
+#include "discover.h"
 #include "fgmaps.h"
 #include "log.h"
 #include "metrics.h"
 #include "opts.h"
+#include "pinwatch.h"
 #include "policy.h"
 #include "reload_log.h"
 #include "rtlist.h"
@@ -76,6 +78,7 @@ struct daemon {
 	struct fg_throttle tr;
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
+	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
 };
 
 static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
@@ -177,18 +180,17 @@ static int choose_ifaces(struct daemon *d)
 	bool cli = d->o.n_ifs > 0;
 
 	d->n_ifs = cli ? d->o.n_ifs : d->cfg.n_ifs;
-	for (int i = 0; i < d->n_ifs; i++)
-		snprintf(d->ifs[i].name, IF_NAMESIZE, "%s", cli ? d->o.ifaces[i] : d->cfg.ifaces[i]);
 	if (!d->n_ifs) {
 		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
 		return -EINVAL;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
-		d->ifs[i].ifindex = (int)if_nametoindex(d->ifs[i].name);
-		if (!d->ifs[i].ifindex) {
-			int err = -errno;
+		const char *name = cli ? d->o.ifaces[i] : d->cfg.ifaces[i];
+		/* by name, or the device its pinned link still holds (renamed) */
+		int err = fg_iface_init(&d->ifs[i], d->dir, name);
 
-			pr_warn("interface %s: %s", d->ifs[i].name, strerror(-err));
+		if (err) {
+			pr_warn("interface %s: %s", name, strerror(-err));
 			return err;
 		}
 	}
@@ -218,8 +220,13 @@ static int check_pin_dir(struct daemon *d)
 	if (err)
 		goto fail;
 	d->pin_dir_existed = fg_pin_dir_populated(d->dir);
-	if (!d->pin_dir_existed)
+	if (!d->pin_dir_existed) {
+		/* a filter whose pins are gone still holds our interfaces */
+		err = fg_found_orphan(d->ifs, d->n_ifs, d->dir, why);
+		if (err)
+			goto fail;
 		return 0;
+	}
 	/* a live daemon first: its pin dir is not ours to judge, and the
 	 * max_sources advice below ("detach first") would stop it */
 	err = fg_maps_open(&m, d->dir, why);
@@ -345,8 +352,16 @@ static int lock_and_apply(struct daemon *d)
 	return err;
 }
 
+static void log_renamed(const struct fg_iface *ifc)
+{
+	if (ifc->change & FG_IF_RENAMED)
+		pr_warn("%s is now called %s (ifindex %d); still attached", ifc->was, ifc->name,
+			ifc->ifindex);
+}
+
 static void log_attached(const struct fg_iface *ifc)
 {
+	log_renamed(ifc);
 	if (ifc->severed)
 		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
 			ifc->name);
@@ -408,6 +423,8 @@ static int attach_all(struct daemon *d)
 	fg_maps_unlock(&d->maps);
 	if (err)
 		pr_warn("writing fg_meta: %s", strerror(-err));
+	else if ((err = fg_pinwatch_init(&d->pw, &d->maps)))
+		pr_warn("watching the pins in %s: %s", d->dir, strerror(-err));
 	return err;
 }
 
@@ -447,6 +464,7 @@ static void rewrite_meta_ifaces(struct daemon *d)
 	for (int i = 0; i < d->n_ifs && i < FG_MAX_IFS; i++) {
 		meta.ifs[i].ifindex = d->ifs[i].ifindex;
 		meta.ifs[i].xdp_mode = d->ifs[i].xdp_mode;
+		memcpy(meta.ifs[i].name, d->ifs[i].name, sizeof(meta.ifs[i].name));
 	}
 	if (!fg_meta_write(&d->maps, &meta))
 		d->meta_dirty = false;
@@ -467,12 +485,20 @@ static void watch_ifaces(struct daemon *d)
 					ifc->name, ifc->ifindex);
 			if (ifc->change & FG_IF_FAILED)
 				pr_warn("%s: %s", ifc->name, ifc->why);
-			if (ifc->change & (FG_IF_LOST | FG_IF_BACK))
+			log_renamed(ifc);
+			if (ifc->change & (FG_IF_LOST | FG_IF_BACK | FG_IF_RENAMED))
 				d->meta_dirty = true;
 		}
 	}
 	if (d->meta_dirty)
 		rewrite_meta_ifaces(d);
+}
+
+/* Pins removed under us: put them back from our fds, or say why not. */
+static void watch_pins(struct daemon *d)
+{
+	if (fg_pinwatch_check(&d->pw, &d->maps, d->ifs, d->n_ifs, fg_mono_coarse_ns()))
+		pr_warn("%s", d->pw.msg);
 }
 
 static void tick(struct daemon *d)
@@ -588,6 +614,7 @@ static void serve(struct daemon *d)
 			do_reload(d);
 		}
 		watch_ifaces(d);
+		watch_pins(d);
 		tick(d);
 		nanosleep(&ts, NULL);	/* a signal cuts it short */
 	}
