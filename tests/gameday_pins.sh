@@ -139,13 +139,14 @@ if ! gd_start base; then
 	bad "pins removed: floodgated starts: $(tail -3 "$GD_LOG")"
 else
 	ctl0=$(map_id "$GD_PIN/fg_ctl"); t_before=$(total)
+	NMAPS=$(find "$GD_PIN" -maxdepth 1 -name 'fg_*' | wc -l)	# the daemon's own maps, as pinned
 	t0=$(now); rm -rf "$GD_PIN"
 	wait_for 100 test -e "$GD_PIN/link_gdr0" -a -e "$GD_PIN/fg_meta"
 	REPIN_S=$(since "$t0")
 	ctl1=$(map_id "$GD_PIN/fg_ctl")
 	echo "# pin dir re-pinned $REPIN_S s after rm -rf"
 	expect "rm -rf of the pin dir: the daemon re-pins the same maps and the link within 2 s" \
-		"awk 'BEGIN { exit !($REPIN_S <= 2.0) }' && [ -n '$ctl0' ] && [ '$ctl1' = '$ctl0' ] && grep -qF 'the pin dir $GD_PIN was removed under the running daemon: made it again and re-pinned all 12 maps and link_gdr0' '$GD_LOG'" \
+		"awk 'BEGIN { exit !($REPIN_S <= 2.0) }' && [ -n '$ctl0' ] && [ '$ctl1' = '$ctl0' ] && grep -qF 'the pin dir $GD_PIN was removed under the running daemon: made it again and re-pinned all $NMAPS maps and link_gdr0' '$GD_LOG'" \
 		"rm -rf $GD_PIN" "back within 2 s, fg_ctl the same map (id $ctl0), said in the log" \
 		"back after $REPIN_S s, fg_ctl id ${ctl1:-none}; log: $(grep -F 'removed under' "$GD_LOG" | tail -1 | one_line 200)"
 	t_after=$(total); d0=$(drops)
@@ -194,10 +195,10 @@ if fg_wait_for "$PLOG" "started;" 50; then
 		"1 warning (then one a minute), daemon alive, <= 110 reach the receiver" \
 		"$n warnings: $(grep -F 'cannot be made again' "$PLOG" | head -1 | cut -c1-160); ${got:-?} reached the receiver"
 	inmnt mount -t bpf bpf /sys/fs/bpf
-	fg_wait_for "$PLOG" "re-pinned all 12 maps and link_gdr0 .* after [0-9]+ s" 40
+	fg_wait_for "$PLOG" "re-pinned all $NMAPS maps and link_gdr0 .* after [0-9]+ s" 40
 	expect "bpffs back: the daemon re-pins and says after how long" \
-		"grep -qE 're-pinned all 12 maps and link_gdr0 .* after [0-9]+ s' '$PLOG' && inmnt test -e '$PRIV_PIN/fg_ctl'" \
-		"mount -t bpf" "re-pinned all 12 maps and link_gdr0 after N s" \
+		"grep -qE 're-pinned all $NMAPS maps and link_gdr0 .* after [0-9]+ s' '$PLOG' && inmnt test -e '$PRIV_PIN/fg_ctl'" \
+		"mount -t bpf" "re-pinned all $NMAPS maps and link_gdr0 after N s" \
 		"$(grep -F 're-pinned' "$PLOG" | tail -1 | one_line 200)"
 	fg_bg_stop "$PRIV_DPID"
 	check_cmp "bpffs drill: SIGTERM detaches" "$(xdp_on gdr0)" = 0
