@@ -357,11 +357,6 @@ int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl)
 	return fg_array_read(m, FGM_CTL, 0, ctl);
 }
 
-int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl)
-{
-	return fg_array_write(m, FGM_CTL, 0, ctl);
-}
-
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta)
 {
 	return fg_array_read(m, FGM_META, 0, meta);
@@ -455,7 +450,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, mode, bypass, the table's seed */
+		return 0;	/* adopted: keep slot, bypass, overrides, the table's seed */
 	err = fg_map_max_entries(m, FGM_SRC4, &nsets);
 	if (err)
 		return err;
@@ -471,30 +466,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	/* a random seed: a spoofer cannot aim sources at one set */
 	if (getrandom(&ctl.seed4, sizeof(ctl.seed4), 0) != sizeof(ctl.seed4))
 		return -errno;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_bypass(struct fg_maps *m, bool on, __u64 until)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.bypass = on;
-	ctl.bypass_until = on ? until : 0;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_mode(struct fg_maps *m, __u32 mode)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.mode = mode;
-	return fg_ctl_write(m, &ctl);
+	return fg_array_write(m, FGM_CTL, 0, &ctl);
 }
 
 /* --- removal ----------------------------------------------------------------- */
