@@ -346,6 +346,7 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	meta->pid = getpid();
 	meta->started = time(NULL);
 	meta->max_sources = d->cfg.max_sources;
+	meta->file_mode = (__u32)d->cfg.mode;	/* as the apply just stored it */
 	meta->n_ifs = d->n_ifs;
 	for (int i = 0; i < d->n_ifs; i++) {
 		meta->ifs[i].ifindex = d->ifs[i].ifindex;
