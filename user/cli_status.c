@@ -178,8 +178,10 @@ static void print_rule_text(const struct status *st, __u32 i)
 	       st->rule_mode[i] == FG_MODE_SHADOW ? " (shadow)" : "");
 	since_str(st, since, sizeof(since));
 	if (st->rule_ovr[i])
-		printf(" - CLI override %s, overrides last set %s; the file says %s",
-		       ovr_name(st->rule_ovr[i]), since, cli_mode_str(r->mode));
+		printf(" - CLI override %s, overrides last set %s; the file says %s%s",
+		       ovr_name(st->rule_ovr[i]), since, cli_mode_str(r->mode),
+		       (st->rule_ovr[i] == FG_OVR_SHADOW) != (st->rule_mode[i] == FG_MODE_SHADOW) ?
+		       "; the global mode wins" : "");
 	else if (st->rule_mode[i] != r->mode)
 		printf(" - the global mode wins; the file says %s", cli_mode_str(r->mode));
 	printf("\n");
