@@ -106,9 +106,10 @@ static int slots_add(struct lpm_slots *s, int fam, __u32 active, const void *key
 static int lpm_scan(struct fg_maps *m, int fam, __u32 active, struct lpm_slots *s)
 {
 	size_t ksz = lpm_key_size(fam);
-	char *keys = malloc(LPM_BATCH * ksz);
-	struct fg_pfx *vals = malloc(LPM_BATCH * sizeof(*vals));
-	union lpm_key in, out;
+	/* zeroed: valgrind does not know that the batch lookup writes them */
+	char *keys = calloc(LPM_BATCH, ksz);
+	struct fg_pfx *vals = calloc(LPM_BATCH, sizeof(*vals));
+	union lpm_key in, out = {};
 	bool first = true;
 	int err = 0;
 
