@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ctl.h"
 #include "log.h"
 #include "reload_log.h"
 
@@ -96,16 +97,6 @@ static int new_index(const struct fg_config *c, const char *name)
 	return -1;
 }
 
-/* The operator's override of rule id in ctl (enum fg_ovr). */
-static __u32 rule_ovr(const struct fg_ctl *ctl, __u32 id)
-{
-	__u64 bit = 1ull << (id % 64);
-
-	if (id >= FG_MAX_IDS || !(ctl->rule_ovr_set[id / 64] & bit))
-		return FG_OVR_NONE;
-	return ctl->rule_ovr_shadow[id / 64] & bit ? FG_OVR_SHADOW : FG_OVR_ENFORCE;
-}
-
 static int limit_diff(const char *what, const char *rule, const char *lname,
 		      const struct fg_limit *a, const struct fg_limit *b)
 {
@@ -181,7 +172,7 @@ static int rules_diff(const char *what, const struct fg_inforce *w, const struct
 			changes++;
 		}
 		changes += rule_diff(what, ns->name, &w->pol.rules[j], nr);
-		ovr = rule_ovr(&w->ctl, nr->id);
+		ovr = fg_ctl_mode_rule_ovr(&w->ctl, nr->id);
 		if (ovr && (ovr == FG_OVR_SHADOW) != (nr->mode == FG_MODE_SHADOW))
 			pr_info("%s: rule %s: a CLI override keeps it in %s (the file says %s; "
 				"'floodgate mode file --rule %s' returns to the file)", what, ns->name,
