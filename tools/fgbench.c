@@ -49,6 +49,7 @@
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
+#include "ctl.h"
 #include "fgmaps.h"
 #include "opts.h"
 #include "policy.h"
@@ -270,6 +271,17 @@ static int run_once(int prog, const __u8 *frame, __u32 repeat, double *ns, __u32
 	if (kns)
 		*kns = o.duration;
 	return err;
+}
+
+/* The global mode as the CLI sets it: an override through ctl.h. */
+static void set_mode_ovr(struct fg_maps *m, __u32 ovr)
+{
+	struct fg_ctl_map cm;
+
+	if (!fg_ctl_map_open(&cm, m->fd[FGM_CTL])) {
+		fg_switch_mode_ovr(&cm, ovr);
+		fg_ctl_map_close(&cm);
+	}
 }
 
 /*
@@ -581,10 +593,10 @@ static int micro(void *cfg)
 				}
 			}
 			if (sc[s].shadow)
-				fg_set_mode(&sc[s].g->maps, FG_MODE_SHADOW);
+				set_mode_ovr(&sc[s].g->maps, FG_OVR_SHADOW);
 			err = measure(sc[s].prog, frame, (__u32)repeat, &slope, &fixed, &rv, &kns);
 			if (sc[s].shadow)
-				fg_set_mode(&sc[s].g->maps, FG_MODE_ENFORCE);
+				set_mode_ovr(&sc[s].g->maps, FG_OVR_NONE);
 			if (err) {
 				fprintf(stderr, "fgbench: test_run %s: %s\n", sc[s].name, strerror(-err));
 				goto out;

@@ -72,6 +72,17 @@ int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode);
 int fg_switch_rt_active(struct fg_ctl_map *cm, int delta);
 
 /* Readers: what is in force, by the rule in include/floodgate.h. */
+
+/* Readers: what is in force, by the rule in include/floodgate.h; the
+ * fg_ctl_mode_* ones on a copy (fg_ctl_snapshot, fg_ctl_read), the others
+ * on the mapping. */
+/* The global mode in force in c (enum fg_mode). */
+__u32 fg_ctl_mode_global(const struct fg_ctl *c);
+/* Rule id's override in c (enum fg_ovr; FG_OVR_NONE for an id out of range). */
+__u32 fg_ctl_mode_rule_ovr(const struct fg_ctl *c, __u32 id);
+/* The mode in force in c for rule id whose file mode is file_mode. */
+__u32 fg_ctl_mode_rule(const struct fg_ctl *c, __u32 id, __u32 file_mode);
+
 /* The global mode in force (enum fg_mode). */
 int fg_ctl_global_mode(const struct fg_ctl_map *cm, __u32 *mode);
 /* Rule id's override (enum fg_ovr). */

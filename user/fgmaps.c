@@ -424,19 +424,19 @@ int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl)
 	return fg_array_read(m, FGM_CTL, 0, ctl);
 }
 
-int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl)
-{
-	return fg_array_write(m, FGM_CTL, 0, ctl);
-}
-
+/* fg_meta carries a bpf_spin_lock: whole values under it, never half of two */
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta)
 {
-	return fg_array_read(m, FGM_META, 0, meta);
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem_flags(m->fd[FGM_META], &k, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta)
 {
-	return fg_array_write(m, FGM_META, 0, meta);
+	__u32 k = 0;
+
+	return bpf_map_update_elem(m->fd[FGM_META], &k, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS])
@@ -524,7 +524,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, mode, bypass, the table's seed */
+		return 0;	/* adopted: keep slot, bypass, overrides, the table's seed */
 	err = fg_map_max_entries(m, FGM_SRC4, &nsets);
 	if (err)
 		return err;
@@ -540,30 +540,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	/* a random seed: a spoofer cannot aim sources at one set */
 	if (getrandom(&ctl.seed4, sizeof(ctl.seed4), 0) != sizeof(ctl.seed4))
 		return -errno;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_bypass(struct fg_maps *m, bool on, __u64 until)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.bypass = on;
-	ctl.bypass_until = on ? until : 0;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_mode(struct fg_maps *m, __u32 mode)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.mode = mode;
-	return fg_ctl_write(m, &ctl);
+	return fg_array_write(m, FGM_CTL, 0, &ctl);
 }
 
 /* --- removal ----------------------------------------------------------------- */

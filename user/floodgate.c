@@ -84,7 +84,7 @@ static const struct fg_opt top_opts[] = {
 	FG_OPT_END,
 };
 static const struct fg_opt mode_opts[] = {
-	FG_OPT_STR("rule", 'r', A, rule, "NAME", "only this rule (until the next reload)"),
+	FG_OPT_STR("rule", 'r', A, rule, "NAME", "only this rule"),
 	FG_OPT_END,
 };
 static const struct fg_opt bypass_opts[] = {
@@ -110,8 +110,9 @@ static const struct fg_cmd cmds[] = {
 	{ "stats", "[--json] [--watch [SECS]]", "per-rule counters (summed over CPUs)", 0, 0,
 	  stats_opts, cli_stats },
 	{ "top", "[-n N] [--json]", "most throttled sources", 0, 0, top_opts, cli_top },
-	{ "mode", "enforce|shadow [--rule NAME]", "enforce, or only count would-be drops", 1, 1,
-	  mode_opts, cli_mode },
+	{ "mode", "enforce|shadow|file [--rule NAME]",
+	  "override the file's mode (until 'mode file'), or go back to it", 1, 1, mode_opts,
+	  cli_mode },
 	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1,
 	  bypass_opts, cli_bypass },
 	{ "deny", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",

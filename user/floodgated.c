@@ -244,49 +244,17 @@ fail:
 	return err;
 }
 
-/* Both slots live in one trie: room for twice the policy's prefixes; an
- * adopted trie keeps its size (reuse needs equal max_entries). */
-static int size_trie(struct daemon *d, struct bpf_map *trie, size_t need)
-{
-	__u32 cur = bpf_map__max_entries(trie), len;
-	struct bpf_map_info info = {};
-	char path[512];
-	int fd = -1, err;
-
-	snprintf(path, sizeof(path), "%s/%s", d->dir, bpf_map__name(trie));
-	if (d->pin_dir_existed)
-		fd = bpf_obj_get(path);
-	len = sizeof(info);
-	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-		cur = info.max_entries;
-	else if (2 * need > cur)
-		cur = 2 * need;
-	if (fd >= 0)
-		close(fd);
-	err = bpf_map__set_max_entries(trie, cur);
-	if (err)
-		pr_warn("%s: %u entries: %s", bpf_map__name(trie), cur, strerror(-err));
-	return err;
-}
-
 static int size_maps(struct daemon *d)
 {
-	size_t need[2] = {};
 	int err;
 
-	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE */
+	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
+	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
 					    fg_src4_sets(d->cfg.max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources))) {
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources)))
 		pr_warn("max_sources %llu: %s", (unsigned long long)d->cfg.max_sources,
 			strerror(-err));
-		return err;
-	}
-	for (size_t i = 0; i < d->cfg.n_pfx; i++)
-		need[d->cfg.pfx[i].family == 6]++;
-	err = size_trie(d, d->skel->maps.fg_pfx4, need[0]);
-	if (!err)
-		err = size_trie(d, d->skel->maps.fg_pfx6, need[1]);
 	return err;
 }
 
@@ -324,6 +292,7 @@ static int load_skel(struct daemon *d)
 static int lock_and_apply(struct daemon *d)
 {
 	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
 	int err;
 
 	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
@@ -346,9 +315,12 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, &d->cfg, why);
+	err = fg_policy_apply_diff(&d->maps, &d->cfg, &was, why);
 	if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
+	else if (d->pin_dir_existed)
+		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+	fg_inforce_free(&was);
 	return err;
 }
 
@@ -390,6 +362,7 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	meta->pid = getpid();
 	meta->started = time(NULL);
 	meta->max_sources = d->cfg.max_sources;
+	meta->file_mode = (__u32)d->cfg.mode;	/* as the apply just stored it */
 	meta->n_ifs = d->n_ifs;
 	for (int i = 0; i < d->n_ifs; i++) {
 		meta->ifs[i].ifindex = d->ifs[i].ifindex;
@@ -537,10 +510,12 @@ static void tick(struct daemon *d)
 	}
 }
 
-/* Under the lock: the new policy, and the file's global mode if it changed. */
+/* Under the lock: the new policy, with the file's modes (apply.h); then
+ * what changed against what was in force. */
 static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 {
 	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
 	int err;
 
 	err = fg_maps_lock(&d->maps, LOCK_MS);
@@ -548,26 +523,14 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 		pr_warn("reload: cannot lock %s: %s; policy unchanged", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, ncfg, why);
+	err = fg_policy_apply_diff(&d->maps, ncfg, &was, why);
+	fg_maps_unlock(&d->maps);
 	if (err) {
-		fg_maps_unlock(&d->maps);
 		pr_warn("reload: %s; the running policy is unchanged", why[0] ? why : strerror(-err));
 		return err;
 	}
-	if (ncfg->mode != d->cfg.mode) {
-		int merr = fg_set_mode(&d->maps, ncfg->mode);
-
-		if (merr) {
-			pr_warn("reload: cannot set the global mode to %s: %s; it stays %s "
-				"(the next reload tries again)", ncfg->mode ? "shadow" : "enforce",
-				strerror(-merr), d->cfg.mode ? "shadow" : "enforce");
-			ncfg->mode = d->cfg.mode;
-		} else {
-			pr_info("reload: global mode %s -> %s", d->cfg.mode ? "shadow" : "enforce",
-				ncfg->mode ? "shadow" : "enforce");
-		}
-	}
-	fg_maps_unlock(&d->maps);
+	fg_reload_log("reload", &was, ncfg);
+	fg_inforce_free(&was);
 	return 0;
 }
 
@@ -586,7 +549,6 @@ static void do_reload(struct daemon *d)
 		fg_config_free(&ncfg);
 		goto out;
 	}
-	fg_reload_log(&d->cfg, &ncfg);
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
