@@ -362,14 +362,20 @@ int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl)
 	return fg_array_write(m, FGM_CTL, 0, ctl);
 }
 
+/* fg_meta carries a bpf_spin_lock: whole-value copies under it, so a reader
+ * never sees the reload message of one update and the result of another. */
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta)
 {
-	return fg_array_read(m, FGM_META, 0, meta);
+	__u32 idx = 0;
+
+	return bpf_map_lookup_elem_flags(m->fd[FGM_META], &idx, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta)
 {
-	return fg_array_write(m, FGM_META, 0, meta);
+	__u32 idx = 0;
+
+	return bpf_map_update_elem(m->fd[FGM_META], &idx, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS])
