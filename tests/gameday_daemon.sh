@@ -247,8 +247,9 @@ else
 	sed -i 's|rate: 100/s|rate: 200/s|' "$GD_TMP/slow.yaml"
 	kill -STOP "$FG_DPID"
 	st=$(status_of); stj=$(status_of --json)
+	printf '%s\n' "$st" > "$GD_TMP/status.txt"	# status text may hold quotes: grep a file
 	expect "SIGSTOP: status says the daemon is stopped" \
-		"echo '$st' | grep -q 'floodgated pid $FG_DPID is STOPPED (SIGSTOP): the filter keeps enforcing; kill -CONT $FG_DPID'" \
+		"grep -q 'floodgated pid $FG_DPID is STOPPED (SIGSTOP): the filter keeps enforcing; kill -CONT $FG_DPID' '$GD_TMP/status.txt'" \
 		"kill -STOP" "daemon: ... STOPPED" "$(echo "$st" | grep '^daemon:')"
 	echo "$stj" > "$GD_TMP/status.json"
 	fg_json_check "SIGSTOP: status --json" status "$GD_TMP/status.json"
