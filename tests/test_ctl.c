@@ -260,31 +260,40 @@ static int op_readback(struct race *r, long i)
 	return bad;
 }
 
-/* Every 256 steps, let the reader read at least once (at most 20 ms): on
- * 2 CPUs shared by 3 threads it could otherwise run only after the writers. */
-static void wait_reader(struct race *r)
+/* Every 256 steps, right after a step that leaves bypass on, let the
+ * reader see it on at least once (at most 200 ms): on 2 CPUs shared by 3
+ * threads, and more under load, it could otherwise run only after the
+ * writers, or only while bypass is off. */
+static void wait_reader(struct race *r, __u64 *budget_ns)
 {
-	long seen = __atomic_load_n(&r->reads, __ATOMIC_RELAXED);
-	__u64 t0 = mono_ns();
+	long seen = __atomic_load_n(&r->reads_on, __ATOMIC_RELAXED);
+	__u64 t0 = mono_ns(), waited = 0;
 
-	while (__atomic_load_n(&r->reads, __ATOMIC_RELAXED) == seen && mono_ns() - t0 < 20000000ull)
+	/* enough seen, or 2 s spent waiting in all (the controls' writes may
+	 * keep bypass off): stop waiting */
+	if (seen >= 1000 || *budget_ns >= 2000000000ull)
+		return;
+	while (__atomic_load_n(&r->reads_on, __ATOMIC_RELAXED) == seen &&
+	       (waited = mono_ns() - t0) < 200000000ull)
 		sched_yield();
+	*budget_ns += waited;
 }
 
 static void *op_thread(void *arg)
 {
 	struct race *r = arg;
+	__u64 budget_ns = 0;
 
 	if ((r->err = pin_cpu(0)))
 		return NULL;
 	pthread_barrier_wait(&r->go);
 	for (long i = 0; i < N_WRITES && !r->err; i++) {
-		if (i % 256 == 2)	/* in a step where bypass is on */
-			wait_reader(r);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		r->err = op_step(r, i);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 2, __ATOMIC_RELEASE);
+		if (i % 256 == 2)	/* an even step: bypass is on until the next one */
+			wait_reader(r, &budget_ns);
 		r->lost_op += op_readback(r, i);
 	}
 	__atomic_fetch_add(&r->writers_done, 1, __ATOMIC_RELEASE);
@@ -348,7 +357,7 @@ static void *reader_thread(void *arg)
 		__atomic_store_n(&r->reads, r->reads + 1, __ATOMIC_RELAXED);
 		if (!on)
 			continue;
-		r->reads_on++;
+		__atomic_store_n(&r->reads_on, r->reads_on + 1, __ATOMIC_RELAXED);
 		/* the state after step s1/2 - 1 up to the one s2 was writing */
 		if ((!until || now < until) &&
 		    !pass_allowed((long)(s1 / 2) - 1, (long)(s2 / 2) - !(s2 & 1)))
