@@ -122,6 +122,38 @@ static void test_bad_input(void)
 }
 
 /* What the switches store, read back through the readers and the map. */
+/* A kill switch thrown while a fresh daemon starts (fg_ctl pinned, not yet
+ * stamped) survives the stamp: fg_ctl_init writes only its own fields. */
+static void test_stamp_keeps_operator_fields(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	struct fg_ctl_map cm;
+	struct fg_ctl c;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fg_ctl", 4, sizeof(struct fg_ctl), 1,
+				&mmapable);
+
+	if (!ASSERT_GE(fd, 0, "a fresh fg_ctl map"))
+		return;
+	if (!ASSERT_OK(fg_ctl_map_open(&cm, fd), "an unstamped fg_ctl maps")) {
+		close(fd);
+		return;
+	}
+	ASSERT_OK(fg_switch_bypass(&cm, true, 0), "bypass on before the stamp");
+	ASSERT_OK(fg_switch_mode_ovr(&cm, FG_OVR_SHADOW), "shadow override before the stamp");
+	ASSERT_OK(fg_ctl_stamp(&cm, FG_MODE_ENFORCE, 10, 0x1234), "stamp");
+	ASSERT_OK(fg_ctl_snapshot(&cm, &c), "snapshot");
+	ASSERT_EQ(c.magic, FG_ABI_MAGIC, "stamped");
+	ASSERT_EQ(c.abi, FG_ABI_VERSION, "ABI");
+	ASSERT_EQ(c.bypass, 1, "the operator's bypass survives the stamp");
+	ASSERT_EQ(c.mode_ovr, FG_OVR_SHADOW, "the operator's override survives the stamp");
+	ASSERT_EQ(c.src4_bits, 10, "the daemon's fields");
+	ASSERT_EQ(fg_ctl_stamp(&cm, FG_MODE_SHADOW, 10, 1), -EEXIST, "a second stamp is refused");
+	ASSERT_OK(fg_ctl_snapshot(&cm, &c), "snapshot");
+	ASSERT_EQ(c.mode, FG_MODE_ENFORCE, "and changes nothing");
+	fg_ctl_map_close(&cm);
+	close(fd);
+}
+
 static void test_switches_store_their_fields(void)
 {
 	struct fg_ctl c;
@@ -728,6 +760,7 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_bad_input);
+	FG_RUN(test_stamp_keeps_operator_fields);
 	FG_RUN(test_switches_store_their_fields);
 	FG_RUN(test_concurrent_writers);
 	FG_RUN(test_program_never_sees_torn_bypass);
