@@ -459,6 +459,12 @@ static int apply_commit(struct apply *a)
 
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 {
+	return fg_policy_apply_hook(m, cfg, NULL, why);
+}
+
+int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+			 char *why)
+{
 	struct apply st = { .m = m, .cfg = cfg, .why = why }, *a = &st;
 	int err;
 
@@ -474,6 +480,8 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 	if ((err = apply_read(a)) || (err = apply_capacity(a)) || (err = apply_assign_ids(a)))
 		return err;
 	err = apply_write_inactive(a);
+	if (!err && hook && hook->before_flip)
+		err = hook->before_flip(hook->ctx, m, cfg, why);
 	if (!err && (err = flip_slot(m, a->inactive)))
 		fg_why(why, "switching slots: %s", strerror(-err));
 	if (err) {

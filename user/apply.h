@@ -28,6 +28,17 @@ struct fg_config;
  */
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
 
+/* The same, calling hook->before_flip once the new slot is written and the
+ * rule ids assigned (cfg->pol.rules[i].id, .gen), just before the flip:
+ * state the new policy's rules need from their first packet (fleet leases)
+ * goes in there. Its error (why set) aborts the apply before the flip. */
+struct fg_apply_hook {
+	int (*before_flip)(void *ctx, struct fg_maps *m, const struct fg_config *cfg, char *why);
+	void *ctx;
+};
+int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+			 char *why);
+
 /* Per-rule mode: copy the active slot with rule `name`'s mode changed into
  * the inactive slot and flip, as above. -ENOENT if no such rule. */
 int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why);
