@@ -32,6 +32,7 @@
 #include "attach.h"
 #include "daemonize.h"
 #include "fgmaps.h"
+#include "fleetd.h"
 #include "log.h"
 #include "metrics.h"
 #include "opts.h"
@@ -73,6 +74,7 @@ struct daemon {
 	int n_ifs;
 	struct fg_metrics *mx;
 	struct fg_throttle tr;
+	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 };
@@ -319,6 +321,8 @@ static int lock_and_apply(struct daemon *d)
 	int err;
 
 	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
+	if (!err)
+		err = fg_fleetd_open(&d->fleet, &d->maps, d->dir);
 	if (err) {
 		pr_warn("pin dir %s: %s", d->dir, strerror(-err));
 		return err;
@@ -338,7 +342,7 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, &d->cfg, why);
+	err = fg_policy_apply_hook(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), why);
 	if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	return err;
@@ -426,6 +430,16 @@ static int start_metrics(struct daemon *d)
 	return 0;
 }
 
+static int start_fleet(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_start(d->fleet, &d->cfg, why, sizeof(why));
+
+	if (err)
+		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
+	return err;
+}
+
 static int start_throttle_log(struct daemon *d)
 {
 	int err = fg_throttle_init(&d->tr, TRACK_MAX);
@@ -497,9 +511,11 @@ static void tick(struct daemon *d)
 	else
 		fg_throttle_scan(&d->tr, src, n, names);
 	free(src);
+	fg_fleetd_tick(d->fleet);
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					     .sources4 = scan.all4, .sources6 = scan.all6 };
+					     .sources4 = scan.all4, .sources6 = scan.all6,
+					     .fleet = fg_fleetd_status(d->fleet) };
 		char *page;
 		size_t len;
 
@@ -519,7 +535,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 		pr_warn("reload: cannot lock %s: %s; policy unchanged", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, ncfg, why);
+	err = fg_policy_apply_hook(&d->maps, ncfg, fg_fleetd_hook(d->fleet), why);
 	if (err) {
 		fg_maps_unlock(&d->maps);
 		pr_warn("reload: %s; the running policy is unchanged", why[0] ? why : strerror(-err));
@@ -542,6 +558,16 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 	return 0;
 }
 
+static void reload_fleet(struct daemon *d, const struct fg_config *ncfg)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_reload(d->fleet, &d->cfg, ncfg, why, sizeof(why));
+
+	if (err < 0)
+		pr_warn("reload: fleet: %s; fleet rules apply on_loss once their leases run out",
+			why[0] ? why : strerror(-err));
+}
+
 static void do_reload(struct daemon *d)
 {
 	struct fg_config ncfg;
@@ -558,6 +584,7 @@ static void do_reload(struct daemon *d)
 		goto out;
 	}
 	fg_reload_log(&d->cfg, &ncfg);
+	reload_fleet(d, &ncfg);
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
@@ -594,16 +621,22 @@ static void serve(struct daemon *d)
 
 /* --- stop ------------------------------------------------------------------------- */
 
+/* Does stopping (after err) detach and unpin? */
+static bool will_detach(const struct daemon *d, int err)
+{
+	if (d->started && err)
+		return !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
+	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+}
+
 /* Detach and unpin, or leave the filter running untended; returns err, or
  * the removal's error if that failed after a clean run. */
 static int release_pin_dir(struct daemon *d, int err)
 {
-	bool detach = d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+	bool detach = will_detach(d, err);
 	char why[FG_WHY_LEN] = "";
 	struct fg_meta meta;
 
-	if (d->started && err)
-		detach = !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
 	if (d->started && !detach && d->maps.fd[FGM_META] >= 0 && !fg_meta_read(&d->maps, &meta) &&
 	    meta.pid == (__u32)getpid()) {
 		meta.pid = 0;	/* the filter keeps running; nobody tends it */
@@ -665,13 +698,14 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = lock_and_apply(d)) || (err = attach_all(d)))
 		goto cleanup;
-	if ((err = start_metrics(d)) || (err = start_throttle_log(d)))
+	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)))
 		goto cleanup;
 	serve(d);
 	err = 0;
 
 cleanup:
 	fg_metrics_stop(d->mx);
+	fg_fleetd_close(d->fleet, will_detach(d, err));	/* detaching hands the leases back */
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */
