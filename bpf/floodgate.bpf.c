@@ -10,8 +10,9 @@
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
  *   5. the rule's action: pass, drop, or its buckets (per source, then
- *      aggregate); a source without a bucket of its own goes to the rule's
- *      overflow bucket, or fails open or closed
+ *      aggregate, then the fleet lease of a fleet rule); a source without a
+ *      bucket of its own goes to the rule's overflow bucket, or fails open
+ *      or closed
  * Shadow (global or per rule, from the file or an operator override; the
  * rule is in include/floodgate.h, struct fg_ctl) makes every decision and
  * counts it, then passes what would have been dropped.
@@ -399,6 +400,62 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 	}
 }
 
+/*
+ * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
+ * cost from the tokens while the lease runs, else decide by on_loss. 1 =
+ * admitted, 0 = drop. A global function: verified once, not once per path
+ * of the caller, and only fleet rules call it. The drop path writes no
+ * shared line; the admit path is one fetch-and-add.
+ */
+__noinline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
+			      struct fg_stats *st, __u32 *ev)
+{
+	struct fg_lease *l;
+	__s64 c = (__s64)cost;
+	__u32 id;
+
+	if (!r || !ev)
+		return 0;
+	id = r->id & (FG_MAX_IDS - 1);
+	l = bpf_map_lookup_elem(&fg_lease, &id);
+	if (st)
+		st->fleet_offered += cost;
+	if (!l)
+		return 0;
+	if (l->gen != r->gen) {
+		/* not this rule's lease (the daemon has not written it): closed */
+		*ev |= 1u << FG_EV_FLEET_LOSS;
+		return 0;
+	}
+	/* lease_expires first: the daemon stores it last, after the tokens */
+	if ((now >> FG_TU_SHIFT) < FG_READ_ONCE(l->lease_expires)) {
+		if (FG_READ_ONCE(l->tokens) >= c) {
+			if (__sync_fetch_and_add(&l->tokens, -c) >= c)
+				return 1;
+			/* lost the race for the last tokens: put them back */
+			__sync_fetch_and_add(&l->tokens, c);
+		}
+		*ev |= 1u << FG_EV_FLEET_DROP;
+		return 0;
+	}
+	*ev |= 1u << FG_EV_FLEET_LOSS;
+	switch (l->on_loss) {
+	case FG_LOSS_OPEN:
+		break;
+	case FG_LOSS_LOCAL:
+		/* the daemon starts tat at the lease's expiry, empty: no burst */
+		if (!l->local.inc ||
+		    fg_gcra_spend(&l->tat, now, l->local.inc * cost, l->local.tau) != 1)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	if (st)
+		st->fleet_unleased += cost;
+	return 1;
+}
+
 /* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
 static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				     const struct fg_policy *pol,
@@ -448,6 +505,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 		}
 	}
 
+	a = NULL;
 	if (r->agg.inc) {
 		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_IDS - 1)));
 		if (!a)
@@ -459,6 +517,21 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
 			fg_sample_drop(&a->drops, v, shadow);
+			return 0;
+		}
+	}
+
+	if (r->fleet) {
+		__u32 ev = 0;
+
+		rc = fg_fleet_spend(r, cost, now, v->st, &ev);
+		v->ev |= ev;
+		if (rc != 1) {
+			/* not sent: the local buckets get their tokens back */
+			if (tat && spent)
+				__sync_fetch_and_add(tat, -spent);
+			if (a)
+				__sync_fetch_and_add(&a->tat, -(r->agg.inc * cost));
 			return 0;
 		}
 	}
