@@ -3,8 +3,8 @@
  * Policy files: YAML (libyaml) -> struct fg_config, a validated, compiled
  * policy that userspace can write into the maps (apply.h). Nothing here
  * touches BPF. The compiler is policy.c (the document, limits, rules),
- * policy_match.c (a rule's match:) and policy_yaml.c (libyaml, placed
- * errors); the printer is policy_print.c.
+ * policy_match.c (a rule's match:), policy_fleet.c (fleet-wide limits) and
+ * policy_yaml.c (libyaml, placed errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
 #define FG_POLICY_H
@@ -105,10 +105,11 @@ int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, c
 void fg_config_print(FILE *f, const struct fg_config *cfg);
 
 /* The policy's words, shared by the parser and the printer; indexed by
- * enum fg_mode, fg_action, fg_on_full, fg_xdp_mode and fg_class. */
+ * enum fg_mode, fg_action, fg_on_full, fg_on_loss, fg_xdp_mode and fg_class. */
 extern const char *const fg_mode_names[2];
 extern const char *const fg_action_names[3];
 extern const char *const fg_on_full_names[3];
+extern const char *const fg_on_loss_names[3];	/* enum fg_on_loss */
 extern const char *const fg_xdp_mode_names[3];
 extern const char *const fg_class_names[FG_NCLASS];
 
