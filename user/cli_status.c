@@ -349,7 +349,7 @@ static struct json_object *json_ms(double v)
 /* The engine's fields of one rule, null without a daemon's view. */
 static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_object *o, int *err)
 {
-	static const char *const keys[] = { "state", "share", "granted", "returned", "discarded",
+	static const char *const keys[] = { "key", "state", "share", "granted", "returned", "discarded",
 					    "debt", "grace_entries", "fallbacks", "fallback_s",
 					    "rounds", "failed", "timeouts", "reason" };
 
@@ -358,6 +358,7 @@ static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_
 			cli_json_add_null(err, o, keys[k]);
 		return;
 	}
+	cli_json_add(err, o, "key", json_object_new_string(e->key));
 	cli_json_add(err, o, "state", json_object_new_string(fg_fleet_state_name(e->st.state)));
 	cli_json_add(err, o, "share", json_ms(e->st.share_ppm / 1e6));
 	cli_json_add(err, o, "granted", json_object_new_uint64(e->st.granted));
