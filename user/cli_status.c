@@ -351,7 +351,8 @@ static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_
 {
 	static const char *const keys[] = { "key", "state", "share", "granted", "returned", "discarded",
 					    "debt", "grace_entries", "fallbacks", "fallback_s",
-					    "rounds", "failed", "timeouts", "reason" };
+					    "rounds", "failed", "timeouts", "lapses", "lapse_s",
+					    "reason" };
 
 	if (!e) {
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -371,6 +372,8 @@ static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_
 	cli_json_add(err, o, "rounds", json_object_new_uint64(e->st.rounds));
 	cli_json_add(err, o, "failed", json_object_new_uint64(e->st.failed));
 	cli_json_add(err, o, "timeouts", json_object_new_uint64(e->st.timeouts));
+	cli_json_add(err, o, "lapses", json_object_new_uint64(e->lapses));
+	cli_json_add(err, o, "lapse_s", json_ms(e->lapse_ns / 1e9));
 	cli_json_add(err, o, "reason", json_object_new_string(e->st.reason));
 }
 

@@ -30,6 +30,8 @@ struct fg_fleet_rule_status {
 	double rate, burst;		/* fleet-wide, cost units */
 	struct fg_fleet_stats st;	/* the engine's counters and state */
 	struct fg_lease lease;		/* fg_lease[id] when the snapshot was taken */
+	__u64 lapses;			/* leases that ran out between two answers (a late round) */
+	__u64 lapse_ns;			/* the time they were out, as seen at the next round */
 };
 
 struct fg_fleet_status {

@@ -30,6 +30,8 @@ struct fd_rule {
 	struct fg_limit local;
 	__u64 last_offered, last_unleased;	/* fg_stats at the last collect */
 	__u64 taken;		/* what the last apply took back */
+	bool leasing;		/* the last apply renewed the lease */
+	__u64 lapses, lapse_ns;	/* renewed leases that ran out before the next round */
 };
 
 struct fg_fleetd {
@@ -168,6 +170,19 @@ static int read_costs(struct fg_fleetd *fl, __u32 id, __u64 *offered, __u64 *unl
 	return 0;
 }
 
+/* A lease renewed at the last round that has run out by this one: the
+ * round came late (a stalled host), and on_loss applied meanwhile. */
+static void lapse_check(struct fd_rule *r, const struct fg_lease *e)
+{
+	__u64 exp = LOAD(&e->lease_expires), now = fg_mono_coarse_ns();
+
+	/* the main thread reads the two counters for the status */
+	if (r->leasing && exp && exp < now) {
+		RELAXED(&r->lapses, r->lapses + 1);
+		RELAXED(&r->lapse_ns, r->lapse_ns + (now - exp));
+	}
+}
+
 static int collect(void *ctx, struct fg_fleet_in *in, int n)
 {
 	struct fg_fleetd *fl = ctx;
@@ -184,6 +199,7 @@ static int collect(void *ctx, struct fg_fleet_in *in, int n)
 		in[i].unleased = unl >= r->last_unleased ? unl - r->last_unleased : unl;
 		r->last_offered = off;
 		r->last_unleased = unl;
+		lapse_check(r, &fl->lease[r->id]);
 		in[i].held = LOAD(&fl->lease[r->id].tokens);
 		in[i].taken = r->taken;
 		r->taken = 0;
@@ -219,6 +235,7 @@ static void apply(void *ctx, const struct fg_fleet_out *out, int n)
 			r->taken += take_back(e, o->take_back);
 		if (o->grant)
 			__atomic_fetch_add(&e->tokens, (__s64)o->grant, __ATOMIC_ACQ_REL);
+		r->leasing = o->renewed;
 		if (!o->renewed)
 			continue;	/* grace or fallback: the program decides by itself */
 		if (o->local_rate != r->local_rate || o->local_burst != r->local_burst) {
@@ -533,6 +550,8 @@ void fg_fleetd_tick(struct fg_fleetd *fl)
 	for (int i = 0; i < fl->n; i++) {
 		fg_fleet_worker_stats(fl->w, i, &fl->st.rule[i].st);
 		lease_snapshot(&fl->lease[fl->r[i].id], &fl->st.rule[i].lease);
+		fl->st.rule[i].lapses = __atomic_load_n(&fl->r[i].lapses, __ATOMIC_RELAXED);
+		fl->st.rule[i].lapse_ns = __atomic_load_n(&fl->r[i].lapse_ns, __ATOMIC_RELAXED);
 	}
 	fg_fleet_worker_conn_stats(fl->w, &fl->st.cs);
 	fl->st.updated_ns = fg_redis_now_ns();
