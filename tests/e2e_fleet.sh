@@ -12,8 +12,10 @@
 #     nothing;
 #   - the Redis traffic (INFO commandstats, EVALSHA calls / s) stays within
 #     the documented nodes x rules / interval, whatever the packet rate;
-#   - status and metrics show the fleet; SIGTERM hands the leases back and
-#     withdraws the node at once.
+#   - status and metrics show the fleet; shadow and the kill switch work on a
+#     fleet rule; a reload keeps an unchanged engine and restarts an edited
+#     one on new keys; SIGTERM hands the leases back and withdraws the node
+#     at once.
 # Needs root. Cleans up its namespaces, daemons, pin dirs and Redis.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -209,7 +211,49 @@ else
 	bad "metrics" "$(grep fleet "$FG_TMP/metrics.txt" | head -20 | one_line 600)"
 fi
 
-# --- 4. SIGTERM: leases handed back, node withdrawn at once -------------------------------
+# --- 4. shadow, the kill switch and reload on a fleet rule ---------------------------------
+"$FG" --pin-dir "${PIN[1]}" mode shadow > /dev/null 2>&1 || bad "mode shadow on h1"
+phase 2 1
+sh=$(( $(fg_stat "${PIN[1]}" fleet-udp shadow) ))
+expect "shadow on h1: everything delivered, the fleet's refusals counted as would-drop" \
+	"[ ${ADM[1]} -ge $((SENT[1] * 99 / 100)) ] && [ $sh -gt 0 ] && [ ${PASS[1]} -lt $((SENT[1] / 2)) ]" \
+	"${SENT[1]}" "all delivered, passes at the fleet's rate" "${ADM[1]} delivered, ${PASS[1]} passed, would-drop $sh so far"
+"$FG" --pin-dir "${PIN[1]}" mode enforce > /dev/null 2>&1 || bad "mode enforce on h1"
+fl_status "${PIN[1]}" "$FG_TMP/by0.json"
+o0=$(fl_rule_get "$FG_TMP/by0.json" fleet-udp offered)
+"$FG" --pin-dir "${PIN[1]}" bypass on > /dev/null 2>&1 || bad "bypass on h1"
+b0=$(fg_stat "${PIN[1]}" _global bypass)
+phase 2 1
+b1=$(fg_stat "${PIN[1]}" _global bypass)
+"$FG" --pin-dir "${PIN[1]}" bypass off > /dev/null 2>&1 || bad "bypass off h1"
+fl_status "${PIN[1]}" "$FG_TMP/by1.json"
+o1=$(fl_rule_get "$FG_TMP/by1.json" fleet-udp offered)
+expect "kill switch on h1: everything passes untouched, no demand reaches the fleet" \
+	"[ ${ADM[1]} -ge $((SENT[1] * 99 / 100)) ] && [ $((b1 - b0)) -ge ${ADM[1]} ] && [ $((o1 - o0)) = 0 ]" \
+	"${SENT[1]}" "all delivered as bypass, offered +0" \
+	"${ADM[1]} delivered, bypass +$((b1 - b0)), offered +$((o1 - o0))"
+
+# reload: an unchanged fleet keeps its engine; an edited rule gets a new one (new keys)
+fl_status "${PIN[1]}" "$FG_TMP/rl0.json"
+read -r key0 rounds0 < <(fl_rule_get "$FG_TMP/rl0.json" fleet-udp key rounds)
+"$FG" --pin-dir "${PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (unchanged)" "$(one_line < "$FG_TMP/reload.out")"
+sleep 1.2
+fl_status "${PIN[1]}" "$FG_TMP/rl1.json"
+read -r key1 rounds1 st1 < <(fl_rule_get "$FG_TMP/rl1.json" fleet-udp key rounds state)
+expect "reload, fleet unchanged: the same engine leases on (same key, rounds go on)" \
+	"[ '$key1' = '$key0' ] && [ $rounds1 -gt $rounds0 ] && [ '$st1' = ok ] && ! grep -q 'restarting the lease engine' '$FG_TMP/h1.log'" \
+	"SIGHUP" "key $key0, rounds > $rounds0, ok" "key $key1, rounds $rounds1, $st1"
+sed -i "s|rate: $RATE/s, burst: $BURST|rate: $((2 * RATE))/s, burst: $BURST|" "$FG_TMP/h1.yaml"
+"$FG" --pin-dir "${PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (edited)" "$(one_line < "$FG_TMP/reload.out")"
+fg_wait_for "$FG_TMP/h1.log" "fleet: node h1, redis .* 1 rule" 30
+sleep 1.2
+fl_status "${PIN[1]}" "$FG_TMP/rl2.json"
+read -r key2 st2 nodes2 < <(fl_rule_get "$FG_TMP/rl2.json" fleet-udp key state nodes)
+expect "reload, fleet rule edited (rate x2): a new engine on new keys, alone in its bucket" \
+	"[ '$key2' != '$key0' ] && [ '$st2' = ok ] && [ '$nodes2' = 1 ] && grep -q 'restarting the lease engine' '$FG_TMP/h1.log' && [ \$(fl_cli ZSCORE '${key0%:b}:n' h1 | wc -w) = 0 ]" \
+	"rate $((2 * RATE))/s" "a new key, ok, 1 node, h1 gone from the old bucket" "key $key2, $st2, $nodes2 nodes"
+
+# --- 5. SIGTERM: leases handed back, node withdrawn at once -------------------------------
 key=$(fl_rule_get "$FG_TMP/st1.json" fleet-udp key)
 nkey=${key%:b}:n
 for n in 1 2 3; do
