@@ -305,8 +305,6 @@ int fg_fleetd_open(struct fg_fleetd **out, struct fg_maps *m, const char *pin_di
 		fl->lease = NULL;
 		goto fail;
 	}
-	/* a status file a killed daemon left behind is not ours */
-	fg_fleet_status_remove(fl->status_path);
 	*out = fl;
 	return 0;
 fail:
@@ -404,6 +402,8 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 
 	if (!fl || fl->w)
 		return fl ? -EALREADY : -EINVAL;
+	/* the pin dir is ours: a status file a killed daemon left is stale */
+	fg_fleet_status_remove(fl->status_path);
 	err = rules_from_cfg(fl, cfg, why, len);
 	if (err || !fl->n) {
 		fl->n = 0;
