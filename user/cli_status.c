@@ -190,8 +190,8 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 
 	printf("  %-24s ", rule_name_at(st, v->rule));
 	if (!strcmp(prog, "leased"))
-		printf("leased: %lld tokens, %.2f s left", (long long)v->lease.tokens,
-		       (v->lease.lease_expires - st->now) / 1e9);
+		printf("leased: %lld tokens, %.2f s left; on_loss %s", (long long)v->lease.tokens,
+		       (v->lease.lease_expires - st->now) / 1e9, on_loss_str(v->lease.on_loss));
 	else if (!strcmp(prog, "stale"))
 		printf("lease entry is another rule's: the program drops");
 	else if (v->lease.lease_expires)
@@ -199,7 +199,7 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 		       (st->now - v->lease.lease_expires) / 1e9);
 	else
 		printf("on_loss %s applies (no lease yet)", on_loss_str(v->lease.on_loss));
-	printf(", %u nodes, on_loss %s\n", v->lease.nodes, on_loss_str(v->lease.on_loss));
+	printf("; %u nodes\n", v->lease.nodes);
 	printf("  %-24s decided under on_loss %llu packets, fleet drops %llu\n", "",
 	       (unsigned long long)v->row->ev[FG_EV_FLEET_LOSS],
 	       (unsigned long long)v->row->ev[FG_EV_FLEET_DROP]);
