@@ -26,7 +26,7 @@ fl_require_redis
 
 RATE=1000; BURST=1000		# the fleet rule, packets
 IVAL_S=0.2			# lease_interval: the default, 200ms
-T1=12; T2=6			# flood seconds, phase 1 (three nodes) and 2 (one idle)
+T1=20; T2=10			# flood seconds, phase 1 (three nodes) and 2 (one idle)
 DEM=(0 3000 1500 500)		# g1..g3, frames/s: 5x the fleet rate in all
 NODES=3; RULES=1
 SOCK=$FG_TMP/redis.sock
@@ -164,7 +164,7 @@ expect "Redis EVALSHA/s during a $((SENT[1] + SENT[2] + SENT[3]))-frame flood (n
 sleep 2		# the bucket refills to its burst; h3's tokens are taken back
 fl_status "${PIN[3]}" "$FG_TMP/idle0.json"
 g0=$(fl_rule_get "$FG_TMP/idle0.json" fleet-udp granted)
-( sleep 3; fl_status "${PIN[3]}" "$FG_TMP/idle1.json"; fl_status "${PIN[1]}" "$FG_TMP/busy1.json" ) &
+( sleep 5; fl_status "${PIN[3]}" "$FG_TMP/idle1.json"; fl_status "${PIN[1]}" "$FG_TMP/busy1.json" ) &
 probe=$!
 phase "$T2" 1 2
 wait "$probe"
