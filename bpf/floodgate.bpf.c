@@ -401,44 +401,14 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 }
 
 /*
- * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
- * cost from the tokens while the lease runs, else decide by on_loss. 1 =
- * admitted, 0 = drop. A global function: verified once, not once per path
- * of the caller, and only fleet rules call it. The drop path writes no
- * shared line; the admit path is one fetch-and-add.
+ * on_loss, once a fleet rule's lease has run out (docs/fleet.md section 4):
+ * 1 = admitted, 0 = drop. The rare path, so a global function: verified
+ * once on its own, not once per path of the caller.
  */
-__noinline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
-			      struct fg_stats *st, __u32 *ev)
+__noinline int fg_fleet_loss(struct fg_lease *l, __u64 cost, __u64 now, struct fg_stats *st)
 {
-	struct fg_lease *l;
-	__s64 c = (__s64)cost;
-	__u32 id;
-
-	if (!r || !ev)
-		return 0;
-	id = r->id & (FG_MAX_IDS - 1);
-	l = bpf_map_lookup_elem(&fg_lease, &id);
-	if (st)
-		st->fleet_offered += cost;
 	if (!l)
 		return 0;
-	if (l->gen != r->gen) {
-		/* not this rule's lease (the daemon has not written it): closed */
-		*ev |= 1u << FG_EV_FLEET_LOSS;
-		return 0;
-	}
-	/* lease_expires first: the daemon stores it last, after the tokens */
-	if ((now >> FG_TU_SHIFT) < FG_READ_ONCE(l->lease_expires)) {
-		if (FG_READ_ONCE(l->tokens) >= c) {
-			if (__sync_fetch_and_add(&l->tokens, -c) >= c)
-				return 1;
-			/* lost the race for the last tokens: put them back */
-			__sync_fetch_and_add(&l->tokens, c);
-		}
-		*ev |= 1u << FG_EV_FLEET_DROP;
-		return 0;
-	}
-	*ev |= 1u << FG_EV_FLEET_LOSS;
 	switch (l->on_loss) {
 	case FG_LOSS_OPEN:
 		break;
@@ -454,6 +424,42 @@ __noinline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
 	if (st)
 		st->fleet_unleased += cost;
 	return 1;
+}
+
+/*
+ * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
+ * cost from its tokens while it runs. 1 = admitted, 0 = drop. Inline: the
+ * admit path is one fetch-and-add, the drop path writes no shared line.
+ */
+static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
+					  struct fg_verd *v)
+{
+	__u32 id = r->id & (FG_MAX_IDS - 1);
+	struct fg_lease *l = bpf_map_lookup_elem(&fg_lease, &id);
+	__s64 c = (__s64)cost;
+
+	if (v->st)
+		v->st->fleet_offered += cost;
+	if (!l)
+		return 0;
+	if (l->gen != r->gen) {
+		/* not this rule's lease (the daemon has not written it): closed */
+		v->ev |= 1u << FG_EV_FLEET_LOSS;
+		return 0;
+	}
+	/* lease_expires first: the daemon stores it last, after the tokens */
+	if ((now >> FG_TU_SHIFT) >= FG_READ_ONCE(l->lease_expires)) {
+		v->ev |= 1u << FG_EV_FLEET_LOSS;
+		return fg_fleet_loss(l, cost, now, v->st);
+	}
+	if (FG_READ_ONCE(l->tokens) >= c) {
+		if (__sync_fetch_and_add(&l->tokens, -c) >= c)
+			return 1;
+		/* lost the race for the last tokens: put them back */
+		__sync_fetch_and_add(&l->tokens, c);
+	}
+	v->ev |= 1u << FG_EV_FLEET_DROP;
+	return 0;
 }
 
 /* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
@@ -522,10 +528,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	}
 
 	if (r->fleet) {
-		__u32 ev = 0;
-
-		rc = fg_fleet_spend(r, cost, now, v->st, &ev);
-		v->ev |= ev;
+		rc = fg_fleet_spend(r, cost, now, v);
 		if (rc != 1) {
 			/* not sent: the local buckets get their tokens back */
 			if (tat && spent)
