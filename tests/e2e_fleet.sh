@@ -120,7 +120,7 @@ phase() {
 		ADM[n]=$(( n1[n - 1] - n0[n - 1] )); PASS[n]=$(( p1[n - 1] - p0[n - 1] )); SENT[n]=0
 	done
 	for n in "$@"; do
-		read -r SENT[n] e < <(fg_json_get "$FG_TMP/fgen-$n.json" packets elapsed_s)
+		read -r "SENT[n]" e < <(fg_json_get "$FG_TMP/fgen-$n.json" packets elapsed_s)
 		T=$(awk -v a="$T" -v b="$e" 'BEGIN { print (b > a) ? b : a }')
 	done
 }

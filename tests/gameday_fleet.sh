@@ -128,7 +128,7 @@ for n in 1 2; do
 done
 sleep 3		# leases flowing, buckets drained: a saturated fleet
 if leased_all; then ok "under the flood every rule on both hosts spends a lease"
-else bad "leases under the flood" "$(cat "$FG_TMP/lw.json" | one_line 500)"; fi
+else bad "leases under the flood" "$(one_line 500 < "$FG_TMP/lw.json")"; fi
 declare -A KEY
 for r in "${RULES[@]}"; do KEY[$r]=$(fl_rule_get "$FG_TMP/lw.json" "$r" key); done
 
@@ -296,7 +296,7 @@ outage_drill() {
 	DRILL=$1
 	local cause=$2 restore=$3 n fb0=() fs0=() lf=() lr=() rest
 	for n in 1 2; do
-		read -r fb0[n] fs0[n] < <(engine "$n" fl-local fallbacks fallback_s)
+		read -r "fb0[n]" "fs0[n]" < <(engine "$n" fl-local fallbacks fallback_s)
 		lf[n]=$(loglines "$n" fl-local fallback); lr[n]=$(loglines "$n" fl-local recovered)
 	done
 	snap "$DRILL-a"
@@ -326,6 +326,7 @@ outage_drill() {
 	echo "# $DRILL: fleet admitted over $(dt "$DRILL-a" "$DRILL-e") s: open $(fd "$DRILL-a" "$DRILL-e" fl-open pass), closed $(fd "$DRILL-a" "$DRILL-e" fl-closed pass), local $(fd "$DRILL-a" "$DRILL-e" fl-local pass); rate x T = $(awk -v w="$(dt "$DRILL-a" "$DRILL-e")" 'BEGIN { printf "%d", '"$RATE"' * w }'); recovery window $(dt "$DRILL-d" "$DRILL-e") s: open $(fd "$DRILL-d" "$DRILL-e" fl-open pass), closed $(fd "$DRILL-d" "$DRILL-e" fl-closed pass), local $(fd "$DRILL-d" "$DRILL-e" fl-local pass)"
 }
 
+# shellcheck disable=SC2317 # called through outage_drill's eval
 links() {	# links up|down
 	local n
 	for n in 1 2; do ip -n "$(fg_ns_name rd)" link set "r$n" "$1"; done
@@ -351,7 +352,6 @@ outage_drill "path cut" "links down" "links up"
 
 # --- 4. Redis restarted empty, at once -------------------------------------------------------------
 DRILL="redis restarted empty"
-g0=$(engine 1 fl-local granted)
 snap "$DRILL-a"
 fl_redis_stop KILL; fl_redis_restart || bad "$DRILL: redis-server starts again"
 leased_all || bad "$DRILL: leases again within 5 s of the restart"
