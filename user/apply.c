@@ -266,6 +266,7 @@ struct apply {
 	struct fg_maps *m;
 	struct fg_config *cfg;
 	struct fg_inforce *was;
+	const struct fg_apply_hook *hook;	/* may be NULL */
 	char *why;
 	struct fg_ctl_map cm;			/* fg_ctl, mapped */
 	struct fg_ctl ctl;			/* as found */
@@ -622,6 +623,8 @@ static int apply_run(struct apply *a)
 	    (err = apply_snapshot(a)))
 		return err;
 	err = apply_write_inactive(a);
+	if (!err && a->hook && a->hook->before_flip)
+		err = a->hook->before_flip(a->hook->ctx, a->m, cfg, a->why);
 	if (!err)
 		err = apply_switch(a);
 	if (err) {
@@ -631,8 +634,8 @@ static int apply_run(struct apply *a)
 	return apply_commit(a);
 }
 
-int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
-			 char *why)
+int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+		       struct fg_inforce *was, char *why)
 {
 	struct apply *a;
 	int err;
@@ -649,6 +652,7 @@ int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inf
 	a->m = m;
 	a->cfg = cfg;
 	a->was = was;
+	a->hook = hook;
 	a->why = why;
 	err = apply_run(a);
 	fg_ctl_map_close(&a->cm);
@@ -660,9 +664,21 @@ int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inf
 	return err;
 }
 
+int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
+			 char *why)
+{
+	return fg_policy_apply_ex(m, cfg, NULL, was, why);
+}
+
+int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+			 char *why)
+{
+	return fg_policy_apply_ex(m, cfg, hook, NULL, why);
+}
+
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 {
-	return fg_policy_apply_diff(m, cfg, NULL, why);
+	return fg_policy_apply_ex(m, cfg, NULL, NULL, why);
 }
 
 void fg_inforce_free(struct fg_inforce *was)

@@ -56,4 +56,19 @@ int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inf
 /* fg_policy_apply_diff without the snapshot. */
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
 
+/* The same, calling hook->before_flip once the new slot is written and the
+ * rule ids assigned (cfg->pol.rules[i].id, .gen), just before the flip:
+ * state the new policy's rules need from their first packet (fleet leases)
+ * goes in there. Its error (why set) aborts the apply before the flip. */
+struct fg_apply_hook {
+	int (*before_flip)(void *ctx, struct fg_maps *m, const struct fg_config *cfg, char *why);
+	void *ctx;
+};
+int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+			 char *why);
+
+/* Both: the hook, and what was in force before in was (may be NULL). */
+int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
+		       struct fg_inforce *was, char *why);
+
 #endif /* FG_APPLY_H */

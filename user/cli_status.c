@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* floodgate status: the daemon, interfaces, mode, bypass, policy, as text or JSON. */
+/* floodgate status: the daemon, interfaces, mode, bypass, policy, fleet leases, as text or JSON. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +9,28 @@
 #include "cli.h"
 #include "ctl.h"
 #include "discover.h"
+#include "fleet_status.h"
 #include "log.h"
 #include "sources.h"
 #include "sysutil.h"
+
+/* A fleet rule of the active policy: what the program holds (fg_lease,
+ * fg_stats), daemon or not, and the daemon's engine if one runs. */
+struct fleet_rule_view {
+	const struct fg_rule *rule;
+	struct fg_lease lease;
+	const struct fg_stats *row;
+	const struct fg_fleet_rule_status *eng;	/* NULL: no daemon's view */
+};
+
+struct fleet_view {
+	int n;					/* fleet rules in the active policy */
+	struct fleet_rule_view r[FG_MAX_RULES];
+	struct fg_stats rows[FG_NROWS];
+	struct fg_fleet_status ds;		/* the daemon's status file */
+	int ds_err;				/* 0: ds is the running daemon's */
+	char ds_path[512];
+};
 
 /* Everything status shows, read once. */
 struct status {
@@ -28,6 +47,7 @@ struct status {
 	enum fg_daemon_state state;	/* running, stopped (SIGSTOP) or none */
 	size_t n4, n6;
 	__u64 now;
+	struct fleet_view fleet;
 };
 
 /* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
@@ -53,6 +73,44 @@ static int status_modes(struct fg_maps *m, struct status *st)
 	return 0;
 }
 
+static const struct fg_fleet_rule_status *fleet_engine_rule(const struct fg_fleet_status *ds,
+							     const struct fg_rule *r)
+{
+	for (__u32 i = 0; i < ds->nrules; i++)
+		if (ds->rule[i].id == r->id && ds->rule[i].gen == r->gen)
+			return &ds->rule[i];
+	return NULL;
+}
+
+/* The fleet rules' leases and counters, and the daemon's status file when
+ * the daemon that wrote it is the one running. */
+static int fleet_read(struct fg_maps *m, struct status *st)
+{
+	struct fleet_view *fv = &st->fleet;
+	int err;
+
+	for (__u32 i = 0; i < st->pol.nrules && i < FG_MAX_RULES; i++)
+		if (st->pol.rules[i].fleet && st->pol.rules[i].id < FG_MAX_IDS)
+			fv->r[fv->n++].rule = &st->pol.rules[i];
+	if (!fv->n)
+		return 0;
+	err = fg_stats_read(m, fv->rows);
+	for (int i = 0; i < fv->n && !err; i++) {
+		fv->r[i].row = &fv->rows[fv->r[i].rule->id];
+		err = fg_array_read(m, FGM_LEASE, fv->r[i].rule->id, &fv->r[i].lease);
+	}
+	if (err)
+		return err;
+	fv->ds_err = fg_fleet_status_path(st->dir, fv->ds_path, sizeof(fv->ds_path));
+	if (!fv->ds_err)
+		fv->ds_err = fg_fleet_status_read(fv->ds_path, &fv->ds);
+	if (!fv->ds_err && (!st->running || fv->ds.pid != st->meta.pid))
+		fv->ds_err = -ESRCH;	/* left by a daemon that is gone */
+	for (int i = 0; i < fv->n && !fv->ds_err; i++)
+		fv->r[i].eng = fleet_engine_rule(&fv->ds, fv->r[i].rule);
+	return 0;
+}
+
 static int status_read(struct fg_maps *m, struct status *st)
 {
 	int err;
@@ -72,7 +130,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 		/* by ifindex, not by name or pin: renames and lost pins change nothing */
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 	}
-	return 0;
+	return fleet_read(m, st);
 }
 
 static const char *xdp_mode_str(__u32 mode)
@@ -170,6 +228,76 @@ static void print_rule_text(const struct status *st, __u32 i)
 	printf("\n");
 }
 
+static const char *on_loss_str(__u8 on_loss)
+{
+	return on_loss == FG_LOSS_OPEN ? "open" : on_loss == FG_LOSS_CLOSED ? "closed" :
+	       on_loss == FG_LOSS_LOCAL ? "local" : "?";
+}
+
+/* What the program does with the rule now: "leased", "on_loss", or
+ * "stale" (the entry is another rule's: it drops). */
+static const char *fleet_program_str(const struct status *st, const struct fleet_rule_view *v)
+{
+	if (v->lease.gen != v->rule->gen)
+		return "stale";
+	return v->lease.lease_expires > st->now ? "leased" : "on_loss";
+}
+
+static void fleet_rule_text(const struct status *st, const struct fleet_rule_view *v)
+{
+	const struct fg_fleet_rule_status *e = v->eng;
+	const char *prog = fleet_program_str(st, v);
+
+	printf("  %-24s ", rule_name_at(st, v->rule));
+	if (!strcmp(prog, "leased"))
+		printf("leased: %lld tokens, %.2f s left; on_loss %s", (long long)v->lease.tokens,
+		       (v->lease.lease_expires - st->now) / 1e9, on_loss_str(v->lease.on_loss));
+	else if (!strcmp(prog, "stale"))
+		printf("lease entry is another rule's: the program drops");
+	else if (v->lease.lease_expires)
+		printf("on_loss %s applies (the lease ran out %.1f s ago)", on_loss_str(v->lease.on_loss),
+		       (st->now - v->lease.lease_expires) / 1e9);
+	else
+		printf("on_loss %s applies (no lease yet)", on_loss_str(v->lease.on_loss));
+	printf("; %u nodes\n", v->lease.nodes);
+	printf("  %-24s decided under on_loss %llu packets, fleet drops %llu\n", "",
+	       (unsigned long long)v->row->ev[FG_EV_FLEET_LOSS],
+	       (unsigned long long)v->row->ev[FG_EV_FLEET_DROP]);
+	if (!e)
+		return;
+	printf("  %-24s engine %s, share %.1f%%, granted %llu, returned %llu, discarded %llu, "
+	       "fallbacks %llu (%.1f s), timeouts %llu\n", "", fg_fleet_state_name(e->st.state),
+	       e->st.share_ppm / 1e4, (unsigned long long)e->st.granted,
+	       (unsigned long long)e->st.returned, (unsigned long long)e->st.discarded,
+	       (unsigned long long)e->st.fallbacks, e->st.fallback_ns / 1e9,
+	       (unsigned long long)e->st.timeouts);
+	if (e->st.reason[0])
+		printf("  %-24s last error: %s\n", "", e->st.reason);
+}
+
+/* The fleet lines: the connection, then each fleet rule. */
+static void fleet_text(const struct status *st)
+{
+	const struct fleet_view *fv = &st->fleet;
+	const struct fg_fleet_status *ds = &fv->ds;
+
+	if (!fv->n)
+		return;
+	if (!fv->ds_err)
+		printf("fleet:     node %s, redis %s, lease interval %u ms, lease %u ms, deadline %u ms; "
+		       "last round %.2f ms (max %.2f)\n", ds->node, ds->redis, ds->interval_ms,
+		       ds->lease_ms, ds->deadline_ms, ds->cs.last_round_ns / 1e6,
+		       ds->cs.max_round_ns / 1e6);
+	else if (!st->running)
+		printf("fleet:     no daemon: each rule spends its last lease, then the program applies "
+		       "its on_loss\n");
+	else
+		printf("fleet:     the daemon's fleet status is not available (%s: %s)\n", fv->ds_path,
+		       fv->ds_err == -EPROTO ? "another version" : strerror(-fv->ds_err));
+	for (int i = 0; i < fv->n; i++)
+		fleet_rule_text(st, &fv->r[i]);
+}
+
 static void status_text(const struct status *st)
 {
 	const struct fg_policy *pol = &st->pol;
@@ -194,6 +322,7 @@ static void status_text(const struct status *st)
 		print_rule_text(st, i);
 	printf("sources:   %zu IPv4, %zu IPv6 (max %llu each)\n", st->n4, st->n6,
 	       (unsigned long long)st->meta.max_sources);
+	fleet_text(st);
 }
 
 /* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
@@ -272,6 +401,110 @@ static struct json_object *policy_json(const struct status *st, int *err)
 	return p;
 }
 
+static struct json_object *json_ms(double v)
+{
+	char txt[32];
+
+	snprintf(txt, sizeof(txt), "%.3f", v);
+	return json_object_new_double_s(v, txt);
+}
+
+/* The engine's fields of one rule, null without a daemon's view. */
+static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_object *o, int *err)
+{
+	static const char *const keys[] = { "key", "state", "share", "granted", "returned", "discarded",
+					    "debt", "grace_entries", "fallbacks", "fallback_s",
+					    "rounds", "failed", "timeouts", "lapses", "lapse_s",
+					    "reason" };
+
+	if (!e) {
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			cli_json_add_null(err, o, keys[k]);
+		return;
+	}
+	cli_json_add(err, o, "key", json_object_new_string(e->key));
+	cli_json_add(err, o, "state", json_object_new_string(fg_fleet_state_name(e->st.state)));
+	cli_json_add(err, o, "share", json_ms(e->st.share_ppm / 1e6));
+	cli_json_add(err, o, "granted", json_object_new_uint64(e->st.granted));
+	cli_json_add(err, o, "returned", json_object_new_uint64(e->st.returned));
+	cli_json_add(err, o, "discarded", json_object_new_uint64(e->st.discarded));
+	cli_json_add(err, o, "debt", json_object_new_uint64(e->st.debt));
+	cli_json_add(err, o, "grace_entries", json_object_new_uint64(e->st.grace_entries));
+	cli_json_add(err, o, "fallbacks", json_object_new_uint64(e->st.fallbacks));
+	cli_json_add(err, o, "fallback_s", json_ms(e->st.fallback_ns / 1e9));
+	cli_json_add(err, o, "rounds", json_object_new_uint64(e->st.rounds));
+	cli_json_add(err, o, "failed", json_object_new_uint64(e->st.failed));
+	cli_json_add(err, o, "timeouts", json_object_new_uint64(e->st.timeouts));
+	cli_json_add(err, o, "lapses", json_object_new_uint64(e->lapses));
+	cli_json_add(err, o, "lapse_s", json_ms(e->lapse_ns / 1e9));
+	cli_json_add(err, o, "reason", json_object_new_string(e->st.reason));
+}
+
+static struct json_object *fleet_rule_json(const struct status *st, const struct fleet_rule_view *v,
+					   int *err)
+{
+	struct json_object *o = json_object_new_object();
+	const struct fg_lease *l = &v->lease;
+
+	cli_json_add(err, o, "name", json_object_new_string(rule_name_at(st, v->rule)));
+	cli_json_add(err, o, "id", json_object_new_uint64(v->rule->id));
+	cli_json_add(err, o, "on_loss", json_object_new_string(on_loss_str(l->on_loss)));
+	cli_json_add(err, o, "program", json_object_new_string(fleet_program_str(st, v)));
+	cli_json_add(err, o, "tokens", json_object_new_int64(l->tokens));
+	cli_json_add(err, o, "lease_left_s", json_ms(l->lease_expires > st->now ?
+						      (l->lease_expires - st->now) / 1e9 : 0));
+	if (l->lease_expires && l->lease_expires <= st->now)
+		cli_json_add(err, o, "lease_expired_s_ago", json_ms((st->now - l->lease_expires) / 1e9));
+	else
+		cli_json_add_null(err, o, "lease_expired_s_ago");
+	cli_json_add(err, o, "nodes", json_object_new_uint64(l->nodes));
+	cli_json_add(err, o, "offered", json_object_new_uint64(v->row->fleet_offered));
+	cli_json_add(err, o, "unleased", json_object_new_uint64(v->row->fleet_unleased));
+	cli_json_add(err, o, "decided_under_on_loss",
+		     json_object_new_uint64(v->row->ev[FG_EV_FLEET_LOSS]));
+	cli_json_add(err, o, "fleet_drops", json_object_new_uint64(v->row->ev[FG_EV_FLEET_DROP]));
+	fleet_engine_json(v->eng, o, err);
+	return o;
+}
+
+/* null without fleet rules; the schema is in floodgate(8), JSON OUTPUT */
+static struct json_object *fleet_json(const struct status *st, int *err)
+{
+	const struct fleet_view *fv = &st->fleet;
+	const struct fg_fleet_status *ds = &fv->ds;
+	struct json_object *f, *rules;
+	bool have = !fv->ds_err;
+
+	if (!fv->n)
+		return NULL;
+	f = json_object_new_object();
+	rules = json_object_new_array();
+	cli_json_add(err, f, "daemon", json_object_new_boolean(have));
+	if (have) {
+		cli_json_add(err, f, "node", json_object_new_string(ds->node));
+		cli_json_add(err, f, "redis", json_object_new_string(ds->redis));
+		cli_json_add(err, f, "lease_interval_ms", json_object_new_uint64(ds->interval_ms));
+		cli_json_add(err, f, "lease_ms", json_object_new_uint64(ds->lease_ms));
+		cli_json_add(err, f, "deadline_ms", json_object_new_uint64(ds->deadline_ms));
+		cli_json_add(err, f, "updated_s_ago",
+			     json_ms((fg_redis_now_ns() - ds->updated_ns) / 1e9));
+		cli_json_add(err, f, "round_ms", json_ms(ds->cs.last_round_ns / 1e6));
+		cli_json_add(err, f, "round_max_ms", json_ms(ds->cs.max_round_ns / 1e6));
+		cli_json_add(err, f, "evalsha", json_object_new_uint64(ds->cs.commands));
+	} else {
+		static const char *const keys[] = { "node", "redis", "lease_interval_ms", "lease_ms",
+						    "deadline_ms", "updated_s_ago", "round_ms",
+						    "round_max_ms", "evalsha" };
+
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			cli_json_add_null(err, f, keys[k]);
+	}
+	for (int i = 0; i < fv->n; i++)
+		cli_json_push(err, rules, fleet_rule_json(st, &fv->r[i], err));
+	cli_json_add(err, f, "rules", rules);
+	return f;
+}
+
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
 static int status_json(const struct status *st)
 {
@@ -297,6 +530,10 @@ static int status_json(const struct status *st)
 	cli_json_add(&err, src, "ipv6", json_object_new_uint64(st->n6));
 	cli_json_add(&err, src, "max", json_object_new_uint64(st->meta.max_sources));
 	cli_json_add(&err, root, "sources", src);
+	if (st->fleet.n)
+		cli_json_add(&err, root, "fleet", fleet_json(st, &err));
+	else
+		cli_json_add_null(&err, root, "fleet");
 	return cli_json_print(root, err);
 }
 

@@ -33,6 +33,7 @@
 #include "daemonize.h"
 #include "discover.h"
 #include "fgmaps.h"
+#include "fleetd.h"
 #include "log.h"
 #include "metrics.h"
 #include "opts.h"
@@ -76,6 +77,7 @@ struct daemon {
 	int n_ifs;
 	struct fg_metrics *mx;
 	struct fg_throttle tr;
+	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
@@ -337,6 +339,8 @@ static int lock_and_apply(struct daemon *d)
 	int err;
 
 	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
+	if (!err)
+		err = fg_fleetd_open(&d->fleet, &d->maps, d->dir);
 	if (err) {
 		pr_warn("pin dir %s: %s", d->dir, strerror(-err));
 		return err;
@@ -356,7 +360,7 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply_diff(&d->maps, &d->cfg, &was, why);
+	err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
 	if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
@@ -465,6 +469,16 @@ static int start_metrics(struct daemon *d)
 	return 0;
 }
 
+static int start_fleet(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_start(d->fleet, &d->cfg, why, sizeof(why));
+
+	if (err)
+		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
+	return err;
+}
+
 static int start_throttle_log(struct daemon *d)
 {
 	int err = fg_throttle_init(&d->tr, TRACK_MAX);
@@ -547,9 +561,11 @@ static void tick(struct daemon *d)
 	free(src);
 	if (ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
 		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
+	fg_fleetd_tick(d->fleet);
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					     .sources4 = scan.all4, .sources6 = scan.all6 };
+					     .sources4 = scan.all4, .sources6 = scan.all6,
+					     .fleet = fg_fleetd_status(d->fleet) };
 		char *page;
 		size_t len;
 
@@ -576,7 +592,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 	}
 	if (fg_ctl_read(&d->maps, &c0))
 		c0.slot = ~0u;
-	err = fg_policy_apply_diff(&d->maps, ncfg, &was, why);
+	err = fg_policy_apply_ex(&d->maps, ncfg, fg_fleetd_hook(d->fleet), &was, why);
 	if (err) {
 		/* a failure after the slot flip leaves the new policy in force */
 		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->maps, &c1) && c1.slot != c0.slot;
@@ -611,6 +627,16 @@ static void report_reload(struct daemon *d, int err, const char *msg)
 			"will not see it)", strerror(-werr));
 }
 
+static void reload_fleet(struct daemon *d, const struct fg_config *ncfg)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_reload(d->fleet, &d->cfg, ncfg, why, sizeof(why));
+
+	if (err < 0)
+		pr_warn("reload: fleet: %s; fleet rules apply on_loss once their leases run out",
+			why[0] ? why : strerror(-err));
+}
+
 static void do_reload(struct daemon *d)
 {
 	struct fg_config ncfg;
@@ -634,6 +660,7 @@ static void do_reload(struct daemon *d)
 		report_reload(d, err, msg);
 		goto out;
 	}
+	reload_fleet(d, &ncfg);
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
@@ -675,16 +702,22 @@ static void serve(struct daemon *d)
 
 /* --- stop ------------------------------------------------------------------------- */
 
+/* Does stopping (after err) detach and unpin? */
+static bool will_detach(const struct daemon *d, int err)
+{
+	if (d->started && err)
+		return !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
+	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+}
+
 /* Detach and unpin, or leave the filter running untended; returns err, or
  * the removal's error if that failed after a clean run. */
 static int release_pin_dir(struct daemon *d, int err)
 {
-	bool detach = d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+	bool detach = will_detach(d, err);
 	char why[FG_WHY_LEN] = "";
 	struct fg_meta meta;
 
-	if (d->started && err)
-		detach = !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
 	if (d->started && !detach && d->maps.fd[FGM_META] >= 0 && !fg_meta_read(&d->maps, &meta) &&
 	    meta.pid == (__u32)getpid()) {
 		meta.pid = 0;	/* the filter keeps running; nobody tends it */
@@ -747,13 +780,14 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = lock_and_apply(d)) || (err = attach_all(d)))
 		goto cleanup;
-	if ((err = start_metrics(d)) || (err = start_throttle_log(d)))
+	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)))
 		goto cleanup;
 	serve(d);
 	err = 0;
 
 cleanup:
 	fg_metrics_stop(d->mx);
+	fg_fleetd_close(d->fleet, will_detach(d, err));	/* detaching hands the leases back */
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */

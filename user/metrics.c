@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #include <errno.h>
+#include <stddef.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -444,6 +445,121 @@ static const char *label(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* The engine's per-rule counters (struct fg_fleet_stats), one metric each. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} fleet_counters[] = {
+	{ "granted_total", "Tokens Redis granted this node.",
+	  offsetof(struct fg_fleet_stats, granted) },
+	{ "returned_total", "Tokens handed back to the fleet bucket.",
+	  offsetof(struct fg_fleet_stats, returned) },
+	{ "discarded_total", "Tokens taken back and not returned (stale, or Redis down).",
+	  offsetof(struct fg_fleet_stats, discarded) },
+	{ "debt_total", "Cost admitted under on_loss, charged to the bucket on recovery.",
+	  offsetof(struct fg_fleet_stats, debt) },
+	{ "grace_total", "Entries into grace (Redis failed, the lease still runs).",
+	  offsetof(struct fg_fleet_stats, grace_entries) },
+	{ "fallbacks_total", "Entries into fallback (the lease ran out: on_loss applies).",
+	  offsetof(struct fg_fleet_stats, fallbacks) },
+	{ "rounds_total", "Lease rounds the rule took part in.",
+	  offsetof(struct fg_fleet_stats, rounds) },
+	{ "failed_total", "Rounds without an answer for the rule.",
+	  offsetof(struct fg_fleet_stats, failed) },
+	{ "timeouts_total", "Rounds that ended at the deadline.",
+	  offsetof(struct fg_fleet_stats, timeouts) },
+};
+
+static void fleet_head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	bprintf(b, "# HELP floodgate_fleet_%s %s\n# TYPE floodgate_fleet_%s %s\n", name, help, name,
+		type);
+}
+
+/* The lease the program spends, and what it decided without one. */
+static void render_fleet_lease(struct buf *b, const struct fg_metrics_snap *s)
+{
+	const struct fg_fleet_status *fs = s->fleet;
+	__u64 now = fg_redis_now_ns();
+	char lb[2 * FG_NAME_LEN + 4];
+
+	fleet_head(b, "lease_seconds", "gauge", "Time left of the lease the program spends (0: on_loss applies).");
+	for (__u32 i = 0; i < fs->nrules; i++) {
+		__u64 exp = fs->rule[i].lease.lease_expires;
+
+		bprintf(b, "floodgate_fleet_lease_seconds{rule=\"%s\"} %.3f\n",
+			label(fs->rule[i].name, lb, sizeof(lb)), exp > now ? (exp - now) / 1e9 : 0.0);
+	}
+	fleet_head(b, "tokens", "gauge", "Tokens the program holds (cost units).");
+	for (__u32 i = 0; i < fs->nrules; i++)
+		bprintf(b, "floodgate_fleet_tokens{rule=\"%s\"} %lld\n",
+			label(fs->rule[i].name, lb, sizeof(lb)), (long long)fs->rule[i].lease.tokens);
+	fleet_head(b, "loss_packets_total", "counter",
+		   "Packets the program decided under on_loss (event fleet_loss), daemon or not.");
+	for (__u32 i = 0; i < fs->nrules; i++) {
+		__u32 id = fs->rule[i].id;
+
+		bprintf(b, "floodgate_fleet_loss_packets_total{rule=\"%s\"} %llu\n",
+			label(fs->rule[i].name, lb, sizeof(lb)),
+			(unsigned long long)(id < FG_MAX_IDS ? s->rows[id].ev[FG_EV_FLEET_LOSS] : 0));
+	}
+}
+
+/* The engine's state machine and its counters, per rule. */
+static void render_fleet_engine(struct buf *b, const struct fg_fleet_status *fs)
+{
+	char lb[2 * FG_NAME_LEN + 4];
+
+	fleet_head(b, "state", "gauge", "1 for the rule's state: init ok grace fallback recovering.");
+	for (__u32 i = 0; i < fs->nrules; i++)
+		for (int k = 0; k < FG_FLEET_NSTATES; k++)
+			bprintf(b, "floodgate_fleet_state{rule=\"%s\",state=\"%s\"} %d\n",
+				label(fs->rule[i].name, lb, sizeof(lb)), fg_fleet_state_name(k),
+				fs->rule[i].st.state == k);
+	fleet_head(b, "nodes", "gauge", "Nodes with this rule, last known.");
+	for (__u32 i = 0; i < fs->nrules; i++)
+		bprintf(b, "floodgate_fleet_nodes{rule=\"%s\"} %u\n",
+			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.nodes);
+	fleet_head(b, "share", "gauge", "This node's share of the fleet's demand (0..1).");
+	for (__u32 i = 0; i < fs->nrules; i++)
+		bprintf(b, "floodgate_fleet_share{rule=\"%s\"} %.6f\n",
+			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.share_ppm / 1e6);
+	fleet_head(b, "fallback_seconds_total", "counter", "Time spent in fallback, the current spell included.");
+	for (__u32 i = 0; i < fs->nrules; i++)
+		bprintf(b, "floodgate_fleet_fallback_seconds_total{rule=\"%s\"} %.3f\n",
+			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.fallback_ns / 1e9);
+	for (size_t c = 0; c < sizeof(fleet_counters) / sizeof(fleet_counters[0]); c++) {
+		fleet_head(b, fleet_counters[c].name, "counter", fleet_counters[c].help);
+		for (__u32 i = 0; i < fs->nrules; i++) {
+			const char *st = (const char *)&fs->rule[i].st;
+			__u64 v;
+
+			memcpy(&v, st + fleet_counters[c].off, sizeof(v));
+			bprintf(b, "floodgate_fleet_%s{rule=\"%s\"} %llu\n", fleet_counters[c].name,
+				label(fs->rule[i].name, lb, sizeof(lb)), (unsigned long long)v);
+		}
+	}
+}
+
+/* The Redis connection: one per daemon. */
+static void render_fleet_conn(struct buf *b, const struct fg_fleet_conn_stats *cs)
+{
+	fleet_head(b, "round_seconds", "gauge", "Duration of the last lease round trip.");
+	bprintf(b, "floodgate_fleet_round_seconds %.6f\n", cs->last_round_ns / 1e9);
+	fleet_head(b, "round_seconds_max", "gauge", "Longest lease round trip.");
+	bprintf(b, "floodgate_fleet_round_seconds_max %.6f\n", cs->max_round_ns / 1e9);
+	fleet_head(b, "conn_total", "counter", "Redis connection events and commands sent.");
+	bprintf(b, "floodgate_fleet_conn_total{event=\"round\"} %llu\n"
+		   "floodgate_fleet_conn_total{event=\"connect\"} %llu\n"
+		   "floodgate_fleet_conn_total{event=\"connect_failure\"} %llu\n"
+		   "floodgate_fleet_conn_total{event=\"script_load\"} %llu\n"
+		   "floodgate_fleet_conn_total{event=\"noscript\"} %llu\n"
+		   "floodgate_fleet_conn_total{event=\"evalsha\"} %llu\n",
+		(unsigned long long)cs->rounds, (unsigned long long)cs->connects,
+		(unsigned long long)cs->connect_failures, (unsigned long long)cs->script_loads,
+		(unsigned long long)cs->noscript, (unsigned long long)cs->commands);
+}
+
 int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 {
 	struct buf b = {};
@@ -493,6 +609,11 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "# TYPE floodgate_sources gauge\n"
 		    "floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
 		s->sources4, s->sources6);
+	if (s->fleet) {
+		render_fleet_lease(&b, s);
+		render_fleet_engine(&b, s->fleet);
+		render_fleet_conn(&b, &s->fleet->cs);
+	}
 	if (b.err) {
 		free(b.p);
 		return b.err;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "floodgate.h"
+#include "fleet_status.h"
 
 struct fg_metrics;
 
@@ -21,6 +22,7 @@ struct fg_metrics_snap {
 	const struct fg_ctl *ctl;
 	const struct fg_policy *pol;		/* active */
 	size_t sources4, sources6;
+	const struct fg_fleet_status *fleet;	/* NULL: no fleet rule runs */
 };
 
 /*

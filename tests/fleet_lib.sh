@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# shellcheck shell=bash
+#
+# Helpers for the fleet tests (tests/e2e_fleet.sh, tests/gameday_fleet.sh),
+# sourced after tests/lib.sh: a real redis-server started and stopped by PID,
+# its command counters, fleet policies, and the fleet part of `floodgate
+# status --json`.
+#
+#   fl_require_redis                 skip the whole script without redis-server
+#   fl_redis_unix SOCK               redis-server on a Unix socket (PID in FL_REDIS_PID)
+#   fl_redis_tcp NS ADDR PORT        redis-server inside namespace NS on ADDR:PORT
+#   fl_redis_restart                 start it again as it was (empty: no persistence)
+#   fl_redis_stop [SIGNAL]           stop it by PID (default TERM)
+#   fl_cli ARGS...                   redis-cli against it
+#   fl_evalsha_calls                 INFO commandstats: EVALSHA calls so far
+#   fl_policy FILE NODE URL IF [INTERVAL] <<RULES   a policy with a fleet: section
+#   fl_status PIN FILE               `floodgate status --json` into FILE
+#   fl_rule_get FILE RULE KEY...     fields of a fleet rule in a status file
+#   fl_noports NS                    UDP datagrams to closed ports (delivered) in NS
+#   fl_now                           CLOCK_MONOTONIC seconds, 3 decimals
+
+FL_REDIS_PID=
+FL_REDIS_ARGS=()	# how it was started, for fl_redis_restart
+FL_REDIS_NS=		# "" = the test's own namespace
+FL_CLI=()
+FL_REDIS_LOG=
+
+fl_require_redis() {
+	local b
+	for b in redis-server redis-cli; do
+		command -v "$b" >/dev/null && continue
+		skip "$FG_NAME" "$b not installed (apt-get install redis-server)"; summary; exit 0
+	done
+}
+
+fl_now() { awk '{ printf "%.3f\n", $1 }' /proc/uptime; }
+
+# _fl_redis_run: start redis-server with FL_REDIS_ARGS, wait for PING
+_fl_redis_run() {
+	local n=50
+	if [ -n "$FL_REDIS_NS" ]; then
+		fg_bg "$FL_REDIS_NS" redis-server "${FL_REDIS_ARGS[@]}" >> "$FL_REDIS_LOG" 2>&1
+	else
+		redis-server "${FL_REDIS_ARGS[@]}" >> "$FL_REDIS_LOG" 2>&1 &
+		fg_bg_adopt "$!"
+	fi
+	FL_REDIS_PID=$FG_BG_PID
+	while [ "$n" -gt 0 ]; do
+		[ "$(fl_cli PING 2>/dev/null)" = PONG ] && return 0
+		kill -0 "$FL_REDIS_PID" 2>/dev/null || break
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# fl_redis_unix SOCK: no TCP, no persistence, its own dir
+fl_redis_unix() {
+	FL_REDIS_LOG=$FG_TMP/redis.log
+	FG_LOGS+=("$FL_REDIS_LOG")
+	FL_REDIS_NS=
+	FL_REDIS_ARGS=(--port 0 --unixsocket "$1" --unixsocketperm 700 --save "" --appendonly no
+		       --daemonize no --dir "$FG_TMP" --logfile "")
+	FL_CLI=(redis-cli -s "$1")
+	_fl_redis_run
+}
+
+# fl_redis_tcp NS ADDR PORT: inside namespace NS (whose links a drill can cut)
+fl_redis_tcp() {
+	FL_REDIS_LOG=$FG_TMP/redis.log
+	FG_LOGS+=("$FL_REDIS_LOG")
+	FL_REDIS_NS=$1
+	FL_REDIS_ARGS=(--bind "$2" --port "$3" --protected-mode no --save "" --appendonly no
+		       --daemonize no --dir "$FG_TMP" --logfile "")
+	FL_CLI=(nsenter --net="$(fg_ns_path "$1")" redis-cli -h "$2" -p "$3")
+	_fl_redis_run
+}
+
+fl_redis_restart() { _fl_redis_run; }
+
+fl_redis_stop() {
+	[ -n "$FL_REDIS_PID" ] || return 0
+	fg_bg_stop "$FL_REDIS_PID" "${1:-TERM}"
+	FL_REDIS_PID=
+}
+
+fl_cli() { timeout 5 "${FL_CLI[@]}" "$@"; }
+
+fl_evalsha_calls() {
+	fl_cli INFO commandstats | tr -d '\r' |
+		sed -nE 's/^cmdstat_evalsha:calls=([0-9]+),.*/\1/p' | grep . || echo 0
+}
+
+# fl_policy FILE NODE URL IF [INTERVAL]: the rules come from stdin
+fl_policy() {
+	{
+		echo "interfaces: [$4]"
+		echo "max_sources: 4096"
+		echo "fleet:"
+		echo "  redis: $3"
+		echo "  node: $2"
+		echo "  lease_interval: ${5:-200ms}"
+		echo "rules:"
+		cat
+	} > "$1"
+}
+
+fl_status() { "$FG" --pin-dir "$1" status --json > "$2" 2> "$2.err"; }
+
+# fl_rule_get FILE RULE KEY...: fleet.rules[name=RULE].KEY, "null" when absent
+fl_rule_get() {
+	"$FG_PY" - "$@" <<'PY'
+import json, sys
+path, rule, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    d = json.load(open(path))
+    r = next(x for x in (d.get("fleet") or {}).get("rules", []) if x["name"] == rule)
+except (OSError, ValueError, StopIteration):
+    r = {}
+print(" ".join(json.dumps(r.get(k)) if not isinstance(r.get(k), str) else r[k] for k in keys))
+PY
+}
+
+fl_noports() {
+	ip netns exec "$(fg_ns_name "$1")" awk '/^Udp: [0-9]/ { print $3 }' /proc/net/snmp
+}
