@@ -23,6 +23,11 @@
 #include "fg_conn.h"
 
 #define FG_CONN_CAS	8	/* compare-and-swap attempts per claim */
+/* The maps' size before userspace sets it (or shares them: the XDP
+ * program's own copies are placeholders, see bpf/floodgate.bpf.c). */
+#ifndef FG_CONN_MAP_ENTRIES
+#define FG_CONN_MAP_ENTRIES	65536
+#endif
 #define FG_CONN_EEXIST	17
 
 /* Established counts and their handshakes' pending slots, per key. Created
@@ -31,7 +36,7 @@
  * zero are deleted by the reconcile. Sized by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FG_CONN_MAP_ENTRIES);
 	__type(key, struct fg_conn_key);
 	__type(value, struct fg_conn_val);
 } fgc_count SEC(".maps");
@@ -41,7 +46,7 @@ struct {
  * pending place, given back early; never an established count. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FG_CONN_MAP_ENTRIES);
 	__type(key, struct fg_conn_key);
 	__type(value, struct fg_conn_val);
 } fgc_pend SEC(".maps");

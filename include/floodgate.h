@@ -28,6 +28,9 @@
  * - struct fg_slot4 is struct fg_wkey4 (same layout)
  * - fg_pfx4, fg_pfx6: FG_PFX_ENTRIES (2^21) entries each, fixed in the map definitions
  * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
+ * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
+ *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
+ *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
  */
 
 /*
@@ -119,6 +122,7 @@ enum fg_outcome {
 	FG_OUT_BYPASS,		/* kill switch on */
 	FG_OUT_MALFORMED,	/* unparseable IP packet (verdict: policy's malformed) */
 	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
+	FG_OUT_CAP,		/* SYN refused: its source holds the rule's concurrency cap */
 	FG_OUT_MAX,
 };
 
@@ -134,6 +138,11 @@ enum fg_event {
 	FG_EV_AGG_DROP,		/* dropped by the aggregate bucket */
 	FG_EV_FRAG,		/* non-first fragment */
 	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
+	/* concurrency caps (a capped rule's SYN, after every other check passed) */
+	FG_EV_CAP_SHADOW,	/* at the cap, passed because of shadow mode (outcome shadow) */
+	FG_EV_CAP_NOSLOT,	/* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
+	FG_EV_CAP_CONTENDED,	/* pending-slot CAS retries exhausted: dropped */
+	FG_EV_CAP_NOMEM,	/* no pending entry for a new source: per on_full (closed drops) */
 	FG_EV_MAX,
 };
 
@@ -202,6 +211,10 @@ struct fg_rule {
 	__u8 mode;		/* enum fg_mode */
 	__u8 cost;		/* enum fg_cost */
 	__u8 on_full;		/* enum fg_on_full */
+	/* concurrency cap (docs/concurrency.md): a TCP SYN is refused while its
+	 * source holds conn_cap connections and pending handshakes */
+	__u32 conn_cap;		/* 0 = no cap */
+	__u32 conn_ttl_ms;	/* how long an admitted handshake holds its place */
 };
 
 /* Protocol classes: match entries are compiled per class so that a TCP
