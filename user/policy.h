@@ -64,6 +64,9 @@ struct fg_config {
 	size_t n_pfx;
 	size_t n_allow, n_deny;		/* as written, before flattening */
 	struct fg_limit_src admission;	/* explicit new-key limit, if set */
+	/* concurrency: the counting side of the caps (docs/concurrency.md) */
+	__u64 conn_reconcile_ms;	/* reconcile period */
+	__u32 conn_max_keys;		/* fgc_count and fgc_pend entries each */
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On

@@ -31,7 +31,8 @@ static bool rule_eq(const struct fg_rule *a, const struct fg_rule *b)
 	       limit_eq(&a->ovf, &b->ovf) && a->mask4 == b->mask4 &&
 	       !memcmp(a->mask6, b->mask6, sizeof(a->mask6)) && a->id == b->id &&
 	       a->gen == b->gen && a->action == b->action && a->mode == b->mode &&
-	       a->cost == b->cost && a->on_full == b->on_full;
+	       a->cost == b->cost && a->on_full == b->on_full &&
+	       a->conn_cap == b->conn_cap && a->conn_ttl_ms == b->conn_ttl_ms;
 }
 
 static bool limit_src_eq(const struct fg_limit_src *a, const struct fg_limit_src *b)
@@ -121,6 +122,10 @@ static void rule_diff(const struct fg_rule_src *os, const struct fg_rule *or,
 			nr->cost ? "bytes" : "packets");
 	if (or->on_full != nr->on_full)
 		pr_info("reload: rule %s: on_full %u -> %u", nm, or->on_full, nr->on_full);
+	if (or->conn_cap != nr->conn_cap || or->conn_ttl_ms != nr->conn_ttl_ms)
+		pr_info("reload: rule %s: concurrency %u -> %u connections, handshake_timeout %u -> %u ms "
+			"(a lower cap refuses new connections until the count is under it; none is cut)",
+			nm, or->conn_cap, nr->conn_cap, or->conn_ttl_ms, nr->conn_ttl_ms);
 }
 
 /* Index of the rule named name in c, or -1. */
