@@ -124,8 +124,9 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode);
 int fg_set_bypass(struct fg_maps *m, bool on, __u64 until);
 int fg_set_mode(struct fg_maps *m, __u32 mode);
 
-/* Unpin every link_* (which detaches XDP if nothing else holds the link)
- * and every map, then remove dir. Takes the lock itself. */
+/* Unpin the connection counter's link and maps (fg_conn_unpin), every
+ * link_* (which detaches XDP if nothing else holds the link) and every
+ * map, then remove dir. Takes the lock itself. */
 int fg_pin_dir_remove(const char *dir, char *why);
 
 #endif /* FG_MAPS_H */
