@@ -210,7 +210,7 @@ static struct json_object *policy_json(const struct status *st, int *err)
 }
 
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
-static int status_json(const struct status *st)
+static int status_json(const struct cli_args *a, const struct status *st)
 {
 	struct json_object *root = json_object_new_object(), *src = json_object_new_object();
 	int err = 0;
@@ -227,6 +227,7 @@ static int status_json(const struct status *st)
 	cli_json_add(&err, src, "ipv6", json_object_new_uint64(st->n6));
 	cli_json_add(&err, src, "max", json_object_new_uint64(st->meta.max_sources));
 	cli_json_add(&err, root, "sources", src);
+	cli_json_add(&err, root, "concurrency", cli_conn_status_json(a, st->names, &err));
 	return cli_json_print(root, err);
 }
 
@@ -251,11 +252,12 @@ int cli_status(void *cfg)
 	if (err) {
 		pr_warn("reading %s: %s", a->dir, strerror(-err));
 	} else if (a->json) {
-		err = status_json(st);
+		err = status_json(a, st);
 		if (err)
 			pr_warn("status --json: %s", strerror(-err));
 	} else {
 		status_text(st);
+		cli_conn_status_text(a, st->names);
 	}
 	fg_maps_close(&m);
 	free(st);

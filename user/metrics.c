@@ -249,6 +249,8 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "# TYPE floodgate_sources gauge\n"
 		    "floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
 		s->sources4, s->sources6);
+	if (s->extra && s->extra_len)
+		bprintf(&b, "%.*s", (int)s->extra_len, s->extra);
 	if (b.err) {
 		free(b.p);
 		return b.err;

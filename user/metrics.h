@@ -21,6 +21,8 @@ struct fg_metrics_snap {
 	const struct fg_ctl *ctl;
 	const struct fg_policy *pol;		/* active */
 	size_t sources4, sources6;
+	const char *extra;			/* more lines, appended as they are (connd.h) */
+	size_t extra_len;
 };
 
 /* "host:port", "[v6]:port" or ":port" (all addresses). NULL with why set. */
