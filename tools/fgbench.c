@@ -43,6 +43,7 @@
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
+#include "conn.h"
 #include "fgmaps.h"
 #include "opts.h"
 #include "policy.h"
@@ -106,6 +107,27 @@ static void build_frame(__u8 *f, __u32 src, __u16 dport)
 	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
 	udp[2] = dport >> 8; udp[3] = dport & 0xff;
 	udp[4] = 0; udp[5] = 30;		/* UDP checksum 0: none */
+}
+
+/* The same frame as a TCP SYN (20-byte header, 10 bytes of payload). */
+static void build_syn(__u8 *f, __u32 src, __u16 dport)
+{
+	__u8 *ip = f + 14, *tcp = ip + 20;
+	__u32 sum = 0;
+
+	build_frame(f, src, dport);
+	ip[9] = 6;
+	ip[10] = ip[11] = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += (ip[i] << 8) | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = sum >> 8; ip[11] = sum;
+	memset(tcp + 4, 0, 16);
+	tcp[12] = 5 << 4;			/* data offset: 20 bytes */
+	tcp[13] = FG_TCP_SYN;
+	tcp[14] = 0xff; tcp[15] = 0xff;		/* window */
 }
 
 /* ---- floodgate instances ------------------------------------------------- */
@@ -300,10 +322,34 @@ static const char *pol_one =
 	"    per_source: {rate: 1/s, burst: 1}\n"
 	"  - name: allowed\n"
 	"    match: {proto: udp, dport: 7}\n"
-	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n";
+	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n"
+	"  - name: syn-throttled\n"
+	"    match: {proto: tcp, dport: 22}\n"
+	"    per_source: {rate: 1/s, burst: 1}\n"
+	"  - name: syn-capped\n"
+	"    match: {proto: tcp, dport: 80}\n"
+	"    per_source: {concurrency: 10}\n";
+#define RULE_CAPPED	3	/* pol_one's syn-capped */
+
+/* The source of the one-source scenarios at syn-capped's cap: an fgc_count
+ * entry as the counter would hold for 10 connections (XDP's own copy of
+ * the map: nothing counts here). */
+static int fgi_at_cap(struct fgi *g, __u32 src)
+{
+	struct fg_conn_val v = { .est = FG_CONN_EST_ZERO };
+	__be32 a[4] = { htonl(src) };
+	struct fg_conn_cap cap;
+	struct fg_conn_key k;
+
+	if (fg_conn_cap_of_rule(&g->cfg.pol, RULE_CAPPED, &cap, NULL))
+		return -EINVAL;
+	fg_conn_key_of(&k, 4, a, &cap);
+	v.est = fg_conn_est_set(v.est, 0, (__s32)cap.cap);
+	return bpf_map_update_elem(bpf_map__fd(g->skel->maps.fgc_count), &k, &v, 0) ? -errno : 0;
+}
 
 enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
-       S_1K, S_100K, S_1M, S_N };
+       S_1K, S_100K, S_1M, S_SYN_RATE, S_SYN_CAP, S_N };
 
 struct scen {
 	const char *name;
@@ -315,6 +361,7 @@ struct scen {
 	__u16 dport;
 	int shadow;
 	__u32 expect;		/* XDP verdict */
+	int syn;		/* a TCP SYN, not UDP */
 };
 
 static int micro(void *cfg)
@@ -348,6 +395,10 @@ static int micro(void *cfg)
 	}
 	if ((err = fgi_open(&one, pol_one, NULL)) || (err = fgi_open(&real, NULL, policy)))
 		goto out;
+	if ((err = fgi_at_cap(&one, SRC_ONE))) {
+		fprintf(stderr, "fgbench: a source at its concurrency cap: %s\n", strerror(-err));
+		goto out;
+	}
 	/* --only a single-source figure (profiling): no prefilled tables */
 	int nmany = only && strncmp(only, "fg_src", 6) && strcmp(only, "fg_vary_1") &&
 		    strcmp(only, "vary_floor") ? 0 : 3;
@@ -419,13 +470,15 @@ static int micro(void *cfg)
 	sc[S_1K] = (struct scen){ "fg_src_1k", "harness -> floodgate, random of 1,000 throttled sources", vry, &many[0], nsrc[0], many[0].prog, 9, 0, XDP_DROP };
 	sc[S_100K] = (struct scen){ "fg_src_100k", "harness -> floodgate, random of 100,000 throttled sources", vry, &many[1], nsrc[1], many[1].prog, 9, 0, XDP_DROP };
 	sc[S_1M] = (struct scen){ "fg_src_1m", "harness -> floodgate, random of 1,000,000 throttled sources", vry, &many[2], (__u32)maxsrc, many[2].prog, 9, 0, XDP_DROP };
+	sc[S_SYN_RATE] = (struct scen){ "fg_syn_throttled", "floodgate, a TCP SYN over its per-source rate", one.prog, &one, 0, -1, 22, 0, XDP_DROP, 1 };
+	sc[S_SYN_CAP] = (struct scen){ "fg_syn_capped", "floodgate, a TCP SYN from a source at its concurrency cap", one.prog, &one, 0, -1, 80, 0, XDP_DROP, 1 };
 
 	/* warm up the single-source buckets (burst spent) */
 	for (int s = 0; s < S_N; s++) {
 		double ns;
 		__u32 rv;
 
-		build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+		(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
 		if (sc[s].g && !sc[s].nsrc)
 			run_once(sc[s].prog, frame, 64, &ns, &rv);
 	}
@@ -444,7 +497,8 @@ static int micro(void *cfg)
 			if (sc[s].nsrc && !nmany)
 				continue;
 
-			build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+			(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE,
+							      sc[s].dport);
 			if (sc[s].nsrc) {
 				bf->data->vary_n = sc[s].nsrc;
 				bf->data->vary_base = SRC_BASE;
