@@ -263,6 +263,14 @@ check_cmp "SYNs refused counted under web's cap outcome (20 SYNs + retransmits)"
 check_cmp "no SYN of web dropped otherwise" "$(fg_stat "$FG_SNAP" web drop)" = 0
 "$FG" top --json > "$FG_TMP/top.json" 2>/dev/null
 fg_json_check "top --json with the connections section" top "$FG_TMP/top.json"
+"$FG" top > "$FG_TMP/top.txt" 2>&1
+if grep -qE "^$C1/32 +web +$CAP +0 +$CAP yes$" "$FG_TMP/top.txt"; then ok "top: $C1 in the caps' section, at its cap"
+else bad "top: the caps' section" "$(one_line 400 < "$FG_TMP/top.txt")"; fi
+"$FG" status > "$FG_TMP/status.txt" 2>&1
+if grep -qE "^concurrency: counting \(link pinned\)" "$FG_TMP/status.txt" &&
+   grep -qE "^  web +cap $CAP per source, ports $PORT: 1 sources, 1 at the cap, $CAP connections" "$FG_TMP/status.txt"
+then ok "status: the counter and the capped rule"
+else bad "status: the caps" "$(one_line 600 < "$FG_TMP/status.txt")"; fi
 
 # a second client (another address) has its own count
 cmd c2 "open $CAP"
@@ -405,6 +413,8 @@ if command -v curl > /dev/null; then
 	check_cmp "metrics: reconcile corrections, as status says" "${fixed:-none}" = "$fixed0"
 	check_cmp "metrics: connections counted under web" "${held:-none}" = 7
 	check_cmp "metrics: sources at web's cap of 5" "${atcap:-none}" = 1
+	rec_us=$(echo "$m" | awk '/^floodgate_conn_reconcile_seconds / { printf "%d", $2 * 1e6 }')
+	check_cmp "metrics: the last reconcile (us) took far less than its period" "${rec_us:-none}" -lt 500000
 else
 	skip "metrics" "no curl"
 fi

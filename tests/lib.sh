@@ -171,7 +171,7 @@ fg_pin_remove() {
 	[ -e "$d" ] || return 0
 	"$FG" --pin-dir "$d" detach > /dev/null 2>&1
 	if [ -d "$d" ]; then
-		rm -f "$d"/link_* "$d"/fg_* 2>/dev/null
+		rm -f "$d"/link_* "$d"/fg_* "$d"/fgc_* 2>/dev/null
 		rmdir "$d" 2>/dev/null
 	fi
 	[ ! -e "$d" ]
