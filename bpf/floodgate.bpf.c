@@ -6,12 +6,15 @@
  * counts it in exactly one outcome of one stats row):
  *   1. fg_ctl: kill switch (bypass, with its own expiry) -> pass, untouched
  *   2. parse -> non-IP (pass) or malformed (policy's verdict)
+ *   2b. runtime allow/deny lists (floodgate allow|deny add), only while
+ *      fg_ctl.rt_active says there are entries (struct fg_rt)
  *   3. allow/deny list (one LPM lookup that also yields source sets)
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
  *   5. the rule's action: pass, drop, or its buckets (per source, then
- *      aggregate); a source without a bucket of its own goes to the rule's
- *      overflow bucket, or fails open or closed
+ *      aggregate, then the fleet lease of a fleet rule); a source without a
+ *      bucket of its own goes to the rule's overflow bucket, or fails open
+ *      or closed
  * Shadow (global or per rule, from the file or an operator override; the
  * rule is in include/floodgate.h, struct fg_ctl) makes every decision and
  * counts it, then passes what would have been dropped.
@@ -93,6 +96,26 @@ struct {
 	__type(value, struct fg_pfx);
 } fg_pfx6 SEC(".maps");
 
+/* Runtime allow/deny entries, IPv4, keyed by prefix alone (struct fg_rt):
+ * added and deleted by the CLI, expired ones removed by the CLI and the
+ * daemon; whether an entry's time is over is judged here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FG_RT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_rt_key4);
+	__type(value, struct fg_rt);
+} fg_rt4 SEC(".maps");
+
+/* Same for IPv6. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FG_RT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fg_rt_key6);
+	__type(value, struct fg_rt);
+} fg_rt6 SEC(".maps");
+
 /* Per-source buckets, IPv4: set-associative, see struct fg_set4. Filled
  * by this program; 1 << fg_ctl.src4_bits sets, sized by userspace from
  * max_sources. Mmapable, so that sets start on a page (hence cache line)
@@ -121,6 +144,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_agg);
 } fg_agg SEC(".maps");
+
+/* Fleet leases by rule id (struct fg_lease): floodgated writes them through
+ * an mmap; this program spends their tokens. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_MAX_IDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_lease);
+} fg_lease SEC(".maps");
 
 /* Counters per CPU, per rule id (+ global row). Read by userspace. */
 struct {
@@ -394,6 +427,68 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 	}
 }
 
+/*
+ * on_loss, once a fleet rule's lease has run out (docs/fleet.md section 4):
+ * 1 = admitted, 0 = drop. The rare path, so a global function: verified
+ * once on its own, not once per path of the caller.
+ */
+__noinline int fg_fleet_loss(struct fg_lease *l, __u64 cost, __u64 now, struct fg_stats *st)
+{
+	if (!l)
+		return 0;
+	switch (l->on_loss) {
+	case FG_LOSS_OPEN:
+		break;
+	case FG_LOSS_LOCAL:
+		/* the daemon starts tat at the lease's expiry, empty: no burst */
+		if (!l->local.inc ||
+		    fg_gcra_spend(&l->tat, now, l->local.inc * cost, l->local.tau) != 1)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	if (st)
+		st->fleet_unleased += cost;
+	return 1;
+}
+
+/*
+ * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
+ * cost from its tokens while it runs. 1 = admitted, 0 = drop. Inline: the
+ * admit path is one fetch-and-add, the drop path writes no shared line.
+ */
+static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
+					  struct fg_verd *v)
+{
+	__u32 id = r->id & (FG_MAX_IDS - 1);
+	struct fg_lease *l = bpf_map_lookup_elem(&fg_lease, &id);
+	__s64 c = (__s64)cost;
+
+	if (v->st)
+		v->st->fleet_offered += cost;
+	if (!l)
+		return 0;
+	if (l->gen != r->gen) {
+		/* not this rule's lease (the daemon has not written it): closed */
+		v->ev |= 1u << FG_EV_FLEET_LOSS;
+		return 0;
+	}
+	/* lease_expires first: the daemon stores it last, after the tokens */
+	if ((now >> FG_TU_SHIFT) >= FG_READ_ONCE(l->lease_expires)) {
+		v->ev |= 1u << FG_EV_FLEET_LOSS;
+		return fg_fleet_loss(l, cost, now, v->st);
+	}
+	if (FG_READ_ONCE(l->tokens) >= c) {
+		if (__sync_fetch_and_add(&l->tokens, -c) >= c)
+			return 1;
+		/* lost the race for the last tokens: put them back */
+		__sync_fetch_and_add(&l->tokens, c);
+	}
+	v->ev |= 1u << FG_EV_FLEET_DROP;
+	return 0;
+}
+
 /* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
 static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				     const struct fg_policy *pol,
@@ -443,6 +538,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 		}
 	}
 
+	a = NULL;
 	if (r->agg.inc) {
 		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_IDS - 1)));
 		if (!a)
@@ -454,6 +550,18 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
 			fg_sample_drop(&a->drops, v, shadow);
+			return 0;
+		}
+	}
+
+	if (r->fleet) {
+		rc = fg_fleet_spend(r, cost, now, v);
+		if (rc != 1) {
+			/* not sent: the local buckets get their tokens back */
+			if (tat && spent)
+				__sync_fetch_and_add(tat, -spent);
+			if (a)
+				__sync_fetch_and_add(&a->tat, -(r->agg.inc * cost));
 			return 0;
 		}
 	}
@@ -589,6 +697,73 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 	return FG_MAX_RULES;
 }
 
+/*
+ * The runtime lists (struct fg_rt): the list of the longest entry covering
+ * the source whose time is not over, or FG_LIST_NONE. Past an expired
+ * entry (counted) the next lookup asks for prefixes shorter than it, at
+ * most FG_RT_DEPTH lookups in all; key starts with its prefixlen.
+ */
+static __always_inline __u32 fg_rt_walk(void *map, void *key, __u64 now, __u32 *ev)
+{
+	__u32 *plen = key;
+	const struct fg_rt *e;
+	int i;
+
+	for (i = 0; i < FG_RT_DEPTH; i++) {
+		e = bpf_map_lookup_elem(map, key);
+		if (!e)
+			break;
+		if (!e->expires || now < e->expires)
+			return e->list;
+		*ev |= 1u << FG_EV_RT_EXPIRED;
+		if (!e->plen || e->plen > *plen)
+			break;
+		*plen = e->plen - 1;
+	}
+	return FG_LIST_NONE;
+}
+
+/* A global function: the verifier checks the walk once, on its own. */
+__noinline __u32 fg_rt_lookup(const struct fg_pkt *p, __u64 now, __u32 *ev)
+{
+	__u32 e = 0, list;
+
+	if (!p || !ev)
+		return FG_LIST_NONE;
+	if (p->family == 4) {
+		struct fg_rt_key4 k = { .prefixlen = 32, .addr = p->saddr[0] };
+
+		list = fg_rt_walk(&fg_rt4, &k, now, &e);
+	} else {
+		struct fg_rt_key6 k = { .prefixlen = 128 };
+
+		__builtin_memcpy(k.addr, p->saddr, 16);
+		list = fg_rt_walk(&fg_rt6, &k, now, &e);
+	}
+	*ev |= e;
+	return list;
+}
+
+/* Runtime lists first (they are the incident-time decision); a deny in
+ * shadow is counted and passed, like the file's. 1 when they decided. */
+static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, struct fg_verd *v)
+{
+	__u32 ev = 0, list = fg_rt_lookup(p, fg_now_ns(), &ev);
+
+	v->ev |= ev;
+	if (list == FG_LIST_ALLOW) {
+		v->out = FG_OUT_RT_ALLOW;
+		return 1;
+	}
+	if (list == FG_LIST_DENY) {
+		v->out = FG_OUT_RT_DENY;
+		if (!shadow)
+			v->verdict = XDP_DROP;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 				      struct fg_verd *v)
 {
@@ -634,6 +809,9 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	}
 	if (p.frag)
 		v->ev |= 1u << FG_EV_FRAG;
+	/* a word of the line already read: no entries, no lookup */
+	if (FG_READ_ONCE(ctl->rt_active) && fg_rt_decide(&p, shadow, v))
+		return;
 
 	if (p.family == 4 && (pol->lists & 1)) {
 		struct fg_dir4 *dir = bpf_map_lookup_elem(&fg_dir4, &k);

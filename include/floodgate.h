@@ -28,6 +28,11 @@
  * - struct fg_slot4 is struct fg_wkey4 (same layout)
  * - fg_pfx4, fg_pfx6: FG_PFX_ENTRIES (2^21) entries each, fixed in the map definitions
  * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
+ * - runtime lists: fg_rt4, fg_rt6 (struct fg_rt), fg_ctl.rt_active (was pad),
+ *   outcomes FG_OUT_RT_ALLOW, FG_OUT_RT_DENY, event FG_EV_RT_EXPIRED (fg_stats grows)
+ * - fleet limits (docs/fleet.md): map fg_lease (struct fg_lease, FG_MAX_IDS entries), fg_rule.fleet
+ *   (was tail padding), events FG_EV_FLEET_DROP and FG_EV_FLEET_LOSS, fg_stats.fleet_offered and
+ *   fleet_unleased
  * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
  *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
  *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
@@ -122,6 +127,8 @@ enum fg_outcome {
 	FG_OUT_BYPASS,		/* kill switch on */
 	FG_OUT_MALFORMED,	/* unparseable IP packet (verdict: policy's malformed) */
 	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
+	FG_OUT_RT_ALLOW,	/* on a runtime allow list (floodgate allow add) */
+	FG_OUT_RT_DENY,		/* on a runtime deny list (floodgate deny add); passed in shadow */
 	FG_OUT_CAP,		/* SYN refused: its source holds the rule's concurrency cap */
 	FG_OUT_MAX,
 };
@@ -138,6 +145,9 @@ enum fg_event {
 	FG_EV_AGG_DROP,		/* dropped by the aggregate bucket */
 	FG_EV_FRAG,		/* non-first fragment */
 	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
+	FG_EV_RT_EXPIRED,	/* a runtime list entry matched but its time was over: ignored */
+	FG_EV_FLEET_DROP,	/* fleet lease exhausted: dropped (or would-drop in shadow) */
+	FG_EV_FLEET_LOSS,	/* decided under on_loss (lease expired, or stale: gen mismatch) */
 	/* concurrency caps (a capped rule's SYN, after every other check passed) */
 	FG_EV_CAP_SHADOW,	/* at the cap, passed because of shadow mode (outcome shadow) */
 	FG_EV_CAP_NOSLOT,	/* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
@@ -155,7 +165,8 @@ enum fg_event {
  * with atomic stores (user/ctl.h), so concurrent writers never lose each
  * other's fields and none waits for a lock. Policy apply (daemon) stores
  * slot and mode; the operator (CLI) stores bypass_until then bypass, and the
- * overrides.
+ * overrides. rt_active is only ever changed by atomic add and subtract
+ * (struct fg_rt).
  *
  * Modes. The policy file sets the global mode (mode) and each rule's mode
  * (fg_rule.mode); the daemon applies them at start, on adoption and on
@@ -180,7 +191,7 @@ struct fg_ctl {
 	__u64 bypass_until;	/* 24 CLOCK_MONOTONIC ns, 0 = until switched off; read only while bypass is 1 */
 	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
 	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
-	__u32 pad;		/* 44 */
+	__u32 rt_active;	/* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
 	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
 	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
 	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
@@ -211,11 +222,14 @@ struct fg_rule {
 	__u8 mode;		/* enum fg_mode */
 	__u8 cost;		/* enum fg_cost */
 	__u8 on_full;		/* enum fg_on_full */
+	__u8 fleet;		/* 1: after the local buckets, spend from fg_lease[id] */
+	__u8 pad[3];
 	/* concurrency cap (docs/concurrency.md): a TCP SYN is refused while its
 	 * source holds conn_cap connections and pending handshakes */
 	__u32 conn_cap;		/* 0 = no cap */
 	__u32 conn_ttl_ms;	/* how long an admitted handshake holds its place */
 };
+_Static_assert(sizeof(struct fg_rule) == 88, "fg_rule: fleet fills the tail padding, the concurrency cap adds 8");
 
 /* Protocol classes: match entries are compiled per class so that a TCP
  * packet never scans UDP rules. */
@@ -330,6 +344,53 @@ struct fg_pfx {
 };
 
 /*
+ * Runtime lists: incident-time allow/deny entries (floodgate allow|deny add),
+ * in fg_rt4 and fg_rt6, LPM tries keyed by prefix alone. They are not part
+ * of a policy: no slot, untouched by reloads, adopted with the other pins.
+ * The longest matching entry decides before the file's lists, allow or deny;
+ * one whose time is over is ignored (FG_EV_RT_EXPIRED) and the program looks
+ * on for a shorter one (hence plen), at most FG_RT_DEPTH times.
+ *
+ * Writers (CLI; the daemon's tick removes expired entries) take no lock:
+ * each change is one map update or delete. fg_ctl.rt_active counts the
+ * entries of both tries, and the program looks them up only when it is not
+ * 0. It may count too many, never too few: a writer adds 1 before an insert
+ * (and subtracts it again if the insert fails or replaced an entry) and
+ * subtracts 1 only after a delete succeeded.
+ *
+ * FG_RT_MAX entries per family: the CLI refuses more with a clear error,
+ * and the map's max_entries is the hard stop (ENOSPC) for writers that
+ * race past the CLI's count. Memory, no preallocation: at most 2 * FG_RT_MAX
+ * nodes (as for fg_pfx4) of 24 + key + 128 + 8 bytes, kmalloc-192: 1.5 MB
+ * per family when full.
+ */
+#define FG_RT_MAX	4096	/* entries per family (fg_rt4, fg_rt6) */
+#define FG_RT_DEPTH	8	/* nested expired entries the program looks past */
+
+struct fg_rt_key4 {
+	__u32 prefixlen;	/* 0..32 */
+	__be32 addr;
+};
+
+struct fg_rt_key6 {
+	__u32 prefixlen;	/* 0..128 */
+	__u8 addr[16];
+};
+
+/* The program reads the first 16 bytes; the rest is for floodgate deny list. */
+struct fg_rt {
+	__u32 list;		/*  0 FG_LIST_ALLOW or FG_LIST_DENY */
+	__u32 plen;		/*  4 = the key's prefix length (every writer sets it): the program
+				 *    looks on past an expired entry from it, userspace tells an
+				 *    exact match from a covering one by it */
+	__u64 expires;		/*  8 CLOCK_MONOTONIC ns (the program's clock), 0 = until deleted */
+	__u64 created;		/* 16 CLOCK_REALTIME s */
+	char who[40];		/* 24 who added it (uid, user, sudo user), NUL-terminated */
+	char comment[64];	/* 64 the operator's comment, NUL-terminated */
+};
+_Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
+
+/*
  * fg_dir4[slot]: IPv4 lists and sets by the top 16 bits of the source, so
  * most packets skip the LPM trie walk (about 20 dependent node visits with
  * 20,000 prefixes). Entry i holds what the longest prefix of length <= 16
@@ -430,12 +491,51 @@ struct fg_agg {
 	__u64 pad[6];
 };
 
-/* Per-CPU counters, one row per rule id plus FG_ROW_GLOBAL. */
+/* Per-CPU counters, one row per rule id plus FG_ROW_GLOBAL. The fleet
+ * costs (packets or bytes, the rule's unit) are read by the daemon, which
+ * leases by their difference between two reads; never reset. */
 struct fg_stats {
 	__u64 pkts[FG_OUT_MAX];
 	__u64 bytes[FG_OUT_MAX];
 	__u64 ev[FG_EV_MAX];
+	__u64 fleet_offered;	/* cost that reached the fleet check (the node's demand) */
+	__u64 fleet_unleased;	/* cost admitted under on_loss open or local (the debt) */
 };
+
+/*
+ * Fleet-wide limits (docs/fleet.md): a fleet rule spends from a lease that
+ * floodgated refills from Redis every lease interval. Once the lease has
+ * run out (now >= lease_expires) the program applies on_loss by itself,
+ * daemon or not.
+ */
+enum fg_on_loss {
+	FG_LOSS_LOCAL = 0,	/* spend the static local share, fg_lease.local */
+	FG_LOSS_OPEN = 1,	/* the fleet limit does not apply; local limits do */
+	FG_LOSS_CLOSED = 2,	/* drop what reaches the fleet check */
+};
+
+/*
+ * fg_lease[rule id]: a fleet rule's lease; one cache line per id. The map
+ * is BPF_F_MMAPABLE: floodgated adds grants and takes tokens back with
+ * atomics on the shared page; the program spends with one fetch-and-add.
+ * The daemon writes gen, on_loss, local (and lease_expires 0) before the
+ * policy slot that sets fg_rule.fleet is flipped in; each renewal writes
+ * tokens, local, tat and nodes, then lease_expires last (release store).
+ * An entry whose gen is not the rule's is stale: treated as closed.
+ */
+struct fg_lease {
+	__s64 tokens;		/*  0 cost units; program: add -cost; daemon: add grants, CAS take-backs */
+	__u64 lease_expires;	/*  8 CLOCK_MONOTONIC ns; tokens are spendable only before it; 0 = none */
+	__u64 tat;		/* 16 GCRA state of the local share; daemon: (lease_expires << FG_TU_SHIFT) + local.tau */
+	struct fg_limit local;	/* 24 on_loss local: this node's static share (inc 0: drop) */
+	__u16 gen;		/* 40 == fg_rule.gen, else stale */
+	__u8 on_loss;		/* 42 enum fg_on_loss */
+	__u8 pad;		/* 43 */
+	__u32 nodes;		/* 44 last known node count (status, adoption) */
+	__u64 pad2[2];		/* 48 */
+};
+_Static_assert(sizeof(struct fg_lease) == 64 && __builtin_offsetof(struct fg_lease, gen) == 40,
+	       "fg_lease: one cache line");
 
 /* fg_names[id]: which rule holds an id, so the CLI can name counters
  * without the daemon. */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "dp.h"
 #include "fgmaps.h"
 #include "admission.h"
@@ -43,6 +45,15 @@ int dp_open(struct dp *d, __u32 max_sources)
 		return err;
 	}
 	d->prog = bpf_program__fd(d->skel->progs.floodgate);
+	d->lease_len = FG_MAX_IDS * sizeof(struct fg_lease);
+	d->lease = mmap(NULL, d->lease_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(d->skel->maps.fg_lease), 0);
+	if (d->lease == MAP_FAILED) {
+		err = -errno;
+		d->lease = NULL;
+		dp_close(d);
+		return err;
+	}
 	dp_set_now(d, 1000000000ull);	/* t = 1 s */
 	dp_pol_reset(d);
 	err = dp_ctl_init(d, max_sources);
@@ -57,9 +68,35 @@ int dp_open(struct dp *d, __u32 max_sources)
 
 void dp_close(struct dp *d)
 {
+	if (d->lease)
+		munmap(d->lease, d->lease_len);
+	d->lease = NULL;
 	fg_ctl_map_close(&d->cm);
 	floodgate_bpf__destroy(d->skel);
 	d->skel = NULL;
+}
+
+void dp_lease_init(struct dp *d, __u32 id, __u16 gen, __u8 on_loss, struct fg_limit local)
+{
+	struct fg_lease *l = &d->lease[id & (FG_MAX_IDS - 1)];
+
+	__atomic_store_n(&l->lease_expires, 0, __ATOMIC_RELEASE);
+	__atomic_exchange_n(&l->tokens, 0, __ATOMIC_ACQ_REL);
+	l->local = local;
+	l->tat = 0;
+	l->on_loss = on_loss;
+	l->nodes = 0;
+	__atomic_store_n(&l->gen, gen, __ATOMIC_RELEASE);
+}
+
+void dp_lease_renew(struct dp *d, __u32 id, __s64 grant, __u64 expires_ns, __u32 nodes)
+{
+	struct fg_lease *l = &d->lease[id & (FG_MAX_IDS - 1)];
+
+	__atomic_fetch_add(&l->tokens, grant, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&l->tat, (expires_ns << FG_TU_SHIFT) + l->local.tau, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->nodes, nodes, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->lease_expires, expires_ns, __ATOMIC_RELEASE);
 }
 
 void dp_set_now(struct dp *d, __u64 ns)
@@ -270,6 +307,8 @@ int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out)
 		}
 		for (int i = 0; i < FG_EV_MAX; i++)
 			out->ev[i] += pc[c].ev[i];
+		out->fleet_offered += pc[c].fleet_offered;
+		out->fleet_unleased += pc[c].fleet_unleased;
 	}
 out:
 	free(pc);

@@ -27,6 +27,8 @@ struct dp {
 	struct fg_stats snap[FG_NROWS];	/* for dp_outcome() */
 	struct fg_pfx_entry pfx[128];	/* what dp_pfx wrote, for fg_dir4 */
 	int npfx;
+	struct fg_lease *lease;	/* fg_lease, mapped: FG_MAX_IDS entries */
+	size_t lease_len;
 };
 
 int dp_open(struct dp *d, __u32 max_sources);
@@ -54,6 +56,14 @@ int dp_set_admission(struct dp *d, __u64 max_sources);
 /* File mode and kill switch, through fg_switch_file_mode and fg_switch_bypass. */
 int dp_set_ctl(struct dp *d, __u32 mode, __u32 bypass, __u64 until);
 int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets);
+
+/* Fleet leases, written through the mapping as floodgated writes them
+ * (docs/fleet.md section 8): before the policy flip, the rule's entry
+ * (gen, on_loss, local, no lease); then each renewal adds the grant, writes
+ * local, tat (the local share empty at the lease's expiry) and nodes, and
+ * stores lease_expires last. */
+void dp_lease_init(struct dp *d, __u32 id, __u16 gen, __u8 on_loss, struct fg_limit local);
+void dp_lease_renew(struct dp *d, __u32 id, __s64 grant, __u64 expires_ns, __u32 nodes);
 
 /* running */
 int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval);

@@ -36,7 +36,8 @@
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
 #   fg_stat SRC RULE FIELD      SRC: a pin dir, or a snapshot file (*.json);
 #                               FIELD: pass drop shadow allow deny bypass
-#                               malformed nonip, total, bytes:OUTCOME, ev:EVENT
+#                               malformed nonip rt_allow rt_deny, total,
+#                               bytes:OUTCOME, ev:EVENT
 #                               0 if RULE has no row, -1 if it cannot be read
 #   fg_event SRC RULE EVENT     = fg_stat SRC RULE ev:EVENT
 #   fg_stat_sum SRC FIELD       FIELD summed over every row
@@ -45,7 +46,7 @@
 # own library), or bpftool's BTF: fg_btf_member MAP-PIN MEMBER.
 # JSON: fg_json_get FILE KEY... (values by key path, 0 if absent) and
 # fg_json_check NAME SCHEMA FILE (duplicate keys refused, required keys and
-# types checked; SCHEMA: stats, top, status).
+# types checked; SCHEMA: stats, top, status, rtlist).
 
 set -u
 FG_OUT=${OUTPUT:-.output}
@@ -278,9 +279,11 @@ fg_daemon_stop() {
 FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
-OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip")
+OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
+            "rt_allow", "rt_deny")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
-          "full_closed", "contended", "agg_drop", "frag", "bypass_expired")
+          "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
+          "fleet_drop", "fleet_loss")
 
 def refuse_duplicates(pairs):
     d = {}
@@ -324,6 +327,11 @@ SCHEMAS = {
                           "default": frozenset(("pass", "drop")),
                           "rules": [{"name": str, "action": str, "mode": str}]},
                "sources": {"ipv4": int, "ipv6": int, "max": int}},
+    "rtlist": {"list": frozenset(("allow", "deny")),
+               "entries": [{"prefix": prefix, "list": frozenset(("allow", "deny")),
+                            "expired": bool, "expires_in_s": (float, None),
+                            "created": int, "who": str, "comment": str}],
+               "ipv4": int, "ipv6": int, "max_per_family": int},
 }
 
 def kind(v):

@@ -1540,6 +1540,352 @@ static void test_eviction_invariant(void)
 	ASSERT_EQ(got, 20, "IPv6, after a refill period: exactly the burst");
 }
 
+/* ---- fleet leases (docs/fleet.md section 5) ------------------------------ */
+
+static struct fg_rule fleet_rule(void)
+{
+	return (struct fg_rule){ .action = FG_ACT_LIMIT, .fleet = 1 };
+}
+
+static const struct fg_limit no_local;
+
+/* Sends n frames from 8 sources; how many passed. */
+static int spread_of(const struct pkt_spec *tmpl, int n)
+{
+	int passed = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct pkt_spec s = *tmpl;
+		char src[32];
+
+		snprintf(src, sizeof(src), "198.51.100.%d", 1 + i % 8);
+		s.src = src;
+		passed += dp_send(&D, &s) == XDP_PASS;
+	}
+	return passed;
+}
+
+/* A lease of N tokens admits exactly N, then drops, counted; a rule
+ * without fleet: never looks at the lease. */
+static void test_fleet_lease_exact(void)
+{
+	struct fg_rule r = fleet_rule(), plain = limit_rule(1000, 1000);
+	struct fg_match m7 = M_ANY, m9 = M_ANY;
+	struct pkt_spec s = udp4("198.51.100.1", 7), s9 = udp4("198.51.100.1", 9);
+	struct fg_stats st;
+	__u64 t;
+
+	if (setup(1024))
+		return;
+	m7.dport_lo = m7.dport_hi = 7;
+	m9.dport_lo = m9.dport_hi = 9;
+	dp_rule(&D, &r, &m7, C_ALL);
+	dp_rule(&D, &plain, &m9, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+	ASSERT_OK(dp_apply(&D), "apply");
+	t = dp_now(&D);
+	ASSERT_EQ(spread_of(&s, 3), 0, "entry written, no lease yet: on_loss closed");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_LOSS), 3, "decided under on_loss");
+	dp_lease_renew(&D, 0, 50, t + 400 * MS, 3);
+	ASSERT_EQ(spread_of(&s, 80), 50, "a lease of 50 admits exactly 50 of 80");
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], 50, "passed");
+	ASSERT_EQ(st.pkts[FG_OUT_DROP], 33, "dropped (30 + 3 before the lease)");
+	ASSERT_EQ(st.ev[FG_EV_FLEET_DROP], 30, "FG_EV_FLEET_DROP per drop after the lease");
+	ASSERT_EQ(st.ev[FG_EV_FLEET_LOSS], 3, "no on_loss decision while the lease runs");
+	ASSERT_EQ(st.fleet_offered, 83, "fleet_offered counts every frame at the fleet check");
+	ASSERT_EQ(st.fleet_unleased, 0, "nothing admitted outside the lease");
+	ASSERT_EQ(D.lease[0].tokens, 0, "the lease is spent to 0, not below");
+	dp_lease_renew(&D, 0, 20, t + 600 * MS, 3);
+	ASSERT_EQ(spread_of(&s, 30), 20, "a grant of 20 more admits 20");
+	ASSERT_EQ(spread_of(&s9, 30), 30, "the rule without fleet: its own limit only");
+	dp_read_stats(&D, 1, &st);
+	ASSERT_EQ(st.fleet_offered + st.ev[FG_EV_FLEET_DROP] + st.ev[FG_EV_FLEET_LOSS], 0,
+		  "a rule without fleet counts nothing fleet");
+	ASSERT_EQ(D.lease[1].tokens + (__s64)D.lease[1].lease_expires, 0, "and its lease entry is untouched");
+	dp_close(&D);
+
+	/* bytes: the lease is in the rule's unit */
+	r.cost = FG_COST_BYTES;
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+	dp_apply(&D);
+	dp_lease_renew(&D, 0, 3500, dp_now(&D) + 400 * MS, 1);
+	s.payload = 1000 - 42;	/* 1000-byte frames */
+	ASSERT_EQ(spread_of(&s, 10), 3, "a lease of 3500 bytes: three 1000-byte frames");
+	ASSERT_EQ(D.lease[0].tokens, 500, "500 bytes left");
+	s.payload = 500 - 42;
+	ASSERT_EQ(spread_of(&s, 10), 1, "and one 500-byte frame");
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.fleet_offered, 10 * 1000 + 10 * 500, "fleet_offered in bytes");
+	dp_close(&D);
+}
+
+/* A fleet drop gives the per-source and aggregate tokens back. */
+static void test_fleet_refund(void)
+{
+	struct fg_rule r = limit_rule(1, 5);
+	struct pkt_spec s = udp4("198.51.100.20", 7);
+	struct fg_bucket src, agg;
+	__u64 now_tu;
+
+	if (setup(1024))
+		return;
+	r.agg = dp_lim(1, 100);
+	r.fleet = 1;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+	dp_apply(&D);
+	now_tu = dp_now(&D) << FG_TU_SHIFT;
+	dp_lease_renew(&D, 0, 3, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(burst_of(&s, 5), 3, "3 tokens of lease: 3 of 5");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_DROP), 2, "2 fleet drops");
+	ASSERT_OK(dp_bucket4(&D, "198.51.100.20", 0, 0, &src), "source bucket");
+	ASSERT_OK(dp_agg(&D, FG_AGG_IDX(0), &agg), "aggregate bucket");
+	ASSERT_EQ(src.tat, now_tu + 3 * r.src.inc, "per-source bucket charged for 3 only");
+	ASSERT_EQ(agg.tat, now_tu + 3 * r.agg.inc, "aggregate charged for 3 only");
+	dp_lease_renew(&D, 0, 10, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(burst_of(&s, 5), 2, "the source still has the 2 refunded tokens");
+	ASSERT_EQ(D.lease[0].tokens, 8, "per-source drops do not spend the lease");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_DROP), 2, "per-source drops are no fleet drops");
+	dp_close(&D);
+}
+
+/* Once the lease has run out the program applies on_loss by itself. */
+static void test_fleet_on_loss(void)
+{
+	static const char *const names[3] = { "local", "open", "closed" };
+
+	for (int mode = FG_LOSS_LOCAL; mode <= FG_LOSS_CLOSED; mode++) {
+		struct fg_rule r = fleet_rule();
+		struct fg_limit local = dp_lim(10, 5);
+		struct pkt_spec s = udp4("198.51.100.30", 7);
+		int want_local = 0, sent_loss = 0, got;
+		struct fg_stats st;
+		char name[128];
+		__u64 t;
+
+		if (setup(1024))
+			return;
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		dp_lease_init(&D, 0, 0, (__u8)mode, local);
+		dp_apply(&D);
+		t = dp_now(&D);
+		dp_lease_renew(&D, 0, 100, t + 400 * MS, 4);
+		dp_set_now(&D, t + 399 * MS);
+		snprintf(name, sizeof(name), "%s: the lease runs until its expiry", names[mode]);
+		ASSERT_EQ(spread_of(&s, 10), 10, name);
+		dp_set_now(&D, t + 400 * MS);
+		got = spread_of(&s, 20);
+		sent_loss += 20;
+		snprintf(name, sizeof(name), "%s: at the expiry, 90 tokens left", names[mode]);
+		ASSERT_EQ(D.lease[0].tokens, 90, name);
+		if (mode == FG_LOSS_OPEN) {
+			ASSERT_EQ(got, 20, "open: everything passes");
+		} else if (mode == FG_LOSS_CLOSED) {
+			ASSERT_EQ(got, 0, "closed: everything is dropped");
+		} else {
+			/* the local share starts empty at the expiry: no burst */
+			ASSERT_EQ(got, 0, "local: nothing at the switch");
+			dp_set_now(&D, t + 900 * MS);
+			ASSERT_EQ(spread_of(&s, 20), 5, "local: 0.5 s at 10/s = 5");
+			dp_set_now(&D, t + 1000 * MS);
+			ASSERT_EQ(spread_of(&s, 20), 1, "local: 0.1 s more = 1");
+			dp_set_now(&D, t + 100 * NS);
+			ASSERT_EQ(spread_of(&s, 20), 5, "local: long idle, the local burst (5), no more");
+			sent_loss += 60;
+			want_local = 11;
+		}
+		dp_read_stats(&D, 0, &st);
+		snprintf(name, sizeof(name), "%s: every frame after the expiry is FG_EV_FLEET_LOSS",
+			 names[mode]);
+		ASSERT_EQ(st.ev[FG_EV_FLEET_LOSS], sent_loss, name);
+		snprintf(name, sizeof(name), "%s: fleet_unleased = what passed under on_loss", names[mode]);
+		ASSERT_EQ(st.fleet_unleased, mode == FG_LOSS_OPEN ? 20 : want_local, name);
+		ASSERT_EQ(st.ev[FG_EV_FLEET_DROP], 0, "no lease drops");
+		ASSERT_EQ(D.lease[0].tokens, 90, "an expired lease is not spent");
+		/* a renewal: the lease applies again, no on_loss */
+		dp_lease_renew(&D, 0, 0, dp_now(&D) + 400 * MS, 4);
+		ASSERT_EQ(spread_of(&s, 5), 5, "renewed: back on the lease");
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_LOSS), sent_loss, "no on_loss once renewed");
+		dp_close(&D);
+	}
+}
+
+/* An entry whose gen is not the rule's is stale: closed, whatever it says. */
+static void test_fleet_gen_mismatch(void)
+{
+	struct fg_rule r = fleet_rule();
+	struct pkt_spec s = udp4("198.51.100.40", 7);
+
+	if (setup(1024))
+		return;
+	r.gen = 2;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 1, FG_LOSS_OPEN, no_local);	/* the previous rule of this id */
+	dp_apply(&D);
+	dp_lease_renew(&D, 0, 100, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(spread_of(&s, 10), 0, "another generation's lease: dropped");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_LOSS), 10, "counted as FG_EV_FLEET_LOSS");
+	ASSERT_EQ(D.lease[0].tokens, 100, "and not spent");
+	dp_set_now(&D, dp_now(&D) + 1 * NS);
+	ASSERT_EQ(spread_of(&s, 10), 0, "expired too: still closed, not its on_loss open");
+	dp_lease_init(&D, 0, 2, FG_LOSS_OPEN, no_local);
+	dp_lease_renew(&D, 0, 4, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(spread_of(&s, 10), 4, "this generation's lease: spent");
+	dp_close(&D);
+}
+
+/* Shadow passes what the lease would drop, and counts it. */
+static void test_fleet_shadow(void)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		struct fg_rule r = fleet_rule();
+		struct pkt_spec s = udp4("198.51.100.50", 7);
+		struct fg_stats st;
+
+		if (setup(1024))
+			return;
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+		dp_apply(&D);
+		if (mode == 0)
+			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
+		else
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "rule override shadow");
+		dp_lease_renew(&D, 0, 2, dp_now(&D) + 400 * MS, 1);
+		ASSERT_EQ(spread_of(&s, 5), 5, mode ? "rule shadow: all pass" : "global shadow: all pass");
+		dp_read_stats(&D, 0, &st);
+		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, "2 admitted by the lease");
+		ASSERT_EQ(st.pkts[FG_OUT_SHADOW], 3, "3 would-drops");
+		ASSERT_EQ(st.ev[FG_EV_FLEET_DROP], 3, "counted as fleet drops");
+		ASSERT_EQ(D.lease[0].tokens, 0, "shadow spends the lease as enforce would");
+		dp_set_now(&D, dp_now(&D) + 1 * NS);
+		ASSERT_EQ(spread_of(&s, 4), 4, "closed after expiry: passes in shadow");
+		ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHADOW), 7, "as would-drops");
+		dp_close(&D);
+	}
+}
+
+/* The kill switch comes first: no lease spent, no demand counted. */
+static void test_fleet_bypass(void)
+{
+	struct fg_rule r = fleet_rule();
+	struct pkt_spec s = udp4("198.51.100.60", 7);
+	struct fg_stats st;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+	dp_apply(&D);
+	dp_lease_renew(&D, 0, 5, dp_now(&D) + 400 * MS, 1);
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
+	ASSERT_EQ(spread_of(&s, 20), 20, "bypass: everything passes");
+	ASSERT_EQ(D.lease[0].tokens, 5, "the lease untouched");
+	dp_read_stats(&D, 0, &st);
+	ASSERT_EQ(st.fleet_offered + st.fleet_unleased, 0, "no demand counted");
+	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_BYPASS), 20, "counted as bypass");
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 0, 0), "bypass off");
+	ASSERT_EQ(spread_of(&s, 20), 5, "then the lease as it was");
+	dp_close(&D);
+}
+
+/* Take back up to n tokens with compare-and-swap, as the daemon does. */
+static __s64 lease_take_back(struct fg_lease *l, __s64 n)
+{
+	__s64 cur = __atomic_load_n(&l->tokens, __ATOMIC_ACQUIRE), take;
+
+	do {
+		take = cur < n ? cur : n;
+		if (take <= 0)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&l->tokens, &cur, cur - take, false,
+					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	return take;
+}
+
+/* Two CPUs spending one lease never admit more than it holds; with the
+ * daemon granting and taking back meanwhile, admitted = granted - taken
+ * back - left, exactly. */
+static void test_fleet_two_cpus(void)
+{
+	const __u64 lease = 100000, per_cpu = 400000;
+	struct pkt_spec s = udp4("198.51.100.70", 7);
+	struct fg_rule r = fleet_rule();
+	struct hammer h[2];
+	pthread_t th[2];
+	struct fg_stats st;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fg_test_skip("needs 2 online CPUs, this machine has 1");
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		__s64 granted = (__s64)lease, taken = 0, left;
+		volatile int stop = 0;
+		int rounds = 0;
+
+		if (setup(1024))
+			return;
+		dp_rule(&D, &r, &M_ANY, C_ALL);
+		dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
+		dp_apply(&D);
+		dp_lease_renew(&D, 0, (__s64)lease, dp_now(&D) + 400 * MS, 1);
+		for (int i = 0; i < 2; i++) {
+			memset(&h[i], 0, sizeof(h[i]));
+			h[i].cpu = i;
+			h[i].len = pkt_build(&s, h[i].pkt, sizeof(h[i].pkt));
+			h[i].repeat = pass ? 20000 : per_cpu;
+			h[i].stop = pass ? &stop : NULL;
+			pthread_create(&th[i], NULL, hammer_fn, &h[i]);
+		}
+		/* pass 1: a daemon's rounds while both CPUs spend, then they
+		 * drain the lease and flood past it (bounded waits: 10 s each) */
+		for (; pass && rounds < 400; rounds++) {
+			dp_lease_renew(&D, 0, 1000, dp_now(&D) + 400 * MS, 1);
+			granted += 1000;
+			if (rounds % 4 == 3)
+				taken += lease_take_back(&D.lease[0], 700);
+			usleep(2000);
+		}
+		for (int w = 0; pass && w < 10000 && __atomic_load_n(&D.lease[0].tokens, __ATOMIC_ACQUIRE); w++)
+			usleep(1000);
+		for (int w = 0; pass && w < 10000 && !dp_row_ev(&D, 0, FG_EV_FLEET_DROP); w++)
+			usleep(1000);
+		stop = 1;
+		for (int i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			ASSERT_OK(h[i].err, "test run on a pinned CPU");
+		}
+		dp_read_stats(&D, 0, &st);
+		left = D.lease[0].tokens;
+		if (pass == 0) {
+			ASSERT_EQ(st.pkts[FG_OUT_PASS], lease, "two CPUs admit exactly the lease");
+			ASSERT_EQ(st.pkts[FG_OUT_DROP], 2 * per_cpu - lease, "the rest dropped");
+			ASSERT_EQ(st.ev[FG_EV_FLEET_DROP], 2 * per_cpu - lease, "as fleet drops");
+			ASSERT_EQ(left, 0, "the lease spent to 0");
+			printf("  one lease, two CPUs: %llu admitted of %llu, lease %llu\n",
+			       (unsigned long long)st.pkts[FG_OUT_PASS],
+			       (unsigned long long)(2 * per_cpu), (unsigned long long)lease);
+		} else {
+			ASSERT_EQ(left, 0, "the CPUs drained the lease, to 0 and not below");
+			ASSERT_EQ((__s64)st.pkts[FG_OUT_PASS], granted - taken - left,
+				  "admitted = granted - taken back - left");
+			ASSERT_EQ(st.fleet_offered, st.pkts[FG_OUT_PASS] + st.pkts[FG_OUT_DROP],
+				  "every frame offered");
+			ASSERT_GE(st.pkts[FG_OUT_DROP], 1, "the flood exceeded the grants");
+			printf("  with %d daemon rounds: granted %lld, taken back %lld, left %lld, admitted %llu, dropped %llu\n",
+			       rounds, (long long)granted, (long long)taken, (long long)left,
+			       (unsigned long long)st.pkts[FG_OUT_PASS],
+			       (unsigned long long)st.pkts[FG_OUT_DROP]);
+		}
+		dp_close(&D);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -1575,5 +1921,12 @@ int main(int argc, char **argv)
 	FG_RUN(test_two_cpus_one_key);
 	FG_RUN(test_eviction_invariant);
 	FG_RUN(test_client_keeps_way_under_spray);
+	FG_RUN(test_fleet_lease_exact);
+	FG_RUN(test_fleet_refund);
+	FG_RUN(test_fleet_on_loss);
+	FG_RUN(test_fleet_gen_mismatch);
+	FG_RUN(test_fleet_shadow);
+	FG_RUN(test_fleet_bypass);
+	FG_RUN(test_fleet_two_cpus);
 	return fg_test_summary();
 }

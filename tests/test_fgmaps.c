@@ -2,7 +2,8 @@
 /*
  * fgmaps, apply and sources: policy apply through the two slots, rule ids
  * by name, counters of surviving rules kept and of new ones zeroed,
- * per-rule mode flips, max_sources refusal, per-CPU sums, failures after
+ * the file's modes and the overrides of freed and reused ids, every rule
+ * replaced in one apply, what was in force, max_sources refusal, per-CPU sums, failures after
  * the flip reported, the source walk's "limited" against the GCRA test.
  * Loads the real skeleton without attaching it or pinning anything.
  * FG_NEEDS_ROOT (BPF map creation).
@@ -15,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "fgtest.h"
 #include "apply.h"
+#include "ctl.h"
 #include "fgmaps.h"
 #include "sources.h"
 #include "floodgate.skel.h"
@@ -182,25 +184,159 @@ static void test_rename_keeps_survivors(void)
 	ASSERT_EQ(find_id("c"), -1, "c freed");
 }
 
-static void test_rule_mode(void)
+static struct fg_ctl ctl_now(void)
 {
-	char why[FG_WHY_LEN] = "";
-	struct fg_policy pol;
-	struct fg_ctl c0, c1;
-	int err;
+	struct fg_ctl c = {};
 
-	fg_ctl_read(&maps, &c0);
+	fg_ctl_read(&maps, &c);
+	return c;
+}
+
+static bool ovr_bit(const __u64 *words, int id)
+{
+	return id >= 0 && id < FG_MAX_IDS && ((words[id / 64] >> (id % 64)) & 1);
+}
+
+/* The file's mode is applied by every apply; overrides stay, except on ids
+ * that are freed or handed to a new rule. */
+static void test_modes_and_overrides(void)
+{
+	static const char shadow_b[] =
+		"max_sources: 1024\nmode: shadow\n"
+		"rules:\n"
+		"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n";
+	char why[FG_WHY_LEN] = "";
+	struct fg_ctl_map cm;
+	struct fg_ctl c;
+	int a, b, stale = -1;
+
+	if (!ASSERT_OK(fg_ctl_map_open(&cm, maps.fd[FGM_CTL]), "map fg_ctl"))
+		return;
+	ASSERT_OK(apply(pol_c, why), "apply c (file: enforce)");
+	ASSERT_EQ(ctl_now().mode, FG_MODE_ENFORCE, "file mode enforce");
+	b = find_id("b");
+	a = find_id("a");
+	ASSERT_OK(fg_switch_rule_ovr(&cm, (__u32)b, FG_OVR_SHADOW), "override b: shadow");
+	ASSERT_OK(fg_switch_rule_ovr(&cm, (__u32)a, FG_OVR_ENFORCE), "override a: enforce");
+	ASSERT_OK(fg_switch_mode_ovr(&cm, FG_OVR_ENFORCE), "global override: enforce");
+
+	ASSERT_OK(apply(shadow_b, why), "apply shadow_b (file: shadow, a removed)");
+	c = ctl_now();
+	ASSERT_EQ(c.mode, FG_MODE_SHADOW, "the file's shadow is applied");
+	ASSERT_EQ(c.mode_ovr, FG_OVR_ENFORCE, "the global override stays");
+	ASSERT_EQ(find_id("b"), b, "b keeps its id");
+	ASSERT_TRUE(ovr_bit(c.rule_ovr_set, b) && ovr_bit(c.rule_ovr_shadow, b),
+		    "b's override survives the reload");
+	ASSERT_TRUE(!ovr_bit(c.rule_ovr_set, a), "the freed id of a lost its override");
+
+	/* a stale override on the id a new rule gets next (the lowest free one),
+	 * as a crash between freeing and clearing would leave it */
+	for (int id = 0; id < FG_MAX_IDS && stale < 0; id++)
+		if (id != b && id != find_id("fragments"))
+			stale = id;
+	ASSERT_OK(fg_switch_rule_ovr(&cm, (__u32)stale, FG_OVR_SHADOW), "stale override");
+	ASSERT_OK(apply(pol_c, why), "apply c again (file: enforce)");
+	c = ctl_now();
+	ASSERT_EQ(c.mode, FG_MODE_ENFORCE, "the file's enforce is applied");
+	ASSERT_TRUE(ovr_bit(c.rule_ovr_set, b), "b's override survives a second reload");
+	ASSERT_EQ(find_id("a"), stale, "a gets the id with the stale override");
+	ASSERT_TRUE(!ovr_bit(c.rule_ovr_set, stale), "a new rule inherits no override");
+
+	ASSERT_OK(apply(pol_a, why), "apply a (b kept, c removed)");
+	ASSERT_OK(apply(pol_b_only, why), "apply b only (a removed)");
+	ASSERT_OK(fg_switch_rule_ovr(&cm, (__u32)find_id("b"), FG_OVR_NONE), "clear b");
+	ASSERT_OK(fg_switch_mode_ovr(&cm, FG_OVR_NONE), "clear global");
+	ASSERT_OK(fg_switch_rule_ovr(&cm, (__u32)find_id("fragments"), FG_OVR_SHADOW),
+		  "override fragments");
+	c = ctl_now();
+	ASSERT_TRUE(ovr_bit(c.rule_ovr_set, find_id("fragments")), "fragments overridden");
+	fg_ctl_map_close(&cm);
+}
+
+/* A policy of n user rules named prefix0.. (plus the implicit fragments). */
+static char *many_rules(const char *prefix, int n)
+{
+	size_t len = 64 + (size_t)n * 128, off = 0;
+	char *t = malloc(len);
+
+	if (!t)
+		return NULL;
+	off += snprintf(t + off, len - off, "max_sources: 1024\nrules:\n");
+	for (int i = 0; i < n; i++)
+		off += snprintf(t + off, len - off,
+				"  - name: %s%d\n    match: {proto: udp, dport: %d}\n"
+				"    per_source: {rate: 10/s, burst: 10}\n", prefix, i, 1000 + i);
+	return t;
+}
+
+/* Every rule replaced at once: the full policy renamed in one apply. */
+static void test_replace_every_rule(void)
+{
+	char why[FG_WHY_LEN] = "", *p1 = many_rules("old", FG_MAX_RULES - 1),
+	     *p2 = many_rules("new", FG_MAX_RULES - 1);
+	struct fg_inforce was;
+	struct fg_policy pol;
+	static struct fg_config cfg;
+	int frag;
+
+	if (!ASSERT_TRUE(p1 && p2, "policies"))
+		goto out;
+	if (!ASSERT_OK(apply(p1, why), "63 rules + fragments"))
+		goto out;
+	frag = find_id("fragments");
+	set_stat((__u32)frag, 3);
+	ASSERT_OK(apply(p2, why), "all 63 renamed: one apply");
+	ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy");
+	ASSERT_EQ(pol.nrules, FG_MAX_RULES, "64 rules active");
+	ASSERT_EQ(find_id("old0"), -1, "old ids freed");
+	ASSERT_NEQ(find_id("new62"), -1, "new62 has an id");
+	ASSERT_EQ(find_id("fragments"), frag, "fragments keeps its id");
+	ASSERT_EQ(get_drop((__u32)frag), 3ull * maps.ncpus, "and its counters");
+	/* and back, with what was in force */
+	if (!ASSERT_OK(parse(p1, &cfg), "parse"))
+		goto out;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
-	err = fg_rule_set_mode(&maps, "b", FG_MODE_SHADOW, why);
-	ASSERT_OK(err, "set mode");
-	ASSERT_EQ(fg_rule_set_mode(&maps, "zz", FG_MODE_SHADOW, why), -ENOENT, "unknown rule");
+	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "renamed back");
 	fg_maps_unlock(&maps);
-	fg_ctl_read(&maps, &c1);
-	ASSERT_EQ(c1.slot, c0.slot ^ 1, "flipped");
-	fg_policy_read_active(&maps, &pol);
-	ASSERT_EQ(pol.rules[1].mode, FG_MODE_SHADOW, "b is shadow");
-	ASSERT_EQ(pol.rules[0].mode, FG_MODE_ENFORCE, "a is not");
-	ASSERT_EQ(count_lpm4(c1.slot), 1, "prefixes copied to the new slot");
+	ASSERT_EQ(was.pol.nrules, FG_MAX_RULES, "was: 64 rules");
+	ASSERT_EQ(was.pol.version, pol.version, "was: the version in force");
+	ASSERT_STR_CONTAINS(was.names[was.pol.rules[0].id].name, "new0", "was: names");
+	fg_inforce_free(&was);
+	fg_config_free(&cfg);
+out:
+	free(p1);
+	free(p2);
+}
+
+/* Prefixes: what was in force is read back from the trie. */
+static void test_inforce_prefixes(void)
+{
+	static const char two[] =
+		"max_sources: 1024\nallow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
+		"deny: [192.0.2.0/24]\nrules: []\n";
+	static struct fg_config cfg;
+	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
+	int allow = 0, deny = 0, v6 = 0;
+
+	if (!ASSERT_OK(apply(two, why), "apply lists") || !ASSERT_OK(parse(pol_b_only, &cfg), "parse"))
+		return;
+	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
+	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "apply without lists");
+	fg_maps_unlock(&maps);
+	ASSERT_EQ(was.n_pfx, 3, "three entries were in force");
+	for (size_t i = 0; i < was.n_pfx; i++) {
+		allow += was.pfx[i].list == FG_LIST_ALLOW;
+		deny += was.pfx[i].list == FG_LIST_DENY && was.pfx[i].plen == 24 &&
+			was.pfx[i].addr[0] == 192 && was.pfx[i].addr[2] == 2;
+		v6 += was.pfx[i].family == 6 && was.pfx[i].plen == 32 && was.pfx[i].addr[0] == 0x20;
+	}
+	ASSERT_EQ(allow, 2, "two allow entries");
+	ASSERT_EQ(deny, 1, "deny 192.0.2.0/24");
+	ASSERT_EQ(v6, 1, "2001:db8::/32");
+	ASSERT_EQ(count_lpm4(ctl_now().slot), 0, "no IPv4 entry in the active slot");
+	fg_inforce_free(&was);
+	fg_config_free(&cfg);
 }
 
 static void test_refusals(void)
@@ -368,9 +504,11 @@ int main(int argc, char **argv)
 	}
 	FG_RUN(test_first_apply);
 	FG_RUN(test_rename_keeps_survivors);
-	FG_RUN(test_rule_mode);
 	FG_RUN(test_refusals);
 	FG_RUN(test_failures_after_the_flip);
+	FG_RUN(test_modes_and_overrides);
+	FG_RUN(test_replace_every_rule);
+	FG_RUN(test_inforce_prefixes);
 	FG_RUN(test_sources_limited);
 	FG_RUN(test_pin_dir_open_refuses_missing);
 	fg_maps_close(&maps);

@@ -949,7 +949,7 @@ static const struct bad {
 	  4, 11, "duplicate rule name \"a\" (first at line 2)" },
 	{ "rules:\n  - name: a\n    name: b\n", 3, 5, "duplicate key \"name\" in rule" },
 	{ "rules:\n  - name: a\n    colour: red\n", 3, 5, "unknown key \"colour\" in rule" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source and/or aggregate" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source, aggregate and/or fleet" },
 	{ "rules:\n  - name: a\n    action: pass\n    per_source: {rate: 1/s, burst: 1}\n", 4, 17, "takes no limits" },
 	{ "rules:\n  - name: a\n    action: maybe\n", 3, 13, "limit | pass | drop" },
 	{ "rules:\n  - name: a\n    mode: loud\n", 3, 11, "enforce | shadow" },
@@ -1019,7 +1019,7 @@ static const struct bad {
 	/* fragments and admission */
 	{ "fragments: {name: x}\n", 1, 19, "always \"fragments\"" },
 	{ "fragments: {match: {proto: tcp}}\n", 1, 20, "takes no match" },
-	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source and/or aggregate" },
+	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source, aggregate and/or fleet" },
 	{ "fragments: 5\n", 1, 12, "fragments: expected a mapping" },
 	{ "admission: {rate: 1MB/s, burst: 2MB}\n", 1, 12, "not bytes" },
 	{ "admission: {rate: 1/s}\n", 1, 12, "missing burst" },
@@ -1470,6 +1470,245 @@ static void test_deep_nesting_refused_fast(void)
 	free(buf);
 }
 
+/* ---- fleet-wide limits (docs/fleet.md section 6) -------------------------- */
+
+#define FLEET_SEC "fleet: {redis: unix:/run/redis.sock}\n"
+
+static const struct fleet_good {
+	const char *name;
+	const char *yaml;
+	/* the section; node NULL: the host name */
+	const char *url_host, *url_path, *password, *node, *prefix;
+	int db;
+	__u32 interval, deadline, lease;
+	/* rule 0's fleet limit */
+	double rate, burst, local_rate, local_burst;
+	int cost, on_loss;
+	__u64 local_inc, local_tau;
+} fleet_good[] = {
+	{ "defaults",
+	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 5000/s, burst: 10000}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
+	  5000, 10000, 0, 0, FG_COST_PKTS, FG_LOSS_LOCAL, 0, 0 },
+	{ "everything written",
+	  "fleet:\n  redis: redis://:pw@10.0.0.5:6380/3\n  password: other\n  db: 4\n"
+	  "  node: web-17\n  prefix: fg-prod\n  lease_interval: 100ms\n  deadline: 20ms\n"
+	  "  lease: 300ms\n"
+	  "rules:\n  - name: a\n    per_source: {rate: 10/s, burst: 20}\n"
+	  "    fleet: {rate: 100/s, burst: 200, on_loss: closed}\n",
+	  "10.0.0.5", "", "other", "web-17", "fg-prod", 4, 100, 20, 300,
+	  100, 200, 0, 0, FG_COST_PKTS, FG_LOSS_CLOSED, 0, 0 },
+	{ "lease defaults to 2 intervals",
+	  "fleet: {redis: redis://h, lease_interval: 1s, deadline: 50ms}\n"
+	  "rules:\n  - name: a\n    aggregate: {rate: 1/s, burst: 1}\n    fleet: {rate: 1/s, burst: 1, on_loss: open}\n",
+	  "h", "", "", NULL, "floodgate", 0, 1000, 50, 2000,
+	  1, 1, 0, 0, FG_COST_PKTS, FG_LOSS_OPEN, 0, 0 },
+	{ "bytes, a local rate: the burst scaled like it",
+	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
+	  100e6, 200e6, 10e6, 0, FG_COST_BYTES, FG_LOSS_LOCAL, TU / 10000000, 20000000 * (TU / 10000000) },
+	{ "a local rate and burst",
+	  FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 5}\n"
+	  "    fleet: {rate: 1000/s, burst: 1000, on_loss: local, local_rate: 100/s, local_burst: 50}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
+	  1000, 1000, 100, 50, FG_COST_PKTS, FG_LOSS_LOCAL, TU / 100, 50 * (TU / 100) },
+	{ "a derived local burst is rounded down, at least 1",
+	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 1000/s, burst: 5, local_rate: 10/s}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
+	  1000, 5, 10, 0, FG_COST_PKTS, FG_LOSS_LOCAL, TU / 10, 1 * (TU / 10) },
+};
+
+static void test_fleet_good(void)
+{
+	char host[256] = "", name[128];
+
+	gethostname(host, sizeof(host) - 1);
+	for (size_t i = 0; i < sizeof(fleet_good) / sizeof(fleet_good[0]); i++) {
+		const struct fleet_good *g = &fleet_good[i];
+		const struct fg_fleet_conf *fc;
+		const struct fg_fleet_rule_conf *rc;
+		struct fg_config cfg;
+
+#define CHECK(what, cond) (snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_TRUE(cond, name))
+#define CHECK_EQ(what, got, exp) (snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_EQ(got, exp, name))
+		if (!CHECK("parses", parse_ok(g->yaml, &cfg) == 0))
+			continue;
+		fc = &cfg.fleet;
+		rc = &cfg.fleet_rules[0];
+		CHECK_EQ("has_fleet", cfg.has_fleet, 1);
+		CHECK("redis host", !strcmp(fc->redis.host, g->url_host));
+		CHECK("redis path", !strcmp(fc->redis.path, g->url_path));
+		CHECK_EQ("unix socket", fc->redis.is_unix, !!g->url_path[0]);
+		CHECK("password", !strcmp(fc->redis.password, g->password));
+		CHECK_EQ("db", fc->redis.db, g->db);
+		CHECK("node", !strcmp(fc->node, g->node ? g->node : host));
+		CHECK("prefix", !strcmp(fc->prefix, g->prefix));
+		CHECK_EQ("lease_interval", fc->interval_ms, g->interval);
+		CHECK_EQ("deadline", fc->deadline_ms, g->deadline);
+		CHECK_EQ("lease", fc->lease_ms, g->lease);
+		CHECK_EQ("fg_rule.fleet", cfg.pol.rules[0].fleet, 1);
+		CHECK_EQ("fragments has no fleet", cfg.pol.rules[1].fleet, 0);
+		CHECK("fleet rule name", !strcmp(rc->name, "a"));
+		CHECK_EQ("rate", rc->rate, g->rate);
+		CHECK_EQ("burst", rc->burst, g->burst);
+		CHECK_EQ("cost", rc->cost, g->cost);
+		CHECK_EQ("rule cost", cfg.pol.rules[0].cost, g->cost);
+		CHECK_EQ("on_loss", rc->on_loss, g->on_loss);
+		CHECK_EQ("local_rate", rc->local_rate, g->local_rate);
+		CHECK_EQ("local_burst", rc->local_burst, g->local_burst);
+		CHECK_EQ("local inc", cfg.fleet_local[0].inc, g->local_inc);
+		CHECK_EQ("local tau", cfg.fleet_local[0].tau, g->local_tau);
+#undef CHECK
+#undef CHECK_EQ
+		fg_config_free(&cfg);
+		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "fg_config_free wipes the password");
+	}
+}
+
+/* A policy without fleet: is what it was: nothing fleet in it. */
+static void test_fleet_absent(void)
+{
+	static const char zero[sizeof(struct fg_fleet_conf)];
+	static const char zrules[sizeof(((struct fg_config *)0)->fleet_rules)];
+	static const char zlocal[sizeof(((struct fg_config *)0)->fleet_local)];
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+		return;
+	ASSERT_EQ(cfg.has_fleet, 0, "no fleet section");
+	ASSERT_EQ(memcmp(&cfg.fleet, zero, sizeof(zero)), 0, "fleet conf all zero");
+	ASSERT_EQ(memcmp(cfg.fleet_rules, zrules, sizeof(zrules)), 0, "no fleet rules");
+	ASSERT_EQ(memcmp(cfg.fleet_local, zlocal, sizeof(zlocal)), 0, "no local shares");
+	for (__u32 r = 0; r < cfg.pol.nrules; r++)
+		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].pad[0] | cfg.pol.rules[r].pad[1] |
+			  cfg.pol.rules[r].pad[2], 0, "fg_rule.fleet and its padding 0");
+	fg_config_free(&cfg);
+	/* a section without fleet rules is fine (the daemon then leases nothing) */
+	if (ASSERT_OK(parse_ok(FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", &cfg),
+		      "section without fleet rules")) {
+		ASSERT_EQ(cfg.has_fleet, 1, "has_fleet");
+		ASSERT_EQ(cfg.pol.rules[0].fleet, 0, "no fleet rule");
+		fg_config_free(&cfg);
+	}
+}
+
+#define R1(lim) FLEET_SEC "rules:\n  - name: a\n    " lim "\n"
+static const struct bad fleet_bad[] = {
+	/* the section */
+	{ "fleet: 5\n", 1, 8, "fleet: expected a mapping" },
+	{ "fleet: {node: a}\n", 1, 8, "fleet: missing redis" },
+	{ "fleet: {redis: unix:/r.sock, interval: 1s}\n", 1, 30, "unknown key \"interval\"" },
+	{ "fleet: {redis: rediss://h:6379}\n", 1, 16, "fleet: redis: rediss:// (TLS) needs hiredis >= 1.0" },
+	{ "fleet: {redis: http://h}\n", 1, 16, "fleet: redis: a redis URL starts with redis:// or unix:/" },
+	{ "fleet: {redis: unix:r.sock}\n", 1, 16, "absolute socket path" },
+	{ "fleet: {redis: \"redis://h:99999\"}\n", 1, 16, "port must be 1..65535" },
+	{ "fleet: {redis: unix:/r.sock, db: 70000}\n", 1, 34, "out of range 0..65535" },
+	{ "fleet: {redis: unix:/r.sock, password: \"\"}\n", 1, 40, "password must be 1..255 characters" },
+	{ "fleet: {redis: unix:/r.sock, node: \"a b\"}\n", 1, 36, "fleet: node \"a b\"" },
+	{ "fleet: {redis: unix:/r.sock, prefix: \"x:y\"}\n", 1, 38, "fleet: prefix \"x:y\"" },
+	{ "fleet: {redis: unix:/r.sock, lease_interval: 10ms}\n", 1, 46, "out of range (20 ms .. 10000 ms)" },
+	{ "fleet: {redis: unix:/r.sock, lease_interval: 200}\n", 1, 46, "200 is out of range" },
+	{ "fleet: {redis: unix:/r.sock, lease_interval: 1.5s}\n", 1, 46, "bad duration \"1.5s\"" },
+	{ "fleet: {redis: unix:/r.sock, lease_interval: 200500us}\n", 1, 46, "not a whole number of milliseconds" },
+	{ "fleet: {redis: unix:/r.sock, deadline: 200ms}\n", 1, 40, "deadline 200 ms must be shorter than lease_interval (200 ms)" },
+	{ "fleet: {redis: unix:/r.sock, lease_interval: 34ms}\n", 1, 8, "lease 68 ms must exceed lease_interval + deadline + 5 ms (69 ms)" },
+	{ "fleet: {redis: unix:/r.sock, lease: 220ms}\n", 1, 37, "must exceed lease_interval + deadline + 5 ms (235 ms)" },
+	{ "fleet: {redis: unix:/r.sock, lease: 3s}\n", 1, 37, "more than 10 lease intervals" },
+	/* a rule's fleet limit */
+	{ "rules:\n  - name: a\n    fleet: {rate: 1/s, burst: 1}\n", 3, 12, "a fleet limit needs the top-level fleet: section" },
+	{ "fleet:\nrules:\n  - name: a\n    fleet: {rate: 1/s, burst: 1}\n", 4, 12, "a fleet limit needs the top-level fleet: section" },
+	{ R1("fleet: {burst: 1}"), 4, 12, "fleet: missing rate" },
+	{ R1("fleet: {rate: 1/s}"), 4, 12, "fleet: missing burst" },
+	{ R1("fleet: {rate: 1/s, burst: 1, share: 2}"), 4, 34, "unknown key \"share\" in fleet" },
+	{ R1("fleet: {rate: 1/s, burst: 1KB}"), 4, 31, "burst is in bytes but rate is in packets" },
+	{ R1("fleet: {rate: 1KB/s, burst: 500B}"), 4, 33, "a full-size frame could never pass" },
+	{ R1("fleet: {rate: 0.0001/s, burst: 1}"), 4, 19, "fleet: rate must be 0.001/s .. 1e15/s" },
+	{ R1("fleet: {rate: 1000000000/s, burst: 2000000000000000}"), 4, 40, "fleet: burst must be at most 1e15" },
+	{ R1("fleet: {rate: 1/s, burst: 1, on_loss: maybe}"), 4, 43, "bad value \"maybe\"" },
+	{ R1("fleet: {rate: 1/s, burst: 1, on_loss: open, local_rate: 1/s}"), 4, 61, "local_rate is only used with on_loss: local" },
+	{ R1("fleet: {rate: 1/s, burst: 1, local_burst: 1}"), 4, 47, "local_burst needs local_rate" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 20/s}"), 4, 48, "local_rate is above the fleet's rate" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1KB/s}"), 4, 48, "local_rate is in bytes but rate is in packets" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: x}"), 4, 48, "bad local_rate \"x\"" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 11}"), 4, 66, "local_burst is above the fleet's burst" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 2KB}"), 4, 66, "local_burst is in bytes but rate is in packets" },
+	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 1.5}"), 4, 66, "whole number of packets" },
+	{ R1("per_source: {rate: 1/s, burst: 1}\n    fleet: {rate: 1KB/s, burst: 2KB}"), 5, 12, "fleet is in bytes but per_source is in packets" },
+	{ R1("aggregate: {rate: 1KB/s, burst: 2KB}\n    fleet: {rate: 1/s, burst: 2}"), 5, 12, "fleet is in packets but aggregate is in bytes" },
+	{ R1("action: pass\n    fleet: {rate: 1/s, burst: 2}"), 5, 12, "action pass takes no limits" },
+	{ R1("fleet: [1/s, 2]"), 4, 12, "fleet: expected a mapping" },
+};
+#undef R1
+
+static void test_fleet_bad(void)
+{
+	for (size_t i = 0; i < sizeof(fleet_bad) / sizeof(fleet_bad[0]); i++) {
+		struct fg_config cfg;
+		struct fg_err err;
+		char name[96];
+
+		memset(&cfg, 0xa5, sizeof(cfg));
+		snprintf(name, sizeof(name), "fleet_bad[%zu] (%s)", i, fleet_bad[i].msg);
+		if (!ASSERT_EQ(parse(fleet_bad[i].yaml, &cfg, &err), -EINVAL, name))
+			continue;
+		ASSERT_EQ(err.line, fleet_bad[i].line, name);
+		ASSERT_EQ(err.col, fleet_bad[i].col, name);
+		ASSERT_STR_CONTAINS(err.msg, fleet_bad[i].msg, name);
+		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && !cfg.has_fleet, "no partial result");
+		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
+	}
+}
+
+/* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
+static void test_fleet_print(void)
+{
+	struct fg_config cfg;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!ASSERT_OK(parse_ok("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
+				"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
+				"    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
+				"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+				&cfg), "parse"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_TRUE(strstr(out, "s3cret") == NULL, "the password is never printed");
+	ASSERT_STR_CONTAINS(out, "(with a password)", "but that there is one");
+	ASSERT_STR_CONTAINS(out, "node web-17, key prefix floodgate", "node and prefix");
+	ASSERT_STR_CONTAINS(out, "lease_interval 200 ms, deadline 30 ms, lease 400 ms; 2 fleet rules", "timing");
+	ASSERT_STR_CONTAINS(out, "10 scripts/s per node in 5 round trips/s", "redis load per node");
+	ASSERT_STR_CONTAINS(out, "serves about 2000-3000 such nodes", "nodes per Redis");
+	ASSERT_STR_CONTAINS(out, "key        floodgate:{auth-syn.", "the key, hash-tagged");
+	ASSERT_STR_CONTAINS(out, "refill 1000 per interval (rate x 200 ms)", "refill per interval");
+	ASSERT_STR_CONTAINS(out, "outstanding at most 4000", "outstanding bound");
+	ASSERT_STR_CONTAINS(out, "W = L + max(L, 2 I) = 800 ms", "its window");
+	ASSERT_STR_CONTAINS(out, "over any 10 s the fleet admits at most 64000 = burst 10000 + rate x 10 s 50000 + outstanding 4000 (+6.7%)",
+			    "the bound over 10 s (docs/fleet.md section 3)");
+	ASSERT_STR_CONTAINS(out, "(500/s burst 1000 with 10 nodes)", "local share by node count");
+	ASSERT_STR_CONTAINS(out, "this node alone 10MB/s burst 20MB", "explicit local share");
+	ASSERT_STR_CONTAINS(out, "refill 20MB per interval", "bytes in operator units");
+	free(out);
+	fg_config_free(&cfg);
+	/* without fleet: says so */
+	out = NULL;
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
+	free(out);
+	fg_config_free(&cfg);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -1501,5 +1740,9 @@ int main(int argc, char **argv)
 	FG_RUN(test_parse_duration);
 	FG_RUN(test_policy_fixtures);
 	FG_RUN(test_deep_nesting_refused_fast);
+	FG_RUN(test_fleet_good);
+	FG_RUN(test_fleet_absent);
+	FG_RUN(test_fleet_bad);
+	FG_RUN(test_fleet_print);
 	return fg_test_summary();
 }

@@ -305,7 +305,7 @@ L = [json.loads(l) for l in open(raw) if l.strip()]
 def st(v):
     v = sorted(v)
     return {"min": v[0], "median": statistics.median(v), "max": v[-1], "n": len(v)} if v else None
-res = {"config": {}, "micro": {}, "live": {}, "accuracy": None, "memory": [], "checks": [], "goals": []}
+res = {"config": {}, "micro": {}, "ratios": {}, "live": {}, "accuracy": None, "memory": [], "checks": [], "goals": []}
 # micro: ns per packet; harness-net figures for the N-source runs
 mic = {}
 for r in L:
@@ -313,7 +313,14 @@ for r in L:
         mic.setdefault(r["name"], {})[r["pass"]] = r
 for name, byp in mic.items():
     res["micro"][name] = dict(st([x["ns"] for x in byp.values()]), what=next(iter(byp.values()))["what"],
+                              kernel_ns=st([x["kernel_ns"] for x in byp.values() if "kernel_ns" in x]),
                               verdict_ok=all(x["retval"] == x["expect"] for x in byp.values()))
+# ratios of two figures measured back to back in each pass (fleet vs aggregate)
+for r in L:
+    if r["kind"] == "ratio":
+        res["ratios"].setdefault(r["name"], {"num": r["num"], "den": r["den"], "by": r["by"], "v": []})["v"].append(r["ratio"])
+for name, e in res["ratios"].items():
+    e.update(st(e.pop("v")))
 if "vary_floor" in mic and "floor" in mic:
     for name in [n for n in mic if n.startswith("fg_src") or n == "fg_vary_1"]:
         net = [mic[name][p]["ns"] - (mic["vary_floor"][p]["ns"] - mic["floor"][p]["ns"])
@@ -391,6 +398,9 @@ m = res["micro"]
 if "fg_realistic" in m and "floor" in m:
     a, b = m["fg_realistic"]["median"], m["floor"]["median"]
     goal("micro: throttled source, realistic policy <= 3x floor", a <= 3 * b, f"{a/b:.2f}x ({a:.1f} vs {b:.1f} ns)")
+for name, e in res["ratios"].items():
+    goal(f"micro: {e['num']} costs no more than {e['den']} (median ratio <= 1.05, {e['by']}, same pass)",
+         e["median"] <= 1.05, f"{e['median']:.3f} (min {e['min']:.3f}, max {e['max']:.3f}, {e['n']} passes)")
 if acc:
     worst = max(acc, key=lambda a: abs(a["ratio"] - 1))["ratio"]
     goal("accuracy: admitted / (rate x T + burst) within 1% (worst pass)", abs(worst - 1) <= 0.01, f"{worst:.4f}")
@@ -405,6 +415,10 @@ f3 = lambda s, fmt="{:.1f}": "-" if not s else (fmt.format(s["min"]) + " / " + f
 T.append("MICRO (BPF_PROG_TEST_RUN, 1 CPU, ns per packet, min / median / max)")
 for k, v in res["micro"].items():
     T.append(f"  {k:18s} {f3(v):26s} {v['what']}" + ("" if v["verdict_ok"] else "  [UNEXPECTED VERDICT]"))
+if res["ratios"]:
+    T.append("  ratios, same pass (the kernel's ns per packet), min / median / max:")
+    for k, e in res["ratios"].items():
+        T.append(f"  {k:34s} {f3(e, '{:.3f}'):26s} {e['num']} / {e['den']}")
 T.append("")
 T.append("LIVE (64-byte frames, veth, generator + receiver on one core; CPU ns per delivered packet, min / median / max)")
 T.append(f"  {'competitor':34s} {'sources':>7s}  {'cost ns (gen incl.)':24s} {'net of gen':10s} {'Mpps':>6s} {'drop frac':>9s} {'passed/allowance':>16s}")
@@ -440,7 +454,7 @@ with open(f"{out}/bench.dat", "w") as f:
         f.write(" ".join(row) + "\n")
 with open(f"{out}/bench-micro.dat", "w") as f:
     f.write("# figure median min max (ns/packet)\n")
-    for k in ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net"):
+    for k in ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_aggregate", "fg_fleet", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net"):
         if k in res["micro"]:
             v = res["micro"][k]
             f.write(f"{k} {v['median']:.2f} {v['min']:.2f} {v['max']:.2f}\n")

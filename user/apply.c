@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Compiled config -> the inactive slot written -> flip -> commit; see apply.h. */
+/* Compiled config -> the inactive slot written -> switch -> commit; see apply.h. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,133 +12,222 @@
 
 #include "admission.h"
 #include "apply.h"
+#include "ctl.h"
 #include "fgmaps.h"
 #include "mapimg.h"
 #include "policy.h"
 
-/* --- LPM entries of one slot ------------------------------------------------ */
+/*
+ * Entries per batch syscall on the LPM tries. Linux 6.18 serves batch
+ * lookups, updates and deletes on LPM tries with the generic batch code (one
+ * element at a time in the kernel, no syscall each): a million prefixes
+ * take about 1 s to write, not 2, and a walk with values 0.75 s a million.
+ */
+#define LPM_BATCH	65536
+
+/* --- LPM entries of both slots ---------------------------------------------- */
 
 union lpm_key {
 	struct fg_lpm4 k4;
 	struct fg_lpm6 k6;
 };
 
+/* fam: 0 = IPv4 (fg_pfx4), 1 = IPv6 (fg_pfx6) */
 static int lpm_fd(struct fg_maps *m, int fam)
 {
-	return m->fd[fam == 4 ? FGM_PFX4 : FGM_PFX6];
+	return m->fd[fam ? FGM_PFX6 : FGM_PFX4];
 }
 
 static size_t lpm_key_size(int fam)
 {
-	return fam == 4 ? sizeof(struct fg_lpm4) : sizeof(struct fg_lpm6);
+	return fam ? sizeof(struct fg_lpm6) : sizeof(struct fg_lpm4);
 }
 
-/* Keys of fg_pfx4 (fam 4) or fg_pfx6 whose slot field is `slot`; *keys is
- * malloc'd, lpm_key_size(fam) bytes each. */
-static int lpm_keys(struct fg_maps *m, int fam, __u32 slot, void **keys, size_t *n)
+/* One trie's entries, by slot: the active slot's keys and values (the
+ * capacity check, the reload log), the inactive slot's keys (to clear). */
+struct lpm_slots {
+	char *akeys;
+	struct fg_pfx *avals;
+	size_t na, cap_ak, cap_av;
+	char *ikeys;
+	size_t ni, cap_i;
+};
+
+static void lpm_slots_free(struct lpm_slots *s)
 {
-	size_t ksz = lpm_key_size(fam), cap = 0, cnt = 0;
-	int fd = lpm_fd(m, fam);
-	union lpm_key cur, next;
-	char *arr = NULL;
-	void *prev = NULL;
+	free(s->akeys);
+	free(s->avals);
+	free(s->ikeys);
+	memset(s, 0, sizeof(*s));
+}
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if ((fam == 4 ? next.k4.slot : next.k6.slot) == slot) {
-			if (cnt == cap) {
-				char *na = realloc(arr, (cap = cap ? cap * 2 : 256) * ksz);
+/* Room for one more element of size sz in *p (cap elements now). */
+static int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+	size_t nc;
+	void *np;
 
-				if (!na) {
-					free(arr);
-					return -ENOMEM;
-				}
-				arr = na;
-			}
-			memcpy(arr + cnt * ksz, &next, ksz);
-			cnt++;
-		}
-		memcpy(&cur, &next, ksz);
-		prev = &cur;
-	}
-	if (errno != ENOENT) {
-		int err = -errno;
-
-		free(arr);
-		return err;
-	}
-	*keys = arr;
-	*n = cnt;
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 1024;
+	np = realloc(*p, nc * sz);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
 	return 0;
 }
 
-static int lpm_count(struct fg_maps *m, int fam, __u32 slot, size_t *n)
+static int slots_add(struct lpm_slots *s, int fam, __u32 active, const void *key,
+		     const struct fg_pfx *val)
 {
-	void *keys = NULL;
-	int err = lpm_keys(m, fam, slot, &keys, n);
+	size_t ksz = lpm_key_size(fam);
+	union lpm_key k;
+	int err;
 
-	free(keys);
-	return err;
+	memcpy(&k, key, ksz);
+	if ((fam ? k.k6.slot : k.k4.slot) != active) {
+		err = grow((void **)&s->ikeys, &s->cap_i, s->ni, ksz);
+		if (!err)
+			memcpy(s->ikeys + s->ni++ * ksz, key, ksz);
+		return err;
+	}
+	err = grow((void **)&s->akeys, &s->cap_ak, s->na, ksz);
+	if (!err)
+		err = grow((void **)&s->avals, &s->cap_av, s->na, sizeof(*val));
+	if (err)
+		return err;
+	memcpy(s->akeys + s->na * ksz, key, ksz);
+	s->avals[s->na++] = *val;
+	return 0;
 }
 
-static int lpm_clear_slot(struct fg_maps *m, int fam, __u32 slot)
+/* Every entry of one trie, in batches, split by slot into *s. */
+static int lpm_scan(struct fg_maps *m, int fam, __u32 active, struct lpm_slots *s)
 {
-	size_t ksz = lpm_key_size(fam), n = 0;
-	void *keys = NULL;
-	int err = lpm_keys(m, fam, slot, &keys, &n);
+	size_t ksz = lpm_key_size(fam);
+	/* zeroed: valgrind does not know that the batch lookup writes them */
+	char *keys = calloc(LPM_BATCH, ksz);
+	struct fg_pfx *vals = calloc(LPM_BATCH, sizeof(*vals));
+	union lpm_key in, out = {};
+	bool first = true;
+	int err = 0;
 
-	for (size_t i = 0; !err && i < n; i++)
-		if (bpf_map_delete_elem(lpm_fd(m, fam), (char *)keys + i * ksz) && errno != ENOENT)
-			err = -errno;
-	free(keys);
-	return err;
-}
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 cnt = LPM_BATCH;
+		int rc = bpf_map_lookup_batch(lpm_fd(m, fam), first ? NULL : &in, &out, keys, vals,
+					      &cnt, NULL);
 
-/* Copy slot `from`'s entries to slot `to` (rule mode change). */
-static int lpm_copy_slot(struct fg_maps *m, int fam, __u32 from, __u32 to)
-{
-	size_t ksz = lpm_key_size(fam), n = 0;
-	int fd = lpm_fd(m, fam);
-	void *keys = NULL;
-	int err = lpm_keys(m, fam, from, &keys, &n);
-
-	for (size_t i = 0; !err && i < n; i++) {
-		union lpm_key k;
-		struct fg_pfx v;
-
-		memcpy(&k, (char *)keys + i * ksz, ksz);
-		if (bpf_map_lookup_elem(fd, &k, &v)) {
-			if (errno == ENOENT)
-				continue;
-			err = -errno;
+		if (rc && rc != -ENOENT) {
+			err = rc;
 			break;
 		}
-		if (fam == 4)
-			k.k4.slot = to;
-		else
-			k.k6.slot = to;
-		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY))
-			err = -errno;
+		for (__u32 i = 0; i < cnt && !err; i++)
+			err = slots_add(s, fam, active, keys + i * ksz, &vals[i]);
+		if (rc == -ENOENT || err)
+			break;	/* the last batch */
+		memcpy(&in, &out, ksz);
+		first = false;
 	}
+out:
 	free(keys);
+	free(vals);
 	return err;
 }
 
-static int lpm_write(struct fg_maps *m, const struct fg_pfx_entry *e, __u32 slot)
+/* Delete n keys; one that is already gone is skipped. */
+static int lpm_delete(struct fg_maps *m, int fam, const char *keys, size_t n)
 {
-	struct fg_pfx v = { .list = e->list, .sets = e->sets };
-	union lpm_key k;
+	size_t ksz = lpm_key_size(fam), done = 0;
 
-	memset(&k, 0, sizeof(k));
-	if (e->family == 6) {
-		k.k6.prefixlen = 32 + e->plen;
-		k.k6.slot = slot;
-		memcpy(k.k6.addr, e->addr, 16);
-	} else {
-		k.k4.prefixlen = 32 + e->plen;
-		k.k4.slot = slot;
-		memcpy(&k.k4.addr, e->addr, 4);
+	while (done < n) {
+		__u32 cnt = n - done > LPM_BATCH ? LPM_BATCH : (__u32)(n - done);
+		int rc = bpf_map_delete_batch(lpm_fd(m, fam), keys + done * ksz, &cnt, NULL);
+
+		done += cnt;	/* the kernel says how many it did, also on error */
+		if (rc == -ENOENT)
+			done++;
+		else if (rc)
+			return rc;
 	}
-	return bpf_map_update_elem(lpm_fd(m, e->family == 6 ? 6 : 4), &k, &v, BPF_ANY) ? -errno : 0;
+	return 0;
+}
+
+static int lpm_update(struct fg_maps *m, int fam, const char *keys, const struct fg_pfx *vals,
+		      size_t n)
+{
+	size_t ksz = lpm_key_size(fam), done = 0;
+
+	while (done < n) {
+		__u32 cnt = n - done > LPM_BATCH ? LPM_BATCH : (__u32)(n - done);
+		int rc = bpf_map_update_batch(lpm_fd(m, fam), keys + done * ksz, vals + done, &cnt,
+					      NULL);
+
+		if (rc)
+			return rc;
+		done += cnt;
+	}
+	return 0;
+}
+
+/* The new policy's entries of one family, as keys of slot `slot`. */
+static int lpm_build(const struct fg_config *cfg, int fam, __u32 slot, size_t n, char **keys,
+		     struct fg_pfx **vals)
+{
+	size_t ksz = lpm_key_size(fam), j = 0;
+
+	*keys = malloc((n ? n : 1) * ksz);
+	*vals = malloc((n ? n : 1) * sizeof(**vals));
+	if (!*keys || !*vals)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_pfx && j < n; i++) {
+		const struct fg_pfx_entry *e = &cfg->pfx[i];
+		union lpm_key k;
+
+		if ((e->family == 6) != fam)
+			continue;
+		memset(&k, 0, sizeof(k));
+		if (fam) {
+			k.k6.prefixlen = 32 + e->plen;
+			k.k6.slot = slot;
+			memcpy(k.k6.addr, e->addr, 16);
+		} else {
+			k.k4.prefixlen = 32 + e->plen;
+			k.k4.slot = slot;
+			memcpy(&k.k4.addr, e->addr, 4);
+		}
+		memcpy(*keys + j * ksz, &k, ksz);
+		(*vals)[j].list = e->list;
+		(*vals)[j].sets = e->sets;
+		j++;
+	}
+	return 0;
+}
+
+/* The active slot's entries of *s as prefix entries, appended to out. */
+static void lpm_entries(const struct lpm_slots *s, int fam, struct fg_pfx_entry *out)
+{
+	size_t ksz = lpm_key_size(fam);
+
+	for (size_t i = 0; i < s->na; i++) {
+		struct fg_pfx_entry *e = &out[i];
+		union lpm_key k;
+
+		memcpy(&k, s->akeys + i * ksz, ksz);
+		memset(e, 0, sizeof(*e));
+		e->family = fam ? 6 : 4;
+		e->plen = (__u8)((fam ? k.k6.prefixlen : k.k4.prefixlen) - 32);
+		if (fam)
+			memcpy(e->addr, k.k6.addr, 16);
+		else
+			memcpy(e->addr, &k.k4.addr, 4);
+		e->list = s->avals[i].list;
+		e->sets = s->avals[i].sets;
+	}
 }
 
 /* --- the other slotted maps ------------------------------------------------- */
@@ -169,60 +259,21 @@ static int dir4_write(struct fg_maps *m, const struct fg_config *cfg, __u32 slot
 	return err;
 }
 
-static int dir4_copy_slot(struct fg_maps *m, __u32 from, __u32 to)
-{
-	struct fg_dir4 *dir = malloc(sizeof(*dir));
-	int err;
-
-	if (!dir)
-		return -ENOMEM;
-	err = fg_array_read(m, FGM_DIR4, from, dir);
-	if (!err)
-		err = fg_array_write(m, FGM_DIR4, to, dir);
-	free(dir);
-	return err;
-}
-
-/* Flip fg_ctl.slot to `slot` and wait until no packet uses the old one. */
-static int flip_slot(struct fg_maps *m, __u32 slot)
-{
-	struct fg_ctl ctl;
-	int err;
-
-	err = fg_ctl_read(m, &ctl);
-	if (err)
-		return err;
-	if (ctl.magic != FG_ABI_MAGIC) {
-		ctl.magic = FG_ABI_MAGIC;
-		ctl.abi = FG_ABI_VERSION;
-	}
-	ctl.slot = slot;
-	err = fg_ctl_write(m, &ctl);
-	if (err)
-		return err;
-	/*
-	 * MEMBARRIER_CMD_GLOBAL calls synchronize_rcu() (kernel/sched/membarrier.c)
-	 * and XDP programs run in an RCU read-side section, so when it returns
-	 * every packet that could have read the old slot number is done. It is
-	 * refused with nohz_full CPUs: then fall back to a generous sleep.
-	 */
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
-		usleep(200000);
-	return 0;
-}
-
 /* --- fg_policy_apply, step by step ------------------------------------------- */
 
 /* One apply's state, shared by its steps. */
 struct apply {
 	struct fg_maps *m;
 	struct fg_config *cfg;
+	struct fg_inforce *was;
 	char *why;
-	struct fg_ctl ctl;
+	struct fg_ctl_map cm;			/* fg_ctl, mapped */
+	struct fg_ctl ctl;			/* as found */
 	struct fg_meta meta;
 	struct fg_policy active;		/* the policy packets read now */
 	__u32 slot, inactive;			/* active and inactive slot */
 	size_t n4, n6;				/* the new policy's prefixes */
+	struct lpm_slots lpm[2];		/* the tries as found: IPv4, IPv6 */
 	struct fg_name names[FG_MAX_IDS];	/* fg_names as found */
 	struct fg_name newnames[FG_MAX_IDS];	/* fg_names once applied */
 	bool claimed[FG_MAX_IDS];		/* ids the new policy uses */
@@ -234,8 +285,12 @@ static int apply_read(struct apply *a)
 {
 	int err;
 
-	if ((err = fg_ctl_read(a->m, &a->ctl)) || (err = fg_meta_read(a->m, &a->meta)) ||
-	    (err = fg_names_read(a->m, a->names))) {
+	err = fg_ctl_map_open(&a->cm, a->m->fd[FGM_CTL]);
+	if (!err)
+		err = fg_ctl_snapshot(&a->cm, &a->ctl);
+	if (!err && a->ctl.magic != FG_ABI_MAGIC)
+		err = -EPROTO;	/* fg_ctl_init stamps it before any apply */
+	if (err || (err = fg_meta_read(a->m, &a->meta)) || (err = fg_names_read(a->m, a->names))) {
 		fg_why(a->why, "reading the pin dir: %s", strerror(-err));
 		return err;
 	}
@@ -251,24 +306,25 @@ static int apply_read(struct apply *a)
 	return fg_policy_read(a->m, a->slot, &a->active);
 }
 
-/* The tries hold both slots: the new prefixes must fit next to the active ones. */
+/* The tries hold both slots (FG_PFX_ENTRIES each: two of the largest
+ * policy): the new prefixes must fit next to the active ones. */
 static int apply_capacity(struct apply *a)
 {
 	__u32 max4 = 0, max6 = 0;
-	size_t act4 = 0, act6 = 0;
 	int err;
 
 	fg_pfx_count(a->cfg->pfx, a->cfg->n_pfx, &a->n4, &a->n6);
 	if ((err = fg_map_max_entries(a->m, FGM_PFX4, &max4)) ||
 	    (err = fg_map_max_entries(a->m, FGM_PFX6, &max6)) ||
-	    (err = lpm_count(a->m, 4, a->slot, &act4)) ||
-	    (err = lpm_count(a->m, 6, a->slot, &act6)))
+	    (err = lpm_scan(a->m, 0, a->slot, &a->lpm[0])) ||
+	    (err = lpm_scan(a->m, 1, a->slot, &a->lpm[1]))) {
+		fg_why(a->why, "reading the prefix tries: %s", strerror(-err));
 		return err;
-	if (act4 + a->n4 > max4 || act6 + a->n6 > max6) {
-		fg_why(a->why, "policy has %zu IPv4 / %zu IPv6 prefixes; with the active policy's "
-		       "%zu / %zu they do not fit in fg_pfx4/fg_pfx6 (%u / %u entries, both slots); "
-		       "restart floodgated (detach) to size the tries for it",
-		       a->n4, a->n6, act4, act6, max4, max6);
+	}
+	if (a->lpm[0].na + a->n4 > max4 || a->lpm[1].na + a->n6 > max6) {
+		fg_why(a->why, "policy has %zu IPv4 / %zu IPv6 prefix entries; next to the active "
+		       "policy's %zu / %zu they do not fit in fg_pfx4/fg_pfx6 (%u / %u entries for "
+		       "both slots)", a->n4, a->n6, a->lpm[0].na, a->lpm[1].na, max4, max6);
 		return -ENOSPC;
 	}
 	return 0;
@@ -283,7 +339,7 @@ static int name_find(const struct fg_name names[FG_MAX_IDS], const char *name)
 }
 
 /* A new name gets an id free now, not one the old policy still uses until
- * the flip, and the id's next generation. */
+ * the switch, and the id's next generation. */
 static int new_id(struct apply *a, const char *name)
 {
 	struct fg_name *nn;
@@ -293,8 +349,7 @@ static int new_id(struct apply *a, const char *name)
 		if (!a->names[j].in_use && !a->claimed[j])
 			id = j;
 	if (id < 0) {
-		fg_why(a->why, "no free rule id for \"%s\": ids of removed rules are freed "
-		       "only after the switch; apply the removal first, then the additions", name);
+		fg_why(a->why, "no free rule id for \"%s\" (all %d in use)", name, FG_MAX_IDS);
 		return -ENOSPC;
 	}
 	a->fresh[id] = true;
@@ -331,6 +386,28 @@ static int apply_assign_ids(struct apply *a)
 	return 0;
 }
 
+/* What was in force, for the caller's reload log. */
+static int apply_snapshot(struct apply *a)
+{
+	struct fg_inforce *w = a->was;
+
+	if (!w)
+		return 0;
+	memset(w, 0, sizeof(*w));
+	w->pol = a->active;
+	memcpy(w->names, a->names, sizeof(w->names));
+	w->ctl = a->ctl;
+	w->n_pfx = a->lpm[0].na + a->lpm[1].na;
+	w->pfx = calloc(w->n_pfx ? w->n_pfx : 1, sizeof(*w->pfx));
+	if (!w->pfx) {
+		fg_why(a->why, "out of memory");
+		return -ENOMEM;
+	}
+	lpm_entries(&a->lpm[0], 0, w->pfx);
+	lpm_entries(&a->lpm[1], 1, w->pfx + a->lpm[0].na);
+	return 0;
+}
+
 /* Counters and shared buckets of a new rule id start at zero. */
 static int zero_rule_state(struct fg_maps *m, __u32 id)
 {
@@ -349,8 +426,21 @@ static int zero_rule_state(struct fg_maps *m, __u32 id)
 	return err;
 }
 
+/* Bit per id where want[id]. */
+static void id_mask(const bool want[FG_MAX_IDS], __u64 mask[FG_OVR_WORDS])
+{
+	memset(mask, 0, FG_OVR_WORDS * sizeof(*mask));
+	for (int id = 0; id < FG_MAX_IDS; id++)
+		if (want[id])
+			mask[id / 64] |= 1ull << (id % 64);
+}
+
+/* New ids: zeroed state, the new name, then no override (no packet reads
+ * them yet). The name first: an operator's override racing this sees the
+ * new name when it checks again, and undoes itself (cli_switch.c). */
 static int write_fresh_ids(struct apply *a)
 {
+	__u64 mask[FG_OVR_WORDS];
 	int err;
 
 	for (int id = 0; id < FG_MAX_IDS; id++) {
@@ -364,25 +454,38 @@ static int write_fresh_ids(struct apply *a)
 			return err;
 		}
 	}
-	return 0;
+	id_mask(a->fresh, mask);
+	err = fg_switch_clear_rule_ovr_ids(&a->cm, mask);
+	if (err)
+		fg_why(a->why, "clearing the overrides of new rule ids: %s", strerror(-err));
+	return err;
 }
 
 static int write_prefixes(struct apply *a)
 {
-	int err;
+	size_t want[2] = { a->n4, a->n6 };
+	int err = 0;
 
-	if ((err = lpm_clear_slot(a->m, 4, a->inactive)) ||
-	    (err = lpm_clear_slot(a->m, 6, a->inactive))) {
-		fg_why(a->why, "clearing the inactive slot's prefixes: %s", strerror(-err));
-		return err;
-	}
-	for (size_t i = 0; i < a->cfg->n_pfx; i++) {
-		err = lpm_write(a->m, &a->cfg->pfx[i], a->inactive);
+	for (int fam = 0; fam < 2 && !err; fam++) {
+		struct lpm_slots *s = &a->lpm[fam];
+		struct fg_pfx *vals = NULL;
+		char *keys = NULL;
+
+		err = lpm_delete(a->m, fam, s->ikeys, s->ni);
 		if (err) {
-			fg_why(a->why, "writing prefix %zu: %s", i, strerror(-err));
-			return err;
+			fg_why(a->why, "clearing the inactive slot's prefixes: %s", strerror(-err));
+			break;
 		}
+		err = lpm_build(a->cfg, fam, a->inactive, want[fam], &keys, &vals);
+		if (!err)
+			err = lpm_update(a->m, fam, keys, vals, want[fam]);
+		if (err)
+			fg_why(a->why, "writing the IPv%d prefixes: %s", fam ? 6 : 4, strerror(-err));
+		free(keys);
+		free(vals);
 	}
+	if (err)
+		return err;
 	err = dir4_write(a->m, a->cfg, a->inactive);
 	if (err)
 		fg_why(a->why, "writing the IPv4 directory: %s", strerror(-err));
@@ -412,7 +515,39 @@ static int apply_write_inactive(struct apply *a)
 	return err;
 }
 
-/* Before the flip: the active slot was never touched; give back the ids we took. */
+/*
+ * The switch: the slot and the file's global mode, then the grace period.
+ * Two stores cannot be one; the moment between them is spent in shadow
+ * (shadow is stored first, enforce last), never enforcing what the file
+ * does not ask for.
+ */
+static int apply_switch(struct apply *a)
+{
+	__u32 mode = (__u32)a->cfg->mode;
+	int err = 0;
+
+	if (mode == FG_MODE_SHADOW)
+		err = fg_switch_file_mode(&a->cm, mode);
+	if (!err && (err = fg_switch_slot(&a->cm, a->inactive)))
+		fg_switch_file_mode(&a->cm, a->ctl.mode);
+	if (!err && mode != FG_MODE_SHADOW)
+		err = fg_switch_file_mode(&a->cm, mode);
+	if (err) {
+		fg_why(a->why, "switching slots: %s", strerror(-err));
+		return err;
+	}
+	/*
+	 * MEMBARRIER_CMD_GLOBAL calls synchronize_rcu() (kernel/sched/membarrier.c)
+	 * and XDP programs run in an RCU read-side section, so when it returns
+	 * every packet that could have read the old slot number is done. It is
+	 * refused with nohz_full CPUs: then fall back to a generous sleep.
+	 */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		usleep(200000);
+	return 0;
+}
+
+/* Before the switch: the active slot was never touched; give back the ids we took. */
 static void apply_rollback(struct apply *a)
 {
 	char first[FG_WHY_LEN];
@@ -427,9 +562,12 @@ static void apply_rollback(struct apply *a)
 	}
 }
 
-/* After the flip: free the ids of removed rules, stamp fg_meta. */
+/* After the switch and the grace period: free the ids of removed rules
+ * (name, then overrides), stamp fg_meta. */
 static int apply_commit(struct apply *a)
 {
+	bool freed[FG_MAX_IDS] = {};
+	__u64 mask[FG_OVR_WORDS];
 	int err = 0, e;
 
 	for (int id = 0; id < FG_MAX_IDS; id++) {
@@ -437,13 +575,22 @@ static int apply_commit(struct apply *a)
 			continue;
 		a->newnames[id].in_use = 0;
 		e = fg_name_write(a->m, id, &a->newnames[id]);
+		freed[id] = !e;
 		if (e && !err) {
 			err = e;
 			fg_why(a->why, "the new policy is active, but freeing the id of removed rule "
 			       "\"%s\" failed: %s", a->names[id].name, strerror(-e));
 		}
 	}
+	id_mask(freed, mask);
+	e = fg_switch_clear_rule_ovr_ids(&a->cm, mask);
+	if (e && !err) {
+		err = e;
+		fg_why(a->why, "the new policy is active, but clearing the overrides of removed "
+		       "rules failed: %s", strerror(-e));
+	}
 	a->meta.max_sources = a->cfg->max_sources;
+	a->meta.file_mode = (__u32)a->cfg->mode;
 	if (!a->meta.magic) {
 		a->meta.magic = FG_ABI_MAGIC;
 		a->meta.abi = FG_ABI_VERSION;
@@ -457,25 +604,26 @@ static int apply_commit(struct apply *a)
 	return err;
 }
 
-int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
+static int apply_run(struct apply *a)
 {
-	struct apply st = { .m = m, .cfg = cfg, .why = why }, *a = &st;
+	struct fg_config *cfg = a->cfg;
 	int err;
 
-	if (!m->locked)
-		return -ENOLCK;
-	if (!cfg)
-		return -EINVAL;
 	if (cfg->pol.nrules > FG_MAX_RULES) {
-		fg_why(why, "policy has %u rules, at most %d", cfg->pol.nrules, FG_MAX_RULES);
+		fg_why(a->why, "policy has %u rules, at most %d", cfg->pol.nrules, FG_MAX_RULES);
 		return -E2BIG;
 	}
+	if (cfg->mode != FG_MODE_ENFORCE && cfg->mode != FG_MODE_SHADOW) {
+		fg_why(a->why, "bad global mode %d", cfg->mode);
+		return -EINVAL;
+	}
 	/* everything that can fail for a reason, before any write */
-	if ((err = apply_read(a)) || (err = apply_capacity(a)) || (err = apply_assign_ids(a)))
+	if ((err = apply_read(a)) || (err = apply_capacity(a)) || (err = apply_assign_ids(a)) ||
+	    (err = apply_snapshot(a)))
 		return err;
 	err = apply_write_inactive(a);
-	if (!err && (err = flip_slot(m, a->inactive)))
-		fg_why(why, "switching slots: %s", strerror(-err));
+	if (!err)
+		err = apply_switch(a);
 	if (err) {
 		apply_rollback(a);
 		return err;
@@ -483,66 +631,45 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 	return apply_commit(a);
 }
 
-/* --- per-rule mode ---------------------------------------------------------- */
-
-/* The active policy with rule `name`'s mode changed, into *pol. */
-static int policy_with_mode(struct fg_maps *m, __u32 slot, const char *name, __u32 mode,
-			    struct fg_policy *pol, char *why)
+int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
+			 char *why)
 {
-	struct fg_name names[FG_MAX_IDS];
-	int err, id = -1, hit = 0;
-
-	err = fg_names_read(m, names);
-	if (err)
-		return err;
-	for (int j = 0; j < FG_MAX_IDS; j++)
-		if (names[j].in_use && !strncmp(names[j].name, name, FG_NAME_LEN))
-			id = j;
-	if (id < 0) {
-		fg_why(why, "no rule named \"%s\" in the active policy", name);
-		return -ENOENT;
-	}
-	err = fg_policy_read(m, slot, pol);
-	if (err)
-		return err;
-	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++)
-		if (pol->rules[i].id == id && pol->rules[i].gen == names[id].gen) {
-			pol->rules[i].mode = mode;
-			hit++;
-		}
-	if (!hit) {
-		fg_why(why, "rule \"%s\" is named but not in the active policy", name);
-		return -ENOENT;
-	}
-	pol->version++;
-	return 0;
-}
-
-int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why)
-{
-	struct fg_policy pol;
-	struct fg_ctl ctl;
-	__u32 slot, inactive;
+	struct apply *a;
 	int err;
 
+	if (was)
+		memset(was, 0, sizeof(*was));
 	if (!m->locked)
 		return -ENOLCK;
-	err = fg_ctl_read(m, &ctl);
-	if (err)
-		return err;
-	slot = ctl.slot & 1;
-	inactive = slot ^ 1;
-	err = policy_with_mode(m, slot, name, mode, &pol, why);
-	if (err)
-		return err;
-	if ((err = lpm_clear_slot(m, 4, inactive)) || (err = lpm_clear_slot(m, 6, inactive)) ||
-	    (err = lpm_copy_slot(m, 4, slot, inactive)) ||
-	    (err = lpm_copy_slot(m, 6, slot, inactive)) ||
-	    (err = dir4_copy_slot(m, slot, inactive)) ||
-	    (err = pidx_write(m, &pol, inactive)) ||
-	    (err = fg_policy_write(m, inactive, &pol))) {
-		fg_why(why, "writing the inactive slot: %s", strerror(-err));
-		return err;
-	}
-	return flip_slot(m, inactive);
+	if (!cfg)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->m = m;
+	a->cfg = cfg;
+	a->was = was;
+	a->why = why;
+	err = apply_run(a);
+	fg_ctl_map_close(&a->cm);
+	lpm_slots_free(&a->lpm[0]);
+	lpm_slots_free(&a->lpm[1]);
+	free(a);
+	if (err && was)
+		fg_inforce_free(was);
+	return err;
+}
+
+int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
+{
+	return fg_policy_apply_diff(m, cfg, NULL, why);
+}
+
+void fg_inforce_free(struct fg_inforce *was)
+{
+	if (!was)
+		return;
+	free(was->pfx);
+	was->pfx = NULL;
+	was->n_pfx = 0;
 }

@@ -3,33 +3,57 @@
  * From a compiled config to the maps: the policy double buffer. fg_policy,
  * fg_pfx4/6, fg_dir4 and fg_pidx each hold two slots; fg_ctl.slot says
  * which one packets read. A change is written whole into the other slot,
- * then fg_ctl.slot is flipped and membarrier(MEMBARRIER_CMD_GLOBAL) waits
- * for an RCU grace period (XDP programs run inside an RCU read-side
- * section), so no packet is judged by parts of two policies and the old
- * slot may be written again. The caller holds the pin dir's lock.
+ * then the slot is switched (fg_switch_slot, user/ctl.h) and
+ * membarrier(MEMBARRIER_CMD_GLOBAL) waits for an RCU grace period (XDP
+ * programs run inside an RCU read-side section), so no packet is judged by
+ * parts of two policies and the old slot may be written again. The caller
+ * holds the pin dir's lock; nothing here rewrites fg_ctl whole, so the
+ * operator's switches (bypass, mode overrides) never wait for an apply.
+ *
+ * The mode rule. The file's global mode and rule modes are applied by every
+ * apply (start, adoption, reload). The operator's overrides in fg_ctl sit on
+ * top and are left alone, except that an id given to a new rule or freed
+ * loses its override bits: a new rule never inherits an old one's override.
  */
 #ifndef FG_APPLY_H
 #define FG_APPLY_H
 
+#include <stddef.h>
 #include <linux/types.h>
+#include "floodgate.h"
 
 struct fg_maps;
 struct fg_config;
+struct fg_pfx_entry;
+
+/* What was in force just before an apply: the active slot and fg_ctl, for
+ * the reload log (reload_log.h) to compare the new file with. */
+struct fg_inforce {
+	struct fg_policy pol;			/* the active slot's policy */
+	struct fg_name names[FG_MAX_IDS];	/* fg_names */
+	struct fg_ctl ctl;			/* file mode, overrides */
+	struct fg_pfx_entry *pfx;		/* the active slot's trie entries, malloc'd */
+	size_t n_pfx;
+};
+
+void fg_inforce_free(struct fg_inforce *was);
 
 /*
  * Apply a compiled policy: rule ids by name (a surviving rule keeps its id,
- * generation, buckets and counters), the inactive slot written, the flip,
- * then the ids of removed rules freed and fg_meta stamped. Everything that
- * can be checked is checked before anything is written; a failure before
- * the flip leaves the active policy as it was. A failure after it (why says
- * "the new policy is active, but ...") leaves the new policy active with
- * that clean-up undone; the next apply does it again. cfg->pol is updated
- * in place (ids, gens, lists, admission, version).
+ * generation, buckets and counters; a new name gets one of FG_MAX_IDS ids
+ * free now, so every rule can be replaced in one apply), the inactive slot
+ * written, the slot and the file's global mode switched, then the ids of
+ * removed rules freed and fg_meta stamped. Everything that can be checked
+ * is checked before anything is written; a failure before the switch leaves
+ * the active policy as it was. A failure after it (why says "the new
+ * policy is active, but ...") leaves the new policy active with that
+ * clean-up undone; the next apply does it again. cfg->pol is updated in
+ * place (ids, gens, lists, admission, version). was (may be NULL) receives
+ * what was in force before; free it with fg_inforce_free.
  */
+int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
+			 char *why);
+/* fg_policy_apply_diff without the snapshot. */
 int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
-
-/* Per-rule mode: copy the active slot with rule `name`'s mode changed into
- * the inactive slot and flip, as above. -ENOENT if no such rule. */
-int fg_rule_set_mode(struct fg_maps *m, const char *name, __u32 mode, char *why);
 
 #endif /* FG_APPLY_H */

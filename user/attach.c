@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* floodgated's interfaces: pinned XDP links, adoption, and interfaces that come and go. */
+/* floodgated's interfaces: pinned XDP links, adoption, renames, and interfaces that come and go. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +41,61 @@ int fg_link_ifindex(int link_fd)
 	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
 		return 0;
 	return (int)info.xdp.ifindex;
+}
+
+/* The ifindex of the live XDP link pinned at path, if that device in this
+ * network namespace runs the link's program (an ifindex alone may name
+ * another device in another namespace); 0 otherwise. */
+static int pinned_link_here(const char *path)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path), ifindex = 0;
+
+	if (fd < 0)
+		return 0;
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == BPF_LINK_TYPE_XDP &&
+	    info.xdp.ifindex) {
+		LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+		if (!bpf_xdp_query((int)info.xdp.ifindex, 0, &q) &&
+		    (q.drv_prog_id == info.prog_id || q.skb_prog_id == info.prog_id))
+			ifindex = (int)info.xdp.ifindex;
+	}
+	close(fd);
+	return ifindex;
+}
+
+/* The device on ifindex holds the filter: take its current name. */
+static void follow_device(struct fg_iface *ifc, int ifindex)
+{
+	char now[IF_NAMESIZE];
+
+	ifc->ifindex = ifindex;
+	if (!if_indextoname((unsigned int)ifindex, now) || !strcmp(now, ifc->name))
+		return;	/* same name, or moved out of our namespace: nothing to follow */
+	memcpy(ifc->was, ifc->name, sizeof(ifc->was));
+	memcpy(ifc->name, now, sizeof(ifc->name));
+	ifc->change |= FG_IF_RENAMED;
+}
+
+int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf)
+{
+	char path[FG_LINK_PATH_LEN];
+	int ifindex;
+
+	if (!*conf || strlen(conf) >= IF_NAMESIZE)
+		return -EINVAL;
+	memset(ifc, 0, sizeof(*ifc));
+	memcpy(ifc->conf, conf, strlen(conf));
+	memcpy(ifc->name, conf, strlen(conf));
+	/* renamed while no daemon ran: the pinned link still holds the device */
+	if (!fg_link_path(path, sizeof(path), dir, conf) && (ifindex = pinned_link_here(path))) {
+		follow_device(ifc, ifindex);
+		return 0;
+	}
+	ifc->ifindex = (int)if_nametoindex(conf);
+	return ifc->ifindex ? 0 : -ENODEV;
 }
 
 /* The link pinned at path, as ifc->link. */
@@ -126,7 +181,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 
 	ifc->adopted = ifc->severed = false;
 	ifc->why[0] = 0;
-	err = fg_link_path(path, sizeof(path), dir, ifc->name);
+	err = fg_link_path(path, sizeof(path), dir, ifc->conf);
 	if (err) {
 		snprintf(ifc->why, sizeof(ifc->why), "link path in %s: %s", dir, strerror(-err));
 		return err;
@@ -157,14 +212,17 @@ static void drop_severed(struct fg_iface *ifc, const char *dir)
 	ifc->link = NULL;
 	ifc->xdp_mode = 0;
 	ifc->failed_ifindex = 0;
-	if (!fg_link_path(path, sizeof(path), dir, ifc->name))
+	if (!fg_link_path(path, sizeof(path), dir, ifc->conf))
 		unlink(path);
 }
 
 /*
- * When an interface is deleted the kernel severs its XDP link. Every tick,
- * notice that and attach again as soon as an interface of that name exists,
- * keeping buckets and counters (they live in the maps, not the link).
+ * Every tick: a link the kernel still reports an ifindex for holds its
+ * device, renamed or not (issue 8: a rename was taken for a deletion and
+ * the filter detached from a live device). When an interface is deleted
+ * the kernel severs its link (ifindex 0); then attach again as soon as an
+ * interface of the configured name exists, keeping buckets and counters
+ * (they live in the maps, not the link).
  */
 int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
 		    int xdp_mode)
@@ -173,19 +231,25 @@ int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, con
 
 	for (int i = 0; i < n; i++) {
 		struct fg_iface *ifc = &ifs[i];
-		int now = (int)if_nametoindex(ifc->name);
+		int now;
 
 		ifc->change = 0;
-		if (ifc->link && fg_link_ifindex(bpf_link__fd(ifc->link)) == ifc->ifindex &&
-		    now == ifc->ifindex)
-			continue;
 		if (ifc->link) {
+			int held = fg_link_ifindex(bpf_link__fd(ifc->link));
+
+			if (held) {
+				follow_device(ifc, held);
+				changed += ifc->change != 0;
+				continue;
+			}
 			drop_severed(ifc, dir);
 			ifc->change |= FG_IF_LOST;
 		}
+		now = (int)if_nametoindex(ifc->conf);
 		if (now && now != ifc->failed_ifindex) {
 			/* not gone, and not an ifindex a retry would fail (and log) on again */
 			ifc->ifindex = now;
+			memcpy(ifc->name, ifc->conf, sizeof(ifc->name));
 			if (fg_attach_iface(skel, dir, xdp_mode, ifc) == 0) {
 				ifc->change |= FG_IF_BACK;
 			} else {
@@ -215,7 +279,7 @@ void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
 		if (strncmp(de->d_name, FG_LINK_PREFIX, plen))
 			continue;
 		for (int i = 0; i < n; i++)
-			ours |= !strcmp(ifs[i].name, ifn);
+			ours |= !strcmp(ifs[i].conf, ifn);
 		if (ours || fg_link_path(path, sizeof(path), dir, ifn))
 			continue;
 		gone(ifn, unlink(path) ? -errno : 0);

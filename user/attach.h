@@ -5,6 +5,15 @@
  * swaps its program into the pinned link (bpf_link__update_program) instead
  * of attaching again. Functions return 0 or a negative errno and log
  * nothing: what happened is left in struct fg_iface for the caller to log.
+ *
+ * An interface is followed by its ifindex, not its name: a link whose
+ * ifindex the kernel still reports holds the same device, whatever it is
+ * called now, so a rename changes fg_iface.name and nothing else. Only a
+ * severed link (ifindex 0: the device was unregistered) loses it; then an
+ * interface of the configured name is attached as soon as there is one.
+ * The link's pin keeps the configured name (link_<conf>) across renames,
+ * so a restarted daemon with the same file finds and adopts it, and
+ * `floodgate detach` (which unpins every link_*) still removes it.
  */
 #ifndef FG_ATTACH_H
 #define FG_ATTACH_H
@@ -23,10 +32,13 @@ enum fg_iface_change {
 	FG_IF_LOST = 1,		/* its link was severed (interface deleted): unpinned */
 	FG_IF_BACK = 2,		/* an interface of that name is there again: attached */
 	FG_IF_FAILED = 4,	/* it is there again but attaching failed (why) */
+	FG_IF_RENAMED = 8,	/* the attached device has a new name (was -> name); still attached */
 };
 
 struct fg_iface {
-	char name[IF_NAMESIZE];
+	char conf[IF_NAMESIZE];	/* the configured name; the link pin is link_<conf> */
+	char name[IF_NAMESIZE];	/* the device's name now (follows renames) */
+	char was[IF_NAMESIZE];	/* its name before the last FG_IF_RENAMED */
 	int ifindex;
 	__u32 xdp_mode;		/* 1 native, 2 generic, 0 detached (interface gone) */
 	struct bpf_link *link;
@@ -38,6 +50,13 @@ struct fg_iface {
 };
 
 #define FG_LINK_PATH_LEN	320	/* a pin dir of up to 255 bytes, "/link_", a name */
+
+/*
+ * The interface configured as conf: the device a live pinned link
+ * dir/link_<conf> holds (FG_IF_RENAMED in change when it is called
+ * something else now), else the interface named conf (-ENODEV: none).
+ */
+int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf);
 
 /* dir/link_<ifname>; -ENAMETOOLONG if it does not fit. */
 int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname);
@@ -51,13 +70,13 @@ int fg_link_ifindex(int link_fd);
 int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 		    struct fg_iface *ifc);
 
-/* Notice interfaces that went away (their link severed) and came back,
- * and attach again; sets each one's change. Returns how many changed. */
+/* Notice interfaces renamed, gone (their link severed) and back, and
+ * attach again; sets each one's change. Returns how many changed. */
 int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
 		    int xdp_mode);
 
-/* Unpin links in dir for interfaces not in ifs (which detaches them);
- * calls gone(ifname, err) for each, err 0 when unpinned. */
+/* Unpin links in dir for interfaces not configured in ifs (which detaches
+ * them); calls gone(ifname, err) for each, err 0 when unpinned. */
 void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
 			 void (*gone)(const char *ifname, int err));
 

@@ -2,8 +2,8 @@
 /*
  * The floodgate CLI's commands, by group: cli_status.c (status),
  * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_policy.c
- * (check, reload, detach), cli_conn.c (the concurrency caps' part of top
- * and status); the helpers they share are in cli_common.c, the
+ * (check, reload, detach), cli_lists.c (allow, deny), cli_conn.c (the
+ * concurrency caps' part of top and status); the helpers they share are in cli_common.c, the
  * command table and the option tables in floodgate.c.
  *
  * Each command returns the process's exit status: 0 ok, 1 runtime failure,
@@ -31,6 +31,9 @@ struct cli_args {
 	bool bypass_for;	/* bypass --for given */
 	__u64 bypass_ns;	/* its duration */
 	bool force;		/* detach --force */
+	bool rt_for;		/* allow/deny add --for given */
+	__u64 rt_ns;		/* its duration */
+	const char *comment;	/* allow/deny add --comment */
 	const char *pos[2];	/* positional words */
 	int npos;
 	const char *dir;	/* the pin dir in use */
@@ -44,6 +47,8 @@ int cli_bypass(void *cfg);
 int cli_check(void *cfg);
 int cli_reload(void *cfg);
 int cli_detach(void *cfg);
+int cli_allow(void *cfg);
+int cli_deny(void *cfg);
 
 /* --- cli_conn.c: the concurrency caps in top and status --- */
 void cli_conn_top_text(const struct cli_args *a, const struct fg_name *names);
@@ -55,10 +60,17 @@ struct json_object *cli_conn_status_json(const struct cli_args *a, const struct 
 
 /* --- cli_common.c --- */
 
-/* Open the pin dir's maps; logs why not. */
+/* Open the pin dir's maps; logs why not. When the pin dir is missing or
+ * incomplete, the maps of the floodgate program on an interface of this
+ * network namespace instead (discover.h), saying so; m->dirfd is then -1. */
 int cli_open_maps(const struct cli_args *a, struct fg_maps *m);
-/* Take the pin dir's lock (5 s); logs why not. */
+/* Take the pin dir's lock (5 s); logs why not. No pin dir (maps found
+ * through an interface): nothing to lock, 0. */
 int cli_lock_maps(struct fg_maps *m);
+/* detach without a (complete) pin dir: remove the floodgate program found
+ * on this namespace's interfaces, SIGTERM its live daemon (--force), and
+ * what is left of the pin dir; the exit status. */
+int cli_detach_found(const struct cli_args *a);
 /* "uid 0 (root) via sudo by alice", for the audit log */
 const char *cli_who(char *buf, size_t len);
 /* 12345 -> "12345", 123456 -> "123.5k" */

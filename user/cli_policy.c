@@ -161,12 +161,11 @@ int cli_detach(void *cfg)
 	struct fg_maps m;
 	int err;
 
-	if (access(a->dir, F_OK)) {
-		pr_warn("no floodgate pin dir at %s: nothing to detach", a->dir);
-		return 1;
-	}
-	/* a pin dir we cannot vet (other version, half removed) may still be removed */
-	if (!fg_maps_open(&m, a->dir, why)) {
+	/* a pin dir we cannot vet (other version) may still be removed */
+	err = fg_maps_open(&m, a->dir, why);
+	if (err == -ENOENT)	/* gone or partial: find the filter through its interfaces */
+		return cli_detach_found(a);
+	if (!err) {
 		fg_meta_read(&m, &meta);
 		fg_maps_close(&m);
 	} else {

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <bpf/bpf.h>
 #include <json-c/json.h>
 #include "cli.h"
+#include "ctl.h"
+#include "discover.h"
 #include "log.h"
 #include "sources.h"
 #include "sysutil.h"
@@ -16,36 +16,40 @@
 /* Everything status shows, read once. */
 struct status {
 	const char *dir;
-	struct fg_ctl ctl;
+	struct fg_ctl ctl;		/* ctl.mode is the file's global mode */
+	__u32 mode;			/* the global mode in force */
+	__u32 rule_mode[FG_MAX_RULES];	/* each rule's mode in force */
+	__u32 rule_ovr[FG_MAX_RULES];	/* each rule's override (enum fg_ovr) */
 	struct fg_meta meta;
 	struct fg_policy pol;
 	struct fg_name names[FG_MAX_IDS];
-	bool attached[FG_MAX_IFS];	/* link pinned and not severed */
+	bool attached[FG_MAX_IFS];	/* the filter runs on it */
 	bool running;			/* meta.pid is a live floodgated */
 	size_t n4, n6;
 	__u64 now;
 };
 
-/* A pinned link outlives its interface: the kernel severs it (ifindex 0)
- * when the device is deleted. */
-static bool link_attached(const char *dir, const char *ifname)
+/* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
+ * rule in include/floodgate.h, ctl.h's readers). */
+static int status_modes(struct fg_maps *m, struct status *st)
 {
-	struct bpf_link_info li = {};
-	__u32 ll = sizeof(li);
-	char path[512];
-	bool attached;
-	int fd;
+	struct fg_ctl_map cm;
+	int err = fg_ctl_map_open(&cm, m->fd[FGM_CTL]);
 
-	snprintf(path, sizeof(path), "%s/" FG_LINK_PREFIX "%s", dir, ifname);
-	attached = access(path, F_OK) == 0;
-	if (!attached)
-		return false;
-	fd = bpf_obj_get(path);
-	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &li, &ll) && !li.xdp.ifindex)
-		attached = false;
-	if (fd >= 0)
-		close(fd);
-	return attached;
+	if (err)
+		return err;
+	err = fg_ctl_snapshot(&cm, &st->ctl);
+	fg_ctl_map_close(&cm);
+	if (err)
+		return err;
+	st->mode = fg_ctl_mode_global(&st->ctl);
+	for (__u32 i = 0; i < st->pol.nrules && i < FG_MAX_RULES; i++) {
+		const struct fg_rule *r = &st->pol.rules[i];
+
+		st->rule_ovr[i] = fg_ctl_mode_rule_ovr(&st->ctl, r->id);
+		st->rule_mode[i] = fg_ctl_mode_rule(&st->ctl, r->id, r->mode);
+	}
+	return 0;
 }
 
 static int status_read(struct fg_maps *m, struct status *st)
@@ -53,8 +57,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 	int err;
 
 	st->now = fg_mono_coarse_ns();
-	if ((err = fg_ctl_read(m, &st->ctl)) || (err = fg_meta_read(m, &st->meta)) ||
-	    (err = fg_policy_read_active(m, &st->pol)) || (err = fg_names_read(m, st->names)) ||
+	if ((err = fg_meta_read(m, &st->meta)) || (err = fg_policy_read_active(m, &st->pol)) ||
+	    (err = fg_names_read(m, st->names)) || (err = status_modes(m, st)) ||
 	    (err = fg_sources_count(m, &st->n4, &st->n6)))
 		return err;
 	st->running = fg_daemon_alive(st->meta.pid);
@@ -63,7 +67,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 		struct fg_meta_if *mi = &st->meta.ifs[i];
 
 		mi->name[sizeof(mi->name) - 1] = 0;
-		st->attached[i] = link_attached(st->dir, mi->name);
+		/* by ifindex, not by name or pin: renames and lost pins change nothing */
+		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 	}
 	return 0;
 }
@@ -110,6 +115,56 @@ static void print_bypass_text(const struct status *st)
 		printf("bypass:    %s\n", c->bypass ? "ON until switched off: everything passes" : "off");
 }
 
+static const char *ovr_name(__u32 ovr)
+{
+	return ovr == FG_OVR_SHADOW ? "shadow" : "enforce";
+}
+
+/* "2026-12-01 09:12:03", when the overrides last changed */
+static void since_str(const struct status *st, char *buf, size_t len)
+{
+	time_t t = (time_t)st->ctl.ovr_since;
+
+	if (!t || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", localtime(&t)))
+		snprintf(buf, len, "?");
+}
+
+/* mode: what runs; where an override makes it differ from the file, both */
+static void print_mode_text(const struct status *st)
+{
+	const char *drops = st->mode == FG_MODE_SHADOW ? "; nothing is dropped" : "";
+	char since[64];
+
+	since_str(st, since, sizeof(since));
+	if (!st->ctl.mode_ovr)
+		printf("mode:      %s (the file's%s)\n", cli_mode_str(st->mode), drops);
+	else if (st->mode != st->ctl.mode)
+		printf("mode:      %s (CLI override, overrides last set %s; the file says %s: "
+		       "'floodgate mode file' returns to it%s)\n", cli_mode_str(st->mode), since,
+		       cli_mode_str(st->ctl.mode), drops);
+	else
+		printf("mode:      %s (CLI override, overrides last set %s; the same as the file%s)\n",
+		       cli_mode_str(st->mode), since, drops);
+}
+
+static void print_rule_text(const struct status *st, __u32 i)
+{
+	const struct fg_rule *r = &st->pol.rules[i];
+	char since[64];
+
+	printf("  %-24s %s%s", rule_name_at(st, r), cli_action_str(r->action),
+	       st->rule_mode[i] == FG_MODE_SHADOW ? " (shadow)" : "");
+	since_str(st, since, sizeof(since));
+	if (st->rule_ovr[i])
+		printf(" - CLI override %s, overrides last set %s; the file says %s%s",
+		       ovr_name(st->rule_ovr[i]), since, cli_mode_str(r->mode),
+		       (st->rule_ovr[i] == FG_OVR_SHADOW) != (st->rule_mode[i] == FG_MODE_SHADOW) ?
+		       "; the global mode wins" : "");
+	else if (st->rule_mode[i] != r->mode)
+		printf(" - the global mode wins; the file says %s", cli_mode_str(r->mode));
+	printf("\n");
+}
+
 static void status_text(const struct status *st)
 {
 	const struct fg_policy *pol = &st->pol;
@@ -122,21 +177,16 @@ static void status_text(const struct status *st)
 
 		printf("interface: %s (ifindex %u) %s XDP%s\n", mi->name, mi->ifindex,
 		       mi->xdp_mode == 1 || mi->xdp_mode == 2 ? xdp_mode_str(mi->xdp_mode) : "no",
-		       st->attached[i] ? ", link pinned" :
-		       ", NOT attached (interface deleted, or no pinned link)");
+		       st->attached[i] ? ", attached" :
+		       ", NOT attached (interface deleted, or detached)");
 	}
-	printf("mode:      %s\n", st->ctl.mode == FG_MODE_SHADOW ? "shadow (nothing is dropped)" :
-	       "enforce");
+	print_mode_text(st);
 	print_bypass_text(st);
 	printf("policy:    version %llu, slot %u, %u rules, default %s\n",
 	       (unsigned long long)pol->version, st->ctl.slot, pol->nrules,
 	       pol->default_verdict ? "drop" : "pass");
-	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
-		const struct fg_rule *r = &pol->rules[i];
-
-		printf("  %-24s %s%s\n", rule_name_at(st, r), cli_action_str(r->action),
-		       r->mode == FG_MODE_SHADOW ? " (shadow)" : "");
-	}
+	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++)
+		print_rule_text(st, i);
 	printf("sources:   %zu IPv4, %zu IPv6 (max %llu each)\n", st->n4, st->n6,
 	       (unsigned long long)st->meta.max_sources);
 }
@@ -202,7 +252,13 @@ static struct json_object *policy_json(const struct status *st, int *err)
 
 		cli_json_add(err, o, "name", json_object_new_string(rule_name_at(st, r)));
 		cli_json_add(err, o, "action", json_object_new_string(cli_action_str(r->action)));
-		cli_json_add(err, o, "mode", json_object_new_string(cli_mode_str(r->mode)));
+		cli_json_add(err, o, "mode", json_object_new_string(cli_mode_str(st->rule_mode[i])));
+		cli_json_add(err, o, "mode_file", json_object_new_string(cli_mode_str(r->mode)));
+		if (st->rule_ovr[i])
+			cli_json_add(err, o, "override",
+				     json_object_new_string(ovr_name(st->rule_ovr[i])));
+		else
+			cli_json_add_null(err, o, "override");
 		cli_json_push(err, rules, o);
 	}
 	cli_json_add(err, p, "rules", rules);
@@ -220,7 +276,14 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, root, "daemon", daemon_json(st, &err));
 	cli_json_add(&err, root, "config", json_object_new_string(st->meta.config));
 	cli_json_add(&err, root, "interfaces", ifaces_json(st, &err));
-	cli_json_add(&err, root, "mode", json_object_new_string(cli_mode_str(st->ctl.mode)));
+	cli_json_add(&err, root, "mode", json_object_new_string(cli_mode_str(st->mode)));
+	cli_json_add(&err, root, "mode_file", json_object_new_string(cli_mode_str(st->ctl.mode)));
+	if (st->ctl.mode_ovr)
+		cli_json_add(&err, root, "mode_override",
+			     json_object_new_string(ovr_name(st->ctl.mode_ovr)));
+	else
+		cli_json_add_null(&err, root, "mode_override");
+	cli_json_add(&err, root, "override_since", json_object_new_uint64(st->ctl.ovr_since));
 	cli_json_add(&err, root, "bypass", bypass_json(st, &err));
 	cli_json_add(&err, root, "policy", policy_json(st, &err));
 	cli_json_add(&err, src, "ipv4", json_object_new_uint64(st->n4));

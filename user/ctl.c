@@ -146,51 +146,90 @@ int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
 	return 0;
 }
 
+int fg_switch_rt_active(struct fg_ctl_map *cm, int delta)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (delta != 1 && delta != -1)
+		return -EINVAL;
+	/* seq_cst: the add is visible before the insert that follows it */
+	__atomic_fetch_add(&cm->ctl->rt_active, (__u32)delta, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+__u32 fg_ctl_mode_global(const struct fg_ctl *c)
+{
+	if (c->mode_ovr)
+		return c->mode_ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	return c->mode == FG_MODE_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+}
+
+__u32 fg_ctl_mode_rule_ovr(const struct fg_ctl *c, __u32 id)
+{
+	__u64 bit = 1ull << (id % 64);
+
+	if (id >= FG_MAX_IDS || !(c->rule_ovr_set[id / 64] & bit))
+		return FG_OVR_NONE;
+	return c->rule_ovr_shadow[id / 64] & bit ? FG_OVR_SHADOW : FG_OVR_ENFORCE;
+}
+
+__u32 fg_ctl_mode_rule(const struct fg_ctl *c, __u32 id, __u32 file_mode)
+{
+	__u32 ovr = fg_ctl_mode_rule_ovr(c, id);
+
+	if (fg_ctl_mode_global(c) == FG_MODE_SHADOW)	/* global shadow wins over every rule */
+		return FG_MODE_SHADOW;
+	if (ovr)
+		return ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	return file_mode == FG_MODE_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+}
+
+/* The fields the mode rule reads, each loaded atomically (the set bit before its shadow bit). */
+static void mode_fields(const struct fg_ctl *live, __u32 id, struct fg_ctl *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mode_ovr = LOAD(&live->mode_ovr);
+	c->mode = LOAD(&live->mode);
+	if (id < FG_MAX_IDS) {
+		c->rule_ovr_set[id / 64] = LOAD(&live->rule_ovr_set[id / 64]);
+		c->rule_ovr_shadow[id / 64] = LOAD(&live->rule_ovr_shadow[id / 64]);
+	}
+}
+
 int fg_ctl_global_mode(const struct fg_ctl_map *cm, __u32 *mode)
 {
-	__u32 ovr;
+	struct fg_ctl c;
 
 	if (!cm->ctl)
 		return -EBADF;
-	ovr = LOAD(&cm->ctl->mode_ovr);
-	if (ovr)
-		*mode = ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
-	else
-		*mode = LOAD(&cm->ctl->mode) == FG_MODE_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+	mode_fields(cm->ctl, FG_MAX_IDS, &c);
+	*mode = fg_ctl_mode_global(&c);
 	return 0;
 }
 
 int fg_ctl_rule_ovr(const struct fg_ctl_map *cm, __u32 id, __u32 *ovr)
 {
-	__u64 bit;
+	struct fg_ctl c;
 
 	if (!cm->ctl)
 		return -EBADF;
 	if (id >= FG_MAX_IDS)
 		return -EINVAL;
-	bit = 1ull << (id % 64);
-	if (!(LOAD(&cm->ctl->rule_ovr_set[id / 64]) & bit))
-		*ovr = FG_OVR_NONE;
-	else
-		*ovr = LOAD(&cm->ctl->rule_ovr_shadow[id / 64]) & bit ? FG_OVR_SHADOW : FG_OVR_ENFORCE;
+	mode_fields(cm->ctl, id, &c);
+	*ovr = fg_ctl_mode_rule_ovr(&c, id);
 	return 0;
 }
 
 int fg_ctl_rule_mode(const struct fg_ctl_map *cm, __u32 id, __u32 file_mode, __u32 *mode)
 {
-	__u32 global, ovr;
-	int err;
+	struct fg_ctl c;
 
-	if (file_mode > FG_MODE_SHADOW)
+	if (!cm->ctl)
+		return -EBADF;
+	if (id >= FG_MAX_IDS || file_mode > FG_MODE_SHADOW)
 		return -EINVAL;
-	if ((err = fg_ctl_global_mode(cm, &global)) || (err = fg_ctl_rule_ovr(cm, id, &ovr)))
-		return err;
-	if (global == FG_MODE_SHADOW)	/* global shadow wins over every rule */
-		*mode = FG_MODE_SHADOW;
-	else if (ovr)
-		*mode = ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
-	else
-		*mode = file_mode;
+	mode_fields(cm->ctl, id, &c);
+	*mode = fg_ctl_mode_rule(&c, id, file_mode);
 	return 0;
 }
 
@@ -210,6 +249,7 @@ int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
 	out->mode_ovr = LOAD(&c->mode_ovr);
 	out->seed4 = LOAD(&c->seed4);
 	out->src4_bits = LOAD(&c->src4_bits);
+	out->rt_active = LOAD(&c->rt_active);
 	for (int w = 0; w < FG_OVR_WORDS; w++) {
 		out->rule_ovr_set[w] = LOAD(&c->rule_ovr_set[w]);
 		out->rule_ovr_shadow[w] = LOAD(&c->rule_ovr_shadow[w]);

@@ -14,6 +14,7 @@
  *                          fg_switch_clear_rule_ovr_ids
  *   operator (CLI):        fg_switch_bypass, fg_switch_mode_ovr,
  *                          fg_switch_rule_ovr
+ *   runtime lists (CLI, daemon; user/rtlist.h): fg_switch_rt_active
  *
  * Order. Where the program reads two fields, the writer stores the second
  * one first and the first one with release: bypass_until then bypass, and
@@ -66,7 +67,22 @@ int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot);
 /* Apply: the policy file's global mode (enum fg_mode). */
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode);
 
+/* Runtime lists: add delta (+1 before an insert, -1 after a delete) to
+ * rt_active, atomically; the count of other writers is never lost. */
+int fg_switch_rt_active(struct fg_ctl_map *cm, int delta);
+
 /* Readers: what is in force, by the rule in include/floodgate.h. */
+
+/* Readers: what is in force, by the rule in include/floodgate.h; the
+ * fg_ctl_mode_* ones on a copy (fg_ctl_snapshot, fg_ctl_read), the others
+ * on the mapping. */
+/* The global mode in force in c (enum fg_mode). */
+__u32 fg_ctl_mode_global(const struct fg_ctl *c);
+/* Rule id's override in c (enum fg_ovr; FG_OVR_NONE for an id out of range). */
+__u32 fg_ctl_mode_rule_ovr(const struct fg_ctl *c, __u32 id);
+/* The mode in force in c for rule id whose file mode is file_mode. */
+__u32 fg_ctl_mode_rule(const struct fg_ctl *c, __u32 id, __u32 file_mode);
+
 /* The global mode in force (enum fg_mode). */
 int fg_ctl_global_mode(const struct fg_ctl_map *cm, __u32 *mode);
 /* Rule id's override (enum fg_ovr). */

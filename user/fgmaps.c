@@ -35,32 +35,41 @@ void fg_why(char *why, const char *fmt, ...)
 /*
  * Every pinned map, in enum fg_map_id order: its id, its name in the
  * skeleton and the pin dir, and what it must look like (checked on every
- * open; max_entries 0: any). One place: map_defs and fg_skel_maps expand it.
+ * open; max_entries 0: any; flags: those that must be set, mmapped maps
+ * need BPF_F_MMAPABLE). One place: map_defs and fg_skel_maps expand it.
  */
 #define FG_MAPS(X)								\
-	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1)	\
-	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2) \
+	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1,	\
+	  BPF_F_MMAPABLE)							\
+	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2, 0) \
 	X(FGM_PFX4, fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4),	\
-	  sizeof(struct fg_pfx), 0)						\
+	  sizeof(struct fg_pfx), 0, 0)						\
 	X(FGM_PFX6, fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6),	\
-	  sizeof(struct fg_pfx), 0)						\
-	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2)	\
-	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2)	\
-	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0)	\
+	  sizeof(struct fg_pfx), 0, 0)						\
+	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2, 0) \
+	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2, 0) \
+	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0,	\
+	  BPF_F_MMAPABLE)							\
 	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6),	\
-	  sizeof(struct fg_bucket), 0)						\
-	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG) \
+	  sizeof(struct fg_bucket), 0, 0)					\
+	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG, 0) \
 	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
-	  FG_NROWS)								\
+	  FG_NROWS, 0)								\
 	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
-	  FG_MAX_IDS)								\
-	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1)
+	  FG_MAX_IDS, 0)							\
+	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1, 0) \
+	X(FGM_RT4, fg_rt4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key4),	\
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
+	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6),	\
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
+	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease),	\
+	  FG_MAX_IDS, BPF_F_MMAPABLE)
 
 static const struct {
 	const char *name;
-	__u32 type, key_size, value_size, max_entries;
+	__u32 type, key_size, value_size, max_entries, flags;
 } map_defs[FGM_NMAPS] = {
-#define MAP_DEF(id, name, type, ksz, vsz, max) [id] = { #name, type, ksz, vsz, max },
+#define MAP_DEF(id, name, type, ksz, vsz, max, flags) [id] = { #name, type, ksz, vsz, max, flags },
 	FG_MAPS(MAP_DEF)
 #undef MAP_DEF
 };
@@ -69,6 +78,7 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_PASS] = "pass", [FG_OUT_DROP] = "drop", [FG_OUT_SHADOW] = "shadow",
 	[FG_OUT_ALLOW] = "allow", [FG_OUT_DENY] = "deny", [FG_OUT_BYPASS] = "bypass",
 	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
+	[FG_OUT_RT_ALLOW] = "rt_allow", [FG_OUT_RT_DENY] = "rt_deny",
 	[FG_OUT_CAP] = "cap",
 };
 
@@ -78,6 +88,8 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_FULL_OPEN] = "full_open", [FG_EV_FULL_CLOSED] = "full_closed",
 	[FG_EV_CONTENDED] = "contended", [FG_EV_AGG_DROP] = "agg_drop",
 	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
+	[FG_EV_RT_EXPIRED] = "rt_expired",
+	[FG_EV_FLEET_DROP] = "fleet_drop", [FG_EV_FLEET_LOSS] = "fleet_loss",
 	[FG_EV_CAP_SHADOW] = "cap_shadow", [FG_EV_CAP_NOSLOT] = "cap_noslot",
 	[FG_EV_CAP_CONTENDED] = "cap_contended", [FG_EV_CAP_NOMEM] = "cap_nomem",
 };
@@ -199,10 +211,11 @@ static int check_map(int fd, enum fg_map_id id, const char *dir, char *why)
 		return -errno;
 	if (info.type != map_defs[id].type || info.key_size != map_defs[id].key_size ||
 	    info.value_size != map_defs[id].value_size ||
-	    (map_defs[id].max_entries && info.max_entries != map_defs[id].max_entries)) {
-		fg_why(why, "%s/%s has an incompatible layout (type %u key %u value %u entries %u); "
-		    "it was pinned by another floodgate version", dir, map_defs[id].name,
-		    info.type, info.key_size, info.value_size, info.max_entries);
+	    (map_defs[id].max_entries && info.max_entries != map_defs[id].max_entries) ||
+	    (info.map_flags & map_defs[id].flags) != map_defs[id].flags) {
+		fg_why(why, "%s/%s has an incompatible layout (type %u key %u value %u entries %u "
+		    "flags 0x%x); it was pinned by another floodgate version", dir, map_defs[id].name,
+		    info.type, info.key_size, info.value_size, info.max_entries, info.map_flags);
 		return -EPROTO;
 	}
 	return 0;
@@ -253,10 +266,20 @@ out:
 	return err;
 }
 
-int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
+/* The stamp in fg_ctl and fg_meta, once every map is open and checked. */
+static int check_opened(struct fg_maps *m, const char *where, char *why)
 {
 	struct fg_ctl ctl;
 	struct fg_meta meta;
+	int err;
+
+	if ((err = fg_ctl_read(m, &ctl)) || (err = fg_meta_read(m, &meta)))
+		return err;
+	return check_stamp(&ctl, &meta, where, why);
+}
+
+int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
+{
 	char p[512];
 	int err;
 
@@ -281,14 +304,58 @@ int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
 		if (err)
 			goto fail;
 	}
-	if ((err = fg_ctl_read(m, &ctl)) || (err = fg_meta_read(m, &meta)))
-		goto fail;
-	err = check_stamp(&ctl, &meta, dir, why);
+	err = check_opened(m, dir, why);
 	if (err)
 		goto fail;
 	return 0;
 fail:
 	fg_maps_close(m);
+	return err;
+}
+
+const char *fg_map_name(enum fg_map_id id)
+{
+	return id < FGM_NMAPS ? map_defs[id].name : "?";
+}
+
+void fg_map_shape(enum fg_map_id id, __u32 *type, __u32 *key_size, __u32 *value_size,
+		  __u32 *max_entries)
+{
+	*type = map_defs[id].type;
+	*key_size = map_defs[id].key_size;
+	*value_size = map_defs[id].value_size;
+	*max_entries = map_defs[id].max_entries;
+}
+
+int fg_map_id_of(const char *name)
+{
+	for (int i = 0; i < FGM_NMAPS; i++)
+		if (!strcmp(name, map_defs[i].name))
+			return i;
+	return -ENOENT;
+}
+
+int fg_maps_open_fds(struct fg_maps *m, int fd[FGM_NMAPS], const char *where, char *why)
+{
+	int err = 0;
+
+	maps_init(m);
+	snprintf(m->dir, sizeof(m->dir), "%s", where);
+	for (int i = 0; i < FGM_NMAPS; i++) {
+		m->fd[i] = fd[i];
+		fd[i] = -1;
+		if (m->fd[i] < 0 && !err) {
+			fg_why(why, "%s has no map %s: not this floodgate's program", where,
+			       map_defs[i].name);
+			err = -EPROTO;
+		}
+		if (m->fd[i] >= 0 && !err)
+			err = check_map(m->fd[i], i, where, why);
+	}
+	if (!err)
+		err = check_opened(m, where, why);
+	if (err)
+		fg_maps_close(m);
 	return err;
 }
 
@@ -361,19 +428,19 @@ int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl)
 	return fg_array_read(m, FGM_CTL, 0, ctl);
 }
 
-int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl)
-{
-	return fg_array_write(m, FGM_CTL, 0, ctl);
-}
-
+/* fg_meta carries a bpf_spin_lock: whole values under it, never half of two */
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta)
 {
-	return fg_array_read(m, FGM_META, 0, meta);
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem_flags(m->fd[FGM_META], &k, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta)
 {
-	return fg_array_write(m, FGM_META, 0, meta);
+	__u32 k = 0;
+
+	return bpf_map_update_elem(m->fd[FGM_META], &k, meta, BPF_F_LOCK) ? -errno : 0;
 }
 
 int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS])
@@ -435,6 +502,8 @@ int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS])
 			}
 			for (int e = 0; e < FG_EV_MAX; e++)
 				rows[r].ev[e] += pc[c].ev[e];
+			rows[r].fleet_offered += pc[c].fleet_offered;
+			rows[r].fleet_unleased += pc[c].fleet_unleased;
 		}
 	}
 	free(pc);
@@ -459,7 +528,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, mode, bypass, the table's seed */
+		return 0;	/* adopted: keep slot, bypass, overrides, the table's seed */
 	err = fg_map_max_entries(m, FGM_SRC4, &nsets);
 	if (err)
 		return err;
@@ -475,30 +544,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	/* a random seed: a spoofer cannot aim sources at one set */
 	if (getrandom(&ctl.seed4, sizeof(ctl.seed4), 0) != sizeof(ctl.seed4))
 		return -errno;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_bypass(struct fg_maps *m, bool on, __u64 until)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.bypass = on;
-	ctl.bypass_until = on ? until : 0;
-	return fg_ctl_write(m, &ctl);
-}
-
-int fg_set_mode(struct fg_maps *m, __u32 mode)
-{
-	struct fg_ctl ctl;
-	int err = fg_ctl_read(m, &ctl);
-
-	if (err)
-		return err;
-	ctl.mode = mode;
-	return fg_ctl_write(m, &ctl);
+	return fg_array_write(m, FGM_CTL, 0, &ctl);
 }
 
 /* --- removal ----------------------------------------------------------------- */

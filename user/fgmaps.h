@@ -5,8 +5,9 @@
  *
  * A pin dir (default /sys/fs/bpf/floodgate) holds one pinned map per BTF map
  * of bpf/floodgate.bpf.c, under the map's name, and one pinned bpf_link per
- * interface, link_<ifname>. Writers (daemon apply, CLI bypass/mode, detach)
- * take flock(LOCK_EX) on the directory's fd; readers take no lock.
+ * interface, link_<ifname>. Policy writers (daemon apply, detach) take
+ * flock(LOCK_EX) on the directory's fd; readers take no lock, and neither
+ * do the runtime switches in fg_ctl (bypass, mode overrides: ctl.h).
  *
  * Functions return 0 or a negative errno and log nothing; those that can
  * fail for a reason an operator must read fill `why` (may be NULL).
@@ -38,6 +39,9 @@ enum fg_map_id {
 	FGM_STATS,
 	FGM_NAMES,
 	FGM_META,
+	FGM_RT4,
+	FGM_RT6,
+	FGM_LEASE,
 	FGM_NMAPS,
 };
 
@@ -77,6 +81,20 @@ int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why);
  * -EPROTO if the pin dir is of another version. */
 int fg_maps_open(struct fg_maps *m, const char *dir, char *why);
 
+/* A map's name ("fg_ctl", ...: its pin in the pin dir), and back
+ * (-ENOENT for a name that is not one of ours). */
+const char *fg_map_name(enum fg_map_id id);
+int fg_map_id_of(const char *name);
+/* What map id must look like (max_entries 0: any). */
+void fg_map_shape(enum fg_map_id id, __u32 *type, __u32 *key_size, __u32 *value_size,
+		  __u32 *max_entries);
+
+/* Maps found without a pin dir (discover.h): fd[i] is map i or -1. Each
+ * is checked as fg_maps_open checks a pinned one; m takes the fds (and
+ * closes them on failure), m->dir is where (for messages), m->dirfd -1:
+ * there is no pin dir to lock. */
+int fg_maps_open_fds(struct fg_maps *m, int fd[FGM_NMAPS], const char *where, char *why);
+
 /* Use a loaded skeleton's maps (daemon); the fds are dup()ed. */
 struct bpf_map;
 /* The skeleton's maps, indexed by enum fg_map_id. */
@@ -94,8 +112,8 @@ int fg_array_read(struct fg_maps *m, enum fg_map_id id, __u32 idx, void *val);
 int fg_array_write(struct fg_maps *m, enum fg_map_id id, __u32 idx, const void *val);
 int fg_map_max_entries(struct fg_maps *m, enum fg_map_id id, __u32 *max);
 
+/* A copy of fg_ctl; it is written only through ctl.h, and by fg_ctl_init. */
 int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);
-int fg_ctl_write(struct fg_maps *m, const struct fg_ctl *ctl);
 int fg_meta_read(struct fg_maps *m, struct fg_meta *meta);
 int fg_meta_write(struct fg_maps *m, const struct fg_meta *meta);
 int fg_names_read(struct fg_maps *m, struct fg_name names[FG_MAX_IDS]);
@@ -115,14 +133,12 @@ extern const char *const fg_event_names[FG_EV_MAX];
 /* Sets of fg_src4 for max_sources ways (a power of two, 2^7..2^24). */
 __u32 fg_src4_sets(__u64 max_sources);
 
-/* Stamp fg_ctl of a fresh pin dir: magic, ABI, slot 0, mode, fg_src4's
- * geometry and a random hash seed. An already stamped one is kept. */
+/* Stamp fg_ctl of a fresh pin dir, the one whole write it ever gets,
+ * before any program is attached: magic, ABI, slot 0, mode, fg_src4's
+ * geometry and a random hash seed. An already stamped one is kept whole
+ * (adoption: slot, bypass, overrides); the apply then stores the file's
+ * mode (apply.h). */
 int fg_ctl_init(struct fg_maps *m, __u32 mode);
-
-/* Global switches (caller holds the lock). until: CLOCK_MONOTONIC_COARSE
- * ns, 0 = no expiry. */
-int fg_set_bypass(struct fg_maps *m, bool on, __u64 until);
-int fg_set_mode(struct fg_maps *m, __u32 mode);
 
 /* Unpin the connection counter's link and maps (fg_conn_unpin), every
  * link_* (which detaches XDP if nothing else holds the link) and every

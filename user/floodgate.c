@@ -44,6 +44,20 @@ static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why
 	return 0;
 }
 
+/* allow/deny add --for DURATION: up to FG_RT_MAX_FOR */
+#define FG_RT_MAX_FOR	(366ull * 86400 * 1000000000ull)
+static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+{
+	struct cli_args *a = cfg;
+
+	(void)o;
+	if (fg_parse_duration(val, &a->rt_ns) || !a->rt_ns || a->rt_ns > FG_RT_MAX_FOR)
+		return fg_opt_fail(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)",
+				   val);
+	a->rt_for = true;
+	return 0;
+}
+
 static const struct fg_opt global_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', A, pin_dir, "DIR",
 		   "pin dir (default $" FG_PIN_DIR_ENV " or " FG_PIN_DIR_DEFAULT ")"),
@@ -70,12 +84,19 @@ static const struct fg_opt top_opts[] = {
 	FG_OPT_END,
 };
 static const struct fg_opt mode_opts[] = {
-	FG_OPT_STR("rule", 'r', A, rule, "NAME", "only this rule (until the next reload)"),
+	FG_OPT_STR("rule", 'r', A, rule, "NAME", "only this rule"),
 	FG_OPT_END,
 };
 static const struct fg_opt bypass_opts[] = {
 	FG_OPT_FUNC("for", 'f', opt_for, 0, "DURATION",
 		    "switch off by itself after DURATION (90s, 5m, 1h)"),
+	FG_OPT_END,
+};
+static const struct fg_opt list_opts[] = {
+	FG_OPT_FUNC("for", 'f', opt_rt_for, 0, "DURATION",
+		    "add: the entry ends by itself after DURATION (90s, 5m, 1h; default: until deleted)"),
+	FG_OPT_STR("comment", 'c', A, comment, "TEXT", "add: why (up to 63 printable characters)"),
+	OPT_JSON,
 	FG_OPT_END,
 };
 static const struct fg_opt detach_opts[] = {
@@ -89,10 +110,15 @@ static const struct fg_cmd cmds[] = {
 	{ "stats", "[--json] [--watch [SECS]]", "per-rule counters (summed over CPUs)", 0, 0,
 	  stats_opts, cli_stats },
 	{ "top", "[-n N] [--json]", "most throttled sources", 0, 0, top_opts, cli_top },
-	{ "mode", "enforce|shadow [--rule NAME]", "enforce, or only count would-be drops", 1, 1,
-	  mode_opts, cli_mode },
+	{ "mode", "enforce|shadow|file [--rule NAME]",
+	  "override the file's mode (until 'mode file'), or go back to it", 1, 1, mode_opts,
+	  cli_mode },
 	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1,
 	  bypass_opts, cli_bypass },
+	{ "deny", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
+	  "incident-time deny entries, before the file's lists", 1, 2, list_opts, cli_deny },
+	{ "allow", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
+	  "incident-time allow entries, before the file's lists", 1, 2, list_opts, cli_allow },
 	{ "check", "FILE", "validate a policy file and print what it compiles to", 1, 1, NULL,
 	  cli_check },
 	{ "reload", "", "make floodgated re-read its policy file", 0, 0, NULL, cli_reload },

@@ -32,12 +32,15 @@
 #include "attach.h"
 #include "connd.h"
 #include "daemonize.h"
+#include "discover.h"
 #include "fgmaps.h"
 #include "log.h"
 #include "metrics.h"
 #include "opts.h"
+#include "pinwatch.h"
 #include "policy.h"
 #include "reload_log.h"
+#include "rtlist.h"
 #include "throttle.h"
 #include "apply.h"
 #include "sources.h"
@@ -76,6 +79,7 @@ struct daemon {
 	struct fg_throttle tr;
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
+	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
 	struct fg_connd conn;	/* concurrency caps (connd.h) */
 };
 
@@ -178,18 +182,17 @@ static int choose_ifaces(struct daemon *d)
 	bool cli = d->o.n_ifs > 0;
 
 	d->n_ifs = cli ? d->o.n_ifs : d->cfg.n_ifs;
-	for (int i = 0; i < d->n_ifs; i++)
-		snprintf(d->ifs[i].name, IF_NAMESIZE, "%s", cli ? d->o.ifaces[i] : d->cfg.ifaces[i]);
 	if (!d->n_ifs) {
 		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
 		return -EINVAL;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
-		d->ifs[i].ifindex = (int)if_nametoindex(d->ifs[i].name);
-		if (!d->ifs[i].ifindex) {
-			int err = -errno;
+		const char *name = cli ? d->o.ifaces[i] : d->cfg.ifaces[i];
+		/* by name, or the device its pinned link still holds (renamed) */
+		int err = fg_iface_init(&d->ifs[i], d->dir, name);
 
-			pr_warn("interface %s: %s", d->ifs[i].name, strerror(-err));
+		if (err) {
+			pr_warn("interface %s: %s", name, strerror(-err));
 			return err;
 		}
 	}
@@ -219,8 +222,13 @@ static int check_pin_dir(struct daemon *d)
 	if (err)
 		goto fail;
 	d->pin_dir_existed = fg_pin_dir_populated(d->dir);
-	if (!d->pin_dir_existed)
+	if (!d->pin_dir_existed) {
+		/* a filter whose pins are gone still holds our interfaces */
+		err = fg_found_orphan(d->ifs, d->n_ifs, d->dir, why);
+		if (err)
+			goto fail;
 		return 0;
+	}
 	/* a live daemon first: its pin dir is not ours to judge, and the
 	 * max_sources advice below ("detach first") would stop it */
 	err = fg_maps_open(&m, d->dir, why);
@@ -238,49 +246,17 @@ fail:
 	return err;
 }
 
-/* Both slots live in one trie: room for twice the policy's prefixes; an
- * adopted trie keeps its size (reuse needs equal max_entries). */
-static int size_trie(struct daemon *d, struct bpf_map *trie, size_t need)
-{
-	__u32 cur = bpf_map__max_entries(trie), len;
-	struct bpf_map_info info = {};
-	char path[512];
-	int fd = -1, err;
-
-	snprintf(path, sizeof(path), "%s/%s", d->dir, bpf_map__name(trie));
-	if (d->pin_dir_existed)
-		fd = bpf_obj_get(path);
-	len = sizeof(info);
-	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-		cur = info.max_entries;
-	else if (2 * need > cur)
-		cur = 2 * need;
-	if (fd >= 0)
-		close(fd);
-	err = bpf_map__set_max_entries(trie, cur);
-	if (err)
-		pr_warn("%s: %u entries: %s", bpf_map__name(trie), cur, strerror(-err));
-	return err;
-}
-
 static int size_maps(struct daemon *d)
 {
-	size_t need[2] = {};
 	int err;
 
-	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE */
+	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
+	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
 					    fg_src4_sets(d->cfg.max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources))) {
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources)))
 		pr_warn("max_sources %llu: %s", (unsigned long long)d->cfg.max_sources,
 			strerror(-err));
-		return err;
-	}
-	for (size_t i = 0; i < d->cfg.n_pfx; i++)
-		need[d->cfg.pfx[i].family == 6]++;
-	err = size_trie(d, d->skel->maps.fg_pfx4, need[0]);
-	if (!err)
-		err = size_trie(d, d->skel->maps.fg_pfx6, need[1]);
 	return err;
 }
 
@@ -318,6 +294,7 @@ static int load_skel(struct daemon *d)
 static int lock_and_apply(struct daemon *d)
 {
 	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
 	int err;
 
 	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
@@ -340,14 +317,25 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, &d->cfg, why);
+	err = fg_policy_apply_diff(&d->maps, &d->cfg, &was, why);
 	if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
+	else if (d->pin_dir_existed)
+		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+	fg_inforce_free(&was);
 	return err;
+}
+
+static void log_renamed(const struct fg_iface *ifc)
+{
+	if (ifc->change & FG_IF_RENAMED)
+		pr_warn("%s is now called %s (ifindex %d); still attached", ifc->was, ifc->name,
+			ifc->ifindex);
 }
 
 static void log_attached(const struct fg_iface *ifc)
 {
+	log_renamed(ifc);
 	if (ifc->severed)
 		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
 			ifc->name);
@@ -376,6 +364,7 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	meta->pid = getpid();
 	meta->started = time(NULL);
 	meta->max_sources = d->cfg.max_sources;
+	meta->file_mode = (__u32)d->cfg.mode;	/* as the apply just stored it */
 	meta->n_ifs = d->n_ifs;
 	for (int i = 0; i < d->n_ifs; i++) {
 		meta->ifs[i].ifindex = d->ifs[i].ifindex;
@@ -466,6 +455,8 @@ static int attach_all(struct daemon *d)
 	fg_maps_unlock(&d->maps);
 	if (err)
 		pr_warn("writing fg_meta: %s", strerror(-err));
+	else if ((err = fg_pinwatch_init(&d->pw, &d->maps)))
+		pr_warn("watching the pins in %s: %s", d->dir, strerror(-err));
 	return err;
 }
 
@@ -505,6 +496,7 @@ static void rewrite_meta_ifaces(struct daemon *d)
 	for (int i = 0; i < d->n_ifs && i < FG_MAX_IFS; i++) {
 		meta.ifs[i].ifindex = d->ifs[i].ifindex;
 		meta.ifs[i].xdp_mode = d->ifs[i].xdp_mode;
+		memcpy(meta.ifs[i].name, d->ifs[i].name, sizeof(meta.ifs[i].name));
 	}
 	if (!fg_meta_write(&d->maps, &meta))
 		d->meta_dirty = false;
@@ -525,12 +517,20 @@ static void watch_ifaces(struct daemon *d)
 					ifc->name, ifc->ifindex);
 			if (ifc->change & FG_IF_FAILED)
 				pr_warn("%s: %s", ifc->name, ifc->why);
-			if (ifc->change & (FG_IF_LOST | FG_IF_BACK))
+			log_renamed(ifc);
+			if (ifc->change & (FG_IF_LOST | FG_IF_BACK | FG_IF_RENAMED))
 				d->meta_dirty = true;
 		}
 	}
 	if (d->meta_dirty)
 		rewrite_meta_ifaces(d);
+}
+
+/* Pins removed under us: put them back from our fds, or say why not. */
+static void watch_pins(struct daemon *d)
+{
+	if (fg_pinwatch_check(&d->pw, &d->maps, d->ifs, d->n_ifs, fg_mono_coarse_ns()))
+		pr_warn("%s", d->pw.msg);
 }
 
 static void tick(struct daemon *d)
@@ -556,6 +556,8 @@ static void tick(struct daemon *d)
 	else
 		fg_throttle_scan(&d->tr, src, n, names);
 	free(src);
+	if (ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
+		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
 					     .sources4 = scan.all4, .sources6 = scan.all6 };
@@ -570,10 +572,12 @@ static void tick(struct daemon *d)
 	}
 }
 
-/* Under the lock: the new policy, and the file's global mode if it changed. */
+/* Under the lock: the new policy, with the file's modes (apply.h); then
+ * what changed against what was in force. */
 static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 {
 	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
 	int err;
 
 	err = fg_maps_lock(&d->maps, LOCK_MS);
@@ -581,27 +585,16 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 		pr_warn("reload: cannot lock %s: %s; policy unchanged", d->dir, strerror(-err));
 		return err;
 	}
-	err = fg_policy_apply(&d->maps, ncfg, why);
+	err = fg_policy_apply_diff(&d->maps, ncfg, &was, why);
+	if (!err)
+		reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
+	fg_maps_unlock(&d->maps);
 	if (err) {
-		fg_maps_unlock(&d->maps);
 		pr_warn("reload: %s; the running policy is unchanged", why[0] ? why : strerror(-err));
 		return err;
 	}
-	reload_conn(d, &ncfg->pol);
-	if (ncfg->mode != d->cfg.mode) {
-		int merr = fg_set_mode(&d->maps, ncfg->mode);
-
-		if (merr) {
-			pr_warn("reload: cannot set the global mode to %s: %s; it stays %s "
-				"(the next reload tries again)", ncfg->mode ? "shadow" : "enforce",
-				strerror(-merr), d->cfg.mode ? "shadow" : "enforce");
-			ncfg->mode = d->cfg.mode;
-		} else {
-			pr_info("reload: global mode %s -> %s", d->cfg.mode ? "shadow" : "enforce",
-				ncfg->mode ? "shadow" : "enforce");
-		}
-	}
-	fg_maps_unlock(&d->maps);
+	fg_reload_log("reload", &was, ncfg);
+	fg_inforce_free(&was);
 	return 0;
 }
 
@@ -620,7 +613,6 @@ static void do_reload(struct daemon *d)
 		fg_config_free(&ncfg);
 		goto out;
 	}
-	fg_reload_log(&d->cfg, &ncfg);
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
@@ -648,6 +640,7 @@ static void serve(struct daemon *d)
 			do_reload(d);
 		}
 		watch_ifaces(d);
+		watch_pins(d);
 		reconcile_conn(d);
 		tick(d);
 		nanosleep(&ts, NULL);	/* a signal cuts it short */

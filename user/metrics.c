@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include "ctl.h"
 #include "fgmaps.h"
 #include "metrics.h"
 #include "sysutil.h"
@@ -241,7 +242,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "# TYPE floodgate_bypass gauge\nfloodgate_bypass %u\n",
 		s->ctl->bypass && (!s->ctl->bypass_until || s->ctl->bypass_until > fg_mono_coarse_ns()));
 	bprintf(&b, "# HELP floodgate_mode Global mode: 0 enforce, 1 shadow.\n"
-		    "# TYPE floodgate_mode gauge\nfloodgate_mode %u\n", s->ctl->mode);
+		    "# TYPE floodgate_mode gauge\nfloodgate_mode %u\n", fg_ctl_mode_global(s->ctl));
 	bprintf(&b, "# HELP floodgate_policy_version Version of the active policy.\n"
 		    "# TYPE floodgate_policy_version gauge\nfloodgate_policy_version %llu\n",
 		(unsigned long long)s->pol->version);

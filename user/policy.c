@@ -204,7 +204,7 @@ int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
 
 /* ---- limits ------------------------------------------------------------ */
 
-static const char *unit_name(int bytes)
+const char *pol_unit_name(int bytes)
 {
 	return bytes ? "bytes" : "packets";
 }
@@ -221,47 +221,81 @@ struct lim {
 	yaml_node_t *conn_node;
 };
 
-static int compile_limit(struct pol_ctx *c, yaml_node_t *rate_n,
-			 yaml_node_t *burst_n, long double rate,
-			 long double burst, int bytes, struct fg_limit *out)
+int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
+		     char *why, size_t whylen, int *burst_fault)
 {
 	long double inc;
 	unsigned __int128 tau;
+	int bf = 0;
 
-	if (rate <= 0)
-		return FAIL(c, rate_n, "rate must be above 0");
+#define LIM_FAIL(is_burst, ...) \
+	do { bf = (is_burst); snprintf(why, whylen, __VA_ARGS__); goto fail; } while (0)
+	if (!(rate > 0))
+		LIM_FAIL(0, "rate must be above 0");
 	if (rate > (long double)FG_TU_PER_SEC)
-		return FAIL(c, rate_n, "rate too high: at most %llu %s per second",
-			    (unsigned long long)FG_TU_PER_SEC, unit_name(bytes));
+		LIM_FAIL(0, "rate too high: at most %llu %s per second",
+			 (unsigned long long)FG_TU_PER_SEC, pol_unit_name(bytes));
 	/* rate <= FG_TU_PER_SEC, so inc >= 1 */
 	inc = roundl((long double)FG_TU_PER_SEC / rate);
 	/* the time unit is 1/64 ns: past ~1.28e9 per second the rounded
 	 * cost per unit would be off by more than 1% of the rate */
 	if (fabsl(inc - (long double)FG_TU_PER_SEC / rate) * 100 > inc)
-		return FAIL(c, rate_n, "rate too high for the bucket clock's resolution: "
-			    "at most 1280000000 %s per second per bucket", unit_name(bytes));
+		LIM_FAIL(0, "rate too high for the bucket clock's resolution: "
+			 "at most 1280000000 %s per second per bucket", pol_unit_name(bytes));
 	if (inc >= (long double)FG_MAX_TAU)
-		return FAIL(c, rate_n, "rate too low");
+		LIM_FAIL(0, "rate too low");
 	if (burst != floorl(burst))
-		return FAIL(c, burst_n, "burst must be a whole number of %s",
-			    unit_name(bytes));
+		LIM_FAIL(1, "burst must be a whole number of %s", pol_unit_name(bytes));
 	if (burst >= 18446744073709551616.0L)
-		return FAIL(c, burst_n, "burst too large");
+		LIM_FAIL(1, "burst too large");
 	if (!bytes && burst < 1)
-		return FAIL(c, burst_n, "burst must be at least 1 packet");
+		LIM_FAIL(1, "burst must be at least 1 packet");
 	if (bytes && burst < MIN_FRAME)
-		return FAIL(c, burst_n, "burst of %.0Lf bytes is below the smallest frame (%d bytes)",
-			    burst, MIN_FRAME);
+		LIM_FAIL(1, "burst of %.0Lf bytes is below the smallest frame (%d bytes)",
+			 burst, MIN_FRAME);
 	if (bytes && burst < FULL_FRAME)
-		return FAIL(c, burst_n, "burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
-			    burst, FULL_FRAME);
-	out->inc = (__u64)inc;
-	tau = (unsigned __int128)(__u64)burst * out->inc;
+		LIM_FAIL(1, "burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
+			 burst, FULL_FRAME);
+	tau = (unsigned __int128)(__u64)burst * (__u64)inc;
 	if (tau >= FG_MAX_TAU)
-		return FAIL(c, burst_n, "burst too large for this rate (burst/rate must stay below %llu seconds)",
-			    (unsigned long long)(FG_MAX_TAU / FG_TU_PER_SEC));
+		LIM_FAIL(1, "burst too large for this rate (burst/rate must stay below %llu seconds)",
+			 (unsigned long long)(FG_MAX_TAU / FG_TU_PER_SEC));
+#undef LIM_FAIL
+	out->inc = (__u64)inc;
 	out->tau = (__u64)tau;
 	return 0;
+fail:
+	if (burst_fault)
+		*burst_fault = bf;
+	return -EINVAL;
+}
+
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
+		   size_t whylen)
+{
+	long double b = floorl(burst);
+	long double least = bytes ? FULL_FRAME : 1;
+
+	if (!isfinite(rate) || !isfinite(burst)) {
+		snprintf(why, whylen, "rate and burst must be finite");
+		return -EINVAL;
+	}
+	if (b < least)
+		b = least;
+	return fg_limit_compile(rate, b, bytes, out, why, whylen, NULL);
+}
+
+int pol_compile_limit(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
+		      long double rate, long double burst, int bytes, struct fg_limit *out)
+{
+	char why[256];
+	int bf = 0;
+
+	if (!fg_limit_compile(rate, burst, bytes, out, why, sizeof(why), &bf))
+		return 0;
+	if (bf ? !burst_n : !rate_n)
+		return pol_fail_at(c, (yaml_mark_t){ 0 }, "%s", why);
+	return FAIL(c, bf ? burst_n : rate_n, "%s", why);
 }
 
 static const char *const limit_keys[] = {
@@ -270,9 +304,8 @@ static const char *const limit_keys[] = {
 static const char *const limit_keys_np[] = { "rate", "burst" };
 enum { LK_RATE, LK_BURST, LK_PREFIX_V4, LK_PREFIX_V6, LK_CONN, LK_TTL };
 
-/* rate: and burst:, both in packets or both in bytes. */
-static int parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
-			    long double *rate, long double *burst, int *bytes)
+int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
+			 long double *rate, long double *burst, int *bytes)
 {
 	const char *s;
 	int bbytes, err;
@@ -295,7 +328,7 @@ static int parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t 
 		return FAIL(c, burst_n, "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
 	if (bbytes != *bytes)
 		return FAIL(c, burst_n, "burst is in %s but rate is in %s",
-			    unit_name(bbytes), unit_name(*bytes));
+			    pol_unit_name(bbytes), pol_unit_name(*bytes));
 	return 0;
 }
 
@@ -379,9 +412,9 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		return FAIL(c, n, "%s: missing rate (e.g. rate: 100/s)", what);
 	if (!k->val[LK_BURST])
 		return FAIL(c, n, "%s: missing burst (e.g. burst: 200)", what);
-	err = parse_rate_burst(c, k->val[LK_RATE], k->val[LK_BURST], &rate, &burst, &bytes);
+	err = pol_parse_rate_burst(c, k->val[LK_RATE], k->val[LK_BURST], &rate, &burst, &bytes);
 	if (!err)
-		err = compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes, &out->l);
+		err = pol_compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes, &out->l);
 	if (err)
 		return err;
 	out->set = 1;
@@ -405,9 +438,9 @@ plen:
 
 static const char *const rule_keys[] = {
 	"name", "mode", "action", "match", "per_source", "aggregate",
-	"overflow", "on_full",
+	"overflow", "on_full", "fleet",
 };
-enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL };
+enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL, RK_FLEET };
 
 static int valid_name(const char *s)
 {
@@ -422,6 +455,7 @@ static int valid_name(const char *s)
 struct rule_in {
 	struct pol_keys ks;
 	struct lim src, agg, ovf;
+	struct pol_fleet_lim fleet;
 	int action, mode, on_full;
 };
 
@@ -464,7 +498,7 @@ static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *k
 /* The fragments rule without a fragments: key: 100/s burst 200 per source. */
 static int fragments_default(struct pol_ctx *c, struct lim *src)
 {
-	int err = compile_limit(c, NULL, NULL, FRAG_RATE, FRAG_BURST, 0, &src->l);
+	int err = pol_compile_limit(c, NULL, NULL, FRAG_RATE, FRAG_BURST, 0, &src->l);
 
 	if (err)
 		return err;
@@ -495,6 +529,8 @@ static int rule_options(struct pol_ctx *c, struct rule_in *ri)
 		return err;
 	if (val[RK_OVF] && (err = parse_limit(c, val[RK_OVF], "overflow", 0, &ri->ovf)))
 		return err;
+	if (val[RK_FLEET] && (err = pol_parse_fleet_rule(c, val[RK_FLEET], &ri->fleet)))
+		return err;
 	return 0;
 }
 
@@ -503,9 +539,14 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 {
 	yaml_node_t *const *val = ri->ks.val;
 	const struct lim *src = &ri->src, *agg = &ri->agg, *ovf = &ri->ovf;
+	const struct pol_fleet_lim *fl = &ri->fleet;
 
+	if (fl->set && !c->cfg->has_fleet)
+		return FAIL(c, fl->node, "a fleet limit needs the top-level fleet: section "
+			    "(fleet: {redis: redis://host:6379})");
 	if (ri->action != FG_ACT_LIMIT) {
-		yaml_node_t *lim = val[RK_SRC] ? val[RK_SRC] : val[RK_AGG] ? val[RK_AGG] : val[RK_OVF];
+		yaml_node_t *lim = val[RK_SRC] ? val[RK_SRC] : val[RK_AGG] ? val[RK_AGG] :
+				   val[RK_OVF] ? val[RK_OVF] : val[RK_FLEET];
 
 		if (lim)
 			return FAIL(c, lim, "action %s takes no limits (only action: limit does)",
@@ -514,11 +555,15 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
 	}
-	if (!src->set && !agg->set && !src->conn_cap)
-		return FAIL(c, n, "a limit rule needs per_source and/or aggregate");
+	if (!src->set && !agg->set && !fl->set && !src->conn_cap)
+		return FAIL(c, n, "a limit rule needs per_source, aggregate and/or fleet");
 	if (src->set && agg->set && src->bytes != agg->bytes)
 		return FAIL(c, agg->node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
-			    unit_name(agg->bytes), unit_name(src->bytes));
+			    pol_unit_name(agg->bytes), pol_unit_name(src->bytes));
+	if (fl->set && (src->set || agg->set) && fl->bytes != (src->set ? src->bytes : agg->bytes))
+		return FAIL(c, fl->node, "fleet is in %s but %s is in %s: a rule charges one kind of unit",
+			    pol_unit_name(fl->bytes), src->set ? "per_source" : "aggregate",
+			    pol_unit_name(src->set ? src->bytes : agg->bytes));
 	if (val[RK_OVF] && !src->set)
 		return FAIL(c, val[RK_OVF], "overflow needs per_source");
 	if (val[RK_OVF] && ri->on_full != FG_FULL_OVERFLOW)
@@ -527,7 +572,7 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 		return FAIL(c, val[RK_FULL], "on_full needs per_source");
 	if (ovf->set && ovf->bytes != src->bytes)
 		return FAIL(c, ovf->node, "overflow is in %s but per_source is in %s",
-			    unit_name(ovf->bytes), unit_name(src->bytes));
+			    pol_unit_name(ovf->bytes), pol_unit_name(src->bytes));
 	return 0;
 }
 
@@ -557,8 +602,15 @@ static void rule_compile(struct fg_config *cfg, int idx, struct rule_in *ri)
 	fg_mask6(rs->plen6, r->mask6);
 	r->action = (__u8)ri->action;
 	r->mode = (__u8)ri->mode;
-	r->cost = (ri->src.set ? ri->src.bytes : ri->agg.bytes) ? FG_COST_BYTES : FG_COST_PKTS;
+	r->cost = (ri->src.set ? ri->src.bytes : ri->agg.set ? ri->agg.bytes : ri->fleet.bytes) ?
+		  FG_COST_BYTES : FG_COST_PKTS;
 	r->on_full = (__u8)ri->on_full;
+	if (ri->fleet.set) {
+		r->fleet = 1;
+		cfg->fleet_rules[idx] = ri->fleet.rc;
+		memcpy(cfg->fleet_rules[idx].name, rs->name, sizeof(rs->name));
+		cfg->fleet_local[idx] = ri->fleet.local;
+	}
 	rs->per_source = ri->src.src;
 	rs->aggregate = ri->agg.src;
 	rs->overflow = ri->ovf.src;
@@ -645,6 +697,7 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	if (implicit && ri.src.conn_cap)
 		return FAIL(c, ri.src.conn_node, "fragments: non-first fragments carry no TCP header: no concurrency cap");
 	rule_compile(c->cfg, idx, &ri);
+	c->fleet_rule[idx] = ri.fleet.node;
 	if (implicit) {
 		fragments_match(&c->cfg->pol, idx);
 		return 0;
@@ -687,12 +740,12 @@ static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 static const char *const top_keys[] = {
 	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
 	"detach_on_exit", "allow", "deny", "malformed", "default",
-	"fragments", "admission", "rules", "concurrency",
+	"fragments", "admission", "fleet", "rules", "concurrency",
 };
 enum {
 	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
 	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
-	TK_RULES, TK_CONN,
+	TK_FLEET, TK_RULES, TK_CONN,
 };
 
 /* interfaces, xdp_mode, mode, max_sources, metrics, detach_on_exit */
@@ -806,6 +859,8 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (val[TK_ADMISSION] && !pol_is_null(val[TK_ADMISSION]) &&
 	    (err = parse_admission(c, val[TK_ADMISSION])))
 		return err;
+	if (val[TK_FLEET] && !pol_is_null(val[TK_FLEET]) && (err = pol_parse_fleet(c, val[TK_FLEET])))
+		return err;
 	if (val[TK_CONN] && !pol_is_null(val[TK_CONN]) &&
 	    (err = parse_concurrency(c, val[TK_CONN])))
 		return err;
@@ -817,6 +872,8 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (err)
 		return err;
 	cfg->pol.nrules++;
+	if ((err = pol_fleet_check(c)))
+		return err;
 	return flatten(c);
 }
 
@@ -860,7 +917,7 @@ int fg_config_parse(const char *buf, size_t len, const char *name,
 out:
 	if (ret) {
 		free(cfg->pfx);
-		memset(cfg, 0, sizeof(*cfg));
+		explicit_bzero(cfg, sizeof(*cfg));
 	}
 	return ret;
 }
@@ -952,4 +1009,5 @@ void fg_config_free(struct fg_config *cfg)
 	free(cfg->pfx);
 	cfg->pfx = NULL;
 	cfg->n_pfx = 0;
+	explicit_bzero(cfg->fleet.redis.password, sizeof(cfg->fleet.redis.password));
 }

@@ -3,8 +3,8 @@
  * Policy files: YAML (libyaml) -> struct fg_config, a validated, compiled
  * policy that userspace can write into the maps (apply.h). Nothing here
  * touches BPF. The compiler is policy.c (the document, limits, rules),
- * policy_match.c (a rule's match:) and policy_yaml.c (libyaml, placed
- * errors); the printer is policy_print.c.
+ * policy_match.c (a rule's match:), policy_fleet.c (fleet-wide limits) and
+ * policy_yaml.c (libyaml, placed errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
 #define FG_POLICY_H
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "fleet.h"
 #include "prefix.h"
 
 enum fg_xdp_mode {
@@ -64,6 +65,17 @@ struct fg_config {
 	size_t n_pfx;
 	size_t n_allow, n_deny;		/* as written, before flattening */
 	struct fg_limit_src admission;	/* explicit new-key limit, if set */
+	/* fleet-wide limits (docs/fleet.md): the top-level fleet: section;
+	 * has_fleet 0 (the section absent) leaves fleet all zero */
+	int has_fleet;
+	struct fg_fleet_conf fleet;
+	/* parallel to pol.rules: a rule's fleet limit where pol.rules[i].fleet
+	 * is 1 (name, rate, burst, cost, on_loss, local_rate/burst as written:
+	 * 0 = rate / nodes), else all zero. fleet_local[i] is that local share
+	 * compiled like the rule's other limits; inc 0 when it follows the
+	 * node count (the daemon compiles rate / nodes with fg_limit_share) */
+	struct fg_fleet_rule_conf fleet_rules[FG_MAX_RULES];
+	struct fg_limit fleet_local[FG_MAX_RULES];
 	/* concurrency: the counting side of the caps (docs/concurrency.md) */
 	__u64 conn_reconcile_ms;	/* reconcile period */
 	__u32 conn_max_keys;		/* fgc_count and fgc_pend entries each */
@@ -79,14 +91,28 @@ void fg_config_free(struct fg_config *cfg);
 /* "file:line:col: msg" (or "file: msg") into buf. */
 void fg_err_format(const struct fg_err *err, char *buf, size_t len);
 
+/*
+ * A GCRA limit from rate (cost units per second) and burst (cost units,
+ * whole), the arithmetic of every limit in a policy: 0, or -EINVAL with
+ * the reason in why and, in *burst_fault (may be NULL), 1 when the burst is
+ * at fault, 0 when the rate is.
+ */
+int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
+		     char *why, size_t whylen, int *burst_fault);
+/* The same for a derived share (rate / nodes): the burst is rounded down
+ * and raised to the least its unit allows (1 packet, one full frame). */
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
+		   size_t whylen);
+
 /* Print what would be loaded, human readable (policy_print.c). */
 void fg_config_print(FILE *f, const struct fg_config *cfg);
 
 /* The policy's words, shared by the parser and the printer; indexed by
- * enum fg_mode, fg_action, fg_on_full, fg_xdp_mode and fg_class. */
+ * enum fg_mode, fg_action, fg_on_full, fg_on_loss, fg_xdp_mode and fg_class. */
 extern const char *const fg_mode_names[2];
 extern const char *const fg_action_names[3];
 extern const char *const fg_on_full_names[3];
+extern const char *const fg_on_loss_names[3];	/* enum fg_on_loss */
 extern const char *const fg_xdp_mode_names[3];
 extern const char *const fg_class_names[FG_NCLASS];
 

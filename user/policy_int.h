@@ -29,6 +29,8 @@ struct pol_ctx {
 	size_t n_written;	/* prefixes as written, for FG_MAX_PREFIXES */
 	struct pol_set sets[FG_MAX_SETS];
 	int n_sets;
+	yaml_node_t *fleet_sec;			/* the top-level fleet:, for errors */
+	yaml_node_t *fleet_rule[FG_MAX_RULES];	/* each rule's fleet:, for errors */
 };
 
 /* --- policy_yaml.c: errors, nodes, keys ------------------------------------ */
@@ -84,6 +86,34 @@ int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
 int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		       int allow, int deny, struct fg_pfx_src **outv, size_t *outn);
 int pol_pfx_push(struct pol_ctx *c, const struct fg_pfx_src *p);
+
+/* --- policy.c: limits ------------------------------------------------------ */
+
+const char *pol_unit_name(int bytes);	/* "bytes" or "packets" */
+/* rate: and burst:, both in packets or both in bytes. */
+int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
+			 long double *rate, long double *burst, int *bytes);
+/* fg_limit_compile, the error placed at the rate or the burst node. */
+int pol_compile_limit(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
+		      long double rate, long double burst, int bytes, struct fg_limit *out);
+
+/* --- policy_fleet.c ---------------------------------------------------------- */
+
+/* A rule's fleet: limit, parsed; compiled by pol_fleet_rule_compile. */
+struct pol_fleet_lim {
+	int set;
+	int bytes;
+	yaml_node_t *node;
+	struct fg_fleet_rule_conf rc;	/* rate, burst, on_loss, local_rate, local_burst */
+	struct fg_limit local;		/* compiled local share; inc 0 = rate / nodes */
+};
+
+/* The top-level fleet: section into cfg->fleet (defaults filled in). */
+int pol_parse_fleet(struct pol_ctx *c, yaml_node_t *n);
+/* A rule's fleet: {rate, burst, on_loss, local_rate, local_burst}. */
+int pol_parse_fleet_rule(struct pol_ctx *c, yaml_node_t *n, struct pol_fleet_lim *out);
+/* After every rule: the fleet engine accepts the section and each fleet rule. */
+int pol_fleet_check(struct pol_ctx *c);
 
 /* --- policy_match.c ---------------------------------------------------------- */
 

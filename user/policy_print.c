@@ -6,10 +6,16 @@
 
 #include "admission.h"
 #include "conn.h"
+#include "fleet.h"
 #include "policy.h"
 #include "units.h"
 
 #define MAX_SHOWN	8	/* match entries printed per rule */
+/* One Redis executes about this many lease scripts a second (docs/fleet.md
+ * section 7, the planning figure). */
+#define REDIS_SCRIPTS_LO	20000
+#define REDIS_SCRIPTS_HI	30000
+#define BOUND_T			10	/* seconds, for the printed bound */
 
 static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
 			const struct fg_limit *l, int bytes)
@@ -146,7 +152,98 @@ static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
 			"this host's own outgoing connections from them count too\n");
 }
 
-static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r)
+static int n_fleet_rules(const struct fg_config *cfg)
+{
+	int n = 0;
+
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		n += cfg->pol.rules[r].fleet;
+	return n;
+}
+
+/* The fleet: section and the Redis load it makes (docs/fleet.md section 7). */
+static void print_fleet(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_fleet_conf *fc = &cfg->fleet;
+	double per_node;
+	char url[512];
+	int n;
+
+	if (!cfg->has_fleet) {
+		fprintf(f, "  fleet:       off (no fleet: section; no Redis needed)\n");
+		return;
+	}
+	n = n_fleet_rules(cfg);
+	fg_redis_url_str(&fc->redis, url, sizeof(url));
+	fprintf(f, "  fleet:       redis %s%s, node %s, key prefix %s\n", url,
+		fc->redis.password[0] ? " (with a password)" : "", fc->node, fc->prefix);
+	fprintf(f, "               lease_interval %u ms, deadline %u ms, lease %u ms; %d fleet rule%s\n",
+		fc->interval_ms, fc->deadline_ms, fc->lease_ms, n, n == 1 ? "" : "s");
+	if (!n || !fc->interval_ms)
+		return;
+	per_node = n * 1000.0 / fc->interval_ms;
+	fprintf(f, "               redis load: %.4g scripts/s per node in %.4g round trips/s "
+		"(%d rules / %u ms); a Redis at %d-%d scripts/s serves about %.0f-%.0f such nodes\n",
+		per_node, 1000.0 / fc->interval_ms, n, fc->interval_ms, REDIS_SCRIPTS_LO,
+		REDIS_SCRIPTS_HI, REDIS_SCRIPTS_LO / per_node, REDIS_SCRIPTS_HI / per_node);
+}
+
+/* A fleet rule's lease arithmetic (docs/fleet.md sections 3 and 6). */
+static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
+			     int fi)
+{
+	const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[r];
+	const struct fg_fleet_conf *fc = &cfg->fleet;
+	const struct fg_limit *loc = &cfg->fleet_local[r];
+	int bytes = rc->cost == FG_COST_BYTES;
+	double i_s = fc->interval_ms / 1000.0, l_s = fc->lease_ms / 1000.0;
+	double w_s = l_s + (l_s > 2 * i_s ? l_s : 2 * i_s);
+	double ideal = rc->burst + rc->rate * BOUND_T, out = rc->rate * w_s;
+	char a[48], b[48], c[48], d[48], key[FG_FLEET_KEY_LEN];
+
+	fg_format_amount(a, sizeof(a), rc->rate, bytes);
+	fg_format_amount(b, sizeof(b), rc->burst, bytes);
+	fprintf(f, "      %-10s %s/s burst %s fleet-wide, on_loss %s\n", "fleet", a, b,
+		fg_on_loss_names[rc->on_loss < 3 ? rc->on_loss : 0]);
+	if (fl && !fg_fleet_key(fl, fi, key, sizeof(key)))
+		fprintf(f, "        key        %s (and :d, :n)\n", key);
+	fg_format_amount(a, sizeof(a), rc->rate * i_s, bytes);
+	fg_format_amount(b, sizeof(b), out, bytes);
+	fprintf(f, "        lease      refill %s per interval (rate x %u ms); outstanding at most %s "
+		"(rate x W, W = L + max(L, 2 I) = %.0f ms)\n", a, fc->interval_ms, b, w_s * 1000);
+	fg_format_amount(a, sizeof(a), ideal + out, bytes);
+	fg_format_amount(b, sizeof(b), rc->burst, bytes);
+	fg_format_amount(c, sizeof(c), rc->rate * BOUND_T, bytes);
+	fg_format_amount(d, sizeof(d), out, bytes);
+	fprintf(f, "        bound      over any %d s the fleet admits at most %s = burst %s + "
+		"rate x %d s %s + outstanding %s (+%.1f%%)\n", BOUND_T, a, b, BOUND_T, c, d,
+		100 * out / ideal);
+	switch (rc->on_loss) {
+	case FG_LOSS_LOCAL:
+		if (loc->inc) {
+			fg_format_amount(a, sizeof(a), rc->local_rate, bytes);
+			fg_format_amount(b, sizeof(b), (double)loc->tau / (double)loc->inc, bytes);
+			fprintf(f, "        on_loss    local: this node alone %s/s burst %s "
+				"(inc %llu, tau %llu)\n", a, b, (unsigned long long)loc->inc,
+				(unsigned long long)loc->tau);
+		} else {
+			fg_format_amount(a, sizeof(a), rc->rate / 10, bytes);
+			fg_format_amount(b, sizeof(b), rc->burst / 10, bytes);
+			fprintf(f, "        on_loss    local: rate and burst / the last known node count "
+				"(%s/s burst %s with 10 nodes)\n", a, b);
+		}
+		break;
+	case FG_LOSS_OPEN:
+		fprintf(f, "        on_loss    open: during an outage only the local limits apply\n");
+		break;
+	default:
+		fprintf(f, "        on_loss    closed: during an outage what reaches the fleet check is dropped\n");
+	}
+	fprintf(f, "        redis      %.4g scripts/s per node\n", 1000.0 / fc->interval_ms);
+}
+
+static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
+		       int fi)
 {
 	const struct fg_policy *pol = &cfg->pol;
 	const struct fg_rule *ru = &pol->rules[r];
@@ -178,20 +275,46 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r)
 	if (rs->per_source.set && ru->on_full == FG_FULL_OVERFLOW)
 		print_limit(f, "overflow", &rs->overflow, &ru->ovf, bytes);
 	print_cap(f, pol, r);
+	if (ru->fleet)
+		print_fleet_rule(f, cfg, r, fl, fi);
+}
+
+/* The engine the daemon would make, for the keys (it makes no connection). */
+static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
+{
+	struct fg_fleet *fl;
+	char why[256];
+
+	if (!cfg->has_fleet)
+		return NULL;
+	fl = fg_fleet_new(&cfg->fleet, why, sizeof(why));
+	for (__u32 r = 0; fl && r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		if (cfg->pol.rules[r].fleet && fg_fleet_add_rule(fl, &cfg->fleet_rules[r], why,
+								  sizeof(why)) < 0) {
+			fg_fleet_free(fl);
+			fl = NULL;
+		}
+	return fl;
 }
 
 void fg_config_print(FILE *f, const struct fg_config *cfg)
 {
+	struct fg_fleet *fl = fleet_engine(cfg);
 	__u32 caps = 0;
+	int fi = 0;
 
 	print_globals(f, cfg);
 	print_admission(f, cfg);
+	print_fleet(f, cfg);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
 		caps += cfg->pol.rules[r].conn_cap != 0;
 	if (caps)
 		fprintf(f, "  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
 			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
-	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
-		print_rule(f, cfg, r);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
+		print_rule(f, cfg, r, fl, fi);
+		fi += cfg->pol.rules[r].fleet;
+	}
+	fg_fleet_free(fl);
 }
