@@ -359,6 +359,21 @@ static const char *pol_one =
 	"    per_source: {concurrency: 10}\n";
 #define RULE_CAPPED	3	/* pol_one's syn-capped */
 
+/* Entries in the XDP program's fgc_pend. */
+static int fgi_pending(struct fgi *g)
+{
+	struct fg_conn_key k, next;
+	void *prev = NULL;
+	int fd = bpf_map__fd(g->skel->maps.fgc_pend), n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n++;
+	}
+	return n;
+}
+
 /* The source of the one-source scenarios at syn-capped's cap: an fgc_count
  * entry as the counter would hold for 10 connections (XDP's own copy of
  * the map: nothing counts here). */
@@ -685,6 +700,9 @@ static int micro(void *cfg)
 		       "\"rule\":\"%s\",\"outcome\":\"%s\"}\n", row, rname,
 		       out >= 0 ? fg_outcome_names[out] : "?");
 		fleet_checks(&fleet);
+		printf("{\"kind\":\"check\",\"what\":\"pending-handshake entries after the capped "
+		       "SYNs (0: judged on the source's count entry)\",\"count\":%d}\n",
+		       fgi_pending(&one));
 		for (int i = 0; i < nmany; i++)
 			printf("{\"kind\":\"check\",\"what\":\"new buckets during the %s-source runs\","
 			       "\"count\":%llu}\n", i == 2 ? "1M" : i ? "100k" : "1k",
