@@ -280,10 +280,10 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny")
+            "rt_allow", "rt_deny", "cap")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
-          "fleet_drop", "fleet_loss")
+          "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem")
 
 def refuse_duplicates(pairs):
     d = {}
