@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The test runner behind tests/fgtest.h: counters, filters, the summary line. */
 #include <stdlib.h>
 #include "fgtest.h"
 

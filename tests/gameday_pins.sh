@@ -241,9 +241,9 @@ else
 		"[ $rc = 1 ] && grep -q 'floodgated (pid $OLD) still runs that filter' '$GD_TMP/detach.out' && [ $(xdp_on gdr0) = 1 ]" \
 		"-" "exit 1, filter still attached" "exit $rc, XDP on gdr0: $(xdp_on gdr0)"
 	t0=$(now); fgc detach --force > "$GD_TMP/detach.out" 2>&1; rc=$?; s=$(since "$t0")
-	expect "orphan: detach --force removes the program and tells the daemon" \
-		"[ $rc = 0 ] && [ $(xdp_on gdr0) = 0 ] && grep -q 'told floodgated pid $OLD to stop' '$GD_TMP/detach.out'" \
-		"-" "exit 0, no XDP on gdr0, 'told floodgated pid $OLD to stop'" \
+	expect "orphan: detach --force removes the program and stops the (stopped) daemon for good" \
+		"[ $rc = 0 ] && [ $(xdp_on gdr0) = 0 ] && grep -q 'floodgated (pid $OLD) is STOPPED (SIGSTOP): SIGKILL' '$GD_TMP/detach.out'" \
+		"-" "exit 0, no XDP on gdr0, 'floodgated (pid $OLD) is STOPPED (SIGSTOP): SIGKILL'" \
 		"exit $rc in $s s, XDP on gdr0: $(xdp_on gdr0); $(one_line 300 < "$GD_TMP/detach.out")"
 	kill -CONT "$OLD"
 	gone=no; wait_for 60 sh -c "! kill -0 $OLD 2> /dev/null" && gone=yes

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Test frames: Ethernet, VLAN, IPv4/IPv6 and L4 headers built byte by byte. */
 #include <string.h>
 #include <arpa/inet.h>
 #include "pkt.h"

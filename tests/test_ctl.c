@@ -122,6 +122,38 @@ static void test_bad_input(void)
 }
 
 /* What the switches store, read back through the readers and the map. */
+/* A kill switch thrown while a fresh daemon starts (fg_ctl pinned, not yet
+ * stamped) survives the stamp: fg_ctl_init writes only its own fields. */
+static void test_stamp_keeps_operator_fields(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+	struct fg_ctl_map cm;
+	struct fg_ctl c;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fg_ctl", 4, sizeof(struct fg_ctl), 1,
+				&mmapable);
+
+	if (!ASSERT_GE(fd, 0, "a fresh fg_ctl map"))
+		return;
+	if (!ASSERT_OK(fg_ctl_map_open(&cm, fd), "an unstamped fg_ctl maps")) {
+		close(fd);
+		return;
+	}
+	ASSERT_OK(fg_switch_bypass(&cm, true, 0), "bypass on before the stamp");
+	ASSERT_OK(fg_switch_mode_ovr(&cm, FG_OVR_SHADOW), "shadow override before the stamp");
+	ASSERT_OK(fg_ctl_stamp(&cm, FG_MODE_ENFORCE, 10, 0x1234), "stamp");
+	ASSERT_OK(fg_ctl_snapshot(&cm, &c), "snapshot");
+	ASSERT_EQ(c.magic, FG_ABI_MAGIC, "stamped");
+	ASSERT_EQ(c.abi, FG_ABI_VERSION, "ABI");
+	ASSERT_EQ(c.bypass, 1, "the operator's bypass survives the stamp");
+	ASSERT_EQ(c.mode_ovr, FG_OVR_SHADOW, "the operator's override survives the stamp");
+	ASSERT_EQ(c.src4_bits, 10, "the daemon's fields");
+	ASSERT_EQ(fg_ctl_stamp(&cm, FG_MODE_SHADOW, 10, 1), -EEXIST, "a second stamp is refused");
+	ASSERT_OK(fg_ctl_snapshot(&cm, &c), "snapshot");
+	ASSERT_EQ(c.mode, FG_MODE_ENFORCE, "and changes nothing");
+	fg_ctl_map_close(&cm);
+	close(fd);
+}
+
 static void test_switches_store_their_fields(void)
 {
 	struct fg_ctl c;
@@ -260,31 +292,40 @@ static int op_readback(struct race *r, long i)
 	return bad;
 }
 
-/* Every 256 steps, let the reader read at least once (at most 20 ms): on
- * 2 CPUs shared by 3 threads it could otherwise run only after the writers. */
-static void wait_reader(struct race *r)
+/* Every 256 steps, right after a step that leaves bypass on, let the
+ * reader see it on at least once (at most 200 ms): on 2 CPUs shared by 3
+ * threads, and more under load, it could otherwise run only after the
+ * writers, or only while bypass is off. */
+static void wait_reader(struct race *r, __u64 *budget_ns)
 {
-	long seen = __atomic_load_n(&r->reads, __ATOMIC_RELAXED);
-	__u64 t0 = mono_ns();
+	long seen = __atomic_load_n(&r->reads_on, __ATOMIC_RELAXED);
+	__u64 t0 = mono_ns(), waited = 0;
 
-	while (__atomic_load_n(&r->reads, __ATOMIC_RELAXED) == seen && mono_ns() - t0 < 20000000ull)
+	/* enough seen, or 2 s spent waiting in all (the controls' writes may
+	 * keep bypass off): stop waiting */
+	if (seen >= 1000 || *budget_ns >= 2000000000ull)
+		return;
+	while (__atomic_load_n(&r->reads_on, __ATOMIC_RELAXED) == seen &&
+	       (waited = mono_ns() - t0) < 200000000ull)
 		sched_yield();
+	*budget_ns += waited;
 }
 
 static void *op_thread(void *arg)
 {
 	struct race *r = arg;
+	__u64 budget_ns = 0;
 
 	if ((r->err = pin_cpu(0)))
 		return NULL;
 	pthread_barrier_wait(&r->go);
 	for (long i = 0; i < N_WRITES && !r->err; i++) {
-		if (i % 256 == 2)	/* in a step where bypass is on */
-			wait_reader(r);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		r->err = op_step(r, i);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 2, __ATOMIC_RELEASE);
+		if (i % 256 == 2)	/* an even step: bypass is on until the next one */
+			wait_reader(r, &budget_ns);
 		r->lost_op += op_readback(r, i);
 	}
 	__atomic_fetch_add(&r->writers_done, 1, __ATOMIC_RELEASE);
@@ -348,7 +389,7 @@ static void *reader_thread(void *arg)
 		__atomic_store_n(&r->reads, r->reads + 1, __ATOMIC_RELAXED);
 		if (!on)
 			continue;
-		r->reads_on++;
+		__atomic_store_n(&r->reads_on, r->reads_on + 1, __ATOMIC_RELAXED);
 		/* the state after step s1/2 - 1 up to the one s2 was writing */
 		if ((!until || now < until) &&
 		    !pass_allowed((long)(s1 / 2) - 1, (long)(s2 / 2) - !(s2 & 1)))
@@ -719,6 +760,7 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_bad_input);
+	FG_RUN(test_stamp_keeps_operator_fields);
 	FG_RUN(test_switches_store_their_fields);
 	FG_RUN(test_concurrent_writers);
 	FG_RUN(test_program_never_sees_torn_bypass);

@@ -13,12 +13,14 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "fgtest.h"
 #include "policy.h"
 #include "admission.h"
 #include "units.h"
 #include "conn.h"
+#include "sysutil.h"
 
 #define TU FG_TU_PER_SEC
 
@@ -262,6 +264,22 @@ static void test_defaults(void)
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, TU / 100, "nulls: default fragments");
 		ASSERT_EQ(cfg.admission.set, 0, "nulls: automatic admission");
 		ASSERT_EQ(cfg.metrics[0], 0, "nulls: metrics off");
+	}
+	fg_config_free(&cfg);
+
+	/* metrics: the plain string, or a mapping with its limits */
+	if (ASSERT_OK(parse_ok("metrics: {listen: \"[::1]:9100\", max_connections: 64, "
+			       "per_client: 4, timeout: 2s}\n", &cfg), "metrics mapping")) {
+		ASSERT_TRUE(!strcmp(cfg.metrics, "[::1]:9100"), "metrics mapping: listen");
+		ASSERT_EQ(cfg.metrics_max_conn, 64, "metrics mapping: max_connections");
+		ASSERT_EQ(cfg.metrics_per_client, 4, "metrics mapping: per_client");
+		ASSERT_EQ(cfg.metrics_timeout_s, 2, "metrics mapping: timeout");
+	}
+	fg_config_free(&cfg);
+	if (ASSERT_OK(parse_ok("metrics: {listen: \"0.0.0.0:9100\"}\n", &cfg), "metrics mapping, listen only")) {
+		ASSERT_TRUE(!strcmp(cfg.metrics, "0.0.0.0:9100"), "listen only: listen");
+		ASSERT_EQ(cfg.metrics_max_conn + cfg.metrics_per_client + cfg.metrics_timeout_s, 0,
+			  "listen only: the limits left to metrics.h's defaults");
 	}
 	fg_config_free(&cfg);
 
@@ -919,6 +937,13 @@ static const struct bad {
 	{ "metrics: 9100\n", 1, 10, "host:port" },
 	{ "metrics: \"localhost:0\"\n", 1, 10, "host:port" },
 	{ "metrics: \"::1:9100\"\n", 1, 10, "[::1]:9100" },
+	{ "metrics: {max_connections: 10}\n", 1, 10, "missing listen" },
+	{ "metrics: {listen: \"127.0.0.1:9100\", max_conn: 10}\n", 1, 37, "unknown key \"max_conn\"" },
+	{ "metrics: {listen: \"127.0.0.1:9100\", max_connections: 0}\n", 1, 54, "out of range 1..65536" },
+	{ "metrics: {listen: \"127.0.0.1:9100\", per_client: 9, max_connections: 8}\n", 1, 49, "per_client 9 is more than max_connections 8" },
+	{ "metrics: {listen: \"127.0.0.1:9100\", timeout: 1500ms}\n", 1, 46, "whole seconds" },
+	{ "metrics: {listen: \"127.0.0.1:9100\", timeout: 301s}\n", 1, 46, "from 1s to 300s" },
+	{ "metrics: {listen: 9100}\n", 1, 19, "host:port" },
 	{ "interfaces: eth0\n", 1, 13, "expected a list" },
 	{ "interfaces: [eth0, abcdefghijklmnop]\n", 1, 20, "1..15 characters" },
 	{ "interfaces: [eth0, \"\"]\n", 1, 20, "1..15 characters" },
@@ -1169,7 +1194,7 @@ static void test_too_many_prefixes(void)
 
 static void test_file_size_and_load(void)
 {
-	char path[] = "/tmp/fgpolicyXXXXXX";
+	char path[] = "/tmp/fgpolicyXXXXXX", fifo[64];
 	struct fg_config cfg;
 	struct fg_err err;
 	char *big;
@@ -1185,6 +1210,18 @@ static void test_file_size_and_load(void)
 	ASSERT_EQ(fg_config_load("/nonexistent/policy.yaml", &cfg, &err), -ENOENT, "missing file");
 	ASSERT_STR_CONTAINS(err.file, "/nonexistent/policy.yaml", "file named");
 	ASSERT_EQ(fg_config_load("/tmp", &cfg, &err), -EISDIR, "directory");
+	/* what is not a regular file is refused at once: reading it could block */
+	ASSERT_EQ(fg_config_load("/dev/zero", &cfg, &err), -EINVAL, "character device");
+	ASSERT_STR_CONTAINS(err.msg, "character device, not a regular file", "device named");
+	snprintf(fifo, sizeof(fifo), "/tmp/fg-test-policy-fifo.%d", (int)getpid());
+	if (ASSERT_OK(mkfifo(fifo, 0600), "mkfifo")) {
+		__u64 t0 = fg_mono_coarse_ns();
+
+		ASSERT_EQ(fg_config_load(fifo, &cfg, &err), -EINVAL, "FIFO");
+		ASSERT_STR_CONTAINS(err.msg, "FIFO (named pipe), not a regular file", "FIFO named");
+		ASSERT_LE(fg_mono_coarse_ns() - t0, 500000000ull, "FIFO refused without waiting for a writer");
+		unlink(fifo);
+	}
 
 	fd = mkstemp(path);
 	if (!ASSERT_GE(fd, 0, "mkstemp"))

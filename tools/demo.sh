@@ -96,12 +96,28 @@ rm -f "$LOG.ping"
 say "6. Totals"
 FG stats
 
-say "7. Kill switch: bypass for 3 s, then back to enforcing by itself"
+say "7. Kill switch: bypass for 3 s, then back to enforcing by itself (it never waits for a lock)"
 FG bypass on --for 3s
 FG status | grep -i bypass
 sleep 3.5
 FG status | grep -i bypass
 
-say "8. Cleaning up (floodgated detaches on SIGTERM; namespaces removed)"
+say "8. Shadow from the CLI: an operator override on top of the file, until cleared"
+FG mode shadow
+FG status | grep -E '^mode'
+FG mode file
+FG status | grep -E '^mode'
+
+say "9. Incident-time deny for 3 s, no policy edit; it ends by itself (in the XDP program)"
+FG deny add 10.200.0.66/32 --for 3s --comment "demo: the SYN flooder"
+FG deny list
+fg_bg cli "$OUT/fgen" -i veth0 --dst-mac "$MAC" -d 10.200.0.2 -s 10.200.0.66 --syn --dport 22 \
+	-r 2000 --batch 32 -t 2 >/dev/null 2>&1
+wait "$FG_BG_PID" 2>/dev/null
+FG stats --json | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin)["rules"] if x["rule"]=="_global"][0]; print("   dropped by the runtime deny list:", r["packets"]["rt_deny"], "packets")'
+sleep 1.5
+FG deny list
+
+say "10. Cleaning up (floodgated detaches on SIGTERM; namespaces removed)"
 kill -TERM "$DPID"; wait "$DPID" 2>/dev/null; DPID=
 tail -n 5 "$LOG"

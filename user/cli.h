@@ -71,6 +71,10 @@ int cli_lock_maps(struct fg_maps *m);
  * on this namespace's interfaces, SIGTERM its live daemon (--force), and
  * what is left of the pin dir; the exit status. */
 int cli_detach_found(const struct cli_args *a);
+/* detach --force: stop floodgated pid so that no signal is left pending
+ * (SIGTERM, SIGKILL if it stops or does not exit; SIGKILL at once if
+ * stopped); 0 once it is gone. */
+int cli_stop_daemon(__u32 pid);
 /* "uid 0 (root) via sudo by alice", for the audit log */
 const char *cli_who(char *buf, size_t len);
 /* 12345 -> "12345", 123456 -> "123.5k" */

@@ -14,29 +14,12 @@
 #include "log.h"
 #include "sysutil.h"
 
-/* Is pid stopped (SIGSTOP, or traced)? It acts on SIGTERM only once continued. */
-static bool proc_stopped(__u32 pid)
-{
-	char path[64], st[256], *rp;
-	bool stopped = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fgets(st, sizeof(st), f) && (rp = strrchr(st, ')')) && rp[1] == ' ')
-		stopped = rp[2] == 'T' || rp[2] == 't';
-	fclose(f);
-	return stopped;
-}
-
 /* "floodgated pid 12 still runs it (...)" or "no floodgated runs it" */
 static const char *daemon_note(const struct fg_meta *meta, char *buf, size_t len)
 {
 	if (!fg_daemon_alive(meta->pid))
 		snprintf(buf, len, "its daemon (pid %u) is not running", meta->pid);
-	else if (proc_stopped(meta->pid))
+	else if (fg_daemon_state(meta->pid) == FG_DAEMON_STOPPED)
 		snprintf(buf, len, "its daemon, floodgated pid %u, is stopped (SIGSTOP): it cannot "
 			 "pin them again until continued", meta->pid);
 	else
@@ -135,26 +118,6 @@ int cli_lock_maps(struct fg_maps *m)
 }
 
 /* SIGTERM the daemon; wait (5 s) for it unless it is stopped. */
-static void tell_daemon(__u32 pid)
-{
-	if (kill((pid_t)pid, SIGTERM)) {
-		pr_warn("cannot signal floodgated pid %u: %s", pid, strerror(errno));
-		return;
-	}
-	if (proc_stopped(pid)) {
-		pr_warn("told floodgated pid %u to stop (SIGTERM); it is stopped (SIGSTOP) and exits "
-			"when continued", pid);
-		return;
-	}
-	for (int i = 0; i < 100 && fg_daemon_alive(pid); i++)
-		usleep(50000);
-	if (fg_daemon_alive(pid))
-		pr_warn("told floodgated pid %u to stop (SIGTERM); it has not exited within 5 s "
-			"(wedged?): detaching without it", pid);
-	else
-		pr_info("floodgated pid %u stopped", pid);
-}
-
 /* Detach every interface of the filter; how many are still attached. */
 static int detach_found(struct fg_found *f, int n)
 {
@@ -257,7 +220,10 @@ int cli_detach_found(const struct cli_args *a)
 			free(f);
 			return 1;
 		}
-		tell_daemon(meta.pid);
+		if (cli_stop_daemon(meta.pid)) {	/* leaves no signal pending */
+			free(f);
+			return 1;
+		}
 	}
 	left = detach_found(f, n);
 	free(f);

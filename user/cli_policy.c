@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* floodgate check, reload and detach: the policy file and the pin dir's lifetime. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
@@ -13,8 +16,14 @@
 #include "policy.h"
 #include "sysutil.h"
 
-#define WAIT_STEP_US	50000	/* reload, detach --force: poll every 50 ms ... */
-#define WAIT_STEPS	100	/* ... for 5 s */
+#define WAIT_STEP_MS	50	/* reload, detach --force: look every 50 ms */
+#define RELOAD_WAIT_MS	60000	/* reload: the daemon's answer, at most */
+#define RELOAD_NOTE_MS	5000	/* ... and a note that it waits after this */
+#define STOP_WAIT_S	10	/* detach --force: SIGTERM, then SIGKILL */
+#define STOP_WAIT_MS	(STOP_WAIT_S * 1000)
+#define KILL_WAIT_MS	5000	/* after SIGKILL */
+#define STR_(x)		#x
+#define STR(x)		STR_(x)
 
 /* Load path into cfg; on failure the message (file:line:col: ...) is in msg. */
 static int load_policy(const char *path, struct fg_config *cfg, char *msg, size_t len)
@@ -57,6 +66,10 @@ static int reload_precheck(const struct fg_meta *meta)
 
 	if (!meta->config[0])
 		return 0;
+	if (strlen(meta->config) == sizeof(meta->config) - 1) {
+		pr_debug("reload: the recorded path may be cut; the daemon checks the file alone");
+		return 0;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		pr_warn("reload: out of memory");
@@ -73,47 +86,150 @@ static int reload_precheck(const struct fg_meta *meta)
 	return 0;
 }
 
-/* SIGHUP the daemon and wait for a policy version other than v0. */
-static int reload_signal(struct fg_maps *m, const struct fg_meta *meta, struct fg_policy *pol)
+/* --- the daemon as a process --------------------------------------------------------- */
+
+/* A pidfd keeps naming the process we checked, even if it exits and its
+ * pid is reused; without pidfds (before 5.3) the pid is used as is. */
+struct proc {
+	__u32 pid;
+	int pidfd;
+};
+
+static void proc_open(struct proc *p, __u32 pid)
 {
-	__u64 v0 = pol->version;
+	p->pid = pid;
+	p->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+}
 
-	if (kill((pid_t)meta->pid, SIGHUP)) {
-		int err = -errno;
+static void proc_close(struct proc *p)
+{
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+}
 
-		pr_warn("cannot signal floodgated pid %u: %s", meta->pid, strerror(-err));
+static int proc_signal(const struct proc *p, int sig)
+{
+	int rc = p->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0)
+			       : kill((pid_t)p->pid, sig);
+
+	return rc ? -errno : 0;
+}
+
+/* Exited (a zombie counts), after waiting at most ms for it. */
+static bool proc_exited(const struct proc *p, int ms)
+{
+	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+
+	if (p->pidfd < 0) {
+		if (ms > 0)
+			usleep((useconds_t)ms * 1000);
+		return !fg_daemon_alive(p->pid);
+	}
+	return poll(&pfd, 1, ms) > 0;
+}
+
+static enum fg_daemon_state proc_state(const struct proc *p)
+{
+	return proc_exited(p, 0) ? FG_DAEMON_NONE : fg_daemon_state(p->pid);
+}
+
+static __u64 now_ms(void)
+{
+	return fg_mono_coarse_ns() / 1000000;
+}
+
+/* --- reload ------------------------------------------------------------------------ */
+
+/* What the daemon answered: its message, exit status by its result. */
+static int reload_result(const struct fg_meta *meta)
+{
+	char msg[sizeof(meta->reload_msg) + 1];
+
+	memcpy(msg, meta->reload_msg, sizeof(meta->reload_msg));
+	msg[sizeof(meta->reload_msg)] = 0;
+	if (!meta->reload_err) {
+		printf("reloaded %s: %s\n", meta->config, msg[0] ? msg : "done");
+		return 0;
+	}
+	pr_warn("floodgated (pid %u) refused the reload: %s", meta->pid,
+		msg[0] ? msg : strerror((int)meta->reload_err));
+	return -(int)meta->reload_err;
+}
+
+/* The note after RELOAD_NOTE_MS: what the wait is waiting for. */
+static void reload_note(const struct proc *p)
+{
+	if (proc_state(p) == FG_DAEMON_STOPPED)
+		pr_info("floodgated (pid %u) is STOPPED (SIGSTOP): the reload waits until it "
+			"continues (kill -CONT %u); giving up after %d s", p->pid, p->pid,
+			RELOAD_WAIT_MS / 1000);
+	else
+		pr_info("still waiting for floodgated (pid %u) to finish the reload (a large "
+			"policy takes a while); giving up after %d s", p->pid, RELOAD_WAIT_MS / 1000);
+}
+
+/* SIGHUP, then wait until the daemon counts the request as handled. */
+static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const struct proc *p)
+{
+	__u64 t0 = now_ms();
+	struct fg_meta meta;
+	bool noted = false;
+	int err;
+
+	err = proc_signal(p, SIGHUP);
+	if (err) {
+		pr_warn("cannot signal floodgated pid %u: %s", p->pid, strerror(-err));
 		return err;
 	}
-	for (int i = 0; i < WAIT_STEPS; i++) {
-		usleep(WAIT_STEP_US);
-		if (!fg_policy_read_active(m, pol) && pol->version != v0) {
-			printf("reloaded %s: policy version %llu\n", meta->config,
-			       (unsigned long long)pol->version);
-			return 0;
+	for (;;) {
+		bool gone = proc_exited(p, WAIT_STEP_MS);
+		__u64 waited = now_ms() - t0;
+
+		err = fg_meta_read(m, &meta);
+		if (err) {
+			pr_warn("reading fg_meta: %s", strerror(-err));
+			return err;
+		}
+		meta.config[sizeof(meta.config) - 1] = 0;
+		if (meta.pid == p->pid && meta.reload_seq != meta0->reload_seq)
+			return reload_result(&meta);
+		if (gone || meta.pid != p->pid) {
+			pr_warn("floodgated (pid %u) exited before it finished the reload: see its "
+				"log (journalctl -u floodgated); the policy in force is in "
+				"'floodgate status'", p->pid);
+			return -ESRCH;
+		}
+		if (waited >= RELOAD_WAIT_MS) {
+			pr_warn("floodgated (pid %u) did not finish the reload within %d s: it may "
+				"still; see 'floodgate status' and its log", p->pid,
+				RELOAD_WAIT_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		if (!noted && waited >= RELOAD_NOTE_MS) {
+			reload_note(p);
+			noted = true;
 		}
 	}
-	pr_warn("floodgated (pid %u) did not apply a new policy within 5 s; see its log "
-		"(journalctl -u floodgated)", meta->pid);
-	return -ETIMEDOUT;
 }
 
 int cli_reload(void *cfg)
 {
 	const struct cli_args *a = cfg;
-	struct fg_policy *pol = malloc(sizeof(*pol));
+	struct proc p = { .pidfd = -1 };
 	struct fg_meta meta;
 	struct fg_maps m;
 	int err = -EINVAL;
 
-	if (!pol || cli_open_maps(a, &m)) {
-		free(pol);
+	if (cli_open_maps(a, &m))
 		return 1;
-	}
-	if (fg_meta_read(&m, &meta) || fg_policy_read_active(&m, pol)) {
+	if (fg_meta_read(&m, &meta)) {
 		pr_warn("reading %s failed", a->dir);
 		goto out;
 	}
-	if (!fg_daemon_alive(meta.pid)) {
+	proc_open(&p, meta.pid);
+	/* checked after the pidfd is open: it names this daemon from here on */
+	if (!meta.pid || proc_state(&p) == FG_DAEMON_NONE) {
 		pr_warn("floodgated is not running for %s: nothing to reload "
 			"(start it, e.g. systemctl start floodgated)", a->dir);
 		goto out;
@@ -121,24 +237,59 @@ int cli_reload(void *cfg)
 	meta.config[sizeof(meta.config) - 1] = 0;
 	err = reload_precheck(&meta);
 	if (!err)
-		err = reload_signal(&m, &meta, pol);
+		err = reload_signal(&m, &meta, &p);
 out:
-	free(pol);
+	proc_close(&p);
 	fg_maps_close(&m);
 	return err ? 1 : 0;
 }
 
-/* detach --force: SIGTERM the daemon, which detaches by itself on exit. */
-static int stop_daemon(__u32 pid)
+/* --- detach ------------------------------------------------------------------------ */
+
+/*
+ * detach --force: afterwards the daemon is gone and no signal is left
+ * pending that would act later. A stopped daemon would only act on
+ * SIGTERM when continued (and then detach whatever is attached by then),
+ * so it gets SIGKILL, which ends even a stopped process; so does a
+ * daemon that does not exit within STOP_WAIT_MS of SIGTERM, or stops
+ * meanwhile. After SIGKILL the caller removes the pin dir.
+ */
+int cli_stop_daemon(__u32 pid)
 {
-	kill((pid_t)pid, SIGTERM);
-	for (int i = 0; i < WAIT_STEPS && fg_daemon_alive(pid); i++)
-		usleep(WAIT_STEP_US);
-	if (fg_daemon_alive(pid)) {
-		pr_warn("floodgated (pid %u) did not exit within 5 s", pid);
-		return -ETIMEDOUT;
+	struct proc p;
+	enum fg_daemon_state st;
+	int err = 0;
+
+	proc_open(&p, pid);
+	st = proc_state(&p);
+	if (st == FG_DAEMON_RUNNING) {
+		__u64 t0 = now_ms();
+
+		proc_signal(&p, SIGTERM);
+		while (!proc_exited(&p, WAIT_STEP_MS)) {
+			if ((st = proc_state(&p)) == FG_DAEMON_STOPPED ||
+			    now_ms() - t0 >= STOP_WAIT_MS)
+				break;
+		}
+		if (proc_state(&p) != FG_DAEMON_NONE)
+			pr_warn("floodgated (pid %u) %s: SIGKILL, then detaching here", pid,
+				st == FG_DAEMON_STOPPED ? "stopped after SIGTERM" :
+				"did not exit within " STR(STOP_WAIT_S) " s of SIGTERM");
+	} else if (st == FG_DAEMON_STOPPED) {
+		pr_info("floodgated (pid %u) is STOPPED (SIGSTOP): SIGKILL (a stopped process "
+			"takes it), then detaching here", pid);
 	}
-	return 0;
+	if (proc_state(&p) != FG_DAEMON_NONE) {
+		proc_signal(&p, SIGKILL);
+		if (!proc_exited(&p, KILL_WAIT_MS) && proc_state(&p) != FG_DAEMON_NONE) {
+			pr_warn("floodgated (pid %u) has not died of SIGKILL within %d s (stuck in the "
+				"kernel?): nothing detached; when it dies the filter stays attached",
+				pid, KILL_WAIT_MS / 1000);
+			err = -ETIMEDOUT;
+		}
+	}
+	proc_close(&p);
+	return err;
 }
 
 /* After removing the pin dir: anything still attached is not ours to remove. */
@@ -158,6 +309,7 @@ int cli_detach(void *cfg)
 	const struct cli_args *a = cfg;
 	struct fg_meta meta = {};
 	char why[FG_WHY_LEN] = "";
+	enum fg_daemon_state st;
 	struct fg_maps m;
 	int err;
 
@@ -171,13 +323,20 @@ int cli_detach(void *cfg)
 	} else {
 		pr_debug("%s", why);
 	}
-	if (fg_daemon_alive(meta.pid)) {
+	st = fg_daemon_state(meta.pid);
+	if (st != FG_DAEMON_NONE) {
+		if (!a->force && st == FG_DAEMON_STOPPED) {
+			pr_warn("floodgated (pid %u) is STOPPED (SIGSTOP): continue and stop it "
+				"(kill -CONT %u; kill %u), or use --force to kill it and detach",
+				meta.pid, meta.pid, meta.pid);
+			return 1;
+		}
 		if (!a->force) {
 			pr_warn("floodgated (pid %u) is running: stop it instead (it detaches on exit), "
 				"or use --force to stop it and detach", meta.pid);
 			return 1;
 		}
-		if (stop_daemon(meta.pid))
+		if (cli_stop_daemon(meta.pid))
 			return 1;
 		if (access(a->dir, F_OK)) {
 			pr_info("floodgated detached and removed %s", a->dir);

@@ -24,7 +24,8 @@ struct status {
 	struct fg_policy pol;
 	struct fg_name names[FG_MAX_IDS];
 	bool attached[FG_MAX_IFS];	/* the filter runs on it */
-	bool running;			/* meta.pid is a live floodgated */
+	bool running;			/* meta.pid is a live floodgated (stopped or not) */
+	enum fg_daemon_state state;	/* running, stopped (SIGSTOP) or none */
 	size_t n4, n6;
 	__u64 now;
 };
@@ -61,7 +62,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 	    (err = fg_names_read(m, st->names)) || (err = status_modes(m, st)) ||
 	    (err = fg_sources_count(m, &st->n4, &st->n6)))
 		return err;
-	st->running = fg_daemon_alive(st->meta.pid);
+	st->state = fg_daemon_state(st->meta.pid);
+	st->running = st->state != FG_DAEMON_NONE;
 	st->meta.config[sizeof(st->meta.config) - 1] = 0;
 	for (__u32 i = 0; i < st->meta.n_ifs && i < FG_MAX_IFS; i++) {
 		struct fg_meta_if *mi = &st->meta.ifs[i];
@@ -90,7 +92,10 @@ static const char *rule_name_at(const struct status *st, const struct fg_rule *r
 
 static void print_daemon_text(const struct status *st)
 {
-	if (st->running) {
+	if (st->state == FG_DAEMON_STOPPED) {
+		printf("daemon:    floodgated pid %u is STOPPED (SIGSTOP): the filter keeps "
+		       "enforcing; kill -CONT %u\n", st->meta.pid, st->meta.pid);
+	} else if (st->running) {
 		time_t t = (time_t)st->meta.started;
 		char ts[64];
 
@@ -191,12 +196,14 @@ static void status_text(const struct status *st)
 	       (unsigned long long)st->meta.max_sources);
 }
 
-/* {"running":bool,"pid":n,"started":n}: pid and started are 0 when none runs */
+/* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
+ * runs (not stopped); pid and started are 0 when there is none */
 static struct json_object *daemon_json(const struct status *st, int *err)
 {
 	struct json_object *d = json_object_new_object();
 
-	cli_json_add(err, d, "running", json_object_new_boolean(st->running));
+	cli_json_add(err, d, "running", json_object_new_boolean(st->state == FG_DAEMON_RUNNING));
+	cli_json_add(err, d, "state", json_object_new_string(fg_daemon_state_name(st->state)));
 	cli_json_add(err, d, "pid", json_object_new_uint64(st->running ? st->meta.pid : 0));
 	cli_json_add(err, d, "started", json_object_new_uint64(st->running ? st->meta.started : 0));
 	return d;

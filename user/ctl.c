@@ -136,6 +136,23 @@ int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot)
 	return 0;
 }
 
+int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (mode > FG_MODE_SHADOW || src4_bits < FG_SRC4_MIN_BITS || src4_bits > FG_SRC4_MAX_BITS)
+		return -EINVAL;
+	if (LOAD(&cm->ctl->magic))
+		return -EEXIST;
+	STORE(&cm->ctl->abi, FG_ABI_VERSION);
+	STORE(&cm->ctl->slot, 0u);
+	STORE(&cm->ctl->mode, mode);
+	STORE(&cm->ctl->src4_bits, src4_bits);
+	STORE(&cm->ctl->seed4, seed4);
+	STORE(&cm->ctl->magic, FG_ABI_MAGIC);
+	return 0;
+}
+
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
 {
 	if (!cm->ctl)

@@ -67,6 +67,12 @@ int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot);
 /* Apply: the policy file's global mode (enum fg_mode). */
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode);
 
+/* Stamp a fresh fg_ctl (magic 0): the daemon's fields, magic last. The
+ * operator's fields (bypass, overrides, runtime-list count), which the CLI
+ * may have set before the stamp, are left as they are: a kill switch
+ * thrown while a fresh daemon starts stays thrown. */
+int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4);
+
 /* Runtime lists: add delta (+1 before an insert, -1 after a delete) to
  * rt_active, atomically; the count of other writers is never lost. */
 int fg_switch_rt_active(struct fg_ctl_map *cm, int delta);

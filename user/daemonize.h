@@ -3,10 +3,14 @@
  * Going to the background without losing the start's outcome: the parent
  * waits on a pipe until the child says it is attached (the parent exits 0)
  * or failed (exit 1, with a pointer to the system log), so a failed start
- * still reaches the shell that ran floodgated.
+ * still reaches the shell that ran floodgated. The parent waits at most
+ * FG_START_TIMEOUT_S: a start still going then is reported as not (yet)
+ * started, exit 1, and goes on in the background.
  */
 #ifndef FG_DAEMONIZE_H
 #define FG_DAEMONIZE_H
+
+#define FG_START_TIMEOUT_S	60
 
 /* Fork; returns 0 in the child, with *notify_fd the pipe to the waiting
  * parent (which never returns). -errno if the fork fails. */

@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "conn.h"
+#include "ctl.h"
 #include "fgmaps.h"
 #include "floodgate.skel.h"
 
@@ -522,7 +523,9 @@ __u32 fg_src4_sets(__u64 max_sources)
 int fg_ctl_init(struct fg_maps *m, __u32 mode)
 {
 	__u32 nsets = 0, bits = 0;
+	struct fg_ctl_map cm;
 	struct fg_ctl ctl;
+	__u64 seed;
 	int err = fg_ctl_read(m, &ctl);
 
 	if (err)
@@ -536,15 +539,16 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 		bits++;
 	if ((1u << bits) != nsets || bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return -EINVAL;	/* fg_src4 must have 2^7..2^24 sets */
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.magic = FG_ABI_MAGIC;
-	ctl.abi = FG_ABI_VERSION;
-	ctl.mode = mode;
-	ctl.src4_bits = bits;
 	/* a random seed: a spoofer cannot aim sources at one set */
-	if (getrandom(&ctl.seed4, sizeof(ctl.seed4), 0) != sizeof(ctl.seed4))
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		return -errno;
-	return fg_array_write(m, FGM_CTL, 0, &ctl);
+	/* field by field: a bypass the CLI set meanwhile is kept (ctl.h) */
+	err = fg_ctl_map_open(&cm, m->fd[FGM_CTL]);
+	if (err)
+		return err;
+	err = fg_ctl_stamp(&cm, mode, bits, seed);
+	fg_ctl_map_close(&cm);
+	return err == -EEXIST ? 0 : err;
 }
 
 /* --- removal ----------------------------------------------------------------- */

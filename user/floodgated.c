@@ -162,18 +162,59 @@ static int setup_signals(void)
 	return 0;
 }
 
-static int load_config(const char *path, struct fg_config *cfg)
+/* The policy file into cfg; a signal that stops the daemon cuts the wait
+ * short. On failure "file:line:col: why" is in msg. */
+static int load_config(const char *path, struct fg_config *cfg, char *msg, size_t len)
 {
 	struct fg_err e = {};
-	char msg[1024];
 	int err;
 
-	err = fg_config_load(path, cfg, &e);
-	if (err) {
-		fg_err_format(&e, msg, sizeof(msg));
-		pr_warn("%s", msg);
-	}
+	err = fg_config_load_until(path, cfg, &e, &stop_signal);
+	if (err)
+		fg_err_format(&e, msg, len);
 	return err;
+}
+
+static int load_first_config(struct daemon *d)
+{
+	char msg[1024];
+	int err = load_config(d->o.config, &d->cfg, msg, sizeof(msg));
+
+	if (err)
+		pr_warn("%s", msg);
+	else
+		d->have_cfg = true;
+	return err;
+}
+
+/*
+ * --config as an absolute path, before fg_daemonize changes to "/": the
+ * first load, every reload and fg_meta.config use it. Not realpath(): a
+ * symlinked config stays a link, so a reload reads what it points to
+ * then (deployments swap links, e.g. a Kubernetes ConfigMap).
+ */
+static int absolute_config(struct daemon *d)
+{
+	static char abs[PATH_MAX];
+	const char *rel = d->o.config;
+	char cwd[PATH_MAX];
+	int err;
+
+	if (rel[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		err = -errno;
+		pr_warn("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
+		return err;
+	}
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	if (snprintf(abs, sizeof(abs), "%s/%s", cwd, rel) >= (int)sizeof(abs)) {
+		pr_warn("--config %s: path too long once absolute", d->o.config);
+		return -ENAMETOOLONG;
+	}
+	d->o.config = abs;
+	return 0;
 }
 
 /* The command line's interfaces, else the file's; each must exist. */
@@ -355,10 +396,11 @@ static void log_stale_link(const char *ifname, int err)
 
 static void fill_meta(struct daemon *d, struct fg_meta *meta)
 {
-	char rp[PATH_MAX];
-	const char *cp;
+	__u32 seq = fg_meta_read(&d->maps, meta) ? 0 : meta->reload_seq;
 
 	memset(meta, 0, sizeof(*meta));
+	/* `floodgate reload` waits for a change: never back to a number seen */
+	meta->reload_seq = seq;
 	meta->magic = FG_ABI_MAGIC;
 	meta->abi = FG_ABI_VERSION;
 	meta->pid = getpid();
@@ -371,9 +413,9 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 		meta->ifs[i].xdp_mode = d->ifs[i].xdp_mode;
 		snprintf(meta->ifs[i].name, sizeof(meta->ifs[i].name), "%s", d->ifs[i].name);
 	}
-	cp = realpath(d->o.config, rp) ? rp : d->o.config;
-	/* a longer path is cut: fg_meta.config is informational */
-	memcpy(meta->config, cp, strnlen(cp, sizeof(meta->config) - 1));
+	/* absolute (absolute_config); a longer path is cut, and `reload`
+	 * then skips its check of the file */
+	memcpy(meta->config, d->o.config, strnlen(d->o.config, sizeof(meta->config) - 1));
 }
 
 /* Concurrency caps (connd.h): the counter, loaded before the XDP program
@@ -462,17 +504,23 @@ static int attach_all(struct daemon *d)
 
 static int start_metrics(struct daemon *d)
 {
-	const char *mx = d->o.metrics ? d->o.metrics : d->cfg.metrics;
+	struct fg_metrics_opts mo = {
+		.listen = d->o.metrics ? d->o.metrics : d->cfg.metrics,
+		.max_connections = d->cfg.metrics_max_conn,
+		.per_client = d->cfg.metrics_per_client,
+		.timeout_s = d->cfg.metrics_timeout_s,
+	};
 	char why[256];
 
-	if (!mx || !*mx)
+	if (!mo.listen || !*mo.listen)
 		return 0;
-	d->mx = fg_metrics_start(mx, why, sizeof(why));
+	d->mx = fg_metrics_start(&mo, why, sizeof(why));
 	if (!d->mx) {
 		pr_warn("%s", why);
 		return -EADDRNOTAVAIL;
 	}
-	pr_info("metrics on http://%s/metrics", mx);
+	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "
+		"%u s per request)", mo.listen, mo.max_connections, mo.per_client, mo.timeout_s);
 	return 0;
 }
 
@@ -573,52 +621,92 @@ static void tick(struct daemon *d)
 }
 
 /* Under the lock: the new policy, with the file's modes (apply.h); then
- * what changed against what was in force. */
-static int reload_apply(struct daemon *d, struct fg_config *ncfg)
+ * what changed against what was in force. On failure msg says why and
+ * whether the running policy stayed. */
+static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, size_t len)
 {
 	char why[FG_WHY_LEN] = "";
 	struct fg_inforce was;
+	struct fg_ctl c0, c1;
 	int err;
 
 	err = fg_maps_lock(&d->maps, LOCK_MS);
 	if (err) {
-		pr_warn("reload: cannot lock %s: %s; policy unchanged", d->dir, strerror(-err));
+		snprintf(msg, len, "cannot lock %s: %s; the running policy is unchanged", d->dir,
+			 strerror(-err));
 		return err;
 	}
+	if (fg_ctl_read(&d->maps, &c0))
+		c0.slot = ~0u;
 	err = fg_policy_apply_diff(&d->maps, ncfg, &was, why);
-	if (!err)
-		reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
-	fg_maps_unlock(&d->maps);
 	if (err) {
-		pr_warn("reload: %s; the running policy is unchanged", why[0] ? why : strerror(-err));
+		/* a failure after the slot flip leaves the new policy in force */
+		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->maps, &c1) && c1.slot != c0.slot;
+
+		fg_maps_unlock(&d->maps);
+		snprintf(msg, len, "%s; %s", why[0] ? why : strerror(-err),
+			 flipped ? "the new policy is in force" : "the running policy is unchanged");
 		return err;
 	}
+	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
+	fg_maps_unlock(&d->maps);
 	fg_reload_log("reload", &was, ncfg);
 	fg_inforce_free(&was);
 	return 0;
 }
 
+/* fg_meta's reload fields, which `floodgate reload` waits for and prints:
+ * after every request, success or not. */
+static void report_reload(struct daemon *d, int err, const char *msg)
+{
+	struct fg_meta meta;
+	int werr = fg_meta_read(&d->maps, &meta);
+
+	if (!werr) {
+		meta.reload_seq++;
+		meta.reload_err = (__u32)(err < 0 ? -err : err);
+		meta.reload_done = (__u64)time(NULL);
+		snprintf(meta.reload_msg, sizeof(meta.reload_msg), "%s", msg);
+		werr = fg_meta_write(&d->maps, &meta);
+	}
+	if (werr)
+		pr_warn("reload: cannot record the result in fg_meta: %s ('floodgate reload' "
+			"will not see it)", strerror(-werr));
+}
+
 static void do_reload(struct daemon *d)
 {
 	struct fg_config ncfg;
+	char msg[1024];
+	int err;
 
 	sd_notify(0, "RELOADING=1");
 	pr_info("reload: reading %s", d->o.config);
-	memset(&ncfg, 0, sizeof(ncfg));
-	if (load_config(d->o.config, &ncfg)) {
+	err = load_config(d->o.config, &ncfg, msg, sizeof(msg));
+	if (err) {
+		pr_warn("%s", msg);
 		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
+		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
+		report_reload(d, err, msg);
 		goto out;
 	}
-	if (reload_apply(d, &ncfg)) {
+	err = reload_apply(d, &ncfg, msg, sizeof(msg));
+	if (err) {
 		fg_config_free(&ncfg);
+		pr_warn("reload: %s", msg);
+		report_reload(d, err, msg);
 		goto out;
 	}
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
-	if (strcmp(ncfg.metrics, d->cfg.metrics))
-		pr_warn("reload: metrics address changed in the file; it takes effect on restart");
-	pr_info("reload: policy version %llu active", (unsigned long long)ncfg.pol.version);
+	if (strcmp(ncfg.metrics, d->cfg.metrics) || ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
+	    ncfg.metrics_per_client != d->cfg.metrics_per_client ||
+	    ncfg.metrics_timeout_s != d->cfg.metrics_timeout_s)
+		pr_warn("reload: metrics changed in the file; it takes effect on restart");
+	snprintf(msg, sizeof(msg), "policy version %llu active", (unsigned long long)ncfg.pol.version);
+	pr_info("reload: %s", msg);
+	report_reload(d, 0, msg);
 	fg_config_free(&d->cfg);
 	d->cfg = ncfg;
 out:
@@ -704,13 +792,14 @@ int main(int argc, char **argv)
 	if (err >= 0)
 		return err;
 	init_daemon(d);
+	if ((err = absolute_config(d)))
+		goto cleanup;
 	if (!d->o.foreground && (err = fg_daemonize(&d->notify_fd))) {
 		pr_warn("cannot daemonize: %s", strerror(-err));
 		goto cleanup;
 	}
-	if ((err = setup_signals()) || (err = load_config(d->o.config, &d->cfg)))
+	if ((err = setup_signals()) || (err = load_first_config(d)))
 		goto cleanup;
-	d->have_cfg = true;
 	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)))
 		goto cleanup;
 	d->skel = floodgate_bpf__open();

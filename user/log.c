@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Logging: one sink (stderr or syslog) for floodgate's own lines and for
+ * libbpf's and libxdp's, and the audit trail of operator actions. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 #include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
 #include "log.h"
 
 static enum fg_log_level log_level = FG_LOG_INFO;
@@ -63,6 +66,12 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 	return 0;
 }
 
+/* libxdp's levels are libbpf's (libxdp.h says so) */
+static int libxdp_print_fn(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	return libbpf_print_fn((enum libbpf_print_level)level, fmt, ap);
+}
+
 void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 {
 	snprintf(log_ident, sizeof(log_ident), "%s", ident);
@@ -70,6 +79,7 @@ void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 	log_syslog = use_syslog;
 	openlog(log_ident, LOG_PID, LOG_DAEMON);
 	libbpf_set_print(libbpf_print_fn);
+	libxdp_set_print(libxdp_print_fn);
 }
 
 void fg_log_set_level(enum fg_log_level level)

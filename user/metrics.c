@@ -2,10 +2,16 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "ctl.h"
@@ -13,14 +19,117 @@
 #include "metrics.h"
 #include "sysutil.h"
 
-#define FG_METRICS_MAX_CONN	16	/* scrapers are few; cap what a peer can hold */
+#define FD_RESERVE	128	/* descriptors left for the rest of the daemon */
+#define REAP_MS		250	/* how often connections are held to their deadline */
+
+/* A connection, from MHD's STARTED notification to CLOSED. */
+struct mx_conn {
+	struct mx_conn *prev, *next;
+	int fd;
+	__u64 since;		/* ms: accepted, or its last request arrived */
+};
 
 struct fg_metrics {
 	struct MHD_Daemon *mhd;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;	/* page, len */
 	char *page;
 	size_t len;
+	pthread_mutex_t conn_lock;	/* conns, stop */
+	pthread_cond_t wake;
+	struct mx_conn conns;	/* list head */
+	__u64 timeout_ms;
+	bool stop;
+	bool reaping;		/* the reaper thread runs */
+	pthread_t reaper;
 };
+
+static __u64 mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+		    enum MHD_ConnectionNotificationCode toe)
+{
+	struct fg_metrics *mx = cls;
+	struct mx_conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		c = ci ? calloc(1, sizeof(*c)) : NULL;
+		if (!c)
+			return;	/* untracked: MHD's idle timeout still holds */
+		c->fd = ci->connect_fd;
+		c->since = mono_ms();
+		pthread_mutex_lock(&mx->conn_lock);
+		c->next = mx->conns.next;
+		c->prev = &mx->conns;
+		c->next->prev = c;
+		mx->conns.next = c;
+		pthread_mutex_unlock(&mx->conn_lock);
+		*socket_context = c;
+	} else if (c) {
+		/* MHD closes the fd after this returns: the reaper, which
+		 * shuts fds down under conn_lock, never touches a reused one */
+		pthread_mutex_lock(&mx->conn_lock);
+		c->prev->next = c->next;
+		c->next->prev = c->prev;
+		pthread_mutex_unlock(&mx->conn_lock);
+		free(c);
+		*socket_context = NULL;
+	}
+}
+
+/* A request arrived: the connection has timeout again, for the next one. */
+static void conn_request(struct fg_metrics *mx, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct mx_conn *c = ci ? ci->socket_context : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&mx->conn_lock);
+	c->since = mono_ms();
+	pthread_mutex_unlock(&mx->conn_lock);
+}
+
+/*
+ * MHD's own timeout is an idle timeout: a client that trickles one byte
+ * a second keeps its connection for ever. Here every connection must
+ * deliver a request within timeout of the last; shutdown() makes MHD's
+ * next read see the end and close it.
+ */
+static void *reaper(void *arg)
+{
+	struct fg_metrics *mx = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&mx->conn_lock);
+	while (!mx->stop) {
+		__u64 now = mono_ms();
+
+		for (struct mx_conn *c = mx->conns.next; c != &mx->conns; c = c->next) {
+			if (now - c->since < mx->timeout_ms)
+				continue;
+			shutdown(c->fd, SHUT_RDWR);
+			c->since = now;	/* once per timeout, until MHD closes it */
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += REAP_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&mx->wake, &mx->conn_lock, &ts);
+	}
+	pthread_mutex_unlock(&mx->conn_lock);
+	return NULL;
+}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version,
@@ -35,6 +144,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	size_t len;
 
 	(void)version; (void)upload_data; (void)upload_data_size; (void)con_cls;
+	conn_request(mx, conn);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		static const char msg[] = "method not allowed\n";
 
@@ -70,18 +180,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-struct fg_metrics *fg_metrics_start(const char *listen, char *why, size_t why_len)
+/* "host:port", "[v6]:port", ":port" -> one address to listen on. */
+static int resolve(const char *listen, struct addrinfo **ai, char *why, size_t why_len)
 {
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM }, *ai = NULL;
+				  .ai_socktype = SOCK_STREAM };
 	char host[128], *port;
-	struct fg_metrics *mx;
 	int rc;
 
 	if (snprintf(host, sizeof(host), "%s", listen) >= (int)sizeof(host) ||
 	    !(port = strrchr(host, ':'))) {
 		snprintf(why, why_len, "metrics: \"%s\" is not host:port", listen);
-		return NULL;
+		return -EINVAL;
 	}
 	*port++ = 0;
 	if (host[0] == '[') {
@@ -89,49 +199,182 @@ struct fg_metrics *fg_metrics_start(const char *listen, char *why, size_t why_le
 
 		if (l < 2 || host[l - 1] != ']') {
 			snprintf(why, why_len, "metrics: bad IPv6 address in \"%s\"", listen);
-			return NULL;
+			return -EINVAL;
 		}
 		host[l - 1] = 0;
 		memmove(host, host + 1, l - 1);
 	}
-	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, ai);
 	if (rc) {
 		snprintf(why, why_len, "metrics: %s: %s", listen, gai_strerror(rc));
-		return NULL;
+		return -EINVAL;
 	}
-	mx = calloc(1, sizeof(*mx));
-	if (!mx) {
-		freeaddrinfo(ai);
-		snprintf(why, why_len, "metrics: out of memory");
-		return NULL;
+	return 0;
+}
+
+/* Bind once ourselves, for the errno MHD would not tell (in use, not local). */
+static int probe_bind(const struct addrinfo *ai, const char *listen, char *why, size_t why_len)
+{
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, err = 0;
+
+	if (fd < 0)
+		err = -errno;
+	else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+		 bind(fd, ai->ai_addr, ai->ai_addrlen))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		snprintf(why, why_len, "metrics: cannot listen on %s: %s", listen, strerror(-err));
+	return err;
+}
+
+static bool is_any6(const struct addrinfo *ai)
+{
+	const struct sockaddr_in6 *s6 = (const void *)ai->ai_addr;
+
+	return ai->ai_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr);
+}
+
+/* The defaults, then room in RLIMIT_NOFILE for max_connections. */
+static int settle_opts(struct fg_metrics_opts *o, char *why, size_t why_len)
+{
+	struct rlimit rl;
+	rlim_t need;
+
+	if (!o->max_connections)
+		o->max_connections = FG_METRICS_MAX_CONN;
+	if (!o->per_client)
+		o->per_client = FG_METRICS_PER_CLIENT;
+	if (!o->timeout_s)
+		o->timeout_s = FG_METRICS_TIMEOUT_S;
+	if (o->max_connections > FG_METRICS_MAX_CONN_MAX || o->timeout_s > FG_METRICS_TIMEOUT_MAX) {
+		snprintf(why, why_len, "metrics: max_connections %u or timeout %u s out of range",
+			 o->max_connections, o->timeout_s);
+		return -EINVAL;
 	}
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	need = (rlim_t)o->max_connections + FD_RESERVE;
+	if (rl.rlim_cur < need && rl.rlim_cur != RLIM_INFINITY) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < need) {
+		if (rl.rlim_cur < FD_RESERVE + 2) {
+			snprintf(why, why_len, "metrics: RLIMIT_NOFILE %llu leaves no descriptors "
+				 "for connections", (unsigned long long)rl.rlim_cur);
+			return -EMFILE;
+		}
+		o->max_connections = (unsigned int)(rl.rlim_cur - FD_RESERVE);
+	}
+	if (o->per_client > o->max_connections)
+		o->per_client = o->max_connections;
+	return 0;
+}
+
+static void mx_free(struct fg_metrics *mx)
+{
+	pthread_mutex_destroy(&mx->lock);
+	pthread_mutex_destroy(&mx->conn_lock);
+	pthread_cond_destroy(&mx->wake);
+	free(mx->page);
+	free(mx);
+}
+
+static struct fg_metrics *mx_new(unsigned int timeout_s)
+{
+	struct fg_metrics *mx = calloc(1, sizeof(*mx));
+	pthread_condattr_t ca;
+
+	if (!mx)
+		return NULL;
 	pthread_mutex_init(&mx->lock, NULL);
-	mx->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-				   (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				   0, NULL, NULL, handle, mx,
-				   MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)FG_METRICS_MAX_CONN,
-				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				   MHD_OPTION_END);
-	freeaddrinfo(ai);
-	if (!mx->mhd) {
-		snprintf(why, why_len, "metrics: cannot listen on %s (in use? bad address?)",
-			 listen);
-		pthread_mutex_destroy(&mx->lock);
-		free(mx);
-		return NULL;
-	}
+	pthread_mutex_init(&mx->conn_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&mx->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	mx->conns.next = mx->conns.prev = &mx->conns;
+	mx->timeout_ms = (__u64)timeout_s * 1000;
 	return mx;
+}
+
+static struct MHD_Daemon *mhd_start(struct fg_metrics *mx, const struct fg_metrics_opts *o,
+				    const struct addrinfo *ai)
+{
+	unsigned int backlog = o->max_connections < 4096 ? o->max_connections : 4096;
+
+	return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD |
+				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
+				(is_any6(ai) ? MHD_USE_DUAL_STACK : 0),
+				0, NULL, NULL, handle, mx,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_client,
+				MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FG_METRICS_REQ_MAX,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
+				MHD_OPTION_NOTIFY_CONNECTION, on_conn, mx,
+				MHD_OPTION_END);
+}
+
+struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t why_len)
+{
+	struct fg_metrics *mx = NULL;
+	struct addrinfo *ai = NULL;
+	sigset_t all, old;
+	int rc;
+
+	if (settle_opts(o, why, why_len) || resolve(o->listen, &ai, why, why_len))
+		return NULL;
+	if (probe_bind(ai, o->listen, why, why_len))
+		goto fail;
+	mx = mx_new(o->timeout_s);
+	if (!mx) {
+		snprintf(why, why_len, "metrics: out of memory");
+		goto fail;
+	}
+	/* MHD's thread and the reaper take no signals: the daemon's main loop does */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	mx->mhd = mhd_start(mx, o, ai);
+	rc = mx->mhd ? pthread_create(&mx->reaper, NULL, reaper, mx) : 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!mx->mhd) {
+		snprintf(why, why_len, "metrics: libmicrohttpd cannot serve %s", o->listen);
+		goto fail;
+	}
+	if (rc) {
+		snprintf(why, why_len, "metrics: cannot start a thread: %s", strerror(rc));
+		goto fail;
+	}
+	mx->reaping = true;
+	freeaddrinfo(ai);
+	return mx;
+fail:
+	if (mx && mx->mhd)
+		MHD_stop_daemon(mx->mhd);
+	if (mx)
+		mx_free(mx);
+	freeaddrinfo(ai);
+	return NULL;
 }
 
 void fg_metrics_stop(struct fg_metrics *mx)
 {
 	if (!mx)
 		return;
-	MHD_stop_daemon(mx->mhd);
-	pthread_mutex_destroy(&mx->lock);
-	free(mx->page);
-	free(mx);
+	if (mx->reaping) {
+		pthread_mutex_lock(&mx->conn_lock);
+		mx->stop = true;
+		pthread_cond_signal(&mx->wake);
+		pthread_mutex_unlock(&mx->conn_lock);
+		pthread_join(mx->reaper, NULL);
+	}
+	MHD_stop_daemon(mx->mhd);	/* CLOSED for every connection: conns empty */
+	mx_free(mx);
 }
 
 void fg_metrics_publish(struct fg_metrics *mx, char *page, size_t len)

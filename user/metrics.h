@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Prometheus text endpoint for floodgated (libmicrohttpd, its own polling
+ * Prometheus text endpoint for floodgated (libmicrohttpd, its own epoll
  * thread). The daemon renders a page once per tick with fg_metrics_render
  * and hands it over with fg_metrics_publish; scrapes only copy that page,
  * so a scrape never touches the maps and a slow scraper never stalls the
@@ -25,8 +25,34 @@ struct fg_metrics_snap {
 	size_t extra_len;
 };
 
-/* "host:port", "[v6]:port" or ":port" (all addresses). NULL with why set. */
-struct fg_metrics *fg_metrics_start(const char *listen, char *why, size_t why_len);
+/*
+ * Hostile load. An epoll thread serves up to max_connections at once; one
+ * client address holds at most per_client of them; a connection must
+ * deliver each request within timeout seconds of its start or of its
+ * previous request, however slowly it trickles bytes (a slow-loris is cut
+ * then, and an idle one too); a request's headers are capped at
+ * FG_METRICS_REQ_MAX bytes. So 16 idle sockets, or a thousand from one
+ * address, never keep a scraper from another address out, and not for
+ * longer than timeout from the same one.
+ */
+#define FG_METRICS_MAX_CONN	1024	/* default max_connections */
+#define FG_METRICS_MAX_CONN_MAX	65536
+#define FG_METRICS_PER_CLIENT	8	/* default per_client */
+#define FG_METRICS_TIMEOUT_S	3	/* default timeout */
+#define FG_METRICS_TIMEOUT_MAX	300
+#define FG_METRICS_REQ_MAX	16384	/* bytes a connection may buffer: request line + headers */
+
+struct fg_metrics_opts {
+	const char *listen;		/* "host:port", "[v6]:port" or ":port" (all addresses) */
+	unsigned int max_connections;	/* 0: the default; on return, what is in force */
+	unsigned int per_client;	/* 0: the default; on return, what is in force */
+	unsigned int timeout_s;		/* 0: the default; on return, what is in force */
+};
+
+/* Listen and serve; NULL with why set. May raise RLIMIT_NOFILE's soft limit
+ * to make room for max_connections, or lower max_connections to fit the
+ * hard limit (o says what is in force). */
+struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t why_len);
 void fg_metrics_stop(struct fg_metrics *mx);
 
 /* Render a page; *out is malloc'd. 0 or -ENOMEM. */

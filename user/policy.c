@@ -16,11 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 
 #include "conn.h"
+#include "metrics.h"
 #include "policy_int.h"
 #include "units.h"
 
@@ -107,15 +112,18 @@ static int parse_ifaces(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
-static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
+/* metrics: "host:port", or {listen: "host:port", max_connections: N,
+ * per_client: N, timeout: 3s} (metrics.h has the defaults). */
+static const char *const metrics_keys[] = { "listen", "max_connections", "per_client", "timeout" };
+enum { MX_LISTEN, MX_MAXCONN, MX_PERCLIENT, MX_TIMEOUT };
+
+static int parse_metrics_listen(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct fg_config *cfg = c->cfg;
 	const char *s, *colon;
 	__u64 port;
 	int err;
 
-	if (pol_is_null(n))
-		return 0;
 	err = pol_scalar(c, n, "metrics", &s);
 	if (err)
 		return err;
@@ -132,6 +140,66 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 	     (s[0] != '[' || colon[-1] != ']')))
 		return FAIL(c, n, "metrics: expected \"host:port\" (e.g. \"127.0.0.1:9100\" or \"[::1]:9100\"), got \"%s\"", s);
 	strcpy(cfg->metrics, s);
+	return 0;
+}
+
+static int parse_metrics_timeout(struct pol_ctx *c, yaml_node_t *n)
+{
+	const char *s;
+	__u64 ns;
+	int err;
+
+	err = pol_scalar(c, n, "metrics: timeout", &s);
+	if (err)
+		return err;
+	if (fg_parse_duration(s, &ns) || ns % 1000000000ull ||
+	    ns < 1000000000ull || ns > FG_METRICS_TIMEOUT_MAX * 1000000000ull)
+		return FAIL(c, n, "metrics: timeout: expected whole seconds from 1s to %us (e.g. 3s), got \"%.64s\"",
+			    FG_METRICS_TIMEOUT_MAX, s);
+	c->cfg->metrics_timeout_s = (unsigned int)(ns / 1000000000ull);
+	return 0;
+}
+
+static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
+{
+	struct pol_keys ks = KEYS("metrics", metrics_keys);
+	struct fg_config *cfg = c->cfg;
+	__u64 v;
+	int err;
+
+	if (pol_is_null(n))
+		return 0;
+	if (n->type != YAML_MAPPING_NODE)
+		return parse_metrics_listen(c, n);
+	err = pol_read_map(c, n, "metrics", "{listen: \"127.0.0.1:9100\", max_connections: 1024, "
+			   "per_client: 8, timeout: 3s}", &ks);
+	if (err)
+		return err;
+	if (!ks.val[MX_LISTEN] || pol_is_null(ks.val[MX_LISTEN]))
+		return FAIL(c, n, "metrics: missing listen (e.g. listen: \"127.0.0.1:9100\")");
+	if ((err = parse_metrics_listen(c, ks.val[MX_LISTEN])))
+		return err;
+	if (ks.val[MX_MAXCONN]) {
+		err = pol_parse_uint(c, ks.val[MX_MAXCONN], "metrics: max_connections", 1,
+				     FG_METRICS_MAX_CONN_MAX, &v);
+		if (err)
+			return err;
+		cfg->metrics_max_conn = (unsigned int)v;
+	}
+	if (ks.val[MX_PERCLIENT]) {
+		err = pol_parse_uint(c, ks.val[MX_PERCLIENT], "metrics: per_client", 1,
+				     FG_METRICS_MAX_CONN_MAX, &v);
+		if (err)
+			return err;
+		cfg->metrics_per_client = (unsigned int)v;
+	}
+	if (ks.val[MX_TIMEOUT] && (err = parse_metrics_timeout(c, ks.val[MX_TIMEOUT])))
+		return err;
+	if (cfg->metrics_per_client > (cfg->metrics_max_conn ? cfg->metrics_max_conn
+							      : FG_METRICS_MAX_CONN))
+		return FAIL(c, ks.val[MX_PERCLIENT], "metrics: per_client %u is more than "
+			    "max_connections %u", cfg->metrics_per_client,
+			    cfg->metrics_max_conn ? cfg->metrics_max_conn : FG_METRICS_MAX_CONN);
 	return 0;
 }
 
@@ -922,6 +990,8 @@ out:
 	return ret;
 }
 
+/* ---- reading the file ------------------------------------------------------ */
+
 static int __attribute__((format(printf, 3, 4)))
 load_err(struct fg_err *err, int ret, const char *fmt, ...)
 {
@@ -933,21 +1003,23 @@ load_err(struct fg_err *err, int ret, const char *fmt, ...)
 	return ret;
 }
 
-/* All of fd into *buf (malloc'd), to EOF and not to st_size: pipes and
- * /proc report 0. */
+/* All of fd into *buf (malloc'd), to EOF and not to st_size (/proc and
+ * /sys report 0 or a page), but never more than FG_MAX_FILE_SIZE + 1 bytes. */
 static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
 {
 	size_t cap = 0;
 	ssize_t r;
 
 	for (*len = 0;; *len += (size_t)r) {
+		if (*len > FG_MAX_FILE_SIZE)
+			return load_err(err, -EFBIG, "policy is larger than the limit of %u bytes",
+					FG_MAX_FILE_SIZE);
 		if (*len == cap) {
 			size_t ncap = cap ? 2 * cap : 65536;
 			char *n;
 
-			if (cap > FG_MAX_FILE_SIZE)
-				return load_err(err, -EFBIG, "policy is larger than the limit of %u bytes",
-						FG_MAX_FILE_SIZE);
+			if (ncap > FG_MAX_FILE_SIZE + 1)
+				ncap = FG_MAX_FILE_SIZE + 1;
 			n = realloc(*buf, ncap);
 			if (!n)
 				return load_err(err, -ENOMEM, "out of memory");
@@ -957,6 +1029,8 @@ static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
 		do
 			r = read(fd, *buf + *len, cap - *len);
 		while (r < 0 && errno == EINTR);
+		if (r < 0 && errno == EAGAIN)
+			return load_err(err, -EAGAIN, "reading would block: not an ordinary file");
 		if (r < 0)
 			return load_err(err, -errno, "cannot read: %s", strerror(errno));
 		if (r == 0)
@@ -964,42 +1038,213 @@ static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
 	}
 }
 
-/* The policy file behind fd: not a directory, not too large. */
-static int read_policy(int fd, char **buf, size_t *len, struct fg_err *err)
+static const char *file_type(mode_t m)
 {
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return load_err(err, -errno, "cannot stat: %s", strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return load_err(err, -EISDIR, "is a directory");
-	if (S_ISREG(st.st_mode) && st.st_size > (off_t)FG_MAX_FILE_SIZE)
-		return load_err(err, -EFBIG, "policy is %lld bytes, larger than the limit of %u",
-				(long long)st.st_size, FG_MAX_FILE_SIZE);
-	return read_all(fd, buf, len, err);
+	return S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a file";
 }
 
-int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err)
+/* Only a regular file: a FIFO or a device could block or never end.
+ * O_NONBLOCK: open() of a FIFO returns at once instead of waiting for a
+ * writer. Symlinks are followed (linked configs are normal); what counts
+ * is what the opened fd is. */
+static int read_policy(const char *path, char **buf, size_t *len, struct fg_err *err)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && errno == ENXIO && !stat(path, &st) && S_ISSOCK(st.st_mode))
+		return load_err(err, -EINVAL, "is a socket, not a regular file: refused");
+	if (fd < 0)
+		return load_err(err, -errno, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &st))
+		ret = load_err(err, -errno, "cannot stat: %s", strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		ret = load_err(err, -EISDIR, "is a directory");
+	else if (!S_ISREG(st.st_mode))
+		ret = load_err(err, -EINVAL, "is %s, not a regular file: refused (reading it "
+			       "could block)", file_type(st.st_mode));
+	else if (st.st_size > (off_t)FG_MAX_FILE_SIZE)
+		ret = load_err(err, -EFBIG, "policy is %lld bytes, larger than the limit of %u",
+			       (long long)st.st_size, FG_MAX_FILE_SIZE);
+	else
+		ret = read_all(fd, buf, len, err);
+	close(fd);
+	return ret;
+}
+
+/*
+ * O_NONBLOCK does nothing for a regular file on a hung file system (a dead
+ * NFS server, a FUSE daemon that never answers): open() and read() block
+ * there. So the file is read by a thread of its own, and the caller waits
+ * at most FG_READ_TIMEOUT_MS. A reader still stuck is left behind; the
+ * last of the two to let go of the job frees it.
+ */
+#define MAX_STUCK_READS	4	/* readers left behind before loads are refused */
+
+enum { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+
+static int stuck_reads;		/* readers left behind and still running (atomic) */
+
+struct read_job {
+	int refs;		/* the caller and the reader (atomic) */
+	int state;		/* JOB_* (atomic) */
+	int done[2];		/* pipe: the reader writes a byte when it is done */
+	int ret;
+	char *buf;
+	size_t len;
+	struct fg_err err;
+	char path[];
+};
+
+static void job_put(struct read_job *j)
+{
+	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	free(j->buf);
+	close(j->done[0]);
+	close(j->done[1]);
+	free(j);
+}
+
+static void *reader(void *arg)
+{
+	struct read_job *j = arg;
+	char c = 0;
+
+	j->ret = read_policy(j->path, &j->buf, &j->len, &j->err);
+	if (__atomic_exchange_n(&j->state, JOB_DONE, __ATOMIC_ACQ_REL) == JOB_ABANDONED)
+		__atomic_sub_fetch(&stuck_reads, 1, __ATOMIC_RELAXED);
+	if (write(j->done[1], &c, 1) != 1) {
+		/* a pipe with room for 64 KiB: cannot fail; the state says it anyway */
+	}
+	job_put(j);
+	return NULL;
+}
+
+static __u64 mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+/* The reader with every signal blocked: signals go to the caller, whose
+ * poll() they interrupt. */
+static int start_reader(struct read_job *j)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
+
+	if (pthread_attr_init(&attr))
+		return -ENOMEM;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, &attr, reader, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+/* Wait for the reader until the deadline or *stop; 0 when it is done. */
+static int wait_reader(struct read_job *j, const volatile sig_atomic_t *stop)
+{
+	__u64 deadline = mono_ms() + FG_READ_TIMEOUT_MS;
+	struct pollfd pfd = { .fd = j->done[0], .events = POLLIN };
+
+	for (;;) {
+		__u64 now = mono_ms();
+		int r = poll(&pfd, 1, now < deadline ? (int)(deadline - now) : 0);
+
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r < 0 && stop && *stop)
+			return -EINTR;
+		if (r == 0)
+			return -ETIMEDOUT;
+	}
+}
+
+static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err *err,
+			const volatile sig_atomic_t *stop)
+{
+	int stuck = __atomic_load_n(&stuck_reads, __ATOMIC_RELAXED), ret;
+	struct read_job *j;
+
+	if (stuck >= MAX_STUCK_READS)
+		return load_err(err, -EBUSY, "%d earlier reads of policy files have not returned "
+				"(a hung file system?): not trying again until one does", stuck);
+	j = calloc(1, sizeof(*j) + strlen(path) + 1);
+	if (!j)
+		return load_err(err, -ENOMEM, "out of memory");
+	strcpy(j->path, path);
+	if (pipe2(j->done, O_CLOEXEC)) {
+		ret = -errno;
+		free(j);
+		return load_err(err, ret, "cannot read: pipe: %s", strerror(-ret));
+	}
+	j->refs = 2;
+	ret = start_reader(j);
+	if (ret) {
+		j->refs = 1;
+		job_put(j);
+		return load_err(err, ret, "cannot start a reader thread: %s", strerror(-ret));
+	}
+	ret = wait_reader(j, stop);
+	if (ret && __atomic_exchange_n(&j->state, JOB_ABANDONED, __ATOMIC_ACQ_REL) == JOB_DONE)
+		ret = 0;	/* it finished just now */
+	if (!ret) {
+		__atomic_load_n(&j->state, __ATOMIC_ACQUIRE);	/* the reader's results */
+		ret = j->ret;
+		*buf = j->buf;
+		*len = j->len;
+		j->buf = NULL;
+		if (ret)
+			memcpy(err->msg, j->err.msg, sizeof(err->msg));
+	} else {
+		__atomic_add_fetch(&stuck_reads, 1, __ATOMIC_RELAXED);
+		if (ret == -ETIMEDOUT)
+			load_err(err, ret, "not read within %d ms (a hung file system?): refused; "
+				 "the attempt goes on in the background", FG_READ_TIMEOUT_MS);
+		else if (ret == -EINTR)
+			load_err(err, ret, "reading interrupted by a signal");
+		else
+			load_err(err, ret, "waiting for the read: %s", strerror(-ret));
+	}
+	job_put(j);
+	return ret;
+}
+
+int fg_config_load_until(const char *path, struct fg_config *cfg, struct fg_err *err,
+			 const volatile sig_atomic_t *stop)
 {
 	struct fg_err dummy;
 	char *buf = NULL;
 	size_t len = 0;
-	int fd, ret;
+	int ret;
 
 	if (!err)
 		err = &dummy;
 	memset(err, 0, sizeof(*err));
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(err->file, sizeof(err->file), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return load_err(err, -errno, "cannot open: %s", strerror(errno));
-	ret = read_policy(fd, &buf, &len, err);
+	ret = read_bounded(path, &buf, &len, err, stop);
 	if (!ret)
 		ret = fg_config_parse(buf, len, path, cfg, err);
 	free(buf);
-	close(fd);
 	return ret;
+}
+
+int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err)
+{
+	return fg_config_load_until(path, cfg, err, NULL);
 }
 
 void fg_config_free(struct fg_config *cfg)

@@ -9,6 +9,7 @@
 #ifndef FG_POLICY_H
 #define FG_POLICY_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
@@ -46,6 +47,7 @@ struct fg_rule_src {
 };
 
 #define FG_MAX_FILE_SIZE	(16u << 20)	/* policy files larger are refused */
+#define FG_READ_TIMEOUT_MS	3000	/* opening and reading a policy file, at most */
 /* FG_MAX_PREFIXES (allow + deny + set prefixes) is in floodgate.h */
 
 struct fg_config {
@@ -56,6 +58,8 @@ struct fg_config {
 	int mode;			/* enum fg_mode, global */
 	__u64 max_sources;		/* size of fg_src4 and of fg_src6 */
 	char metrics[128];		/* "host:port" for Prometheus, "" = off */
+	/* metrics: {max_connections, per_client, timeout}; 0: metrics.h's default */
+	unsigned int metrics_max_conn, metrics_per_client, metrics_timeout_s;
 	int detach_on_exit;		/* SIGTERM detaches and unpins (default 1) */
 	/* compiled policy: rules[i].id and .gen are left 0, the daemon
 	 * assigns them by name; ins is left 0, see fg_policy_set_admission */
@@ -82,8 +86,16 @@ struct fg_config {
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On
- * error *cfg is zeroed: nothing in it needs freeing. */
+ * error *cfg is zeroed: nothing in it needs freeing. fg_config_load never
+ * blocks for long: only a regular file is read (a FIFO, a device, a socket
+ * is refused with -EINVAL, a directory with -EISDIR), opened without
+ * blocking, and opening plus reading take at most FG_READ_TIMEOUT_MS
+ * (-ETIMEDOUT: a hung file system); -EINTR when a signal interrupts the
+ * wait, so a daemon can act on it. */
 int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err);
+/* The same, and a signal that leaves *stop non-zero ends the wait (-EINTR). */
+int fg_config_load_until(const char *path, struct fg_config *cfg, struct fg_err *err,
+			 const volatile sig_atomic_t *stop);
 int fg_config_parse(const char *buf, size_t len, const char *name,
 		    struct fg_config *cfg, struct fg_err *err);
 void fg_config_free(struct fg_config *cfg);

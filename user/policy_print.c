@@ -7,6 +7,7 @@
 #include "admission.h"
 #include "conn.h"
 #include "fleet.h"
+#include "metrics.h"
 #include "policy.h"
 #include "units.h"
 
@@ -86,7 +87,14 @@ static void print_globals(FILE *f, const struct fg_config *cfg)
 		cfg->xdp_mode >= 0 && cfg->xdp_mode <= 2 ? fg_xdp_mode_names[cfg->xdp_mode] : "?");
 	fprintf(f, "  mode:        %s\n", cfg->mode == FG_MODE_SHADOW ? "shadow" : "enforce");
 	fprintf(f, "  max_sources: %llu per family\n", (unsigned long long)cfg->max_sources);
-	fprintf(f, "  metrics:     %s\n", cfg->metrics[0] ? cfg->metrics : "off");
+	if (cfg->metrics[0])
+		fprintf(f, "  metrics:     %s (max_connections %u, per_client %u, timeout %us)\n",
+			cfg->metrics,
+			cfg->metrics_max_conn ? cfg->metrics_max_conn : FG_METRICS_MAX_CONN,
+			cfg->metrics_per_client ? cfg->metrics_per_client : FG_METRICS_PER_CLIENT,
+			cfg->metrics_timeout_s ? cfg->metrics_timeout_s : FG_METRICS_TIMEOUT_S);
+	else
+		fprintf(f, "  metrics:     off\n");
 	fprintf(f, "  detach_on_exit: %s\n", cfg->detach_on_exit ? "yes" : "no");
 	fprintf(f, "  default:     %s, malformed: %s\n",
 		pol->default_verdict == FG_DROP ? "drop" : "pass",

@@ -43,18 +43,39 @@ static void proc_line(__u32 pid, const char *what, char *buf, size_t len)
 	fclose(f);
 }
 
-bool fg_daemon_alive(__u32 pid)
+enum fg_daemon_state fg_daemon_state(__u32 pid)
 {
 	char comm[32], st[256], *rp;
 
 	if (!pid || (kill((pid_t)pid, 0) && errno == ESRCH))
-		return false;
+		return FG_DAEMON_NONE;
 	/* a recycled pid of another program is not our daemon */
 	proc_line(pid, "comm", comm, sizeof(comm));
 	if (strncmp(comm, "floodgated", 10))
-		return false;
-	/* nor is a zombie (killed, not yet reaped) */
+		return FG_DAEMON_NONE;
+	/* "pid (comm) S ...": comm may hold ')' itself, so the last one */
 	proc_line(pid, "stat", st, sizeof(st));
 	rp = strrchr(st, ')');
-	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+	if (!rp || rp[1] != ' ')
+		return FG_DAEMON_NONE;	/* gone between the two reads */
+	switch (rp[2]) {
+	case 'Z':	/* killed, not yet reaped */
+	case 'X':
+		return FG_DAEMON_NONE;
+	case 'T':	/* SIGSTOP */
+	case 't':	/* stopped by a tracer */
+		return FG_DAEMON_STOPPED;
+	default:
+		return FG_DAEMON_RUNNING;
+	}
+}
+
+bool fg_daemon_alive(__u32 pid)
+{
+	return fg_daemon_state(pid) != FG_DAEMON_NONE;
+}
+
+const char *fg_daemon_state_name(enum fg_daemon_state st)
+{
+	return st == FG_DAEMON_RUNNING ? "running" : st == FG_DAEMON_STOPPED ? "stopped" : "none";
 }

@@ -14,8 +14,19 @@
  */
 __u64 fg_mono_coarse_ns(void);
 
-/* Is pid a running floodgated (not a zombie, not a recycled pid)? */
+/* Is pid a floodgated (not a zombie, not a recycled pid)? True also while
+ * it is stopped (SIGSTOP): see fg_daemon_state. */
 bool fg_daemon_alive(__u32 pid);
+
+/* What pid is, from /proc/PID/stat's state letter. */
+enum fg_daemon_state {
+	FG_DAEMON_NONE = 0,	/* no floodgated with that pid */
+	FG_DAEMON_RUNNING,	/* running or sleeping: it answers signals */
+	FG_DAEMON_STOPPED,	/* stopped (SIGSTOP, SIGTSTP) or traced: signals wait */
+};
+enum fg_daemon_state fg_daemon_state(__u32 pid);
+/* "none", "running", "stopped" (status --json's daemon.state) */
+const char *fg_daemon_state_name(enum fg_daemon_state st);
 
 /* "1.2.3.4" / "2001:db8::1"; family 4 or 6, addr in network order. */
 void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
