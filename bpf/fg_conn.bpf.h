@@ -9,6 +9,9 @@
  *   fg_conn_admit(k, hsid, cap, now, ttl)    the same decision, and under
  *                                            the cap one CAS claims a
  *                                            pending slot for the handshake
+ *   fg_conn_find + fg_conn_admit_at          the same in two steps, so that
+ *                                            a source over its count is
+ *                                            refused before any clock read
  *
  * k: the rule's key (fg_conn_key_make), hsid: fg_conn_hsid(saddr, sport),
  * now: CLOCK_MONOTONIC ns (either ktime helper), ttl: how long an admitted
@@ -23,6 +26,11 @@
 #include "fg_conn.h"
 
 #define FG_CONN_CAS	8	/* compare-and-swap attempts per claim */
+/* The maps' size before userspace sets it (or shares them: the XDP
+ * program's own copies are placeholders, see bpf/floodgate.bpf.c). */
+#ifndef FG_CONN_MAP_ENTRIES
+#define FG_CONN_MAP_ENTRIES	65536
+#endif
 #define FG_CONN_EEXIST	17
 
 /* Established counts and their handshakes' pending slots, per key. Created
@@ -31,7 +39,7 @@
  * zero are deleted by the reconcile. Sized by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FG_CONN_MAP_ENTRIES);
 	__type(key, struct fg_conn_key);
 	__type(value, struct fg_conn_val);
 } fgc_count SEC(".maps");
@@ -41,7 +49,7 @@ struct {
  * pending place, given back early; never an established count. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FG_CONN_MAP_ENTRIES);
 	__type(key, struct fg_conn_key);
 	__type(value, struct fg_conn_val);
 } fgc_pend SEC(".maps");
@@ -175,22 +183,22 @@ static __always_inline int fg_conn_at_cap(const struct fg_conn_key *k, __u32 hsi
 	return fg_conn_claim(v, est, hsid, cap, ((__u64)now_tu << 32) | now_tu) == FG_CONN_AT_CAP;
 }
 
-/* The SYN-admission write: decide and claim. FG_CONN_AT_CAP writes
- * nothing; a key without any record gets an fgc_pend entry holding this
- * handshake (created with BPF_NOEXIST: a racing CPU's entry is used). */
-static __always_inline int fg_conn_admit(const struct fg_conn_key *k, __u32 hsid,
-					 __u32 cap, __u64 now_ns, __u64 ttl_ns)
+/* The SYN-admission write on a record fg_conn_find returned (v, est):
+ * decide and claim. FG_CONN_AT_CAP writes nothing; a key without any
+ * record gets an fgc_pend entry holding this handshake (created with
+ * BPF_NOEXIST: a racing CPU's entry is used). A caller that finds
+ * est >= cap itself refuses without reading the clock (bpf/floodgate.bpf.c). */
+static __always_inline int fg_conn_admit_at(const struct fg_conn_key *k, struct fg_conn_val *v,
+					    __s64 est, __u32 hsid, __u32 cap, __u64 now_ns,
+					    __u64 ttl_ns)
 {
 	__u32 now_tu = fg_conn_tu(now_ns), exp_tu = fg_conn_tu(now_ns + ttl_ns);
-	struct fg_conn_val *v;
-	__s64 est;
 	long err;
 
-	if (exp_tu == now_tu)
-		exp_tu++;
-	v = fg_conn_find(k, &est);
 	if (est >= (__s64)cap)
 		return FG_CONN_AT_CAP;
+	if (exp_tu == now_tu)
+		exp_tu++;
 	if (!v) {
 		struct fg_conn_val fresh = {};
 
@@ -207,6 +215,16 @@ static __always_inline int fg_conn_admit(const struct fg_conn_key *k, __u32 hsid
 			return FG_CONN_NOMEM;
 	}
 	return fg_conn_claim(v, est, hsid, cap, ((__u64)exp_tu << 32) | now_tu);
+}
+
+/* The same, looking the key up. */
+static __always_inline int fg_conn_admit(const struct fg_conn_key *k, __u32 hsid,
+					 __u32 cap, __u64 now_ns, __u64 ttl_ns)
+{
+	__s64 est;
+	struct fg_conn_val *v = fg_conn_find(k, &est);
+
+	return fg_conn_admit_at(k, v, est, hsid, cap, now_ns, ttl_ns);
 }
 
 #endif /* FG_CONN_BPF_H */

@@ -24,6 +24,11 @@
 #include "floodgate.h"
 #include "fg_parse.h"
 #include "fg_gcra.h"
+/* Concurrency caps: fgc_count and fgc_pend are placeholders here, small
+ * unless shared: floodgated makes them bpf/fgconn.bpf.c's maps
+ * (bpf_map__reuse_fd before load; docs/concurrency.md). */
+#define FG_CONN_MAP_ENTRIES 4096
+#include "fg_conn.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -564,6 +569,54 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 }
 
 /*
+ * The concurrency cap of a rule (docs/concurrency.md), for a TCP SYN
+ * without ACK that everything else admitted, so that a SYN the rate limit
+ * drops never takes a place: under the cap it claims a pending place (a
+ * retransmit keeps its own); at the cap it is refused, and that path
+ * writes nothing. Shadow makes the same call and passes what it would
+ * refuse. Non-SYN packets are never checked.
+ */
+_Static_assert(FG_EV_MAX <= 32, "fg_verd.ev has a bit per event");
+static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt *p,
+				   struct fg_verd *v, int shadow)
+{
+	struct fg_conn_key k;
+	struct fg_conn_val *cv;
+	__s64 est;
+	int rc;
+
+	if (p->proto != FG_IPPROTO_TCP || (p->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) != FG_TCP_SYN)
+		return;
+	fg_conn_key_make(&k, p->family, p->saddr, r->mask4, r->mask6, r->id, r->gen);
+	cv = fg_conn_find(&k, &est);
+	/* over its established count: refused before the clock is read (a
+	 * helper call, ~17 ns here) */
+	rc = est >= (__s64)r->conn_cap ? FG_CONN_AT_CAP :
+	     fg_conn_admit_at(&k, cv, est, fg_conn_hsid(p->saddr, p->sport), r->conn_cap,
+			      fg_now_ns(), (__u64)r->conn_ttl_ms * 1000000);
+	if (rc == FG_CONN_ADMIT || rc == FG_CONN_RETX)
+		return;
+	if (rc == FG_CONN_AT_CAP) {
+		if (shadow) {
+			v->out = FG_OUT_SHADOW;
+			v->ev |= 1u << FG_EV_CAP_SHADOW;
+		} else {
+			v->out = FG_OUT_CAP;
+			v->verdict = XDP_DROP;
+		}
+		return;
+	}
+	if (rc == FG_CONN_NOMEM) {
+		v->ev |= 1u << FG_EV_CAP_NOMEM;
+		if (r->on_full == FG_FULL_CLOSED)
+			fg_drop(v, shadow);
+		return;
+	}
+	v->ev |= 1u << (rc == FG_CONN_NOSLOT ? FG_EV_CAP_NOSLOT : FG_EV_CAP_CONTENDED);
+	fg_drop(v, shadow);
+}
+
+/*
  * Ordered to fail fast: most entries a packet is tested against differ in
  * the destination port. A packet without ports (ICMP, other protocols,
  * non-first fragments) carries port 0, and entries with no port condition
@@ -823,6 +876,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	default:
 		if (!fg_charge(ctl, pol, r, &p, len, v, shadow))
 			fg_drop(v, shadow);
+		else if (r->conn_cap)
+			fg_cap(r, &p, v, shadow);
 	}
 }
 

@@ -33,6 +33,9 @@
  * - fleet limits (docs/fleet.md): map fg_lease (struct fg_lease, FG_MAX_IDS entries), fg_rule.fleet
  *   (was tail padding), events FG_EV_FLEET_DROP and FG_EV_FLEET_LOSS, fg_stats.fleet_offered and
  *   fleet_unleased
+ * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
+ *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
+ *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
  */
 
 /*
@@ -126,6 +129,7 @@ enum fg_outcome {
 	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
 	FG_OUT_RT_ALLOW,	/* on a runtime allow list (floodgate allow add) */
 	FG_OUT_RT_DENY,		/* on a runtime deny list (floodgate deny add); passed in shadow */
+	FG_OUT_CAP,		/* SYN refused: its source holds the rule's concurrency cap */
 	FG_OUT_MAX,
 };
 
@@ -144,6 +148,11 @@ enum fg_event {
 	FG_EV_RT_EXPIRED,	/* a runtime list entry matched but its time was over: ignored */
 	FG_EV_FLEET_DROP,	/* fleet lease exhausted: dropped (or would-drop in shadow) */
 	FG_EV_FLEET_LOSS,	/* decided under on_loss (lease expired, or stale: gen mismatch) */
+	/* concurrency caps (a capped rule's SYN, after every other check passed) */
+	FG_EV_CAP_SHADOW,	/* at the cap, passed because of shadow mode (outcome shadow) */
+	FG_EV_CAP_NOSLOT,	/* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
+	FG_EV_CAP_CONTENDED,	/* pending-slot CAS retries exhausted: dropped */
+	FG_EV_CAP_NOMEM,	/* no pending entry for a new source: per on_full (closed drops) */
 	FG_EV_MAX,
 };
 
@@ -215,8 +224,12 @@ struct fg_rule {
 	__u8 on_full;		/* enum fg_on_full */
 	__u8 fleet;		/* 1: after the local buckets, spend from fg_lease[id] */
 	__u8 pad[3];
+	/* concurrency cap (docs/concurrency.md): a TCP SYN is refused while its
+	 * source holds conn_cap connections and pending handshakes */
+	__u32 conn_cap;		/* 0 = no cap */
+	__u32 conn_ttl_ms;	/* how long an admitted handshake holds its place */
 };
-_Static_assert(sizeof(struct fg_rule) == 80, "fg_rule: fleet fills the tail padding");
+_Static_assert(sizeof(struct fg_rule) == 88, "fg_rule: fleet fills the tail padding, the concurrency cap adds 8");
 
 /* Protocol classes: match entries are compiled per class so that a TCP
  * packet never scans UDP rules. */

@@ -172,7 +172,7 @@ fg_pin_remove() {
 	[ -e "$d" ] || return 0
 	"$FG" --pin-dir "$d" detach > /dev/null 2>&1
 	if [ -d "$d" ]; then
-		rm -f "$d"/link_* "$d"/fg_* 2>/dev/null
+		rm -f "$d"/link_* "$d"/fg_* "$d"/fgc_* 2>/dev/null
 		rmdir "$d" 2>/dev/null
 	fi
 	[ ! -e "$d" ]
@@ -280,10 +280,10 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny")
+            "rt_allow", "rt_deny", "cap")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
-          "fleet_drop", "fleet_loss")
+          "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem")
 
 def refuse_duplicates(pairs):
     d = {}

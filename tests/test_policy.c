@@ -19,6 +19,7 @@
 #include "policy.h"
 #include "admission.h"
 #include "units.h"
+#include "conn.h"
 #include "sysutil.h"
 
 #define TU FG_TU_PER_SEC
@@ -835,6 +836,78 @@ out:
 	free(y);
 }
 
+/* ---- concurrency caps ---------------------------------------------------- */
+
+static void test_concurrency(void)
+{
+	struct fg_conn_cap cap;
+	struct fg_config cfg;
+	const struct fg_rule *r;
+	char why[FG_CONN_WHY_LEN];
+
+	if (!ASSERT_OK(parse_ok("rules:\n"
+				"  - name: web\n"
+				"    match: {proto: tcp, dport: [80, 443, 8000-8099]}\n"
+				"    per_source: {concurrency: 10, prefix_v4: 24, prefix_v6: 48}\n"
+				"  - name: ssh\n"
+				"    match: {proto: tcp, dport: 22, tcp_flags: syn, family: ipv6}\n"
+				"    per_source: {rate: 10/s, burst: 20, concurrency: 3, handshake_timeout: 750ms}\n"
+				"  - name: udp\n"
+				"    match: {proto: udp}\n"
+				"    per_source: {rate: 10/s, burst: 20}\n", &cfg), "parse"))
+		return;
+	r = &cfg.pol.rules[0];
+	ASSERT_EQ(r->conn_cap, 10, "web: cap alone");
+	ASSERT_EQ(r->conn_ttl_ms, FG_CONN_TTL_DEFAULT_MS, "web: default handshake_timeout");
+	ASSERT_EQ(r->src.inc, 0, "web: no rate");
+	ASSERT_EQ(r->ovf.inc, 0, "web: no overflow bucket");
+	ASSERT_EQ(r->action, FG_ACT_LIMIT, "web: a limit rule");
+	ASSERT_EQ(r->mask4, htonl(0xffffff00), "web: prefix_v4 groups the cap's key");
+	ASSERT_EQ(r->mask6[1], htonl(0xffff0000), "web: prefix_v6 48");
+	ASSERT_EQ(cfg.rules[0].per_source.set, 0, "web: no rate as written");
+	r = &cfg.pol.rules[1];
+	ASSERT_EQ(r->conn_cap, 3, "ssh: cap with a rate");
+	ASSERT_EQ(r->conn_ttl_ms, 750, "ssh: handshake_timeout 750ms");
+	ASSERT_EQ(r->src.inc, TU / 10, "ssh: the rate too");
+	ASSERT_EQ(cfg.pol.rules[2].conn_cap, 0, "udp: no cap");
+	ASSERT_EQ(cfg.conn_reconcile_ms, FG_CONN_RECONCILE_DEFAULT_MS, "reconcile default");
+	ASSERT_EQ(cfg.conn_max_keys, FG_CONN_KEYS_DEFAULT, "max_keys default");
+
+	/* what the daemon's cap table gets */
+	if (ASSERT_OK(fg_conn_cap_of_rule(&cfg.pol, 0, &cap, why), "cap of web")) {
+		ASSERT_EQ(cap.nranges, 3, "web: three port ranges");
+		ASSERT_EQ(cap.dport[2].lo, 8000, "web: range lo");
+		ASSERT_EQ(cap.dport[2].hi, 8099, "web: range hi");
+		ASSERT_EQ(cap.families, FG_CONN_F_V4 | FG_CONN_F_V6, "web: both families");
+		ASSERT_EQ(cap.cap, 10, "web: cap in the table");
+		ASSERT_EQ(cap.mask4, htonl(0xffffff00), "web: mask in the table");
+	}
+	if (ASSERT_OK(fg_conn_cap_of_rule(&cfg.pol, 1, &cap, why), "cap of ssh")) {
+		ASSERT_EQ(cap.nranges, 1, "ssh: one range");
+		ASSERT_EQ(cap.families, FG_CONN_F_V6, "ssh: IPv6 only");
+	}
+	ASSERT_EQ(fg_conn_cap_of_rule(&cfg.pol, 2, &cap, why), -EINVAL, "udp has no cap");
+	fg_config_free(&cfg);
+
+	/* sport x dport expands to entries with the same dport: one range each */
+	if (ASSERT_OK(parse_ok("concurrency: {reconcile: 3s, max_keys: 8192}\n"
+			       "rules:\n  - name: a\n"
+			       "    match: {proto: tcp, sport: [1-1023, 2000], dport: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+			       "    per_source: {concurrency: 1}\n", &cfg), "8 ranges x 2 sports")) {
+		ASSERT_EQ(cfg.conn_reconcile_ms, 3000, "reconcile 3s");
+		ASSERT_EQ(cfg.conn_max_keys, 8192, "max_keys");
+		if (ASSERT_OK(fg_conn_cap_of_rule(&cfg.pol, 0, &cap, why), "cap of a"))
+			ASSERT_EQ(cap.nranges, 8, "duplicates of one dport are one range");
+		fg_config_free(&cfg);
+	}
+	/* on_full may go with a cap alone (it says what a refused pending entry does) */
+	if (ASSERT_OK(parse_ok("rules:\n  - name: a\n    match: {proto: tcp}\n"
+			       "    per_source: {concurrency: 2}\n    on_full: closed\n", &cfg), "on_full")) {
+		ASSERT_EQ(cfg.pol.rules[0].on_full, FG_FULL_CLOSED, "on_full closed");
+		fg_config_free(&cfg);
+	}
+}
+
 /* ---- bad policies ------------------------------------------------------- */
 
 static const struct bad {
@@ -975,6 +1048,29 @@ static const struct bad {
 	{ "fragments: 5\n", 1, 12, "fragments: expected a mapping" },
 	{ "admission: {rate: 1MB/s, burst: 2MB}\n", 1, 12, "not bytes" },
 	{ "admission: {rate: 1/s}\n", 1, 12, "missing burst" },
+	/* concurrency caps */
+	{ "rules:\n  - name: a\n    match: {proto: udp, dport: 53}\n    per_source: {concurrency: 5}\n", 4, 31, "count TCP connections" },
+	{ "rules:\n  - name: a\n    per_source: {concurrency: 5}\n", 3, 31, "needs match: {proto: tcp}" },
+	{ "rules:\n  - name: a\n    match: {proto: icmp}\n    per_source: {rate: 1/s, burst: 1, concurrency: 5}\n", 4, 52, "count TCP connections" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 0}\n", 4, 31, "concurrency: 0 is out of range 1..1048576" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: ten}\n", 4, 31, "expected a number" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {rate: 1/s, burst: 1, handshake_timeout: 5s}\n", 4, 58, "belongs to a concurrency cap" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 5ms}\n", 4, 53, "out of range 10ms..300s" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 10m}\n", 4, 53, "out of range" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 5x}\n", 4, 53, "bad duration" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, rate: 1/s}\n", 4, 17, "missing burst" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n    per_source: {concurrency: 5}\n", 4, 31, "at most 8 destination-port ranges" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: rst}\n    per_source: {concurrency: 5}\n", 4, 31, "never match a SYN" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: syn+ack}\n    per_source: {concurrency: 5}\n", 4, 31, "never match a SYN" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    aggregate: {rate: 1/s, burst: 1, concurrency: 5}\n", 4, 38, "unknown key \"concurrency\" in aggregate" },
+	{ "rules:\n  - name: a\n    action: pass\n    match: {proto: tcp}\n    per_source: {concurrency: 5}\n", 5, 17, "takes no limits" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5}\n    overflow: {rate: 1/s, burst: 1}\n", 5, 15, "overflow needs per_source" },
+	{ "fragments: {per_source: {concurrency: 5}}\n", 1, 39, "no concurrency cap" },
+	{ "concurrency: {reconcile: 0s}\n", 1, 26, "reconcile: 0s is out of range 1000ms..3600s" },
+	{ "concurrency: {reconcile: 2h}\n", 1, 26, "out of range" },
+	{ "concurrency: {max_keys: 10}\n", 1, 25, "max_keys: 10 is out of range 1024..16777216" },
+	{ "concurrency: {colour: 1}\n", 1, 15, "unknown key \"colour\" in concurrency" },
+	{ "concurrency: 10s\n", 1, 14, "concurrency: expected a mapping" },
 };
 
 static void test_bad_policies(void)
@@ -1257,6 +1353,22 @@ static void test_print(void)
 	ASSERT_STR_CONTAINS(out, "2 allow, 1 deny", "prefix counts");
 	ASSERT_STR_CONTAINS(out, "50000 new sources/s", "admission");
 	ASSERT_STR_CONTAINS(out, "fragments", "implicit rule");
+	free(out);
+	fg_config_free(&cfg);
+
+	/* a cap, with the note about the ephemeral port range */
+	if (!ASSERT_OK(parse_ok("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
+				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg), "parse cap"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_STR_CONTAINS(out, "concurrency: 1 capped rules; reconcile every 10 s", "globals");
+	ASSERT_STR_CONTAINS(out, "concurrency 7 connections per source, handshake_timeout 2000 ms; "
+			    "counts TCP to ports 80,30000-40000", "the cap");
+	ASSERT_STR_CONTAINS(out, "overlap the default ephemeral range", "ephemeral note");
 	free(out);
 	fg_config_free(&cfg);
 }
@@ -1652,6 +1764,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_max_sets);
 	FG_RUN(test_flatten_random_vs_reference);
 	FG_RUN(test_20000_prefixes);
+	FG_RUN(test_concurrency);
 	FG_RUN(test_bad_policies);
 	FG_RUN(test_error_format);
 	FG_RUN(test_limits_on_counts);

@@ -49,6 +49,7 @@
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
+#include "conn.h"
 #include "ctl.h"
 #include "fgmaps.h"
 #include "opts.h"
@@ -113,6 +114,27 @@ static void build_frame(__u8 *f, __u32 src, __u16 dport)
 	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
 	udp[2] = dport >> 8; udp[3] = dport & 0xff;
 	udp[4] = 0; udp[5] = 30;		/* UDP checksum 0: none */
+}
+
+/* The same frame as a TCP SYN (20-byte header, 10 bytes of payload). */
+static void build_syn(__u8 *f, __u32 src, __u16 dport)
+{
+	__u8 *ip = f + 14, *tcp = ip + 20;
+	__u32 sum = 0;
+
+	build_frame(f, src, dport);
+	ip[9] = 6;
+	ip[10] = ip[11] = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += (ip[i] << 8) | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = sum >> 8; ip[11] = sum;
+	memset(tcp + 4, 0, 16);
+	tcp[12] = 5 << 4;			/* data offset: 20 bytes */
+	tcp[13] = FG_TCP_SYN;
+	tcp[14] = 0xff; tcp[15] = 0xff;		/* window */
 }
 
 /* ---- floodgate instances ------------------------------------------------- */
@@ -328,7 +350,46 @@ static const char *pol_one =
 	"    per_source: {rate: 1/s, burst: 1}\n"
 	"  - name: allowed\n"
 	"    match: {proto: udp, dport: 7}\n"
-	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n";
+	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n"
+	"  - name: syn-throttled\n"
+	"    match: {proto: tcp, dport: 22}\n"
+	"    per_source: {rate: 1/s, burst: 1}\n"
+	"  - name: syn-capped\n"
+	"    match: {proto: tcp, dport: 80}\n"
+	"    per_source: {concurrency: 10}\n";
+#define RULE_CAPPED	3	/* pol_one's syn-capped */
+
+/* Entries in the XDP program's fgc_pend. */
+static int fgi_pending(struct fgi *g)
+{
+	struct fg_conn_key k, next;
+	void *prev = NULL;
+	int fd = bpf_map__fd(g->skel->maps.fgc_pend), n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		n++;
+	}
+	return n;
+}
+
+/* The source of the one-source scenarios at syn-capped's cap: an fgc_count
+ * entry as the counter would hold for 10 connections (XDP's own copy of
+ * the map: nothing counts here). */
+static int fgi_at_cap(struct fgi *g, __u32 src)
+{
+	struct fg_conn_val v = { .est = FG_CONN_EST_ZERO };
+	__be32 a[4] = { htonl(src) };
+	struct fg_conn_cap cap;
+	struct fg_conn_key k;
+
+	if (fg_conn_cap_of_rule(&g->cfg.pol, RULE_CAPPED, &cap, NULL))
+		return -EINVAL;
+	fg_conn_key_of(&k, 4, a, &cap);
+	v.est = fg_conn_est_set(v.est, 0, (__s32)cap.cap);
+	return bpf_map_update_elem(bpf_map__fd(g->skel->maps.fgc_count), &k, &v, 0) ? -errno : 0;
+}
 
 /* Fleet against aggregate, each admitting (dport 11, 12) and spent (13, 14).
  * The Redis URL is only validated: nothing connects. */
@@ -391,7 +452,8 @@ static int fgi_row(const struct fgi *g, const char *name)
 }
 
 enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
-       S_1K, S_100K, S_1M, S_AGG, S_FLEET, S_AGG_SPENT, S_FLEET_SPENT, S_N };
+       S_1K, S_100K, S_1M, S_AGG, S_FLEET, S_AGG_SPENT, S_FLEET_SPENT,
+       S_SYN_RATE, S_SYN_CAP, S_N };
 
 /* Printed as ratios after each pass: the fleet's cost over the aggregate's,
  * by the kernel's figure (see measure). */
@@ -413,6 +475,7 @@ struct scen {
 	__u16 dport;
 	int shadow;
 	__u32 expect;		/* XDP verdict */
+	int syn;		/* a TCP SYN, not UDP */
 };
 
 /* Honesty checks for the fleet figures: the lease paid for exactly what
@@ -476,6 +539,10 @@ static int micro(void *cfg)
 		goto out;
 	if ((err = fgi_leases(&fleet))) {
 		fprintf(stderr, "fgbench: writing the leases: %s\n", strerror(-err));
+		goto out;
+	}
+	if ((err = fgi_at_cap(&one, SRC_ONE))) {
+		fprintf(stderr, "fgbench: a source at its concurrency cap: %s\n", strerror(-err));
 		goto out;
 	}
 	/* --only a single-source figure (profiling): no prefilled tables */
@@ -553,13 +620,15 @@ static int micro(void *cfg)
 	sc[S_FLEET] = (struct scen){ "fg_fleet", "floodgate, one source admitted by per_source + fleet lease", fleet.prog, &fleet, 0, -1, 12, 0, XDP_PASS };
 	sc[S_AGG_SPENT] = (struct scen){ "fg_aggregate_spent", "floodgate, one source, local aggregate empty: dropped", fleet.prog, &fleet, 0, -1, 13, 0, XDP_DROP };
 	sc[S_FLEET_SPENT] = (struct scen){ "fg_fleet_spent", "floodgate, one source, fleet lease spent: dropped", fleet.prog, &fleet, 0, -1, 14, 0, XDP_DROP };
+	sc[S_SYN_RATE] = (struct scen){ "fg_syn_throttled", "floodgate, a TCP SYN over its per-source rate", one.prog, &one, 0, -1, 22, 0, XDP_DROP, 1 };
+	sc[S_SYN_CAP] = (struct scen){ "fg_syn_capped", "floodgate, a TCP SYN from a source at its concurrency cap", one.prog, &one, 0, -1, 80, 0, XDP_DROP, 1 };
 
 	/* warm up the single-source buckets (burst spent) */
 	for (int s = 0; s < S_N; s++) {
 		double ns;
 		__u32 rv;
 
-		build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+		(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
 		if (sc[s].g && !sc[s].nsrc)
 			run_once(sc[s].prog, frame, 64, &ns, &rv, NULL);
 	}
@@ -580,7 +649,8 @@ static int micro(void *cfg)
 			if (sc[s].nsrc && !nmany)
 				continue;
 
-			build_frame(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+			(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE,
+							      sc[s].dport);
 			if (sc[s].nsrc) {
 				bf->data->vary_n = sc[s].nsrc;
 				bf->data->vary_base = SRC_BASE;
@@ -630,6 +700,9 @@ static int micro(void *cfg)
 		       "\"rule\":\"%s\",\"outcome\":\"%s\"}\n", row, rname,
 		       out >= 0 ? fg_outcome_names[out] : "?");
 		fleet_checks(&fleet);
+		printf("{\"kind\":\"check\",\"what\":\"pending-handshake entries after the capped "
+		       "SYNs (0: judged on the source's count entry)\",\"count\":%d}\n",
+		       fgi_pending(&one));
 		for (int i = 0; i < nmany; i++)
 			printf("{\"kind\":\"check\",\"what\":\"new buckets during the %s-source runs\","
 			       "\"count\":%llu}\n", i == 2 ? "1M" : i ? "100k" : "1k",

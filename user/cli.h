@@ -2,7 +2,8 @@
 /*
  * The floodgate CLI's commands, by group: cli_status.c (status),
  * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_policy.c
- * (check, reload, detach), cli_lists.c (allow, deny); the helpers they share are in cli_common.c, the
+ * (check, reload, detach), cli_lists.c (allow, deny), cli_conn.c (the
+ * concurrency caps' part of top and status); the helpers they share are in cli_common.c, the
  * command table and the option tables in floodgate.c.
  *
  * Each command returns the process's exit status: 0 ok, 1 runtime failure,
@@ -48,6 +49,14 @@ int cli_reload(void *cfg);
 int cli_detach(void *cfg);
 int cli_allow(void *cfg);
 int cli_deny(void *cfg);
+
+/* --- cli_conn.c: the concurrency caps in top and status --- */
+void cli_conn_top_text(const struct cli_args *a, const struct fg_name *names);
+void cli_conn_top_json(const struct cli_args *a, const struct fg_name *names,
+		       struct json_object *root, int *err);
+void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names);
+struct json_object *cli_conn_status_json(const struct cli_args *a, const struct fg_name *names,
+					 int *err);
 
 /* --- cli_common.c --- */
 

@@ -230,8 +230,9 @@ static void top_text(const struct fg_source *src, size_t n, const struct fg_src_
 }
 
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
-static int top_json(const struct fg_source *src, size_t n, const struct fg_src_scan *scan,
-		    const struct fg_policy *pol, const struct fg_name *names)
+static int top_json(const struct cli_args *a, const struct fg_source *src, size_t n,
+		    const struct fg_src_scan *scan, const struct fg_policy *pol,
+		    const struct fg_name *names)
 {
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
 	char addr[INET6_ADDRSTRLEN + 16];
@@ -252,6 +253,7 @@ static int top_json(const struct fg_source *src, size_t n, const struct fg_src_s
 	cli_json_add(&err, root, "sources", arr);
 	cli_json_add(&err, root, "throttled_sources", json_object_new_uint64(scan->matched));
 	cli_json_add(&err, root, "tracked_sources", json_object_new_uint64(scan->all4 + scan->all6));
+	cli_conn_top_json(a, names, root, &err);
 	return cli_json_print(root, err);
 }
 
@@ -279,10 +281,12 @@ int cli_top(void *cfg)
 		qsort(src, n, sizeof(*src), cmp_src);
 	if (n > a->top_n)
 		n = a->top_n;
-	if (!a->json)
+	if (!a->json) {
 		top_text(src, n, &scan, pol, names);
-	else if ((err = top_json(src, n, &scan, pol, names)))
+		cli_conn_top_text(a, names);
+	} else if ((err = top_json(a, src, n, &scan, pol, names))) {
 		pr_warn("top --json: %s", strerror(-err));
+	}
 out:
 	free(src);
 	free(pol);

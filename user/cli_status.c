@@ -506,7 +506,7 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 }
 
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
-static int status_json(const struct status *st)
+static int status_json(const struct cli_args *a, const struct status *st)
 {
 	struct json_object *root = json_object_new_object(), *src = json_object_new_object();
 	int err = 0;
@@ -534,6 +534,7 @@ static int status_json(const struct status *st)
 		cli_json_add(&err, root, "fleet", fleet_json(st, &err));
 	else
 		cli_json_add_null(&err, root, "fleet");
+	cli_json_add(&err, root, "concurrency", cli_conn_status_json(a, st->names, &err));
 	return cli_json_print(root, err);
 }
 
@@ -558,11 +559,12 @@ int cli_status(void *cfg)
 	if (err) {
 		pr_warn("reading %s: %s", a->dir, strerror(-err));
 	} else if (a->json) {
-		err = status_json(st);
+		err = status_json(a, st);
 		if (err)
 			pr_warn("status --json: %s", strerror(-err));
 	} else {
 		status_text(st);
+		cli_conn_status_text(a, st->names);
 	}
 	fg_maps_close(&m);
 	free(st);

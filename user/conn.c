@@ -690,3 +690,110 @@ void fg_conn_key_of(struct fg_conn_key *k, int family, const __be32 saddr[4],
 	k->gen = cap->gen;
 	k->family = (__u8)family;
 }
+
+int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out,
+			char *why)
+{
+	const struct fg_rule *r;
+	__u32 n = 0;
+
+	if (idx >= FG_MAX_RULES || !pol->rules[idx].conn_cap) {
+		WHY(why, "rule %u has no concurrency cap", idx);
+		return -EINVAL;
+	}
+	r = &pol->rules[idx];
+	memset(out, 0, sizeof(*out));
+	out->mask4 = r->mask4;
+	memcpy(out->mask6, r->mask6, sizeof(out->mask6));
+	out->rule = r->id;
+	out->gen = r->gen;
+	out->cap = r->conn_cap;
+	for (__u32 k = 0; k < pol->nmatch[FG_CLASS_TCP] && k < FG_MAX_MATCH; k++) {
+		const struct fg_match *e = &pol->match[FG_CLASS_TCP][k];
+		__u32 j;
+
+		if (e->rule != idx)
+			continue;
+		out->families |= e->flags & FG_M_V4 ? FG_CONN_F_V4 :
+				 e->flags & FG_M_V6 ? FG_CONN_F_V6 : FG_CONN_F_V4 | FG_CONN_F_V6;
+		for (j = 0; j < n; j++)
+			if (out->dport[j].lo == e->dport_lo && out->dport[j].hi == e->dport_hi)
+				break;
+		if (j < n)
+			continue;
+		if (n == FG_CONN_RANGES) {
+			WHY(why, "a capped rule matches at most %u destination-port ranges",
+			    FG_CONN_RANGES);
+			return -E2BIG;
+		}
+		out->dport[n].lo = e->dport_lo;
+		out->dport[n].hi = e->dport_hi;
+		n++;
+	}
+	if (!n) {
+		WHY(why, "rule %u matches no TCP packet", idx);
+		return -EINVAL;
+	}
+	out->nranges = (__u8)n;
+	return 0;
+}
+
+int fg_conn_caps_of_policy(const struct fg_policy *pol, struct fg_conn_cap *caps, __u32 *n,
+			   char *why)
+{
+	int err;
+
+	*n = 0;
+	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
+		if (!pol->rules[i].conn_cap)
+			continue;
+		if (*n == FG_CONN_MAX_CAPS) {
+			WHY(why, "more than %u capped rules", FG_CONN_MAX_CAPS);
+			return -E2BIG;
+		}
+		err = fg_conn_cap_of_rule(pol, i, &caps[*n], why);
+		if (err)
+			return err;
+		(*n)++;
+	}
+	return 0;
+}
+
+__u32 fg_conn_cap_of_key(const struct fg_conn_caps *caps, const struct fg_conn_key *k)
+{
+	for (__u32 i = 0; i < caps->n && i < FG_CONN_MAX_CAPS; i++)
+		if (caps->cap[i].rule == k->rule && caps->cap[i].gen == k->gen)
+			return caps->cap[i].cap;
+	return 0;
+}
+
+bool fg_conn_entry_at_cap(const struct fg_conn_caps *caps, const struct fg_conn_entry *e)
+{
+	__u32 cap = fg_conn_cap_of_key(caps, &e->key);
+
+	return cap && e->est + e->pending >= (__s64)cap;
+}
+
+void fg_conn_summarise(const struct fg_conn_caps *caps, const struct fg_conn_entry *e, size_t n,
+		       struct fg_conn_rule_sum sum[FG_CONN_MAX_CAPS])
+{
+	memset(sum, 0, FG_CONN_MAX_CAPS * sizeof(*sum));
+	for (__u32 i = 0; i < caps->n && i < FG_CONN_MAX_CAPS; i++) {
+		sum[i].rule = caps->cap[i].rule;
+		sum[i].gen = caps->cap[i].gen;
+		sum[i].cap = caps->cap[i].cap;
+	}
+	for (size_t j = 0; j < n; j++) {
+		for (__u32 i = 0; i < caps->n && i < FG_CONN_MAX_CAPS; i++) {
+			if (sum[i].rule != e[j].key.rule || sum[i].gen != e[j].key.gen)
+				continue;
+			if (e[j].est <= 0 && !e[j].pending)
+				break;	/* at zero, left for the reconcile to delete */
+			sum[i].sources++;
+			sum[i].at_cap += e[j].est + e[j].pending >= (__s64)sum[i].cap;
+			sum[i].conns += e[j].est > 0 ? (__u64)e[j].est : 0;
+			sum[i].pending += e[j].pending;
+			break;
+		}
+	}
+}

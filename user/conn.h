@@ -29,10 +29,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "fg_conn.h"
+#include "floodgate.h"
 
 #define FG_CONN_WHY_LEN		512
 #define FG_CONN_LINK_PIN	"fgc_link"	/* not link_*: those are XDP interfaces */
 #define FG_CONN_KEYS_DEFAULT	65536
+
+/* What a policy may ask for (user/policy.c checks it). */
+#define FG_CONN_CAP_MAX			(1u << 20)	/* connections per source key */
+#define FG_CONN_TTL_MIN_MS		10		/* handshake_timeout */
+#define FG_CONN_TTL_MAX_MS		300000
+#define FG_CONN_RECONCILE_DEFAULT_MS	10000		/* concurrency: {reconcile:} */
+#define FG_CONN_RECONCILE_MIN_MS	1000
+#define FG_CONN_RECONCILE_MAX_MS	3600000
+#define FG_CONN_KEYS_MIN		1024		/* concurrency: {max_keys:} */
+#define FG_CONN_KEYS_MAX		(1u << 24)
 
 struct fgconn_bpf;
 struct bpf_link;
@@ -134,6 +145,39 @@ __u32 fg_conn_pending(const struct fg_conn_val *v, __u64 now_ns);
 /* Build a key as the XDP side does (fg_conn_key_make of fg_conn.bpf.h). */
 void fg_conn_key_of(struct fg_conn_key *k, int family, const __be32 saddr[4],
 		    const struct fg_conn_cap *cap);
+
+/*
+ * The cap table entry of rule idx of a compiled policy: its id, gen, masks
+ * and cap as in fg_rule, the distinct destination-port ranges of its TCP
+ * match entries and their families. Pure: touches no map (the policy
+ * compiler checks a rule with it, the daemon builds the table with it).
+ * -EINVAL (why filled) when the rule has no cap or no TCP entry, -E2BIG
+ * when its ports need more than FG_CONN_RANGES ranges.
+ */
+int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out,
+			char *why);
+/* Every capped rule of pol, in rule order, into caps[FG_CONN_MAX_CAPS]. */
+int fg_conn_caps_of_policy(const struct fg_policy *pol, struct fg_conn_cap *caps, __u32 *n,
+			   char *why);
+
+/* What readers show per capped rule (top, status, metrics). */
+struct fg_conn_rule_sum {
+	__u16 rule, gen;	/* as in the cap table */
+	__u32 cap;
+	__u32 sources;		/* keys with connections or pending handshakes */
+	__u32 at_cap;		/* ... of them at the cap: established + pending >= cap */
+	__u64 conns;		/* established connections counted, in all */
+	__u64 pending;		/* live pending handshakes, in all */
+};
+
+/* The cap of k's rule in the active table caps, 0 if it has none (a rule
+ * removed or renamed since: its key is left to the reconcile). */
+__u32 fg_conn_cap_of_key(const struct fg_conn_caps *caps, const struct fg_conn_key *k);
+/* Is an entry at its cap? */
+bool fg_conn_entry_at_cap(const struct fg_conn_caps *caps, const struct fg_conn_entry *e);
+/* sum[i] for caps->cap[i], from a dump. */
+void fg_conn_summarise(const struct fg_conn_caps *caps, const struct fg_conn_entry *e, size_t n,
+		       struct fg_conn_rule_sum sum[FG_CONN_MAX_CAPS]);
 
 /* Names for the events, for labels and JSON. */
 extern const char *const fg_conn_event_names[FGC_EV_MAX];

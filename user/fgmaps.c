@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "conn.h"
 #include "ctl.h"
 #include "fgmaps.h"
 #include "floodgate.skel.h"
@@ -79,6 +80,7 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_ALLOW] = "allow", [FG_OUT_DENY] = "deny", [FG_OUT_BYPASS] = "bypass",
 	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
 	[FG_OUT_RT_ALLOW] = "rt_allow", [FG_OUT_RT_DENY] = "rt_deny",
+	[FG_OUT_CAP] = "cap",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
@@ -89,6 +91,8 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
 	[FG_EV_RT_EXPIRED] = "rt_expired",
 	[FG_EV_FLEET_DROP] = "fleet_drop", [FG_EV_FLEET_LOSS] = "fleet_loss",
+	[FG_EV_CAP_SHADOW] = "cap_shadow", [FG_EV_CAP_NOSLOT] = "cap_noslot",
+	[FG_EV_CAP_CONTENDED] = "cap_contended", [FG_EV_CAP_NOMEM] = "cap_nomem",
 };
 
 const char *fg_pin_dir_choose(const char *arg)
@@ -629,7 +633,12 @@ int fg_pin_dir_remove(const char *dir, char *why)
 		fg_why(why, "%s is locked by another floodgate process", dir);
 		goto out;
 	}
-	err = unpin_all(&m, dir, why);
+	/* the connection counter's link and maps first (conn.h) */
+	err = fg_conn_unpin(dir);
+	if (err)
+		fg_why(why, "unpinning the connection counter in %s: %s", dir, strerror(-err));
+	else
+		err = unpin_all(&m, dir, why);
 	if (!err && rmdir(dir)) {
 		err = -errno;
 		fg_why(why, "rmdir %s: %s (files floodgate does not own are left)", dir,

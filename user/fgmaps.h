@@ -140,8 +140,9 @@ __u32 fg_src4_sets(__u64 max_sources);
  * mode (apply.h). */
 int fg_ctl_init(struct fg_maps *m, __u32 mode);
 
-/* Unpin every link_* (which detaches XDP if nothing else holds the link)
- * and every map, then remove dir. Takes the lock itself. */
+/* Unpin the connection counter's link and maps (fg_conn_unpin), every
+ * link_* (which detaches XDP if nothing else holds the link) and every
+ * map, then remove dir. Takes the lock itself. */
 int fg_pin_dir_remove(const char *dir, char *why);
 
 #endif /* FG_MAPS_H */

@@ -30,6 +30,7 @@
 #include <systemd/sd-daemon.h>
 #include "floodgate.skel.h"
 #include "attach.h"
+#include "connd.h"
 #include "daemonize.h"
 #include "discover.h"
 #include "fgmaps.h"
@@ -81,6 +82,7 @@ struct daemon {
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
+	struct fg_connd conn;	/* concurrency caps (connd.h) */
 };
 
 static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
@@ -420,6 +422,63 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	memcpy(meta->config, d->o.config, strnlen(d->o.config, sizeof(meta->config) - 1));
 }
 
+/* Concurrency caps (connd.h): the counter, loaded before the XDP program
+ * so that both share its maps; started once the policy has its rule ids;
+ * the cap table again on every reload; reconciled every period. */
+static void log_conn_rec(const char *when, int err, const struct fg_conn_rec *rec, const char *why)
+{
+	char msg[256];
+
+	if (err)
+		pr_warn("concurrency caps: %s: %s", when, why && why[0] ? why : strerror(-err));
+	else if (fg_connd_rec_msg(rec, msg, sizeof(msg)))
+		pr_info("concurrency caps: %s: %s", when, msg);
+}
+
+static int open_conn(struct daemon *d)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	int err = fg_connd_open(&d->conn, d->skel, d->dir, d->cfg.conn_max_keys,
+				d->cfg.conn_reconcile_ms, why);
+
+	if (err)
+		pr_warn("concurrency caps: %s", why[0] ? why : strerror(-err));
+	return err;
+}
+
+static int start_conn(struct daemon *d)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	struct fg_conn_rec rec;
+	int err = fg_connd_start(&d->conn, &d->cfg.pol, d->dir, &rec, why);
+
+	log_conn_rec("seed", err, &rec, why);
+	return err;
+}
+
+/* A failure leaves the counter on the old cap table; XDP has the new caps. */
+static void reload_conn(struct daemon *d, const struct fg_policy *pol)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	struct fg_conn_rec rec;
+	int err = fg_connd_policy(&d->conn, pol, &rec, why);
+
+	log_conn_rec("reload", err, &rec, why);
+}
+
+static void reconcile_conn(struct daemon *d)
+{
+	struct fg_conn_rec rec;
+	int err;
+
+	/* under the lock; held by a CLI command: the next tick tries again */
+	if (!fg_connd_due(&d->conn, fg_mono_coarse_ns()) || fg_maps_lock(&d->maps, 0))
+		return;
+	err = fg_connd_reconcile(&d->conn, &rec);
+	fg_maps_unlock(&d->maps);
+	log_conn_rec("reconcile", err, &rec, NULL);
+}
+
 /* Every interface, stale links gone, fg_meta written; then unlock. */
 static int attach_all(struct daemon *d)
 {
@@ -566,11 +625,14 @@ static void tick(struct daemon *d)
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
 					     .sources4 = scan.all4, .sources6 = scan.all6,
 					     .fleet = fg_fleetd_status(d->fleet) };
-		char *page;
-		size_t len;
+		char *page, *conn = NULL;
+		size_t len, clen = 0;
 
+		if (!fg_connd_metrics(&d->conn, names, &conn, &clen))
+			s.extra = conn, s.extra_len = clen;
 		if (!fg_metrics_render(&s, &page, &len))
 			fg_metrics_publish(d->mx, page, len);
+		free(conn);
 	}
 }
 
@@ -602,6 +664,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 			 flipped ? "the new policy is in force" : "the running policy is unchanged");
 		return err;
 	}
+	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
 	fg_maps_unlock(&d->maps);
 	fg_reload_log("reload", &was, ncfg);
 	fg_inforce_free(&was);
@@ -693,6 +756,7 @@ static void serve(struct daemon *d)
 		}
 		watch_ifaces(d);
 		watch_pins(d);
+		reconcile_conn(d);
 		tick(d);
 		nanosleep(&ts, NULL);	/* a signal cuts it short */
 	}
@@ -735,6 +799,7 @@ static int release_pin_dir(struct daemon *d, int err)
 	} else if (d->started) {
 		pr_info("left the filter attached and pinned in %s", d->dir);
 	} else if (d->dir && !d->pin_dir_existed) {
+		fg_conn_unpin(d->dir);	/* the counter loads first */
 		rmdir(d->dir);	/* a dir we made for a start that failed; only if empty */
 	}
 	return err;
@@ -776,9 +841,10 @@ int main(int argc, char **argv)
 		pr_warn("cannot open the BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
-	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = load_skel(d)))
+	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = open_conn(d)) ||
+	    (err = load_skel(d)))
 		goto cleanup;
-	if ((err = lock_and_apply(d)) || (err = attach_all(d)))
+	if ((err = lock_and_apply(d)) || (err = start_conn(d)) || (err = attach_all(d)))
 		goto cleanup;
 	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)))
 		goto cleanup;
@@ -792,6 +858,7 @@ cleanup:
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */
 	floodgate_bpf__destroy(d->skel);
+	fg_connd_close(&d->conn);	/* a pinned counter keeps counting */
 	if (d->have_cfg)
 		fg_config_free(&d->cfg);
 	fg_throttle_free(&d->tr);

@@ -614,6 +614,8 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		render_fleet_engine(&b, s->fleet);
 		render_fleet_conn(&b, &s->fleet->cs);
 	}
+	if (s->extra && s->extra_len)
+		bprintf(&b, "%.*s", (int)s->extra_len, s->extra);
 	if (b.err) {
 		free(b.p);
 		return b.err;

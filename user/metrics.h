@@ -23,6 +23,8 @@ struct fg_metrics_snap {
 	const struct fg_policy *pol;		/* active */
 	size_t sources4, sources6;
 	const struct fg_fleet_status *fleet;	/* NULL: no fleet rule runs */
+	const char *extra;			/* more lines, appended as they are (connd.h) */
+	size_t extra_len;
 };
 
 /*

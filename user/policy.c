@@ -22,7 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 
+#include "conn.h"
 #include "metrics.h"
 #include "policy_int.h"
 #include "units.h"
@@ -276,12 +278,15 @@ const char *pol_unit_name(int bytes)
 }
 
 struct lim {
-	int set;
+	int set;		/* rate and burst given */
 	int bytes;
 	yaml_node_t *node;
 	struct fg_limit l;
 	struct fg_limit_src src;
 	int plen4, plen6;
+	/* per_source only: the concurrency cap (0: none) and where it is */
+	__u32 conn_cap, conn_ttl_ms;
+	yaml_node_t *conn_node;
 };
 
 int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
@@ -361,9 +366,11 @@ int pol_compile_limit(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst
 	return FAIL(c, bf ? burst_n : rate_n, "%s", why);
 }
 
-static const char *const limit_keys[] = { "rate", "burst", "prefix_v4", "prefix_v6" };
+static const char *const limit_keys[] = {
+	"rate", "burst", "prefix_v4", "prefix_v6", "concurrency", "handshake_timeout",
+};
 static const char *const limit_keys_np[] = { "rate", "burst" };
-enum { LK_RATE, LK_BURST, LK_PREFIX_V4, LK_PREFIX_V6 };
+enum { LK_RATE, LK_BURST, LK_PREFIX_V4, LK_PREFIX_V6, LK_CONN, LK_TTL };
 
 int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
 			 long double *rate, long double *burst, int *bytes)
@@ -403,7 +410,52 @@ static int parse_plen(struct pol_ctx *c, yaml_node_t *n, const char *what, int m
 	return err;
 }
 
-/* {rate, burst} or, with_plen, {rate, burst, prefix_v4, prefix_v6}. */
+/* A duration in milliseconds, lo..hi. */
+static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
+		    __u64 *ms)
+{
+	const char *s;
+	__u64 ns;
+	int err = pol_scalar(c, n, what, &s);
+
+	if (err)
+		return err;
+	if (fg_parse_duration(s, &ns) || ns % 1000000)
+		return FAIL(c, n, "%s: bad duration \"%.64s\" (expected e.g. 5s, 500ms, 2m)", what, s);
+	*ms = ns / 1000000;
+	if (*ms < lo || *ms > hi)
+		return FAIL(c, n, "%s: %.64s is out of range %llums..%llus", what, s,
+			    (unsigned long long)lo, (unsigned long long)(hi / 1000));
+	return 0;
+}
+
+/* per_source's concurrency: N and handshake_timeout: (docs/concurrency.md). */
+static int parse_conn(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *cap_n, yaml_node_t *ttl_n,
+		      struct lim *out)
+{
+	__u64 v, ttl = FG_CONN_TTL_DEFAULT_MS;
+	int err;
+
+	if (ttl_n && !cap_n)
+		return FAIL(c, ttl_n, "handshake_timeout belongs to a concurrency cap (add concurrency: N)");
+	if (!cap_n)
+		return 0;
+	err = pol_parse_uint(c, cap_n, "concurrency", 1, FG_CONN_CAP_MAX, &v);
+	if (!err && ttl_n)
+		err = parse_ms(c, ttl_n, "handshake_timeout", FG_CONN_TTL_MIN_MS,
+			       FG_CONN_TTL_MAX_MS, &ttl);
+	if (err)
+		return err;
+	out->conn_cap = (__u32)v;
+	out->conn_ttl_ms = (__u32)ttl;
+	out->conn_node = cap_n;
+	out->node = n;
+	return 0;
+}
+
+/* {rate, burst} or, with_plen (per_source), {rate, burst, prefix_v4,
+ * prefix_v6, concurrency, handshake_timeout}, where a concurrency cap may
+ * stand without rate and burst. */
 static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		       int with_plen, struct lim *out)
 {
@@ -419,6 +471,11 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	err = pol_read_map(c, n, what, "{rate: 100/s, burst: 200}", k);
 	if (err)
 		return err;
+	/* without with_plen, k has no cap keys and these stay NULL */
+	if (with_plen && (err = parse_conn(c, n, k->val[LK_CONN], k->val[LK_TTL], out)))
+		return err;
+	if (out->conn_cap && !k->val[LK_RATE] && !k->val[LK_BURST])
+		goto plen;
 	if (!k->val[LK_RATE])
 		return FAIL(c, n, "%s: missing rate (e.g. rate: 100/s)", what);
 	if (!k->val[LK_BURST])
@@ -426,11 +483,6 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	err = pol_parse_rate_burst(c, k->val[LK_RATE], k->val[LK_BURST], &rate, &burst, &bytes);
 	if (!err)
 		err = pol_compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes, &out->l);
-	/* without with_plen, k has no prefix keys and these stay NULL */
-	if (!err && k->val[LK_PREFIX_V4])
-		err = parse_plen(c, k->val[LK_PREFIX_V4], "prefix_v4", 32, &out->plen4);
-	if (!err && k->val[LK_PREFIX_V6])
-		err = parse_plen(c, k->val[LK_PREFIX_V6], "prefix_v6", 128, &out->plen6);
 	if (err)
 		return err;
 	out->set = 1;
@@ -439,6 +491,14 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	out->src.set = 1;
 	out->src.rate = (double)rate;
 	out->src.burst = (double)burst;
+plen:
+	/* without with_plen, k has no prefix keys and these stay NULL */
+	if (k->val[LK_PREFIX_V4] &&
+	    (err = parse_plen(c, k->val[LK_PREFIX_V4], "prefix_v4", 32, &out->plen4)))
+		return err;
+	if (k->val[LK_PREFIX_V6] &&
+	    (err = parse_plen(c, k->val[LK_PREFIX_V6], "prefix_v6", 128, &out->plen6)))
+		return err;
 	return 0;
 }
 
@@ -563,7 +623,7 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
 	}
-	if (!src->set && !agg->set && !fl->set)
+	if (!src->set && !agg->set && !fl->set && !src->conn_cap)
 		return FAIL(c, n, "a limit rule needs per_source, aggregate and/or fleet");
 	if (src->set && agg->set && src->bytes != agg->bytes)
 		return FAIL(c, agg->node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
@@ -576,7 +636,7 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 		return FAIL(c, val[RK_OVF], "overflow needs per_source");
 	if (val[RK_OVF] && ri->on_full != FG_FULL_OVERFLOW)
 		return FAIL(c, val[RK_OVF], "overflow is only used with on_full: overflow");
-	if (val[RK_FULL] && !src->set)
+	if (val[RK_FULL] && !src->set && !src->conn_cap)
 		return FAIL(c, val[RK_FULL], "on_full needs per_source");
 	if (ovf->set && ovf->bytes != src->bytes)
 		return FAIL(c, ovf->node, "overflow is in %s but per_source is in %s",
@@ -600,10 +660,12 @@ static void rule_compile(struct fg_config *cfg, int idx, struct rule_in *ri)
 	r->src = ri->src.l;
 	r->agg = ri->agg.l;
 	r->ovf = ri->ovf.l;
-	if (ri->src.set) {
+	if (ri->src.set || ri->src.conn_cap) {
 		rs->plen4 = ri->src.plen4;
 		rs->plen6 = ri->src.plen6;
 	}
+	r->conn_cap = ri->src.conn_cap;
+	r->conn_ttl_ms = ri->src.conn_cap ? ri->src.conn_ttl_ms : 0;
 	r->mask4 = fg_mask4(rs->plen4);
 	fg_mask6(rs->plen6, r->mask6);
 	r->action = (__u8)ri->action;
@@ -634,6 +696,38 @@ static void fragments_match(struct fg_policy *pol, int idx)
 		e->flags = FG_M_FRAG;
 		e->rule = (__u8)idx;
 	}
+}
+
+/*
+ * A concurrency cap counts TCP connections to the rule's destination ports
+ * (the cap table of docs/concurrency.md): every match entry of the rule is
+ * TCP, a SYN without ACK can match it, and its destination ports fit the
+ * table's FG_CONN_RANGES ranges.
+ */
+static int rule_cap_check(struct pol_ctx *c, const struct rule_in *ri, int idx)
+{
+	const struct fg_policy *pol = &c->cfg->pol;
+	yaml_node_t *at = ri->src.conn_node;
+	struct fg_conn_cap cap;
+	char why[FG_CONN_WHY_LEN];
+	int cls, k;
+
+	for (cls = 0; cls < FG_NCLASS; cls++) {
+		for (k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
+			const struct fg_match *e = &pol->match[cls][k];
+
+			if (e->rule != idx)
+				continue;
+			if (cls != FG_CLASS_TCP || e->proto != IPPROTO_TCP)
+				return FAIL(c, at, "concurrency caps count TCP connections: the rule needs match: {proto: tcp} (UDP and other protocols have no connections to count)");
+			if ((FG_TCP_SYN & e->tcp_mask) != e->tcp_val &&
+			    ((FG_TCP_SYN | FG_TCP_ECE | FG_TCP_CWR) & e->tcp_mask) != e->tcp_val)
+				return FAIL(c, at, "concurrency: the rule's tcp_flags never match a SYN, so the cap could never refuse a connection");
+		}
+	}
+	if (fg_conn_cap_of_rule(pol, (__u32)idx, &cap, why))
+		return FAIL(c, at, "concurrency: %s", why);
+	return 0;
 }
 
 /*
@@ -668,13 +762,18 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	err = rule_check(c, n, &ri);
 	if (err)
 		return err;
+	if (implicit && ri.src.conn_cap)
+		return FAIL(c, ri.src.conn_node, "fragments: non-first fragments carry no TCP header: no concurrency cap");
 	rule_compile(c->cfg, idx, &ri);
 	c->fleet_rule[idx] = ri.fleet.node;
 	if (implicit) {
 		fragments_match(&c->cfg->pol, idx);
 		return 0;
 	}
-	return pol_rule_match(c, n, ri.ks.val[RK_MATCH], idx);
+	err = pol_rule_match(c, n, ri.ks.val[RK_MATCH], idx);
+	if (!err && ri.src.conn_cap)
+		err = rule_cap_check(c, &ri, idx);
+	return err;
 }
 
 static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
@@ -709,12 +808,12 @@ static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 static const char *const top_keys[] = {
 	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
 	"detach_on_exit", "allow", "deny", "malformed", "default",
-	"fragments", "admission", "fleet", "rules",
+	"fragments", "admission", "fleet", "rules", "concurrency",
 };
 enum {
 	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
 	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
-	TK_FLEET, TK_RULES,
+	TK_FLEET, TK_RULES, TK_CONN,
 };
 
 /* interfaces, xdp_mode, mode, max_sources, metrics, detach_on_exit */
@@ -770,6 +869,30 @@ static int parse_admission(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
+/* concurrency: the counting side of the caps, {reconcile: 10s, max_keys: N}. */
+static const char *const conn_keys[] = { "reconcile", "max_keys" };
+
+static int parse_concurrency(struct pol_ctx *c, yaml_node_t *n)
+{
+	struct pol_keys ks = KEYS("concurrency", conn_keys);
+	__u64 v;
+	int err;
+
+	err = pol_read_map(c, n, "concurrency", "{reconcile: 10s, max_keys: 65536}", &ks);
+	if (err)
+		return err;
+	if (ks.val[0] && (err = parse_ms(c, ks.val[0], "reconcile", FG_CONN_RECONCILE_MIN_MS,
+					 FG_CONN_RECONCILE_MAX_MS, &c->cfg->conn_reconcile_ms)))
+		return err;
+	if (ks.val[1]) {
+		err = pol_parse_uint(c, ks.val[1], "max_keys", FG_CONN_KEYS_MIN, FG_CONN_KEYS_MAX, &v);
+		if (err)
+			return err;
+		c->cfg->conn_max_keys = (__u32)v;
+	}
+	return 0;
+}
+
 static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 {
 	struct fg_config *cfg = c->cfg;
@@ -783,6 +906,8 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	cfg->detach_on_exit = 1;
 	cfg->pol.default_verdict = FG_PASS;
 	cfg->pol.malformed_verdict = FG_DROP;
+	cfg->conn_reconcile_ms = FG_CONN_RECONCILE_DEFAULT_MS;
+	cfg->conn_max_keys = FG_CONN_KEYS_DEFAULT;
 
 	err = pol_read_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}", &ks);
 	if (err)
@@ -803,6 +928,9 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	    (err = parse_admission(c, val[TK_ADMISSION])))
 		return err;
 	if (val[TK_FLEET] && !pol_is_null(val[TK_FLEET]) && (err = pol_parse_fleet(c, val[TK_FLEET])))
+		return err;
+	if (val[TK_CONN] && !pol_is_null(val[TK_CONN]) &&
+	    (err = parse_concurrency(c, val[TK_CONN])))
 		return err;
 	if (val[TK_RULES] && (err = parse_rules(c, val[TK_RULES])))
 		return err;

@@ -80,6 +80,9 @@ struct fg_config {
 	 * node count (the daemon compiles rate / nodes with fg_limit_share) */
 	struct fg_fleet_rule_conf fleet_rules[FG_MAX_RULES];
 	struct fg_limit fleet_local[FG_MAX_RULES];
+	/* concurrency: the counting side of the caps (docs/concurrency.md) */
+	__u64 conn_reconcile_ms;	/* reconcile period */
+	__u32 conn_max_keys;		/* fgc_count and fgc_pend entries each */
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On

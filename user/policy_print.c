@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "admission.h"
+#include "conn.h"
 #include "fleet.h"
 #include "metrics.h"
 #include "policy.h"
@@ -130,6 +131,35 @@ static void print_admission(FILE *f, const struct fg_config *cfg)
 	free(tmp);
 }
 
+/* A concurrency cap: what the cap table gets (user/conn.h). */
+static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
+{
+	const struct fg_rule *ru = &pol->rules[r];
+	struct fg_conn_cap cap;
+	int eph = 0;
+
+	if (!ru->conn_cap)
+		return;
+	fprintf(f, "      %-10s %u connections per source, handshake_timeout %u ms",
+		"concurrency", ru->conn_cap, ru->conn_ttl_ms);
+	if (fg_conn_cap_of_rule(pol, r, &cap, NULL)) {
+		fputc('\n', f);
+		return;
+	}
+	fprintf(f, "; counts TCP%s to ports", cap.families == FG_CONN_F_V4 ? " over IPv4" :
+		cap.families == FG_CONN_F_V6 ? " over IPv6" : "");
+	for (__u32 j = 0; j < cap.nranges; j++) {
+		const struct fg_conn_range *d = &cap.dport[j];
+
+		fprintf(f, d->lo == d->hi ? "%s%u" : "%s%u-%u", j ? "," : " ", d->lo, d->hi);
+		eph |= d->hi >= 32768 && d->lo <= 60999;
+	}
+	fputc('\n', f);
+	if (eph)
+		fprintf(f, "      note: these ports overlap the default ephemeral range 32768-60999: "
+			"this host's own outgoing connections from them count too\n");
+}
+
 static int n_fleet_rules(const struct fg_config *cfg)
 {
 	int n = 0;
@@ -252,6 +282,7 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_
 	print_limit(f, "aggregate", &rs->aggregate, &ru->agg, bytes);
 	if (rs->per_source.set && ru->on_full == FG_FULL_OVERFLOW)
 		print_limit(f, "overflow", &rs->overflow, &ru->ovf, bytes);
+	print_cap(f, pol, r);
 	if (ru->fleet)
 		print_fleet_rule(f, cfg, r, fl, fi);
 }
@@ -277,11 +308,17 @@ static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
 void fg_config_print(FILE *f, const struct fg_config *cfg)
 {
 	struct fg_fleet *fl = fleet_engine(cfg);
+	__u32 caps = 0;
 	int fi = 0;
 
 	print_globals(f, cfg);
 	print_admission(f, cfg);
 	print_fleet(f, cfg);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		caps += cfg->pol.rules[r].conn_cap != 0;
+	if (caps)
+		fprintf(f, "  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
+			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
 		print_rule(f, cfg, r, fl, fi);

@@ -147,6 +147,12 @@ static int rule_diff(const char *what, const char *nm, const struct fg_rule *or,
 		pr_info("%s: rule %s: on_full %u -> %u", what, nm, or->on_full, nr->on_full);
 		n++;
 	}
+	if (or->conn_cap != nr->conn_cap || or->conn_ttl_ms != nr->conn_ttl_ms) {
+		pr_info("%s: rule %s: concurrency %u -> %u connections, handshake_timeout %u -> %u ms "
+			"(a lower cap refuses new connections until the count is under it; none is cut)",
+			what, nm, or->conn_cap, nr->conn_cap, or->conn_ttl_ms, nr->conn_ttl_ms);
+		n++;
+	}
 	return n;
 }
 
