@@ -150,6 +150,17 @@ struct {
 	__type(value, struct fg_lease);
 } fg_lease SEC(".maps");
 
+/* The adaptive shedder's thresholds and deadline (struct fg_shed_ctl):
+ * floodgated stores them through an mmap every sample, the CLI its off
+ * switch; read here by packets of tiered rules only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_shed_ctl);
+} fg_shed SEC(".maps");
+
 /* Counters per CPU, per rule id (+ global row). Read by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

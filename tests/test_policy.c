@@ -1468,8 +1468,8 @@ static void test_fleet_absent(void)
 	ASSERT_EQ(memcmp(cfg.fleet_rules, zrules, sizeof(zrules)), 0, "no fleet rules");
 	ASSERT_EQ(memcmp(cfg.fleet_local, zlocal, sizeof(zlocal)), 0, "no local shares");
 	for (__u32 r = 0; r < cfg.pol.nrules; r++)
-		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].pad[0] | cfg.pol.rules[r].pad[1] |
-			  cfg.pol.rules[r].pad[2], 0, "fg_rule.fleet and its padding 0");
+		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].tier | cfg.pol.rules[r].pool |
+			  cfg.pol.rules[r].pad, 0, "fg_rule.fleet, tier, pool and padding 0");
 	fg_config_free(&cfg);
 	/* a section without fleet rules is fine (the daemon then leases nothing) */
 	if (ASSERT_OK(parse_ok(FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", &cfg),
