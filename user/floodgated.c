@@ -38,6 +38,7 @@
 #include "policy.h"
 #include "reload_log.h"
 #include "rtlist.h"
+#include "shedd.h"
 #include "throttle.h"
 #include "apply.h"
 #include "sources.h"
@@ -74,6 +75,7 @@ struct daemon {
 	int n_ifs;
 	struct fg_metrics *mx;
 	struct fg_throttle tr;
+	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 };
@@ -427,6 +429,20 @@ static int start_metrics(struct daemon *d)
 	return 0;
 }
 
+static int start_shedder(struct daemon *d)
+{
+	int err = fg_shedd_start(&d->shed, &d->maps, &d->cfg, getenv("FLOODGATE_RUN_DIR"),
+				 fg_mono_coarse_ns());
+
+	if (err)
+		pr_warn("shedding: cannot start: %s", strerror(-err));
+	else if (d->shed.on)
+		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
+			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
+			d->shed.shadow ? ", shadow" : "");
+	return err;
+}
+
 static int start_throttle_log(struct daemon *d)
 {
 	int err = fg_throttle_init(&d->tr, TRACK_MAX);
@@ -502,7 +518,8 @@ static void tick(struct daemon *d)
 		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					     .sources4 = scan.all4, .sources6 = scan.all6 };
+					     .sources4 = scan.all4, .sources6 = scan.all6,
+					     .shed = &d->shed };
 		char *page;
 		size_t len;
 
@@ -548,6 +565,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg)
 static void do_reload(struct daemon *d)
 {
 	struct fg_config ncfg;
+	int err;
 
 	sd_notify(0, "RELOADING=1");
 	pr_info("reload: reading %s", d->o.config);
@@ -561,6 +579,8 @@ static void do_reload(struct daemon *d)
 		goto out;
 	}
 	fg_reload_log(&d->cfg, &ncfg);
+	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
+		pr_warn("reload: shedding: %s; the shedder keeps its previous settings", strerror(-err));
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
@@ -571,6 +591,30 @@ static void do_reload(struct daemon *d)
 	d->cfg = ncfg;
 out:
 	sd_notify(0, "READY=1");
+}
+
+/* One tick's sleep; the shedder samples on its own interval meanwhile. */
+static void rest(struct daemon *d, const struct timespec *tick_len)
+{
+	__u64 now = fg_mono_coarse_ns();
+	__u64 until = now + (__u64)tick_len->tv_sec * 1000000000ull + (__u64)tick_len->tv_nsec;
+
+	while (!stop_signal && !reload_requested && now < until) {
+		struct fg_shedd_change chg;
+		__u64 wake = until;
+		struct timespec ts;
+
+		fg_shedd_sample(&d->shed, &d->maps, now, &chg);
+		fg_shedd_log(&d->shed, &chg);
+		if (d->shed.on && d->shed.next_ns < wake)
+			wake = d->shed.next_ns;
+		if (wake > now) {
+			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+			nanosleep(&ts, NULL);	/* a signal cuts it short */
+		}
+		now = fg_mono_coarse_ns();
+	}
 }
 
 static void serve(struct daemon *d)
@@ -589,7 +633,7 @@ static void serve(struct daemon *d)
 		}
 		watch_ifaces(d);
 		tick(d);
-		nanosleep(&ts, NULL);	/* a signal cuts it short */
+		rest(d, &ts);
 	}
 	pr_info("signal %d: stopping", (int)stop_signal);
 	sd_notify(0, "STOPPING=1");
@@ -668,12 +712,13 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = lock_and_apply(d)) || (err = attach_all(d)))
 		goto cleanup;
-	if ((err = start_metrics(d)) || (err = start_throttle_log(d)))
+	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_shedder(d)))
 		goto cleanup;
 	serve(d);
 	err = 0;
 
 cleanup:
+	fg_shedd_stop(&d->shed);
 	fg_metrics_stop(d->mx);
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include "floodgate.h"
 
+struct fg_shedd;
+
 struct fg_metrics;
 
 /* The inputs of one page. */
@@ -21,6 +23,7 @@ struct fg_metrics_snap {
 	const struct fg_ctl *ctl;
 	const struct fg_policy *pol;		/* active */
 	size_t sources4, sources6;
+	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
 };
 
 /* "host:port", "[v6]:port" or ":port" (all addresses). NULL with why set. */

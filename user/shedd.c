@@ -200,9 +200,9 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 		else if (!strcmp(key, "signal_error"))
 			st->sig_err = atoi(val);
 		else if (!strcmp(key, "phase"))
-			snprintf(st->phase, sizeof(st->phase), "%s", val);
+			snprintf(st->phase, sizeof(st->phase), "%.15s", val);
 		else if (!strcmp(key, "hold"))
-			snprintf(st->hold, sizeof(st->hold), "%s", val);
+			snprintf(st->hold, sizeof(st->hold), "%.15s", val);
 		else if (!strcmp(key, "amount"))
 			st->amount = strtod(val, NULL);
 		else if (!strcmp(key, "pressure"))
