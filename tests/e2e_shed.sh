@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# End to end: the adaptive shedder (issue 11, docs/shedding.md) in two
+# namespaces made here. floodgated on r0 runs four UDP rules, one per tier,
+# with shortened timings (interval 200ms, delay 600ms, ramp 3s, decay 3s,
+# orphan 1s). With the file signal held at 0.95: nothing before the delay,
+# then best-effort, bulk and normal in that order, each full before the
+# next starts, critical never (fractions from status --json, shed counts
+# per rule from traffic); the kill switch holds it at zero; at 0.5 it
+# decays to zero; SIGKILLed while shedding, the program's own deadline
+# brings the shed rule's drops to zero; a real signal (accept_queue of a
+# listener that never accepts, its backlog filled) makes it shed.
+# FG_GAMEDAY=1 adds the 0.78/0.82 alternation at the default-shaped
+# timings. Needs root. Last line: "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.." || exit 2
+. tests/lib.sh
+fg_init --root "$FGD" "$FG" "$FGEN"
+
+PIN=$(fg_pin shed)
+DLOG=$FG_TMP/daemon.log
+SIG=$FG_TMP/signal
+export FLOODGATE_PIN_DIR=$PIN
+export FLOODGATE_RUN_DIR=$FG_TMP	# the shedder's state file, removed with FG_TMP
+
+fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&
+	fg_veth_create g g0 r r0 && fg_ns_addr g g0 10.88.0.1/24 && fg_ns_addr r r0 10.88.0.2/24 ||
+	{ bad setup "namespaces and veth pair"; fg_finish; }
+MAC=$(fg_ns_mac r r0)
+APORT=$((30000 + $$ % 20000))
+
+# policy SIGNAL [extra shedding: lines]
+policy() {
+	cat <<YAML
+interfaces: [r0]
+max_sources: 4096
+rules:
+  - {name: crit, match: {proto: udp, dport: 1000}, action: pass, tier: critical}
+  - {name: norm, match: {proto: udp, dport: 1001}, action: pass, tier: normal}
+  - {name: bulk, match: {proto: udp, dport: 1002}, action: pass, tier: bulk}
+  - {name: be, match: {proto: udp, dport: 1003}, action: pass, tier: best-effort}
+shedding:
+  signal: "$1"
+  interval: 200ms
+  delay: 600ms
+  ramp: 3s
+  decay: 3s
+  orphan: 1s
+  good: 0.7
+  bad: 0.8
+YAML
+}
+setsig() { echo "$1" > "$SIG.tmp" && mv "$SIG.tmp" "$SIG"; }	# whole, never half a number
+# sj KEY...: shedding.KEY of status --json
+sj() {
+	local k a=()
+	for k in "$@"; do a+=("shedding.$k"); done
+	"$FG" status --json 2> /dev/null | fg_json_get - "${a[@]}"
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+# send PORT COUNT: UDP from g at 20,000/s
+send() {
+	fg_ns_exec g "$FGEN" -i g0 -d 10.88.0.2 -s 10.88.0.1 --udp --dport "$1" --dst-mac "$MAC" \
+		-n "$2" -r 20000 > /dev/null 2>&1
+}
+stat() { fg_stat "$PIN" "$1" "$2"; }
+# wait_amount OP VALUE TENTHS: until status's shedding.amount OP VALUE; 0/1
+wait_amount() {
+	local n=$3 a
+	while [ "$n" -gt 0 ]; do
+		a=$(sj amount)
+		awk -v a="$a" -v v="$2" "BEGIN { exit !(a $1 v) }" && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+setsig 0.5
+policy "file:$SIG" > "$FG_TMP/p.yaml"
+if ! "$FG" check "$FG_TMP/p.yaml" > "$FG_TMP/check.out" 2>&1; then
+	skip "$FG_NAME" "this build's policy compiler refuses the shedding policy: $(one_line 200 < "$FG_TMP/check.out")"
+	fg_finish
+fi
+if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
+	bad "floodgated starts with a shedding: section" "$(tail -5 "$DLOG" | one_line)"
+	fg_finish
+fi
+ok "floodgated starts with a shedding: section"
+"$FG" status --json > "$FG_TMP/status.json" 2>&1
+fg_json_check "status --json with shedding" status "$FG_TMP/status.json"
+check_cmp "status: controller, signal, phase at 0.5" \
+	"$(fg_json_get "$FG_TMP/status.json" shedding.controller shedding.signal shedding.tiers)" \
+	= "true file:$SIG 3"
+sleep 0.5
+check_cmp "at 0.5: idle, nothing shed" "$(sj phase amount shed.best-effort)" = "idle 0 0"
+
+# --- onset: nothing before the delay --------------------------------------------------------
+t0=$(now); setsig 0.95
+first=
+while :; do
+	a=$(sj amount); e=$(elapsed "$t0")
+	if awk -v a="$a" 'BEGIN { exit !(a > 0) }'; then first=$e; break; fi
+	awk -v e="$e" 'BEGIN { exit !(e > 3) }' && break
+	sleep 0.05
+done
+expect "0.95: shedding starts only after the delay (600ms)" \
+	"[ -n '$first' ] && awk 'BEGIN { exit !($first >= 0.6 && $first < 1.6) }'" \
+	"signal 0.95 from t=0" "first amount > 0 at 0.6..1.6 s" "${first:-never} s"
+
+# --- best-effort partly shed, held in the dead zone: counts by traffic ------------------------
+wait_amount '>=' 0.3 40
+setsig 0.75; sleep 0.5
+read -r a1 fbe fbu fno fcr <<< "$(sj amount shed.best-effort shed.bulk shed.normal shed.critical)"
+sleep 0.6
+a2=$(sj amount)
+check_cmp "dead zone (0.75): the amount holds" "$a2" = "$a1"
+expect "best-effort partly shed, the others untouched" \
+	"awk 'BEGIN { exit !($fbe > 0 && $fbe < 1 && $fbu == 0 && $fno == 0 && $fcr == 0) }'" \
+	"0.95 then 0.75" "0 < best-effort < 1, bulk = normal = critical = 0" \
+	"best-effort $fbe bulk $fbu normal $fno critical $fcr"
+for r in crit norm bulk be; do eval "s0_$r=$(stat $r shed)"; done
+N=4000
+for p in 1000 1001 1002 1003; do send $p $N; done
+dbe=$(( $(stat be shed) - s0_be )); dbu=$(( $(stat bulk shed) - s0_bulk ))
+dno=$(( $(stat norm shed) - s0_norm )); dcr=$(( $(stat crit shed) - s0_crit ))
+# binomial: within 5 sigma of N * f
+expect "traffic: best-effort shed in its fraction" \
+	"awk 'BEGIN { m = $N * $fbe; s = sqrt($N * $fbe * (1 - $fbe)); d = $dbe - m; exit !(d * d <= 25 * s * s + 1) }'" \
+	"$N to each rule" "best-effort shed ~ $N x $fbe" "$dbe"
+check_cmp "traffic: bulk, normal, critical shed nothing" "$dbu $dno $dcr" = "0 0 0"
+
+# --- on to full shed: tier order, critical never ------------------------------------------------
+setsig 0.95
+: > "$FG_TMP/ramp"
+for _ in $(seq 1 120); do
+	sj amount shed.best-effort shed.bulk shed.normal shed.critical >> "$FG_TMP/ramp"
+	tail -1 "$FG_TMP/ramp" | awk '{ exit !($1 >= 3) }' && break
+	sleep 0.05
+done
+viol=$(awk 'prev != "" && $1 < prev { print "amount fell " prev " -> " $1 }
+	$3 > 0 && $2 < 1 { print "bulk " $3 " with best-effort " $2 }
+	$4 > 0 && $3 < 1 { print "normal " $4 " with bulk " $3 }
+	$5 != 0 { print "critical " $5 }
+	{ prev = $1 }' "$FG_TMP/ramp" | head -3 | one_line)
+check_cmp "ramp: monotone, each tier full before the next, critical 0 ($(wc -l < "$FG_TMP/ramp") samples)" \
+	"${viol:-none}" = none
+np=$(awk '$3 > 0 && $3 < 1' "$FG_TMP/ramp" | wc -l); nn=$(awk '$4 > 0 && $4 < 1' "$FG_TMP/ramp" | wc -l)
+expect "ramp: bulk and normal seen partly shed (progressive)" "[ $np -ge 1 ] && [ $nn -ge 1 ]" \
+	"status every 50ms" ">= 1 partial sample each" "bulk $np, normal $nn"
+check_cmp "full shed: amount 3, growing or held at full" "$(sj amount shed.normal shed.critical)" = "3 1 0"
+for r in crit norm bulk be; do eval "s0_$r=$(stat $r shed); p0_$r=$(stat $r pass)"; done
+N=2000
+for p in 1000 1001 1002 1003; do send $p $N; done
+check_cmp "full shed: normal, bulk, best-effort shed every packet" \
+	"$(( $(stat norm shed) - s0_norm )) $(( $(stat bulk shed) - s0_bulk )) $(( $(stat be shed) - s0_be ))" \
+	= "$N $N $N"
+check_cmp "full shed: critical passes every packet" \
+	"$(( $(stat crit pass) - p0_crit )) $(( $(stat crit shed) - s0_crit ))" = "$N 0"
+for t in best-effort bulk normal; do
+	check_cmp "log: tier $t entered once" "$(grep -c "tier $t: shedding starts" "$DLOG")" = 1
+done
+
+# --- kill switch: held at zero, starts again through the delay ------------------------------------
+"$FG" bypass on > /dev/null 2>&1
+sleep 0.5
+check_cmp "bypass: held at zero" "$(sj hold amount shed.best-effort)" = "bypass 0 0"
+"$FG" bypass off > /dev/null 2>&1
+sleep 0.3
+check_cmp "bypass off: pending again, not resumed at full" "$(sj amount)" = 0
+
+# --- relief: decay to zero ----------------------------------------------------------------------
+wait_amount '>=' 1.5 60
+setsig 0.5; t0=$(now)
+if wait_amount '==' 0 60; then ok "0.5: decays to zero in $(elapsed "$t0") s (decay 3s for 3 tiers)"
+else bad "0.5: decays to zero" "amount $(sj amount) after $(elapsed "$t0") s"; fi
+for r in norm bulk be; do eval "s0_$r=$(stat $r shed)"; done
+for p in 1001 1002 1003; do send $p 1000; done
+check_cmp "after decay: nothing shed" \
+	"$(( $(stat norm shed) - s0_norm + $(stat bulk shed) - s0_bulk + $(stat be shed) - s0_be ))" = 0
+
+# --- SIGKILL while shedding: the program decays it by itself ---------------------------------------
+setsig 0.95
+wait_amount '>=' 1 60
+read -r left <<< "$(sj decays_in_s)"
+fg_daemon_stop KILL; tk=$(now)
+# hold 2 x 200ms, then linear over 2^30 ns (orphan 1s): zero 1.47 s after the last write
+bound=$(awk -v l="$left" 'BEGIN { printf "%.2f", l }')
+s0=$(stat be shed); send 1003 500; s1=$(stat be shed)
+check_cmp "right after SIGKILL best-effort is still shed (of 500)" "$((s1 - s0))" -gt 0
+zero_at=
+while awk -v e="$(elapsed "$tk")" 'BEGIN { exit !(e < 5) }'; do
+	s0=$(stat be shed); e0=$(elapsed "$tk"); send 1003 500; s1=$(stat be shed)
+	if [ $((s1 - s0)) = 0 ]; then zero_at=$e0; break; fi
+	sleep 0.1
+done
+expect "SIGKILL: drops of the shed tier stop by the deadline ($bound s after the kill at most)" \
+	"[ -n '$zero_at' ] && awk 'BEGIN { exit !($zero_at <= $bound + 0.3) }'" \
+	"500 best-effort packets per probe" "no shed within $bound s (+0.3 probe)" "${zero_at:-still shedding after 5} s"
+check_cmp "status after SIGKILL: no controller, fractions zero" \
+	"$(sj controller shed.best-effort decays_in_s)" = "false 0 0"
+
+# --- a real signal: a listener's accept queue --------------------------------------------------------
+policy "accept_queue:$APORT" > "$FG_TMP/pa.yaml"
+cat > "$FG_TMP/listen.py" <<'PY'
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+print("listening", flush=True)
+time.sleep(120)        # never accepts
+PY
+cat > "$FG_TMP/fill.py" <<'PY'
+import socket, sys, time
+c = []
+for _ in range(int(sys.argv[2])):
+    k = socket.socket(); k.setblocking(False)
+    k.connect_ex(("127.0.0.1", int(sys.argv[1]))); c.append(k)
+print("filled", flush=True)
+time.sleep(float(sys.argv[3]))
+PY
+fg_bg r "$FG_PY" "$FG_TMP/listen.py" "$APORT" > "$FG_TMP/listen.out" 2>&1
+fg_wait_for "$FG_TMP/listen.out" listening 50
+if ! fg_daemon_start r "$PIN" "$FG_TMP/pa.yaml" "$DLOG"; then
+	bad "floodgated restarts (adopts) with accept_queue:$APORT" "$(tail -5 "$DLOG" | one_line)"
+	fg_finish
+fi
+sleep 0.5
+check_cmp "accept_queue, empty: value 0, nothing shed" "$(sj signal value amount)" = "accept_queue:$APORT 0 0"
+fg_bg r "$FG_PY" "$FG_TMP/fill.py" "$APORT" 12 30 > "$FG_TMP/fill.out" 2>&1
+FILL=$FG_BG_PID
+fg_wait_for "$FG_TMP/fill.out" filled 50
+if wait_amount '>' 0 40; then
+	read -r v ph <<< "$(sj value phase)"
+	ok "accept queue full (value $v): the shedder acts (phase $ph)"
+	s0=$(stat be shed); send 1003 2000; s1=$(stat be shed)
+	check_cmp "accept queue full: best-effort packets shed (of 2000)" "$((s1 - s0))" -gt 0
+else
+	bad "accept queue full: the shedder acts" "$(sj value phase amount)"
+fi
+fg_bg_stop "$FILL"
+if wait_amount '==' 0 60; then ok "accept queue drained: decays to zero"
+else bad "accept queue drained: decays to zero" "$(sj value phase amount)"; fi
+
+# --- gameday: a noisy signal at one threshold -----------------------------------------------------
+if [ "${FG_GAMEDAY:-0}" = 1 ]; then
+	policy "file:$SIG" > "$FG_TMP/p.yaml"
+	kill -HUP "$FG_DPID"; sleep 0.5
+	: > "$FG_TMP/noise"
+	for i in $(seq 1 100); do
+		if [ $((i % 2)) = 0 ]; then setsig 0.82; else setsig 0.78; fi
+		sleep 0.2
+		sj amount >> "$FG_TMP/noise"
+	done
+	# at most k_up (5/s per unit) x 0.02 x 0.4 s (late sample) = 0.04 per sample, never down
+	viol=$(awk 'NR > 1 && ($1 < p - 1e-9 || $1 - p > 0.04 + 1e-6) { print p " -> " $1 } { p = $1 }' \
+		"$FG_TMP/noise" | head -3 | one_line)
+	check_cmp "gameday: 0.78/0.82 every sample: never down, at most 0.04 a sample" "${viol:-none}" = none
+else
+	skip "gameday: 0.78/0.82 alternation" "FG_GAMEDAY=1 runs it"
+fi
+
+fg_daemon_stop TERM
+check_cmp "SIGTERM: exits 0" "$?" = 0
+check "SIGTERM removes the state file" [ ! -e "$FG_TMP/shed-$(echo "${PIN#/}" | tr / _).state" ]
+fg_finish
