@@ -111,9 +111,12 @@ static void print_shedding_text(const struct status *st)
 		       strcmp(s->hold, "running") ? s->hold : "");
 		printf("           good %g, bad %g, interval %gs, delay %gs, ramp %gs, decay %gs\n",
 		       s->good, s->bad, s->interval, s->delay, s->ramp, s->decay);
+	} else if (st->frac[FG_TIER_NORMAL] + st->frac[FG_TIER_BULK] +
+		   st->frac[FG_TIER_BEST_EFFORT] == 0 && !st->shed.off) {
+		printf("shedding:  none (no controller, nothing shed)\n");
+		return;
 	} else {
-		printf("shedding:  %s\n", st->running ? "no controller (no shedding: section)" :
-		       "no controller running (the pinned thresholds decay by themselves)");
+		printf("shedding:  no controller running (the pinned thresholds decay by themselves)\n");
 	}
 	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s%s\n",
 	       100 * st->frac[FG_TIER_NORMAL], 100 * st->frac[FG_TIER_BULK],
@@ -272,7 +275,7 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 	if (c) {
 		cli_json_add(err, o, "signal", json_object_new_string(s->signal));
 		if (s->have_value) {
-			cli_json_add(err, o, "value", num_json(s->value, "%.4f"));
+			cli_json_add(err, o, "value", num_json(s->value, "%.6g"));
 			cli_json_add_null(err, o, "signal_error");
 		} else {
 			cli_json_add_null(err, o, "value");
@@ -280,9 +283,9 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		}
 		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
-		cli_json_add(err, o, "amount", num_json(s->amount, "%.6f"));
+		cli_json_add(err, o, "amount", num_json(s->amount, "%.6g"));
 		cli_json_add(err, o, "tiers", json_object_new_uint64((__u64)s->ntiers));
-		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.3f"));
+		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.4g"));
 	} else {
 		static const char *const keys[] = { "signal", "value", "signal_error", "phase",
 						     "hold", "amount", "pressure_s" };
@@ -292,11 +295,11 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		cli_json_add(err, o, "tiers", json_object_new_uint64(0));
 	}
 	for (int t = 0; t < FG_NTIERS; t++)
-		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.6f"));
+		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.6g"));
 	cli_json_add(err, o, "shed", f);
 	cli_json_add(err, o, "shadow", json_object_new_boolean(st->shed.shadow != 0));
 	cli_json_add(err, o, "off", json_object_new_boolean(st->shed.off != 0));
-	cli_json_add(err, o, "decays_in_s", num_json(shed_left_s(st), "%.3f"));
+	cli_json_add(err, o, "decays_in_s", num_json(shed_left_s(st), "%.4g"));
 	return o;
 }
 

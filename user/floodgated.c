@@ -434,8 +434,12 @@ static int start_shedder(struct daemon *d)
 	int err = fg_shedd_start(&d->shed, &d->maps, &d->cfg, getenv("FLOODGATE_RUN_DIR"),
 				 fg_mono_coarse_ns());
 
-	if (err)
-		pr_warn("shedding: cannot start: %s", strerror(-err));
+	if (err) {
+		char name[PATH_MAX + 32];
+
+		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
+		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
+	}
 	else if (d->shed.on)
 		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
 			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
