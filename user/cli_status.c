@@ -283,7 +283,7 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		}
 		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
-		cli_json_add(err, o, "amount", num_json(s->amount, "%.6g"));
+		cli_json_add(err, o, "amount", num_json(s->amount, "%.10g"));
 		cli_json_add(err, o, "tiers", json_object_new_uint64((__u64)s->ntiers));
 		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.4g"));
 	} else {
@@ -295,7 +295,7 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		cli_json_add(err, o, "tiers", json_object_new_uint64(0));
 	}
 	for (int t = 0; t < FG_NTIERS; t++)
-		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.6g"));
+		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.10g"));
 	cli_json_add(err, o, "shed", f);
 	cli_json_add(err, o, "shadow", json_object_new_boolean(st->shed.shadow != 0));
 	cli_json_add(err, o, "off", json_object_new_boolean(st->shed.off != 0));
