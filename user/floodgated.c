@@ -439,11 +439,11 @@ static int start_shedder(struct daemon *d)
 
 		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
 		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
-	}
-	else if (d->shed.on)
+	} else if (d->shed.on) {
 		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
 			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
 			d->shed.shadow ? ", shadow" : "");
+	}
 	return err;
 }
 
