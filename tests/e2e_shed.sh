@@ -27,12 +27,14 @@ fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&
 	{ bad setup "namespaces and veth pair"; fg_finish; }
 MAC=$(fg_ns_mac r r0)
 APORT=$((30000 + $$ % 20000))
+MPORT=$((APORT + 1))
 
 # policy SIGNAL [extra shedding: lines]
 policy() {
 	cat <<YAML
 interfaces: [r0]
 max_sources: 4096
+metrics: "127.0.0.1:$MPORT"
 rules:
   - {name: crit, match: {proto: udp, dport: 1000}, action: pass, tier: critical}
   - {name: norm, match: {proto: udp, dport: 1001}, action: pass, tier: normal}
@@ -156,6 +158,18 @@ check_cmp "full shed: normal, bulk, best-effort shed every packet" \
 	= "$N $N $N"
 check_cmp "full shed: critical passes every packet" \
 	"$(( $(stat crit pass) - p0_crit )) $(( $(stat crit shed) - s0_crit ))" = "$N 0"
+if command -v curl > /dev/null; then
+	sleep 1.1	# the page is rendered once a second
+	fg_ns_exec r curl -s "http://127.0.0.1:$MPORT/metrics" > "$FG_TMP/metrics"
+	got=$(grep -E '^floodgate_shed_(fraction\{tier="(best-effort|critical)"\}|amount|controller|held) ' \
+		"$FG_TMP/metrics" | one_line)
+	check_cmp "metrics: the controller, its amount, the fraction per tier" "$got" = \
+		'floodgate_shed_controller 1 floodgate_shed_amount 3.000000 floodgate_shed_held 0 floodgate_shed_fraction{tier="best-effort"} 1.000000'
+	check "metrics: shed packets per rule (outcome shed)" \
+		grep -qE '^floodgate_packets_total\{rule="be",outcome="shed"\} [1-9]' "$FG_TMP/metrics"
+else
+	skip "metrics" "no curl"
+fi
 for t in best-effort bulk normal; do
 	check_cmp "log: tier $t entered once" "$(grep -c "tier $t: shedding starts" "$DLOG")" = 1
 done
