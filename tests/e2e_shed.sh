@@ -36,10 +36,10 @@ interfaces: [r0]
 max_sources: 4096
 metrics: "127.0.0.1:$MPORT"
 rules:
-  - {name: crit, match: {proto: udp, dport: 1000}, action: pass, tier: critical}
-  - {name: norm, match: {proto: udp, dport: 1001}, action: pass, tier: normal}
-  - {name: bulk, match: {proto: udp, dport: 1002}, action: pass, tier: bulk}
-  - {name: be, match: {proto: udp, dport: 1003}, action: pass, tier: best-effort}
+  - {name: crit, match: {proto: udp, dport: 1000}, per_source: {rate: 100000/s, burst: 50000}, tier: critical}
+  - {name: norm, match: {proto: udp, dport: 1001}, per_source: {rate: 100000/s, burst: 50000}, tier: normal}
+  - {name: bulk, match: {proto: udp, dport: 1002}, per_source: {rate: 100000/s, burst: 50000}, tier: bulk}
+  - {name: be, match: {proto: udp, dport: 1003}, per_source: {rate: 100000/s, burst: 50000}, tier: best-effort}
 shedding:
   signal: "$1"
   interval: 200ms
