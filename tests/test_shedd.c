@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "fgtest.h"
+#include "metrics.h"
+#include "sysutil.h"
 #include "shedd.h"
 
 #define MS	1000000ull
@@ -165,6 +167,30 @@ static void test_onset_order_and_deadline(void)
 	ASSERT_TRUE(fabs(f[FG_TIER_NORMAL] - 0.5) < 1e-3, "half way down the tail");
 	fg_shedd_fracs(&v, v.end, f);
 	ASSERT_TRUE(f[FG_TIER_BEST_EFFORT] == 0, "zero at end");
+	{
+		static struct fg_stats rows[FG_NROWS];
+		static struct fg_name names[FG_MAX_IDS];
+		static struct fg_policy pol;
+		struct fg_ctl ctl = {};
+		struct fg_metrics_snap snap = { .rows = rows, .names = names, .ctl = &ctl,
+						.pol = &pol, .shed = &sd };
+		char *page = NULL;
+		size_t len = 0;
+
+		/* the metrics read the coarse clock: store a deadline valid now */
+		fg_shedd_sample(&sd, &m, now + 200 * MS, &chg);
+		v = pinned(&m);
+		v.end = fg_mono_coarse_ns() + (2ull << 30);
+		bpf_map_update_elem(m.fd[FGM_SHED], &(__u32){ 0 }, &v, 0);
+		ASSERT_OK(fg_metrics_render(&snap, &page, &len), "metrics render");
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_amount 3.000000\n"), "metrics: amount");
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_signal 0.95\n"), "metrics: signal");
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_fraction{tier=\"normal\"} 1.000000\n"),
+			    "metrics: fraction");
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_phase{phase=\"growing\"} 1\n"),
+			    "metrics: phase");
+		free(page);
+	}
 	/* stop: end 0 at once */
 	fg_shedd_stop(&sd);
 	v = pinned(&m);
