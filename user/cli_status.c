@@ -285,7 +285,7 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
 		cli_json_add(err, o, "amount", num_json(s->amount, "%.10g"));
 		cli_json_add(err, o, "tiers", json_object_new_uint64((__u64)s->ntiers));
-		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.4g"));
+		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.6g"));
 	} else {
 		static const char *const keys[] = { "signal", "value", "signal_error", "phase",
 						     "hold", "amount", "pressure_s" };
