@@ -187,6 +187,19 @@ for t in best-effort bulk normal; do
 	check_cmp "log: tier $t entered once" "$(grep -c "tier $t: shedding starts" "$DLOG")" = 1
 done
 
+# --- shadow: the controller runs, nothing is shed, would-sheds are counted ------------------------
+{ policy "file:$SIG"; echo "  mode: shadow"; } > "$FG_TMP/p.yaml"
+kill -HUP "$FG_DPID"; sleep 0.6
+check_cmp "shadow (reload): the amount is kept, fg_shed.shadow set" "$(sj amount shadow)" = "3 true"
+fg_snap "$PIN" "$FG_TMP/s0.json"; send 1003 1000; fg_snap "$PIN" "$FG_TMP/s1.json"
+check_cmp "shadow: best-effort shed 0, shed_shadow all that arrived" \
+	"$(d be shed) $(d be shed_shadow)" = "0 $(d be total)"
+check "status (text) shows the signal and the fractions" \
+	bash -c "'$FG' status | grep -q 'shedding:  signal file:$SIG = 0.950, growing' && '$FG' status | grep -q 'best-effort 100.0% (shadow'"
+policy "file:$SIG" > "$FG_TMP/p.yaml"
+kill -HUP "$FG_DPID"; sleep 0.6
+check_cmp "enforce again (reload)" "$(sj amount shadow)" = "3 false"
+
 # --- kill switch: held at zero, starts again through the delay ------------------------------------
 "$FG" bypass on > /dev/null 2>&1
 sleep 0.5
