@@ -1804,7 +1804,7 @@ static void test_shed_print(void)
 	ASSERT_STR_CONTAINS(out, "signal accept_queue:8080, shadow; tiers shed in order: best-effort, bulk; critical never",
 			    "the signal, mode and tier order");
 	ASSERT_STR_CONTAINS(out, "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9", "the controller");
-	ASSERT_STR_CONTAINS(out, "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + orphan 1s",
+	ASSERT_STR_CONTAINS(out, "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + 1.07s (orphan 1s, rounded up to 2^30 ns)",
 			    "its times");
 	ASSERT_STR_CONTAINS(out, "tier critical, pool syn", "web's tier and pool");
 	ASSERT_STR_CONTAINS(out, "tier bulk, pool syn", "analytics'");
