@@ -36,7 +36,7 @@
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
 #   fg_stat SRC RULE FIELD      SRC: a pin dir, or a snapshot file (*.json);
 #                               FIELD: pass drop shadow allow deny bypass
-#                               malformed nonip rt_allow rt_deny, total,
+#                               malformed nonip rt_allow rt_deny shed shed_shadow, total,
 #                               bytes:OUTCOME, ev:EVENT
 #                               0 if RULE has no row, -1 if it cannot be read
 #   fg_event SRC RULE EVENT     = fg_stat SRC RULE ev:EVENT
@@ -280,10 +280,10 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny")
+            "rt_allow", "rt_deny", "shed", "shed_shadow")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
-          "fleet_drop", "fleet_loss")
+          "fleet_drop", "fleet_loss", "shed_tier", "shed_cap", "shed_pool")
 
 def refuse_duplicates(pairs):
     d = {}
