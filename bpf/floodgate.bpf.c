@@ -466,8 +466,9 @@ __noinline int fg_fleet_loss(struct fg_lease *l, __u64 cost, __u64 now, struct f
 
 /*
  * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
- * cost from its tokens while it runs. 1 = admitted, 0 = drop. Inline: the
- * admit path is one fetch-and-add, the drop path writes no shared line.
+ * cost from its tokens while it runs. 2 = admitted from the lease's
+ * tokens, 1 = admitted under on_loss, 0 = drop. Inline: the admit path is
+ * one fetch-and-add, the drop path writes no shared line.
  */
 static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
 					  struct fg_verd *v)
@@ -492,7 +493,7 @@ static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, _
 	}
 	if (FG_READ_ONCE(l->tokens) >= c) {
 		if (__sync_fetch_and_add(&l->tokens, -c) >= c)
-			return 1;
+			return 2;
 		/* lost the race for the last tokens: put them back */
 		__sync_fetch_and_add(&l->tokens, c);
 	}
@@ -606,7 +607,8 @@ __noinline int fg_pool_spend(const struct fg_policy *pol, const struct fg_rule *
 	return 0;
 }
 
-/* Cost taken from a fleet rule's lease goes back (its pool refused). */
+/* Cost taken from a fleet rule's lease goes back (its pool refused). What
+ * on_loss admitted is not: no lease tokens were spent for it. */
 static __always_inline void fg_fleet_refund(const struct fg_rule *r, __u64 cost)
 {
 	__u32 id = r->id & (FG_MAX_IDS - 1);
@@ -628,7 +630,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	__u64 *tat = NULL, *drops = NULL;
 	struct fg_bucket *a;
 	__u32 ev = 0;
-	int rc;
+	int rc, leased = 0;
 
 	if (r->cost == FG_COST_BYTES)
 		cost = len < FG_MAX_COST ? len : FG_MAX_COST;
@@ -684,7 +686,8 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 
 	if (r->fleet) {
 		rc = fg_fleet_spend(r, cost, now, v);
-		if (rc != 1) {
+		leased = rc == 2;
+		if (!rc) {
 			/* not sent: the local buckets get their tokens back */
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
@@ -700,7 +703,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			__sync_fetch_and_add(tat, -spent);
 		if (a)
 			__sync_fetch_and_add(&a->tat, -(r->agg.inc * cost));
-		if (r->fleet)
+		if (leased)
 			fg_fleet_refund(r, cost);
 		v->ev |= ev;
 		return FG_CHARGE_SHED;

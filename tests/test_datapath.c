@@ -2012,6 +2012,31 @@ static void test_shed_pool_refund(void)
 	ASSERT_OK(dp_agg(&D, FG_POOL_IDX(0), &pool), "pool bucket");
 	ASSERT_EQ(pool.tat, now_tu + 2 * D.pol.pools[0].inc, "the pool spent only the 2 admitted");
 	dp_close(&D);
+
+	/* a fleet rule: the lease's tokens go back too */
+	if (setup(1024))
+		return;
+	r = (struct fg_rule){ .action = FG_ACT_LIMIT, .fleet = 1, .pool = 1 };
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, (struct fg_limit){ 0 });
+	dp_apply(&D);
+	dp_lease_renew(&D, 0, 10, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(burst_of(&s, 5), 3, "the pool's 3 of 5");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 2, "2 shed");
+	ASSERT_EQ(D.lease[0].tokens, 7, "the lease spent only for the 3 admitted");
+	dp_close(&D);
+
+	/* ... but what on_loss admitted took no tokens, and gets none back */
+	if (setup(1024))
+		return;
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_OPEN, (struct fg_limit){ 0 });
+	dp_apply(&D);
+	ASSERT_EQ(burst_of(&s, 5), 3, "on_loss open, the pool's 3 of 5");
+	ASSERT_EQ(D.lease[0].tokens, 0, "no tokens given to an expired lease");
+	dp_close(&D);
 }
 
 /* Tier shedding by fraction: 0 none, 1/2 about half, 1 all; critical never,

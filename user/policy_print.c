@@ -249,6 +249,7 @@ static void print_shedding(FILE *f, const struct fg_config *cfg)
 {
 	const struct fg_shed_cfg *sc = &cfg->shed;
 	char sig[PATH_MAX + 32];
+	__u32 h = FG_SHED_HSHIFT_MIN;
 	int sep = 0;
 
 	if (!cfg->has_shedding) {
@@ -264,8 +265,11 @@ static void print_shedding(FILE *f, const struct fg_config *cfg)
 	fprintf(f, "; critical never\n");
 	fprintf(f, "               interval %gs, delay %gs, ramp %gs, decay %gs, good %g, bad %g\n",
 		sc->interval, sc->delay, sc->ramp, sc->decay, sc->good, sc->bad);
+	while (h < FG_SHED_HSHIFT_MAX && (double)(1ull << h) < sc->orphan * 1e9)
+		h++;
 	fprintf(f, "               full shed after %gs at utilization 1; a dead daemon's shedding "
-		"ends within %gs + orphan %gs\n", sc->delay + sc->ramp, 2 * sc->interval, sc->orphan);
+		"ends within %gs + %.3gs (orphan %gs, rounded up to 2^%u ns)\n", sc->delay + sc->ramp,
+		2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
 }
 
 static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
