@@ -358,7 +358,6 @@ static enum fg_shedd_hold hold_of(const struct fg_shedd *sd, struct fg_maps *m, 
 int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 		    struct fg_shedd_change *chg)
 {
-	static bool state_failed;
 	__u32 was = sd->c.active;
 	double dt, u = 0;
 	int err;
@@ -405,9 +404,9 @@ int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 	chg->left = was & ~sd->c.active;
 	publish(sd, now_ns);
 	err = state_write(sd);
-	if (err && !state_failed)
-		chg->state_err = err;
-	state_failed = err != 0;
+	if (err && !sd->state_failed)
+		chg->state_err = err;	/* said once, until it works again */
+	sd->state_failed = err != 0;
 	return 0;
 }
 

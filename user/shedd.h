@@ -50,6 +50,7 @@ struct fg_shedd {
 	struct fg_shed_ctl *map;	/* the mmap of fg_shed, NULL when closed */
 	size_t map_len;
 	char state_path[PATH_MAX];	/* "" = none */
+	bool state_failed;	/* the last write of it failed (logged once) */
 	__u64 interval_ns;
 	__u64 last_ns;		/* CLOCK_MONOTONIC_COARSE of the last sample, 0 = none yet */
 	__u64 next_ns;		/* the next sample is due */
