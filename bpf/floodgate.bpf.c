@@ -11,10 +11,15 @@
  *   3. allow/deny list (one LPM lookup that also yields source sets)
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
- *   5. the rule's action: pass, drop, or its buckets (per source, then
- *      aggregate, then the fleet lease of a fleet rule); a source without a
- *      bucket of its own goes to the rule's overflow bucket, or fails open
- *      or closed
+ *   5. the rule's action: pass, drop, or, for a limit rule:
+ *      a. a tier other than critical: the adaptive shedder's share of its
+ *         packets is shed at random, before any bucket (fg_shed_tier)
+ *      b. its buckets (per source, then aggregate, then the fleet lease of
+ *         a fleet rule); a source without a bucket of its own goes to the
+ *         rule's overflow bucket, or fails open or closed
+ *      c. its capacity pool, whose refusal is a shed and gives the tokens
+ *         of b back (fg_pool_spend)
+ *      (docs/shedding.md section 5)
  * Shadow (global or per rule, from the file or an operator override; the
  * rule is in include/floodgate.h, struct fg_ctl) makes every decision and
  * counts it, then passes what would have been dropped.
@@ -154,6 +159,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_lease);
 } fg_lease SEC(".maps");
+
+/* The adaptive shedder's thresholds and deadline (struct fg_shed_ctl):
+ * floodgated stores them through an mmap every sample, the CLI its off
+ * switch; read here by packets of tiered rules only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_shed_ctl);
+} fg_shed SEC(".maps");
 
 /* Counters per CPU, per rule id (+ global row). Read by userspace. */
 struct {
@@ -455,8 +471,9 @@ __noinline int fg_fleet_loss(struct fg_lease *l, __u64 cost, __u64 now, struct f
 
 /*
  * A fleet rule's lease (struct fg_lease, docs/fleet.md section 5): spend
- * cost from its tokens while it runs. 1 = admitted, 0 = drop. Inline: the
- * admit path is one fetch-and-add, the drop path writes no shared line.
+ * cost from its tokens while it runs. 2 = admitted from the lease's
+ * tokens, 1 = admitted under on_loss, 0 = drop. Inline: the admit path is
+ * one fetch-and-add, the drop path writes no shared line.
  */
 static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, __u64 now,
 					  struct fg_verd *v)
@@ -481,7 +498,7 @@ static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, _
 	}
 	if (FG_READ_ONCE(l->tokens) >= c) {
 		if (__sync_fetch_and_add(&l->tokens, -c) >= c)
-			return 1;
+			return 2;
 		/* lost the race for the last tokens: put them back */
 		__sync_fetch_and_add(&l->tokens, c);
 	}
@@ -489,7 +506,124 @@ static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, _
 	return 0;
 }
 
-/* Charge a packet to the rule's buckets; 1 = admitted, 0 = drop. */
+/* fg_charge's results */
+enum {
+	FG_CHARGE_DROP = 0,	/* over a quota: a drop */
+	FG_CHARGE_OK = 1,	/* admitted */
+	FG_CHARGE_SHED = 2,	/* the pool refused: a shed */
+};
+
+/* A shed (the host is short of capacity, not the source over its quota):
+ * in shadow counted as would-shed and passed. */
+static __always_inline void fg_shed_verdict(struct fg_verd *v, int shadow)
+{
+	if (shadow) {
+		v->out = FG_OUT_SHED_SHADOW;
+		v->verdict = XDP_PASS;
+	} else {
+		v->out = FG_OUT_SHED;
+		v->verdict = XDP_DROP;
+	}
+}
+
+/*
+ * The adaptive shedder (docs/shedding.md section 5, step 1), for a rule
+ * with a tier: shed the share fg_shed_ctl gives its tier and the packet's
+ * kind, preferring new TCP connections; touches no bucket. Returns 1 when
+ * the packet is to be shed for real. A global function, like the others:
+ * verified once, not once per path of the caller. In shadow (the rule's, the
+ * global or fg_shed_ctl.shadow) it only marks FG_EV_SHED_TIER and the
+ * packet goes on through its buckets: fg_decide counts it as shed_shadow
+ * if they admit it, so shadow shedding opens no hole in the quotas.
+ */
+__noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r,
+			    const struct fg_pkt *p, int shadow, __u32 *ev)
+{
+	__u32 k = 0, kind = FG_SHED_ANY, pi, thr;
+	struct fg_shed_ctl *sh = bpf_map_lookup_elem(&fg_shed, &k);
+
+	if (!pol || !r || !p || !ev)
+		return 0;
+	pi = r->pool - 1;
+	if (!sh || FG_READ_ONCE(sh->off))
+		return 0;
+	if (pi < FG_MAX_POOLS && pi < pol->npools && (pol->pools[pi].flags & FG_POOL_NOSHED))
+		return 0;
+	if (p->proto == FG_IPPROTO_TCP)
+		kind = (p->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN ?
+		       FG_SHED_NEW : FG_SHED_EST;
+	thr = FG_READ_ONCE(sh->thr[r->tier & (FG_NTIERS - 1)][kind]);
+	if (!thr)
+		return 0;	/* nothing shed: the usual case, no clock, no random */
+	thr = fg_shed_decayed(thr, FG_READ_ONCE(sh->end), FG_READ_ONCE(sh->hshift), fg_now_ns());
+	if ((bpf_get_prandom_u32() >> 1) >= thr)
+		return 0;
+	*ev |= 1u << FG_EV_SHED_TIER;
+	return !shadow && !FG_READ_ONCE(sh->shadow);
+}
+
+/*
+ * A rule's capacity pool (docs/shedding.md section 4): critical spends the
+ * shared tat with the whole tolerance, the other tiers first the cap
+ * (their (1 - reserve) share of the rate), then the tat with tau_low (only
+ * while the pool holds more than the reserve), giving the cap's token back
+ * if the pool refuses. 1 = admitted, 0 = shed. A refusal writes neither line.
+ * Global: verified once, on its own.
+ */
+__noinline int fg_pool_spend(const struct fg_policy *pol, const struct fg_rule *r,
+			     __u64 len, __u64 now, __u32 *ev)
+{
+	__u32 pi, id;
+	const struct fg_pool *pl;
+	struct fg_bucket *pb, *cb = NULL;
+	__u64 cost = 1, cap_spent = 0;
+	int crit, rc;
+
+	if (!pol || !r || !ev)
+		return 0;
+	pi = r->pool - 1;
+	crit = r->tier == FG_TIER_CRITICAL;
+	if (pi >= FG_MAX_POOLS || pi >= pol->npools)
+		return 1;	/* no such pool: as without one */
+	pl = &pol->pools[pi];
+	if (!pl->inc)
+		return 1;
+	if (pl->cost == FG_COST_BYTES)
+		cost = len < FG_MAX_COST ? len : FG_MAX_COST;
+	id = pl->id & (FG_POOL_IDS - 1);
+	if (!crit && pl->cap.inc) {
+		cb = fg_agg_bucket(FG_CAP_IDX(id));
+		if (!cb)
+			return 0;
+		rc = fg_gcra_spend(&cb->tat, now, pl->cap.inc * cost, pl->cap.tau);
+		if (rc != 1) {
+			*ev |= 1u << (rc < 0 ? FG_EV_CONTENDED : FG_EV_SHED_CAP);
+			return 0;
+		}
+		cap_spent = pl->cap.inc * cost;
+	}
+	pb = fg_agg_bucket(FG_POOL_IDX(id));
+	rc = pb ? fg_gcra_spend(&pb->tat, now, pl->inc * cost, crit ? pl->tau : pl->tau_low) : 0;
+	if (rc == 1)
+		return 1;
+	*ev |= 1u << (rc < 0 ? FG_EV_CONTENDED : FG_EV_SHED_POOL);
+	if (cb && cap_spent)
+		__sync_fetch_and_add(&cb->tat, -cap_spent);
+	return 0;
+}
+
+/* Cost taken from a fleet rule's lease goes back (its pool refused). What
+ * on_loss admitted is not: no lease tokens were spent for it. */
+static __always_inline void fg_fleet_refund(const struct fg_rule *r, __u64 cost)
+{
+	__u32 id = r->id & (FG_MAX_IDS - 1);
+	struct fg_lease *l = bpf_map_lookup_elem(&fg_lease, &id);
+
+	if (l && l->gen == r->gen)
+		__sync_fetch_and_add(&l->tokens, (__s64)cost);
+}
+
+/* Charge a packet to the rule's buckets, then its pool: FG_CHARGE_*. */
 static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				     const struct fg_policy *pol,
 				     const struct fg_rule *r,
@@ -500,7 +634,8 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	__u64 cost = 1, spent = 0;
 	__u64 *tat = NULL, *drops = NULL;
 	struct fg_bucket *a;
-	int rc;
+	__u32 ev = 0;
+	int rc, leased = 0;
 
 	if (r->cost == FG_COST_BYTES)
 		cost = len < FG_MAX_COST ? len : FG_MAX_COST;
@@ -542,7 +677,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	if (r->agg.inc) {
 		a = fg_agg_bucket(FG_AGG_IDX(r->id & (FG_MAX_IDS - 1)));
 		if (!a)
-			return 0;
+			return FG_CHARGE_DROP;
 		rc = fg_gcra_spend(&a->tat, now, r->agg.inc * cost, r->agg.tau);
 		if (rc != 1) {
 			v->ev |= 1u << (rc < 0 ? FG_EV_CONTENDED : FG_EV_AGG_DROP);
@@ -556,16 +691,29 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 
 	if (r->fleet) {
 		rc = fg_fleet_spend(r, cost, now, v);
-		if (rc != 1) {
+		leased = rc == 2;
+		if (!rc) {
 			/* not sent: the local buckets get their tokens back */
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
 			if (a)
 				__sync_fetch_and_add(&a->tat, -(r->agg.inc * cost));
-			return 0;
+			return FG_CHARGE_DROP;
 		}
 	}
-	return 1;
+
+	if (r->pool && !fg_pool_spend(pol, r, len, now, &ev)) {
+		/* the host had no room: everything spent above goes back */
+		if (tat && spent)
+			__sync_fetch_and_add(tat, -spent);
+		if (a)
+			__sync_fetch_and_add(&a->tat, -(r->agg.inc * cost));
+		if (leased)
+			fg_fleet_refund(r, cost);
+		v->ev |= ev;
+		return FG_CHARGE_SHED;
+	}
+	return FG_CHARGE_OK;
 }
 
 /*
@@ -874,10 +1022,27 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		fg_drop(v, shadow);
 		return;
 	default:
-		if (!fg_charge(ctl, pol, r, &p, len, v, shadow))
+		if (r->tier) {
+			__u32 ev = 0;
+
+			rc = fg_shed_tier(pol, r, &p, shadow, &ev);
+			v->ev |= ev;
+			if (rc) {
+				fg_shed_verdict(v, 0);
+				return;
+			}
+		}
+		rc = fg_charge(ctl, pol, r, &p, len, v, shadow);
+		if (rc == FG_CHARGE_SHED)
+			fg_shed_verdict(v, shadow);
+		else if (rc != FG_CHARGE_OK)
 			fg_drop(v, shadow);
-		else if (r->conn_cap)
-			fg_cap(r, &p, v, shadow);
+		else {
+			if (r->conn_cap)
+				fg_cap(r, &p, v, shadow);
+			if (v->out == FG_OUT_PASS && (v->ev & (1u << FG_EV_SHED_TIER)))
+				v->out = FG_OUT_SHED_SHADOW;	/* would have been shed (shadow) */
+		}
 	}
 }
 

@@ -36,6 +36,10 @@
  * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
  *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
  *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
+ * - load shedding (docs/shedding.md): enum fg_tier, fg_shed_kind, FG_SHED_ONE (from user/shed.h);
+ *   fg_rule.tier and .pool (were tail padding); struct fg_pool, fg_policy.pools[FG_MAX_POOLS] and
+ *   npools; two fg_agg buckets per pool id (FG_NAGG grows); outcomes FG_OUT_SHED, FG_OUT_SHED_SHADOW;
+ *   events FG_EV_SHED_TIER, _CAP, _POOL; map fg_shed (struct fg_shed_ctl, one entry, mmapable)
  */
 
 /*
@@ -130,6 +134,8 @@ enum fg_outcome {
 	FG_OUT_RT_ALLOW,	/* on a runtime allow list (floodgate allow add) */
 	FG_OUT_RT_DENY,		/* on a runtime deny list (floodgate deny add); passed in shadow */
 	FG_OUT_CAP,		/* SYN refused: its source holds the rule's concurrency cap */
+	FG_OUT_SHED,		/* shed: the host is overloaded (tier shedding, or its pool refused) */
+	FG_OUT_SHED_SHADOW,	/* would have been shed; passed (shadow) */
 	FG_OUT_MAX,
 };
 
@@ -153,6 +159,9 @@ enum fg_event {
 	FG_EV_CAP_NOSLOT,	/* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
 	FG_EV_CAP_CONTENDED,	/* pending-slot CAS retries exhausted: dropped */
 	FG_EV_CAP_NOMEM,	/* no pending entry for a new source: per on_full (closed drops) */
+	FG_EV_SHED_TIER,	/* shed (or would-shed) by the adaptive shedder */
+	FG_EV_SHED_CAP,		/* non-critical over its (1 - reserve) share of a pool */
+	FG_EV_SHED_POOL,	/* the pool (or its part above the reserve) was empty */
 	FG_EV_MAX,
 };
 
@@ -223,13 +232,107 @@ struct fg_rule {
 	__u8 cost;		/* enum fg_cost */
 	__u8 on_full;		/* enum fg_on_full */
 	__u8 fleet;		/* 1: after the local buckets, spend from fg_lease[id] */
-	__u8 pad[3];
+	__u8 tier;		/* enum fg_tier; 0 (critical) = never shed, as without shedding */
+	__u8 pool;		/* 1 + index into fg_policy.pools; FG_POOL_NONE (0) = none */
+	__u8 pad;
 	/* concurrency cap (docs/concurrency.md): a TCP SYN is refused while its
 	 * source holds conn_cap connections and pending handshakes */
 	__u32 conn_cap;		/* 0 = no cap */
 	__u32 conn_ttl_ms;	/* how long an admitted handshake holds its place */
 };
-_Static_assert(sizeof(struct fg_rule) == 88, "fg_rule: fleet fills the tail padding, the concurrency cap adds 8");
+_Static_assert(sizeof(struct fg_rule) == 88, "fg_rule: fleet, tier and pool fill the tail padding, the concurrency cap adds 8");
+
+/*
+ * Load shedding (docs/shedding.md). A rule has a tier; 0 is the default,
+ * so a rule without one is never shed. The adaptive shedder sheds from the
+ * highest number down: best-effort first, critical never.
+ */
+enum fg_tier {
+	FG_TIER_CRITICAL = 0,
+	FG_TIER_NORMAL = 1,
+	FG_TIER_BULK = 2,
+	FG_TIER_BEST_EFFORT = 3,
+	FG_NTIERS = 4,
+};
+
+/* Per tier, three thresholds, so that a tier sheds new TCP work before
+ * admitted work (docs/shedding.md section 1). */
+enum fg_shed_kind {
+	FG_SHED_ANY = 0,	/* not TCP */
+	FG_SHED_NEW = 1,	/* TCP SYN without ACK: a new connection */
+	FG_SHED_EST = 2,	/* any other TCP packet */
+	FG_SHED_NKIND = 3,
+};
+/* The program sheds iff (bpf_get_prandom_u32() >> 1) < thr: 31 random bits
+ * against thr in [0, FG_SHED_ONE], exact at both ends. */
+#define FG_SHED_ONE	(1u << 31)
+
+/*
+ * A capacity pool (docs/shedding.md section 4): one shared GCRA tat,
+ * fg_agg[FG_POOL_IDX(id)], spent by all its rules after their own buckets;
+ * critical with tau, the other tiers with tau_low (only while the pool
+ * holds more than its reserve) and, before that, through the cap,
+ * fg_agg[FG_CAP_IDX(id)], which bounds their rate to (1 - reserve) of the
+ * pool's. A refusal is a shed, not a drop.
+ */
+#define FG_MAX_POOLS	16	/* pools per policy (fg_policy.pools) */
+#define FG_POOL_IDS	(2 * FG_MAX_POOLS)	/* bucket ids, as for rules: room for a reload */
+#define FG_POOL_NONE	0	/* fg_rule.pool: the rule draws from no pool, as an all-zero rule */
+#define FG_POOL_NOSHED	0x01	/* fg_pool.flags: the adaptive shedder leaves its rules alone */
+struct fg_pool {
+	__u64 inc;		/*  0 time units per cost unit: 1 / rate */
+	__u64 tau;		/*  8 critical: burst * inc, the whole pool */
+	__u64 tau_low;		/* 16 other tiers: tau * (1 - reserve) */
+	struct fg_limit cap;	/* 24 other tiers together: (1 - reserve) of rate and burst; inc 0 = none */
+	__u16 id;		/* 40 bucket id, 0..FG_POOL_IDS-1 */
+	__u8 cost;		/* 42 enum fg_cost: the pool's unit, whatever its rules' */
+	__u8 flags;		/* 43 FG_POOL_* */
+	__u32 pad;		/* 44 */
+};
+_Static_assert(sizeof(struct fg_pool) == 48, "fg_pool layout");
+
+/*
+ * fg_shed[0]: the adaptive shedder's output, read by packets of rules with
+ * a tier other than critical. BPF_F_MMAPABLE: floodgated stores thr, end,
+ * hshift and shadow field by field every sample; the CLI stores off. No
+ * writer rewrites the whole value, and a packet that reads a mix of an old
+ * and a new sample judges by a valid state.
+ *
+ * Dead-daemon decay (fg_shed_decayed below): the thresholds hold as written
+ * until end - 2^hshift, then fall linearly to 0 at end. A live daemon
+ * rewrites end (now + 2 * interval + 2^hshift) before the hold runs out;
+ * a dead one leaves a host shedding for at most that long. end 0: nothing
+ * is shed.
+ */
+struct fg_shed_ctl {
+	__u32 thr[FG_NTIERS][FG_SHED_NKIND];	/*  0 [FG_TIER_CRITICAL] stays 0 (daemon) */
+	__u64 end;		/* 48 CLOCK_MONOTONIC ns; thresholds are 0 from here on (daemon) */
+	__u32 hshift;		/* 56 ... and fall linearly over the 2^hshift ns before end (daemon) */
+	__u32 shadow;		/* 60 1: count what would be shed, shed nothing (daemon, policy) */
+	__u32 off;		/* 64 1: no adaptive shedding at all; pools still apply (CLI) */
+	__u32 pad;		/* 68 */
+};
+_Static_assert(sizeof(struct fg_shed_ctl) == 72, "fg_shed_ctl layout");
+
+#define FG_SHED_GRAIN		10	/* ns >> 10: ~1 us steps, keeps thr * rem below 2^61 */
+#define FG_SHED_HSHIFT_MIN	(FG_SHED_GRAIN + 1)
+#define FG_SHED_HSHIFT_MAX	40	/* 2^40 ns: 18 min */
+
+/* A threshold as the program applies it at now_ns: a subtraction, two
+ * compares, a multiply, two shifts. A corrupt hshift fails open. */
+static inline __attribute__((always_inline)) __u32
+fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns)
+{
+	__u64 rem;
+
+	if (hshift < FG_SHED_HSHIFT_MIN || hshift > FG_SHED_HSHIFT_MAX || now_ns >= end)
+		return 0;
+	rem = end - now_ns;
+	if (rem >= 1ull << hshift)
+		return thr;
+	/* thr <= 2^31, rem >> GRAIN < 2^(40 - 10): the product stays below 2^61 */
+	return (__u32)(((__u64)thr * (rem >> FG_SHED_GRAIN)) >> (hshift - FG_SHED_GRAIN));
+}
 
 /* Protocol classes: match entries are compiled per class so that a TCP
  * packet never scans UDP rules. */
@@ -296,6 +399,9 @@ struct fg_policy {
 	__u16 nmatch[FG_NCLASS];
 	struct fg_rule rules[FG_MAX_RULES];
 	struct fg_match match[FG_NCLASS][FG_MAX_MATCH];
+	struct fg_pool pools[FG_MAX_POOLS];	/* fg_rule.pool indexes these */
+	__u32 npools;
+	__u32 pad2;
 };
 
 /* Allow/deny lists and source sets share one LPM trie per family. The key
@@ -480,12 +586,14 @@ struct fg_bucket {
 	__u64 drops;		/* sampled, see above */
 };
 
-/* Aggregate, overflow and admission buckets live in one array, a cache
- * line each so rules do not share lines. */
+/* Aggregate, overflow, admission and pool buckets live in one array, a
+ * cache line each so rules do not share lines; two per pool id. */
 #define FG_AGG_IDX(id)	(id)
 #define FG_OVF_IDX(id)	(FG_MAX_IDS + (id))
 #define FG_INS_IDX	(2 * FG_MAX_IDS)
-#define FG_NAGG		(2 * FG_MAX_IDS + 1)
+#define FG_POOL_IDX(p)	(FG_INS_IDX + 1 + 2 * (p))	/* the pool's shared tat */
+#define FG_CAP_IDX(p)	(FG_INS_IDX + 2 + 2 * (p))	/* its cap for the non-critical tiers */
+#define FG_NAGG		(2 * FG_MAX_IDS + 1 + 2 * FG_POOL_IDS)
 struct fg_agg {
 	struct fg_bucket b;
 	__u64 pad[6];

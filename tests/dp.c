@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "dp.h"
+#include "shed.h"
 #include "fgmaps.h"
 #include "admission.h"
 #include "mapimg.h"
@@ -54,6 +55,14 @@ int dp_open(struct dp *d, __u32 max_sources)
 		dp_close(d);
 		return err;
 	}
+	d->shed = mmap(NULL, sizeof(*d->shed), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(d->skel->maps.fg_shed), 0);
+	if (d->shed == MAP_FAILED) {
+		err = -errno;
+		d->shed = NULL;
+		dp_close(d);
+		return err;
+	}
 	dp_set_now(d, 1000000000ull);	/* t = 1 s */
 	dp_pol_reset(d);
 	err = dp_ctl_init(d, max_sources);
@@ -71,6 +80,9 @@ void dp_close(struct dp *d)
 	if (d->lease)
 		munmap(d->lease, d->lease_len);
 	d->lease = NULL;
+	if (d->shed)
+		munmap(d->shed, sizeof(*d->shed));
+	d->shed = NULL;
 	fg_ctl_map_close(&d->cm);
 	floodgate_bpf__destroy(d->skel);
 	d->skel = NULL;
@@ -97,6 +109,35 @@ void dp_lease_renew(struct dp *d, __u32 id, __s64 grant, __u64 expires_ns, __u32
 	__atomic_store_n(&l->tat, (expires_ns << FG_TU_SHIFT) + l->local.tau, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->nodes, nodes, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->lease_expires, expires_ns, __ATOMIC_RELEASE);
+}
+
+void dp_shed_thr(struct dp *d, int tier, int kind, __u32 thr)
+{
+	__atomic_store_n(&d->shed->thr[tier][kind], thr, __ATOMIC_RELAXED);
+}
+
+void dp_shed_deadline(struct dp *d, __u64 end_ns, __u32 hshift)
+{
+	__atomic_store_n(&d->shed->hshift, hshift, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->shed->end, end_ns, __ATOMIC_RELEASE);
+}
+
+int dp_pool(struct dp *d, int i, double rate, double burst, double reserve_pct, __u8 flags)
+{
+	struct fg_limit lim = dp_lim(rate, burst);
+	struct fg_pool *p = &d->pol.pools[i];
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	err = fg_pool_limits(&lim, reserve_pct, p, NULL, 0);
+	if (err)
+		return err;
+	p->id = (__u16)i;
+	p->cost = FG_COST_PKTS;
+	p->flags = flags;
+	if ((__u32)i >= d->pol.npools)
+		d->pol.npools = (__u32)i + 1;
+	return 0;
 }
 
 void dp_set_now(struct dp *d, __u64 ns)

@@ -29,6 +29,7 @@ struct dp {
 	int npfx;
 	struct fg_lease *lease;	/* fg_lease, mapped: FG_MAX_IDS entries */
 	size_t lease_len;
+	struct fg_shed_ctl *shed;	/* fg_shed, mapped: one entry */
 };
 
 int dp_open(struct dp *d, __u32 max_sources);
@@ -64,6 +65,15 @@ int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets);
  * stores lease_expires last. */
 void dp_lease_init(struct dp *d, __u32 id, __u16 gen, __u8 on_loss, struct fg_limit local);
 void dp_lease_renew(struct dp *d, __u32 id, __s64 grant, __u64 expires_ns, __u32 nodes);
+
+/* The adaptive shedder's output, stored through the mapping as floodgated
+ * stores it: one threshold for a tier and kind; the deadline (the
+ * thresholds hold until end - 2^hshift, then fall to 0 at end). */
+void dp_shed_thr(struct dp *d, int tier, int kind, __u32 thr);
+void dp_shed_deadline(struct dp *d, __u64 end_ns, __u32 hshift);
+/* A pool at index i (rule.pool = i + 1) of the policy being built:
+ * fg_pool_limits from rate, burst and reserve, bucket id i. */
+int dp_pool(struct dp *d, int i, double rate, double burst, double reserve_pct, __u8 flags);
 
 /* running */
 int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval);

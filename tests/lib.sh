@@ -36,7 +36,7 @@
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
 #   fg_stat SRC RULE FIELD      SRC: a pin dir, or a snapshot file (*.json);
 #                               FIELD: pass drop shadow allow deny bypass
-#                               malformed nonip rt_allow rt_deny, total,
+#                               malformed nonip rt_allow rt_deny shed shed_shadow, total,
 #                               bytes:OUTCOME, ev:EVENT
 #                               0 if RULE has no row, -1 if it cannot be read
 #   fg_event SRC RULE EVENT     = fg_stat SRC RULE ev:EVENT
@@ -280,10 +280,11 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny", "cap")
+            "rt_allow", "rt_deny", "cap", "shed", "shed_shadow")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
-          "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem")
+          "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem",
+          "shed_tier", "shed_cap", "shed_pool")
 
 def refuse_duplicates(pairs):
     d = {}
@@ -327,7 +328,13 @@ SCHEMAS = {
                "policy": {"version": int, "slot": int,
                           "default": frozenset(("pass", "drop")),
                           "rules": [{"name": str, "action": str, "mode": str}]},
-               "sources": {"ipv4": int, "ipv6": int, "max": int}},
+               "sources": {"ipv4": int, "ipv6": int, "max": int},
+               "shedding": {"controller": bool, "signal": (str, None), "value": (float, None),
+                            "signal_error": (str, None), "phase": (str, None),
+                            "hold": (frozenset(("running", "bypass", "off")), None),
+                            "amount": (float, None), "tiers": int, "pressure_s": (float, None),
+                            "shed": {t: float for t in ("critical", "normal", "bulk", "best-effort")},
+                            "shadow": bool, "off": bool, "decays_in_s": float}},
     "rtlist": {"list": frozenset(("allow", "deny")),
                "entries": [{"prefix": prefix, "list": frozenset(("allow", "deny")),
                             "expired": bool, "expires_in_s": (float, None),

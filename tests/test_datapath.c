@@ -1886,6 +1886,345 @@ static void test_fleet_two_cpus(void)
 	}
 }
 
+/* ---- load shedding (docs/shedding.md section 5) ------------------------- */
+
+/* A limit rule with no limits of its own, in a tier and (1-based) pool. */
+static struct fg_rule shed_rule(int tier, int pool)
+{
+	return (struct fg_rule){ .action = FG_ACT_LIMIT, .tier = (__u8)tier, .pool = (__u8)pool };
+}
+
+/* Thresholds that hold: end 100 s ahead, a 2^20 ns tail. */
+static void shed_hold(void)
+{
+	dp_shed_deadline(&D, dp_now(&D) + 100 * NS, 20);
+}
+
+static void shed_all_kinds(int tier, __u32 thr)
+{
+	for (int k = 0; k < FG_SHED_NKIND; k++)
+		dp_shed_thr(&D, tier, k, thr);
+}
+
+/* n frames of s: how many were counted under outcome out in row. */
+static __u64 count_out(const struct pkt_spec *s, int n, __u32 row, __u32 out)
+{
+	__u64 before = dp_row_pkts(&D, row, out);
+
+	for (int i = 0; i < n; i++)
+		dp_send(&D, s);
+	return dp_row_pkts(&D, row, out) - before;
+}
+
+/*
+ * The issue's reserve criterion: a pool of 10,000 packets/s (burst 1,000,
+ * reserve 20%) shared by a critical and a normal rule. The normal side
+ * floods at 30,000/s, the critical side sends 1,000/s, for 3 s of test
+ * clock: the normal side gets at most 80% of what the pool can deliver
+ * (burst + rate * T), and about that much; critical loses nothing.
+ */
+static void test_shed_pool_reserve(void)
+{
+	struct fg_rule crit = shed_rule(FG_TIER_CRITICAL, 1), low = shed_rule(FG_TIER_NORMAL, 1);
+	struct fg_match mc = M_ANY, ml = M_ANY;
+	struct pkt_spec sc = udp4("192.0.2.1", 2), sl = udp4("192.0.2.2", 1);
+	const __u64 T = 3 * NS, lo_gap = NS / 30000, cr_gap = NS / 1000;
+	__u64 t0, tl, tc, low_ok = 0, crit_ok = 0, crit_n = 0, low_n = 0;
+	double deliverable = 1000 + 10000.0 * 3;
+
+	if (setup(1024))
+		return;
+	t0 = tl = tc = dp_now(&D);
+	mc.dport_lo = mc.dport_hi = 2;
+	ml.dport_lo = ml.dport_hi = 1;
+	ASSERT_OK(dp_pool(&D, 0, 10000, 1000, 20, 0), "pool 10,000/s, burst 1,000, 20% reserve");
+	dp_rule(&D, &crit, &mc, 1u << FG_CLASS_UDP);
+	dp_rule(&D, &low, &ml, 1u << FG_CLASS_UDP);
+	dp_apply(&D);
+	while (tl < t0 + T || tc < t0 + T) {
+		int is_crit = tc <= tl;
+
+		dp_set_now(&D, is_crit ? tc : tl);
+		if (is_crit) {
+			crit_n++;
+			crit_ok += dp_send(&D, &sc) == XDP_PASS;
+			tc += cr_gap;
+		} else {
+			low_n++;
+			low_ok += dp_send(&D, &sl) == XDP_PASS;
+			tl += lo_gap;
+		}
+	}
+	printf("  normal: %llu of %llu = %.1f%% of the pool's %.0f; critical %llu of %llu\n",
+	       (unsigned long long)low_ok, (unsigned long long)low_n, 100.0 * low_ok / deliverable,
+	       deliverable, (unsigned long long)crit_ok, (unsigned long long)crit_n);
+	ASSERT_EQ(crit_ok, crit_n, "critical at 1,000/s loses nothing during the flood");
+	ASSERT_LE(low_ok, (__u64)(0.8 * deliverable) + 1, "normal gets at most 80% of the pool");
+	ASSERT_GE(low_ok, (__u64)(0.8 * 10000 * 3), "... and its 80% of the rate");
+	ASSERT_EQ(dp_row_pkts(&D, 1, FG_OUT_SHED), low_n - low_ok, "refusals counted as shed");
+	ASSERT_EQ(dp_row_pkts(&D, 1, FG_OUT_DROP), 0, "none as drop");
+	ASSERT_EQ(dp_row_ev(&D, 1, FG_EV_SHED_CAP) + dp_row_ev(&D, 1, FG_EV_SHED_POOL), low_n - low_ok,
+		  "each refusal names the cap or the pool");
+	ASSERT_GE(dp_row_ev(&D, 1, FG_EV_SHED_CAP), 1, "the cap refused some");
+	dp_close(&D);
+}
+
+/* A pool's refusal gives the source's and the aggregate's tokens back, and
+ * a rule over its own quota never reaches (or spends) the pool. */
+static void test_shed_pool_refund(void)
+{
+	struct fg_rule r = limit_rule(1, 100);
+	struct pkt_spec s = udp4("198.51.100.30", 7);
+	struct fg_bucket src, agg, pool;
+	__u64 now_tu;
+
+	if (setup(1024))
+		return;
+	now_tu = dp_now(&D) << FG_TU_SHIFT;
+	r.agg = dp_lim(1, 100);
+	r.pool = 1;
+	ASSERT_OK(dp_pool(&D, 0, 1, 5, 0, 0), "pool 1/s, burst 5, no reserve");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	ASSERT_EQ(burst_of(&s, 8), 5, "the pool's burst: 5 of 8");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 3, "3 shed");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SHED_POOL), 3, "by the pool");
+	ASSERT_OK(dp_bucket4(&D, "198.51.100.30", 0, 0, &src), "source bucket");
+	ASSERT_OK(dp_agg(&D, FG_AGG_IDX(0), &agg), "aggregate bucket");
+	ASSERT_OK(dp_agg(&D, FG_POOL_IDX(0), &pool), "pool bucket");
+	ASSERT_EQ(src.tat, now_tu + 5 * r.src.inc, "per-source charged for the 5 admitted only");
+	ASSERT_EQ(agg.tat, now_tu + 5 * r.agg.inc, "aggregate charged for the 5 only");
+	ASSERT_EQ(pool.tat, now_tu + 5 * D.pol.pools[0].inc, "pool spent 5");
+	dp_close(&D);
+
+	/* over the quota first: a drop, and the pool untouched */
+	if (setup(1024))
+		return;
+	now_tu = dp_now(&D) << FG_TU_SHIFT;
+	r = limit_rule(1, 2);
+	r.pool = 1;
+	ASSERT_OK(dp_pool(&D, 0, 1, 100, 0, 0), "pool with room");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	ASSERT_EQ(burst_of(&s, 6), 2, "per-source burst 2 of 6");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), 4, "4 dropped (quota)");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 0, "none shed");
+	ASSERT_OK(dp_agg(&D, FG_POOL_IDX(0), &pool), "pool bucket");
+	ASSERT_EQ(pool.tat, now_tu + 2 * D.pol.pools[0].inc, "the pool spent only the 2 admitted");
+	dp_close(&D);
+
+	/* a fleet rule: the lease's tokens go back too */
+	if (setup(1024))
+		return;
+	r = (struct fg_rule){ .action = FG_ACT_LIMIT, .fleet = 1, .pool = 1 };
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, (struct fg_limit){ 0 });
+	dp_apply(&D);
+	dp_lease_renew(&D, 0, 10, dp_now(&D) + 400 * MS, 1);
+	ASSERT_EQ(burst_of(&s, 5), 3, "the pool's 3 of 5");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 2, "2 shed");
+	ASSERT_EQ(D.lease[0].tokens, 7, "the lease spent only for the 3 admitted");
+	dp_close(&D);
+
+	/* ... but what on_loss admitted took no tokens, and gets none back */
+	if (setup(1024))
+		return;
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_lease_init(&D, 0, 0, FG_LOSS_OPEN, (struct fg_limit){ 0 });
+	dp_apply(&D);
+	ASSERT_EQ(burst_of(&s, 5), 3, "on_loss open, the pool's 3 of 5");
+	ASSERT_EQ(D.lease[0].tokens, 0, "no tokens given to an expired lease");
+	dp_close(&D);
+}
+
+/* Tier shedding by fraction: 0 none, 1/2 about half, 1 all; critical never,
+ * whatever its thresholds say; counted as shed, no bucket touched. */
+static void test_shed_tier_fraction(void)
+{
+	struct fg_rule be = limit_rule(1e6, 1e6), crit = shed_rule(FG_TIER_CRITICAL, 0);
+	struct fg_match m1 = M_ANY, m2 = M_ANY;
+	struct pkt_spec s = udp4("198.51.100.40", 1), sc = udp4("198.51.100.41", 2);
+	struct fg_bucket b;
+	__u64 n;
+
+	if (setup(1024))
+		return;
+	be.tier = FG_TIER_BEST_EFFORT;
+	m1.dport_lo = m1.dport_hi = 1;
+	m2.dport_lo = m2.dport_hi = 2;
+	dp_rule(&D, &be, &m1, C_ALL);
+	dp_rule(&D, &crit, &m2, C_ALL);
+	dp_apply(&D);
+	shed_hold();
+	ASSERT_EQ(count_out(&s, 500, 0, FG_OUT_SHED), 0, "threshold 0: nothing shed");
+	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE / 2);
+	n = count_out(&s, 4000, 0, FG_OUT_SHED);
+	printf("  threshold 50%%: %llu of 4000 shed\n", (unsigned long long)n);
+	ASSERT_GE(n, 1800, "threshold 50%: about half shed (>= 1800 of 4000)");
+	ASSERT_LE(n, 2200, "threshold 50%: about half shed (<= 2200 of 4000)");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SHED_TIER), n, "each shed counted as shed_tier");
+	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE);
+	ASSERT_EQ(count_out(&s, 500, 0, FG_OUT_SHED), 500, "threshold 100%: all shed");
+	ASSERT_EQ(dp_send(&D, &s), XDP_DROP, "a shed frame is dropped");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), 0, "shed, not drop");
+	ASSERT_OK(dp_bucket4(&D, "198.51.100.40", 0, 0, &b), "the source's bucket");
+	ASSERT_EQ(b.tat, (dp_now(&D) << FG_TU_SHIFT) + (500 + 4000 - n) * be.src.inc,
+		  "only the frames not shed spent tokens");
+	shed_all_kinds(FG_TIER_CRITICAL, FG_SHED_ONE);
+	ASSERT_EQ(count_out(&sc, 500, 1, FG_OUT_PASS), 500, "critical never shed, whatever fg_shed says");
+	dp_close(&D);
+}
+
+/* Within a tier shed by 1/2, SYNs go first: all SYNs, no packet of an
+ * established connection. */
+static void test_shed_syn_first(void)
+{
+	struct fg_rule r = shed_rule(FG_TIER_BULK, 0);
+	struct pkt_spec syn = { .family = 4, .src = "198.51.100.50", .proto = 6, .sport = 40000,
+				.dport = 80, .tcp_flags = FG_TCP_SYN, .tcp_flags_set = 1 };
+	struct pkt_spec ack = syn, synack = syn;
+
+	ack.tcp_flags = FG_TCP_ACK;
+	synack.tcp_flags = FG_TCP_SYN | FG_TCP_ACK;
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	shed_hold();
+	/* f = 1/2: NEW min(1, 2f) = 1, EST max(0, 2f - 1) = 0, ANY f */
+	dp_shed_thr(&D, FG_TIER_BULK, FG_SHED_NEW, FG_SHED_ONE);
+	dp_shed_thr(&D, FG_TIER_BULK, FG_SHED_EST, 0);
+	dp_shed_thr(&D, FG_TIER_BULK, FG_SHED_ANY, FG_SHED_ONE / 2);
+	ASSERT_EQ(count_out(&syn, 300, 0, FG_OUT_SHED), 300, "every SYN shed");
+	ASSERT_EQ(count_out(&ack, 300, 0, FG_OUT_PASS), 300, "no ACK of an established one");
+	ASSERT_EQ(count_out(&synack, 300, 0, FG_OUT_PASS), 300, "a SYN-ACK is not new work");
+	dp_close(&D);
+}
+
+/* The daemon stops writing: the thresholds hold until end - 2^hshift, then
+ * fall linearly to zero at end, by themselves. */
+static void test_shed_decay(void)
+{
+	struct fg_rule r = shed_rule(FG_TIER_NORMAL, 0);
+	struct pkt_spec s = udp4("198.51.100.60", 9);
+	const __u32 h = 30;	/* tail 2^30 ns, 1.07 s */
+	__u64 t0, end, n;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	t0 = dp_now(&D);
+	end = t0 + 2 * NS + (1ull << h);	/* hold 2 s (2 * interval of 1 s) */
+	shed_all_kinds(FG_TIER_NORMAL, FG_SHED_ONE);
+	dp_shed_deadline(&D, end, h);
+	ASSERT_EQ(count_out(&s, 200, 0, FG_OUT_SHED), 200, "written: all shed");
+	dp_set_now(&D, end - (1ull << h));
+	ASSERT_EQ(count_out(&s, 200, 0, FG_OUT_SHED), 200, "all through the hold");
+	dp_set_now(&D, end - (1ull << h) / 2);
+	n = count_out(&s, 2000, 0, FG_OUT_SHED);
+	ASSERT_GE(n, 850, "half way down the tail: about half (>= 850 of 2000)");
+	ASSERT_LE(n, 1150, "half way down the tail: about half (<= 1150 of 2000)");
+	dp_set_now(&D, end - (1ull << h) / 16);
+	n = count_out(&s, 2000, 0, FG_OUT_SHED);
+	ASSERT_LE(n, 250, "near the end: about 1/16 (<= 250 of 2000)");
+	dp_set_now(&D, end);
+	ASSERT_EQ(count_out(&s, 500, 0, FG_OUT_SHED), 0, "zero at end");
+	dp_set_now(&D, end + 3600 * NS);
+	ASSERT_EQ(count_out(&s, 500, 0, FG_OUT_PASS), 500, "and after: all pass");
+	dp_shed_deadline(&D, 0, h);
+	dp_set_now(&D, t0);
+	ASSERT_EQ(count_out(&s, 200, 0, FG_OUT_PASS), 200, "end 0 (a clean exit): nothing shed");
+	dp_shed_deadline(&D, end, 99);
+	ASSERT_EQ(count_out(&s, 200, 0, FG_OUT_PASS), 200, "a corrupt hshift fails open");
+	dp_close(&D);
+}
+
+/* Shadow: fg_shed_ctl.shadow, or the rule's or global mode: counted as
+ * shed_shadow and passed, and the quotas still apply (a would-shed over
+ * its quota is a drop). The operator's off switch and a pool's
+ * shedding: off stop tier shedding. */
+static void test_shed_shadow_and_off(void)
+{
+	struct fg_rule r = limit_rule(1, 5), np = shed_rule(FG_TIER_BEST_EFFORT, 1);
+	struct fg_match m1 = M_ANY, m2 = M_ANY;
+	struct pkt_spec s = udp4("198.51.100.70", 1), s2 = udp4("198.51.100.71", 2);
+
+	if (setup(1024))
+		return;
+	r.tier = FG_TIER_BEST_EFFORT;
+	m1.dport_lo = m1.dport_hi = 1;
+	m2.dport_lo = m2.dport_hi = 2;
+	ASSERT_OK(dp_pool(&D, 0, 1e6, 1e6, 0, FG_POOL_NOSHED), "a pool with shedding: off");
+	dp_rule(&D, &r, &m1, C_ALL);
+	dp_rule(&D, &np, &m2, C_ALL);
+	dp_apply(&D);
+	shed_hold();
+	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE);
+	D.shed->shadow = 1;
+	ASSERT_EQ(burst_of(&s, 8), 5, "shedder in shadow: the quota's 5 of 8 pass");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED_SHADOW), 5, "5 would-shed within the quota");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), 3, "3 over the quota: dropped");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 0, "none shed");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SHED_TIER), 8, "8 would-sheds counted");
+	D.shed->shadow = 0;
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0), "global shadow");
+	ASSERT_EQ(dp_send(&D, &s), XDP_PASS, "global shadow: passed");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHADOW), 1, "over quota as well: shadow (a would-drop)");
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 0, 0), "enforce");
+	ASSERT_EQ(count_out(&s, 10, 0, FG_OUT_SHED), 10, "enforced: shed");
+	D.shed->off = 1;
+	ASSERT_EQ(count_out(&s, 10, 0, FG_OUT_DROP), 10, "off: no shedding, the quota decides");
+	D.shed->off = 0;
+	ASSERT_EQ(count_out(&s2, 50, 1, FG_OUT_PASS), 50, "a pool with shedding: off is never tier-shed");
+	dp_close(&D);
+}
+
+/* A pool refusal in shadow is a would-shed, distinct from a would-drop. */
+static void test_shed_pool_shadow(void)
+{
+	struct fg_rule r = shed_rule(FG_TIER_CRITICAL, 1);
+	struct pkt_spec s = udp4("198.51.100.80", 1);
+
+	if (setup(1024))
+		return;
+	r.mode = FG_MODE_SHADOW;
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	ASSERT_EQ(burst_of(&s, 7), 7, "shadow rule: all pass");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_PASS), 3, "3 within the pool");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED_SHADOW), 4, "4 would-shed");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHADOW), 0, "no would-drop");
+	dp_close(&D);
+}
+
+/* Bypass first: nothing shed, no pool spent. */
+static void test_shed_bypass(void)
+{
+	struct fg_rule r = shed_rule(FG_TIER_BEST_EFFORT, 1);
+	struct pkt_spec s = udp4("198.51.100.90", 1);
+	struct fg_bucket pool;
+
+	if (setup(1024))
+		return;
+	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	shed_hold();
+	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE);
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
+	ASSERT_EQ(count_out(&s, 20, FG_ROW_GLOBAL, FG_OUT_BYPASS), 20, "bypass: all passed");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SHED_TIER), 0, "no shed counted");
+	ASSERT_OK(dp_agg(&D, FG_POOL_IDX(0), &pool), "pool bucket");
+	ASSERT_EQ(pool.tat, 0, "the pool untouched");
+	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 0, 0), "bypass off");
+	ASSERT_EQ(count_out(&s, 20, 0, FG_OUT_SHED), 20, "bypass off: shed again");
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -1928,5 +2267,13 @@ int main(int argc, char **argv)
 	FG_RUN(test_fleet_shadow);
 	FG_RUN(test_fleet_bypass);
 	FG_RUN(test_fleet_two_cpus);
+	FG_RUN(test_shed_pool_reserve);
+	FG_RUN(test_shed_pool_refund);
+	FG_RUN(test_shed_tier_fraction);
+	FG_RUN(test_shed_syn_first);
+	FG_RUN(test_shed_decay);
+	FG_RUN(test_shed_shadow_and_off);
+	FG_RUN(test_shed_pool_shadow);
+	FG_RUN(test_shed_bypass);
 	return fg_test_summary();
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -974,7 +975,7 @@ static const struct bad {
 	  4, 11, "duplicate rule name \"a\" (first at line 2)" },
 	{ "rules:\n  - name: a\n    name: b\n", 3, 5, "duplicate key \"name\" in rule" },
 	{ "rules:\n  - name: a\n    colour: red\n", 3, 5, "unknown key \"colour\" in rule" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source, aggregate and/or fleet" },
+	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source, aggregate, fleet and/or pool" },
 	{ "rules:\n  - name: a\n    action: pass\n    per_source: {rate: 1/s, burst: 1}\n", 4, 17, "takes no limits" },
 	{ "rules:\n  - name: a\n    action: maybe\n", 3, 13, "limit | pass | drop" },
 	{ "rules:\n  - name: a\n    mode: loud\n", 3, 11, "enforce | shadow" },
@@ -1044,7 +1045,7 @@ static const struct bad {
 	/* fragments and admission */
 	{ "fragments: {name: x}\n", 1, 19, "always \"fragments\"" },
 	{ "fragments: {match: {proto: tcp}}\n", 1, 20, "takes no match" },
-	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source, aggregate and/or fleet" },
+	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source, aggregate, fleet and/or pool" },
 	{ "fragments: 5\n", 1, 12, "fragments: expected a mapping" },
 	{ "admission: {rate: 1MB/s, burst: 2MB}\n", 1, 12, "not bytes" },
 	{ "admission: {rate: 1/s}\n", 1, 12, "missing burst" },
@@ -1617,8 +1618,8 @@ static void test_fleet_absent(void)
 	ASSERT_EQ(memcmp(cfg.fleet_rules, zrules, sizeof(zrules)), 0, "no fleet rules");
 	ASSERT_EQ(memcmp(cfg.fleet_local, zlocal, sizeof(zlocal)), 0, "no local shares");
 	for (__u32 r = 0; r < cfg.pol.nrules; r++)
-		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].pad[0] | cfg.pol.rules[r].pad[1] |
-			  cfg.pol.rules[r].pad[2], 0, "fg_rule.fleet and its padding 0");
+		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].tier | cfg.pol.rules[r].pool |
+			  cfg.pol.rules[r].pad, 0, "fg_rule.fleet, tier, pool and padding 0");
 	fg_config_free(&cfg);
 	/* a section without fleet rules is fine (the daemon then leases nothing) */
 	if (ASSERT_OK(parse_ok(FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", &cfg),
@@ -1746,6 +1747,234 @@ static void test_fleet_print(void)
 	fg_config_free(&cfg);
 }
 
+/* ---- load shedding: pools, tiers, shedding: (docs/shedding.md) ------------- */
+
+#define SHED_POLICY \
+	"pools:\n" \
+	"  - {name: syn, rate: 10000/s, burst: 1000, reserve: 20%}\n" \
+	"  - {name: backend, rate: 10MB/s, burst: 1MB, reserve: 12.5, shedding: off}\n" \
+	"shedding:\n" \
+	"  signal: accept_queue:8080\n" \
+	"  interval: 1s\n" \
+	"  delay: 3s\n" \
+	"  ramp: 10s\n" \
+	"  decay: 5s\n" \
+	"  orphan: 1s\n" \
+	"  good: 60%\n" \
+	"  bad: 0.9\n" \
+	"  mode: shadow\n" \
+	"rules:\n" \
+	"  - name: web\n    match: {proto: tcp, dport: 443}\n    tier: critical\n    pool: syn\n" \
+	"    per_source: {rate: 100/s, burst: 200}\n" \
+	"  - name: analytics\n    match: {proto: tcp, dport: 9000}\n    tier: bulk\n    pool: syn\n" \
+	"  - name: api\n    match: {proto: udp}\n    tier: best-effort\n    pool: backend\n" \
+	"    aggregate: {rate: 1MB/s, burst: 100KB}\n" \
+	"  - name: plain\n    per_source: {rate: 1/s, burst: 1}\n"
+
+static void test_shed_good(void)
+{
+	struct fg_config cfg;
+	const struct fg_pool *p0, *p1;
+	char name[64];
+
+	if (!ASSERT_OK(parse_ok(SHED_POLICY, &cfg), "a policy with pools, tiers and shedding"))
+		return;
+	p0 = &cfg.pol.pools[0];
+	p1 = &cfg.pol.pools[1];
+	ASSERT_EQ(cfg.pol.npools, 2, "two pools");
+	ASSERT_STR_CONTAINS(cfg.pools[0].name, "syn", "pool 0 is syn");
+	ASSERT_EQ(p0->inc, FG_TU_PER_SEC / 10000, "syn: inc 1/10000 s");
+	ASSERT_EQ(p0->tau, 1000 * p0->inc, "syn: tau 1000 * inc");
+	ASSERT_EQ(p0->tau_low, 800 * p0->inc, "syn: tau_low, the 20% reserve kept");
+	ASSERT_EQ(p0->cap.inc, FG_TU_PER_SEC / 8000, "syn: the cap at 8000/s");
+	ASSERT_EQ(p0->cost, FG_COST_PKTS, "syn counts packets");
+	ASSERT_EQ(p0->flags, 0, "syn is shed");
+	ASSERT_EQ(p0->id, 0, "syn: bucket id 0");
+	ASSERT_EQ(p1->cost, FG_COST_BYTES, "backend counts bytes");
+	ASSERT_EQ(p1->flags, FG_POOL_NOSHED, "backend: shedding off");
+	ASSERT_EQ(p1->id, 1, "backend: bucket id 1");
+	ASSERT_TRUE(cfg.pools[1].reserve == 12.5, "a bare number is a percentage");
+	ASSERT_EQ(p1->tau_low, (__u64)((double)p1->tau * 0.875), "backend: 12.5% reserve");
+	ASSERT_EQ(cfg.pol.rules[0].tier, FG_TIER_CRITICAL, "web critical");
+	ASSERT_EQ(cfg.pol.rules[0].pool, 1, "web in syn (1-based)");
+	ASSERT_EQ(cfg.pol.rules[1].tier, FG_TIER_BULK, "analytics bulk");
+	ASSERT_EQ(cfg.pol.rules[1].pool, 1, "analytics in syn");
+	ASSERT_EQ(cfg.pol.rules[1].src.inc | cfg.pol.rules[1].agg.inc, 0, "a pool alone is the limit");
+	ASSERT_EQ(cfg.pol.rules[2].tier, FG_TIER_BEST_EFFORT, "api best-effort");
+	ASSERT_EQ(cfg.pol.rules[2].pool, 2, "api in backend");
+	ASSERT_EQ(cfg.pol.rules[3].tier | cfg.pol.rules[3].pool, 0, "plain: no tier, no pool");
+	ASSERT_EQ(cfg.pol.rules[4].tier | cfg.pol.rules[4].pool, 0, "fragments: no tier, no pool");
+	ASSERT_EQ(cfg.has_shedding, 1, "shedding section");
+	ASSERT_EQ(cfg.shed_signal.kind, FG_SIG_ACCEPTQ, "signal accept_queue");
+	ASSERT_EQ(cfg.shed_signal.port, 8080, "on 8080");
+	ASSERT_TRUE(cfg.shed.interval == 1 && cfg.shed.delay == 3 && cfg.shed.ramp == 10 &&
+		    cfg.shed.decay == 5 && cfg.shed.orphan == 1, "interval, delay, ramp, decay, orphan");
+	ASSERT_TRUE(fabs(cfg.shed.good - 0.6) < 1e-12 && cfg.shed.bad == 0.9, "good 60%, bad 0.9");
+	ASSERT_EQ(cfg.shed.tiers, FG_TIER_BIT(FG_TIER_BULK) | FG_TIER_BIT(FG_TIER_BEST_EFFORT),
+		  "the tiers in use: bulk and best-effort");
+	ASSERT_EQ(cfg.shed_mode, FG_MODE_SHADOW, "shedding in shadow");
+	fg_config_free(&cfg);
+	/* the signals fgsignal parses */
+	static const char *const sigs[] = { "cpu", "cpu:1", "psi", "psi:/sys/fs/cgroup/a/cpu.pressure",
+					    "file:/run/load" };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		char y[256];
+
+		snprintf(y, sizeof(y), "shedding: {signal: \"%s\"}\nrules:\n  - name: a\n    tier: normal\n"
+			 "    per_source: {rate: 1/s, burst: 1}\n", sigs[i]);
+		snprintf(name, sizeof(name), "signal %s", sigs[i]);
+		if (ASSERT_OK(parse_ok(y, &cfg), name)) {
+			ASSERT_EQ(cfg.shed.interval, 8, "default interval");
+			ASSERT_EQ(cfg.shed.delay, 28, "default delay");
+			ASSERT_EQ(cfg.shed.tiers, FG_TIER_BIT(FG_TIER_NORMAL), "normal only");
+			ASSERT_EQ(cfg.shed_mode, FG_MODE_ENFORCE, "enforce by default");
+			fg_config_free(&cfg);
+		}
+	}
+}
+
+/* Without pools:, tiers or shedding: the compiled policy is as before. */
+static void test_shed_absent(void)
+{
+	static const char zpools[sizeof(((struct fg_policy *)0)->pools)];
+	static const char zsrc[sizeof(((struct fg_config *)0)->pools)];
+	static const char zshed[sizeof(struct fg_shed_cfg)];
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+		return;
+	ASSERT_EQ(cfg.pol.npools, 0, "no pools");
+	ASSERT_EQ(memcmp(cfg.pol.pools, zpools, sizeof(zpools)), 0, "pools all zero");
+	ASSERT_EQ(memcmp(cfg.pools, zsrc, sizeof(zsrc)), 0, "pool sources all zero");
+	ASSERT_EQ(cfg.has_shedding, 0, "no shedding section");
+	ASSERT_EQ(memcmp(&cfg.shed, zshed, sizeof(zshed)), 0, "controller config all zero");
+	for (__u32 r = 0; r < cfg.pol.nrules; r++)
+		ASSERT_EQ(cfg.pol.rules[r].tier | cfg.pol.rules[r].pool, 0, "no tier, no pool");
+	fg_config_free(&cfg);
+	/* tiers without shedding: are fine (pools still apply, nothing is shed) */
+	if (ASSERT_OK(parse_ok("rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n",
+			       &cfg), "a tier without shedding:")) {
+		ASSERT_EQ(cfg.pol.rules[0].tier, FG_TIER_BULK, "bulk");
+		ASSERT_EQ(cfg.has_shedding, 0, "no controller");
+		fg_config_free(&cfg);
+	}
+}
+
+#define P1 "pools:\n  - {name: p, rate: 100/s, burst: 100, reserve: 20%}\n"
+#define TR "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n"
+static const struct { const char *yaml; int line, col; const char *msg; } shed_bad[] = {
+	/* pools */
+	{ "pools: {name: p}\n", 1, 8, "pools: expected a list" },
+	{ "pools:\n  - {rate: 1/s, burst: 1}\n", 2, 5, "pool without a name" },
+	{ "pools:\n  - {name: \"a b\", rate: 1/s, burst: 1}\n", 2, 12, "bad pool name \"a b\"" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1}\n  - {name: p, rate: 1/s, burst: 1}\n", 3, 12,
+	  "duplicate pool name \"p\" (first at line 2)" },
+	{ "pools:\n  - {name: p, burst: 1}\n", 2, 5, "pool p: missing rate" },
+	{ "pools:\n  - {name: p, rate: 1/s}\n", 2, 5, "pool p: missing burst" },
+	{ "pools:\n  - {name: p, rate: fast, burst: 1}\n", 2, 21, "bad rate \"fast\"" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1KB}\n", 2, 33, "burst is in bytes but rate is in packets" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: lots}\n", 2, 45, "pool p: bad reserve \"lots\"" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: -5%}\n", 2, 45, "pool p: bad reserve \"-5%\"" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 10, reserve: 100%}\n", 2, 46, "reserve must be at least 0% and below 100%" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: 50%}\n", 2, 45, "leaves the other tiers less than one unit" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, shedding: maybe}\n", 2, 46, "shedding: expected true or false" },
+	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, size: 2}\n", 2, 36, "unknown key \"size\" in pool" },
+	/* a rule's tier and pool */
+	{ "rules:\n  - name: a\n    tier: gold\n    per_source: {rate: 1/s, burst: 1}\n", 3, 11,
+	  "bad tier \"gold\" (critical, normal, bulk or best-effort)" },
+	{ "rules:\n  - name: a\n    pool: p\n", 3, 11, "no pool \"p\": the policy has no pools: list" },
+	{ P1 "rules:\n  - name: a\n    pool: q\n", 5, 11, "no pool \"q\" in pools:" },
+	{ P1 "rules:\n  - name: a\n    action: pass\n    pool: p\n", 6, 11, "action pass takes no pool" },
+	{ "rules:\n  - name: a\n    action: drop\n    tier: bulk\n", 4, 11, "action drop takes no tier" },
+	{ "rules:\n  - name: a\n    tier: bulk\n", 2, 5, "needs per_source, aggregate, fleet and/or pool" },
+	/* shedding: */
+	{ "shedding: cpu\n" TR, 1, 11, "shedding: expected a mapping" },
+	{ "shedding: {interval: 1s}\n" TR, 1, 11, "shedding: missing signal" },
+	{ "shedding: {signal: load}\n" TR, 1, 20, "shedding: signal:" },
+	{ "shedding: {signal: \"accept_queue:99999\"}\n" TR, 1, 20, "shedding: signal:" },
+	{ "shedding: {signal: cpu, interval: soon}\n" TR, 1, 35, "shedding: interval: bad duration \"soon\"" },
+	{ "shedding: {signal: cpu, delay: 2d}\n" TR, 1, 32, "shedding: delay: 2d is longer than a day" },
+	{ "shedding: {signal: cpu, ramp: 0s}\n" TR, 1, 31, "shedding: ramp: bad duration \"0s\"" },
+	{ "shedding: {signal: cpu, good: 1.5}\n" TR, 1, 31, "shedding: good: 1.5 is outside 0..1" },
+	{ "shedding: {signal: cpu, bad: high}\n" TR, 1, 30, "shedding: bad: bad utilization \"high\"" },
+	{ "shedding: {signal: cpu, mode: loud}\n" TR, 1, 31, "bad value \"loud\"" },
+	{ "shedding: {signal: cpu, rate: 1}\n" TR, 1, 25, "unknown key \"rate\" in shedding" },
+	{ "shedding: {signal: cpu, good: 0.8, bad: 0.8}\n" TR, 1, 11, "shedding: " },
+	{ "shedding: {signal: cpu, ramp: 4s}\n" TR, 1, 11, "shedding: " },
+	{ "shedding: {signal: cpu, bad: 1}\n" TR, 1, 11, "shedding: " },
+	{ "shedding: {signal: cpu}\nrules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", 1, 11,
+	  "shedding: no rule has a tier it could shed" },
+};
+#undef P1
+#undef TR
+
+static void test_shed_bad(void)
+{
+	for (size_t i = 0; i < sizeof(shed_bad) / sizeof(shed_bad[0]); i++) {
+		struct fg_config cfg;
+		struct fg_err err;
+		char name[128];
+
+		memset(&cfg, 0xa5, sizeof(cfg));
+		snprintf(name, sizeof(name), "shed_bad[%zu] (%s)", i, shed_bad[i].msg);
+		if (!ASSERT_EQ(parse(shed_bad[i].yaml, &cfg, &err), -EINVAL, name))
+			continue;
+		ASSERT_EQ(err.line, shed_bad[i].line, name);
+		ASSERT_EQ(err.col, shed_bad[i].col, name);
+		ASSERT_STR_CONTAINS(err.msg, shed_bad[i].msg, name);
+		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
+			    !cfg.has_shedding, "no partial result");
+	}
+}
+
+/* `floodgate check`: pools, what each tier may take, the controller, and
+ * each rule's tier and pool. */
+static void test_shed_print(void)
+{
+	struct fg_config cfg;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!ASSERT_OK(parse_ok(SHED_POLICY, &cfg), "parse"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_STR_CONTAINS(out, "pools (2):", "the pools");
+	ASSERT_STR_CONTAINS(out, "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
+			    "syn: its figures and rules");
+	ASSERT_STR_CONTAINS(out, "together at most 8000/s, and only while more than the reserve is left (burst 800",
+			    "what the other tiers may take");
+	ASSERT_STR_CONTAINS(out, "backend              10MB/s burst 1MB, reserve 12.5%, shedding off; 1 rule",
+			    "backend: bytes, shedding off");
+	ASSERT_STR_CONTAINS(out, "signal accept_queue:8080, shadow; tiers shed in order: best-effort, bulk; critical never",
+			    "the signal, mode and tier order");
+	ASSERT_STR_CONTAINS(out, "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9", "the controller");
+	ASSERT_STR_CONTAINS(out, "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + 1.07s (orphan 1s, rounded up to 2^30 ns)",
+			    "its times");
+	ASSERT_STR_CONTAINS(out, "tier critical, pool syn", "web's tier and pool");
+	ASSERT_STR_CONTAINS(out, "tier bulk, pool syn", "analytics'");
+	ASSERT_STR_CONTAINS(out, "tier best-effort, pool backend", "api's");
+	free(out);
+	fg_config_free(&cfg);
+	out = NULL;
+	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+		return;
+	f = open_memstream(&out, &len);
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return;
+	fg_config_print(f, &cfg);
+	fclose(f);
+	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
+	ASSERT_STR_CONTAINS(out, "shedding:    off", "no shedding");
+	ASSERT_TRUE(strstr(out, ", tier ") == NULL, "no rule prints a tier");
+	free(out);
+	fg_config_free(&cfg);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -1781,5 +2010,9 @@ int main(int argc, char **argv)
 	FG_RUN(test_fleet_absent);
 	FG_RUN(test_fleet_bad);
 	FG_RUN(test_fleet_print);
+	FG_RUN(test_shed_good);
+	FG_RUN(test_shed_absent);
+	FG_RUN(test_shed_bad);
+	FG_RUN(test_shed_print);
 	return fg_test_summary();
 }

@@ -549,18 +549,18 @@ static void test_dead_daemon_decay(void)
 static void test_pool_limits(void)
 {
 	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000, .tau = FG_TU_PER_SEC / 10000 * 1000 };
-	struct fg_pool_lim l, before;
+	struct fg_pool l, before;
 	char why[256];
 
 	ASSERT_OK(fg_pool_limits(&pool, 20, &l, why, sizeof(why)), "10k/s, burst 1000, 20%");
 	ASSERT_EQ(l.inc, 6400000, "inc: 1/10000 s in 1/64 ns");
 	ASSERT_EQ(l.tau, 6400000000ull, "tau: 1000 * inc");
 	ASSERT_EQ(l.tau_low, 5120000000ull, "tau_low: 800 * inc");
-	ASSERT_EQ(l.cap_inc, 8000000, "cap: 8000/s");
-	ASSERT_EQ(l.cap_tau, 6400000000ull, "cap burst: 800 at 8000/s");
+	ASSERT_EQ(l.cap.inc, 8000000, "cap: 8000/s");
+	ASSERT_EQ(l.cap.tau, 6400000000ull, "cap burst: 800 at 8000/s");
 	ASSERT_OK(fg_pool_limits(&pool, 0, &l, why, sizeof(why)), "no reserve");
 	ASSERT_EQ(l.tau_low, l.tau, "no reserve: one tolerance");
-	ASSERT_EQ(l.cap_inc, 0, "no reserve: no cap");
+	ASSERT_EQ(l.cap.inc, 0, "no reserve: no cap");
 
 	static const struct { double pct; __u64 burst; const char *what, *why; } bad[] = {
 		{ 100, 1000, "reserve 100%", "below 100%" },
@@ -587,7 +587,7 @@ static void test_pool_limits(void)
  * tat with tau_low, and give the cap's token back if the pool refuses.
  */
 struct pool_sim {
-	struct fg_pool_lim l;
+	struct fg_pool l;
 	int low, cap;		/* mechanisms on: reduced tolerance, rate cap */
 	__u64 tat, cap_tat;
 };
@@ -596,11 +596,11 @@ static int pool_admit(struct pool_sim *p, int critical, __u64 now)
 {
 	if (critical)
 		return fg_gcra_spend(&p->tat, now, p->l.inc, p->l.tau) == 1;
-	if (p->cap && fg_gcra_spend(&p->cap_tat, now, p->l.cap_inc, p->l.cap_tau) != 1)
+	if (p->cap && fg_gcra_spend(&p->cap_tat, now, p->l.cap.inc, p->l.cap.tau) != 1)
 		return 0;
 	if (fg_gcra_spend(&p->tat, now, p->l.inc, p->low ? p->l.tau_low : p->l.tau) != 1) {
 		if (p->cap)
-			__sync_fetch_and_add(&p->cap_tat, -p->l.cap_inc);
+			__sync_fetch_and_add(&p->cap_tat, -p->l.cap.inc);
 		return 0;
 	}
 	return 1;

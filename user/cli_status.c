@@ -11,6 +11,7 @@
 #include "discover.h"
 #include "fleet_status.h"
 #include "log.h"
+#include "shedd.h"
 #include "sources.h"
 #include "sysutil.h"
 
@@ -48,6 +49,10 @@ struct status {
 	size_t n4, n6;
 	__u64 now;
 	struct fleet_view fleet;
+	struct fg_shed_ctl shed;	/* the pinned thresholds */
+	double frac[FG_NTIERS];		/* ... as the program applies them now */
+	struct fg_shedd_state sst;	/* the running daemon's shedder */
+	bool have_sst;
 };
 
 /* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
@@ -111,6 +116,21 @@ static int fleet_read(struct fg_maps *m, struct status *st)
 	return 0;
 }
 
+/* The pinned fg_shed, and the daemon's state file while that daemon runs. */
+static int shed_read(struct fg_maps *m, struct status *st)
+{
+	char path[PATH_MAX];
+	int err = fg_array_read(m, FGM_SHED, 0, &st->shed);
+
+	if (err)
+		return err;
+	fg_shedd_fracs(&st->shed, st->now, st->frac);
+	fg_shedd_state_path(getenv("FLOODGATE_RUN_DIR"), st->dir, path, sizeof(path));
+	st->have_sst = st->running && !fg_shedd_state_read(path, &st->sst) &&
+		       st->sst.pid == st->meta.pid;
+	return 0;
+}
+
 static int status_read(struct fg_maps *m, struct status *st)
 {
 	int err;
@@ -122,6 +142,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 		return err;
 	st->state = fg_daemon_state(st->meta.pid);
 	st->running = st->state != FG_DAEMON_NONE;
+	if ((err = shed_read(m, st)))
+		return err;
 	st->meta.config[sizeof(st->meta.config) - 1] = 0;
 	for (__u32 i = 0; i < st->meta.n_ifs && i < FG_MAX_IFS; i++) {
 		struct fg_meta_if *mi = &st->meta.ifs[i];
@@ -131,6 +153,43 @@ static int status_read(struct fg_maps *m, struct status *st)
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 	}
 	return fleet_read(m, st);
+}
+
+/* s until the pinned thresholds are zero if nobody rewrites them; 0 = zero now */
+static double shed_left_s(const struct status *st)
+{
+	return st->shed.end > st->now ? (st->shed.end - st->now) / 1e9 : 0;
+}
+
+static void print_shedding_text(const struct status *st)
+{
+	const struct fg_shedd_state *s = &st->sst;
+
+	if (st->have_sst) {
+		printf("shedding:  signal %s = ", s->signal);
+		if (s->have_value)
+			printf("%.3f", s->value);
+		else
+			printf("unreadable (%s)", strerror(-s->sig_err));
+		printf(", %s, amount %.3f of %d tiers%s%s\n", s->phase, s->amount, s->ntiers,
+		       strcmp(s->hold, "running") ? ", held at zero: " : "",
+		       strcmp(s->hold, "running") ? s->hold : "");
+		printf("           good %g, bad %g, interval %gs, delay %gs, ramp %gs, decay %gs\n",
+		       s->good, s->bad, s->interval, s->delay, s->ramp, s->decay);
+	} else if (st->frac[FG_TIER_NORMAL] + st->frac[FG_TIER_BULK] +
+		   st->frac[FG_TIER_BEST_EFFORT] == 0 && !st->shed.off) {
+		printf("shedding:  none (no controller, nothing shed)\n");
+		return;
+	} else {
+		printf("shedding:  no controller running (the pinned thresholds decay by themselves)\n");
+	}
+	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s%s\n",
+	       100 * st->frac[FG_TIER_NORMAL], 100 * st->frac[FG_TIER_BULK],
+	       100 * st->frac[FG_TIER_BEST_EFFORT], st->shed.shadow ? " (shadow: counted, not shed)" : "",
+	       st->shed.off ? " (off: the operator switched shedding off)" : "");
+	if (shed_left_s(st) > 0)
+		printf("           the thresholds fall to zero by themselves in %.1f s unless rewritten\n",
+		       shed_left_s(st));
 }
 
 static const char *xdp_mode_str(__u32 mode)
@@ -323,6 +382,7 @@ static void status_text(const struct status *st)
 	printf("sources:   %zu IPv4, %zu IPv6 (max %llu each)\n", st->n4, st->n6,
 	       (unsigned long long)st->meta.max_sources);
 	fleet_text(st);
+	print_shedding_text(st);
 }
 
 /* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
@@ -372,6 +432,61 @@ static struct json_object *bypass_json(const struct status *st, int *err)
 	} else
 		cli_json_add_null(err, b, "expires_in_s");
 	return b;
+}
+
+static struct json_object *num_json(double v, const char *fmt)
+{
+	char txt[32];
+
+	snprintf(txt, sizeof(txt), fmt, v);
+	return json_object_new_double_s(v, txt);
+}
+
+/*
+ * {"controller": bool, "signal": str|null, "value": number|null,
+ *  "signal_error": str|null, "phase": str|null, "hold": str|null,
+ *  "amount": number|null, "tiers": n, "pressure_s": number|null,
+ *  "shed": {"critical": f, "normal": f, "bulk": f, "best-effort": f},
+ *  "shadow": bool, "off": bool, "decays_in_s": number}
+ * controller: the running daemon runs one (its fields null otherwise);
+ * shed: fractions in [0, 1] as the program applies them now.
+ */
+static struct json_object *shedding_json(const struct status *st, int *err)
+{
+	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
+	const struct fg_shedd_state *s = &st->sst;
+	bool c = st->have_sst;
+
+	cli_json_add(err, o, "controller", json_object_new_boolean(c));
+	if (c) {
+		cli_json_add(err, o, "signal", json_object_new_string(s->signal));
+		if (s->have_value) {
+			cli_json_add(err, o, "value", num_json(s->value, "%.6g"));
+			cli_json_add_null(err, o, "signal_error");
+		} else {
+			cli_json_add_null(err, o, "value");
+			cli_json_add(err, o, "signal_error", json_object_new_string(strerror(-s->sig_err)));
+		}
+		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
+		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
+		cli_json_add(err, o, "amount", num_json(s->amount, "%.10g"));
+		cli_json_add(err, o, "tiers", json_object_new_uint64((__u64)s->ntiers));
+		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.6g"));
+	} else {
+		static const char *const keys[] = { "signal", "value", "signal_error", "phase",
+						     "hold", "amount", "pressure_s" };
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			cli_json_add_null(err, o, keys[i]);
+		cli_json_add(err, o, "tiers", json_object_new_uint64(0));
+	}
+	for (int t = 0; t < FG_NTIERS; t++)
+		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.10g"));
+	cli_json_add(err, o, "shed", f);
+	cli_json_add(err, o, "shadow", json_object_new_boolean(st->shed.shadow != 0));
+	cli_json_add(err, o, "off", json_object_new_boolean(st->shed.off != 0));
+	cli_json_add(err, o, "decays_in_s", num_json(shed_left_s(st), "%.4g"));
+	return o;
 }
 
 static struct json_object *policy_json(const struct status *st, int *err)
@@ -535,6 +650,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	else
 		cli_json_add_null(&err, root, "fleet");
 	cli_json_add(&err, root, "concurrency", cli_conn_status_json(a, st->names, &err));
+	cli_json_add(&err, root, "shedding", shedding_json(st, &err));
 	return cli_json_print(root, err);
 }
 

@@ -64,7 +64,9 @@ void fg_why(char *why, const char *fmt, ...)
 	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6),	\
 	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
 	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease),	\
-	  FG_MAX_IDS, BPF_F_MMAPABLE)
+	  FG_MAX_IDS, BPF_F_MMAPABLE)						\
+	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, \
+	  BPF_F_MMAPABLE)
 
 static const struct {
 	const char *name;
@@ -81,6 +83,7 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
 	[FG_OUT_RT_ALLOW] = "rt_allow", [FG_OUT_RT_DENY] = "rt_deny",
 	[FG_OUT_CAP] = "cap",
+	[FG_OUT_SHED] = "shed", [FG_OUT_SHED_SHADOW] = "shed_shadow",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
@@ -93,6 +96,8 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_FLEET_DROP] = "fleet_drop", [FG_EV_FLEET_LOSS] = "fleet_loss",
 	[FG_EV_CAP_SHADOW] = "cap_shadow", [FG_EV_CAP_NOSLOT] = "cap_noslot",
 	[FG_EV_CAP_CONTENDED] = "cap_contended", [FG_EV_CAP_NOMEM] = "cap_nomem",
+	[FG_EV_SHED_TIER] = "shed_tier", [FG_EV_SHED_CAP] = "shed_cap",
+	[FG_EV_SHED_POOL] = "shed_pool",
 };
 
 const char *fg_pin_dir_choose(const char *arg)

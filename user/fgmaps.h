@@ -42,6 +42,7 @@ enum fg_map_id {
 	FGM_RT4,
 	FGM_RT6,
 	FGM_LEASE,
+	FGM_SHED,
 	FGM_NMAPS,
 };
 

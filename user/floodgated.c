@@ -42,6 +42,7 @@
 #include "policy.h"
 #include "reload_log.h"
 #include "rtlist.h"
+#include "shedd.h"
 #include "throttle.h"
 #include "apply.h"
 #include "sources.h"
@@ -79,6 +80,7 @@ struct daemon {
 	struct fg_metrics *mx;
 	struct fg_throttle tr;
 	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
+	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
 	int notify_fd;		/* background start: write the status, then close */
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
@@ -538,6 +540,24 @@ static int start_fleet(struct daemon *d)
 	return err;
 }
 
+static int start_shedder(struct daemon *d)
+{
+	int err = fg_shedd_start(&d->shed, &d->maps, &d->cfg, getenv("FLOODGATE_RUN_DIR"),
+				 fg_mono_coarse_ns());
+
+	if (err) {
+		char name[PATH_MAX + 32];
+
+		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
+		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
+	} else if (d->shed.on) {
+		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
+			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
+			d->shed.shadow ? ", shadow" : "");
+	}
+	return err;
+}
+
 static int start_throttle_log(struct daemon *d)
 {
 	int err = fg_throttle_init(&d->tr, TRACK_MAX);
@@ -624,7 +644,8 @@ static void tick(struct daemon *d)
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
 					     .sources4 = scan.all4, .sources6 = scan.all6,
-					     .fleet = fg_fleetd_status(d->fleet) };
+					     .fleet = fg_fleetd_status(d->fleet),
+					     .shed = &d->shed };
 		char *page, *conn = NULL;
 		size_t len, clen = 0;
 
@@ -724,6 +745,8 @@ static void do_reload(struct daemon *d)
 		goto out;
 	}
 	reload_fleet(d, &ncfg);
+	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
+		pr_warn("reload: shedding: %s; the shedder keeps its previous settings", strerror(-err));
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode)
 		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
@@ -738,6 +761,30 @@ static void do_reload(struct daemon *d)
 	d->cfg = ncfg;
 out:
 	sd_notify(0, "READY=1");
+}
+
+/* One tick's sleep; the shedder samples on its own interval meanwhile. */
+static void rest(struct daemon *d, const struct timespec *tick_len)
+{
+	__u64 now = fg_mono_coarse_ns();
+	__u64 until = now + (__u64)tick_len->tv_sec * 1000000000ull + (__u64)tick_len->tv_nsec;
+
+	while (!stop_signal && !reload_requested && now < until) {
+		struct fg_shedd_change chg;
+		__u64 wake = until;
+		struct timespec ts;
+
+		fg_shedd_sample(&d->shed, &d->maps, now, &chg);
+		fg_shedd_log(&d->shed, &chg);
+		if (d->shed.on && d->shed.next_ns < wake)
+			wake = d->shed.next_ns;
+		if (wake > now) {
+			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+			nanosleep(&ts, NULL);	/* a signal cuts it short */
+		}
+		now = fg_mono_coarse_ns();
+	}
 }
 
 static void serve(struct daemon *d)
@@ -758,7 +805,7 @@ static void serve(struct daemon *d)
 		watch_pins(d);
 		reconcile_conn(d);
 		tick(d);
-		nanosleep(&ts, NULL);	/* a signal cuts it short */
+		rest(d, &ts);
 	}
 	pr_info("signal %d: stopping", (int)stop_signal);
 	sd_notify(0, "STOPPING=1");
@@ -846,12 +893,14 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if ((err = lock_and_apply(d)) || (err = start_conn(d)) || (err = attach_all(d)))
 		goto cleanup;
-	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)))
+	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)) ||
+	    (err = start_shedder(d)))
 		goto cleanup;
 	serve(d);
 	err = 0;
 
 cleanup:
+	fg_shedd_stop(&d->shed);
 	fg_metrics_stop(d->mx);
 	fg_fleetd_close(d->fleet, will_detach(d, err));	/* detaching hands the leases back */
 	err = release_pin_dir(d, err);

@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "fgmaps.h"
 #include "metrics.h"
+#include "shedd.h"
 #include "sysutil.h"
 
 #define FD_RESERVE	128	/* descriptors left for the rest of the daemon */
@@ -560,6 +561,52 @@ static void render_fleet_conn(struct buf *b, const struct fg_fleet_conn_stats *c
 		(unsigned long long)cs->noscript, (unsigned long long)cs->commands);
 }
 
+/* The signal, the controller's state and the shed fraction per tier; shed
+ * packets per rule are the outcome "shed" of floodgate_packets_total. */
+static void render_shedding(struct buf *b, const struct fg_shedd *sd)
+{
+	double frac[FG_NTIERS];
+
+	bprintf(b, "# HELP floodgate_shed_controller 1 while the adaptive shedder runs (a shedding: section).\n"
+		   "# TYPE floodgate_shed_controller gauge\nfloodgate_shed_controller %d\n", sd->on);
+	if (!sd->on || !sd->map)
+		return;
+	bprintf(b, "# HELP floodgate_shed_signal The last utilization sample, in [0, 1] (NaN: unreadable).\n"
+		   "# TYPE floodgate_shed_signal gauge\n");
+	if (sd->have_value)
+		bprintf(b, "floodgate_shed_signal %.6g\n", sd->value);
+	else
+		bprintf(b, "floodgate_shed_signal NaN\n");
+	bprintf(b, "# HELP floodgate_shed_amount The shed amount S in [0, tiers]: tier of rank r is shed by clamp(S - r, 0, 1).\n"
+		   "# TYPE floodgate_shed_amount gauge\nfloodgate_shed_amount %.6f\n"
+		   "# HELP floodgate_shed_tiers The sheddable tiers the policy uses.\n"
+		   "# TYPE floodgate_shed_tiers gauge\nfloodgate_shed_tiers %d\n",
+		sd->c.amount, sd->c.ntiers);
+	bprintf(b, "# HELP floodgate_shed_pressure_seconds Pressure counted toward the delay.\n"
+		   "# TYPE floodgate_shed_pressure_seconds gauge\nfloodgate_shed_pressure_seconds %.3f\n",
+		sd->c.pressure);
+	bprintf(b, "# HELP floodgate_shed_phase The controller's phase (1 for the current one).\n"
+		   "# TYPE floodgate_shed_phase gauge\n");
+	for (int p = FG_SHED_IDLE; p <= FG_SHED_NOSIGNAL; p++)
+		bprintf(b, "floodgate_shed_phase{phase=\"%s\"} %d\n", fg_shed_phase_name(p),
+			sd->c.phase == (enum fg_shed_phase)p);
+	bprintf(b, "# HELP floodgate_shed_held 1 while the kill switch or shed off holds the controller at zero.\n"
+		   "# TYPE floodgate_shed_held gauge\nfloodgate_shed_held %d\n"
+		   "# HELP floodgate_shed_shadow 1: shedding counts what it would shed and sheds nothing.\n"
+		   "# TYPE floodgate_shed_shadow gauge\nfloodgate_shed_shadow %d\n",
+		sd->hold != FG_SHEDD_RUN, sd->shadow);
+	fg_shedd_fracs(sd->map, fg_mono_coarse_ns(), frac);
+	bprintf(b, "# HELP floodgate_shed_fraction Share of a tier's packets shed now (SYNs go first at twice it, established TCP at 2f - 1).\n"
+		   "# TYPE floodgate_shed_fraction gauge\n");
+	for (int t = FG_TIER_NORMAL; t < FG_NTIERS; t++)
+		bprintf(b, "floodgate_shed_fraction{tier=\"%s\"} %.6f\n", fg_tier_name(t), frac[t]);
+	bprintf(b, "# HELP floodgate_shed_samples_total Signal samples taken, and those that could not be read.\n"
+		   "# TYPE floodgate_shed_samples_total counter\n"
+		   "floodgate_shed_samples_total{result=\"ok\"} %llu\n"
+		   "floodgate_shed_samples_total{result=\"lost\"} %llu\n",
+		(unsigned long long)(sd->samples - sd->lost), (unsigned long long)sd->lost);
+}
+
 int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 {
 	struct buf b = {};
@@ -616,6 +663,8 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 	}
 	if (s->extra && s->extra_len)
 		bprintf(&b, "%.*s", (int)s->extra_len, s->extra);
+	if (s->shed)
+		render_shedding(&b, s->shed);
 	if (b.err) {
 		free(b.p);
 		return b.err;

@@ -13,6 +13,8 @@
 #include "floodgate.h"
 #include "fleet_status.h"
 
+struct fg_shedd;
+
 struct fg_metrics;
 
 /* The inputs of one page. */
@@ -25,6 +27,7 @@ struct fg_metrics_snap {
 	const struct fg_fleet_status *fleet;	/* NULL: no fleet rule runs */
 	const char *extra;			/* more lines, appended as they are (connd.h) */
 	size_t extra_len;
+	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
 };
 
 /*

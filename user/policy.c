@@ -506,9 +506,10 @@ plen:
 
 static const char *const rule_keys[] = {
 	"name", "mode", "action", "match", "per_source", "aggregate",
-	"overflow", "on_full", "fleet",
+	"overflow", "on_full", "fleet", "tier", "pool",
 };
-enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL, RK_FLEET };
+enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL, RK_FLEET,
+       RK_TIER, RK_POOL };
 
 static int valid_name(const char *s)
 {
@@ -525,6 +526,7 @@ struct rule_in {
 	struct lim src, agg, ovf;
 	struct pol_fleet_lim fleet;
 	int action, mode, on_full;
+	int tier, pool;		/* enum fg_tier; 1-based pool, FG_POOL_NONE */
 };
 
 /* The rule's name into rs->name: given and unique, or "fragments". */
@@ -599,7 +601,7 @@ static int rule_options(struct pol_ctx *c, struct rule_in *ri)
 		return err;
 	if (val[RK_FLEET] && (err = pol_parse_fleet_rule(c, val[RK_FLEET], &ri->fleet)))
 		return err;
-	return 0;
+	return pol_parse_rule_shed(c, val[RK_TIER], val[RK_POOL], &ri->tier, &ri->pool);
 }
 
 /* Do the action and the limits go together? */
@@ -619,12 +621,16 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 		if (lim)
 			return FAIL(c, lim, "action %s takes no limits (only action: limit does)",
 				    fg_action_names[ri->action]);
+		if (val[RK_TIER] || val[RK_POOL])
+			return FAIL(c, val[RK_TIER] ? val[RK_TIER] : val[RK_POOL],
+				    "action %s takes no %s (only action: limit is shed or draws from a pool)",
+				    fg_action_names[ri->action], val[RK_TIER] ? "tier" : "pool");
 		if (val[RK_FULL])
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
 	}
-	if (!src->set && !agg->set && !fl->set && !src->conn_cap)
-		return FAIL(c, n, "a limit rule needs per_source, aggregate and/or fleet");
+	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE)
+		return FAIL(c, n, "a limit rule needs per_source, aggregate, fleet and/or pool");
 	if (src->set && agg->set && src->bytes != agg->bytes)
 		return FAIL(c, agg->node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
 			    pol_unit_name(agg->bytes), pol_unit_name(src->bytes));
@@ -673,6 +679,8 @@ static void rule_compile(struct fg_config *cfg, int idx, struct rule_in *ri)
 	r->cost = (ri->src.set ? ri->src.bytes : ri->agg.set ? ri->agg.bytes : ri->fleet.bytes) ?
 		  FG_COST_BYTES : FG_COST_PKTS;
 	r->on_full = (__u8)ri->on_full;
+	r->tier = (__u8)ri->tier;
+	r->pool = (__u8)ri->pool;
 	if (ri->fleet.set) {
 		r->fleet = 1;
 		cfg->fleet_rules[idx] = ri->fleet.rc;
@@ -808,12 +816,12 @@ static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 static const char *const top_keys[] = {
 	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
 	"detach_on_exit", "allow", "deny", "malformed", "default",
-	"fragments", "admission", "fleet", "rules", "concurrency",
+	"fragments", "admission", "fleet", "rules", "concurrency", "pools", "shedding",
 };
 enum {
 	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
 	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
-	TK_FLEET, TK_RULES, TK_CONN,
+	TK_FLEET, TK_RULES, TK_CONN, TK_POOLS, TK_SHEDDING,
 };
 
 /* interfaces, xdp_mode, mode, max_sources, metrics, detach_on_exit */
@@ -932,6 +940,11 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (val[TK_CONN] && !pol_is_null(val[TK_CONN]) &&
 	    (err = parse_concurrency(c, val[TK_CONN])))
 		return err;
+	if (val[TK_POOLS] && (err = pol_parse_pools(c, val[TK_POOLS])))
+		return err;
+	if (val[TK_SHEDDING] && !pol_is_null(val[TK_SHEDDING]) &&
+	    (err = pol_parse_shedding(c, val[TK_SHEDDING])))
+		return err;
 	if (val[TK_RULES] && (err = parse_rules(c, val[TK_RULES])))
 		return err;
 	/* the implicit fragments rule is always last */
@@ -940,7 +953,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (err)
 		return err;
 	cfg->pol.nrules++;
-	if ((err = pol_fleet_check(c)))
+	if ((err = pol_fleet_check(c)) || (err = pol_shed_check(c)))
 		return err;
 	return flatten(c);
 }

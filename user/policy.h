@@ -4,6 +4,7 @@
  * policy that userspace can write into the maps (apply.h). Nothing here
  * touches BPF. The compiler is policy.c (the document, limits, rules),
  * policy_match.c (a rule's match:), policy_fleet.c (fleet-wide limits) and
+ * policy_shed.c (pools, tiers and the shedding: section) and
  * policy_yaml.c (libyaml, placed errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
@@ -13,8 +14,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "fgsignal.h"
 #include "fleet.h"
 #include "prefix.h"
+#include "shed.h"
 
 enum fg_xdp_mode {
 	FG_XDP_AUTO = 0,	/* native, else generic */
@@ -44,6 +47,17 @@ struct fg_rule_src {
 	struct fg_limit_src per_source, aggregate, overflow;
 	int plen4, plen6;
 	int implicit;		/* 1 for the built-in "fragments" rule */
+};
+
+/* A capacity pool as written (docs/shedding.md section 4); compiled into
+ * cfg->pol.pools[i] at the same index. */
+struct fg_pool_src {
+	char name[FG_NAME_LEN];
+	int line;		/* where the pool starts */
+	struct fg_limit_src lim;	/* rate and burst, in the pool's unit */
+	int bytes;		/* 1: the unit is bytes (pol.pools[i].cost) */
+	double reserve;		/* percent kept for the critical tier, [0, 100) */
+	int noshed;		/* shedding: off (FG_POOL_NOSHED) */
 };
 
 #define FG_MAX_FILE_SIZE	(16u << 20)	/* policy files larger are refused */
@@ -83,6 +97,16 @@ struct fg_config {
 	/* concurrency: the counting side of the caps (docs/concurrency.md) */
 	__u64 conn_reconcile_ms;	/* reconcile period */
 	__u32 conn_max_keys;		/* fgc_count and fgc_pend entries each */
+	/* load shedding (docs/shedding.md): the pools (pol.pools, pol.npools
+	 * compiled; rules' tier and pool in pol.rules) and the top-level
+	 * shedding: section. has_shedding 0 (absent): shed and shed_signal
+	 * are all zero and the daemon runs no controller; tiers then do
+	 * nothing, pools still apply */
+	struct fg_pool_src pools[FG_MAX_POOLS];	/* parallel to pol.pools */
+	int has_shedding;
+	struct fg_shed_cfg shed;	/* validated with fg_shed_cfg_check; tiers = those in use */
+	struct fg_signal shed_signal;	/* parsed, not opened (fg_signal_open it) */
+	int shed_mode;			/* enum fg_mode: shadow counts what would be shed (fg_shed_ctl.shadow) */
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On

@@ -31,6 +31,7 @@ struct pol_ctx {
 	int n_sets;
 	yaml_node_t *fleet_sec;			/* the top-level fleet:, for errors */
 	yaml_node_t *fleet_rule[FG_MAX_RULES];	/* each rule's fleet:, for errors */
+	yaml_node_t *shed_sec;			/* the top-level shedding:, for errors */
 };
 
 /* --- policy_yaml.c: errors, nodes, keys ------------------------------------ */
@@ -59,8 +60,8 @@ struct pol_keys {
 	const char *const *names;
 	int n;
 	unsigned int seen;
-	int first_line[16];
-	yaml_node_t *val[16];	/* by index in names; NULL when absent */
+	int first_line[32];
+	yaml_node_t *val[32];	/* by index in names; NULL when absent (seen: a bit each) */
 };
 
 #define KEYS(where, names) \
@@ -114,6 +115,20 @@ int pol_parse_fleet(struct pol_ctx *c, yaml_node_t *n);
 int pol_parse_fleet_rule(struct pol_ctx *c, yaml_node_t *n, struct pol_fleet_lim *out);
 /* After every rule: the fleet engine accepts the section and each fleet rule. */
 int pol_fleet_check(struct pol_ctx *c);
+
+/* --- policy_shed.c ----------------------------------------------------------- */
+
+/* The top-level pools: list into cfg->pools and pol.pools (before the rules). */
+int pol_parse_pools(struct pol_ctx *c, yaml_node_t *n);
+/* The top-level shedding: section into cfg->shed, shed_signal, shed_mode. */
+int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n);
+/* A rule's tier: and pool: (either may be NULL): enum fg_tier, and the
+ * 1-based pool (FG_POOL_NONE when absent). */
+int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *pool_n,
+			int *tier, int *pool);
+/* After every rule: the tiers in use into cfg->shed.tiers, and the shedding
+ * section checked with fg_shed_cfg_check. */
+int pol_shed_check(struct pol_ctx *c);
 
 /* --- policy_match.c ---------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* fg_config_print: a compiled policy, human readable (`floodgate check`). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -250,6 +251,65 @@ static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, stru
 	fprintf(f, "        redis      %.4g scripts/s per node\n", 1000.0 / fc->interval_ms);
 }
 
+/* The pools (docs/shedding.md section 4): what each tier may take. */
+static void print_pools(FILE *f, const struct fg_config *cfg)
+{
+	if (!cfg->pol.npools) {
+		fprintf(f, "  pools:       none\n");
+		return;
+	}
+	fprintf(f, "  pools (%u):\n", cfg->pol.npools);
+	for (__u32 i = 0; i < cfg->pol.npools && i < FG_MAX_POOLS; i++) {
+		const struct fg_pool_src *ps = &cfg->pools[i];
+		const struct fg_pool *pl = &cfg->pol.pools[i];
+		double keep = 1 - ps->reserve / 100;
+		char r[48], b[48], lr[48], lb[48];
+		int nr = 0;
+
+		for (__u32 k = 0; k < cfg->pol.nrules && k < FG_MAX_RULES; k++)
+			nr += cfg->pol.rules[k].pool == i + 1;
+		fg_format_amount(r, sizeof(r), ps->lim.rate, ps->bytes);
+		fg_format_amount(b, sizeof(b), ps->lim.burst, ps->bytes);
+		fg_format_amount(lr, sizeof(lr), ps->lim.rate * keep, ps->bytes);
+		fg_format_amount(lb, sizeof(lb), (double)pl->tau_low / (double)pl->inc, ps->bytes);
+		fprintf(f, "    %-20s %s/s burst %s, reserve %g%%, shedding %s; %d rule%s\n", ps->name,
+			r, b, ps->reserve, ps->noshed ? "off" : "on", nr, nr == 1 ? "" : "s");
+		fprintf(f, "      critical   the whole pool (inc %llu, tau %llu)\n",
+			(unsigned long long)pl->inc, (unsigned long long)pl->tau);
+		fprintf(f, "      others     together at most %s/s, and only while more than the reserve "
+			"is left (burst %s; cap inc %llu, tau_low %llu)\n", lr, lb,
+			(unsigned long long)pl->cap.inc, (unsigned long long)pl->tau_low);
+	}
+}
+
+/* The shedding: section and the controller's figures (docs/shedding.md section 2). */
+static void print_shedding(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_shed_cfg *sc = &cfg->shed;
+	char sig[PATH_MAX + 32];
+	__u32 h = FG_SHED_HSHIFT_MIN;
+	int sep = 0;
+
+	if (!cfg->has_shedding) {
+		fprintf(f, "  shedding:    off (no shedding: section; tiers are never shed)\n");
+		return;
+	}
+	fg_signal_name(&cfg->shed_signal, sig, sizeof(sig));
+	fprintf(f, "  shedding:    signal %s, %s; tiers shed in order:", sig,
+		fg_mode_names[cfg->shed_mode == FG_MODE_SHADOW]);
+	for (int t = FG_NTIERS - 1; t > FG_TIER_CRITICAL; t--)
+		if (sc->tiers & FG_TIER_BIT(t))
+			fprintf(f, "%s %s", sep++ ? "," : "", fg_tier_name(t));
+	fprintf(f, "; critical never\n");
+	fprintf(f, "               interval %gs, delay %gs, ramp %gs, decay %gs, good %g, bad %g\n",
+		sc->interval, sc->delay, sc->ramp, sc->decay, sc->good, sc->bad);
+	while (h < FG_SHED_HSHIFT_MAX && (double)(1ull << h) < sc->orphan * 1e9)
+		h++;
+	fprintf(f, "               full shed after %gs at utilization 1; a dead daemon's shedding "
+		"ends within %gs + %.3gs (orphan %gs, rounded up to 2^%u ns)\n", sc->delay + sc->ramp,
+		2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
+}
+
 static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
 		       int fi)
 {
@@ -267,6 +327,10 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_
 		fprintf(f, " by %s, source /%d (v4) /%d (v6), on_full %s",
 			bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
 			ru->on_full < 3 ? fg_on_full_names[ru->on_full] : "?");
+	if (ru->tier != FG_TIER_CRITICAL || ru->pool != FG_POOL_NONE)
+		fprintf(f, ", tier %s", fg_tier_name(ru->tier));
+	if (ru->pool != FG_POOL_NONE && ru->pool <= cfg->pol.npools)
+		fprintf(f, ", pool %s", cfg->pools[ru->pool - 1].name);
 	fputc('\n', f);
 	for (cls = 0; cls < FG_NCLASS; cls++) {
 		for (k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
@@ -319,6 +383,8 @@ void fg_config_print(FILE *f, const struct fg_config *cfg)
 	if (caps)
 		fprintf(f, "  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
 			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
+	print_pools(f, cfg);
+	print_shedding(f, cfg);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
 		print_rule(f, cfg, r, fl, fi);

@@ -250,22 +250,8 @@ void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *
 	*end = now_ns + hold + (1ull << h);
 }
 
-/* Per packet in XDP: a subtraction, two compares, a multiply, two shifts. */
-__u32 fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns)
-{
-	__u64 rem;
-
-	if (hshift < FG_SHED_HSHIFT_MIN || hshift > FG_SHED_HSHIFT_MAX || now_ns >= end)
-		return 0;	/* a corrupt horizon fails open, like an expired one */
-	rem = end - now_ns;
-	if (rem >= 1ull << hshift)
-		return thr;
-	/* thr <= 2^31, rem >> GRAIN < 2^(40 - 10): the product stays below 2^61 */
-	return (__u32)(((__u64)thr * (rem >> FG_SHED_GRAIN)) >> (hshift - FG_SHED_GRAIN));
-}
-
 int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
-		   struct fg_pool_lim *out, char *why, size_t len)
+		   struct fg_pool *out, char *why, size_t len)
 {
 	long double keep, tau_low, cap_inc, cap_tau;
 
@@ -287,12 +273,10 @@ int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
 			return WHY("the pool's rate is too low for a %g%% reserve", reserve_pct);
 	}
 	/* no reserve: no cap (inc 0), the pool alone */
-	*out = (struct fg_pool_lim){
-		.inc = pool->inc,
-		.tau = pool->tau,
-		.tau_low = (__u64)tau_low,
-		.cap_inc = (__u64)cap_inc,
-		.cap_tau = (__u64)cap_tau,
-	};
+	out->inc = pool->inc;
+	out->tau = pool->tau;
+	out->tau_low = (__u64)tau_low;
+	out->cap.inc = (__u64)cap_inc;
+	out->cap.tau = (__u64)cap_tau;
 	return 0;
 }

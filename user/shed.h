@@ -14,36 +14,11 @@
 #include <stddef.h>
 #include "floodgate.h"
 
-/*
- * Priority tiers, as proposed for include/floodgate.h (docs/shedding.md):
- * 0 is the default, so a rule without a tier is never shed. Shedding runs
- * from the highest number down: best-effort first, critical never.
- */
-enum fg_tier {
-	FG_TIER_CRITICAL = 0,
-	FG_TIER_NORMAL = 1,
-	FG_TIER_BULK = 2,
-	FG_TIER_BEST_EFFORT = 3,
-	FG_NTIERS = 4,
-};
+/* enum fg_tier, enum fg_shed_kind, FG_SHED_ONE and fg_shed_decayed, which
+ * the XDP program shares, are in include/floodgate.h. */
 #define FG_TIER_BIT(t)		(1u << (t))
 #define FG_TIERS_SHEDDABLE	(FG_TIER_BIT(FG_TIER_NORMAL) | FG_TIER_BIT(FG_TIER_BULK) | \
 				 FG_TIER_BIT(FG_TIER_BEST_EFFORT))
-
-/*
- * Per tier, three thresholds, so that a tier sheds new TCP work before
- * admitted work: of a tier shed by fraction f, TCP SYNs (without ACK) go
- * with min(1, 2f), other TCP packets with max(0, 2f - 1), anything else
- * with f. The program sheds iff (bpf_get_prandom_u32() >> 1) < thr: 31
- * random bits against thr in [0, FG_SHED_ONE], exact at both ends.
- */
-enum fg_shed_kind {
-	FG_SHED_ANY = 0,	/* not TCP */
-	FG_SHED_NEW = 1,	/* TCP SYN without ACK: a new connection */
-	FG_SHED_EST = 2,	/* any other TCP packet */
-	FG_SHED_NKIND = 3,
-};
-#define FG_SHED_ONE	(1u << 31)
 
 struct fg_shed_cfg {
 	double interval;	/* s, nominal time between samples */
@@ -127,13 +102,8 @@ const char *fg_shed_phase_name(int phase);
  * the hold runs out; a dead one leaves a host shedding for at most
  * hold + 2^hshift ns.
  */
-#define FG_SHED_GRAIN		10	/* ns >> 10: ~1 us steps, keeps thr * rem below 2^61 */
-#define FG_SHED_HSHIFT_MIN	(FG_SHED_GRAIN + 1)
-#define FG_SHED_HSHIFT_MAX	40	/* 2^40 ns: 18 min */
-
 /* The hold is 2 * interval; hshift is the least with 2^hshift ns >= orphan. */
 void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *hshift);
-__u32 fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns);
 
 /*
  * Reserved capacity pools. All tiers share one GCRA tat per pool. Critical
@@ -143,19 +113,13 @@ __u32 fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns);
  * reserve * burst). A reduced tolerance bounds only the burst, not the rate,
  * so the non-critical tiers together also pass a cap bucket of rate
  * (1 - reserve) * rate and burst (1 - reserve) * burst. In the units of
- * struct fg_limit (include/floodgate.h); inc == 0 means no cap.
+ * struct fg_pool (include/floodgate.h).
  */
-struct fg_pool_lim {
-	__u64 inc;		/* time units per cost unit */
-	__u64 tau;		/* critical: burst * inc */
-	__u64 tau_low;		/* other tiers on the shared tat */
-	__u64 cap_inc;		/* other tiers together: inc / (1 - reserve); 0 = no cap */
-	__u64 cap_tau;		/* (1 - reserve) * burst * cap_inc */
-};
-
 /* From the pool's compiled limit (rate and burst validated as any limit)
- * and its reserve in percent, [0, 100). 0 or -EINVAL with a reason in why. */
+ * and its reserve in percent, [0, 100): out's inc, tau, tau_low and cap
+ * (inc 0 = no cap, when there is no reserve); its id, cost and flags are
+ * left alone. 0 or -EINVAL with a reason in why, and out untouched. */
 int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
-		   struct fg_pool_lim *out, char *why, size_t len);
+		   struct fg_pool *out, char *why, size_t len);
 
 #endif /* FG_SHED_H */

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* floodgated's adaptive shedder loop: signal -> controller -> fg_shed (shedd.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "log.h"
+#include "shedd.h"
+
+#define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+static const char *const hold_names[] = {
+	[FG_SHEDD_RUN] = "running",
+	[FG_SHEDD_BYPASS] = "bypass",
+	[FG_SHEDD_OFF] = "off",
+};
+
+const char *fg_shedd_hold_name(enum fg_shedd_hold h)
+{
+	return h <= FG_SHEDD_OFF ? hold_names[h] : "?";
+}
+
+void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NTIERS])
+{
+	__u64 end = LOAD(&v->end);
+	__u32 hshift = LOAD(&v->hshift);
+
+	for (int t = 0; t < FG_NTIERS; t++)
+		frac[t] = t == FG_TIER_CRITICAL ? 0 :
+			  (double)fg_shed_decayed(LOAD(&v->thr[t][FG_SHED_ANY]), end, hshift, now_ns) /
+			  FG_SHED_ONE;
+}
+
+static int map_open(struct fg_shedd *sd, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (page <= 0)
+		return -EINVAL;
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		return -errno;
+	if (info.type != BPF_MAP_TYPE_ARRAY || info.max_entries != 1 ||
+	    info.value_size != sizeof(struct fg_shed_ctl) || !(info.map_flags & BPF_F_MMAPABLE))
+		return -EPROTO;
+	sd->map_len = (sizeof(struct fg_shed_ctl) + (size_t)page - 1) & ~((size_t)page - 1);
+	p = mmap(NULL, sd->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	sd->map = p;
+	return 0;
+}
+
+/*
+ * Field by field (the CLI owns `off`). Shedding more: thresholds first,
+ * then the deadline. Shedding nothing: end = 0 first, which stops it at
+ * once whatever thresholds a packet still reads.
+ */
+static void publish(struct fg_shedd *sd, __u64 now_ns)
+{
+	struct fg_shed_ctl *v = sd->map;
+	__u64 end = 0;
+	__u32 hshift = FG_SHED_HSHIFT_MIN;
+	bool shed = sd->on && sd->hold == FG_SHEDD_RUN && sd->out.active;
+
+	if (!v)
+		return;
+	STORE(&v->shadow, (__u32)sd->shadow);
+	if (!shed) {
+		STORE(&v->end, 0);
+		for (int t = 0; t < FG_NTIERS; t++)
+			for (int k = 0; k < FG_SHED_NKIND; k++)
+				STORE(&v->thr[t][k], 0);
+		return;
+	}
+	fg_shed_deadline(&sd->c, now_ns, &end, &hshift);
+	for (int t = 0; t < FG_NTIERS; t++)
+		for (int k = 0; k < FG_SHED_NKIND; k++)
+			STORE(&v->thr[t][k], t == FG_TIER_CRITICAL ? 0 : sd->out.thr[t][k]);
+	STORE(&v->hshift, hshift);
+	STORE(&v->end, end);
+}
+
+/* The amount S whose output has these per-tier fractions: their sum over
+ * the tiers in use (one is partial, those below it are full). */
+static double amount_of(const struct fg_shed *c, const double frac[FG_NTIERS])
+{
+	double s = 0;
+
+	for (int r = 0; r < c->ntiers; r++)
+		s += frac[c->order[r]];
+	return s > c->ntiers ? c->ntiers : s;
+}
+
+static void sig_name(const struct fg_signal *sig, char *buf, size_t len)
+{
+	fg_signal_name(sig, buf, len);
+}
+
+void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, size_t len)
+{
+	char esc[PATH_MAX];
+	size_t o = 0;
+
+	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
+		if (*p != '/' || o)	/* "/sys/fs/bpf/x" -> "sys_fs_bpf_x" */
+			esc[o++] = *p == '/' ? '_' : *p;
+	esc[o] = 0;
+	snprintf(buf, len, "%s/shed-%s.state", state_dir ? state_dir : FG_SHEDD_RUN_DIR, esc);
+}
+
+void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
+{
+	const struct fg_shed_cfg *c = &sd->c.cfg;
+
+	memset(st, 0, sizeof(*st));
+	st->pid = (__u32)getpid();
+	sig_name(&sd->sig, st->signal, sizeof(st->signal));
+	st->have_value = sd->have_value;
+	st->value = sd->have_value ? sd->value : 0;
+	st->sig_err = sd->sig_err;
+	snprintf(st->phase, sizeof(st->phase), "%s", fg_shed_phase_name(sd->c.phase));
+	snprintf(st->hold, sizeof(st->hold), "%s", fg_shedd_hold_name(sd->hold));
+	st->amount = sd->c.amount;
+	st->pressure = sd->c.pressure;
+	st->ntiers = sd->c.ntiers;
+	st->interval = c->interval;
+	st->delay = c->delay;
+	st->ramp = c->ramp;
+	st->decay = c->decay;
+	st->good = c->good;
+	st->bad = c->bad;
+	st->orphan = c->orphan;
+	st->samples = sd->samples;
+	st->lost = sd->lost;
+}
+
+/* Written whole to a temporary name, then renamed: a reader sees one sample. */
+static int state_write(const struct fg_shedd *sd)
+{
+	struct fg_shedd_state st;
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+	int err = 0;
+
+	if (!sd->state_path[0])
+		return 0;
+	fg_shedd_state_of(sd, &st);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", sd->state_path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "pid %u\nsignal %s\nvalue %s%.6f\nsignal_error %d\nphase %s\nhold %s\n"
+		   "amount %.9f\npressure %.6f\ntiers %d\ninterval %.6f\ndelay %.6f\nramp %.6f\n"
+		   "decay %.6f\ngood %.6f\nbad %.6f\norphan %.6f\nsamples %llu\nlost %llu\n",
+		st.pid, st.signal, st.have_value ? "" : "-", st.value, st.sig_err, st.phase,
+		st.hold, st.amount, st.pressure, st.ntiers, st.interval, st.delay, st.ramp,
+		st.decay, st.good, st.bad, st.orphan, (unsigned long long)st.samples,
+		(unsigned long long)st.lost);
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, sd->state_path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
+{
+	char line[PATH_MAX + 64], key[32], val[PATH_MAX + 32];
+	unsigned long long u;
+	int fields = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	memset(st, 0, sizeof(*st));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%31s %4127[^\n]", key, val) != 2)
+			continue;
+		fields++;
+		if (!strcmp(key, "pid") && sscanf(val, "%llu", &u) == 1)
+			st->pid = (__u32)u;
+		else if (!strcmp(key, "signal"))
+			snprintf(st->signal, sizeof(st->signal), "%s", val);
+		else if (!strcmp(key, "value"))
+			st->have_value = val[0] != '-' && sscanf(val, "%lf", &st->value) == 1;
+		else if (!strcmp(key, "signal_error"))
+			st->sig_err = atoi(val);
+		else if (!strcmp(key, "phase"))
+			snprintf(st->phase, sizeof(st->phase), "%.15s", val);
+		else if (!strcmp(key, "hold"))
+			snprintf(st->hold, sizeof(st->hold), "%.15s", val);
+		else if (!strcmp(key, "amount"))
+			st->amount = strtod(val, NULL);
+		else if (!strcmp(key, "pressure"))
+			st->pressure = strtod(val, NULL);
+		else if (!strcmp(key, "tiers"))
+			st->ntiers = atoi(val);
+		else if (!strcmp(key, "interval"))
+			st->interval = strtod(val, NULL);
+		else if (!strcmp(key, "delay"))
+			st->delay = strtod(val, NULL);
+		else if (!strcmp(key, "ramp"))
+			st->ramp = strtod(val, NULL);
+		else if (!strcmp(key, "decay"))
+			st->decay = strtod(val, NULL);
+		else if (!strcmp(key, "good"))
+			st->good = strtod(val, NULL);
+		else if (!strcmp(key, "bad"))
+			st->bad = strtod(val, NULL);
+		else if (!strcmp(key, "orphan"))
+			st->orphan = strtod(val, NULL);
+		else if (!strcmp(key, "samples") && sscanf(val, "%llu", &u) == 1)
+			st->samples = u;
+		else if (!strcmp(key, "lost") && sscanf(val, "%llu", &u) == 1)
+			st->lost = u;
+	}
+	fclose(f);
+	return st->pid && st->phase[0] && fields >= 6 ? 0 : -EINVAL;
+}
+
+static int open_signal(const struct fg_config *cfg, struct fg_signal *sig)
+{
+	*sig = cfg->shed_signal;
+	sig->nl = -1;
+	return fg_signal_open(sig);
+}
+
+static void close_signal(struct fg_shedd *sd)
+{
+	if (sd->on)
+		fg_signal_close(&sd->sig);
+}
+
+int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_config *cfg,
+		   const char *state_dir, __u64 now_ns)
+{
+	double frac[FG_NTIERS];
+	int err;
+
+	memset(sd, 0, sizeof(*sd));
+	sd->sig.nl = -1;
+	err = map_open(sd, m->fd[FGM_SHED]);
+	if (err)
+		return err;
+	if (!cfg->has_shedding) {
+		publish(sd, now_ns);	/* a policy without shedding: nothing shed */
+		return 0;
+	}
+	err = fg_shed_init(&sd->c, &cfg->shed);
+	if (!err)
+		err = open_signal(cfg, &sd->sig);
+	if (err) {
+		munmap(sd->map, sd->map_len);
+		sd->map = NULL;
+		return err;
+	}
+	sd->on = true;
+	sd->shadow = cfg->shed_mode == FG_MODE_SHADOW;
+	sd->interval_ns = (__u64)llround(cfg->shed.interval * 1e9);
+	sd->next_ns = now_ns + sd->interval_ns;
+	/* adopted: what the last daemon's thresholds decayed to, as the program sees them */
+	fg_shedd_fracs(sd->map, now_ns, frac);
+	fg_shed_resume(&sd->c, amount_of(&sd->c, frac));
+	fg_shed_output(&sd->c, &sd->out);
+	fg_shedd_state_path(state_dir, m->dir, sd->state_path, sizeof(sd->state_path));
+	if (state_dir || !mkdir(FG_SHEDD_RUN_DIR, 0755) || errno == EEXIST)
+		err = state_write(sd);
+	else
+		err = -errno;
+	if (err)
+		sd->state_path[0] = 0;	/* status then shows only what the pins hold */
+	publish(sd, now_ns);
+	return 0;
+}
+
+static bool same_signal(const struct fg_signal *a, const struct fg_signal *b)
+{
+	char na[PATH_MAX + 32], nb[PATH_MAX + 32];
+
+	sig_name(a, na, sizeof(na));
+	sig_name(b, nb, sizeof(nb));
+	return !strcmp(na, nb);
+}
+
+int fg_shedd_reload(struct fg_shedd *sd, const struct fg_config *cfg, __u64 now_ns)
+{
+	struct fg_shed c;
+	struct fg_signal sig;
+	double s = sd->on ? sd->c.amount : 0;
+	bool reopen;
+	int err;
+
+	if (!cfg->has_shedding) {
+		close_signal(sd);
+		sd->on = false;
+		sd->have_value = false;
+		publish(sd, now_ns);
+		if (sd->state_path[0])
+			unlink(sd->state_path);
+		return 0;
+	}
+	if (sd->on && same_signal(&sd->sig, &cfg->shed_signal) &&
+	    !memcmp(&sd->c.cfg, &cfg->shed, sizeof(cfg->shed)) &&
+	    sd->shadow == (cfg->shed_mode == FG_MODE_SHADOW))
+		return 0;
+	err = fg_shed_init(&c, &cfg->shed);
+	if (err)
+		return err;
+	reopen = !sd->on || !same_signal(&sd->sig, &cfg->shed_signal);
+	if (reopen) {
+		err = open_signal(cfg, &sig);
+		if (err)
+			return err;
+		close_signal(sd);
+		sd->sig = sig;
+		sd->have_value = false;
+		sd->sig_err = 0;
+	}
+	sd->c = c;
+	fg_shed_resume(&sd->c, s < c.ntiers ? s : c.ntiers);
+	fg_shed_output(&sd->c, &sd->out);
+	if (!sd->on)
+		sd->last_ns = 0;
+	sd->on = true;
+	sd->shadow = cfg->shed_mode == FG_MODE_SHADOW;
+	sd->interval_ns = (__u64)llround(cfg->shed.interval * 1e9);
+	if (!sd->next_ns || sd->next_ns > now_ns + sd->interval_ns)
+		sd->next_ns = now_ns + sd->interval_ns;
+	publish(sd, now_ns);
+	state_write(sd);
+	return 0;
+}
+
+static enum fg_shedd_hold hold_of(const struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns)
+{
+	struct fg_ctl ctl;
+
+	/* unreadable fg_ctl: run on; the deadline still bounds what is stored */
+	if (!fg_ctl_read(m, &ctl) && ctl.bypass && (!ctl.bypass_until || ctl.bypass_until > now_ns))
+		return FG_SHEDD_BYPASS;
+	return LOAD(&sd->map->off) ? FG_SHEDD_OFF : FG_SHEDD_RUN;
+}
+
+int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
+		    struct fg_shedd_change *chg)
+{
+	__u32 was = sd->c.active;
+	double dt, u = 0;
+	int err;
+
+	memset(chg, 0, sizeof(*chg));
+	if (!sd->on || now_ns < sd->next_ns)
+		return 0;
+	chg->sampled = true;
+	/* the first sample after start or adoption counts one interval */
+	dt = sd->last_ns ? (now_ns - sd->last_ns) / 1e9 : sd->c.cfg.interval;
+	if (!(dt > 0))
+		dt = 1e-6;
+	sd->last_ns = now_ns;
+	sd->next_ns += sd->interval_ns;
+	if (sd->next_ns <= now_ns)	/* late: skip what was missed */
+		sd->next_ns = now_ns + sd->interval_ns;
+	sd->samples++;
+	chg->hold_was = sd->hold;
+	sd->hold = hold_of(sd, m, now_ns);
+	chg->hold = sd->hold;
+
+	err = fg_signal_read(&sd->sig, &u);
+	if (err) {
+		sd->lost++;
+		if (err != sd->sig_err)
+			chg->sig_err = err;
+		sd->sig_err = err;
+		sd->have_value = false;
+	} else {
+		chg->sig_back = sd->sig_err != 0;
+		sd->sig_err = 0;
+		sd->value = u;
+		sd->have_value = true;
+	}
+	if (sd->hold != FG_SHEDD_RUN) {
+		fg_shed_resume(&sd->c, 0);	/* held at zero: start again through the delay */
+		fg_shed_output(&sd->c, &sd->out);
+	} else if (err) {
+		fg_shed_lost(&sd->c, dt, &sd->out);
+	} else {
+		fg_shed_step(&sd->c, u, dt, &sd->out);
+	}
+	chg->entered = sd->c.active & ~was;
+	chg->left = was & ~sd->c.active;
+	publish(sd, now_ns);
+	err = state_write(sd);
+	if (err && !sd->state_failed)
+		chg->state_err = err;	/* said once, until it works again */
+	sd->state_failed = err != 0;
+	return 0;
+}
+
+void fg_shedd_stop(struct fg_shedd *sd)
+{
+	if (sd->map) {
+		bool on = sd->on;
+
+		sd->on = false;
+		publish(sd, 0);		/* end = 0: nothing shed from now on */
+		sd->on = on;
+		munmap(sd->map, sd->map_len);
+		sd->map = NULL;
+	}
+	close_signal(sd);
+	sd->on = false;
+	if (sd->state_path[0])
+		unlink(sd->state_path);
+	sd->state_path[0] = 0;
+}
+
+void fg_shedd_log(const struct fg_shedd *sd, const struct fg_shedd_change *chg)
+{
+	char name[PATH_MAX + 32];
+
+	if (!chg->sampled)
+		return;
+	if (chg->hold != chg->hold_was) {
+		if (chg->hold == FG_SHEDD_RUN)
+			pr_info("shedding: %s is over: the controller starts again from zero",
+				chg->hold_was == FG_SHEDD_BYPASS ? "bypass" : "shed off");
+		else
+			pr_warn("shedding: %s: nothing is shed, the controller is held at zero",
+				chg->hold == FG_SHEDD_BYPASS ? "bypass is on" : "switched off");
+	}
+	sig_name(&sd->sig, name, sizeof(name));
+	if (chg->sig_err)
+		pr_warn("shedding: signal %s cannot be read: %s; shedding decays (fail-open)",
+			name, strerror(-chg->sig_err));
+	if (chg->sig_back)
+		pr_info("shedding: signal %s readable again (%.3f)", name, sd->value);
+	for (int t = FG_NTIERS - 1; t > FG_TIER_CRITICAL; t--) {
+		if (chg->entered & FG_TIER_BIT(t))
+			pr_warn("shedding: tier %s: shedding starts (signal %s %.3f, amount %.3f of %d)%s",
+				fg_tier_name(t), name, sd->have_value ? sd->value : NAN, sd->c.amount,
+				sd->c.ntiers, sd->shadow ? " in shadow: counted, not shed" : "");
+		if (chg->left & FG_TIER_BIT(t))
+			pr_info("shedding: tier %s: no longer shed (amount %.3f of %d)",
+				fg_tier_name(t), sd->c.amount, sd->c.ntiers);
+	}
+	if (chg->state_err)
+		pr_warn("shedding: writing %s: %s (floodgate status will not show the signal)",
+			sd->state_path, strerror(-chg->state_err));
+}
