@@ -438,6 +438,9 @@ static void log_attached(const struct fg_iface *ifc)
 	if (ifc->severed)
 		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
 			ifc->name);
+	if (ifc->repinned)
+		pr_info("%s: our link was pinned as " FG_LINK_PREFIX "%s (the interface was renamed); "
+			"re-pinned as " FG_LINK_PREFIX "%s", ifc->name, ifc->pinned_as, ifc->conf);
 	if (ifc->adopted)
 		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
 	else
@@ -569,7 +572,8 @@ static void watch_ifaces(struct daemon *d)
 
 			if (ifc->change & FG_IF_LOST)
 				pr_warn("%s: interface deleted: the filter is detached from it; "
-					"will attach again when it returns", ifc->name);
+					"will attach again when an interface named %s (the "
+					"configured name) appears", ifc->name, ifc->conf);
 			if (ifc->change & FG_IF_BACK)
 				pr_info("%s: interface is back (ifindex %d): attached again",
 					ifc->name, ifc->ifindex);
