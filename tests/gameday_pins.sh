@@ -16,6 +16,8 @@
 #      nothing is left to find, and a new daemon starts fresh
 #   6. floodgate attached by netlink (bpftool) with no pins: status, bypass
 #      and detach through the interface
+#   7. renamed, SIGKILL, restarted with the new name in the file: it adopts
+#      its own link (re-pinned under the new name), counters intact
 # The CLI runs in the receiver's namespace: discovery looks at the
 # interfaces of its own namespace. Needs root. Removes everything it made;
 # fails if anything is left. Last line: "N passed, N failed, N skipped".
@@ -300,6 +302,41 @@ else
 	expect "netlink: detach removes it" "[ $rc = 0 ] && [ $(xdp_on gdr0) = 0 ]" "-" "exit 0, no XDP on gdr0" \
 		"exit $rc, XDP on gdr0: $(xdp_on gdr0); $(one_line 200 < "$GD_TMP/detach.out")"
 	[ "$(xdp_on gdr0)" = 0 ] || ip -n "$NS_RX" link set gdr0 xdp off
+fi
+
+# =========================================================================
+# 7. rename, SIGKILL, restart with the new name in the file
+# =========================================================================
+GD_PIN=$(fg_pin newname)
+if ! gd_start base "$GD_PIN"; then
+	bad "new name: floodgated starts: $(tail -3 "$GD_LOG" | one_line 300)"
+else
+	IDX=$(ifindex_of gdr0)
+	gd_fgen -d "$GD_RX_IP" -s 10.213.0.15 -n 300 > /dev/null; sleep 0.2
+	t_before=$(total)
+	ip -n "$NS_RX" link set gdr0 name wan0
+	fg_daemon_stop KILL
+	sed 's/^interfaces: \[gdr0\]/interfaces: [wan0]/' "$GD_TMP/base.yaml" > "$GD_TMP/newname.yaml"
+	if ! gd_start newname "$GD_PIN"; then
+		bad "new name: a restart with interfaces: [wan0] adopts its own link" \
+			"it exited: $(tail -3 "$GD_LOG" | one_line 300)"
+	else
+		t_after=$(total); d0=$(drops)
+		sent=$(gd_fgen -d "$GD_RX_IP" -s 10.213.0.16 -n 300); sleep 0.2; d1=$(drops)
+		links=$(find "$GD_PIN" -maxdepth 1 -name 'link_*' -printf '%f ' | sed 's/ $//')
+		progs=$(ip -n "$NS_RX" -d link show wan0 | grep -c 'prog/xdp')
+		expect "new name: a restart with interfaces: [wan0] adopts its own link, re-pinned as link_wan0" \
+			"grep -q 'our link was pinned as link_gdr0 .*re-pinned as link_wan0' '$GD_LOG' && grep -q 'wan0: adopted pinned link' '$GD_LOG' && [ '$links' = link_wan0 ] && [ $progs = 1 ] && [ '$(ifindex_of wan0)' = '$IDX' ]" \
+			"ip link set gdr0 name wan0; kill -9; interfaces: [wan0]" \
+			"re-pinned and adopted, only link_wan0, one XDP program on wan0 (ifindex $IDX)" \
+			"$(grep -E 're-pinned|adopted|cannot attach' "$GD_LOG" | one_line 200); pins: $links; XDP programs on wan0: $progs"
+		expect "new name: counters intact, enforcing" \
+			"[ $t_after -ge $t_before ] && [ $t_before -ge 300 ] && [ $((d1 - d0)) -ge 100 ]" \
+			"$sent from a fresh source (rate 100/s, burst 100)" "total not reset, >= 100 dropped" \
+			"total $t_before -> $t_after, dropped $((d1 - d0))"
+	fi
+	gd_stop
+	[ -z "$(ifindex_of wan0)" ] || ip -n "$NS_RX" link set wan0 name gdr0
 fi
 
 echo "# figures: re-pin after rm -rf ${REPIN_S:-?} s, bypass through the interface ${BYPASS_S:-?} s"
