@@ -114,17 +114,48 @@ static void add_found(struct fg_found *f, int ifindex, const char *ifname, enum 
 	close(fd);
 }
 
-/* A libxdp dispatcher: its floodgate components (see discover.h). */
-static void add_components(struct fg_found *f, int ifindex, const char *ifname, __u32 mode)
+/* Is prog_id a program named floodgate? */
+static bool prog_is_ours(__u32 prog_id)
 {
-	struct fg_xdp_list l;
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(prog_id);
+	bool ours;
 
-	if (fg_xdp_list(ifindex, FG_PROG_NAME, &l, NULL, 0))
-		return;
-	for (int i = 0; i < l.n; i++)
-		if (l.e[i].ours)
-			add_found(f, ifindex, ifname, FG_FOUND_COMPONENT, mode, l.e[i].id,
-				  l.dispatcher_id);
+	if (fd < 0)
+		return false;
+	ours = !bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, FG_PROG_NAME);
+	close(fd);
+	return ours;
+}
+
+/*
+ * A libxdp dispatcher: its floodgate components (see discover.h), read from
+ * the kernel without libxdp. Each component is an freplace program held by
+ * a tracing link whose target is the dispatcher; libxdp 1.3.1's own query
+ * takes a blocking flock (xdp_lock_acquire), and the kill switch must never
+ * wait behind another libxdp user (issue 8, item 1).
+ */
+static void add_components(struct fg_found *f, int ifindex, const char *ifname, __u32 mode,
+			   __u32 dispatcher_id)
+{
+	__u32 id = 0;
+
+	while (!bpf_link_get_next_id(id, &id)) {
+		struct bpf_link_info li = {};
+		__u32 len = sizeof(li);
+		int fd = bpf_link_get_fd_by_id(id);
+		bool ours;
+
+		if (fd < 0)
+			continue;	/* gone meanwhile */
+		ours = !bpf_obj_get_info_by_fd(fd, &li, &len) && li.type == BPF_LINK_TYPE_TRACING &&
+		       li.tracing.target_obj_id == dispatcher_id && prog_is_ours(li.prog_id);
+		close(fd);
+		if (ours)
+			add_found(f, ifindex, ifname, FG_FOUND_COMPONENT, mode, li.prog_id,
+				  dispatcher_id);
+	}
 }
 
 /* The program prog_id attached to ifindex in mode: floodgate, a
@@ -144,7 +175,7 @@ static void consider(struct fg_found *f, int ifindex, const char *ifname, __u32 
 	if (!strcmp(info.name, FG_PROG_NAME))
 		add_found(f, ifindex, ifname, FG_FOUND_NETLINK, mode, prog_id, 0);
 	else if (!strcmp(info.name, "xdp_dispatcher"))
-		add_components(f, ifindex, ifname, mode);
+		add_components(f, ifindex, ifname, mode, prog_id);
 }
 
 /* Which of the programs found directly on a device a bpf_link holds. Links

@@ -8,9 +8,10 @@
  * Discovery walks the interfaces of the caller's network namespace and asks
  * each for its XDP programs (bpf_xdp_query: native and generic). A program
  * named floodgate is a candidate; so is a floodgate component behind
- * libxdp's dispatcher (fg_xdp_list, xdpattach.h: this VM cannot build a
- * dispatcher, so that branch is written against libxdp 1.3.1 but has not
- * run here). A candidate's maps are its program's map ids, opened by id and
+ * libxdp's dispatcher, found through the tracing (freplace) links that
+ * target the dispatcher, without libxdp and its blocking lock (this VM
+ * cannot build a dispatcher, so that branch is written against libxdp
+ * 1.3.1 but has not run here). A candidate's maps are its program's map ids, opened by id and
  * checked as fg_maps_open checks pinned ones; interfaces whose programs
  * share one fg_ctl map are one filter.
  *
