@@ -259,10 +259,45 @@ static bool same_dir(const char *a, const char *b)
 	return !strcmp(a, b);
 }
 
+/* The interfaces of the filter whose fg_ctl is ctl_id to the front of f; how many. */
+static int move_to_front(struct fg_found *f, __u32 ctl_id)
+{
+	int front = 0;
+
+	for (int i = 0; i < f->n; i++) {
+		if (f->at[i].ctl_id != ctl_id)
+			continue;
+		if (i != front) {
+			struct fg_found_if t = f->at[front];
+
+			f->at[front] = f->at[i];
+			f->at[i] = t;
+		}
+		front++;
+	}
+	return front;
+}
+
+int fg_found_choose_iface(struct fg_found *f, const char *ifname, int *n, char *why)
+{
+	char seen[FG_WHY_LEN / 2] = "";
+
+	for (int i = 0; i < f->n; i++) {
+		if (!strcmp(f->at[i].ifname, ifname)) {
+			*n = move_to_front(f, f->at[i].ctl_id);
+			return 0;
+		}
+		appendf(seen, sizeof(seen), "%s%s", seen[0] ? ", " : "", f->at[i].ifname);
+	}
+	fg_why(why, "no floodgate program on %s (floodgate runs on: %s)", ifname,
+	       seen[0] ? seen : "none");
+	return -ENOENT;
+}
+
 int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why)
 {
 	char at[PATH_MAX], pinned[FG_WHY_LEN / 2] = "", orphans_s[FG_WHY_LEN / 4] = "";
-	int orphans = 0, front = 0;
+	int orphans = 0;
 	__u32 pick = 0;
 
 	for (int i = 0; i < f->n; i++) {
@@ -288,21 +323,10 @@ int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why)
 	}
 	if (orphans > 1) {
 		fg_why(why, "%d floodgate filters without their pins run here (on %s): cannot tell "
-		       "which one %s was", orphans, orphans_s, dir);
+		       "which one %s was; choose with --interface IF", orphans, orphans_s, dir);
 		return -ENOTUNIQ;
 	}
-	for (int i = 0; i < f->n; i++) {
-		if (f->at[i].ctl_id != pick)
-			continue;
-		if (i != front) {
-			struct fg_found_if t = f->at[front];
-
-			f->at[front] = f->at[i];
-			f->at[i] = t;
-		}
-		front++;
-	}
-	*n = front;
+	*n = move_to_front(f, pick);
 	return 0;
 }
 

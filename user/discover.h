@@ -75,6 +75,11 @@ int fg_discover(struct fg_found *f, char *why);
  */
 int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why);
 
+/* As fg_found_choose, but the filter is the one running on ifname (the
+ * operator's choice, e.g. when several lost their pins); -ENOENT (why)
+ * when floodgate does not run there. */
+int fg_found_choose_iface(struct fg_found *f, const char *ifname, int *n, char *why);
+
 /*
  * The maps of the filter on at, checked as fg_maps_open checks pinned ones:
  * its program's map ids, and the maps the program does not use (fg_meta,
