@@ -297,15 +297,15 @@ else
 		d0=$(drops)
 		out=$(inrx timeout 10 "$FGD" --config "$GD_TMP/$cfg.yaml" --pin-dir "$GD_PIN" --foreground 2>&1); rc=$?
 		sleep 0.3; d1=$(drops)
-		st=$("$FG" --pin-dir "$GD_PIN" status 2>&1)
-		v1=$(echo "$st" | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')
+		"$FG" --pin-dir "$GD_PIN" status > "$GD_TMP/second.status" 2>&1
+		v1=$(sed -nE 's/^policy: +version ([0-9]+).*/\1/p' "$GD_TMP/second.status")
 		# the reason that matters is the live daemon: floodgated(8) "refuses
 		# to start while another live floodgated owns the pin dir"
 		expect "second floodgated ($cfg.yaml) on the same pin dir: refused, naming the running daemon" \
 			"[ $rc = 1 ] && echo '$out' | grep -q 'already running'" "-" \
 			"exit 1, 'floodgated (pid $first) is already running'" "exit $rc: $(echo "$out" | tail -1)"
 		expect "second floodgated ($cfg.yaml): the first keeps running untouched" \
-			"kill -0 $first && echo '$st' | grep -q 'pid $first' && [ '$v1' = '$v0' ] && [ $d1 -gt $d0 ] && [ -e '$GD_PIN/link_gdr0' ]" \
+			"kill -0 $first && grep -q 'pid $first' '$GD_TMP/second.status' && [ '$v1' = '$v0' ] && [ $d1 -gt $d0 ] && [ -e '$GD_PIN/link_gdr0' ]" \
 			"flood" "first alive and owner, policy version $v0, link pinned, drops increase" \
 			"alive: $(kill -0 "$first" 2>/dev/null && echo yes || echo no), version $v1, drops $d0 -> $d1"
 	done

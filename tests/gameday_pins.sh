@@ -16,6 +16,10 @@
 #      nothing is left to find, and a new daemon starts fresh
 #   6. floodgate attached by netlink (bpftool) with no pins: status, bypass
 #      and detach through the interface
+#   7. renamed, SIGKILL, restarted with the new name in the file: it adopts
+#      its own link (re-pinned under the new name), counters intact
+#   8. two filters without pins (netlink, bpftool): the CLI refuses to
+#      guess and names --interface; --interface IF switches and detaches one
 # The CLI runs in the receiver's namespace: discovery looks at the
 # interfaces of its own namespace. Needs root. Removes everything it made;
 # fails if anything is left. Last line: "N passed, N failed, N skipped".
@@ -301,6 +305,80 @@ else
 		"exit $rc, XDP on gdr0: $(xdp_on gdr0); $(one_line 200 < "$GD_TMP/detach.out")"
 	[ "$(xdp_on gdr0)" = 0 ] || ip -n "$NS_RX" link set gdr0 xdp off
 fi
+
+# =========================================================================
+# 7. rename, SIGKILL, restart with the new name in the file
+# =========================================================================
+GD_PIN=$(fg_pin newname)
+if ! gd_start base "$GD_PIN"; then
+	bad "new name: floodgated starts: $(tail -3 "$GD_LOG" | one_line 300)"
+else
+	IDX=$(ifindex_of gdr0)
+	sent0=$(gd_fgen -d "$GD_RX_IP" -s 10.213.0.15 -n 300); sleep 0.2
+	t_before=$(total)
+	ip -n "$NS_RX" link set gdr0 name wan0
+	fg_daemon_stop KILL
+	sed 's/^interfaces: \[gdr0\]/interfaces: [wan0]/' "$GD_TMP/base.yaml" > "$GD_TMP/newname.yaml"
+	if ! gd_start newname "$GD_PIN"; then
+		bad "new name: a restart with interfaces: [wan0] adopts its own link" \
+			"it exited: $(tail -3 "$GD_LOG" | one_line 300)"
+	else
+		t_after=$(total); d0=$(drops)
+		sent=$(gd_fgen -d "$GD_RX_IP" -s 10.213.0.16 -n 300); sleep 0.2; d1=$(drops)
+		links=$(find "$GD_PIN" -maxdepth 1 -name 'link_*' -printf '%f ' | sed 's/ $//')
+		progs=$(ip -n "$NS_RX" -d link show wan0 | grep -c 'prog/xdp')
+		expect "new name: a restart with interfaces: [wan0] adopts its own link, re-pinned as link_wan0" \
+			"grep -q 'our link was pinned as link_gdr0 .*re-pinned as link_wan0' '$GD_LOG' && grep -q 'wan0: adopted pinned link' '$GD_LOG' && [ '$links' = link_wan0 ] && [ $progs = 1 ] && [ '$(ifindex_of wan0)' = '$IDX' ]" \
+			"ip link set gdr0 name wan0; kill -9; interfaces: [wan0]" \
+			"re-pinned and adopted, only link_wan0, one XDP program on wan0 (ifindex $IDX)" \
+			"$(grep -E 're-pinned|adopted|cannot attach' "$GD_LOG" | one_line 200); pins: $links; XDP programs on wan0: $progs"
+		expect "new name: counters intact, enforcing" \
+			"[ $t_after -ge $t_before ] && [ $t_before -ge $((${sent0:-300} * 98 / 100)) ] && [ $((d1 - d0)) -ge 100 ]" \
+			"${sent0:-?} before, $sent after from a fresh source (rate 100/s, burst 100)" \
+			"total not reset (>= 98 % of those before), >= 100 dropped" \
+			"total $t_before -> $t_after, dropped $((d1 - d0))"
+	fi
+	gd_stop
+	[ -z "$(ifindex_of wan0)" ] || ip -n "$NS_RX" link set wan0 name gdr0
+fi
+
+# =========================================================================
+# 8. two filters without pins: the CLI refuses to guess; --interface chooses
+# =========================================================================
+NL=$(fg_pin two)
+mkdir -p "$NL"
+if ! ip -n "$NS_RX" link add gdd0 type veth peer name gdd1 2> "$GD_TMP/two.err" ||
+   ! ip -n "$NS_RX" link set gdd0 up 2>> "$GD_TMP/two.err" ||
+   ! bpftool prog load "$FG_OUT/floodgate.bpf.o" "$NL/p1" 2>> "$GD_TMP/two.err" ||
+   ! bpftool prog load "$FG_OUT/floodgate.bpf.o" "$NL/p2" 2>> "$GD_TMP/two.err" ||
+   ! inrx bpftool net attach xdp pinned "$NL/p1" dev gdr0 2>> "$GD_TMP/two.err" ||
+   ! inrx bpftool net attach xdpgeneric pinned "$NL/p2" dev gdd0 2>> "$GD_TMP/two.err"; then
+	bad "two filters: setup (veth gdd0, two bpftool loads and attaches): $(one_line < "$GD_TMP/two.err")"
+else
+	rm -rf "$NL"
+	GD_PIN=$(fg_pin none)
+	out=$(fgc bypass on 2>&1); rc=$?
+	expect "two filters without pins: bypass refuses to guess and names --interface" \
+		"[ $rc = 1 ] && echo \"\$out\" | grep -q 'cannot tell which one .*--interface IF'" \
+		"-" "exit 1 naming --interface IF" "exit $rc: $(echo "$out" | one_line 220)"
+	t0=$(now); out=$(fgc --interface gdd0 bypass on 2>&1); rc=$?; s=$(since "$t0")
+	fgc -i gdd0 status --json > "$GD_TMP/st_d.json" 2>/dev/null
+	fgc -i gdr0 status --json > "$GD_TMP/st_r.json" 2>/dev/null
+	bd=$(fg_json_get "$GD_TMP/st_d.json" bypass.on); br=$(fg_json_get "$GD_TMP/st_r.json" bypass.on)
+	expect "two filters without pins: --interface gdd0 switches that one only, at once" \
+		"[ $rc = 0 ] && awk 'BEGIN { exit !($s < 1.0) }' && [ '$bd' = true ] && [ '$br' = false ]" \
+		"floodgate --interface gdd0 bypass on" "exit 0 within 1 s; bypass on for gdd0's filter, off for gdr0's" \
+		"exit $rc in $s s; gdd0 $bd, gdr0 $br; $(echo "$out" | head -1 | cut -c1-160)"
+	fgc -i gdd0 detach > "$GD_TMP/detach.out" 2>&1; rc=$?
+	expect "two filters without pins: --interface gdd0 detach removes that one only" \
+		"[ $rc = 0 ] && [ $(xdp_on gdd0) = 0 ] && [ $(xdp_on gdr0) = 1 ]" \
+		"-" "exit 0, gdd0 without XDP, gdr0 still with" \
+		"exit $rc, XDP on gdd0 $(xdp_on gdd0), gdr0 $(xdp_on gdr0); $(one_line 200 < "$GD_TMP/detach.out")"
+	fgc -i gdr0 detach > /dev/null 2>&1
+fi
+[ "$(xdp_on gdr0)" = 0 ] || ip -n "$NS_RX" link set gdr0 xdp off
+ip -n "$NS_RX" link del gdd0 2> /dev/null
+rm -rf "$NL"
 
 echo "# figures: re-pin after rm -rf ${REPIN_S:-?} s, bypass through the interface ${BYPASS_S:-?} s"
 fg_finish

@@ -14,6 +14,9 @@
 #   d. every rule replaced in one reload: 63 rules (64 with fragments) all
 #      renamed under a flood: one reload, the untouched rule's counters kept,
 #      not one flood packet unmatched
+#   e. an adopting restart with max_sources changed in the file stays up,
+#      keeps enforcing the pinned policy, says why in the log and status,
+#      and a reload after fixing the file applies it
 # Needs root. Removes everything it made; fails if anything is left.
 # Last line: "N passed, N failed, N skipped".
 set -u
@@ -371,6 +374,53 @@ status_json
 check_cmp "d: status lists 64 named rules, ids above 63 included" \
 	"$(fg_json_get "$GD_TMP/status.json" policy.rules.62.name) $([ "${nid:-0}" -ge 64 ] && echo high-id)" = "new62 high-id"
 gd_stop
+
+# =========================================================================
+# e. an adopting restart with a file it cannot apply stays up (issue 8 item 2)
+# =========================================================================
+gd_policy sizes <<'YAML'
+max_sources: 4096
+rules:
+  - name: flood
+    match: {proto: udp, dport: 9}
+    per_source: {rate: 100/s, burst: 100}
+YAML
+if ! gd_start sizes; then
+	bad "e: floodgated starts: $(tail -3 "$GD_LOG" | one_line 300)"
+else
+	v0=$(version)
+	fg_daemon_stop KILL
+	sed -i 's/^max_sources: 4096/max_sources: 8192/' "$GD_TMP/sizes.yaml"
+	if ! gd_start sizes "$GD_PIN"; then
+		bad "e: an adopting restart with max_sources changed stays up" \
+			"it exited: $(tail -3 "$GD_LOG" | one_line 300)"
+	else
+		d0=$(stat_of flood drop)
+		sent=$(gd_fgen -d "$GD_RX_IP" -s 10.213.0.77 -n 300); sleep 0.2
+		d1=$(stat_of flood drop)
+		expect "e: an adopting restart with max_sources changed stays up and enforces the pinned policy" \
+			"kill -0 $FG_DPID && [ '$(version)' = '$v0' ] && [ $((d1 - d0)) -ge 100 ]" \
+			"$sent from a fresh source (rate 100/s, burst 100); max_sources 4096 -> 8192 in the file" \
+			"daemon up, version $v0 kept, >= 100 dropped" \
+			"version $(version), dropped $((d1 - d0))"
+		"$FG" --pin-dir "$GD_PIN" status > "$GD_TMP/e.status" 2>&1
+		status_json
+		expect "e: it says why, once in the log and in status" \
+			"[ \$(grep -c 'was NOT applied: .*max_sources' '$GD_LOG') = 1 ] && grep -q 'the file $GD_TMP/sizes.yaml was NOT applied: .*max_sources' '$GD_TMP/e.status' && grep -q max_sources <<< \"\$(fg_json_get '$GD_TMP/status.json' file_not_applied)\"" \
+			"-" "one log line, status text and file_not_applied in JSON naming max_sources" \
+			"$(grep -F 'NOT applied' "$GD_LOG" | head -1 | one_line 160); status: $(grep -F 'NOT applied' "$GD_TMP/e.status" | one_line 160)"
+		sed -i -e 's/^max_sources: 8192/max_sources: 4096/' -e 's/burst: 100}/burst: 50}/' "$GD_TMP/sizes.yaml"
+		timed "$FG" --pin-dir "$GD_PIN" reload
+		rc=$T_RC
+		"$FG" --pin-dir "$GD_PIN" status > "$GD_TMP/e.status" 2>&1
+		status_json
+		expect "e: a reload after fixing the file applies it" \
+			"[ $rc = 0 ] && [ '$(version)' = $((v0 + 1)) ] && ! grep -q 'NOT applied' '$GD_TMP/e.status' && [ \"\$(fg_json_get '$GD_TMP/status.json' file_not_applied)\" = null ]" \
+			"max_sources back to 4096, burst 50" "reload exit 0, version $((v0 + 1)), nothing NOT applied" \
+			"exit $rc ($(one_line 160 < "$GD_TMP/timed.out")), version $(version), file_not_applied $(fg_json_get "$GD_TMP/status.json" file_not_applied)"
+	fi
+	gd_stop
+fi
 
 echo "# figures: bypass/mode under a held lock and under a stopped reload < $LIMIT_MS ms each (above); reload 10 -> $NPFX prefixes ${reload_ms:-?} ms; adoption with $NPFX prefixes ${adopt_ms:-?} ms"
 fg_finish

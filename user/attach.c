@@ -79,6 +79,32 @@ static void follow_device(struct fg_iface *ifc, int ifindex)
 	ifc->change |= FG_IF_RENAMED;
 }
 
+/* The name of the live link_* pin in dir that holds ifindex, into name
+ * (IF_NAMESIZE bytes); -ENOENT when there is none. */
+static int find_link_by_ifindex(const char *dir, int ifindex, char *name)
+{
+	size_t plen = strlen(FG_LINK_PREFIX);
+	char path[FG_LINK_PATH_LEN];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		const char *ifn = de->d_name + plen;
+
+		if (strncmp(de->d_name, FG_LINK_PREFIX, plen) || !*ifn || strlen(ifn) >= IF_NAMESIZE ||
+		    fg_link_path(path, sizeof(path), dir, ifn) || pinned_link_here(path) != ifindex)
+			continue;
+		memcpy(name, ifn, strlen(ifn) + 1);
+		err = 0;
+		break;
+	}
+	closedir(d);
+	return err;
+}
+
 int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf)
 {
 	char path[FG_LINK_PATH_LEN];
@@ -95,7 +121,34 @@ int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf)
 		return 0;
 	}
 	ifc->ifindex = (int)if_nametoindex(conf);
-	return ifc->ifindex ? 0 : -ENODEV;
+	if (!ifc->ifindex)
+		return -ENODEV;
+	/* renamed, and the file now says the new name: our link is pinned under the old one */
+	find_link_by_ifindex(dir, ifc->ifindex, ifc->pinned_as);
+	return 0;
+}
+
+/* link_<pinned_as> to link_<conf> (path), so adopt_link finds it; a pin
+ * is a name on bpffs, the link and its device are untouched. */
+static int repin_link(const char *dir, const char *path, struct fg_iface *ifc)
+{
+	char old[FG_LINK_PATH_LEN];
+	int err;
+
+	if (!ifc->pinned_as[0])
+		return 0;
+	err = fg_link_path(old, sizeof(old), dir, ifc->pinned_as);
+	if (!err && pinned_link_here(old) != ifc->ifindex)
+		return 0;	/* gone meanwhile, or another device's: attach as usual */
+	if (!err && rename(old, path))
+		err = -errno;
+	if (err) {
+		snprintf(ifc->why, sizeof(ifc->why), "cannot re-pin our link " FG_LINK_PREFIX
+			 "%s as %s: %s", ifc->pinned_as, path, strerror(-err));
+		return err;
+	}
+	ifc->repinned = true;
+	return 0;
 }
 
 /* The link pinned at path, as ifc->link. */
@@ -179,13 +232,16 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 	char path[FG_LINK_PATH_LEN];
 	int err, fd;
 
-	ifc->adopted = ifc->severed = false;
+	ifc->adopted = ifc->severed = ifc->repinned = false;
 	ifc->why[0] = 0;
 	err = fg_link_path(path, sizeof(path), dir, ifc->conf);
 	if (err) {
 		snprintf(ifc->why, sizeof(ifc->why), "link path in %s: %s", dir, strerror(-err));
 		return err;
 	}
+	err = repin_link(dir, path, ifc);
+	if (err)
+		return err;
 	err = adopt_link(skel, path, ifc);
 	if (err <= 0)
 		return err;

@@ -13,7 +13,9 @@
  * interface of the configured name is attached as soon as there is one.
  * The link's pin keeps the configured name (link_<conf>) across renames,
  * so a restarted daemon with the same file finds and adopts it, and
- * `floodgate detach` (which unpins every link_*) still removes it.
+ * `floodgate detach` (which unpins every link_*) still removes it. A
+ * restart whose file names the device by its new name finds the link by
+ * ifindex among the link_* pins and re-pins it as link_<new name>.
  */
 #ifndef FG_ATTACH_H
 #define FG_ATTACH_H
@@ -39,6 +41,9 @@ struct fg_iface {
 	char conf[IF_NAMESIZE];	/* the configured name; the link pin is link_<conf> */
 	char name[IF_NAMESIZE];	/* the device's name now (follows renames) */
 	char was[IF_NAMESIZE];	/* its name before the last FG_IF_RENAMED */
+	char pinned_as[IF_NAMESIZE];	/* its live link is pinned as link_<pinned_as>, not
+					 * link_<conf>: fg_attach_iface re-pins it (repinned) */
+	bool repinned;		/* the last attach moved link_<pinned_as> to link_<conf> */
 	int ifindex;
 	__u32 xdp_mode;		/* 1 native, 2 generic, 0 detached (interface gone) */
 	struct bpf_link *link;
@@ -54,7 +59,9 @@ struct fg_iface {
 /*
  * The interface configured as conf: the device a live pinned link
  * dir/link_<conf> holds (FG_IF_RENAMED in change when it is called
- * something else now), else the interface named conf (-ENODEV: none).
+ * something else now), else the interface named conf (-ENODEV: none);
+ * then, when our live link on it is pinned under another name (the file
+ * now names the device by its new name), that name in pinned_as.
  */
 int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf);
 

@@ -37,6 +37,7 @@ struct cli_args {
 	const char *pos[2];	/* positional words */
 	int npos;
 	const char *dir;	/* the pin dir in use */
+	const char *iface;	/* --interface: discovery picks the filter on it */
 };
 
 int cli_status(void *cfg);

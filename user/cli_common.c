@@ -28,6 +28,17 @@ static const char *daemon_note(const struct fg_meta *meta, char *buf, size_t len
 	return buf;
 }
 
+/* Discovery, then the filter of the pin dir a->dir, or the one on --interface. */
+static int choose_found(const struct cli_args *a, struct fg_found *f, int *n, char *why)
+{
+	int err = fg_discover(f, why);
+
+	if (err)
+		return err;
+	return a->iface ? fg_found_choose_iface(f, a->iface, n, why) :
+			  fg_found_choose(f, a->dir, n, why);
+}
+
 /*
  * The filter on this namespace's interfaces whose pins are gone, for the
  * pin dir a->dir that is missing or incomplete (pin_why: what is missing).
@@ -38,9 +49,7 @@ static int find_filter(const struct cli_args *a, const char *pin_why, struct fg_
 	char why[FG_WHY_LEN] = "";
 	int err;
 
-	err = fg_discover(f, why);
-	if (!err)
-		err = fg_found_choose(f, a->dir, n, why);
+	err = choose_found(a, f, n, why);
 	if (err == -ENOENT && access(a->dir, F_OK))
 		pr_warn("no floodgate pin dir at %s, and %s: is floodgated running? "
 			"(see --pin-dir, $" FG_PIN_DIR_ENV ")", a->dir, why);
@@ -189,9 +198,7 @@ int cli_detach_found(const struct cli_args *a)
 		pr_warn("detach: out of memory");
 		return 1;
 	}
-	err = fg_discover(f, why);
-	if (!err)
-		err = fg_found_choose(f, a->dir, &n, why);
+	err = choose_found(a, f, &n, why);
 	if (err) {
 		bool other = f->n > 0;	/* filters that are not this pin dir's */
 

@@ -145,6 +145,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 	if ((err = shed_read(m, st)))
 		return err;
 	st->meta.config[sizeof(st->meta.config) - 1] = 0;
+	st->meta.reload_msg[sizeof(st->meta.reload_msg) - 1] = 0;
 	for (__u32 i = 0; i < st->meta.n_ifs && i < FG_MAX_IFS; i++) {
 		struct fg_meta_if *mi = &st->meta.ifs[i];
 
@@ -357,6 +358,22 @@ static void fleet_text(const struct status *st)
 		fleet_rule_text(st, &fv->r[i]);
 }
 
+/* The daemon's last attempt to apply its file failed (an adopting start
+ * or a reload): what runs is not what the file says. NULL when it did not. */
+static const char *file_not_applied(const struct status *st)
+{
+	return st->meta.reload_err ? st->meta.reload_msg : NULL;
+}
+
+static void print_file_text(const struct status *st)
+{
+	const char *why = file_not_applied(st);
+
+	if (why)
+		printf("           the file %s was NOT applied: %s\n",
+		       st->meta.config[0] ? st->meta.config : "-", why);
+}
+
 static void status_text(const struct status *st)
 {
 	const struct fg_policy *pol = &st->pol;
@@ -377,6 +394,7 @@ static void status_text(const struct status *st)
 	printf("policy:    version %llu, slot %u, %u rules, default %s\n",
 	       (unsigned long long)pol->version, st->ctl.slot, pol->nrules,
 	       pol->default_verdict ? "drop" : "pass");
+	print_file_text(st);
 	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++)
 		print_rule_text(st, i);
 	printf("sources:   %zu IPv4, %zu IPv6 (max %llu each)\n", st->n4, st->n6,
@@ -641,6 +659,11 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, root, "override_since", json_object_new_uint64(st->ctl.ovr_since));
 	cli_json_add(&err, root, "bypass", bypass_json(st, &err));
 	cli_json_add(&err, root, "policy", policy_json(st, &err));
+	if (file_not_applied(st))
+		cli_json_add(&err, root, "file_not_applied",
+			     json_object_new_string(file_not_applied(st)));
+	else
+		cli_json_add_null(&err, root, "file_not_applied");
 	cli_json_add(&err, src, "ipv4", json_object_new_uint64(st->n4));
 	cli_json_add(&err, src, "ipv6", json_object_new_uint64(st->n6));
 	cli_json_add(&err, src, "max", json_object_new_uint64(st->meta.max_sources));

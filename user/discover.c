@@ -114,17 +114,48 @@ static void add_found(struct fg_found *f, int ifindex, const char *ifname, enum 
 	close(fd);
 }
 
-/* A libxdp dispatcher: its floodgate components (see discover.h). */
-static void add_components(struct fg_found *f, int ifindex, const char *ifname, __u32 mode)
+/* Is prog_id a program named floodgate? */
+static bool prog_is_ours(__u32 prog_id)
 {
-	struct fg_xdp_list l;
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(prog_id);
+	bool ours;
 
-	if (fg_xdp_list(ifindex, FG_PROG_NAME, &l, NULL, 0))
-		return;
-	for (int i = 0; i < l.n; i++)
-		if (l.e[i].ours)
-			add_found(f, ifindex, ifname, FG_FOUND_COMPONENT, mode, l.e[i].id,
-				  l.dispatcher_id);
+	if (fd < 0)
+		return false;
+	ours = !bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, FG_PROG_NAME);
+	close(fd);
+	return ours;
+}
+
+/*
+ * A libxdp dispatcher: its floodgate components (see discover.h), read from
+ * the kernel without libxdp. Each component is an freplace program held by
+ * a tracing link whose target is the dispatcher; libxdp 1.3.1's own query
+ * takes a blocking flock (xdp_lock_acquire), and the kill switch must never
+ * wait behind another libxdp user (issue 8, item 1).
+ */
+static void add_components(struct fg_found *f, int ifindex, const char *ifname, __u32 mode,
+			   __u32 dispatcher_id)
+{
+	__u32 id = 0;
+
+	while (!bpf_link_get_next_id(id, &id)) {
+		struct bpf_link_info li = {};
+		__u32 len = sizeof(li);
+		int fd = bpf_link_get_fd_by_id(id);
+		bool ours;
+
+		if (fd < 0)
+			continue;	/* gone meanwhile */
+		ours = !bpf_obj_get_info_by_fd(fd, &li, &len) && li.type == BPF_LINK_TYPE_TRACING &&
+		       li.tracing.target_obj_id == dispatcher_id && prog_is_ours(li.prog_id);
+		close(fd);
+		if (ours)
+			add_found(f, ifindex, ifname, FG_FOUND_COMPONENT, mode, li.prog_id,
+				  dispatcher_id);
+	}
 }
 
 /* The program prog_id attached to ifindex in mode: floodgate, a
@@ -144,7 +175,7 @@ static void consider(struct fg_found *f, int ifindex, const char *ifname, __u32 
 	if (!strcmp(info.name, FG_PROG_NAME))
 		add_found(f, ifindex, ifname, FG_FOUND_NETLINK, mode, prog_id, 0);
 	else if (!strcmp(info.name, "xdp_dispatcher"))
-		add_components(f, ifindex, ifname, mode);
+		add_components(f, ifindex, ifname, mode, prog_id);
 }
 
 /* Which of the programs found directly on a device a bpf_link holds. Links
@@ -228,10 +259,45 @@ static bool same_dir(const char *a, const char *b)
 	return !strcmp(a, b);
 }
 
+/* The interfaces of the filter whose fg_ctl is ctl_id to the front of f; how many. */
+static int move_to_front(struct fg_found *f, __u32 ctl_id)
+{
+	int front = 0;
+
+	for (int i = 0; i < f->n; i++) {
+		if (f->at[i].ctl_id != ctl_id)
+			continue;
+		if (i != front) {
+			struct fg_found_if t = f->at[front];
+
+			f->at[front] = f->at[i];
+			f->at[i] = t;
+		}
+		front++;
+	}
+	return front;
+}
+
+int fg_found_choose_iface(struct fg_found *f, const char *ifname, int *n, char *why)
+{
+	char seen[FG_WHY_LEN / 2] = "";
+
+	for (int i = 0; i < f->n; i++) {
+		if (!strcmp(f->at[i].ifname, ifname)) {
+			*n = move_to_front(f, f->at[i].ctl_id);
+			return 0;
+		}
+		appendf(seen, sizeof(seen), "%s%s", seen[0] ? ", " : "", f->at[i].ifname);
+	}
+	fg_why(why, "no floodgate program on %s (floodgate runs on: %s)", ifname,
+	       seen[0] ? seen : "none");
+	return -ENOENT;
+}
+
 int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why)
 {
 	char at[PATH_MAX], pinned[FG_WHY_LEN / 2] = "", orphans_s[FG_WHY_LEN / 4] = "";
-	int orphans = 0, front = 0;
+	int orphans = 0;
 	__u32 pick = 0;
 
 	for (int i = 0; i < f->n; i++) {
@@ -257,21 +323,10 @@ int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why)
 	}
 	if (orphans > 1) {
 		fg_why(why, "%d floodgate filters without their pins run here (on %s): cannot tell "
-		       "which one %s was", orphans, orphans_s, dir);
+		       "which one %s was; choose with --interface IF", orphans, orphans_s, dir);
 		return -ENOTUNIQ;
 	}
-	for (int i = 0; i < f->n; i++) {
-		if (f->at[i].ctl_id != pick)
-			continue;
-		if (i != front) {
-			struct fg_found_if t = f->at[front];
-
-			f->at[front] = f->at[i];
-			f->at[i] = t;
-		}
-		front++;
-	}
-	*n = front;
+	*n = move_to_front(f, pick);
 	return 0;
 }
 

@@ -8,9 +8,10 @@
  * Discovery walks the interfaces of the caller's network namespace and asks
  * each for its XDP programs (bpf_xdp_query: native and generic). A program
  * named floodgate is a candidate; so is a floodgate component behind
- * libxdp's dispatcher (fg_xdp_list, xdpattach.h: this VM cannot build a
- * dispatcher, so that branch is written against libxdp 1.3.1 but has not
- * run here). A candidate's maps are its program's map ids, opened by id and
+ * libxdp's dispatcher, found through the tracing (freplace) links that
+ * target the dispatcher, without libxdp and its blocking lock (this VM
+ * cannot build a dispatcher, so that branch is written against libxdp
+ * 1.3.1 but has not run here). A candidate's maps are its program's map ids, opened by id and
  * checked as fg_maps_open checks pinned ones; interfaces whose programs
  * share one fg_ctl map are one filter.
  *
@@ -73,6 +74,11 @@ int fg_discover(struct fg_found *f, char *why);
  * pinned in another dir; -ENOTUNIQ when several have lost their pins.
  */
 int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why);
+
+/* As fg_found_choose, but the filter is the one running on ifname (the
+ * operator's choice, e.g. when several lost their pins); -ENOENT (why)
+ * when floodgate does not run there. */
+int fg_found_choose_iface(struct fg_found *f, const char *ifname, int *n, char *why);
 
 /*
  * The maps of the filter on at, checked as fg_maps_open checks pinned ones:

@@ -62,6 +62,8 @@ static const struct fg_opt global_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', A, pin_dir, "DIR",
 		   "pin dir (default $" FG_PIN_DIR_ENV " or " FG_PIN_DIR_DEFAULT ")"),
 	FG_OPT_BOOL("verbose", 'v', A, verbose, "debug output"),
+	FG_OPT_STR("interface", 'i', A, iface, "IF",
+		   "without a pin dir: the filter running on IF (when several lost their pins)"),
 	FG_OPT_HELP("help for the command"),
 	FG_OPT_END,
 };

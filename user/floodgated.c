@@ -85,6 +85,9 @@ struct daemon {
 	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
 	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
 	struct fg_connd conn;	/* concurrency caps (connd.h) */
+	__u64 max_sources;	/* the maps' size: the file's, or as pinned when adopting */
+	int not_applied;	/* adopting start: the file was refused (-errno), the pinned policy kept */
+	char not_applied_why[FG_WHY_LEN];
 };
 
 static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
@@ -256,6 +259,30 @@ static int refuse_live_daemon(struct fg_maps *m, const char *dir, const char *hi
 	return 0;
 }
 
+/*
+ * Adopting: the maps keep the size they were pinned with (fg_meta), not
+ * the file's max_sources; a file that asks for another size is refused at
+ * apply (apply.c) and the pinned policy stays in force (keep_pinned_policy).
+ */
+static int adopt_pinned_size(struct daemon *d, char *why)
+{
+	struct fg_meta meta;
+	struct fg_maps m;
+	int err = fg_maps_open(&m, d->dir, why);
+
+	if (err)
+		return err;
+	err = fg_meta_read(&m, &meta);
+	fg_maps_close(&m);
+	if (err) {
+		fg_why(why, "%s: reading fg_meta: %s", d->dir, strerror(-err));
+		return err;
+	}
+	if (meta.max_sources)
+		d->max_sources = meta.max_sources;
+	return 0;
+}
+
 /* The pin dir: bpffs, ours, compatible, not in use by a live daemon. */
 static int check_pin_dir(struct daemon *d)
 {
@@ -283,7 +310,9 @@ static int check_pin_dir(struct daemon *d)
 	fg_maps_close(&m);
 	if (err)
 		return err;
-	err = fg_pin_dir_check(d->dir, d->cfg.max_sources, why);
+	err = adopt_pinned_size(d, why);
+	if (!err)
+		err = fg_pin_dir_check(d->dir, d->max_sources, why);
 	if (!err)
 		return 0;
 fail:
@@ -298,9 +327,9 @@ static int size_maps(struct daemon *d)
 	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
 	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
-					    fg_src4_sets(d->cfg.max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->cfg.max_sources)))
-		pr_warn("max_sources %llu: %s", (unsigned long long)d->cfg.max_sources,
+					    fg_src4_sets(d->max_sources))) ||
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->max_sources)))
+		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources,
 			strerror(-err));
 	return err;
 }
@@ -334,12 +363,39 @@ static int load_skel(struct daemon *d)
 	return err;
 }
 
+/*
+ * An adopting start whose file cannot be applied: the pinned policy stays
+ * in force and the daemon comes up to tend it, saying why once here, in
+ * fg_meta's reload fields and so in `floodgate status`; a `floodgate
+ * reload` of a fixed file applies it (issue 8: the adopting path must
+ * never be worse than the fresh one).
+ */
+static int keep_pinned_policy(struct daemon *d, int err, const char *why, __u32 slot0)
+{
+	struct fg_policy pol;
+	struct fg_ctl c1;
+	__u64 version = 0;
+	/* a failure after the slot flip leaves the file's policy in force */
+	bool flipped = !fg_ctl_read(&d->maps, &c1) && c1.slot != slot0;
+
+	if (!fg_policy_read_active(&d->maps, &pol))
+		version = pol.version;
+	d->not_applied = err;
+	snprintf(d->not_applied_why, sizeof(d->not_applied_why), "%s; policy version %llu %s",
+		 why[0] ? why : strerror(-err), (unsigned long long)version,
+		 flipped ? "from the file is in force" : "from the pinned state stays in force");
+	pr_warn("%s was NOT applied: %s; fix the file and run 'floodgate reload'", d->o.config,
+		d->not_applied_why);
+	return 0;
+}
+
 /* Lock the loaded pin dir, then fg_ctl and the policy; the lock is held
  * until attach_all is done. From here on the pin dir is ours (started). */
 static int lock_and_apply(struct daemon *d)
 {
 	char why[FG_WHY_LEN] = "";
 	struct fg_inforce was;
+	struct fg_ctl c0;
 	int err;
 
 	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
@@ -364,8 +420,12 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
+	if (fg_ctl_read(&d->maps, &c0))
+		c0.slot = ~0u;
 	err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
-	if (err)
+	if (err && d->pin_dir_existed)
+		err = keep_pinned_policy(d, err, why, c0.slot);
+	else if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
 		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
@@ -386,6 +446,9 @@ static void log_attached(const struct fg_iface *ifc)
 	if (ifc->severed)
 		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
 			ifc->name);
+	if (ifc->repinned)
+		pr_info("%s: our link was pinned as " FG_LINK_PREFIX "%s (the interface was renamed); "
+			"re-pinned as " FG_LINK_PREFIX "%s", ifc->name, ifc->pinned_as, ifc->conf);
 	if (ifc->adopted)
 		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
 	else
@@ -402,7 +465,9 @@ static void log_stale_link(const char *ifname, int err)
 
 static void fill_meta(struct daemon *d, struct fg_meta *meta)
 {
-	__u32 seq = fg_meta_read(&d->maps, meta) ? 0 : meta->reload_seq;
+	bool found = !fg_meta_read(&d->maps, meta);
+	__u32 seq = found ? meta->reload_seq : 0;
+	__u32 file_mode = found && d->not_applied ? meta->file_mode : (__u32)d->cfg.mode;
 
 	memset(meta, 0, sizeof(*meta));
 	/* `floodgate reload` waits for a change: never back to a number seen */
@@ -411,8 +476,15 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	meta->abi = FG_ABI_VERSION;
 	meta->pid = getpid();
 	meta->started = time(NULL);
-	meta->max_sources = d->cfg.max_sources;
-	meta->file_mode = (__u32)d->cfg.mode;	/* as the apply just stored it */
+	meta->max_sources = d->max_sources;
+	meta->file_mode = file_mode;	/* as the apply just stored it, or as pinned */
+	if (d->not_applied) {
+		/* what `floodgate status` shows until a reload applies the file */
+		meta->reload_err = (__u32)-d->not_applied;
+		meta->reload_done = (__u64)time(NULL);
+		snprintf(meta->reload_msg, sizeof(meta->reload_msg), "%.*s",
+			 (int)sizeof(meta->reload_msg) - 1, d->not_applied_why);
+	}
 	meta->n_ifs = d->n_ifs;
 	for (int i = 0; i < d->n_ifs; i++) {
 		meta->ifs[i].ifindex = d->ifs[i].ifindex;
@@ -593,7 +665,8 @@ static void watch_ifaces(struct daemon *d)
 
 			if (ifc->change & FG_IF_LOST)
 				pr_warn("%s: interface deleted: the filter is detached from it; "
-					"will attach again when it returns", ifc->name);
+					"will attach again when an interface named %s (the "
+					"configured name) appears", ifc->name, ifc->conf);
 			if (ifc->change & FG_IF_BACK)
 				pr_info("%s: interface is back (ifindex %d): attached again",
 					ifc->name, ifc->ifindex);
@@ -757,6 +830,7 @@ static void do_reload(struct daemon *d)
 	snprintf(msg, sizeof(msg), "policy version %llu active", (unsigned long long)ncfg.pol.version);
 	pr_info("reload: %s", msg);
 	report_reload(d, 0, msg);
+	d->not_applied = 0;
 	fg_config_free(&d->cfg);
 	d->cfg = ncfg;
 out:
@@ -789,9 +863,14 @@ static void rest(struct daemon *d, const struct timespec *tick_len)
 
 static void serve(struct daemon *d)
 {
-	pr_info("%s policy version %llu from %s on %d interface(s), pin dir %s (pid %d)",
-		d->pin_dir_existed ? "adopted pinned state;" : "started;",
-		(unsigned long long)d->cfg.pol.version, d->o.config, d->n_ifs, d->dir, getpid());
+	if (d->not_applied)
+		pr_warn("adopted pinned state; %s NOT applied, the pinned policy in force, on %d "
+			"interface(s), pin dir %s (pid %d)", d->o.config, d->n_ifs, d->dir, getpid());
+	else
+		pr_info("%s policy version %llu from %s on %d interface(s), pin dir %s (pid %d)",
+			d->pin_dir_existed ? "adopted pinned state;" : "started;",
+			(unsigned long long)d->cfg.pol.version, d->o.config, d->n_ifs, d->dir,
+			getpid());
 	sd_notify(0, "READY=1");
 	fg_daemonize_done(&d->notify_fd, 0);
 	while (!stop_signal) {
@@ -880,6 +959,7 @@ int main(int argc, char **argv)
 	}
 	if ((err = setup_signals()) || (err = load_first_config(d)))
 		goto cleanup;
+	d->max_sources = d->cfg.max_sources;
 	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)))
 		goto cleanup;
 	d->skel = floodgate_bpf__open();
