@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
