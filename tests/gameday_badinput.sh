@@ -62,7 +62,8 @@ ctl_dump() { bpftool map dump pinned "$1/fg_ctl" 2>&1; }
 state() {
 	{
 		ctl_dump "$1"
-		"$FG" --pin-dir "$1" status 2>&1 | grep -vE '^sources:'
+		# what runs; not the note that the last file was refused (a refused reload sets it)
+		"$FG" --pin-dir "$1" status 2>&1 | grep -vE '^sources:|was NOT applied: '
 	}
 }
 

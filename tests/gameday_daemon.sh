@@ -246,6 +246,11 @@ else
 	v0=$(version)
 	sed -i 's|rate: 100/s|rate: 200/s|' "$GD_TMP/slow.yaml"
 	kill -STOP "$FG_DPID"
+	# a signal is delivered asynchronously: wait until the kernel shows it stopped
+	for _ in $(seq 100); do
+		[ "$(awk '{print $3}' "/proc/$FG_DPID/stat" 2>/dev/null)" = T ] && break
+		sleep 0.02
+	done
 	st=$(status_of); stj=$(status_of --json)
 	printf '%s\n' "$st" > "$GD_TMP/status.txt"	# status text may hold quotes: grep a file
 	expect "SIGSTOP: status says the daemon is stopped" \
