@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The data-path test fixture: load, policies, frames, counters; see dp.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
