@@ -21,13 +21,7 @@ if [ "$GD_LONG" = 1 ]; then RELOAD_KILLS="0 0.001 0.002 0.005 0.01 0.02 0.05 0.1
 
 gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
-gd_policy base <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_flood base
 
 # flood_start SECONDS: one source flooding dport 9 in the background
 flood_start() {

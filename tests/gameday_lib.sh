@@ -53,6 +53,18 @@ gd_policy() {
 	{ echo "interfaces: [gdr0]"; cat; } > "$GD_TMP/$1.yaml"
 }
 
+# gd_policy_flood NAME: the drills' common policy, one rule "flood" of
+# 100/s per source (burst 100) on udp dport 9.
+gd_policy_flood() {
+	gd_policy "$1" <<'YAML'
+max_sources: 4096
+rules:
+  - name: flood
+    match: {proto: udp, dport: 9}
+    per_source: {rate: 100/s, burst: 100}
+YAML
+}
+
 # gd_start POLICY [PIN] [floodgated args]: floodgated in rx, foreground,
 # log in $GD_TMP/POLICY.log, PID in FG_DPID; waits until it is up.
 gd_start() {

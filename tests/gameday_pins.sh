@@ -35,13 +35,7 @@ NS_RX=$(fg_ns_name rx)
 ip netns exec "$NS_RX" ethtool -K gdr0 gro on > /dev/null ||
 	{ bad "setup: GRO on gdr0 (ethtool)"; fg_finish; }
 
-gd_policy base <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_flood base
 
 # the CLI in rx, on the current pin dir
 fgc() { inrx "$FG" --pin-dir "$GD_PIN" "$@"; }
