@@ -378,6 +378,22 @@ int dp_outcome(struct dp *d, __u32 *row, __u32 *out)
 	return found == 1 ? 0 : -1;
 }
 
+int dp_outcome_of(struct dp *d, const struct pkt_spec *s, __u32 *row, int *verdict)
+{
+	__u32 r = 0, o = 0;
+	int v;
+
+	dp_outcome(d, &r, &o);	/* snapshot */
+	v = dp_send(d, s);
+	if (verdict)
+		*verdict = v;
+	if (dp_outcome(d, &r, &o))
+		return -1;
+	if (row)
+		*row = r;
+	return (int)o;
+}
+
 __u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out)
 {
 	struct fg_stats s;

@@ -1329,20 +1329,31 @@ static void test_admission(void)
 	fg_config_free(&cfg);
 }
 
+/* cfg as `floodgate check` prints it, in a string to free; NULL (a
+ * failed check) if the stream cannot be opened. */
+static char *printed(const struct fg_config *cfg)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return NULL;
+	fg_config_print(f, cfg);
+	fclose(f);
+	return out;
+}
+
 static void test_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
 	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "eth0", "interfaces");
 	ASSERT_STR_CONTAINS(out, "shadow", "mode");
 	ASSERT_STR_CONTAINS(out, "1048576", "table size");
@@ -1361,11 +1372,9 @@ static void test_print(void)
 	if (!ASSERT_OK(parse_ok("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
 				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg), "parse cap"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "concurrency: 1 capped rules; reconcile every 10 s", "globals");
 	ASSERT_STR_CONTAINS(out, "concurrency 7 connections per source, handshake_timeout 2000 ms; "
 			    "counts TCP to ports 80,30000-40000", "the cap");
@@ -1702,8 +1711,6 @@ static void test_fleet_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
 	if (!ASSERT_OK(parse_ok("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
 				"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
@@ -1711,11 +1718,9 @@ static void test_fleet_print(void)
 				"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
 				&cfg), "parse"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_TRUE(strstr(out, "s3cret") == NULL, "the password is never printed");
 	ASSERT_STR_CONTAINS(out, "(with a password)", "but that there is one");
 	ASSERT_STR_CONTAINS(out, "node web-17, key prefix floodgate", "node and prefix");
@@ -1737,11 +1742,9 @@ static void test_fleet_print(void)
 	out = NULL;
 	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
 	free(out);
 	fg_config_free(&cfg);
@@ -1933,16 +1936,12 @@ static void test_shed_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
 	if (!ASSERT_OK(parse_ok(SHED_POLICY, &cfg), "parse"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "pools (2):", "the pools");
 	ASSERT_STR_CONTAINS(out, "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
 			    "syn: its figures and rules");
@@ -1963,11 +1962,9 @@ static void test_shed_print(void)
 	out = NULL;
 	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
 	ASSERT_STR_CONTAINS(out, "shedding:    off", "no shedding");
 	ASSERT_TRUE(strstr(out, ", tier ") == NULL, "no rule prints a tier");
