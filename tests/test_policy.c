@@ -1344,14 +1344,20 @@ static char *printed(const struct fg_config *cfg)
 	return out;
 }
 
+/* yaml parsed into *cfg (checked as what) and printed: printed(). */
+static char *parse_print(const char *yaml, struct fg_config *cfg, const char *what)
+{
+	if (!ASSERT_OK(parse_ok(yaml, cfg), what))
+		return NULL;
+	return printed(cfg);
+}
+
 static void test_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
-		return;
-	out = printed(&cfg);
+	out = parse_print(spec_policy, &cfg, "parse");
 	if (!out)
 		return;
 	ASSERT_STR_CONTAINS(out, "eth0", "interfaces");
@@ -1369,10 +1375,8 @@ static void test_print(void)
 	fg_config_free(&cfg);
 
 	/* a cap, with the note about the ephemeral port range */
-	if (!ASSERT_OK(parse_ok("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
-				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg), "parse cap"))
-		return;
-	out = printed(&cfg);
+	out = parse_print("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
+				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg, "parse cap");
 	if (!out)
 		return;
 	ASSERT_STR_CONTAINS(out, "concurrency: 1 capped rules; reconcile every 10 s", "globals");
@@ -1740,9 +1744,7 @@ static void test_fleet_print(void)
 	fg_config_free(&cfg);
 	/* without fleet: says so */
 	out = NULL;
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
-		return;
-	out = printed(&cfg);
+	out = parse_print(spec_policy, &cfg, "spec policy");
 	if (!out)
 		return;
 	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
@@ -1937,9 +1939,7 @@ static void test_shed_print(void)
 	struct fg_config cfg;
 	char *out = NULL;
 
-	if (!ASSERT_OK(parse_ok(SHED_POLICY, &cfg), "parse"))
-		return;
-	out = printed(&cfg);
+	out = parse_print(SHED_POLICY, &cfg, "parse");
 	if (!out)
 		return;
 	ASSERT_STR_CONTAINS(out, "pools (2):", "the pools");
@@ -1960,9 +1960,7 @@ static void test_shed_print(void)
 	free(out);
 	fg_config_free(&cfg);
 	out = NULL;
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
-		return;
-	out = printed(&cfg);
+	out = parse_print(spec_policy, &cfg, "spec policy");
 	if (!out)
 		return;
 	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
