@@ -69,6 +69,15 @@ static void file_policy(void)
 	ASSERT_OK(dp_apply(&D), "apply");
 }
 
+/* setup() with file_policy() applied. */
+static int setup_file(void)
+{
+	if (setup())
+		return -1;
+	file_policy();
+	return 0;
+}
+
 /* The longest runtime prefix decides, over the file's lists, both ways. */
 static void test_longest_prefix_over_file(void)
 {
@@ -76,9 +85,8 @@ static void test_longest_prefix_over_file(void)
 	__u32 row;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	s = udp4("10.2.0.1");
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "no runtime entries: the file denies 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.2.0.0/16", FG_LIST_ALLOW, 0), "runtime allow 10.2/16");
@@ -131,9 +139,8 @@ static void test_expiry_in_the_program(void)
 	unsigned int removed = 9;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, t + 2 * NS), "deny 10.1/16 for 2 s");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.3.0/24", FG_LIST_ALLOW, t + NS), "allow 10.1.3/24 for 1 s");
@@ -183,9 +190,8 @@ static void test_expired_walk_bounded(void)
 	__u64 t;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, 0), "live deny /16");
 	for (int plen = 32; plen > 32 - (FG_RT_DEPTH - 1); plen--) {
@@ -210,9 +216,8 @@ static void test_rt_active_gates_lookup(void)
 	struct pkt_spec s = udp4("10.1.7.7");
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	ASSERT_OK(dp_rt_raw(&D, &e), "entry straight into fg_rt4, rt_active left 0");
 	ASSERT_EQ(dp_rt_active(&D), 0, "rt_active 0");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "rt_active 0: not looked up, the file's allow");
@@ -233,9 +238,8 @@ static void test_bound(void)
 	bool updated;
 	__u64 t;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_fill4(&D, FG_RT_MAX - 1, FG_LIST_DENY), "fill FG_RT_MAX - 1 IPv4 entries");
 	ASSERT_OK(dp_rt_add(&D, &RT, "203.0.113.0/24", FG_LIST_DENY, t + NS), "entry FG_RT_MAX (expires)");
@@ -276,9 +280,8 @@ static void test_shadow(void)
 	__u32 row;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_SHADOW), "file mode shadow");
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "counted as rt_deny in shadow");
@@ -301,9 +304,8 @@ static void test_ipv6(void)
 	__u64 t;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	s = udp6("2001:db8:bad:1::9");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "the file denies 2001:db8::/32");
@@ -332,9 +334,8 @@ static void test_api(void)
 	bool updated, expired;
 	__u64 t;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.0/24", FG_LIST_DENY, t + 5 * NS), "deny for 5 s");
 	e = dp_rt_entry("192.0.2.0/24", FG_LIST_DENY, t + 10 * NS, "longer");
