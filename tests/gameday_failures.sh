@@ -115,12 +115,7 @@ fi
 # in it (and in rx for the network).
 sed 's/max_sources: 4096/max_sources: 1024/' "$GD_TMP/base.yaml" > "$GD_TMP/nobpffs.yaml"
 PRIV_PIN=$(fg_pin private)
-unshare -m --propagation private sh -c '
-	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
-	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
-	sh "$GD_NSRX" "$FGD" "$GD_TMP/nobpffs.yaml" "$PRIV_PIN" > "$GD_TMP/nobpffs.log" 2>&1 &
-fg_bg_adopt "$!"
-PRIV_DPID=$FG_BG_PID
+gd_start_nobpffs "$GD_TMP/nobpffs.yaml" "$PRIV_PIN" "$GD_TMP/nobpffs.log"
 up=0
 for _ in $(seq 50); do
 	grep -q "started;" "$GD_TMP/nobpffs.log" && { up=1; break; }

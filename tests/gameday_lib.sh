@@ -65,6 +65,18 @@ rules:
 YAML
 }
 
+# gd_start_nobpffs FILE PIN LOG: floodgated in a private mount namespace
+# without bpffs (and in rx for the network), foreground, log in LOG; its
+# PID in PRIV_DPID. Does not wait.
+gd_start_nobpffs() {
+	unshare -m --propagation private sh -c '
+	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
+	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
+	sh "$GD_NSRX" "$FGD" "$1" "$2" > "$3" 2>&1 &
+	fg_bg_adopt "$!"
+	PRIV_DPID=$FG_BG_PID
+}
+
 # gd_start POLICY [PIN] [floodgated args]: floodgated in rx, foreground,
 # log in $GD_TMP/POLICY.log, PID in FG_DPID; waits until it is up.
 gd_start() {

@@ -174,12 +174,7 @@ fi
 # unmounts it (lazily: the daemon holds its pin dir open)
 PRIV_PIN=$(fg_pin private); PLOG=$GD_TMP/private.log
 FG_LOGS+=("$PLOG")
-unshare -m --propagation private sh -c '
-	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
-	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
-	sh "$GD_NSRX" "$FGD" "$GD_TMP/base.yaml" "$PRIV_PIN" > "$PLOG" 2>&1 &
-fg_bg_adopt "$!"
-PRIV_DPID=$FG_BG_PID
+gd_start_nobpffs "$GD_TMP/base.yaml" "$PRIV_PIN" "$PLOG"
 if fg_wait_for "$PLOG" "started;" 50; then
 	inmnt() { nsenter --mount="/proc/$PRIV_DPID/ns/mnt" "$@"; }
 	inmnt umount -l /sys/fs/bpf
