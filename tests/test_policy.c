@@ -1074,24 +1074,33 @@ static const struct bad {
 	{ "concurrency: 10s\n", 1, 14, "concurrency: expected a mapping" },
 };
 
+/* c->yaml parsed into *cfg (poisoned first) fails with -EINVAL at c's line
+ * and column, saying c->msg (checked as name); true if it failed at all,
+ * so the caller can check that nothing is left behind. */
+static bool fails_as(const struct bad *c, const char *name, struct fg_config *cfg)
+{
+	struct fg_err err;
+
+	memset(cfg, 0xa5, sizeof(*cfg));
+	if (!ASSERT_EQ(parse(c->yaml, cfg, &err), -EINVAL, name))
+		return false;
+	ASSERT_EQ(err.line, c->line, name);
+	ASSERT_EQ(err.col, c->col, name);
+	ASSERT_STR_CONTAINS(err.msg, c->msg, name);
+	return true;
+}
+
 static void test_bad_policies(void)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[64];
-		int r;
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "bad[%zu] line %d", i, bad[i].line);
-		r = parse(bad[i].yaml, &cfg, &err);
-		if (!ASSERT_EQ(r, -EINVAL, name))
+		if (!fails_as(&bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, bad[i].line, name);
-		ASSERT_EQ(err.col, bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
 	}
 }
@@ -1695,16 +1704,11 @@ static void test_fleet_bad(void)
 {
 	for (size_t i = 0; i < sizeof(fleet_bad) / sizeof(fleet_bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[96];
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "fleet_bad[%zu] (%s)", i, fleet_bad[i].msg);
-		if (!ASSERT_EQ(parse(fleet_bad[i].yaml, &cfg, &err), -EINVAL, name))
+		if (!fails_as(&fleet_bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, fleet_bad[i].line, name);
-		ASSERT_EQ(err.col, fleet_bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, fleet_bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && !cfg.has_fleet, "no partial result");
 		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
 	}
@@ -1867,7 +1871,7 @@ static void test_shed_absent(void)
 
 #define P1 "pools:\n  - {name: p, rate: 100/s, burst: 100, reserve: 20%}\n"
 #define TR "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n"
-static const struct { const char *yaml; int line, col; const char *msg; } shed_bad[] = {
+static const struct bad shed_bad[] = {
 	/* pools */
 	{ "pools: {name: p}\n", 1, 8, "pools: expected a list" },
 	{ "pools:\n  - {rate: 1/s, burst: 1}\n", 2, 5, "pool without a name" },
@@ -1917,16 +1921,11 @@ static void test_shed_bad(void)
 {
 	for (size_t i = 0; i < sizeof(shed_bad) / sizeof(shed_bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[128];
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "shed_bad[%zu] (%s)", i, shed_bad[i].msg);
-		if (!ASSERT_EQ(parse(shed_bad[i].yaml, &cfg, &err), -EINVAL, name))
+		if (!fails_as(&shed_bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, shed_bad[i].line, name);
-		ASSERT_EQ(err.col, shed_bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, shed_bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
 			    !cfg.has_shedding, "no partial result");
 	}
