@@ -133,8 +133,7 @@ struct {
 	__type(value, struct fg_set4);
 } fg_src4 SEC(".maps");
 
-/* Per-source buckets, IPv6 (prefix-grouped). LRU: eviction is made
- * harmless by the admission limit on new keys (see fg_admit_new). */
+/* Per-source buckets, IPv6 (prefix-grouped). LRU: the eviction invariant, floodgate.h. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -277,16 +276,7 @@ static __always_inline struct fg_bucket *fg_agg_bucket(__u32 idx)
 	return a ? &a->b : NULL;
 }
 
-/*
- * The eviction invariant. New source keys are admitted through one GCRA
- * bucket (policy.ins) whose rate userspace sets to
- *	R_ins = (max_sources - LRU slack) / (2 * T_refill)
- * T_refill being the longest time any rule's per-source bucket needs to
- * refill from empty (burst / rate). At most R_ins keys enter per second, so
- * an LRU entry survives at least 2 * T_refill after its last use before
- * churn can evict it; by then its bucket is full again and re-creating it
- * gives nothing away. Sources refused here are charged per on_full.
- */
+/* The admission limit on new source keys: the eviction invariant, floodgate.h. */
 static __always_inline int fg_admit_new(const struct fg_policy *pol,
 					__u64 now, struct fg_verd *v)
 {
@@ -302,14 +292,9 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 }
 
 /*
- * A source's way in fg_src4 (struct fg_set4): its own if it has one. Else
- * it may take, through the admission limit, an empty way or the way whose
- * bucket is full (tat <= now) and oldest: evicting a full bucket gives
- * nothing away (the invariant), and taking the oldest makes the set an
- * LRU, so that under a spoofed spray, whose claims the admission limit
- * bounds to about 8 / (2 T_refill) per set per second, a client that keeps
- * sending keeps its way. Returns the way, or -1 (counted) when there is
- * none to take.
+ * A source's way in fg_src4: its own, else (through the admission limit)
+ * an empty way or the oldest full one (the eviction invariant, floodgate.h).
+ * Returns the way, or -1 (counted) when there is none to take.
  */
 static __always_inline int fg_src4_way_in(const struct fg_policy *pol,
 					  struct fg_set4 *set, __u64 key,
@@ -654,19 +639,18 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			} else {
 				v->ev |= 1u << FG_EV_OVERFLOW;
 				a = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_IDS - 1)));
-				if (a) {
-					tat = &a->tat;
-					drops = &a->drops;
-				}
+				if (a)
+					tat = &a->tat;	/* its drops word is not counted: fg_agg */
 				lim = &r->ovf;
 			}
 		}
-		if (tat && drops) {
+		if (tat) {
 			rc = fg_gcra_spend(tat, now, lim->inc * cost, lim->tau);
 			if (rc != 1) {
 				if (rc < 0)
 					v->ev |= 1u << FG_EV_CONTENDED;
-				fg_sample_drop(drops, v, shadow);
+				if (drops)	/* the source's own, which top ranks by */
+					fg_sample_drop(drops, v, shadow);
 				return 0;
 			}
 			spent = lim->inc * cost;
@@ -684,7 +668,6 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			/* the source did not get to send: give its tokens back */
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
-			fg_sample_drop(&a->drops, v, shadow);
 			return 0;
 		}
 	}

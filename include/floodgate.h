@@ -534,6 +534,15 @@ struct fg_dir4 {
  * Memory: 24 bytes per way (key, tat, drops), against ~88 for a kernel hash
  * element. IPv6 keys (up to 16 bytes + rule) do not fit one CAS word and
  * stay in an LRU hash behind the admission limit (fg_policy.ins).
+ *
+ * The admission limit: new source keys enter through one GCRA bucket
+ * (fg_policy.ins) whose rate userspace sets to
+ *	R_ins = (max_sources - LRU slack) / (2 * T_refill),
+ * T_refill being the longest time any rule's per-source bucket needs to
+ * refill from empty (burst / rate). At most R_ins keys enter per second,
+ * so an LRU entry survives at least 2 * T_refill after its last use before
+ * churn can evict it; by then its bucket is full again and re-creating it
+ * gives nothing away. Sources refused are charged per on_full.
  */
 #define FG_WAYS4	8
 #define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
@@ -587,7 +596,10 @@ struct fg_bucket {
 };
 
 /* Aggregate, overflow, admission and pool buckets live in one array, a
- * cache line each so rules do not share lines; two per pool id. */
+ * cache line each so rules do not share lines; two per pool id. Only
+ * their tat is used: nothing reads their drops word, so the drop path
+ * does not write it (no atomic add on the most shared line); the exact
+ * drop totals are the per-rule counters. */
 #define FG_AGG_IDX(id)	(id)
 #define FG_OVF_IDX(id)	(FG_MAX_IDS + (id))
 #define FG_INS_IDX	(2 * FG_MAX_IDS)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The data-path test fixture: load, policies, frames, counters; see dp.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -375,6 +376,22 @@ int dp_outcome(struct dp *d, __u32 *row, __u32 *out)
 		d->snap[r] = s;
 	}
 	return found == 1 ? 0 : -1;
+}
+
+int dp_outcome_of(struct dp *d, const struct pkt_spec *s, __u32 *row, int *verdict)
+{
+	__u32 r = 0, o = 0;
+	int v;
+
+	dp_outcome(d, &r, &o);	/* snapshot */
+	v = dp_send(d, s);
+	if (verdict)
+		*verdict = v;
+	if (dp_outcome(d, &r, &o))
+		return -1;
+	if (row)
+		*row = r;
+	return (int)o;
 }
 
 __u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out)

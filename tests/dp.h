@@ -81,6 +81,9 @@ int dp_send(struct dp *d, const struct pkt_spec *s);	/* returns XDP verdict or -
 int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out);
 /* Which (row, outcome) changed since the last call; -1 if none or several. */
 int dp_outcome(struct dp *d, __u32 *row, __u32 *out);
+/* Sends s; the one outcome it was counted under (its row in *row, its
+ * verdict in *verdict; either may be NULL), or -1. */
+int dp_outcome_of(struct dp *d, const struct pkt_spec *s, __u32 *row, int *verdict);
 __u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out);
 __u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev);
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b);

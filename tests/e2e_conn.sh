@@ -22,11 +22,8 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_init --root "$FGD" "$FG"
+fg_init --root --pin conn "$FGD" "$FG"
 
-PIN=$(fg_pin conn)
-DLOG=$FG_TMP/daemon.log
-export FLOODGATE_PIN_DIR=$PIN
 PORT=$((20000 + $$ % 20000))
 MPORT=$((PORT + 1))
 CAP=10

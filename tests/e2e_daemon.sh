@@ -9,11 +9,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_init --root "$FGD" "$FG"
-
-PIN=$(fg_pin daemon)
-DLOG=$FG_TMP/daemon.log
-export FLOODGATE_PIN_DIR=$PIN
+fg_init --root --pin daemon "$FGD" "$FG"
 
 # a (sender) and b (floodgated's side), veth v0 <-> v1
 if ! { fg_ns_create a && fg_ns_create b && fg_veth_create a v0 b v1 &&

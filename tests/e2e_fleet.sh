@@ -21,8 +21,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root "$FGD" "$FG" "$FGEN"
-fl_require_redis
+fl_init "$FGD" "$FG" "$FGEN"
 
 RATE=1000; BURST=1000		# the fleet rule, packets
 IVAL_S=0.2			# lease_interval: the default, 200ms

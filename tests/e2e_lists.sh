@@ -13,11 +13,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_init --root "$FGD" "$FG" "$FGEN"
-
-PIN=$(fg_pin lists)
-DLOG=$FG_TMP/daemon.log
-export FLOODGATE_PIN_DIR=$PIN
+fg_init --root --pin lists "$FGD" "$FG" "$FGEN"
 
 # a (senders) and b (floodgated's side), veth v0 <-> v1
 if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&

@@ -14,12 +14,9 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
-fg_init --root "$FGD" "$FG" "$FGEN"
+fg_init --root --pin shed "$FGD" "$FG" "$FGEN"
 
-PIN=$(fg_pin shed)
-DLOG=$FG_TMP/daemon.log
 SIG=$FG_TMP/signal
-export FLOODGATE_PIN_DIR=$PIN
 export FLOODGATE_RUN_DIR=$FG_TMP	# the shedder's state file, removed with FG_TMP
 
 fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&

@@ -7,6 +7,7 @@
 # status --json`.
 #
 #   fl_require_redis                 skip the whole script without redis-server
+#   fl_init BIN...                   fg_init --root BIN... and fl_require_redis
 #   fl_redis_unix SOCK               redis-server on a Unix socket (PID in FL_REDIS_PID)
 #   fl_redis_tcp NS ADDR PORT        redis-server inside namespace NS on ADDR:PORT
 #   fl_redis_restart                 start it again as it was (empty: no persistence)
@@ -24,6 +25,12 @@ FL_REDIS_ARGS=()	# how it was started, for fl_redis_restart
 FL_REDIS_NS=		# "" = the test's own namespace
 FL_CLI=()
 FL_REDIS_LOG=
+
+# fl_init BIN...: fg_init --root BIN..., then fl_require_redis
+fl_init() {
+	fg_init --root "$@"
+	fl_require_redis
+}
 
 fl_require_redis() {
 	local b

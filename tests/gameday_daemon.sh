@@ -53,20 +53,26 @@ version() { status_of | sed -nE 's/^policy: +version ([0-9]+).*/\1/p'; }
 cat > "$GD_TMP/loris.py" <<'PY'
 import errno, json, os, socket, sys, time
 
-def scrape(src, port, timeout):
-    # one GET /metrics from source address src: "ok MS BYTES" or "fail MS WHY"
-    t0 = time.monotonic()
+def get(port, timeout, src=None):
+    # one GET /metrics (from source address src if given): the whole answer
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(src, 0) if src else None)
     try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
-                                     source_address=(src, 0))
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         data = b""
         while True:
             b = s.recv(65536)
             if not b:
-                break
+                return data
             data += b
+    finally:
         s.close()
+
+def scrape(src, port, timeout):
+    # one GET /metrics from source address src: "ok MS BYTES" or "fail MS WHY"
+    t0 = time.monotonic()
+    try:
+        data = get(port, timeout, src)
     except OSError as e:
         print("fail %d %s" % ((time.monotonic() - t0) * 1000, e))
         return 1
@@ -125,14 +131,7 @@ def loris(port, out, secs, groups):
 def page(port, pattern):
     # the value of the first metrics line starting with pattern, or "none"
     try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=2)
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
+        data = get(port, 2)
     except OSError:
         data = b""
     for line in data.decode(errors="replace").splitlines():

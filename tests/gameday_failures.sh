@@ -21,13 +21,7 @@ if [ "$GD_LONG" = 1 ]; then RELOAD_KILLS="0 0.001 0.002 0.005 0.01 0.02 0.05 0.1
 
 gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
-gd_policy base <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_flood base
 
 # flood_start SECONDS: one source flooding dport 9 in the background
 flood_start() {
@@ -121,12 +115,7 @@ fi
 # in it (and in rx for the network).
 sed 's/max_sources: 4096/max_sources: 1024/' "$GD_TMP/base.yaml" > "$GD_TMP/nobpffs.yaml"
 PRIV_PIN=$(fg_pin private)
-unshare -m --propagation private sh -c '
-	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
-	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
-	sh "$GD_NSRX" "$FGD" "$GD_TMP/nobpffs.yaml" "$PRIV_PIN" > "$GD_TMP/nobpffs.log" 2>&1 &
-fg_bg_adopt "$!"
-PRIV_DPID=$FG_BG_PID
+gd_start_nobpffs "$GD_TMP/nobpffs.yaml" "$PRIV_PIN" "$GD_TMP/nobpffs.log"
 up=0
 for _ in $(seq 50); do
 	grep -q "started;" "$GD_TMP/nobpffs.log" && { up=1; break; }

@@ -25,8 +25,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root "$FGD" "$FG" "$FGEN"
-fl_require_redis
+fl_init "$FGD" "$FG" "$FGEN"
 LONG=${FG_GAMEDAY:-0}; [ "$LONG" = 1 ] || LONG=0
 
 RATE=300; BURST=900		# every fleet rule: a burst of 3 s of rate, so a burst shows

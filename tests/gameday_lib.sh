@@ -53,6 +53,30 @@ gd_policy() {
 	{ echo "interfaces: [gdr0]"; cat; } > "$GD_TMP/$1.yaml"
 }
 
+# gd_policy_flood NAME: the drills' common policy, one rule "flood" of
+# 100/s per source (burst 100) on udp dport 9.
+gd_policy_flood() {
+	gd_policy "$1" <<'YAML'
+max_sources: 4096
+rules:
+  - name: flood
+    match: {proto: udp, dport: 9}
+    per_source: {rate: 100/s, burst: 100}
+YAML
+}
+
+# gd_start_nobpffs FILE PIN LOG: floodgated in a private mount namespace
+# without bpffs (and in rx for the network), foreground, log in LOG; its
+# PID in PRIV_DPID. Does not wait.
+gd_start_nobpffs() {
+	unshare -m --propagation private sh -c '
+	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
+	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
+	sh "$GD_NSRX" "$FGD" "$1" "$2" > "$3" 2>&1 &
+	fg_bg_adopt "$!"
+	PRIV_DPID=$FG_BG_PID
+}
+
 # gd_start POLICY [PIN] [floodgated args]: floodgated in rx, foreground,
 # log in $GD_TMP/POLICY.log, PID in FG_DPID; waits until it is up.
 gd_start() {

@@ -35,13 +35,7 @@ NS_RX=$(fg_ns_name rx)
 ip netns exec "$NS_RX" ethtool -K gdr0 gro on > /dev/null ||
 	{ bad "setup: GRO on gdr0 (ethtool)"; fg_finish; }
 
-gd_policy base <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_flood base
 
 # the CLI in rx, on the current pin dir
 fgc() { inrx "$FG" --pin-dir "$GD_PIN" "$@"; }
@@ -180,12 +174,7 @@ fi
 # unmounts it (lazily: the daemon holds its pin dir open)
 PRIV_PIN=$(fg_pin private); PLOG=$GD_TMP/private.log
 FG_LOGS+=("$PLOG")
-unshare -m --propagation private sh -c '
-	while mountpoint -q /sys/fs/bpf; do umount /sys/fs/bpf || exit 3; done
-	exec nsenter --net="$1" "$2" --config "$3" --pin-dir "$4" --foreground' \
-	sh "$GD_NSRX" "$FGD" "$GD_TMP/base.yaml" "$PRIV_PIN" > "$PLOG" 2>&1 &
-fg_bg_adopt "$!"
-PRIV_DPID=$FG_BG_PID
+gd_start_nobpffs "$GD_TMP/base.yaml" "$PRIV_PIN" "$PLOG"
 if fg_wait_for "$PLOG" "started;" 50; then
 	inmnt() { nsenter --mount="/proc/$PRIV_DPID/ns/mnt" "$@"; }
 	inmnt umount -l /sys/fs/bpf

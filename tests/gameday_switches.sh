@@ -378,13 +378,7 @@ gd_stop
 # =========================================================================
 # e. an adopting restart with a file it cannot apply stays up (issue 8 item 2)
 # =========================================================================
-gd_policy sizes <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_flood sizes
 if ! gd_start sizes; then
 	bad "e: floodgated starts: $(tail -3 "$GD_LOG" | one_line 300)"
 else

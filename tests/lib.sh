@@ -8,6 +8,8 @@
 #   fg_init --root "$FGD" "$FG"     # not root, or a binary not built: one
 #                                   # skip, the summary, exit 0; then $FG_TMP,
 #                                   # bpffs mounted, the cleanup trap
+#   fg_init --root --pin NAME ...   # also PIN=$(fg_pin NAME), exported as
+#                                   # FLOODGATE_PIN_DIR, and DLOG (daemon log)
 #   ok MSG | bad MSG [DETAIL] | skip WHAT [WHY]     # counted
 #   check NAME CMD...               # ok when CMD succeeds
 #   check_cmp NAME MEASURED OP EXPECTED     # OP: -eq -ge -gt -le -lt -ne = !=
@@ -148,9 +150,14 @@ fg_require_bins() {
 # fg_init [--root] [BIN...]: the checks above (needs root; each BIN built),
 # then $FG_TMP, bpffs mounted, the cleanup trap
 fg_init() {
+	local pin=
 	if [ "${1:-}" = --root ]; then
 		fg_require_root
 		shift
+	fi
+	if [ "${1:-}" = --pin ]; then
+		pin=$2
+		shift 2
 	fi
 	fg_require_bins "$@"
 	FG_TMP=$(mktemp -d "/tmp/fg-$FG_NAME.XXXXXX") || { bad "$FG_NAME: mktemp"; summary; exit 1; }
@@ -160,6 +167,11 @@ fg_init() {
 	fi
 	fg_ns_trap fg_cleanup
 	FG_T0=$SECONDS
+	if [ -n "$pin" ]; then
+		PIN=$(fg_pin "$pin")
+		DLOG=$FG_TMP/daemon.log
+		export FLOODGATE_PIN_DIR=$PIN
+	fi
 }
 
 # fg_pin NAME: this run's pin dir NAME (removed at cleanup)

@@ -251,6 +251,21 @@ static void close_pairs(struct pairs *p)
 	p->n = 0;
 }
 
+/* A listener on 127.0.0.1:PORT4 (*lfd) and n connections to it, checked
+ * as what; -1 (counted, nothing left open) if either fails. */
+static int local_pairs(struct pairs *p, int n, int *lfd, const char *what)
+{
+	*lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
+	if (!ASSERT_GE(*lfd, 0, "listen"))
+		return -1;
+	if (!ASSERT_OK(open_pairs(p, n, 4, "127.0.0.1", PORT4, *lfd), what)) {
+		close_pairs(p);
+		close(*lfd);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- counting from the tracepoint --------------------------------------- */
 
 /* 30 held, 5 closed by both ends (client first, the usual server reads
@@ -379,11 +394,8 @@ static void test_seed(void)
 	if (conn_up(false))
 		return;
 	key_of(&k, 4, "127.0.0.1");
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen"))
+	if (local_pairs(&p, 10, &lfd, "10 connections"))
 		goto out;
-	if (!ASSERT_OK(open_pairs(&p, 10, 4, "127.0.0.1", PORT4, lfd), "10 connections"))
-		goto close;
 	if (!ASSERT_OK(fg_conn_attach(&C), "attach after the connections"))
 		goto close;
 	ASSERT_EQ(est_of(&k), 0, "not counted before the seed");
@@ -480,11 +492,8 @@ static void test_reconcile_fixes(void)
 		return;
 	key_of(&k, 4, "127.0.0.1");
 	key_of(&ghost, 4, "192.0.2.77");
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen"))
+	if (local_pairs(&p, 3, &lfd, "3 connections"))
 		goto out;
-	if (!ASSERT_OK(open_pairs(&p, 3, 4, "127.0.0.1", PORT4, lfd), "3 connections"))
-		goto close;
 	ASSERT_EQ(est_wait(&k, 3), 3, "count");
 
 	cur = C.ctl->epoch & 1;
@@ -518,7 +527,6 @@ static void test_reconcile_fixes(void)
 
 	close_pairs(&p);
 	ASSERT_EQ(est_wait(&k, 0), 0, "closed after the fixes: exact");
-close:
 	close_pairs(&p);
 	close(lfd);
 out:
@@ -545,11 +553,8 @@ static void test_rekey(void)
 
 		fg_conn_key_of(&k2, 4, a, &c2);
 	}
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen"))
+	if (local_pairs(&p, 4, &lfd, "4 connections"))
 		goto out;
-	if (!ASSERT_OK(open_pairs(&p, 4, 4, "127.0.0.1", PORT4, lfd), "4 connections"))
-		goto close;
 	ASSERT_EQ(est_wait(&k, 4), 4, "count under the old generation");
 	ASSERT_OK(fg_conn_set_caps(&C, &c2, 1, why), "new cap table");
 	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile");
@@ -558,7 +563,6 @@ static void test_rekey(void)
 	ASSERT_EQ(est_of(&k), 0, "old key empty");
 	close_pairs(&p);
 	ASSERT_EQ(est_wait(&k2, 0), 0, "closed: new key back to 0");
-close:
 	close_pairs(&p);
 	close(lfd);
 out:
@@ -824,11 +828,8 @@ static void test_spoofed_flood(void)
 	if (conn_up(true))
 		return;
 	key_of(&k, 4, "127.0.0.1");
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen"))
+	if (local_pairs(&p, 3, &lfd, "3 real connections"))
 		goto out;
-	if (!ASSERT_OK(open_pairs(&p, 3, 4, "127.0.0.1", PORT4, lfd), "3 real connections"))
-		goto close;
 	ASSERT_EQ(est_wait(&k, 3), 3, "real count");
 	for (int i = 0; i < 5000; i++) {
 		char a[32];
@@ -860,7 +861,6 @@ static void test_spoofed_flood(void)
 	}
 	close_pairs(&p);
 	ASSERT_EQ(est_wait(&k, 0), 0, "closed");
-close:
 	close_pairs(&p);
 	close(lfd);
 out:

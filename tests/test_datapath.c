@@ -30,6 +30,16 @@ static int setup(__u32 max_sources)
 	return 0;
 }
 
+/* A fresh program with the one rule r for every packet, applied. */
+static int setup_one(const struct fg_rule *r)
+{
+	if (setup(1024))
+		return -1;
+	dp_rule(&D, r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	return 0;
+}
+
 static struct fg_rule limit_rule(double rate, double burst)
 {
 	struct fg_rule r = { .action = FG_ACT_LIMIT };
@@ -48,22 +58,6 @@ static struct pkt_spec udp6(const char *src, uint16_t dport)
 	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport };
 }
 
-/* Sends s; returns the outcome it was counted under (row in *row). */
-static int outcome_of(const struct pkt_spec *s, __u32 *row, int *verdict)
-{
-	__u32 r = 0, o = 0;
-	int v;
-
-	dp_outcome(&D, &r, &o);	/* snapshot */
-	v = dp_send(&D, s);
-	if (verdict)
-		*verdict = v;
-	if (dp_outcome(&D, &r, &o))
-		return -1;
-	if (row)
-		*row = r;
-	return (int)o;
-}
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -148,10 +142,8 @@ static void test_parse_cases(void)
 	};
 	struct fg_rule r = limit_rule(1000, 1000);
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct parse_case *c = &cases[i];
 		uint8_t buf[4096];
@@ -222,10 +214,8 @@ static void test_truncation(void)
 	struct fg_rule r = limit_rule(1e6, 1e6);
 	int runs = 0;
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		uint8_t full[512], cut[512];
 		int len = pkt_build(&specs[i], full, sizeof(full));
@@ -293,31 +283,31 @@ static void test_outcomes_and_lists(void)
 	dp_apply(&D);
 
 	s = udp4("192.0.2.1", 53);
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_PASS, "first within burst");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_PASS, "first within burst");
 	ASSERT_EQ(row, 0, "counted in rule 0's row");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_PASS, "second within burst");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "third over burst");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_PASS, "second within burst");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "third over burst");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	s = udp4("192.0.2.1", 54);
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_PASS, "other port: unmatched, default pass");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_PASS, "other port: unmatched, default pass");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "unmatched in the global row");
 	s = udp4("10.2.3.4", 53);
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DENY, "denylisted");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "denylisted");
 	ASSERT_EQ(v, XDP_DROP, "deny drops");
 	s = udp4("10.1.3.4", 53);
 	for (int i = 0; i < 5; i++)
-		ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "allowlisted never limited");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "allowlisted never limited");
 	s = (struct pkt_spec){ .family = 4, .src = "10.1.3.4", .proto = 6, .dport = 80 };
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "allow beats a drop rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "allow beats a drop rule");
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.50", .proto = 6, .dport = 80 };
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "drop rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "drop rule");
 	ASSERT_EQ(row, 1, "drop rule's row");
 	s = udp6("2001:db8:bad::1", 53);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DENY, "v6 deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "v6 deny");
 	s = udp6("2001:db8:900d::1", 53);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "v6 allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "v6 allow");
 	s = (struct pkt_spec){ .ethertype = 0x0806 };
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_NONIP, "arp");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_NONIP, "arp");
 	ASSERT_EQ(v, XDP_PASS, "non-IP passes");
 
 	/* bytes are counted with packets */
@@ -330,10 +320,10 @@ static void test_outcomes_and_lists(void)
 	D.pol.default_verdict = FG_DROP;
 	dp_apply(&D);
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 3 };
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_MALFORMED, "malformed");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_MALFORMED, "malformed");
 	ASSERT_EQ(v, XDP_PASS, "malformed: pass");
 	s = udp4("192.0.2.1", 54);
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "unmatched, default drop");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "unmatched, default drop");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "default drop counted globally");
 	dp_close(&D);
 }
@@ -377,7 +367,7 @@ static void test_lists_dir_vs_reference(void)
 		want = best < 0 ? FG_OUT_PASS : pf[best].list == FG_LIST_ALLOW ? FG_OUT_ALLOW : FG_OUT_DENY;
 		snprintf(src, sizeof(src), "%s", inet_ntoa(ia));
 		s = udp4(src, 7);
-		got = outcome_of(&s, NULL, NULL);
+		got = dp_outcome_of(&D, &s, NULL, NULL);
 		wrong += got != want;
 		seen[want == FG_OUT_PASS ? 0 : want == FG_OUT_ALLOW ? 1 : 2]++;
 	}
@@ -420,27 +410,27 @@ static void test_first_match(void)
 	dp_apply(&D);
 
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "syn to 22 hits rule 0");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "syn to 22 hits rule 0");
 	ASSERT_EQ(row, 0, "rule 0");
 	s.tcp_flags = FG_TCP_SYN | FG_TCP_ACK;
 	s.tcp_flags_set = 1;
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "syn+ack falls to rule 1");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "syn+ack falls to rule 1");
 	ASSERT_EQ(row, 1, "rule 1");
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 26 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "port 26 outside the range");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "port 26 outside the range");
 	ASSERT_EQ(row, 1, "rule 1 again");
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 1, .icmp_type = 8 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "echo request");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "echo request");
 	s.icmp_type = 0;
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "echo reply unmatched");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "echo reply unmatched");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "global row");
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 8 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "icmpv6 type 8 is not an IPv4 echo rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "icmpv6 type 8 is not an IPv4 echo rule");
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 17, .sport = 1500 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "v6 sport in range");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "v6 sport in range");
 	s.family = 4;
 	s.src = "192.0.2.1";
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "v4 not matched by a v6-only rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "v4 not matched by a v6-only rule");
 
 	/* swap the first two rules: order decides */
 	struct fg_match t0 = D.pol.match[FG_CLASS_TCP][0];
@@ -448,7 +438,7 @@ static void test_first_match(void)
 	D.pol.match[FG_CLASS_TCP][1] = t0;
 	dp_apply(&D);
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "after the swap the pass rule wins");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "after the swap the pass rule wins");
 	ASSERT_EQ(row, 1, "rule 1 first now");
 	dp_close(&D);
 }
@@ -491,7 +481,7 @@ static void test_rule_index_vs_reference(void)
 				break;
 			}
 		unmatched += want == FG_ROW_GLOBAL;
-		if (outcome_of(&s, &row, NULL) < 0 || row != want)
+		if (dp_outcome_of(&D, &s, &row, NULL) < 0 || row != want)
 			wrong++;
 	}
 	ASSERT_EQ(wrong, 0, "rows differing from a first-match reference scan");
@@ -516,21 +506,21 @@ static void test_source_sets_and_prefixes(void)
 	dp_apply(&D);
 
 	s = udp4("198.51.100.1", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "in set, 1st");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "in set, 1st");
 	s = udp4("198.51.100.200", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "same /24, 2nd");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "same /24, 2nd");
 	s = udp4("198.51.100.99", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "same /24 shares one bucket");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "same /24 shares one bucket");
 	s = udp4("198.51.101.1", 9);
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "outside the set: rule does not apply");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "outside the set: rule does not apply");
 	s = udp6("2001:db8:5:1::1", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "v6 /64 1st");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "v6 /64 1st");
 	s = udp6("2001:db8:5:1:ffff::2", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "v6 same /64 2nd");
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "v6 same /64 shares a bucket");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "v6 same /64 2nd");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "v6 same /64 shares a bucket");
 	s = udp6("2001:db8:5:2::1", 9);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "another /64 has its own");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "another /64 has its own");
 	dp_close(&D);
 }
 
@@ -553,17 +543,17 @@ static void test_fragments(void)
 
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .frag_off = 1480, .payload = 64 };
 	for (int i = 0; i < 3; i++) {
-		ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "fragment within the fragment rule");
+		ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "fragment within the fragment rule");
 		ASSERT_EQ(row, 1, "charged to the fragment rule, not the port rule");
 	}
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_DROP, "fragments are limited, never unmetered");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "fragments are limited, never unmetered");
 	ASSERT_GE(dp_row_ev(&D, 1, FG_EV_FRAG), 4, "fragment events counted");
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::7", .proto = 17, .frag_off = 8, .payload = 64 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "v6 fragment");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "v6 fragment");
 	ASSERT_EQ(row, 1, "v6 fragment to the fragment rule");
 	/* a first fragment carries ports: it is a normal packet */
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .dport = 53, .frag_mf = 1 };
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_PASS, "first fragment");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "first fragment");
 	ASSERT_EQ(row, 0, "first fragment matches the port rule");
 	dp_close(&D);
 }
@@ -586,10 +576,8 @@ static void test_burst_and_refill(void)
 	struct pkt_spec s = udp4("192.0.2.10", 7);
 	__u64 t;
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 100), 20, "burst exactly 20 at one instant");
 	dp_set_now(&D, t + 100 * MS);
@@ -620,10 +608,8 @@ static void test_reload_rate_change(void)
 	struct pkt_spec s = udp4("192.0.2.12", 7);
 	__u64 t;
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 100), 20, "burst at 10/s");
 	D.pol.rules[0].src = dp_lim(100, 20);
@@ -642,11 +628,9 @@ static void test_bytes_cost(void)
 	struct pkt_spec s = udp4("192.0.2.11", 7);
 	__u64 t;
 
-	if (setup(1024))
-		return;
 	r.cost = FG_COST_BYTES;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
+	if (setup_one(&r))
+		return;
 	t = dp_now(&D);
 	s.payload = 1000 - 42;	/* 1000-byte frames */
 	ASSERT_EQ(burst_of(&s, 10), 3, "3000 bytes of burst: three 1000-byte frames");
@@ -669,11 +653,9 @@ static void test_aggregate_and_refund(void)
 	char src[32];
 	int admitted = 0;
 
-	if (setup(1024))
-		return;
 	r.agg = dp_lim(1, 10);
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
+	if (setup_one(&r))
+		return;
 	for (int i = 0; i < 4; i++) {
 		struct pkt_spec s;
 
@@ -722,7 +704,7 @@ static void test_shadow_equals_enforce(void)
 			snprintf(src, sizeof(src), "192.0.2.%d", rand() % 8);
 			s = udp4(src, 7);
 			dp_set_now(&D, dp_now(&D) + (rand() % 4) * MS);
-			out = outcome_of(&s, NULL, &v);
+			out = dp_outcome_of(&D, &s, NULL, &v);
 			if (mode == 0) {
 				dec[0][i] = out;
 			} else {
@@ -760,15 +742,13 @@ static void test_bypass(void)
 	__u64 t;
 	__u32 row;
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 5), 2, "burst before bypass");
 	ASSERT_OK(dp_bucket4(&D, "192.0.2.30", 0, 0, &before), "bucket exists");
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
-	ASSERT_EQ(outcome_of(&s, &row, NULL), FG_OUT_BYPASS, "bypassed");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_BYPASS, "bypassed");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "bypass counted globally");
 	ASSERT_EQ(burst_of(&s, 100), 100, "everything passes in bypass");
 	s.nvlan = 3;
@@ -781,9 +761,9 @@ static void test_bypass(void)
 	/* timed bypass: ends by itself at its expiry, no daemon involved */
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, t + 5 * NS), "bypass for 5 s");
 	dp_set_now(&D, t + 4 * NS);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_BYPASS, "still bypassed at 4 s");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_BYPASS, "still bypassed at 4 s");
 	dp_set_now(&D, t + 5 * NS);
-	ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_PASS, "enforcing again at 5 s");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "enforcing again at 5 s");
 	ASSERT_EQ(burst_of(&s, 10), 1, "bucket as it was: 2 tokens after 5 s at 1/s minus one");
 	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1, "expired bypass counted (in the row that judged the packet)");
 	dp_close(&D);
@@ -800,36 +780,34 @@ static void test_bypass_live_and_expired(void)
 	__u32 row;
 	int v;
 
-	if (setup(1024))
+	if (setup_one(&drop))
 		return;
-	dp_rule(&D, &drop, &M_ANY, C_ALL);
-	dp_apply(&D);
 	t = dp_now(&D);
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "no bypass: the drop rule drops");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "no bypass: the drop rule drops");
 
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, t + NS), "bypass until t + 1 s");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_BYPASS, "live bypass");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_BYPASS, "live bypass");
 	ASSERT_EQ(v, XDP_PASS, "live bypass passes");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "live bypass counted globally");
 
 	expired = dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED);
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, t - 1), "bypass that ended 1 ns ago");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "expired bypass: judged as usual");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "expired bypass: judged as usual");
 	ASSERT_EQ(v, XDP_DROP, "expired bypass drops");
 	ASSERT_EQ(row, 0, "in the rule's row");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), expired + 1, "expired bypass counted");
 
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, t), "bypass that ends now");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DROP, "a bypass ending now has ended");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DROP, "a bypass ending now has ended");
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, t + 1), "bypass that ends in 1 ns");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_BYPASS, "re-armed over an expired one");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "re-armed over an expired one");
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, 0), "bypass until switched off");
 	dp_set_now(&D, t + 3600 * NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_BYPASS, "no expiry: still on an hour later");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "no expiry: still on an hour later");
 
 	expired = dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED);
 	ASSERT_OK(fg_switch_bypass(&D.cm, false, 0), "bypass off");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DROP, "off: judged as usual");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DROP, "off: judged as usual");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), expired, "off is not an expired bypass");
 	dp_close(&D);
 }
@@ -892,7 +870,7 @@ static void test_mode_overrides(void)
 					 "rule id %u: global override %s, file %s, rule override %s, rule %s",
 					 id, ovr_name[rows[g].govr], rows[g].file ? "shadow" : "enforce",
 					 ovr_name[rovr[c]], rmode[c] ? "shadow" : "enforce");
-				out = outcome_of(&s, &row, &v);
+				out = dp_outcome_of(&D, &s, &row, &v);
 				ASSERT_EQ(out, want == FG_MODE_SHADOW ? FG_OUT_SHADOW : FG_OUT_DROP, name);
 				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP, name);
 				ASSERT_EQ(row, id, name);
@@ -902,7 +880,7 @@ static void test_mode_overrides(void)
 				if (c)
 					continue;
 				want = rows[g].deny == 'S' ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
-				ASSERT_EQ(outcome_of(&deny, &row, &v), FG_OUT_DENY, name);
+				ASSERT_EQ(dp_outcome_of(&D, &deny, &row, &v), FG_OUT_DENY, name);
 				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP,
 					  "denylisted: the global mode alone");
 				ASSERT_OK(fg_ctl_global_mode(&D.cm, &m), "global mode");
@@ -916,16 +894,16 @@ static void test_mode_overrides(void)
 		ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_ENFORCE), "file enforce");
 		ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_NONE), "global override cleared");
 		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow");
-		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_SHADOW, "rule override shadow");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_SHADOW, "rule override shadow");
 		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_NONE), "rule override cleared");
-		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "cleared: the file's enforce");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "cleared: the file's enforce");
 		/* apply forgets the override of an id it hands to a new rule */
 		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow again");
 		__u64 mask[FG_OVR_WORDS] = {};
 
 		mask[id / 64] = 1ull << (id % 64);
 		ASSERT_OK(fg_switch_clear_rule_ovr_ids(&D.cm, mask), "clear the id's override");
-		ASSERT_EQ(outcome_of(&s, NULL, NULL), FG_OUT_DROP, "forgotten: the file's enforce");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "forgotten: the file's enforce");
 	}
 	ASSERT_EQ(cases, 72, "every combination, both ids");
 	dp_close(&D);
@@ -1119,7 +1097,7 @@ static void test_table_full_v6(void)
 
 			snprintf(src, sizeof(src), "2001:db8:%x::1", 100 + i);
 			s = udp6(src, 7);
-			if (outcome_of(&s, NULL, &v) == FG_OUT_PASS)
+			if (dp_outcome_of(&D, &s, NULL, &v) == FG_OUT_PASS)
 				passed++;
 		}
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 10, "insert refusals counted");
@@ -1334,10 +1312,8 @@ static void test_two_cpus_one_key(void)
 	/* frozen time: exactly the burst is admitted, however the CPUs race */
 	struct fg_rule r = limit_rule(1000, burst);
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	for (int i = 0; i < 2; i++) {
 		memset(&h[i], 0, sizeof(h[i]));
 		h[i].cpu = i;
@@ -1367,10 +1343,8 @@ static void test_two_cpus_one_key(void)
 	const __u64 b2 = 1000, steps = 300;
 	struct fg_rule r2 = limit_rule(rate, b2);
 
-	if (setup(1024))
+	if (setup_one(&r2))
 		return;
-	dp_rule(&D, &r2, &M_ANY, C_ALL);
-	dp_apply(&D);
 	__u64 t0 = dp_now(&D);
 	pthread_barrier_init(&step_bar, NULL, 3);
 	for (int i = 0; i < 2; i++) {
@@ -2088,10 +2062,8 @@ static void test_shed_syn_first(void)
 
 	ack.tcp_flags = FG_TCP_ACK;
 	synack.tcp_flags = FG_TCP_SYN | FG_TCP_ACK;
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	shed_hold();
 	/* f = 1/2: NEW min(1, 2f) = 1, EST max(0, 2f - 1) = 0, ANY f */
 	dp_shed_thr(&D, FG_TIER_BULK, FG_SHED_NEW, FG_SHED_ONE);
@@ -2112,10 +2084,8 @@ static void test_shed_decay(void)
 	const __u32 h = 30;	/* tail 2^30 ns, 1.07 s */
 	__u64 t0, end, n;
 
-	if (setup(1024))
+	if (setup_one(&r))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	t0 = dp_now(&D);
 	end = t0 + 2 * NS + (1ull << h);	/* hold 2 s (2 * interval of 1 s) */
 	shed_all_kinds(FG_TIER_NORMAL, FG_SHED_ONE);

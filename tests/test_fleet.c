@@ -898,6 +898,34 @@ static void test_redis_killed(void)
 	sim_free(&a);
 }
 
+/* Nodes a and b (n) after an outage: six rounds back to ok, and no
+ * burst: at most the rate since, plus one interval; a (local) paid for
+ * what it admitted alone; once, if once, its recovery event. */
+static void recovered(struct sim **n, const char *label, bool once)
+{
+	struct sim *a = n[0], *b = n[1];
+	__u64 g = 0, t0, t1;
+
+	t0 = now_ns();
+	for (int r = 0; r < 6; r++) {
+		__u64 gr[1][4];
+
+		run_rounds(n, 2, 1, gr, NULL);
+		g += gr[0][0] + gr[0][1];
+	}
+	t1 = now_ns();
+	printf("  %s: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); debt paid %llu\n", label,
+	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9, BURST,
+	       (unsigned long long)sim_stats(a).debt);
+	ASSERT_EQ(sim_stats(a).state, FG_FLEET_OK, "a ok again");
+	ASSERT_EQ(sim_stats(b).state, FG_FLEET_OK, "b ok again");
+	if (once)
+		ASSERT_EQ(drain_events(a->f, FG_FLEET_EV_RECOVERED), 1, "recovered once");
+	ASSERT_LE(g, (long long)(RATE * (double)(t1 - t0) / 1e9 + RATE * IVAL_MS / 1000.0 + 1),
+		  "no burst: at most the rate since, plus one interval");
+	ASSERT_TRUE(sim_stats(a).debt > 0, "what a admitted in fallback was charged");
+}
+
 /* Redis frozen (SIGSTOP): the round gives up at the deadline; grace, then
  * fallback; SIGCONT: both nodes recover without a burst although the
  * bucket refilled while frozen: a (on_loss local) pays for what it admitted
@@ -906,7 +934,7 @@ static void test_redis_stopped(void)
 {
 	struct sim a, b;
 	struct sim *n[2] = { &a, &b };
-	__u64 g = 0, t0, t1, worst = 0;
+	__u64 worst = 0;
 	int err;
 
 	flushall();
@@ -942,23 +970,7 @@ static void test_redis_stopped(void)
 	ASSERT_TRUE(a.admitted_fallback > 0, "a admitted its local share meanwhile");
 	kill(redis_pid, SIGCONT);
 	redis_stopped = 0;
-	t0 = now_ns();
-	for (int r = 0; r < 6; r++) {
-		__u64 gr[1][4];
-
-		run_rounds(n, 2, 1, gr, NULL);
-		g += gr[0][0] + gr[0][1];
-	}
-	t1 = now_ns();
-	printf("  after SIGCONT: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); debt paid %llu\n",
-	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9, BURST,
-	       (unsigned long long)sim_stats(&a).debt);
-	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_OK, "a ok again");
-	ASSERT_EQ(sim_stats(&b).state, FG_FLEET_OK, "b ok again");
-	ASSERT_EQ(drain_events(a.f, FG_FLEET_EV_RECOVERED), 1, "recovered once");
-	ASSERT_LE(g, (long long)(RATE * (double)(t1 - t0) / 1e9 + RATE * IVAL_MS / 1000.0 + 1),
-		  "no burst: at most the rate since, plus one interval");
-	ASSERT_TRUE(sim_stats(&a).debt > 0, "what a admitted in fallback was charged");
+	recovered(n, "after SIGCONT", true);
 	ASSERT_EQ(sim_stats(&b).debt, 0, "b (closed) admitted nothing alone");
 	sim_free(&a);
 	sim_free(&b);
@@ -974,7 +986,6 @@ static void test_partition(void)
 	struct sim *n[2] = { &a, &b };
 	const char *kill_clients[4] = { "CLIENT", "KILL", "TYPE", "normal" };
 	char hidden[FG_REDIS_PATH_LEN];
-	__u64 g = 0, t0, t1;
 
 	flushall();
 	if (!ASSERT_OK(sim_init(&a, "p1", "partition", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL), "a") ||
@@ -992,22 +1003,7 @@ static void test_partition(void)
 	ASSERT_STR_CONTAINS(sim_stats(&a).reason, "No such file", "the reason names the failure");
 	ASSERT_OK(rename(hidden, sock_path) ? -errno : 0, "path back");
 	admin_path[0] = 0;
-	t0 = now_ns();
-	for (int r = 0; r < 6; r++) {
-		__u64 gr[1][4];
-
-		run_rounds(n, 2, 1, gr, NULL);
-		g += gr[0][0] + gr[0][1];
-	}
-	t1 = now_ns();
-	printf("  after the cut: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); debt paid %llu\n",
-	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9, BURST,
-	       (unsigned long long)sim_stats(&a).debt);
-	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_OK, "a ok again");
-	ASSERT_EQ(sim_stats(&b).state, FG_FLEET_OK, "b ok again");
-	ASSERT_LE(g, (long long)(RATE * (double)(t1 - t0) / 1e9 + RATE * IVAL_MS / 1000.0 + 1),
-		  "no burst: at most the rate since, plus one interval");
-	ASSERT_TRUE(sim_stats(&a).debt > 0, "what a admitted in fallback was charged");
+	recovered(n, "after the cut", false);
 	sim_free(&a);
 	sim_free(&b);
 }

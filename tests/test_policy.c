@@ -1074,24 +1074,33 @@ static const struct bad {
 	{ "concurrency: 10s\n", 1, 14, "concurrency: expected a mapping" },
 };
 
+/* c->yaml parsed into *cfg (poisoned first) fails with -EINVAL at c's line
+ * and column, saying c->msg (checked as name); true if it failed at all,
+ * so the caller can check that nothing is left behind. */
+static bool fails_as(const struct bad *c, const char *name, struct fg_config *cfg)
+{
+	struct fg_err err;
+
+	memset(cfg, 0xa5, sizeof(*cfg));
+	if (!ASSERT_EQ(parse(c->yaml, cfg, &err), -EINVAL, name))
+		return false;
+	ASSERT_EQ(err.line, c->line, name);
+	ASSERT_EQ(err.col, c->col, name);
+	ASSERT_STR_CONTAINS(err.msg, c->msg, name);
+	return true;
+}
+
 static void test_bad_policies(void)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[64];
-		int r;
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "bad[%zu] line %d", i, bad[i].line);
-		r = parse(bad[i].yaml, &cfg, &err);
-		if (!ASSERT_EQ(r, -EINVAL, name))
+		if (!fails_as(&bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, bad[i].line, name);
-		ASSERT_EQ(err.col, bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
 	}
 }
@@ -1329,20 +1338,37 @@ static void test_admission(void)
 	fg_config_free(&cfg);
 }
 
+/* cfg as `floodgate check` prints it, in a string to free; NULL (a
+ * failed check) if the stream cannot be opened. */
+static char *printed(const struct fg_config *cfg)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+		return NULL;
+	fg_config_print(f, cfg);
+	fclose(f);
+	return out;
+}
+
+/* yaml parsed into *cfg (checked as what) and printed: printed(). */
+static char *parse_print(const char *yaml, struct fg_config *cfg, const char *what)
+{
+	if (!ASSERT_OK(parse_ok(yaml, cfg), what))
+		return NULL;
+	return printed(cfg);
+}
+
 static void test_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+	out = parse_print(spec_policy, &cfg, "parse");
+	if (!out)
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
-		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "eth0", "interfaces");
 	ASSERT_STR_CONTAINS(out, "shadow", "mode");
 	ASSERT_STR_CONTAINS(out, "1048576", "table size");
@@ -1358,14 +1384,10 @@ static void test_print(void)
 	fg_config_free(&cfg);
 
 	/* a cap, with the note about the ephemeral port range */
-	if (!ASSERT_OK(parse_ok("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
-				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg), "parse cap"))
+	out = parse_print("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
+				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg, "parse cap");
+	if (!out)
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
-		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "concurrency: 1 capped rules; reconcile every 10 s", "globals");
 	ASSERT_STR_CONTAINS(out, "concurrency 7 connections per source, handshake_timeout 2000 ms; "
 			    "counts TCP to ports 80,30000-40000", "the cap");
@@ -1682,16 +1704,11 @@ static void test_fleet_bad(void)
 {
 	for (size_t i = 0; i < sizeof(fleet_bad) / sizeof(fleet_bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[96];
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "fleet_bad[%zu] (%s)", i, fleet_bad[i].msg);
-		if (!ASSERT_EQ(parse(fleet_bad[i].yaml, &cfg, &err), -EINVAL, name))
+		if (!fails_as(&fleet_bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, fleet_bad[i].line, name);
-		ASSERT_EQ(err.col, fleet_bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, fleet_bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && !cfg.has_fleet, "no partial result");
 		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
 	}
@@ -1702,8 +1719,6 @@ static void test_fleet_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
 	if (!ASSERT_OK(parse_ok("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
 				"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
@@ -1711,11 +1726,9 @@ static void test_fleet_print(void)
 				"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
 				&cfg), "parse"))
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
+	out = printed(&cfg);
+	if (!out)
 		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_TRUE(strstr(out, "s3cret") == NULL, "the password is never printed");
 	ASSERT_STR_CONTAINS(out, "(with a password)", "but that there is one");
 	ASSERT_STR_CONTAINS(out, "node web-17, key prefix floodgate", "node and prefix");
@@ -1735,13 +1748,9 @@ static void test_fleet_print(void)
 	fg_config_free(&cfg);
 	/* without fleet: says so */
 	out = NULL;
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+	out = parse_print(spec_policy, &cfg, "spec policy");
+	if (!out)
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
-		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
 	free(out);
 	fg_config_free(&cfg);
@@ -1862,7 +1871,7 @@ static void test_shed_absent(void)
 
 #define P1 "pools:\n  - {name: p, rate: 100/s, burst: 100, reserve: 20%}\n"
 #define TR "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n"
-static const struct { const char *yaml; int line, col; const char *msg; } shed_bad[] = {
+static const struct bad shed_bad[] = {
 	/* pools */
 	{ "pools: {name: p}\n", 1, 8, "pools: expected a list" },
 	{ "pools:\n  - {rate: 1/s, burst: 1}\n", 2, 5, "pool without a name" },
@@ -1912,16 +1921,11 @@ static void test_shed_bad(void)
 {
 	for (size_t i = 0; i < sizeof(shed_bad) / sizeof(shed_bad[0]); i++) {
 		struct fg_config cfg;
-		struct fg_err err;
 		char name[128];
 
-		memset(&cfg, 0xa5, sizeof(cfg));
 		snprintf(name, sizeof(name), "shed_bad[%zu] (%s)", i, shed_bad[i].msg);
-		if (!ASSERT_EQ(parse(shed_bad[i].yaml, &cfg, &err), -EINVAL, name))
+		if (!fails_as(&shed_bad[i], name, &cfg))
 			continue;
-		ASSERT_EQ(err.line, shed_bad[i].line, name);
-		ASSERT_EQ(err.col, shed_bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, shed_bad[i].msg, name);
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
 			    !cfg.has_shedding, "no partial result");
 	}
@@ -1933,16 +1937,10 @@ static void test_shed_print(void)
 {
 	struct fg_config cfg;
 	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
 
-	if (!ASSERT_OK(parse_ok(SHED_POLICY, &cfg), "parse"))
+	out = parse_print(SHED_POLICY, &cfg, "parse");
+	if (!out)
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
-		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "pools (2):", "the pools");
 	ASSERT_STR_CONTAINS(out, "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
 			    "syn: its figures and rules");
@@ -1961,13 +1959,9 @@ static void test_shed_print(void)
 	free(out);
 	fg_config_free(&cfg);
 	out = NULL;
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+	out = parse_print(spec_policy, &cfg, "spec policy");
+	if (!out)
 		return;
-	f = open_memstream(&out, &len);
-	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
-		return;
-	fg_config_print(f, &cfg);
-	fclose(f);
 	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
 	ASSERT_STR_CONTAINS(out, "shedding:    off", "no shedding");
 	ASSERT_TRUE(strstr(out, ", tier ") == NULL, "no rule prints a tier");

@@ -54,22 +54,6 @@ static struct pkt_spec udp6(const char *src)
 	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = 53 };
 }
 
-/* Sends s; the one outcome it was counted under, its row and verdict. */
-static int outcome_of(const struct pkt_spec *s, __u32 *row, int *verdict)
-{
-	__u32 r = 0, o = 0;
-	int v;
-
-	dp_outcome(&D, &r, &o);	/* snapshot */
-	v = dp_send(&D, s);
-	if (verdict)
-		*verdict = v;
-	if (dp_outcome(&D, &r, &o))
-		return -1;
-	if (row)
-		*row = r;
-	return (int)o;
-}
 
 /* A policy with the file's lists and a drop rule for UDP/53 from anyone else. */
 static void file_policy(void)
@@ -85,6 +69,15 @@ static void file_policy(void)
 	ASSERT_OK(dp_apply(&D), "apply");
 }
 
+/* setup() with file_policy() applied. */
+static int setup_file(void)
+{
+	if (setup())
+		return -1;
+	file_policy();
+	return 0;
+}
+
 /* The longest runtime prefix decides, over the file's lists, both ways. */
 static void test_longest_prefix_over_file(void)
 {
@@ -92,36 +85,35 @@ static void test_longest_prefix_over_file(void)
 	__u32 row;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	s = udp4("10.2.0.1");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DENY, "no runtime entries: the file denies 10.2/16");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "no runtime entries: the file denies 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.2.0.0/16", FG_LIST_ALLOW, 0), "runtime allow 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny 10.1.5/24");
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.0/24", FG_LIST_DENY, 0), "runtime deny 192.0.2/24");
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.128/25", FG_LIST_ALLOW, 0), "runtime allow inside it");
 	ASSERT_EQ(dp_rt_active(&D), 4, "rt_active counts the 4 entries");
 
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_RT_ALLOW, "runtime allow over the file's deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_ALLOW, "runtime allow over the file's deny");
 	ASSERT_EQ(v, XDP_PASS, "runtime allow passes");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "counted in the global row");
 	s = udp4("10.1.5.9");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_RT_DENY, "runtime deny over the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "runtime deny over the file's allow");
 	ASSERT_EQ(v, XDP_DROP, "runtime deny drops");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "counted in the global row");
 	s = udp4("10.1.6.9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "outside the runtime /24: the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "outside the runtime /24: the file's allow");
 	s = udp4("10.3.0.1");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DENY, "outside the runtime /16: the file's deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "outside the runtime /16: the file's deny");
 	s = udp4("192.0.2.1");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "192.0.2.1: the /24 deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "192.0.2.1: the /24 deny");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	s = udp4("192.0.2.200");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "192.0.2.200: the longer /25 allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "192.0.2.200: the longer /25 allow");
 	ASSERT_EQ(v, XDP_PASS, "passed, although the drop rule matches it");
 	s = udp4("198.51.100.1");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_DROP, "no list at all: the drop rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "no list at all: the drop rule");
 	ASSERT_EQ(row, 0, "in the rule's row");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 2, "rt_deny counted twice");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_ALLOW), 2, "rt_allow counted twice");
@@ -129,7 +121,7 @@ static void test_longest_prefix_over_file(void)
 	/* the kill switch still comes first */
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, 0), "bypass on");
 	s = udp4("10.1.5.9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_BYPASS, "bypass before the runtime deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "bypass before the runtime deny");
 	ASSERT_EQ(v, XDP_PASS, "bypass passes");
 	ASSERT_OK(fg_switch_bypass(&D.cm, false, 0), "bypass off");
 	teardown();
@@ -147,29 +139,28 @@ static void test_expiry_in_the_program(void)
 	unsigned int removed = 9;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, t + 2 * NS), "deny 10.1/16 for 2 s");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.3.0/24", FG_LIST_ALLOW, t + NS), "allow 10.1.3/24 for 1 s");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "t: the /24 allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "t: the /24 allow");
 	dp_set_now(&D, t + NS - 1);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "1 ns before its end: still allowed");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "1 ns before its end: still allowed");
 	ev = dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED);
 	ASSERT_EQ(ev, 0, "nothing expired yet");
 
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "t + 1 s: past the expired /24, the /16 deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "t + 1 s: past the expired /24, the /16 deny");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 1, "the expired /24 counted");
 
 	dp_set_now(&D, t + 2 * NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "t + 2 s: both over, the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "t + 2 s: both over, the file's allow");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 2, "counted again");
 	s = udp4("10.1.9.9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "the /16 alone, over: the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "the /16 alone, over: the file's allow");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 3, "counted");
 	ASSERT_EQ(dp_rt_count(&D, 4), 2, "both entries are still in the map: the program expired them");
 
@@ -177,15 +168,15 @@ static void test_expiry_in_the_program(void)
 	ASSERT_EQ(removed, 2, "the sweep removed both");
 	ASSERT_EQ(dp_rt_count(&D, 4), 0, "fg_rt4 empty");
 	ASSERT_EQ(dp_rt_active(&D), 0, "rt_active back to 0");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "the file's allow");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 3, "no lookup, no expired event");
 
 	/* an entry that ends in the program, then goes on to a rule */
 	ASSERT_OK(dp_rt_add(&D, &RT, "198.51.100.0/24", FG_LIST_ALLOW, dp_now(&D) + NS), "allow for 1 s");
 	s = udp4("198.51.100.7");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "allowed");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "allowed");
 	dp_set_now(&D, dp_now(&D) + NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DROP, "over: the drop rule judges it");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DROP, "over: the drop rule judges it");
 	teardown();
 }
 
@@ -199,9 +190,8 @@ static void test_expired_walk_bounded(void)
 	__u64 t;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, 0), "live deny /16");
 	for (int plen = 32; plen > 32 - (FG_RT_DEPTH - 1); plen--) {
@@ -209,12 +199,12 @@ static void test_expired_walk_bounded(void)
 		ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), cidr);
 	}
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "FG_RT_DEPTH - 1 expired: the live /16 decides");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "FG_RT_DEPTH - 1 expired: the live /16 decides");
 	snprintf(cidr, sizeof(cidr), "10.1.1.0/%d", 32 - (FG_RT_DEPTH - 1));
 	dp_set_now(&D, t);
 	ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), "one more nested entry");
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "FG_RT_DEPTH expired: the walk stops, the file decides");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "FG_RT_DEPTH expired: the walk stops, the file decides");
 	teardown();
 }
 
@@ -226,15 +216,14 @@ static void test_rt_active_gates_lookup(void)
 	struct pkt_spec s = udp4("10.1.7.7");
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	ASSERT_OK(dp_rt_raw(&D, &e), "entry straight into fg_rt4, rt_active left 0");
 	ASSERT_EQ(dp_rt_active(&D), 0, "rt_active 0");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "rt_active 0: not looked up, the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "rt_active 0: not looked up, the file's allow");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 0, "no rt_deny");
 	ASSERT_OK(fg_switch_rt_active(&D.cm, 1), "count it");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "rt_active 1: looked up, denied");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "rt_active 1: looked up, denied");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(fg_switch_rt_active(&D.cm, 2), -EINVAL, "only +1 and -1");
 	teardown();
@@ -249,9 +238,8 @@ static void test_bound(void)
 	bool updated;
 	__u64 t;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_fill4(&D, FG_RT_MAX - 1, FG_LIST_DENY), "fill FG_RT_MAX - 1 IPv4 entries");
 	ASSERT_OK(dp_rt_add(&D, &RT, "203.0.113.0/24", FG_LIST_DENY, t + NS), "entry FG_RT_MAX (expires)");
@@ -292,20 +280,19 @@ static void test_shadow(void)
 	__u32 row;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_SHADOW), "file mode shadow");
-	ASSERT_EQ(outcome_of(&s, &row, &v), FG_OUT_RT_DENY, "counted as rt_deny in shadow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "counted as rt_deny in shadow");
 	ASSERT_EQ(v, XDP_PASS, "and passed");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "global row");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_ENFORCE), "file mode enforce");
 	ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW), "operator's shadow override");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "rt_deny under the override");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "rt_deny under the override");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_NONE), "override off");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "enforce");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "enforce");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 3, "all three counted");
 	teardown();
@@ -317,25 +304,24 @@ static void test_ipv6(void)
 	__u64 t;
 	int v;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	s = udp6("2001:db8:bad:1::9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_DENY, "the file denies 2001:db8::/32");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "the file denies 2001:db8::/32");
 	ASSERT_OK(dp_rt_add(&D, &RT, "2001:db8:bad::/48", FG_LIST_ALLOW, 0), "allow /48");
 	ASSERT_OK(dp_rt_add(&D, &RT, "2001:db8:bad:1::/64", FG_LIST_DENY, t + NS), "deny /64 for 1 s");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_DENY, "the /64 deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "the /64 deny");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	s = udp6("2001:db8:bad:2::9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "the /48 allow over the file's deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "the /48 allow over the file's deny");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	s = udp6("2001:db8:bad:1::9");
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_RT_ALLOW, "the /64 over: the /48 allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "the /64 over: the /48 allow");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 1, "expired /64 counted");
 	s = udp4("10.1.5.9");
-	ASSERT_EQ(outcome_of(&s, NULL, &v), FG_OUT_ALLOW, "IPv4 is not in fg_rt6: the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "IPv4 is not in fg_rt6: the file's allow");
 	teardown();
 }
 
@@ -348,9 +334,8 @@ static void test_api(void)
 	bool updated, expired;
 	__u64 t;
 
-	if (setup())
+	if (setup_file())
 		return;
-	file_policy();
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.0/24", FG_LIST_DENY, t + 5 * NS), "deny for 5 s");
 	e = dp_rt_entry("192.0.2.0/24", FG_LIST_DENY, t + 10 * NS, "longer");

@@ -426,6 +426,35 @@ out:
 	fgtest_xdp_bpf__destroy(s);
 }
 
+/* The xdp-filter tests' start: fgtest loaded and the veth pair made;
+ * NULL if xdp-filter is missing (skipped) or that failed (counted). */
+static struct fgtest_xdp_bpf *filter_begin(void)
+{
+	struct fgtest_xdp_bpf *s;
+
+	if (!have_filter) {
+		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
+		return NULL;
+	}
+	s = load_fgtest(0, -1);
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth")) {
+		fgtest_xdp_bpf__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Their end: no program on the device, no dispatcher pins. */
+static void nothing_left(void)
+{
+	struct fg_xdp_list l;
+	char why[512] = "";
+
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_EQ(l.n, 0, "nothing left");
+	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+}
+
 /* xdp-filter first, then floodgate through libxdp. */
 static void test_filter_then_ours(void)
 {
@@ -439,13 +468,10 @@ static void test_filter_then_ours(void)
 	__u32 filter_id;
 	long sent;
 
-	if (!have_filter) {
-		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
+	s = filter_begin();
+	if (!s)
 		return;
-	}
-	s = load_fgtest(0, -1);
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth") ||
-	    !ASSERT_OK(sh("xdp-filter load " DEV0), "xdp-filter load"))
+	if (!ASSERT_OK(sh("xdp-filter load " DEV0), "xdp-filter load"))
 		goto out;
 	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
 	print_list("xdp-filter alone", &l);
@@ -480,9 +506,7 @@ static void test_filter_then_ours(void)
 		ASSERT_TRUE(l.n == 1 && l.e[0].id == filter_id, "xdp-filter's program untouched");
 	}
 	ASSERT_OK(sh("xdp-filter unload " DEV0), "xdp-filter unload");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "nothing left");
-	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+	nothing_left();
 out:
 	sh("xdp-filter unload --all");
 	fgtest_xdp_bpf__destroy(s);
@@ -500,13 +524,9 @@ static void test_ours_then_filter(void)
 	int rc;
 	long sent;
 
-	if (!have_filter) {
-		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
+	s = filter_begin();
+	if (!s)
 		return;
-	}
-	s = load_fgtest(0, -1);
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
-		goto out;
 	p = prog_of(s, s->progs.fgtest);
 	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
 		goto out;
@@ -527,9 +547,7 @@ static void test_ours_then_filter(void)
 		ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.e[0].id == a.prog_id, "ours untouched");
 	}
 	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "nothing left");
-	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
+	nothing_left();
 out:
 	sh("xdp-filter unload --all");
 	fgtest_xdp_bpf__destroy(s);

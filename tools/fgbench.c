@@ -89,11 +89,23 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
-/* A 64-byte Ethernet/IPv4/UDP frame (no FCS) from src to 10.200.0.2:dport. */
-static void build_frame(__u8 *f, __u32 src, __u16 dport)
+/* The IPv4 header checksum of the 20-byte header at ip, stored in it
+ * (its checksum field must be zero before). */
+static void ip4_csum_set(__u8 *ip)
 {
 	__u32 sum = 0;
 
+	for (int i = 0; i < 20; i += 2)
+		sum += (ip[i] << 8) | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = sum >> 8; ip[11] = sum;
+}
+
+/* A 64-byte Ethernet/IPv4/UDP frame (no FCS) from src to 10.200.0.2:dport. */
+static void build_frame(__u8 *f, __u32 src, __u16 dport)
+{
 	memset(f, 0, 64);
 	memset(f, 0xff, 6);			/* dst MAC: broadcast */
 	f[6] = 0x02; f[11] = 0x01;		/* src MAC 02:00:00:00:00:01 */
@@ -104,12 +116,7 @@ static void build_frame(__u8 *f, __u32 src, __u16 dport)
 	ip[8] = 64; ip[9] = 17;
 	ip[12] = src >> 24; ip[13] = src >> 16; ip[14] = src >> 8; ip[15] = src;
 	ip[16] = 10; ip[17] = 200; ip[18] = 0; ip[19] = 2;
-	for (int i = 0; i < 20; i += 2)
-		sum += (ip[i] << 8) | ip[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	ip[10] = sum >> 8; ip[11] = sum;
+	ip4_csum_set(ip);
 	__u8 *udp = ip + 20;
 	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
 	udp[2] = dport >> 8; udp[3] = dport & 0xff;
@@ -120,17 +127,11 @@ static void build_frame(__u8 *f, __u32 src, __u16 dport)
 static void build_syn(__u8 *f, __u32 src, __u16 dport)
 {
 	__u8 *ip = f + 14, *tcp = ip + 20;
-	__u32 sum = 0;
 
 	build_frame(f, src, dport);
 	ip[9] = 6;
 	ip[10] = ip[11] = 0;
-	for (int i = 0; i < 20; i += 2)
-		sum += (ip[i] << 8) | ip[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	ip[10] = sum >> 8; ip[11] = sum;
+	ip4_csum_set(ip);
 	memset(tcp + 4, 0, 16);
 	tcp[12] = 5 << 4;			/* data offset: 20 bytes */
 	tcp[13] = FG_TCP_SYN;

@@ -102,41 +102,26 @@ static int slots_add(struct lpm_slots *s, int fam, __u32 active, const void *key
 	return 0;
 }
 
+struct lpm_scan_ctx {
+	struct lpm_slots *s;
+	int fam;
+	__u32 active;
+};
+
+static int lpm_scan_one(const void *key, const void *val, void *arg)
+{
+	struct lpm_scan_ctx *c = arg;
+
+	return slots_add(c->s, c->fam, c->active, key, val);
+}
+
 /* Every entry of one trie, in batches, split by slot into *s. */
 static int lpm_scan(struct fg_maps *m, int fam, __u32 active, struct lpm_slots *s)
 {
-	size_t ksz = lpm_key_size(fam);
-	/* zeroed: valgrind does not know that the batch lookup writes them */
-	char *keys = calloc(LPM_BATCH, ksz);
-	struct fg_pfx *vals = calloc(LPM_BATCH, sizeof(*vals));
-	union lpm_key in, out = {};
-	bool first = true;
-	int err = 0;
+	struct lpm_scan_ctx c = { .s = s, .fam = fam, .active = active };
 
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		__u32 cnt = LPM_BATCH;
-		int rc = bpf_map_lookup_batch(lpm_fd(m, fam), first ? NULL : &in, &out, keys, vals,
-					      &cnt, NULL);
-
-		if (rc && rc != -ENOENT) {
-			err = rc;
-			break;
-		}
-		for (__u32 i = 0; i < cnt && !err; i++)
-			err = slots_add(s, fam, active, keys + i * ksz, &vals[i]);
-		if (rc == -ENOENT || err)
-			break;	/* the last batch */
-		memcpy(&in, &out, ksz);
-		first = false;
-	}
-out:
-	free(keys);
-	free(vals);
-	return err;
+	return fg_map_dump(lpm_fd(m, fam), lpm_key_size(fam), sizeof(struct fg_pfx), LPM_BATCH,
+			   lpm_scan_one, &c);
 }
 
 /* Delete n keys; one that is already gone is skipped. */

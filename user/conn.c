@@ -25,17 +25,6 @@ const char *const fg_conn_event_names[FGC_EV_MAX] = {
 	[FGC_EV_MULTI] = "multi",
 };
 
-static void __attribute__((format(printf, 2, 3))) WHY(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, FG_CONN_WHY_LEN, fmt, ap);
-	va_end(ap);
-}
-
 const char *const fg_conn_map_names[FGC_NMAPS] = {
 	[FGC_M_CTL] = "fgc_ctl", [FGC_M_CAPS] = "fgc_caps", [FGC_M_MARK] = "fgc_mark",
 	[FGC_M_COUNT] = "fgc_count", [FGC_M_PEND] = "fgc_pend", [FGC_M_STATS] = "fgc_stats",
@@ -104,20 +93,20 @@ static int conn_check_pins(const char *dir, __u32 netns, bool *present, char *wh
 		err = -errno;
 		if (err == -ENOENT)
 			return 0;
-		WHY(why, "%s: %s", p, strerror(-err));
+		fg_why(why, "%s: %s", p, strerror(-err));
 		return err;
 	}
 	*present = true;
 	if (bpf_map_lookup_elem(fd, &k, &ctl)) {
 		err = -errno;
-		WHY(why, "%s: %s", p, strerror(-err));
+		fg_why(why, "%s: %s", p, strerror(-err));
 	} else if (ctl.magic != FG_CONN_ABI_MAGIC || ctl.abi != FG_CONN_ABI_VERSION) {
 		err = -EPROTO;
-		WHY(why, "%s holds counting maps of another version (abi %u, this is %u): "
+		fg_why(why, "%s holds counting maps of another version (abi %u, this is %u): "
 		    "remove them (floodgate detach) first", dir, ctl.abi, FG_CONN_ABI_VERSION);
 	} else if (ctl.netns != netns) {
 		err = -EXDEV;
-		WHY(why, "%s counts the sockets of network namespace %u, this process is in %u",
+		fg_why(why, "%s counts the sockets of network namespace %u, this process is in %u",
 		    dir, ctl.netns, netns);
 	}
 	close(fd);
@@ -173,7 +162,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 	conn_fds_none(c);
 	err = netns_inode(&netns);
 	if (err) {
-		WHY(why, "/proc/self/ns/net: %s", strerror(-err));
+		fg_why(why, "/proc/self/ns/net: %s", strerror(-err));
 		return err;
 	}
 	if (o->pin_dir) {
@@ -187,7 +176,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 	c->skel = fgconn_bpf__open();
 	if (!c->skel) {
 		err = -errno;
-		WHY(why, "opening the counting program: %s", strerror(-err));
+		fg_why(why, "opening the counting program: %s", strerror(-err));
 		return err;
 	}
 	bpf_program__set_autoload(c->skel->progs.fgc_test, o->test_entry);
@@ -199,7 +188,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 	if (!err)
 		err = fgconn_bpf__load(c->skel);
 	if (err) {
-		WHY(why, "loading the counting program: %s", strerror(-err));
+		fg_why(why, "loading the counting program: %s", strerror(-err));
 		goto fail;
 	}
 	c->adopted = present;
@@ -214,7 +203,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		   bpf_map__fd(c->skel->maps.fgc_ctl), 0);
 	if (ctl == MAP_FAILED) {
 		err = -errno;
-		WHY(why, "mmap fgc_ctl: %s", strerror(-err));
+		fg_why(why, "mmap fgc_ctl: %s", strerror(-err));
 		goto fail;
 	}
 	c->ctl = ctl;
@@ -225,7 +214,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 
 		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.fgc_ctl), &k, &init, 0)) {
 			err = -errno;
-			WHY(why, "fgc_ctl: %s", strerror(-err));
+			fg_why(why, "fgc_ctl: %s", strerror(-err));
 			goto fail;
 		}
 	}
@@ -259,7 +248,7 @@ int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
 		c->fd[i] = bpf_obj_get(p);
 		if (c->fd[i] < 0) {
 			err = -errno;
-			WHY(why, "%s: %s", p, strerror(-err));
+			fg_why(why, "%s: %s", p, strerror(-err));
 		} else if (bpf_obj_get_info_by_fd(c->fd[i], &info, &len)) {
 			err = -errno;
 		} else if (info.type != conn_map_defs[i].type ||
@@ -268,14 +257,14 @@ int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
 			   (conn_map_defs[i].max_entries &&
 			    info.max_entries != conn_map_defs[i].max_entries)) {
 			err = -EPROTO;
-			WHY(why, "%s is not a counting map of this version", p);
+			fg_why(why, "%s is not a counting map of this version", p);
 		}
 	}
 	if (!err && bpf_map_lookup_elem(c->fd[FGC_M_CTL], &k, &ctl))
 		err = -errno;
 	if (!err && (ctl.magic != FG_CONN_ABI_MAGIC || ctl.abi != FG_CONN_ABI_VERSION)) {
 		err = -EPROTO;
-		WHY(why, "%s holds counting maps of another version (abi %u, this is %u)", dir,
+		fg_why(why, "%s holds counting maps of another version (abi %u, this is %u)", dir,
 		    ctl.abi, FG_CONN_ABI_VERSION);
 	}
 	if (err)
@@ -383,23 +372,23 @@ void fg_conn_close(struct fg_conn *c)
 static int conn_check_cap(const struct fg_conn_cap *cap, __u32 i, char *why)
 {
 	if (!cap->families || (cap->families & ~(FG_CONN_F_V4 | FG_CONN_F_V6))) {
-		WHY(why, "cap %u (rule %u): families must be v4, v6 or both", i, cap->rule);
+		fg_why(why, "cap %u (rule %u): families must be v4, v6 or both", i, cap->rule);
 		return -EINVAL;
 	}
 	if (!cap->nranges || cap->nranges > FG_CONN_RANGES) {
-		WHY(why, "cap %u (rule %u): %u port ranges, expected 1..%u", i, cap->rule,
+		fg_why(why, "cap %u (rule %u): %u port ranges, expected 1..%u", i, cap->rule,
 		    cap->nranges, FG_CONN_RANGES);
 		return -EINVAL;
 	}
 	for (__u32 j = 0; j < cap->nranges; j++) {
 		if (cap->dport[j].lo > cap->dport[j].hi) {
-			WHY(why, "cap %u (rule %u): port range %u-%u is empty", i, cap->rule,
+			fg_why(why, "cap %u (rule %u): port range %u-%u is empty", i, cap->rule,
 			    cap->dport[j].lo, cap->dport[j].hi);
 			return -EINVAL;
 		}
 	}
 	if (!cap->cap) {
-		WHY(why, "cap %u (rule %u): a cap of 0 connections", i, cap->rule);
+		fg_why(why, "cap %u (rule %u): a cap of 0 connections", i, cap->rule);
 		return -EINVAL;
 	}
 	return 0;
@@ -414,7 +403,7 @@ int fg_conn_set_caps(struct fg_conn *c, const struct fg_conn_cap *caps, __u32 n,
 	if (!c->skel)
 		return -EINVAL;
 	if (n > FG_CONN_MAX_CAPS) {
-		WHY(why, "%u capped rules, at most %u", n, FG_CONN_MAX_CAPS);
+		fg_why(why, "%u capped rules, at most %u", n, FG_CONN_MAX_CAPS);
 		return -EINVAL;
 	}
 	for (i = 0; i < n; i++) {
@@ -423,7 +412,7 @@ int fg_conn_set_caps(struct fg_conn *c, const struct fg_conn_cap *caps, __u32 n,
 			return err;
 		for (__u32 j = 0; j < i; j++) {
 			if (caps[j].rule == caps[i].rule) {
-				WHY(why, "rule %u has two caps", caps[i].rule);
+				fg_why(why, "rule %u has two caps", caps[i].rule);
 				return -EINVAL;
 			}
 		}
@@ -468,15 +457,11 @@ static int conn_run_iter(struct bpf_link *link, void (*out)(const void *, size_t
 	if (fd < 0)
 		return -errno;
 	for (;;) {
-		r = read(fd, buf + have, sizeof(buf) - have);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
+		r = fg_read_retry(fd, buf + have, sizeof(buf) - have);
+		if (r <= 0) {
+			err = (int)r;
 			break;
 		}
-		if (r == 0)
-			break;
 		have += (size_t)r;
 		if (out) {
 			size_t whole = have - have % sizeof(struct fg_conn_key);
@@ -698,7 +683,7 @@ int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_c
 	__u32 n = 0;
 
 	if (idx >= FG_MAX_RULES || !pol->rules[idx].conn_cap) {
-		WHY(why, "rule %u has no concurrency cap", idx);
+		fg_why(why, "rule %u has no concurrency cap", idx);
 		return -EINVAL;
 	}
 	r = &pol->rules[idx];
@@ -722,7 +707,7 @@ int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_c
 		if (j < n)
 			continue;
 		if (n == FG_CONN_RANGES) {
-			WHY(why, "a capped rule matches at most %u destination-port ranges",
+			fg_why(why, "a capped rule matches at most %u destination-port ranges",
 			    FG_CONN_RANGES);
 			return -E2BIG;
 		}
@@ -731,7 +716,7 @@ int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_c
 		n++;
 	}
 	if (!n) {
-		WHY(why, "rule %u matches no TCP packet", idx);
+		fg_why(why, "rule %u matches no TCP packet", idx);
 		return -EINVAL;
 	}
 	out->nranges = (__u8)n;
@@ -748,7 +733,7 @@ int fg_conn_caps_of_policy(const struct fg_policy *pol, struct fg_conn_cap *caps
 		if (!pol->rules[i].conn_cap)
 			continue;
 		if (*n == FG_CONN_MAX_CAPS) {
-			WHY(why, "more than %u capped rules", FG_CONN_MAX_CAPS);
+			fg_why(why, "more than %u capped rules", FG_CONN_MAX_CAPS);
 			return -E2BIG;
 		}
 		err = fg_conn_cap_of_rule(pol, i, &caps[*n], why);

@@ -30,8 +30,9 @@
 #include <stddef.h>
 #include "fg_conn.h"
 #include "floodgate.h"
+#include "sysutil.h"
 
-#define FG_CONN_WHY_LEN		512
+#define FG_CONN_WHY_LEN		FG_WHY_LEN
 #define FG_CONN_LINK_PIN	"fgc_link"	/* not link_*: those are XDP interfaces */
 #define FG_CONN_KEYS_DEFAULT	65536
 

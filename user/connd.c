@@ -11,17 +11,6 @@
 #include "floodgate.skel.h"
 #include "sysutil.h"
 
-static void __attribute__((format(printf, 2, 3))) cd_why(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, FG_CONN_WHY_LEN, fmt, ap);
-	va_end(ap);
-}
-
 int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir,
 		  __u32 max_keys, __u64 period_ms, char *why)
 {
@@ -39,7 +28,7 @@ int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *d
 	if (!err)
 		err = bpf_map__reuse_fd(skel->maps.fgc_pend, cd->c.fd[FGC_M_PEND]);
 	if (err) {
-		cd_why(why, "sharing fgc_count and fgc_pend with the XDP program: %s", strerror(-err));
+		fg_why(why, "sharing fgc_count and fgc_pend with the XDP program: %s", strerror(-err));
 		fg_connd_close(cd);
 	}
 	return err;
@@ -60,12 +49,12 @@ static int connd_caps(struct fg_connd *cd, const struct fg_policy *pol, struct f
 		err = fg_conn_set_caps(&cd->c, caps, n, why);
 	if (err) {
 		if (why && !why[0])
-			cd_why(why, "writing the cap table: %s", strerror(-err));
+			fg_why(why, "writing the cap table: %s", strerror(-err));
 		return err;
 	}
 	err = fg_connd_reconcile(cd, rec);
 	if (err)
-		cd_why(why, "reconciling the connection counts: %s", strerror(-err));
+		fg_why(why, "reconciling the connection counts: %s", strerror(-err));
 	return err;
 }
 
@@ -75,13 +64,13 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 	int err = fg_conn_attach(&cd->c);
 
 	if (err) {
-		cd_why(why, "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
+		fg_why(why, "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
 		       strerror(-err));
 		return err;
 	}
 	err = fg_conn_pin(&cd->c, dir);
 	if (err) {
-		cd_why(why, "pinning the connection counter in %s: %s", dir, strerror(-err));
+		fg_why(why, "pinning the connection counter in %s: %s", dir, strerror(-err));
 		return err;
 	}
 	/* the first reconcile is the seed: sockets that exist already, or

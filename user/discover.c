@@ -139,20 +139,14 @@ static bool prog_is_ours(__u32 prog_id)
 static void add_components(struct fg_found *f, int ifindex, const char *ifname, __u32 mode,
 			   __u32 dispatcher_id)
 {
+	struct bpf_link_info li;
 	__u32 id = 0;
+	int fd;
 
-	while (!bpf_link_get_next_id(id, &id)) {
-		struct bpf_link_info li = {};
-		__u32 len = sizeof(li);
-		int fd = bpf_link_get_fd_by_id(id);
-		bool ours;
-
-		if (fd < 0)
-			continue;	/* gone meanwhile */
-		ours = !bpf_obj_get_info_by_fd(fd, &li, &len) && li.type == BPF_LINK_TYPE_TRACING &&
-		       li.tracing.target_obj_id == dispatcher_id && prog_is_ours(li.prog_id);
+	while ((fd = fg_link_next(&id, &li)) >= 0) {
 		close(fd);
-		if (ours)
+		if (li.type == BPF_LINK_TYPE_TRACING && li.tracing.target_obj_id == dispatcher_id &&
+		    prog_is_ours(li.prog_id))
 			add_found(f, ifindex, ifname, FG_FOUND_COMPONENT, mode, li.prog_id,
 				  dispatcher_id);
 	}
@@ -183,16 +177,12 @@ static void consider(struct fg_found *f, int ifindex, const char *ifname, __u32 
  * namespace that runs it keeps other namespaces' links out. */
 static void find_links(struct fg_found *f)
 {
+	struct bpf_link_info li;
 	__u32 id = 0;
+	int fd;
 
-	while (!bpf_link_get_next_id(id, &id)) {
-		struct bpf_link_info li = {};
-		__u32 len = sizeof(li);
-		int fd = bpf_link_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue;	/* gone meanwhile */
-		if (!bpf_obj_get_info_by_fd(fd, &li, &len) && li.type == BPF_LINK_TYPE_XDP)
+	while ((fd = fg_link_next(&id, &li)) >= 0) {
+		if (li.type == BPF_LINK_TYPE_XDP)
 			for (int i = 0; i < f->n; i++) {
 				struct fg_found_if *at = &f->at[i];
 
@@ -540,21 +530,15 @@ int fg_found_detach(const struct fg_found_if *at, char *why)
 bool fg_found_attached(int ctl_fd, int ifindex)
 {
 	__u32 ctl = fg_obj_id(ctl_fd), id = 0;
+	struct bpf_link_info li;
+	int fd;
 
 	if (!ctl || ifindex <= 0)
 		return false;
-	while (!bpf_link_get_next_id(id, &id)) {
-		struct bpf_link_info li = {};
-		__u32 len = sizeof(li);
-		int fd = bpf_link_get_fd_by_id(id);
-		bool ours;
-
-		if (fd < 0)
-			continue;
-		ours = !bpf_obj_get_info_by_fd(fd, &li, &len) && li.type == BPF_LINK_TYPE_XDP &&
-		       (int)li.xdp.ifindex == ifindex && prog_uses_map(li.prog_id, ctl);
+	while ((fd = fg_link_next(&id, &li)) >= 0) {
 		close(fd);
-		if (ours)
+		if (li.type == BPF_LINK_TYPE_XDP && (int)li.xdp.ifindex == ifindex &&
+		    prog_uses_map(li.prog_id, ctl))
 			return true;
 	}
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);

@@ -21,18 +21,6 @@
 #include "fgmaps.h"
 #include "floodgate.skel.h"
 
-/* Truncation is fine for a reason, so no snprintf warnings at the callers. */
-void fg_why(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, FG_WHY_LEN, fmt, ap);
-	va_end(ap);
-}
-
 /*
  * Every pinned map, in enum fg_map_id order: its id, its name in the
  * skeleton and the pin dir, and what it must look like (checked on every
@@ -651,5 +639,41 @@ int fg_pin_dir_remove(const char *dir, char *why)
 	}
 out:
 	fg_maps_close(&m);
+	return err;
+}
+
+int fg_map_dump(int fd, size_t ksz, size_t vsz, __u32 batch, fg_map_each_fn each, void *arg)
+{
+	/* a trie's batch token is a key, a hash map's a bucket number */
+	size_t tsz = ksz > sizeof(__u64) ? ksz : sizeof(__u64);
+	/* zeroed: valgrind does not know that the batch lookup writes them */
+	char *keys = calloc(batch, ksz), *vals = calloc(batch, vsz);
+	char *in = calloc(2, tsz), *out = in ? in + tsz : NULL;
+	bool first = true;
+	int err = 0;
+
+	if (!keys || !vals || !in) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 cnt = batch;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : in, out, keys, vals, &cnt, NULL);
+
+		if (rc && rc != -ENOENT) {
+			err = rc;
+			break;
+		}
+		for (__u32 i = 0; i < cnt && !err; i++)
+			err = each(keys + i * ksz, vals + i * vsz, arg);
+		if (rc == -ENOENT || err)
+			break;	/* the last batch */
+		memcpy(in, out, tsz);
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
+	free(in);
 	return err;
 }

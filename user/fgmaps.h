@@ -20,11 +20,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "floodgate.h"
+#include "sysutil.h"
 
 #define FG_PIN_DIR_DEFAULT	"/sys/fs/bpf/floodgate"
 #define FG_PIN_DIR_ENV		"FLOODGATE_PIN_DIR"
 #define FG_LINK_PREFIX		"link_"
-#define FG_WHY_LEN		512
 
 enum fg_map_id {
 	FGM_CTL = 0,
@@ -55,9 +55,6 @@ struct fg_maps {
 };
 
 struct floodgate_bpf;
-
-/* The reason for an operator, into why (FG_WHY_LEN bytes, or NULL). */
-void fg_why(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --pin-dir if given, else $FLOODGATE_PIN_DIR, else the default. */
 const char *fg_pin_dir_choose(const char *arg);
@@ -145,5 +142,11 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode);
  * link_* (which detaches XDP if nothing else holds the link) and every
  * map, then remove dir. Takes the lock itself. */
 int fg_pin_dir_remove(const char *dir, char *why);
+
+/* Every entry of the map fd (keys of ksz, values of vsz bytes), batch at
+ * a time through BPF_MAP_LOOKUP_BATCH, each handed to each(key, value,
+ * arg); the first error, its or each's, ends the walk and is returned. */
+typedef int (*fg_map_each_fn)(const void *key, const void *val, void *arg);
+int fg_map_dump(int fd, size_t ksz, size_t vsz, __u32 batch, fg_map_each_fn each, void *arg);
 
 #endif /* FG_MAPS_H */

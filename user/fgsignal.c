@@ -19,6 +19,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include "fgsignal.h"
+#include "sysutil.h"
 
 #define WHY(...)							\
 	({ if (why && len) snprintf(why, len, __VA_ARGS__); -EINVAL; })
@@ -350,16 +351,12 @@ static int read_small(const char *path, char *buf, size_t cap)
 	if (fd < 0)
 		return -errno;
 	while (n < cap) {
-		ssize_t r = read(fd, buf + n, cap - n);
+		ssize_t r = fg_read_retry(fd, buf + n, cap - n);
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
+		if (r <= 0) {
+			err = (int)r;
 			break;
 		}
-		if (r == 0)
-			break;
 		n += (size_t)r;
 	}
 	close(fd);

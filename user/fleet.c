@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fleet.h"
+#include "sysutil.h"
 
 /*
  * The lease script, run atomically by Redis for one rule and one node.
@@ -132,18 +133,6 @@ struct fg_fleet {
 	struct fg_fleet_conn_stats cs;
 };
 
-static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void why_set(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
 static const char *const state_names[FG_FLEET_NSTATES] = {
 	"init", "ok", "grace", "fallback", "recovering",
 };
@@ -187,7 +176,7 @@ struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t w
 
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		why_set(why, whylen, "out of memory");
+		fg_whyn(why, whylen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -202,34 +191,34 @@ struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t w
 		snprintf(f->c.prefix, sizeof(f->c.prefix), "floodgate");
 	if (!f->c.node[0] && gethostname(f->c.node, sizeof(f->c.node) - 1)) {
 		err = -errno;
-		why_set(why, whylen, "gethostname: %s", strerror(errno));
+		fg_whyn(why, whylen, "gethostname: %s", strerror(errno));
 		goto fail;
 	}
 	f->c.node[sizeof(f->c.node) - 1] = 0;
 	f->c.prefix[sizeof(f->c.prefix) - 1] = 0;
 	if (!valid_node(f->c.node)) {
-		why_set(why, whylen, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+		fg_whyn(why, whylen, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -",
 			f->c.node, FG_FLEET_NODE_LEN - 1);
 		goto fail;
 	}
 	if (!valid_node(f->c.prefix)) {
-		why_set(why, whylen, "fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+		fg_whyn(why, whylen, "fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
 			f->c.prefix, FG_FLEET_PREFIX_LEN - 1);
 		goto fail;
 	}
 	if (f->c.interval_ms < FG_FLEET_MIN_INTERVAL_MS || f->c.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
-		why_set(why, whylen, "lease_interval %u ms: must be %d ms .. %d s", f->c.interval_ms,
+		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s", f->c.interval_ms,
 			FG_FLEET_MIN_INTERVAL_MS, FG_FLEET_MAX_INTERVAL_MS / 1000);
 		goto fail;
 	}
 	if (f->c.deadline_ms >= f->c.interval_ms) {
-		why_set(why, whylen, "deadline %u ms: must be shorter than the lease interval (%u ms)",
+		fg_whyn(why, whylen, "deadline %u ms: must be shorter than the lease interval (%u ms)",
 			f->c.deadline_ms, f->c.interval_ms);
 		goto fail;
 	}
 	if (f->c.lease_ms <= f->c.interval_ms + f->c.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
 	    f->c.lease_ms > 10 * f->c.interval_ms) {
-		why_set(why, whylen, "lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
+		fg_whyn(why, whylen, "lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
 			"and be at most 10 intervals", f->c.lease_ms,
 			FG_FLEET_LEASE_MARGIN_NS / 1000000,
 			(unsigned long long)(f->c.interval_ms + f->c.deadline_ms +
@@ -239,7 +228,7 @@ struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t w
 	f->r = fg_redis_new(&f->c.redis);
 	if (!f->r) {
 		err = -ENOMEM;
-		why_set(why, whylen, "out of memory");
+		fg_whyn(why, whylen, "out of memory");
 		goto fail;
 	}
 	fg_redis_url_str(&f->c.redis, f->urlstr, sizeof(f->urlstr));
@@ -296,29 +285,29 @@ int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, c
 	__u64 ns;
 
 	if (f->nrules >= FG_FLEET_MAX_RULES) {
-		why_set(why, whylen, "more than %d fleet rules", FG_FLEET_MAX_RULES);
+		fg_whyn(why, whylen, "more than %d fleet rules", FG_FLEET_MAX_RULES);
 		return -ENOSPC;
 	}
 	if (!valid_node(rc->name) || strnlen(rc->name, FG_NAME_LEN) >= FG_NAME_LEN) {
-		why_set(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name", rc->name);
+		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name", rc->name);
 		return -EINVAL;
 	}
 	if (!(rc->rate >= 1e-3 && rc->rate <= 1e15) || !(rc->burst >= 1 && rc->burst <= 1e15)) {
-		why_set(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15", rc->name);
+		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15", rc->name);
 		return -EINVAL;
 	}
 	if (rc->on_loss > FG_FLEET_LOSS_CLOSED || rc->cost > FG_COST_BYTES) {
-		why_set(why, whylen, "rule %s: bad on_loss or cost unit", rc->name);
+		fg_whyn(why, whylen, "rule %s: bad on_loss or cost unit", rc->name);
 		return -EINVAL;
 	}
 	if (rc->local_rate < 0 || rc->local_burst < 0 || !isfinite(rc->local_rate) ||
 	    !isfinite(rc->local_burst)) {
-		why_set(why, whylen, "rule %s: local_rate and local_burst must be >= 0", rc->name);
+		fg_whyn(why, whylen, "rule %s: local_rate and local_burst must be >= 0", rc->name);
 		return -EINVAL;
 	}
 	for (int i = 0; i < f->nrules; i++)
 		if (!strcmp(f->rule[i].c.name, rc->name)) {
-			why_set(why, whylen, "fleet rule %s added twice", rc->name);
+			fg_whyn(why, whylen, "fleet rule %s added twice", rc->name);
 			return -EINVAL;
 		}
 	r = &f->rule[f->nrules];
@@ -565,7 +554,7 @@ static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t why
 	if (err)
 		return err;
 	if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
-		why_set(why, whylen, "SCRIPT LOAD: %.*s", rep->type == REDIS_REPLY_ERROR ?
+		fg_whyn(why, whylen, "SCRIPT LOAD: %.*s", rep->type == REDIS_REPLY_ERROR ?
 			(int)(rep->len > 120 ? 120 : rep->len) : 14,
 			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
 		freeReplyObject(rep);
@@ -600,7 +589,7 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 			err = append_eval(f, &f->rule[i]);
 			if (err) {
 				fg_redis_close(f->r);
-				why_set(why, whylen, "queueing EVALSHA: %s", strerror(-err));
+				fg_whyn(why, whylen, "queueing EVALSHA: %s", strerror(-err));
 				return err;
 			}
 			idx[n++] = i;
@@ -631,7 +620,7 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 		if (err)
 			return err;
 	}
-	why_set(why, whylen, "NOSCRIPT again right after SCRIPT LOAD");
+	fg_whyn(why, whylen, "NOSCRIPT again right after SCRIPT LOAD");
 	return -EPROTO;
 }
 
@@ -639,16 +628,16 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why, size_t whylen)
 {
 	if (rep->type == REDIS_REPLY_ERROR) {
-		why_set(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len), rep->str);
+		fg_whyn(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len), rep->str);
 		return -EPROTO;
 	}
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != FL_NREPLY) {
-		why_set(why, whylen, "unexpected reply to the lease script (type %d)", rep->type);
+		fg_whyn(why, whylen, "unexpected reply to the lease script (type %d)", rep->type);
 		return -EPROTO;
 	}
 	for (int k = 0; k < FL_NREPLY; k++) {
 		if (rep->element[k]->type != REDIS_REPLY_INTEGER || rep->element[k]->integer < 0) {
-			why_set(why, whylen, "unexpected element %d in the lease script's reply", k);
+			fg_whyn(why, whylen, "unexpected element %d in the lease script's reply", k);
 			return -EPROTO;
 		}
 		v[k] = rep->element[k]->integer;

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "fleet_redis.h"
+#include "sysutil.h"
 
 #define FG_REDIS_MAX_REPLY	(1u << 20)	/* bytes read per exchange, at most */
 #define FG_REDIS_MAX_QUEUE	(1u << 20)	/* bytes of queued commands, at most */
@@ -27,18 +28,6 @@ struct fg_redis {
 	size_t olen, ocap;
 	int queued;
 };
-
-static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void why_set(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 __u64 fg_redis_now_ns(void)
 {
@@ -135,11 +124,11 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	long db;
 
 	if (!plen || s[0] != '/') {
-		why_set(why, whylen, "unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
+		fg_whyn(why, whylen, "unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
 		return -EINVAL;
 	}
 	if (plen >= sizeof(u->path)) {
-		why_set(why, whylen, "unix socket path is longer than %zu bytes", sizeof(u->path) - 1);
+		fg_whyn(why, whylen, "unix socket path is longer than %zu bytes", sizeof(u->path) - 1);
 		return -EINVAL;
 	}
 	memcpy(u->path, s, plen);
@@ -148,7 +137,7 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	if (!q)
 		return 0;
 	if (strncmp(q, "?db=", 4) || parse_dec(q + 4, strlen(q + 4), 0, FG_REDIS_MAX_DB, &db)) {
-		why_set(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)", FG_REDIS_MAX_DB);
+		fg_whyn(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)", FG_REDIS_MAX_DB);
 		return -EINVAL;
 	}
 	u->db = (int)db;
@@ -169,17 +158,17 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		const char *c = memchr(s, ':', (size_t)(at - s));
 
 		if (!c) {
-			why_set(why, whylen, "redis URL: write the password as :password@host "
+			fg_whyn(why, whylen, "redis URL: write the password as :password@host "
 				"(or user:password@host)");
 			return -EINVAL;
 		}
 		if (pct_decode(s, (size_t)(c - s), u->user, sizeof(u->user))) {
-			why_set(why, whylen, "redis URL: bad or too long user name");
+			fg_whyn(why, whylen, "redis URL: bad or too long user name");
 			return -EINVAL;
 		}
 		if (pct_decode(c + 1, (size_t)(at - c - 1), u->password, sizeof(u->password)) ||
 		    !u->password[0]) {
-			why_set(why, whylen, "redis URL: bad, empty or too long password "
+			fg_whyn(why, whylen, "redis URL: bad, empty or too long password "
 				"(percent-encode '@', '/' and '%%')");
 			return -EINVAL;
 		}
@@ -192,23 +181,23 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		size_t hl;
 
 		if (!rb) {
-			why_set(why, whylen, "redis URL: IPv6 address without its closing ']'");
+			fg_whyn(why, whylen, "redis URL: IPv6 address without its closing ']'");
 			return -EINVAL;
 		}
 		hl = (size_t)(rb - hp - 1);
 		if (hl >= sizeof(u->host)) {
-			why_set(why, whylen, "redis URL: host too long");
+			fg_whyn(why, whylen, "redis URL: host too long");
 			return -EINVAL;
 		}
 		memcpy(u->host, hp + 1, hl);
 		u->host[hl] = 0;
 		if (!valid_v6(u->host)) {
-			why_set(why, whylen, "redis URL: \"%s\" is not an IPv6 address", u->host);
+			fg_whyn(why, whylen, "redis URL: \"%s\" is not an IPv6 address", u->host);
 			return -EINVAL;
 		}
 		if (rb + 1 < end) {
 			if (rb[1] != ':') {
-				why_set(why, whylen, "redis URL: expected :port after the IPv6 address");
+				fg_whyn(why, whylen, "redis URL: expected :port after the IPv6 address");
 				return -EINVAL;
 			}
 			colon = rb + 1;
@@ -219,27 +208,27 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		colon = memchr(hp, ':', (size_t)(end - hp));
 		hl = (size_t)((colon ? colon : end) - hp);
 		if (hl >= sizeof(u->host)) {
-			why_set(why, whylen, "redis URL: host too long");
+			fg_whyn(why, whylen, "redis URL: host too long");
 			return -EINVAL;
 		}
 		memcpy(u->host, hp, hl);
 		u->host[hl] = 0;
 		if (!valid_hostname(u->host)) {
-			why_set(why, whylen, "redis URL: missing or bad host name \"%.64s\"", u->host);
+			fg_whyn(why, whylen, "redis URL: missing or bad host name \"%.64s\"", u->host);
 			return -EINVAL;
 		}
 	}
 	u->port = FG_REDIS_PORT;
 	if (colon) {
 		if (parse_dec(colon + 1, (size_t)(end - colon - 1), 1, 65535, &v)) {
-			why_set(why, whylen, "redis URL: the port must be 1..65535");
+			fg_whyn(why, whylen, "redis URL: the port must be 1..65535");
 			return -EINVAL;
 		}
 		u->port = (__u16)v;
 	}
 	if (slash && slash[1]) {
 		if (parse_dec(slash + 1, strlen(slash + 1), 0, FG_REDIS_MAX_DB, &v)) {
-			why_set(why, whylen, "redis URL: the database after '/' must be 0..%d", FG_REDIS_MAX_DB);
+			fg_whyn(why, whylen, "redis URL: the database after '/' must be 0..%d", FG_REDIS_MAX_DB);
 			return -EINVAL;
 		}
 		u->db = (int)v;
@@ -253,7 +242,7 @@ int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t 
 	int err;
 
 	if (!s || !*s) {
-		why_set(why, whylen, "empty redis URL");
+		fg_whyn(why, whylen, "empty redis URL");
 		return -EINVAL;
 	}
 	if (!strncmp(s, "unix:", 5))
@@ -261,12 +250,12 @@ int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t 
 	else if (!strncmp(s, "redis://", 8))
 		err = parse_tcp(s + 8, &t, why, whylen);
 	else if (!strncmp(s, "rediss://", 9)) {
-		why_set(why, whylen, "rediss:// (TLS) needs hiredis >= 1.0 built with SSL; "
+		fg_whyn(why, whylen, "rediss:// (TLS) needs hiredis >= 1.0 built with SSL; "
 			"this build has hiredis %d.%d: use a unix socket or a TLS tunnel",
 			HIREDIS_MAJOR, HIREDIS_MINOR);
 		err = -EINVAL;
 	} else {
-		why_set(why, whylen, "a redis URL starts with redis:// or unix:/");
+		fg_whyn(why, whylen, "a redis URL starts with redis:// or unix:/");
 		err = -EINVAL;
 	}
 	if (!err)
@@ -412,14 +401,14 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 		sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
 		err = connect_addr(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), deadline_ns, fdp);
 		if (err)
-			why_set(why, whylen, "connect unix:%s: %s", u->path,
+			fg_whyn(why, whylen, "connect unix:%s: %s", u->path,
 				err == -ETIMEDOUT ? "timed out" : strerror(-err));
 		return err;
 	}
 	snprintf(port, sizeof(port), "%u", u->port);
 	gai = getaddrinfo(u->host, port, &hints, &res);
 	if (gai) {
-		why_set(why, whylen, "resolving %s: %s", u->host, gai_strerror(gai));
+		fg_whyn(why, whylen, "resolving %s: %s", u->host, gai_strerror(gai));
 		return gai == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
 	err = -EHOSTUNREACH;
@@ -430,7 +419,7 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 	}
 	freeaddrinfo(res);
 	if (err)
-		why_set(why, whylen, "connect %s:%u: %s", u->host, u->port,
+		fg_whyn(why, whylen, "connect %s:%u: %s", u->host, u->port,
 			err == -ETIMEDOUT ? "timed out" : strerror(-err));
 	return err;
 }
@@ -485,7 +474,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 	for (int i = 0; i < n; i++)
 		rep[i] = NULL;
 	if (r->fd < 0 || !r->rd) {
-		why_set(why, whylen, "not connected");
+		fg_whyn(why, whylen, "not connected");
 		r->olen = 0;
 		r->queued = 0;
 		return -ENOTCONN;
@@ -502,7 +491,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				break;
 			if (w < 0) {
 				err = -errno;
-				why_set(why, whylen, "send: %s", strerror(errno));
+				fg_whyn(why, whylen, "send: %s", strerror(errno));
 				goto fail;
 			}
 			off += (size_t)w;
@@ -514,7 +503,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				break;
 			if (redisReaderGetReply(r->rd, &rp) != REDIS_OK) {
 				err = -EPROTO;
-				why_set(why, whylen, "protocol error: %s", r->rd->errstr);
+				fg_whyn(why, whylen, "protocol error: %s", r->rd->errstr);
 				goto fail;
 			}
 			if (!rp)
@@ -526,9 +515,9 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 		err = wait_fd(r->fd, (short)(POLLIN | (off < r->olen ? POLLOUT : 0)), deadline_ns, &rev);
 		if (err) {
 			if (err == -ETIMEDOUT)
-				why_set(why, whylen, "no answer within the deadline (%d of %d replies)", got, n);
+				fg_whyn(why, whylen, "no answer within the deadline (%d of %d replies)", got, n);
 			else
-				why_set(why, whylen, "poll: %s", strerror(-err));
+				fg_whyn(why, whylen, "poll: %s", strerror(-err));
 			goto fail;
 		}
 		if (rev & (POLLIN | POLLHUP | POLLERR)) {
@@ -539,23 +528,23 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				continue;
 			if (rd < 0) {
 				err = -errno;
-				why_set(why, whylen, "recv: %s", strerror(errno));
+				fg_whyn(why, whylen, "recv: %s", strerror(errno));
 				goto fail;
 			}
 			if (rd == 0) {
 				err = -ECONNRESET;
-				why_set(why, whylen, "connection closed by the server");
+				fg_whyn(why, whylen, "connection closed by the server");
 				goto fail;
 			}
 			nread += (size_t)rd;
 			if (nread > FG_REDIS_MAX_REPLY) {
 				err = -EMSGSIZE;
-				why_set(why, whylen, "replies larger than %u bytes", FG_REDIS_MAX_REPLY);
+				fg_whyn(why, whylen, "replies larger than %u bytes", FG_REDIS_MAX_REPLY);
 				goto fail;
 			}
 			if (redisReaderFeed(r->rd, buf, (size_t)rd) != REDIS_OK) {
 				err = -ENOMEM;
-				why_set(why, whylen, "reader: %s", r->rd->errstr);
+				fg_whyn(why, whylen, "reader: %s", r->rd->errstr);
 				goto fail;
 			}
 		}
@@ -610,7 +599,7 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 		if (rep[i]->type == REDIS_REPLY_ERROR) {
 			int auth = r->url.password[0] && i == 0;
 
-			why_set(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
+			fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
 				(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
 			err = auth ? -EACCES : -EINVAL;
 			break;
@@ -633,7 +622,7 @@ int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 	r->rd = redisReaderCreate();
 	if (!r->rd) {
 		close(fd);
-		why_set(why, whylen, "out of memory");
+		fg_whyn(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
 	r->fd = fd;

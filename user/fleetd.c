@@ -90,6 +90,22 @@ static void lease_fresh(struct fg_lease *e, const struct fd_rule *r)
 	STORE(&e->gen, r->gen);
 }
 
+/* Is cfg's rule i a fleet rule? 1 yes, 0 no, -EINVAL (why) if its id is
+ * out of range. */
+static int is_fleet_rule(const struct fg_config *cfg, __u32 i, char *why, size_t len)
+{
+	const struct fg_rule *pr = &cfg->pol.rules[i];
+
+	if (!pr->fleet)
+		return 0;
+	if (pr->id >= FG_MAX_IDS) {
+		fg_whyn(why, len, "fleet rule %s: rule id %u out of range", cfg->fleet_rules[i].name,
+			pr->id);
+		return -EINVAL;
+	}
+	return 1;
+}
+
 /* cfg's fleet rules into fl->r[] (ids and gens from the apply). */
 static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len)
 {
@@ -97,13 +113,13 @@ static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, cha
 	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++) {
 		const struct fg_rule *pr = &cfg->pol.rules[i];
 		const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
+		int is = is_fleet_rule(cfg, i, why, len);
 		struct fd_rule *r;
 
-		if (!pr->fleet)
+		if (is <= 0) {
+			if (is < 0)
+				return is;
 			continue;
-		if (pr->id >= FG_MAX_IDS) {
-			snprintf(why, len, "fleet rule %s: rule id %u out of range", rc->name, pr->id);
-			return -EINVAL;
 		}
 		r = &fl->r[fl->n++];
 		memset(r, 0, sizeof(*r));
@@ -127,13 +143,13 @@ static int before_flip(void *ctx, struct fg_maps *m, const struct fg_config *cfg
 	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++) {
 		const struct fg_rule *pr = &cfg->pol.rules[i];
 		const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
+		int is = is_fleet_rule(cfg, i, why, FG_WHY_LEN);
 		struct fg_lease *e;
 
-		if (!pr->fleet)
+		if (is <= 0) {
+			if (is < 0)
+				return is;
 			continue;
-		if (pr->id >= FG_MAX_IDS) {
-			fg_why(why, "fleet rule %s: rule id %u out of range", rc->name, pr->id);
-			return -EINVAL;
 		}
 		e = &fl->lease[pr->id];
 		if (LOAD(&e->gen) == pr->gen) {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The Prometheus endpoint: renders the page each tick and serves it; see metrics.h. */
 #include <errno.h>
 #include <stddef.h>
 #include <netdb.h>

@@ -131,39 +131,18 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 /* fg_src6 in batches of SRC6_BATCH keys (one syscall each, not two per
  * key: at a million sources the daemon walks it every second). */
 #define SRC6_BATCH 4096
+static int src6_take(const void *key, const void *val, void *arg)
+{
+	const struct fg_key6 *k = key;
+	const struct fg_bucket *b = val;
+
+	return src_take(arg, 6, k->addr, k->rule, k->gen, b->tat, b->drops);
+}
+
 static int walk_src6(struct fg_maps *m, struct src_walk *w)
 {
-	struct fg_key6 *keys = calloc(SRC6_BATCH, sizeof(*keys));
-	struct fg_bucket *vals = calloc(SRC6_BATCH, sizeof(*vals));
-	__u64 in_batch = 0, out_batch = 0;
-	bool first = true;
-	int err = 0;
-
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		__u32 cnt = SRC6_BATCH;
-		int rc = bpf_map_lookup_batch(m->fd[FGM_SRC6], first ? NULL : &in_batch,
-					      &out_batch, keys, vals, &cnt, NULL);
-
-		if (rc && rc != -ENOENT) {
-			err = rc;
-			break;
-		}
-		for (__u32 i = 0; i < cnt && !err; i++)
-			err = src_take(w, 6, keys[i].addr, keys[i].rule, keys[i].gen,
-				       vals[i].tat, vals[i].drops);
-		if (rc == -ENOENT || err)
-			break;	/* the last batch */
-		in_batch = out_batch;
-		first = false;
-	}
-out:
-	free(keys);
-	free(vals);
-	return err;
+	return fg_map_dump(m->fd[FGM_SRC6], sizeof(struct fg_key6), sizeof(struct fg_bucket),
+			   SRC6_BATCH, src6_take, w);
 }
 
 static int walk_both(struct fg_maps *m, struct src_walk *w)

@@ -1,14 +1,27 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Clock, pid and address helpers; see sysutil.h. */
+/* Clock, pid, address and reason helpers; see sysutil.h. */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/types.h>
 
 #include "sysutil.h"
+
+void fg_whyn(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
 
 /* Not CLOCK_MONOTONIC: that would run up to a tick (4 ms) ahead of the
  * program's coarse clock, and a bucket at 1000/s would look as if it had
@@ -78,4 +91,14 @@ bool fg_daemon_alive(__u32 pid)
 const char *fg_daemon_state_name(enum fg_daemon_state st)
 {
 	return st == FG_DAEMON_RUNNING ? "running" : st == FG_DAEMON_STOPPED ? "stopped" : "none";
+}
+
+ssize_t fg_read_retry(int fd, void *buf, size_t len)
+{
+	ssize_t r;
+
+	do
+		r = read(fd, buf, len);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
 }

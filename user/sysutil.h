@@ -5,7 +5,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
+
+/* Room for an operator's reason: what failed and what to do about it. */
+#define FG_WHY_LEN		512
+
+/* The reason for an operator, into why (len bytes, or NULL): truncation is
+ * fine, so no snprintf warnings at the callers. */
+void fg_whyn(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same into a buffer of FG_WHY_LEN bytes. */
+#define fg_why(why, ...)	fg_whyn((why), FG_WHY_LEN, __VA_ARGS__)
 
 /*
  * CLOCK_MONOTONIC_COARSE now, in ns: the clock of the XDP program's default
@@ -30,5 +40,8 @@ const char *fg_daemon_state_name(enum fg_daemon_state st);
 
 /* "1.2.3.4" / "2001:db8::1"; family 4 or 6, addr in network order. */
 void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
+
+/* read(2) that retries on EINTR: bytes read, 0 at the end, or -errno. */
+ssize_t fg_read_retry(int fd, void *buf, size_t len);
 
 #endif /* FG_SYSUTIL_H */

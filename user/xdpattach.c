@@ -72,17 +72,29 @@ static bool name_is(const char *name, const char *ours)
  * link with the same ifindex out. */
 static int find_xdp_link(int ifindex, __u32 prog_id)
 {
+	struct bpf_link_info info;
 	__u32 id = 0;
+	int fd;
 
-	while (!bpf_link_get_next_id(id, &id)) {
-		struct bpf_link_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_link_get_fd_by_id(id);
+	while ((fd = fg_link_next(&id, &info)) >= 0) {
+		if (info.type == BPF_LINK_TYPE_XDP && info.prog_id == prog_id &&
+		    (int)info.xdp.ifindex == ifindex)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+int fg_link_next(__u32 *id, struct bpf_link_info *li)
+{
+	while (!bpf_link_get_next_id(*id, id)) {
+		__u32 len = sizeof(*li);
+		int fd = bpf_link_get_fd_by_id(*id);
 
 		if (fd < 0)
 			continue;	/* gone meanwhile */
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == BPF_LINK_TYPE_XDP &&
-		    info.prog_id == prog_id && (int)info.xdp.ifindex == ifindex)
+		memset(li, 0, sizeof(*li));
+		if (!bpf_obj_get_info_by_fd(fd, li, &len))
 			return fd;
 		close(fd);
 	}
@@ -474,6 +486,24 @@ static int check_opts(const struct fg_xdp_opts *o, char *why, size_t len)
 	return 0;
 }
 
+/* What attach and adopt check first: the program, the interface, the
+ * options; then what the interface runs now, into *cur. */
+static int attach_begin(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
+			struct fg_xdp_att *out, struct fg_xdp_list *cur, char *why, size_t len)
+{
+	int err;
+
+	att_init(out);
+	err = check_prog(p, why, len);
+	if (!err && ifindex <= 0)
+		err = fail(why, len, -EINVAL, "no interface (ifindex %d)", ifindex);
+	if (!err)
+		err = check_opts(o, why, len);
+	if (!err)
+		err = fg_xdp_list(ifindex, bpf_program__name(p->prog), cur, why, len);
+	return err;
+}
+
 int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
 		  struct fg_xdp_att *out, char *why, size_t len)
 {
@@ -481,19 +511,10 @@ int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_
 	struct fg_xdp_list cur;
 	int err;
 
-	att_init(out);
-	err = check_prog(p, why, len);
-	if (err)
-		return err;
-	if (ifindex <= 0)
-		return fail(why, len, -EINVAL, "no interface (ifindex %d)", ifindex);
-	err = check_opts(o, why, len);
+	err = attach_begin(p, ifindex, o, out, &cur, why, len);
 	if (err)
 		return err;
 	ours = bpf_program__name(p->prog);
-	err = fg_xdp_list(ifindex, ours, &cur, why, len);
-	if (err)
-		return err;
 	if (find_ours(&cur))
 		return fail(why, len, -EEXIST, "ifindex %d already runs %s (id %u): adopt it",
 			    ifindex, ours, find_ours(&cur)->id);
@@ -722,16 +743,10 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 	__u64 t_joined;
 	int err;
 
-	att_init(out);
-	err = check_prog(p, why, len);
-	if (!err)
-		err = check_opts(o, why, len);
+	err = attach_begin(p, ifindex, o, out, &cur, why, len);
 	if (err)
 		return err;
 	ours = bpf_program__name(p->prog);
-	err = fg_xdp_list(ifindex, ours, &cur, why, len);
-	if (err)
-		return err;
 	old = find_ours(&cur);
 	if (!old)
 		return fg_xdp_attach(p, ifindex, o, out, why, len);

@@ -132,4 +132,9 @@ void fg_xdp_att_close(struct fg_xdp_att *a);
 
 const char *fg_xdp_mode_str(enum fg_xdp_mode m);
 
+/* The next bpf link after *id (0: the first) whose info could be read: its
+ * fd (the caller closes it), *id and *li set; -ENOENT after the last. */
+struct bpf_link_info;
+int fg_link_next(__u32 *id, struct bpf_link_info *li);
+
 #endif /* FG_XDPATTACH_H */
