@@ -1146,21 +1146,15 @@ static __u64 mono_ms(void)
 
 /* The reader with every signal blocked: signals go to the caller, whose
  * poll() they interrupt. */
-static int start_reader(struct read_job *j)
+static int start_reader(struct read_job *j, pthread_t *t)
 {
-	pthread_attr_t attr;
 	sigset_t all, old;
-	pthread_t t;
 	int rc;
 
-	if (pthread_attr_init(&attr))
-		return -ENOMEM;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, reader, j);
+	rc = pthread_create(t, NULL, reader, j);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 	return -rc;
 }
 
@@ -1190,6 +1184,7 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 {
 	int stuck = __atomic_load_n(&stuck_reads, __ATOMIC_RELAXED), ret;
 	struct read_job *j;
+	pthread_t t;
 
 	if (stuck >= MAX_STUCK_READS)
 		return load_err(err, -EBUSY, "%d earlier reads of policy files have not returned "
@@ -1204,7 +1199,7 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 		return load_err(err, ret, "cannot read: pipe: %s", strerror(-ret));
 	}
 	j->refs = 2;
-	ret = start_reader(j);
+	ret = start_reader(j, &t);
 	if (ret) {
 		j->refs = 1;
 		job_put(j);
@@ -1213,6 +1208,10 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 	ret = wait_reader(j, stop);
 	if (ret && __atomic_exchange_n(&j->state, JOB_ABANDONED, __ATOMIC_ACQ_REL) == JOB_DONE)
 		ret = 0;	/* it finished just now */
+	if (!ret)
+		pthread_join(t, NULL);	/* done: it only has to return (no thread left behind) */
+	else
+		pthread_detach(t);	/* stuck: it goes on in the background */
 	if (!ret) {
 		__atomic_load_n(&j->state, __ATOMIC_ACQUIRE);	/* the reader's results */
 		ret = j->ret;
