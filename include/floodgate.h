@@ -19,8 +19,13 @@
 #endif
 
 #define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	5u
+#define FG_ABI_VERSION	6u
 /*
+ * ABI 6, from 5:
+ * - fg_policy.pool_names[FG_MAX_POOLS] after pad2 (the program never reads it): pool bucket
+ *   ids are kept by name across reloads and adoption (user/apply.c), status and metrics name pools
+ *
+ * ABI 5, from 4:
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
  * - fg_ctl: mode_ovr (was pad), rule_ovr_set/rule_ovr_shadow, ovr_since; 48 -> 88 bytes
@@ -284,7 +289,7 @@ struct fg_pool {
 	__u64 tau;		/*  8 critical: burst * inc, the whole pool */
 	__u64 tau_low;		/* 16 other tiers: tau * (1 - reserve) */
 	struct fg_limit cap;	/* 24 other tiers together: (1 - reserve) of rate and burst; inc 0 = none */
-	__u16 id;		/* 40 bucket id, 0..FG_POOL_IDS-1 */
+	__u16 id;		/* 40 bucket id, 0..FG_POOL_IDS-1, kept by name across reloads (apply) */
 	__u8 cost;		/* 42 enum fg_cost: the pool's unit, whatever its rules' */
 	__u8 flags;		/* 43 FG_POOL_* */
 	__u32 pad;		/* 44 */
@@ -402,6 +407,7 @@ struct fg_policy {
 	struct fg_pool pools[FG_MAX_POOLS];	/* fg_rule.pool indexes these */
 	__u32 npools;
 	__u32 pad2;
+	char pool_names[FG_MAX_POOLS][FG_NAME_LEN];	/* pools[i]'s name, NUL-terminated: ids by name (userspace only) */
 };
 
 /* Allow/deny lists and source sets share one LPM trie per family. The key

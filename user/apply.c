@@ -264,6 +264,8 @@ struct apply {
 	struct fg_name newnames[FG_MAX_IDS];	/* fg_names once applied */
 	bool claimed[FG_MAX_IDS];		/* ids the new policy uses */
 	bool fresh[FG_MAX_IDS];		/* ids given to new names */
+	bool pool_claimed[FG_POOL_IDS];		/* pool ids the new policy uses */
+	bool pool_fresh[FG_POOL_IDS];		/* pool ids given to new pool names */
 };
 
 /* What is there now: fg_ctl, fg_meta, fg_names and the active policy. */
@@ -372,6 +374,54 @@ static int apply_assign_ids(struct apply *a)
 	return 0;
 }
 
+/* The active policy's pool id for name, or -1. */
+static int pool_find(const struct fg_policy *old, const char *name)
+{
+	for (__u32 j = 0; j < old->npools && j < FG_MAX_POOLS; j++)
+		if (name[0] && old->pools[j].id < FG_POOL_IDS &&
+		    !strncmp(old->pool_names[j], name, FG_NAME_LEN))
+			return old->pools[j].id;
+	return -1;
+}
+
+/* Pool bucket ids by name, as rule ids: a pool that stays keeps its shared
+ * tat and cap whatever its place in the file; a new name gets an id the
+ * active policy does not use (FG_POOL_IDS is twice FG_MAX_POOLS, so there
+ * is always one), its buckets zeroed before the flip (write_fresh_pools). */
+static int apply_assign_pool_ids(struct apply *a)
+{
+	struct fg_policy *pol = &a->cfg->pol;
+	bool used[FG_POOL_IDS] = {};
+
+	if (pol->npools > FG_MAX_POOLS) {
+		fg_why(a->why, "policy has %u pools, at most %d", pol->npools, FG_MAX_POOLS);
+		return -E2BIG;
+	}
+	for (__u32 j = 0; j < a->active.npools && j < FG_MAX_POOLS; j++)
+		if (a->active.pools[j].id < FG_POOL_IDS)
+			used[a->active.pools[j].id] = true;
+	for (__u32 i = 0; i < pol->npools; i++) {
+		const char *name = pol->pool_names[i];
+		int id = pool_find(&a->active, name);
+
+		if (id >= 0 && a->pool_claimed[id]) {
+			fg_why(a->why, "pool name \"%.*s\" is used twice", FG_NAME_LEN, name);
+			return -EINVAL;
+		}
+		for (int j = 0; j < FG_POOL_IDS && id < 0; j++)
+			if (!used[j] && !a->pool_claimed[j])
+				id = j;
+		if (id < 0) {	/* not reached: at most FG_MAX_POOLS are used and claimed each */
+			fg_why(a->why, "no free pool id (all %d in use)", FG_POOL_IDS);
+			return -ENOSPC;
+		}
+		a->pool_fresh[id] = !used[id];
+		a->pool_claimed[id] = true;
+		pol->pools[i].id = (__u16)id;
+	}
+	return 0;
+}
+
 /* What was in force, for the caller's reload log. */
 static int apply_snapshot(struct apply *a)
 {
@@ -447,6 +497,24 @@ static int write_fresh_ids(struct apply *a)
 	return err;
 }
 
+/* New pool ids start full: their shared tat and cap zeroed (no packet reads them yet). */
+static int write_fresh_pools(struct apply *a)
+{
+	struct fg_agg agg = {};
+	int err = 0;
+
+	for (int id = 0; id < FG_POOL_IDS && !err; id++) {
+		if (!a->pool_fresh[id])
+			continue;
+		err = fg_array_write(a->m, FGM_AGG, FG_POOL_IDX(id), &agg);
+		if (!err)
+			err = fg_array_write(a->m, FGM_AGG, FG_CAP_IDX(id), &agg);
+		if (err)
+			fg_why(a->why, "initialising pool id %d: %s", id, strerror(-err));
+	}
+	return err;
+}
+
 static int write_prefixes(struct apply *a)
 {
 	size_t want[2] = { a->n4, a->n6 };
@@ -484,7 +552,7 @@ static int apply_write_inactive(struct apply *a)
 	struct fg_policy *pol = &a->cfg->pol;
 	int err;
 
-	if ((err = write_fresh_ids(a)) || (err = write_prefixes(a)))
+	if ((err = write_fresh_ids(a)) || (err = write_fresh_pools(a)) || (err = write_prefixes(a)))
 		return err;
 	/* sets need the trie too: mark a family if it has any entry */
 	pol->lists = (a->n4 ? 1 : 0) | (a->n6 ? 2 : 0);
@@ -605,7 +673,7 @@ static int apply_run(struct apply *a)
 	}
 	/* everything that can fail for a reason, before any write */
 	if ((err = apply_read(a)) || (err = apply_capacity(a)) || (err = apply_assign_ids(a)) ||
-	    (err = apply_snapshot(a)))
+	    (err = apply_assign_pool_ids(a)) || (err = apply_snapshot(a)))
 		return err;
 	err = apply_write_inactive(a);
 	if (!err && a->hook && a->hook->before_flip)

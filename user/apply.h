@@ -41,7 +41,8 @@ void fg_inforce_free(struct fg_inforce *was);
 /*
  * Apply a compiled policy: rule ids by name (a surviving rule keeps its id,
  * generation, buckets and counters; a new name gets one of FG_MAX_IDS ids
- * free now, so every rule can be replaced in one apply), the inactive slot
+ * free now, so every rule can be replaced in one apply), pool ids by name
+ * the same way (cfg->pol.pool_names; a new pool's buckets start full), the inactive slot
  * written, the slot and the file's global mode switched, then the ids of
  * removed rules freed and fg_meta stamped. Everything that can be checked
  * is checked before anything is written; a failure before the switch leaves

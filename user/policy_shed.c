@@ -90,6 +90,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	if (!val[PK_BURST])
 		return FAIL(c, n, "pool %s: missing burst (e.g. burst: 1000)", s);
 	memcpy(ps->name, s, strlen(s) + 1);
+	memcpy(cfg->pol.pool_names[idx], s, strlen(s) + 1);
 	ps->line = (int)n->start_mark.line + 1;
 	err = pol_parse_rate_burst(c, val[PK_RATE], val[PK_BURST], &rate, &burst, &bytes);
 	if (!err)
@@ -112,7 +113,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	ps->lim = (struct fg_limit_src){ .set = 1, .rate = (double)rate, .burst = (double)burst };
 	ps->bytes = bytes;
 	ps->noshed = !on;
-	pl->id = (__u16)idx;
+	pl->id = (__u16)idx;	/* until the apply keeps the id by name (apply.c) */
 	pl->cost = bytes ? FG_COST_BYTES : FG_COST_PKTS;
 	pl->flags = on ? 0 : FG_POOL_NOSHED;
 	return 0;
