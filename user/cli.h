@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The floodgate CLI's commands, by group: cli_status.c (status),
- * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_policy.c
+ * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_shed.c (shed), cli_policy.c
  * (check, reload, detach), cli_lists.c (allow, deny), cli_conn.c (the
  * concurrency caps' part of top and status); the helpers they share are in cli_common.c, the
  * command table and the option tables in floodgate.c.
@@ -45,6 +45,7 @@ int cli_stats(void *cfg);
 int cli_top(void *cfg);
 int cli_mode(void *cfg);
 int cli_bypass(void *cfg);
+int cli_shed(void *cfg);
 int cli_check(void *cfg);
 int cli_reload(void *cfg);
 int cli_detach(void *cfg);

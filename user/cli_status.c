@@ -53,6 +53,8 @@ struct status {
 	double frac[FG_NTIERS];		/* ... as the program applies them now */
 	struct fg_shedd_state sst;	/* the running daemon's shedder */
 	bool have_sst;
+	bool shed_rules;		/* a rule has a tier other than critical, or a pool */
+	struct fg_stats shed_rows[FG_NROWS];	/* read when shed_rules */
 };
 
 /* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
@@ -124,6 +126,11 @@ static int shed_read(struct fg_maps *m, struct status *st)
 
 	if (err)
 		return err;
+	for (__u32 i = 0; i < st->pol.nrules && i < FG_MAX_RULES; i++)
+		st->shed_rules |= st->pol.rules[i].tier != FG_TIER_CRITICAL ||
+				  st->pol.rules[i].pool != FG_POOL_NONE;
+	if (st->shed_rules && (err = fg_stats_read(m, st->shed_rows)))
+		return err;
 	fg_shedd_fracs(&st->shed, st->now, st->frac);
 	fg_shedd_state_path(getenv("FLOODGATE_RUN_DIR"), st->dir, path, sizeof(path));
 	st->have_sst = st->running && !fg_shedd_state_read(path, &st->sst) &&
@@ -162,6 +169,42 @@ static double shed_left_s(const struct status *st)
 	return st->shed.end > st->now ? (st->shed.end - st->now) / 1e9 : 0;
 }
 
+static const char *rule_name_at(const struct status *st, const struct fg_rule *r);
+
+static bool pool_exempt(const struct fg_policy *pol, __u32 i)
+{
+	return pol->pools[i].flags & FG_POOL_NOSHED;
+}
+
+/* The pools (the exempt ones say so), and the shed packets of each rule
+ * that can be shed (tier shedding and pool refusals: outcome shed). */
+static void print_shed_pools_text(const struct status *st)
+{
+	const struct fg_policy *pol = &st->pol;
+	const char *sep = "";
+
+	if (pol->npools) {
+		printf("           pools:");
+		for (__u32 i = 0; i < pol->npools && i < FG_MAX_POOLS; i++)
+			printf("%s %.*s (id %u%s)", i ? "," : "", FG_NAME_LEN, pol->pool_names[i],
+			       pol->pools[i].id, pool_exempt(pol, i) ? ", exempt: shedding: off" : "");
+		printf("\n");
+	}
+	if (!st->shed_rules)
+		return;
+	printf("           shed packets:");
+	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
+		const struct fg_rule *r = &pol->rules[i];
+
+		if ((r->tier == FG_TIER_CRITICAL && r->pool == FG_POOL_NONE) || r->id >= FG_MAX_IDS)
+			continue;
+		printf("%s %s %llu", sep, rule_name_at(st, r),
+		       (unsigned long long)st->shed_rows[r->id].pkts[FG_OUT_SHED]);
+		sep = ",";
+	}
+	printf("\n");
+}
+
 static void print_shedding_text(const struct status *st)
 {
 	const struct fg_shedd_state *s = &st->sst;
@@ -180,17 +223,21 @@ static void print_shedding_text(const struct status *st)
 	} else if (st->frac[FG_TIER_NORMAL] + st->frac[FG_TIER_BULK] +
 		   st->frac[FG_TIER_BEST_EFFORT] == 0 && !st->shed.off) {
 		printf("shedding:  none (no controller, nothing shed)\n");
+		print_shed_pools_text(st);
 		return;
 	} else {
 		printf("shedding:  no controller running (the pinned thresholds decay by themselves)\n");
 	}
-	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s%s\n",
+	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s\n",
 	       100 * st->frac[FG_TIER_NORMAL], 100 * st->frac[FG_TIER_BULK],
-	       100 * st->frac[FG_TIER_BEST_EFFORT], st->shed.shadow ? " (shadow: counted, not shed)" : "",
-	       st->shed.off ? " (off: the operator switched shedding off)" : "");
-	if (shed_left_s(st) > 0)
+	       100 * st->frac[FG_TIER_BEST_EFFORT], st->shed.shadow ? " (shadow: counted, not shed)" : "");
+	if (st->shed.off)
+		printf("           OFF: the operator switched shedding off ('floodgate shed on' resumes): "
+		       "no tier is shed; pools and quotas still apply\n");
+	else if (shed_left_s(st) > 0)
 		printf("           the thresholds fall to zero by themselves in %.1f s unless rewritten\n",
 		       shed_left_s(st));
+	print_shed_pools_text(st);
 }
 
 static const char *xdp_mode_str(__u32 mode)
@@ -465,10 +512,47 @@ static struct json_object *num_json(double v, const char *fmt)
  *  "signal_error": str|null, "phase": str|null, "hold": str|null,
  *  "amount": number|null, "tiers": n, "pressure_s": number|null,
  *  "shed": {"critical": f, "normal": f, "bulk": f, "best-effort": f},
- *  "shadow": bool, "off": bool, "decays_in_s": number}
+ *  "shadow": bool, "off": bool, "decays_in_s": number,
+ *  "pools": [{"name": str, "id": n, "exempt": bool}], "shed_pkts": {"RULE": n}}
  * controller: the running daemon runs one (its fields null otherwise);
- * shed: fractions in [0, 1] as the program applies them now.
+ * shed: fractions in [0, 1] as the program applies them now; off: the
+ * operator's switch (floodgate shed off); exempt: the pool's shedding: off;
+ * shed_pkts: outcome shed of each rule with a tier other than critical or a pool.
  */
+static struct json_object *shed_pools_json(const struct status *st, int *err)
+{
+	struct json_object *a = json_object_new_array();
+	const struct fg_policy *pol = &st->pol;
+
+	for (__u32 i = 0; i < pol->npools && i < FG_MAX_POOLS; i++) {
+		struct json_object *p = json_object_new_object();
+		char name[FG_NAME_LEN + 1];
+
+		snprintf(name, sizeof(name), "%.*s", FG_NAME_LEN, pol->pool_names[i]);
+		cli_json_add(err, p, "name", json_object_new_string(name));
+		cli_json_add(err, p, "id", json_object_new_uint64(pol->pools[i].id));
+		cli_json_add(err, p, "exempt", json_object_new_boolean(pool_exempt(pol, i)));
+		cli_json_push(err, a, p);
+	}
+	return a;
+}
+
+static struct json_object *shed_pkts_json(const struct status *st, int *err)
+{
+	struct json_object *o = json_object_new_object();
+	const struct fg_policy *pol = &st->pol;
+
+	for (__u32 i = 0; st->shed_rules && i < pol->nrules && i < FG_MAX_RULES; i++) {
+		const struct fg_rule *r = &pol->rules[i];
+
+		if ((r->tier == FG_TIER_CRITICAL && r->pool == FG_POOL_NONE) || r->id >= FG_MAX_IDS)
+			continue;
+		cli_json_add(err, o, rule_name_at(st, r),
+			     json_object_new_uint64(st->shed_rows[r->id].pkts[FG_OUT_SHED]));
+	}
+	return o;
+}
+
 static struct json_object *shedding_json(const struct status *st, int *err)
 {
 	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
@@ -504,6 +588,8 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 	cli_json_add(err, o, "shadow", json_object_new_boolean(st->shed.shadow != 0));
 	cli_json_add(err, o, "off", json_object_new_boolean(st->shed.off != 0));
 	cli_json_add(err, o, "decays_in_s", num_json(shed_left_s(st), "%.4g"));
+	cli_json_add(err, o, "pools", shed_pools_json(st, err));
+	cli_json_add(err, o, "shed_pkts", shed_pkts_json(st, err));
 	return o;
 }
 

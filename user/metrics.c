@@ -562,14 +562,30 @@ static void render_fleet_conn(struct buf *b, const struct fg_fleet_conn_stats *c
 		(unsigned long long)cs->noscript, (unsigned long long)cs->commands);
 }
 
+/* The operator's switch and the pools exempt from shedding (their shedding: off). */
+static void render_shed_switches(struct buf *b, const struct fg_shedd *sd, const struct fg_policy *pol)
+{
+	bprintf(b, "# HELP floodgate_shed_off 1 while the operator has switched adaptive shedding off (floodgate shed off).\n"
+		   "# TYPE floodgate_shed_off gauge\nfloodgate_shed_off %u\n",
+		sd->map ? (unsigned int)(__atomic_load_n(&sd->map->off, __ATOMIC_ACQUIRE) != 0) : 0);
+	if (!pol || !pol->npools)
+		return;
+	bprintf(b, "# HELP floodgate_shed_pool_exempt 1: the pool's rules are never shed by the adaptive shedder (shedding: off).\n"
+		   "# TYPE floodgate_shed_pool_exempt gauge\n");
+	for (__u32 i = 0; i < pol->npools && i < FG_MAX_POOLS; i++)
+		bprintf(b, "floodgate_shed_pool_exempt{pool=\"%.*s\"} %d\n", FG_NAME_LEN,
+			pol->pool_names[i], (pol->pools[i].flags & FG_POOL_NOSHED) != 0);
+}
+
 /* The signal, the controller's state and the shed fraction per tier; shed
  * packets per rule are the outcome "shed" of floodgate_packets_total. */
-static void render_shedding(struct buf *b, const struct fg_shedd *sd)
+static void render_shedding(struct buf *b, const struct fg_shedd *sd, const struct fg_policy *pol)
 {
 	double frac[FG_NTIERS];
 
 	bprintf(b, "# HELP floodgate_shed_controller 1 while the adaptive shedder runs (a shedding: section).\n"
 		   "# TYPE floodgate_shed_controller gauge\nfloodgate_shed_controller %d\n", sd->on);
+	render_shed_switches(b, sd, pol);
 	if (!sd->on || !sd->map)
 		return;
 	bprintf(b, "# HELP floodgate_shed_signal The last utilization sample, in [0, 1] (NaN: unreadable).\n"
@@ -665,7 +681,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 	if (s->extra && s->extra_len)
 		bprintf(&b, "%.*s", (int)s->extra_len, s->extra);
 	if (s->shed)
-		render_shedding(&b, s->shed);
+		render_shedding(&b, s->shed, s->pol);
 	if (b.err) {
 		free(b.p);
 		return b.err;

@@ -38,7 +38,7 @@ void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NT
 			  FG_SHED_ONE;
 }
 
-static int map_open(struct fg_shedd *sd, int fd)
+int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len)
 {
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
@@ -52,11 +52,27 @@ static int map_open(struct fg_shedd *sd, int fd)
 	if (info.type != BPF_MAP_TYPE_ARRAY || info.max_entries != 1 ||
 	    info.value_size != sizeof(struct fg_shed_ctl) || !(info.map_flags & BPF_F_MMAPABLE))
 		return -EPROTO;
-	sd->map_len = (sizeof(struct fg_shed_ctl) + (size_t)page - 1) & ~((size_t)page - 1);
-	p = mmap(NULL, sd->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*len = (sizeof(struct fg_shed_ctl) + (size_t)page - 1) & ~((size_t)page - 1);
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	sd->map = p;
+	*v = p;
+	return 0;
+}
+
+void fg_shed_map_close(struct fg_shed_ctl **v, size_t len)
+{
+	if (*v)
+		munmap(*v, len);
+	*v = NULL;
+}
+
+int fg_shed_switch_off(struct fg_shed_ctl *v, bool off, bool *was)
+{
+	if (!v)
+		return -EINVAL;
+	*was = LOAD(&v->off) != 0;
+	STORE(&v->off, off ? 1u : 0u);
 	return 0;
 }
 
@@ -253,7 +269,7 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 
 	memset(sd, 0, sizeof(*sd));
 	sd->sig.nl = -1;
-	err = map_open(sd, m->fd[FGM_SHED]);
+	err = fg_shed_map_open(m->fd[FGM_SHED], &sd->map, &sd->map_len);
 	if (err)
 		return err;
 	if (!cfg->has_shedding) {
@@ -264,8 +280,7 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	if (!err)
 		err = open_signal(cfg, &sd->sig);
 	if (err) {
-		munmap(sd->map, sd->map_len);
-		sd->map = NULL;
+		fg_shed_map_close(&sd->map, sd->map_len);
 		return err;
 	}
 	sd->on = true;
@@ -418,8 +433,7 @@ void fg_shedd_stop(struct fg_shedd *sd)
 		sd->on = false;
 		publish(sd, 0);		/* end = 0: nothing shed from now on */
 		sd->on = on;
-		munmap(sd->map, sd->map_len);
-		sd->map = NULL;
+		fg_shed_map_close(&sd->map, sd->map_len);
 	}
 	close_signal(sd);
 	sd->on = false;
@@ -437,10 +451,12 @@ void fg_shedd_log(const struct fg_shedd *sd, const struct fg_shedd_change *chg)
 	if (chg->hold != chg->hold_was) {
 		if (chg->hold == FG_SHEDD_RUN)
 			pr_info("shedding: %s is over: the controller starts again from zero",
-				chg->hold_was == FG_SHEDD_BYPASS ? "bypass" : "shed off");
+				chg->hold_was == FG_SHEDD_BYPASS ? "bypass" :
+				"the operator's 'floodgate shed off'");
 		else
 			pr_warn("shedding: %s: nothing is shed, the controller is held at zero",
-				chg->hold == FG_SHEDD_BYPASS ? "bypass is on" : "switched off");
+				chg->hold == FG_SHEDD_BYPASS ? "bypass is on" :
+				"switched off by the operator ('floodgate shed off'; 'shed on' resumes)");
 	}
 	sig_name(&sd->sig, name, sizeof(name));
 	if (chg->sig_err)

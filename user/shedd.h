@@ -125,4 +125,14 @@ void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st);
 
 const char *fg_shedd_hold_name(enum fg_shedd_hold h);
 
+/* Map the pinned fg_shed (fd; type, sizes and BPF_F_MMAPABLE checked:
+ * -EPROTO otherwise) read-write into *v, *len bytes. */
+int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len);
+void fg_shed_map_close(struct fg_shed_ctl **v, size_t len);
+/* The operator's switch (floodgate shed off|on): stores fg_shed_ctl.off
+ * alone, so the daemon's field-by-field writes never undo it; *was is
+ * what it held. The program stops tier shedding at the next packet; a
+ * running daemon holds its controller at zero from its next sample. */
+int fg_shed_switch_off(struct fg_shed_ctl *v, bool off, bool *was);
+
 #endif /* FG_SHEDD_H */
