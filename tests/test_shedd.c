@@ -4,8 +4,8 @@
  * and fg_ctl made here, not pinned) and a file signal, on a simulated
  * clock: sampling on the interval, the thresholds and deadline it stores,
  * the program's decay after the last store, bypass and off holding it at
- * zero, adoption resuming from the pinned state, reload, stop and the state
- * file. Needs root (BPF maps); skips otherwise.
+ * zero, adoption resuming from the pinned state (from zero while off),
+ * reload, stop and the state file, the metrics' off and exempt pools. Needs root (BPF maps); skips otherwise.
  */
 #include <errno.h>
 #include <math.h>
@@ -289,6 +289,85 @@ static void test_hold_adopt_lost_state(void)
 	teardown(&m);
 }
 
+/* The metrics page of a daemon held by shed off, with one exempt pool of two. */
+static void metrics_off_and_exempt(const struct fg_shedd *sd)
+{
+	static struct fg_policy pol;
+	struct fg_stats rows[FG_NROWS] = {};
+	struct fg_name names[FG_MAX_IDS] = {};
+	struct fg_ctl ctl = {};
+	struct fg_metrics_snap snap = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
+					.shed = sd };
+	char *page = NULL;
+	size_t plen = 0;
+
+	pol.npools = 2;
+	snprintf(pol.pool_names[0], FG_NAME_LEN, "syn");
+	snprintf(pol.pool_names[1], FG_NAME_LEN, "batch");
+	pol.pools[1].flags = FG_POOL_NOSHED;
+	ASSERT_OK(fg_metrics_render(&snap, &page, &plen), "metrics render");
+	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_off 1\n"), "metrics: off");
+	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_held 1\n"), "metrics: held");
+	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_pool_exempt{pool=\"syn\"} 0\n") &&
+		    strstr(page, "\nfloodgate_shed_pool_exempt{pool=\"batch\"} 1\n"),
+		    "metrics: exempt pools");
+	free(page);
+}
+
+/* floodgate shed off (fg_shed_switch_off) with a daemon, then with none and a
+ * new daemon adopting while off; the metrics page's off and exempt pools */
+static void test_switch_off_adopt(void)
+{
+	struct fg_shedd_change chg = {};
+	struct fg_config cfg;
+	struct fg_shedd sd;
+	struct fg_maps m;
+	struct fg_shed_ctl *v = NULL;
+	size_t len = 0;
+	__u64 now = T0;
+	bool was = true;
+
+	if (setup(&m)) {
+		fg_test_skip("cannot create BPF maps (root?)");
+		teardown(&m);
+		return;
+	}
+	config(&cfg);
+	setsig("1");
+	ASSERT_OK(fg_shedd_start(&sd, &m, &cfg, dir, now), "start");
+	run(&sd, &m, &now, 10, &chg);
+	ASSERT_TRUE(sd.c.amount > 1, "shedding");
+	ASSERT_OK(fg_shed_map_open(m.fd[FGM_SHED], &v, &len), "the CLI maps fg_shed");
+	ASSERT_EQ(fg_shed_switch_off(v, true, &was), 0, "shed off");
+	ASSERT_EQ(was, false, "it was on");
+	run(&sd, &m, &now, 1, &chg);
+	ASSERT_TRUE(chg.hold == FG_SHEDD_OFF && chg.hold_was == FG_SHEDD_RUN, "held, once");
+	ASSERT_TRUE(sd.c.amount == 0 && pinned(&m).end == 0, "amount 0, nothing stored");
+	run(&sd, &m, &now, 5, &chg);
+	ASSERT_TRUE(chg.hold == FG_SHEDD_OFF && chg.hold_was == FG_SHEDD_OFF, "still held, no new change");
+	ASSERT_EQ(pinned(&m).off, 1, "the daemon never clears off");
+	metrics_off_and_exempt(&sd);
+	/* on again, back to shedding; then the daemon dies and the CLI switches off */
+	ASSERT_EQ(fg_shed_switch_off(v, false, &was), 0, "shed on");
+	ASSERT_EQ(was, true, "it was off");
+	run(&sd, &m, &now, 12, &chg);
+	ASSERT_TRUE(sd.c.amount > 0.5 && pinned(&m).end > now, "shedding again, thresholds stored");
+	fg_shed_map_close(&sd.map, sd.map_len);	/* SIGKILL: the thresholds stay pinned */
+	fg_signal_close(&sd.sig);
+	ASSERT_EQ(fg_shed_switch_off(v, true, &was), 0, "shed off with no daemon");
+	now += 100 * MS;
+	ASSERT_OK(fg_shedd_start(&sd, &m, &cfg, dir, now), "adopt while off");
+	ASSERT_TRUE(sd.c.amount == 0, "adopted while off: from zero, not the pinned amount");
+	run(&sd, &m, &now, 1, &chg);
+	ASSERT_EQ(chg.hold, FG_SHEDD_OFF, "adopted: the first sample holds (and logs it)");
+	ASSERT_EQ(pinned(&m).off, 1, "adopted: off kept");
+	fg_shedd_stop(&sd);
+	ASSERT_EQ(pinned(&m).off, 1, "a clean stop keeps off");
+	fg_shed_map_close(&v, len);
+	ASSERT_TRUE(v == NULL, "unmapped");
+	teardown(&m);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -300,6 +379,7 @@ int main(int argc, char **argv)
 	}
 	FG_RUN(test_onset_order_and_deadline);
 	FG_RUN(test_hold_adopt_lost_state);
+	FG_RUN(test_switch_off_adopt);
 	unlink(sigpath);
 	rmdir(dir);
 	return fg_test_summary();

@@ -261,6 +261,16 @@ static void close_signal(struct fg_shedd *sd)
 		fg_signal_close(&sd->sig);
 }
 
+static enum fg_shedd_hold hold_of(const struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns)
+{
+	struct fg_ctl ctl;
+
+	/* unreadable fg_ctl: run on; the deadline still bounds what is stored */
+	if (!fg_ctl_read(m, &ctl) && ctl.bypass && (!ctl.bypass_until || ctl.bypass_until > now_ns))
+		return FG_SHEDD_BYPASS;
+	return LOAD(&sd->map->off) ? FG_SHEDD_OFF : FG_SHEDD_RUN;
+}
+
 int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_config *cfg,
 		   const char *state_dir, __u64 now_ns)
 {
@@ -287,9 +297,10 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	sd->shadow = cfg->shed_mode == FG_MODE_SHADOW;
 	sd->interval_ns = (__u64)llround(cfg->shed.interval * 1e9);
 	sd->next_ns = now_ns + sd->interval_ns;
-	/* adopted: what the last daemon's thresholds decayed to, as the program sees them */
+	/* adopted: what the last daemon's thresholds decayed to, as the program
+	 * sees them; zero while shed off or bypass holds it (the first sample logs why) */
 	fg_shedd_fracs(sd->map, now_ns, frac);
-	fg_shed_resume(&sd->c, amount_of(&sd->c, frac));
+	fg_shed_resume(&sd->c, hold_of(sd, m, now_ns) == FG_SHEDD_RUN ? amount_of(&sd->c, frac) : 0);
 	fg_shed_output(&sd->c, &sd->out);
 	fg_shedd_state_path(state_dir, m->dir, sd->state_path, sizeof(sd->state_path));
 	if (state_dir || !mkdir(FG_SHEDD_RUN_DIR, 0755) || errno == EEXIST)
@@ -358,16 +369,6 @@ int fg_shedd_reload(struct fg_shedd *sd, const struct fg_config *cfg, __u64 now_
 	publish(sd, now_ns);
 	state_write(sd);
 	return 0;
-}
-
-static enum fg_shedd_hold hold_of(const struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns)
-{
-	struct fg_ctl ctl;
-
-	/* unreadable fg_ctl: run on; the deadline still bounds what is stored */
-	if (!fg_ctl_read(m, &ctl) && ctl.bypass && (!ctl.bypass_until || ctl.bypass_until > now_ns))
-		return FG_SHEDD_BYPASS;
-	return LOAD(&sd->map->off) ? FG_SHEDD_OFF : FG_SHEDD_RUN;
 }
 
 int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
