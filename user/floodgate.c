@@ -117,7 +117,7 @@ static const struct fg_cmd cmds[] = {
 	  cli_mode },
 	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1,
 	  bypass_opts, cli_bypass },
-	{ "shed", "off | on", "adaptive shedding: all of it off at once (kill switch), or on again",
+	{ "shed", "off | on", "adaptive shedding off at once, daemon or not (quotas, pools stay), or on",
 	  1, 1, NULL, cli_shed },
 	{ "deny", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
 	  "incident-time deny entries, before the file's lists", 1, 2, list_opts, cli_deny },
