@@ -752,12 +752,8 @@ static void test_meta_reload_fields_whole(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_ctl: needs root for BPF maps and BPF_PROG_TEST_RUN\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
 		return 0;
-	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_bad_input);
 	FG_RUN(test_stamp_keeps_operator_fields);

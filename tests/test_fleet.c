@@ -1231,12 +1231,8 @@ int main(int argc, char **argv)
 	int err;
 
 	fg_test_init(argc, argv);
-	if (access(REDIS_BIN, X_OK)) {
-		fg_test_begin("test_fleet");
-		fg_test_skip("%s not installed (apt-get install redis-server)", REDIS_BIN);
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (access(REDIS_BIN, X_OK))
+		return fg_test_skip_all("test_fleet", "%s not installed (apt-get install redis-server)", REDIS_BIN);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-fleet-XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
@@ -1250,12 +1246,8 @@ int main(int argc, char **argv)
 	sigaction(SIGABRT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = redis_start();
-	if (err) {
-		fg_test_begin("redis tests");
-		fg_test_fail(__FILE__, __LINE__, "cannot start %s: %s", REDIS_BIN, strerror(-err));
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (err)
+		return FG_FAIL_ALL("redis tests", "cannot start %s: %s", REDIS_BIN, strerror(-err));
 	FG_RUN(test_url_parsing);
 	FG_RUN(test_config_refused);
 	FG_RUN(test_noscript_reload);

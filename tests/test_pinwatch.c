@@ -229,22 +229,17 @@ static void test_found_maps(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		fg_test_begin("pinwatch");
-		fg_test_skip("needs root to create BPF maps and pin them");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	int err;
+
+	if (fg_test_init_root(argc, argv, "pinwatch", "needs root to create BPF maps and pin them"))
+		return 0;
 	snprintf(pin, sizeof(pin), "/sys/fs/bpf/fgtest-pinwatch-%d", getpid());
 	skel = floodgate_bpf__open();
 	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
 	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel)) {
-		fg_test_begin("setup");
-		fg_test_fail(__FILE__, __LINE__, "skeleton load: %s", strerror(errno));
-		fg_test_end();
+		err = FG_FAIL_ALL("setup", "skeleton load: %s", strerror(errno));
 		floodgate_bpf__destroy(skel);
-		return fg_test_summary();
+		return err;
 	}
 	FG_RUN(test_repin_one_map);
 	FG_RUN(test_repin_whole_dir);
