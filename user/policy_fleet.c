@@ -56,12 +56,10 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 l
 {
 	const char *s;
 	__u64 ns;
-	int err = pol_scalar(c, n, what, &s);
+	int err = pol_parse_duration(c, n, "fleet: ", what, "e.g. 200ms or 1s", 0, &s, &ns);
 
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns))
-		return FAIL(c, n, "fleet: %s: bad duration \"%.64s\" (e.g. 200ms or 1s)", what, s);
 	if (ns % 1000000)
 		return FAIL(c, n, "fleet: %s: %s is not a whole number of milliseconds", what, s);
 	if (ns / 1000000 < lo || ns / 1000000 > hi)

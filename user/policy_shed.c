@@ -118,30 +118,19 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	return 0;
 }
 
+static int pool_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
+{
+	(void)arg;
+	return parse_pool(c, e, idx);
+}
+
 int pol_parse_pools(struct pol_ctx *c, yaml_node_t *n)
 {
-	yaml_node_item_t *it;
-	int idx = 0, err;
+	int count, err = pol_each_item(c, n, "pools", FG_MAX_POOLS, "", pool_item, NULL, &count);
 
-	if (pol_is_null(n))
-		return 0;
-	err = pol_expect_seq(c, n, "pools");
-	if (err)
-		return err;
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = pol_node(c, *it);
-
-		if (!e)
-			return FAIL(c, n, "pools: malformed list");
-		if (idx == FG_MAX_POOLS)
-			return FAIL(c, e, "too many pools (at most %d)", FG_MAX_POOLS);
-		err = parse_pool(c, e, idx);
-		if (err)
-			return err;
-		idx++;
-	}
-	c->cfg->pol.npools = (__u32)idx;
-	return 0;
+	if (!err)
+		c->cfg->pol.npools = (__u32)count;
+	return err;
 }
 
 /* A duration in seconds, > 0 and at most a day. */
@@ -149,12 +138,11 @@ static int parse_secs(struct pol_ctx *c, yaml_node_t *n, const char *what, doubl
 {
 	const char *s;
 	__u64 ns;
-	int err = pol_scalar(c, n, what, &s);
+	int err = pol_parse_duration(c, n, "shedding: ", what, "e.g. 8s, 500ms or 2m", POL_DUR_NONZERO,
+				     &s, &ns);
 
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns) || !ns)
-		return FAIL(c, n, "shedding: %s: bad duration \"%.64s\" (e.g. 8s, 500ms or 2m)", what, s);
 	if (ns > 86400ull * 1000000000ull)
 		return FAIL(c, n, "shedding: %s: %s is longer than a day", what, s);
 	*out = (double)ns / 1e9;
