@@ -157,11 +157,25 @@ static int parse_metrics_timeout(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
+/* A connection count, 1..FG_METRICS_MAX_CONN_MAX, into *out when n is given. */
+static int parse_metrics_count(struct pol_ctx *c, yaml_node_t *n, const char *what,
+			       unsigned int *out)
+{
+	__u64 v;
+	int err;
+
+	if (!n)
+		return 0;
+	err = pol_parse_uint(c, n, what, 1, FG_METRICS_MAX_CONN_MAX, &v);
+	if (!err)
+		*out = (unsigned int)v;
+	return err;
+}
+
 static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct pol_keys ks = KEYS("metrics", metrics_keys);
 	struct fg_config *cfg = c->cfg;
-	__u64 v;
 	int err;
 
 	if (pol_is_null(n))
@@ -176,20 +190,11 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 		return FAIL(c, n, "metrics: missing listen (e.g. listen: \"127.0.0.1:9100\")");
 	if ((err = parse_metrics_listen(c, ks.val[MX_LISTEN])))
 		return err;
-	if (ks.val[MX_MAXCONN]) {
-		err = pol_parse_uint(c, ks.val[MX_MAXCONN], "metrics: max_connections", 1,
-				     FG_METRICS_MAX_CONN_MAX, &v);
-		if (err)
-			return err;
-		cfg->metrics_max_conn = (unsigned int)v;
-	}
-	if (ks.val[MX_PERCLIENT]) {
-		err = pol_parse_uint(c, ks.val[MX_PERCLIENT], "metrics: per_client", 1,
-				     FG_METRICS_MAX_CONN_MAX, &v);
-		if (err)
-			return err;
-		cfg->metrics_per_client = (unsigned int)v;
-	}
+	if ((err = parse_metrics_count(c, ks.val[MX_MAXCONN], "metrics: max_connections",
+				       &cfg->metrics_max_conn)) ||
+	    (err = parse_metrics_count(c, ks.val[MX_PERCLIENT], "metrics: per_client",
+				       &cfg->metrics_per_client)))
+		return err;
 	if (ks.val[MX_TIMEOUT] && (err = parse_metrics_timeout(c, ks.val[MX_TIMEOUT])))
 		return err;
 	if (cfg->metrics_per_client > (cfg->metrics_max_conn ? cfg->metrics_max_conn
@@ -543,9 +548,7 @@ static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *k
 		rs->implicit = 1;
 		return 0;
 	}
-	if (!v)
-		return FAIL(c, n, "rule without a name");
-	err = pol_scalar(c, v, "name", &name);
+	err = pol_need_scalar(c, n, v, "name", "rule without a name", &name);
 	if (err)
 		return err;
 	if (!valid_name(name))

@@ -87,6 +87,9 @@ int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out
 enum { POL_DUR_WHOLE_MS = 1, POL_DUR_NONZERO = 2 };
 int pol_parse_duration(struct pol_ctx *c, yaml_node_t *n, const char *sec, const char *what,
 		       const char *eg, unsigned int flags, const char **s, __u64 *ns);
+/* The scalar v of a key the mapping map must have: absent (NULL), it fails at map with missing. */
+int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const char *what,
+		    const char *missing, const char **s);
 int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		   __u64 lo, __u64 hi, __u64 *out);
 

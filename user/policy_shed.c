@@ -73,9 +73,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	err = pol_read_map(c, n, "pool", "{name: syn, rate: 10000/s, burst: 1000, reserve: 20%}", &ks);
 	if (err)
 		return err;
-	if (!val[PK_NAME])
-		return FAIL(c, n, "pool without a name");
-	err = pol_scalar(c, val[PK_NAME], "name", &s);
+	err = pol_need_scalar(c, n, val[PK_NAME], "name", "pool without a name", &s);
 	if (err)
 		return err;
 	if (!valid_pool_name(s))
@@ -189,9 +187,8 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 	err = pol_read_map(c, n, "shedding", "{signal: cpu, interval: 8s, delay: 28s, ramp: 120s}", &ks);
 	if (err)
 		return err;
-	if (!val[SK_SIGNAL])
-		return FAIL(c, n, "shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)");
-	err = pol_scalar(c, val[SK_SIGNAL], "signal", &s);
+	err = pol_need_scalar(c, n, val[SK_SIGNAL], "signal",
+			      "shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)", &s);
 	if (err)
 		return err;
 	if (fg_signal_parse(s, &cfg->shed_signal, why, sizeof(why)))

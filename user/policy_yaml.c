@@ -263,6 +263,14 @@ int pol_parse_duration(struct pol_ctx *c, yaml_node_t *n, const char *sec, const
 	return 0;
 }
 
+int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const char *what,
+		    const char *missing, const char **s)
+{
+	if (!v)
+		return FAIL(c, map, "%s", missing);
+	return pol_scalar(c, v, what, s);
+}
+
 int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		      __u64 lo, __u64 hi, __u64 *out)
 {
