@@ -95,4 +95,12 @@ int fg_test_init_root(int argc, char **argv, const char *name, const char *why);
 	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", name, ___h ? ___h : "(null)", ___n); \
 	   ___ok; })
 
+/* |got - exp| <= tol, in doubles (the caller includes math.h). */
+#define ASSERT_NEAR(got, exp, tol, name)				\
+	({ double ___g = (got), ___e = (exp), ___t = (tol);		\
+	   int ___ok = fabs(___g - ___e) <= ___t;			\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected %.12g (+-%.3g)", \
+				    name, ___g, ___e, ___t);		\
+	   ___ok; })
+
 #endif /* FG_TEST_H */
