@@ -28,6 +28,15 @@ static int dp_ctl_init(struct dp *d, __u32 max_sources)
 	return fg_ctl_map_open(&d->cm, bpf_map__fd(d->skel->maps.fg_ctl));
 }
 
+/* The mmapable array map's first len bytes into *out; NULL and -errno when that fails. */
+static int map_mmap(const struct bpf_map *map, size_t len, void **out)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+
+	*out = p == MAP_FAILED ? NULL : p;
+	return *out ? 0 : -errno;
+}
+
 int dp_open(struct dp *d, __u32 max_sources)
 {
 	int err;
@@ -48,19 +57,8 @@ int dp_open(struct dp *d, __u32 max_sources)
 	}
 	d->prog = bpf_program__fd(d->skel->progs.floodgate);
 	d->lease_len = FG_MAX_IDS * sizeof(struct fg_lease);
-	d->lease = mmap(NULL, d->lease_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			bpf_map__fd(d->skel->maps.fg_lease), 0);
-	if (d->lease == MAP_FAILED) {
-		err = -errno;
-		d->lease = NULL;
-		dp_close(d);
-		return err;
-	}
-	d->shed = mmap(NULL, sizeof(*d->shed), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(d->skel->maps.fg_shed), 0);
-	if (d->shed == MAP_FAILED) {
-		err = -errno;
-		d->shed = NULL;
+	if ((err = map_mmap(d->skel->maps.fg_lease, d->lease_len, (void **)&d->lease)) ||
+	    (err = map_mmap(d->skel->maps.fg_shed, sizeof(*d->shed), (void **)&d->shed))) {
 		dp_close(d);
 		return err;
 	}

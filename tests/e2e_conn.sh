@@ -197,39 +197,33 @@ ss_n() {
 est() { ss_n established "$1"; }
 synsent() { ss_n syn-sent "$1"; }
 
-# wait_est SRC N [TENTHS]: until SRC has N established; prints the count
-wait_est() {
-	local n=${3:-50} e
+# wait_val CMD SRC N TENTHS: until `CMD SRC` prints N, at most TENTHS tenths of a second; prints
+# what it printed last
+wait_val() {
+	local n=$4 v
 	while :; do
-		e=$(est "$1")
-		[ "$e" = "$2" ] || [ "$n" -le 0 ] && break
+		v=$("$1" "$2")
+		[ "$v" = "$3" ] || [ "$n" -le 0 ] && break
 		sleep 0.1; n=$((n - 1))
 	done
-	echo "$e"
+	echo "$v"
 }
+# wait_est SRC N [TENTHS]: until SRC has N established; prints the count
+wait_est() { wait_val est "$1" "$2" "${3:-50}"; }
 
 # the daemon's view, from `floodgate top --json`: conns SRC (0 if absent)
 top_json() { "$FG" top -n 1000 --json 2>/dev/null; }
-conns() {
+# conn_field FIELD DEFAULT SRC: FIELD of SRC's connections entry, as JSON (DEFAULT if absent)
+conn_field() {
 	top_json | "$FG_PY" -c 'import json, sys
 d = json.load(sys.stdin)
-print(next((e["connections"] for e in d["connections"] if e["source"].split("/")[0] == sys.argv[1]), 0))' "$1"
+v = next((e[sys.argv[1]] for e in d["connections"] if e["source"].split("/")[0] == sys.argv[3]), None)
+print(sys.argv[2] if v is None else json.dumps(v))' "$@"
 }
-at_cap() {
-	top_json | "$FG_PY" -c 'import json, sys
-d = json.load(sys.stdin)
-print(str(next((e["at_cap"] for e in d["connections"] if e["source"].split("/")[0] == sys.argv[1]), False)).lower())' "$1"
-}
+conns() { conn_field connections 0 "$1"; }
+at_cap() { conn_field at_cap false "$1"; }
 # wait_conns SRC N TENTHS: until the daemon counts N for SRC; prints the count
-wait_conns() {
-	local n=$3 c
-	while :; do
-		c=$(conns "$1")
-		[ "$c" = "$2" ] || [ "$n" -le 0 ] && break
-		sleep 0.1; n=$((n - 1))
-	done
-	echo "$c"
-}
+wait_conns() { wait_val conns "$1" "$2" "$3"; }
 status_get() { "$FG" status --json 2>/dev/null | fg_json_get - "$@"; }
 
 start_daemon() { fg_daemon_start srv "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; }

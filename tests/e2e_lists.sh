@@ -37,6 +37,14 @@ YAML
 start_daemon() { fg_daemon_start b "$PIN" "$FG_TMP/policy.yaml" "$DLOG" "$@"; }
 noports() { ip netns exec "$(fg_ns_name b)" awk '/^Udp: [0-9]/ { print $3 }' /proc/net/snmp; }
 gstat() { fg_stat "$PIN" _global "$1"; }	# a counter of the global row
+# counted SRC COUNTER: one second of SRC's flood; prints "sent delivered growth-of-COUNTER"
+counted() {
+	local c0 c1 sent got
+	c0=$(gstat "$2")
+	read -r sent got < <(delivered "$1" 1)
+	c1=$(gstat "$2")
+	echo "$sent $got $((c1 - c0))"
+}
 # flood SRC SECS: 2000 frames/s from SRC to port 9; prints the frames sent
 flood() {
 	fg_ns_exec a "$FGEN" -i v0 --dst-mac "$MAC" -d 10.78.0.2 -s "$1" --dport 9 -r 2000 -t "$2" \
@@ -69,12 +77,10 @@ fg_daemon_stop KILL
 out=$("$FG" deny add $FLOODER/32 --for 3s --comment "incident 42" 2>&1); rc=$?
 t_add=$(date +%s.%N)
 check_cmp "deny add $FLOODER/32 --for 3s with no daemon exits 0" "$rc" = 0
-d0=$(gstat rt_deny)
-read -r sent got < <(delivered $FLOODER 1)
-d1=$(gstat rt_deny)
+read -r sent got dd < <(counted $FLOODER rt_deny)
 expect "the denied flood is dropped at once (receiver)" "[ $got -le 2 ] && [ $sent -gt 1000 ]" \
 	"$sent" "0 delivered" "$got delivered"
-check_cmp "each dropped frame is counted as rt_deny" "$((d1 - d0))" -ge "$sent"
+check_cmp "each dropped frame is counted as rt_deny" "$dd" -ge "$sent"
 if list_json deny; then
 	fg_json_check "deny list --json" rtlist "$FG_TMP/deny.json"
 	check_cmp "deny list: the entry" "$(fg_json_get "$FG_TMP/deny.json" entries.0.prefix \
@@ -137,18 +143,14 @@ list_json deny
 check_cmp "the daemon's tick removed the expired entry" "$(fg_json_get "$FG_TMP/deny.json" entries.0)" = 0
 
 # --- allow lets a file-denied source through ----------------------------------------------------
-dn0=$(gstat deny)
-read -r sent got < <(delivered $DENIED 1)
-dn1=$(gstat deny)
-expect "the file's deny list drops $DENIED" "[ $got -le 2 ] && [ $((dn1 - dn0)) -ge $sent ]" "$sent" \
-	"0 delivered, all counted deny" "$got delivered, $((dn1 - dn0)) deny"
+read -r sent got ddn < <(counted $DENIED deny)
+expect "the file's deny list drops $DENIED" "[ $got -le 2 ] && [ $ddn -ge $sent ]" "$sent" \
+	"0 delivered, all counted deny" "$got delivered, $ddn deny"
 check "allow add $DENIED/32 exits 0" bash -c "'$FG' allow add $DENIED/32 --for 1m --comment partner > /dev/null 2>&1"
-a0=$(gstat rt_allow)
-read -r sent got < <(delivered $DENIED 1)
-a1=$(gstat rt_allow)
+read -r sent got da < <(counted $DENIED rt_allow)
 expect "runtime allow lets the file-denied source through" "[ $got -ge $((sent * 98 / 100)) ]" \
 	"$sent" "all delivered" "$got delivered"
-check_cmp "each is counted as rt_allow" "$((a1 - a0))" -ge "$sent"
+check_cmp "each is counted as rt_allow" "$da" -ge "$sent"
 list_json allow
 fg_json_check "allow list --json" rtlist "$FG_TMP/allow.json"
 check_cmp "allow list shows it" "$(fg_json_get "$FG_TMP/allow.json" list entries.0.prefix entries.0.comment)" = \

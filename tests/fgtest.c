@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The test runner behind tests/fgtest.h: counters, filters, the summary line. */
 #include <stdlib.h>
+#include <unistd.h>
 #include "fgtest.h"
 
 int fg_t_pass, fg_t_fail, fg_t_skip;
@@ -39,16 +40,21 @@ void fg_test_fail(const char *file, int line, const char *fmt, ...)
 	fg_t_cur_failed++;
 }
 
+static void vskip(const char *why, va_list ap)
+{
+	printf("skip - %s: ", fg_t_cur);
+	vprintf(why, ap);
+	printf("\n");
+	fg_t_cur_skipped = 1;
+}
+
 void fg_test_skip(const char *why, ...)
 {
 	va_list ap;
 
-	printf("skip - %s: ", fg_t_cur);
 	va_start(ap, why);
-	vprintf(why, ap);
+	vskip(why, ap);
 	va_end(ap);
-	printf("\n");
-	fg_t_cur_skipped = 1;
 }
 
 void fg_test_end(void)
@@ -68,4 +74,25 @@ int fg_test_summary(void)
 {
 	printf("%d passed, %d failed, %d skipped\n", fg_t_pass, fg_t_fail, fg_t_skip);
 	return fg_t_fail ? 1 : 0;
+}
+
+int fg_test_skip_all(const char *name, const char *why, ...)
+{
+	va_list ap;
+
+	fg_test_begin(name);
+	va_start(ap, why);
+	vskip(why, ap);
+	va_end(ap);
+	fg_test_end();
+	return fg_test_summary();
+}
+
+int fg_test_init_root(int argc, char **argv, const char *name, const char *why)
+{
+	fg_test_init(argc, argv);
+	if (geteuid() == 0)
+		return 0;
+	fg_test_skip_all(name, "%s", why);
+	return 1;
 }

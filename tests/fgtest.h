@@ -32,6 +32,10 @@ void fg_test_end(void);
 int fg_test_summary(void);
 void fg_test_init(int argc, char **argv);	/* argv[1]: substring filter */
 int fg_test_selected(const char *name);
+/* The whole binary skips, saying why under `name`; prints the summary line and returns 0, main's exit status. */
+int fg_test_skip_all(const char *name, const char *why, ...) __attribute__((format(printf, 2, 3)));
+/* fg_test_init; then, without root, fg_test_skip_all(name, "%s", why) and 1, so that main returns 0. */
+int fg_test_init_root(int argc, char **argv, const char *name, const char *why);
 
 #define FG_RUN(fn)							\
 	do {								\
@@ -41,6 +45,13 @@ int fg_test_selected(const char *name);
 		fn();							\
 		fg_test_end();						\
 	} while (0)
+
+/* Setup that did not work: one failed check under `name`, then the summary; main's exit status, 1. */
+#define FG_FAIL_ALL(name, ...)						\
+	({ fg_test_begin(name);						\
+	   fg_test_fail(__FILE__, __LINE__, __VA_ARGS__);		\
+	   fg_test_end();						\
+	   fg_test_summary(); })
 
 /* Each ASSERT evaluates to 1 when it held, so a test can stop early. */
 #define ASSERT_TRUE(cond, name)						\
@@ -82,6 +93,14 @@ int fg_test_selected(const char *name);
 	({ const char *___h = (hay), *___n = (needle);			\
 	   int ___ok = ___h && strstr(___h, ___n);			\
 	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", name, ___h ? ___h : "(null)", ___n); \
+	   ___ok; })
+
+/* |got - exp| <= tol, in doubles (the caller includes math.h). */
+#define ASSERT_NEAR(got, exp, tol, name)				\
+	({ double ___g = (got), ___e = (exp), ___t = (tol);		\
+	   int ___ok = fabs(___g - ___e) <= ___t;			\
+	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected %.12g (+-%.3g)", \
+				    name, ___g, ___e, ___t);		\
 	   ___ok; })
 
 #endif /* FG_TEST_H */

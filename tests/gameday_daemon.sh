@@ -30,14 +30,7 @@ BG_DAEMON=		# drill 6's daemon, not our child: stopped by PID at the end
 
 gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
-gd_policy base <<YAML
-max_sources: 4096
-metrics: "127.0.0.1:$PORT"     # the plain form: the default limits
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
+gd_policy_one base 4096 flood 9 100/s 100 "metrics: \"127.0.0.1:$PORT\"     # the plain form: the default limits"
 
 # ms since the epoch, for durations
 ms() { date +%s%3N; }

@@ -53,17 +53,23 @@ gd_policy() {
 	{ echo "interfaces: [gdr0]"; cat; } > "$GD_TMP/$1.yaml"
 }
 
+# gd_policy_one NAME MAX_SOURCES RULE DPORT RATE BURST [LINE...]: a policy of one
+# rule RULE, RATE per source (burst BURST) on udp DPORT; each LINE (a top-level
+# key) goes between max_sources: and rules:.
+gd_policy_one() {
+	local name=$1 max=$2 rule=$3 dport=$4 rate=$5 burst=$6
+	shift 6
+	{
+		echo "max_sources: $max"
+		[ $# -eq 0 ] || printf '%s\n' "$@"
+		printf 'rules:\n  - name: %s\n    match: {proto: udp, dport: %s}\n' "$rule" "$dport"
+		printf '    per_source: {rate: %s, burst: %s}\n' "$rate" "$burst"
+	} | gd_policy "$name"
+}
+
 # gd_policy_flood NAME: the drills' common policy, one rule "flood" of
 # 100/s per source (burst 100) on udp dport 9.
-gd_policy_flood() {
-	gd_policy "$1" <<'YAML'
-max_sources: 4096
-rules:
-  - name: flood
-    match: {proto: udp, dport: 9}
-    per_source: {rate: 100/s, burst: 100}
-YAML
-}
+gd_policy_flood() { gd_policy_one "$1" 4096 flood 9 100/s 100; }
 
 # gd_start_nobpffs FILE PIN LOG: floodgated in a private mount namespace
 # without bpffs (and in rx for the network), foreground, log in LOG; its

@@ -280,14 +280,7 @@ VICTIM=10.213.0.5
 evict_run() {
 	local name=$1 p0 p1 p2 t0 t1 s kept ins sent f0 f1
 	echo "x" > "$GD_TMP/$name.res"
-	gd_policy "$name" <<YAML
-max_sources: 1024
-$2
-rules:
-  - name: slow
-    match: {proto: udp, dport: 7}
-    per_source: {rate: 1/s, burst: 50}
-YAML
+	gd_policy_one "$name" 1024 slow 7 1/s 50 "$2"
 	gd_start "$name" || { echo "start failed: $(tail -2 "$GD_LOG")" > "$GD_TMP/$name.res"; return 1; }
 	t0=$(date +%s.%N)
 	gd_fgen -d "$GD_RX_IP" -s "$VICTIM" --dport 7 -n 200 > /dev/null
@@ -469,13 +462,7 @@ fi
 # 4. a hot key: one source from both CPUs at once
 # =========================================================================
 HOT_RATE=50000; HOT_BURST=10000
-gd_policy hot <<YAML
-max_sources: 65536
-rules:
-  - name: hot
-    match: {proto: udp, dport: 9}
-    per_source: {rate: $HOT_RATE/s, burst: $HOT_BURST}
-YAML
+gd_policy_one hot 65536 hot 9 "$HOT_RATE/s" "$HOT_BURST"
 if [ "$(nproc)" -lt 2 ]; then
 	skip "hot key" "needs 2 CPUs"
 elif ! gd_start hot; then

@@ -1463,17 +1463,10 @@ static int lo_up(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_conn: needs root (BPF, a network namespace)\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_conn", "needs root (BPF, a network namespace)"))
 		return 0;
-	}
-	if (unshare(CLONE_NEWNET) || lo_up() || ephemeral_range()) {
-		printf("skip - test_conn: no private network namespace: %s\n", strerror(errno));
-		printf("0 passed, 0 failed, 1 skipped\n");
-		return 0;
-	}
+	if (unshare(CLONE_NEWNET) || lo_up() || ephemeral_range())
+		return fg_test_skip_all("test_conn", "no private network namespace: %s", strerror(errno));
 	libbpf_set_print(NULL);
 	alarm(300);	/* a hung socket call fails the run instead of blocking it */
 	FG_RUN(test_count_ipv4);

@@ -65,6 +65,18 @@ static int setup(void)
 	return 0;
 }
 
+/* setup() with one rule that drops everything, applied. */
+static int setup_drop_all(void)
+{
+	struct fg_rule drop = { .action = FG_ACT_DROP };
+
+	if (setup())
+		return -1;
+	dp_rule(&D, &drop, &M_ANY, C_ALL);
+	dp_apply(&D);
+	return 0;
+}
+
 /* ---- the API: bad input changes nothing ---------------------------------- */
 
 static void test_bad_input(void)
@@ -506,7 +518,6 @@ static void *flood_thread(void *arg)
  * 100,000 toggles, and on until 20,000 packets have run (at most 5 s). */
 static void test_program_never_sees_torn_bypass(void)
 {
-	struct fg_rule drop = { .action = FG_ACT_DROP };
 	struct prog_race pr = {};
 	pthread_t th;
 	__u64 t0;
@@ -517,10 +528,8 @@ static void test_program_never_sees_torn_bypass(void)
 		fg_test_skip("needs 2 online CPUs, this machine has 1");
 		return;
 	}
-	if (setup())
+	if (setup_drop_all())
 		return;
-	dp_rule(&D, &drop, &M_ANY, C_ALL);
-	dp_apply(&D);
 	pthread_create(&th, NULL, flood_thread, &pr);
 	pin_cpu(0);
 	while (!__atomic_load_n(&pr.runs, __ATOMIC_RELAXED) && !pr.err)
@@ -603,7 +612,6 @@ static int locked_by_other(const char *dir)
  * packet, well under 10 ms. */
 static void test_bypass_while_pin_dir_locked(void)
 {
-	struct fg_rule drop = { .action = FG_ACT_DROP };
 	struct pkt_spec s = { .family = 4, .src = "192.0.2.51", .proto = 17, .dport = 7 };
 	struct holder h = {};
 	struct fg_ctl_map cm = {};
@@ -617,10 +625,8 @@ static void test_bypass_while_pin_dir_locked(void)
 		fg_test_skip("no bpffs on /sys/fs/bpf");
 		return;
 	}
-	if (setup())
+	if (setup_drop_all())
 		return;
-	dp_rule(&D, &drop, &M_ANY, C_ALL);
-	dp_apply(&D);
 	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fg-test-ctl-%d", (int)getpid());
 	snprintf(pin, sizeof(pin), "%s/fg_ctl", dir);
 	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "pin dir") ||
@@ -752,12 +758,8 @@ static void test_meta_reload_fields_whole(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_ctl: needs root for BPF maps and BPF_PROG_TEST_RUN\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
 		return 0;
-	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_bad_input);
 	FG_RUN(test_stamp_keeps_operator_fields);

@@ -2197,12 +2197,8 @@ static void test_shed_bypass(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_datapath: needs root for BPF_PROG_TEST_RUN\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
 		return 0;
-	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_parse_cases);
 	FG_RUN(test_parse_fields);

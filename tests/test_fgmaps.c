@@ -484,23 +484,18 @@ static void test_pin_dir_open_refuses_missing(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		fg_test_begin("fgmaps");
-		fg_test_skip("needs root to create BPF maps");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	int err;
+
+	if (fg_test_init_root(argc, argv, "fgmaps", "needs root to create BPF maps"))
+		return 0;
 	skel = floodgate_bpf__open();
 	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
 	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel) ||
 	    !mkdtemp(tmpdir) || fg_maps_from_skel(&maps, skel, tmpdir)) {
 		printf("setup failed: %s\n", strerror(errno));
-		fg_test_begin("setup");
-		fg_test_fail(__FILE__, __LINE__, "skeleton load");
-		fg_test_end();
+		err = FG_FAIL_ALL("setup", "skeleton load");
 		floodgate_bpf__destroy(skel);
-		return fg_test_summary();
+		return err;
 	}
 	FG_RUN(test_first_apply);
 	FG_RUN(test_rename_keeps_survivors);

@@ -378,6 +378,20 @@ static void run_rounds(struct sim **n, int nn, int rounds, __u64 (*grants)[4], _
 	}
 }
 
+/* rounds rounds of nodes n[0] and n[1], each paced on its own: the tokens granted to both. */
+static __u64 granted_rounds(struct sim **n, int rounds)
+{
+	__u64 g = 0;
+
+	for (int r = 0; r < rounds; r++) {
+		__u64 gr[1][4];
+
+		run_rounds(n, 2, 1, gr, NULL);
+		g += gr[0][0] + gr[0][1];
+	}
+	return g;
+}
+
 static int drain_events(struct fg_fleet *f, int kind)
 {
 	struct fg_fleet_event e;
@@ -907,12 +921,7 @@ static void recovered(struct sim **n, const char *label, bool once)
 	__u64 g = 0, t0, t1;
 
 	t0 = now_ns();
-	for (int r = 0; r < 6; r++) {
-		__u64 gr[1][4];
-
-		run_rounds(n, 2, 1, gr, NULL);
-		g += gr[0][0] + gr[0][1];
-	}
+	g += granted_rounds(n, 6);
 	t1 = now_ns();
 	printf("  %s: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); debt paid %llu\n", label,
 	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9, BURST,
@@ -1032,12 +1041,7 @@ static void test_redis_restarted_empty(void)
 		return;
 	printf("  restart took %.0f ms\n", (double)(now_ns() - t0) / 1e6);
 	t0 = now_ns();
-	for (int r = 0; r < 8; r++) {
-		__u64 gr[1][4];
-
-		run_rounds(n, 2, 1, gr, NULL);
-		g += gr[0][0] + gr[0][1];
-	}
+	g += granted_rounds(n, 8);
 	t1 = now_ns();
 	printf("  after an empty restart: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); "
 	       "states %s/%s\n", (unsigned long long)g, (double)(t1 - t0) / 1e6,
@@ -1231,12 +1235,8 @@ int main(int argc, char **argv)
 	int err;
 
 	fg_test_init(argc, argv);
-	if (access(REDIS_BIN, X_OK)) {
-		fg_test_begin("test_fleet");
-		fg_test_skip("%s not installed (apt-get install redis-server)", REDIS_BIN);
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (access(REDIS_BIN, X_OK))
+		return fg_test_skip_all("test_fleet", "%s not installed (apt-get install redis-server)", REDIS_BIN);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-fleet-XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
@@ -1250,12 +1250,8 @@ int main(int argc, char **argv)
 	sigaction(SIGABRT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = redis_start();
-	if (err) {
-		fg_test_begin("redis tests");
-		fg_test_fail(__FILE__, __LINE__, "cannot start %s: %s", REDIS_BIN, strerror(-err));
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (err)
+		return FG_FAIL_ALL("redis tests", "cannot start %s: %s", REDIS_BIN, strerror(-err));
 	FG_RUN(test_url_parsing);
 	FG_RUN(test_config_refused);
 	FG_RUN(test_noscript_reload);

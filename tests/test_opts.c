@@ -38,17 +38,6 @@ static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *w
 	return 0;
 }
 
-static int opt_family(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
-{
-	struct tcfg *c = cfg;
-
-	(void)val;
-	if (c->family && c->family != o->ival)
-		return fg_opt_fail(why, len, "-4 and -6 exclude each other");
-	c->family = o->ival;
-	return 0;
-}
-
 #define T struct tcfg
 static const struct fg_opt g_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', T, dir, "DIR", "pin dir"),
@@ -58,8 +47,8 @@ static const struct fg_opt g_opts[] = {
 };
 static const struct fg_opt status_opts[] = {
 	FG_OPT_BOOL("json", 'j', T, json, "JSON output"),
-	FG_OPT_FUNC(NULL, '4', opt_family, 4, NULL, "IPv4"),
-	FG_OPT_FUNC(NULL, '6', opt_family, 6, NULL, "IPv6"),
+	FG_OPT_CHOICE(NULL, '4', T, family, 4, "-4 and -6 exclude each other", "IPv4"),
+	FG_OPT_CHOICE(NULL, '6', T, family, 6, "-4 and -6 exclude each other", "IPv6"),
 	FG_OPT_END,
 };
 static const struct fg_opt stats_opts[] = {

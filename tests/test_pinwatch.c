@@ -74,6 +74,15 @@ static __u32 pinned_id(const char *name)
 	return id;
 }
 
+/* The maps pinned and opened, and a watcher on them: 1, or 0 when the maps are not there. */
+static int watch_pinned(struct fg_pinwatch *pw, struct fg_maps *m)
+{
+	if (!ASSERT_OK(pin_all(), "pin the maps") || !ASSERT_OK(fg_maps_from_skel(m, skel, pin), "maps"))
+		return 0;
+	ASSERT_OK(fg_pinwatch_init(pw, m), "init");
+	return 1;
+}
+
 static void test_repin_one_map(void)
 {
 	struct fg_pinwatch pw;
@@ -81,9 +90,8 @@ static void test_repin_one_map(void)
 	char p[256];
 	__u32 id;
 
-	if (!ASSERT_OK(pin_all(), "pin the maps") || !ASSERT_OK(fg_maps_from_skel(&m, skel, pin), "maps"))
+	if (!watch_pinned(&pw, &m))
 		return;
-	ASSERT_OK(fg_pinwatch_init(&pw, &m), "init");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, SEC_NS), 0, "all in place: nothing to say");
 	id = pinned_id("fg_stats");
 	pin_path(p, sizeof(p), "fg_stats");
@@ -104,9 +112,8 @@ static void test_repin_whole_dir(void)
 	__u32 id;
 	char want[160];
 
-	if (!ASSERT_OK(pin_all(), "pin the maps") || !ASSERT_OK(fg_maps_from_skel(&m, skel, pin), "maps"))
+	if (!watch_pinned(&pw, &m))
 		return;
-	ASSERT_OK(fg_pinwatch_init(&pw, &m), "init");
 	id = pinned_id("fg_ctl");
 	unpin_all();
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, SEC_NS), 1, "pin dir gone: said");
@@ -128,9 +135,8 @@ static void test_foreign_left_alone(void)
 	char p[256];
 	int other;
 
-	if (!ASSERT_OK(pin_all(), "pin the maps") || !ASSERT_OK(fg_maps_from_skel(&m, skel, pin), "maps"))
+	if (!watch_pinned(&pw, &m))
 		return;
-	ASSERT_OK(fg_pinwatch_init(&pw, &m), "init");
 	/* someone else's map where fg_ctl was, and fg_stats missing */
 	other = bpf_map_create(BPF_MAP_TYPE_ARRAY, "other", 4, 4, 1, NULL);
 	pin_path(p, sizeof(p), "fg_ctl");
@@ -229,22 +235,17 @@ static void test_found_maps(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		fg_test_begin("pinwatch");
-		fg_test_skip("needs root to create BPF maps and pin them");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	int err;
+
+	if (fg_test_init_root(argc, argv, "pinwatch", "needs root to create BPF maps and pin them"))
+		return 0;
 	snprintf(pin, sizeof(pin), "/sys/fs/bpf/fgtest-pinwatch-%d", getpid());
 	skel = floodgate_bpf__open();
 	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
 	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel)) {
-		fg_test_begin("setup");
-		fg_test_fail(__FILE__, __LINE__, "skeleton load: %s", strerror(errno));
-		fg_test_end();
+		err = FG_FAIL_ALL("setup", "skeleton load: %s", strerror(errno));
 		floodgate_bpf__destroy(skel);
-		return fg_test_summary();
+		return err;
 	}
 	FG_RUN(test_repin_one_map);
 	FG_RUN(test_repin_whole_dir);

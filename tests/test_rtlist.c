@@ -481,12 +481,8 @@ static void test_count_exact_under_concurrency(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_rtlist: needs root for BPF_PROG_TEST_RUN\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_rtlist", "needs root for BPF_PROG_TEST_RUN"))
 		return 0;
-	}
 	libbpf_set_print(NULL);
 	FG_RUN(test_longest_prefix_over_file);
 	FG_RUN(test_expiry_in_the_program);

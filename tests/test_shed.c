@@ -13,13 +13,6 @@
 #include "fg_gcra.h"
 #include "shed.h"
 
-#define ASSERT_NEAR(got, exp, tol, name)				\
-	({ double ___g = (got), ___e = (exp), ___t = (tol);		\
-	   int ___ok = fabs(___g - ___e) <= ___t;			\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected %.12g (+-%.3g)", \
-				    name, ___g, ___e, ___t);		\
-	   ___ok; })
-
 #define ASSERT_DLE(got, lim, name)					\
 	({ double ___g = (got), ___l = (lim);				\
 	   int ___ok = ___g <= ___l;					\

@@ -85,6 +85,22 @@ static void config(struct fg_config *cfg)
 	fg_signal_parse(why, &cfg->shed_signal, NULL, 0);
 }
 
+/* Maps, the test's config and signal value sig, and the controller started at now: 1, or 0
+ * (the test skipped) without maps. */
+static int start(struct fg_shedd *sd, struct fg_maps *m, struct fg_config *cfg, const char *sig,
+		 __u64 now)
+{
+	if (setup(m)) {
+		fg_test_skip("cannot create BPF maps (root?)");
+		teardown(m);
+		return 0;
+	}
+	config(cfg);
+	setsig(sig);
+	ASSERT_OK(fg_shedd_start(sd, m, cfg, dir, now), "start");
+	return 1;
+}
+
 static struct fg_shed_ctl pinned(struct fg_maps *m)
 {
 	struct fg_shed_ctl v = {};
@@ -118,14 +134,8 @@ static void test_onset_order_and_deadline(void)
 	__u64 now = T0;
 	__u32 seen = 0;
 
-	if (setup(&m)) {
-		fg_test_skip("cannot create BPF maps (root?)");
-		teardown(&m);
+	if (!start(&sd, &m, &cfg, "0.95", now))
 		return;
-	}
-	config(&cfg);
-	setsig("0.95");
-	ASSERT_OK(fg_shedd_start(&sd, &m, &cfg, dir, now), "start");
 	ASSERT_EQ(sd.on, 1, "on");
 	/* not due before the interval */
 	fg_shedd_sample(&sd, &m, now + 100 * MS, &chg);
@@ -213,14 +223,8 @@ static void test_hold_adopt_lost_state(void)
 	double s;
 	__u32 k = 0;
 
-	if (setup(&m)) {
-		fg_test_skip("cannot create BPF maps (root?)");
-		teardown(&m);
+	if (!start(&sd, &m, &cfg, "1", now))
 		return;
-	}
-	config(&cfg);
-	setsig("1");
-	ASSERT_OK(fg_shedd_start(&sd, &m, &cfg, dir, now), "start");
 	run(&sd, &m, &now, 10, &chg);
 	ASSERT_TRUE(sd.c.amount > 1, "shedding");
 	/* the state file, as status reads it */

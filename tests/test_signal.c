@@ -21,13 +21,6 @@
 #include "fgtest.h"
 #include "fgsignal.h"
 
-#define ASSERT_NEAR(got, exp, tol, name)				\
-	({ double ___g = (got), ___e = (exp), ___t = (tol);		\
-	   int ___ok = fabs(___g - ___e) <= ___t;			\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.9g, expected %.9g (+-%.3g)", \
-				    name, ___g, ___e, ___t);		\
-	   ___ok; })
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };

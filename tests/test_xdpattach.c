@@ -964,17 +964,10 @@ int main(int argc, char **argv)
 {
 	char why[256];
 
-	fg_test_init(argc, argv);
-	if (geteuid() != 0) {
-		printf("skip - test_xdpattach: needs root (namespaces, XDP)\n");
-		printf("0 passed, 0 failed, 1 skipped\n");
+	if (fg_test_init_root(argc, argv, "test_xdpattach", "needs root (namespaces, XDP)"))
 		return 0;
-	}
-	if (private_namespaces(why, sizeof(why))) {
-		printf("skip - test_xdpattach: cannot make private namespaces: %s\n", why);
-		printf("0 passed, 0 failed, 1 skipped\n");
-		return 0;
-	}
+	if (private_namespaces(why, sizeof(why)))
+		return fg_test_skip_all("test_xdpattach", "cannot make private namespaces: %s", why);
 	libbpf_set_print(quiet_libbpf);
 	libxdp_set_print(quiet_libxdp);
 	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher, sizeof(no_dispatcher));

@@ -901,17 +901,6 @@ cleanup:
 
 /* --- options (declared through user/opts.h) ------------------------------------ */
 
-static int opt_family(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
-{
-	struct opts *o = cfg;
-
-	(void)val;
-	if (o->family && o->family != opt->ival)
-		return fg_opt_fail(why, len, "-4 and -6 exclude each other");
-	o->family = opt->ival;
-	return 0;
-}
-
 static int opt_src(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
 {
 	struct opts *o = cfg;
@@ -1016,8 +1005,9 @@ static int opt_dmac(const struct fg_opt *opt, const char *val, void *cfg, char *
 static const struct fg_opt fgen_opts[] = {
 	FG_OPT_STR("interface", 'i', O, ifname, "DEV",
 		   "device to send from (in fgen's network namespace)"),
-	FG_OPT_FUNC(NULL, '4', opt_family, AF_INET, NULL, "IPv4 (default: the family of -d)"),
-	FG_OPT_FUNC(NULL, '6', opt_family, AF_INET6, NULL, "IPv6"),
+	FG_OPT_CHOICE(NULL, '4', O, family, AF_INET, "-4 and -6 exclude each other",
+		      "IPv4 (default: the family of -d)"),
+	FG_OPT_CHOICE(NULL, '6', O, family, AF_INET6, "-4 and -6 exclude each other", "IPv6"),
 	FG_OPT_FUNC("udp", 0, opt_proto, P_UDP, NULL, "UDP (the default)"),
 	FG_OPT_FUNC("syn", 0, opt_proto, P_TCP, NULL, "TCP SYN"),
 	FG_OPT_FUNC("tcp", 0, opt_proto, P_TCP, NULL, "TCP (flags: --tcp-flags, default S)"),

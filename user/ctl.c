@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The runtime switches in fg_ctl, lock-free; see ctl.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -71,15 +72,24 @@ int fg_switch_bypass(struct fg_ctl_map *cm, bool on, __u64 until_ns)
 	return 0;
 }
 
-int fg_switch_mode_ovr(struct fg_ctl_map *cm, __u32 ovr)
+/* v, at most max, into the fg_ctl word at off: the switches that store one word. */
+static int store_word(struct fg_ctl_map *cm, size_t off, __u32 v, __u32 max)
 {
 	if (!cm->ctl)
 		return -EBADF;
-	if (ovr > FG_OVR_SHADOW)
+	if (v > max)
 		return -EINVAL;
-	STORE(&cm->ctl->mode_ovr, ovr);
-	stamp_ovr(cm->ctl);
+	STORE((__u32 *)((char *)cm->ctl + off), v);
 	return 0;
+}
+
+int fg_switch_mode_ovr(struct fg_ctl_map *cm, __u32 ovr)
+{
+	int err = store_word(cm, offsetof(struct fg_ctl, mode_ovr), ovr, FG_OVR_SHADOW);
+
+	if (!err)
+		stamp_ovr(cm->ctl);
+	return err;
 }
 
 int fg_switch_rule_ovr(struct fg_ctl_map *cm, __u32 id, __u32 ovr)
@@ -128,12 +138,7 @@ int fg_switch_clear_rule_ovr_ids(struct fg_ctl_map *cm, const __u64 mask[FG_OVR_
 
 int fg_switch_slot(struct fg_ctl_map *cm, __u32 slot)
 {
-	if (!cm->ctl)
-		return -EBADF;
-	if (slot > 1)
-		return -EINVAL;
-	STORE(&cm->ctl->slot, slot);
-	return 0;
+	return store_word(cm, offsetof(struct fg_ctl, slot), slot, 1);
 }
 
 int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4)
@@ -155,12 +160,7 @@ int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4
 
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
 {
-	if (!cm->ctl)
-		return -EBADF;
-	if (mode > FG_MODE_SHADOW)
-		return -EINVAL;
-	STORE(&cm->ctl->mode, mode);
-	return 0;
+	return store_word(cm, offsetof(struct fg_ctl, mode), mode, FG_MODE_SHADOW);
 }
 
 int fg_switch_rt_active(struct fg_ctl_map *cm, int delta)

@@ -106,62 +106,66 @@ static int is_fleet_rule(const struct fg_config *cfg, __u32 i, char *why, size_t
 	return 1;
 }
 
-/* cfg's fleet rules into fl->r[] (ids and gens from the apply). */
-static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len)
+/* The next fleet rule of cfg from *i on: 1 with *i at it, 0 at the end, -EINVAL (why) on a bad id. */
+static int next_fleet_rule(const struct fg_config *cfg, __u32 *i, char *why, size_t len)
 {
-	fl->n = 0;
-	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++) {
-		const struct fg_rule *pr = &cfg->pol.rules[i];
-		const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
-		int is = is_fleet_rule(cfg, i, why, len);
-		struct fd_rule *r;
+	for (; *i < cfg->pol.nrules && *i < FG_MAX_RULES; (*i)++) {
+		int is = is_fleet_rule(cfg, *i, why, len);
 
-		if (is <= 0) {
-			if (is < 0)
-				return is;
-			continue;
-		}
-		r = &fl->r[fl->n++];
-		memset(r, 0, sizeof(*r));
-		snprintf(r->name, sizeof(r->name), "%s", rc->name);
-		r->id = pr->id;
-		r->gen = pr->gen;
-		r->cost = rc->cost;
-		r->on_loss = rc->on_loss;
-		r->rate = rc->rate;
-		r->burst = rc->burst;
-		r->conf_local = cfg->fleet_local[i];
+		if (is)
+			return is;
 	}
 	return 0;
+}
+
+/* cfg's rule i as the worker keeps it (ids and gens from the apply). */
+static void rule_of(const struct fg_config *cfg, __u32 i, struct fd_rule *r)
+{
+	const struct fg_rule *pr = &cfg->pol.rules[i];
+	const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", rc->name);
+	r->id = pr->id;
+	r->gen = pr->gen;
+	r->cost = rc->cost;
+	r->on_loss = rc->on_loss;
+	r->rate = rc->rate;
+	r->burst = rc->burst;
+	r->conf_local = cfg->fleet_local[i];
+}
+
+/* cfg's fleet rules into fl->r[]. */
+static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len)
+{
+	int is;
+
+	fl->n = 0;
+	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why, len)) > 0; i++)
+		rule_of(cfg, i, &fl->r[fl->n++]);
+	return is;
 }
 
 static int before_flip(void *ctx, struct fg_maps *m, const struct fg_config *cfg, char *why)
 {
 	struct fg_fleetd *fl = ctx;
+	struct fd_rule r;
+	int is;
 
 	(void)m;
-	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++) {
-		const struct fg_rule *pr = &cfg->pol.rules[i];
-		const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
-		int is = is_fleet_rule(cfg, i, why, FG_WHY_LEN);
+	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why, FG_WHY_LEN)) > 0; i++) {
 		struct fg_lease *e;
 
-		if (is <= 0) {
-			if (is < 0)
-				return is;
-			continue;
-		}
-		e = &fl->lease[pr->id];
-		if (LOAD(&e->gen) == pr->gen) {
+		rule_of(cfg, i, &r);
+		e = &fl->lease[r.id];
+		if (LOAD(&e->gen) == r.gen) {
 			/* its own: the lease runs on; on_loss is a per-node choice */
-			STORE(&e->on_loss, rc->on_loss);
+			STORE(&e->on_loss, r.on_loss);
 			continue;
 		}
-		lease_fresh(e, &(struct fd_rule){ .gen = pr->gen, .cost = rc->cost,
-						  .on_loss = rc->on_loss, .rate = rc->rate,
-						  .burst = rc->burst, .conf_local = cfg->fleet_local[i] });
+		lease_fresh(e, &r);
 	}
-	return 0;
+	return is;
 }
 
 const struct fg_apply_hook *fg_fleetd_hook(struct fg_fleetd *fl)

@@ -115,6 +115,11 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 	case FGO_HELP:
 		ps->p->help = true;
 		return 0;
+	case FGO_CHOICE:
+		if (*(int *)dst && *(int *)dst != o->ival)
+			return fail(ps, "%s: %s", spelled, o->what);
+		*(int *)dst = o->ival;
+		return 0;
 	case FGO_END:
 		break;
 	}

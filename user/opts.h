@@ -34,6 +34,7 @@ enum fg_opt_kind {
 	FGO_U16,	/* __u16, the same */
 	FGO_FUNC,	/* fn parses the value (or, without arg, acts on presence) */
 	FGO_HELP,	/* stop parsing: the caller prints help */
+	FGO_CHOICE,	/* int = ival; a different ival given before fails with what */
 };
 
 /* The value may be left out (see above): a FGO_FUNC's fn then gets NULL,
@@ -83,6 +84,11 @@ struct fg_opt {
 /* a = NULL: a flag whose presence fn handles (val is NULL) */
 #define FG_OPT_FUNC(l, s, f, iv, a, h) \
 	{ .name = l, .sname = s, .kind = FGO_FUNC, .fn = f, .ival = iv, .arg = a, .help = h }
+/* One of a group of flags that store their own ival in one int field (-4 / -6); conflict is the
+ * error when a different one of them was given before. */
+#define FG_OPT_CHOICE(l, s, T, m, iv, conflict, h) \
+	{ .name = l, .sname = s, .kind = FGO_CHOICE, .off = FG_OPT_AT(T, m, int), .ival = iv, \
+	  .what = conflict, .help = h }
 #define FG_OPT_HELP(h) { .name = "help", .sname = 'h', .kind = FGO_HELP, .help = h }
 #define FG_OPT_END { .kind = FGO_END }
 

@@ -75,41 +75,38 @@ static int flatten(struct pol_ctx *c)
 
 /* ---- top-level scalars ----------------------------------------------------- */
 
-static int parse_ifaces(struct pol_ctx *c, yaml_node_t *n)
+static int iface_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
 {
 	struct fg_config *cfg = c->cfg;
-	yaml_node_item_t *it;
-	int i, err;
+	const char *s;
+	size_t l;
+	int i, err = pol_scalar(c, e, "interfaces", &s);
 
-	if (pol_is_null(n))
-		return 0;
-	err = pol_expect_seq(c, n, "interfaces");
+	(void)idx;
+	(void)arg;
 	if (err)
 		return err;
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = pol_node(c, *it);
-		const char *s;
-		size_t l;
-
-		if (!e)
-			return FAIL(c, n, "interfaces: malformed list");
-		err = pol_scalar(c, e, "interfaces", &s);
-		if (err)
-			return err;
-		l = strlen(s);
-		if (l == 0 || l >= sizeof(cfg->ifaces[0]))
-			return FAIL(c, e, "interface name \"%.64s\" must be 1..%zu characters",
-				    s, sizeof(cfg->ifaces[0]) - 1);
-		if (strpbrk(s, "/: \t\n") || !strcmp(s, ".") || !strcmp(s, ".."))
-			return FAIL(c, e, "\"%s\" is not a valid interface name", s);
-		if (cfg->n_ifs == FG_MAX_IFS)
-			return FAIL(c, e, "too many interfaces (at most %d)", FG_MAX_IFS);
-		for (i = 0; i < cfg->n_ifs; i++)
-			if (!strcmp(cfg->ifaces[i], s))
-				return FAIL(c, e, "interface \"%s\" listed twice", s);
-		memcpy(cfg->ifaces[cfg->n_ifs++], s, l + 1);
-	}
+	l = strlen(s);
+	if (l == 0 || l >= sizeof(cfg->ifaces[0]))
+		return FAIL(c, e, "interface name \"%.64s\" must be 1..%zu characters",
+			    s, sizeof(cfg->ifaces[0]) - 1);
+	if (strpbrk(s, "/: \t\n") || !strcmp(s, ".") || !strcmp(s, ".."))
+		return FAIL(c, e, "\"%s\" is not a valid interface name", s);
+	if (cfg->n_ifs == FG_MAX_IFS)
+		return FAIL(c, e, "too many interfaces (at most %d)", FG_MAX_IFS);
+	for (i = 0; i < cfg->n_ifs; i++)
+		if (!strcmp(cfg->ifaces[i], s))
+			return FAIL(c, e, "interface \"%s\" listed twice", s);
+	memcpy(cfg->ifaces[cfg->n_ifs++], s, l + 1);
 	return 0;
+}
+
+/* interfaces: [names]; the count is kept in cfg->n_ifs as they are read. */
+static int parse_ifaces(struct pol_ctx *c, yaml_node_t *n)
+{
+	int count;
+
+	return pol_each_item(c, n, "interfaces", 0, "", iface_item, NULL, &count);
 }
 
 /* metrics: "host:port", or {listen: "host:port", max_connections: N,
@@ -160,11 +157,25 @@ static int parse_metrics_timeout(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
+/* A connection count, 1..FG_METRICS_MAX_CONN_MAX, into *out when n is given. */
+static int parse_metrics_count(struct pol_ctx *c, yaml_node_t *n, const char *what,
+			       unsigned int *out)
+{
+	__u64 v;
+	int err;
+
+	if (!n)
+		return 0;
+	err = pol_parse_uint(c, n, what, 1, FG_METRICS_MAX_CONN_MAX, &v);
+	if (!err)
+		*out = (unsigned int)v;
+	return err;
+}
+
 static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct pol_keys ks = KEYS("metrics", metrics_keys);
 	struct fg_config *cfg = c->cfg;
-	__u64 v;
 	int err;
 
 	if (pol_is_null(n))
@@ -179,20 +190,11 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 		return FAIL(c, n, "metrics: missing listen (e.g. listen: \"127.0.0.1:9100\")");
 	if ((err = parse_metrics_listen(c, ks.val[MX_LISTEN])))
 		return err;
-	if (ks.val[MX_MAXCONN]) {
-		err = pol_parse_uint(c, ks.val[MX_MAXCONN], "metrics: max_connections", 1,
-				     FG_METRICS_MAX_CONN_MAX, &v);
-		if (err)
-			return err;
-		cfg->metrics_max_conn = (unsigned int)v;
-	}
-	if (ks.val[MX_PERCLIENT]) {
-		err = pol_parse_uint(c, ks.val[MX_PERCLIENT], "metrics: per_client", 1,
-				     FG_METRICS_MAX_CONN_MAX, &v);
-		if (err)
-			return err;
-		cfg->metrics_per_client = (unsigned int)v;
-	}
+	if ((err = parse_metrics_count(c, ks.val[MX_MAXCONN], "metrics: max_connections",
+				       &cfg->metrics_max_conn)) ||
+	    (err = parse_metrics_count(c, ks.val[MX_PERCLIENT], "metrics: per_client",
+				       &cfg->metrics_per_client)))
+		return err;
 	if (ks.val[MX_TIMEOUT] && (err = parse_metrics_timeout(c, ks.val[MX_TIMEOUT])))
 		return err;
 	if (cfg->metrics_per_client > (cfg->metrics_max_conn ? cfg->metrics_max_conn
@@ -416,12 +418,11 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 l
 {
 	const char *s;
 	__u64 ns;
-	int err = pol_scalar(c, n, what, &s);
+	int err = pol_parse_duration(c, n, "", what, "expected e.g. 5s, 500ms, 2m", POL_DUR_WHOLE_MS,
+				     &s, &ns);
 
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns) || ns % 1000000)
-		return FAIL(c, n, "%s: bad duration \"%.64s\" (expected e.g. 5s, 500ms, 2m)", what, s);
 	*ms = ns / 1000000;
 	if (*ms < lo || *ms > hi)
 		return FAIL(c, n, "%s: %.64s is out of range %llums..%llus", what, s,
@@ -547,9 +548,7 @@ static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *k
 		rs->implicit = 1;
 		return 0;
 	}
-	if (!v)
-		return FAIL(c, n, "rule without a name");
-	err = pol_scalar(c, v, "name", &name);
+	err = pol_need_scalar(c, n, v, "name", "rule without a name", &name);
 	if (err)
 		return err;
 	if (!valid_name(name))
@@ -784,31 +783,20 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	return err;
 }
 
+static int rule_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
+{
+	(void)arg;
+	return parse_rule(c, e, idx, 0);
+}
+
 static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 {
-	yaml_node_item_t *it;
-	int idx = 0, err;
+	int count, err = pol_each_item(c, n, "rules", FG_MAX_RULES - 1,
+				       "; one id is kept for fragments", rule_item, NULL, &count);
 
-	if (pol_is_null(n))
-		return 0;
-	err = pol_expect_seq(c, n, "rules");
-	if (err)
-		return err;
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = pol_node(c, *it);
-
-		if (!e)
-			return FAIL(c, n, "rules: malformed list");
-		if (idx == FG_MAX_RULES - 1)
-			return FAIL(c, e, "too many rules (at most %d; one id is kept for fragments)",
-				    FG_MAX_RULES - 1);
-		err = parse_rule(c, e, idx, 0);
-		if (err)
-			return err;
-		idx++;
-	}
-	c->cfg->pol.nrules = (__u32)idx;
-	return 0;
+	if (!err)
+		c->cfg->pol.nrules = (__u32)count;
+	return err;
 }
 
 /* ---- the document -------------------------------------------------------- */

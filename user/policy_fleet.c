@@ -56,12 +56,10 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 l
 {
 	const char *s;
 	__u64 ns;
-	int err = pol_scalar(c, n, what, &s);
+	int err = pol_parse_duration(c, n, "fleet: ", what, "e.g. 200ms or 1s", 0, &s, &ns);
 
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns))
-		return FAIL(c, n, "fleet: %s: bad duration \"%.64s\" (e.g. 200ms or 1s)", what, s);
 	if (ns % 1000000)
 		return FAIL(c, n, "fleet: %s: %s is not a whole number of milliseconds", what, s);
 	if (ns / 1000000 < lo || ns / 1000000 > hi)
@@ -186,14 +184,34 @@ static const char *const fleet_rule_keys[] = {
 };
 enum { FR_RATE, FR_BURST, FR_ON_LOSS, FR_LOCAL_RATE, FR_LOCAL_BURST };
 
+/* local_rate: (a rate) or local_burst: (a burst) into *v: in the fleet limit's unit (bytes),
+ * at most the fleet's own figure max (above: which one, and why it matters). */
+static int parse_local_one(struct pol_ctx *c, yaml_node_t *n, const char *what, int unit,
+			   double max, const char *above, long double *v)
+{
+	int rate = !strcmp(what, "local_rate"), bytes, err;
+	const char *s;
+
+	if ((err = pol_scalar(c, n, what, &s)))
+		return err;
+	if (rate ? fg_parse_rate(s, v, &bytes) : fg_parse_burst(s, v, &bytes))
+		return FAIL(c, n, "fleet: bad %s \"%.64s\" (expected %s)", what, s,
+			    rate ? "N/s, N/m, N/h or bytes like 10MB/s" : "packets like 200 or bytes like 20MB");
+	if (bytes != unit)
+		return FAIL(c, n, "fleet: %s is in %s but rate is in %s", what, pol_unit_name(bytes),
+			    pol_unit_name(unit));
+	if (*v > (long double)max)
+		return FAIL(c, n, "fleet: %s is above the fleet's %s", what, above);
+	return 0;
+}
+
 /* local_rate: and local_burst:, in the fleet limit's unit. */
 static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fleet_lim *out)
 {
 	struct fg_fleet_rule_conf *rc = &out->rc;
 	long double lr, lb;
-	const char *s;
 	char why[256];
-	int bytes, err;
+	int err;
 
 	if (!val[FR_LOCAL_RATE]) {
 		if (val[FR_LOCAL_BURST])
@@ -202,15 +220,9 @@ static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fl
 	}
 	if (rc->on_loss != FG_LOSS_LOCAL)
 		return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate is only used with on_loss: local");
-	if ((err = pol_scalar(c, val[FR_LOCAL_RATE], "local_rate", &s)))
+	if ((err = parse_local_one(c, val[FR_LOCAL_RATE], "local_rate", out->bytes, rc->rate,
+				   "rate: one node alone would admit more than the whole fleet", &lr)))
 		return err;
-	if (fg_parse_rate(s, &lr, &bytes))
-		return FAIL(c, val[FR_LOCAL_RATE], "fleet: bad local_rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
-	if (bytes != out->bytes)
-		return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate is in %s but rate is in %s",
-			    pol_unit_name(bytes), pol_unit_name(out->bytes));
-	if (lr > (long double)rc->rate)
-		return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate is above the fleet's rate: one node alone would admit more than the whole fleet");
 	rc->local_rate = (double)lr;
 	if (!val[FR_LOCAL_BURST]) {
 		/* the fleet's burst scaled like the rate, rounded */
@@ -219,15 +231,9 @@ static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fl
 			return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate: %s", why);
 		return 0;
 	}
-	if ((err = pol_scalar(c, val[FR_LOCAL_BURST], "local_burst", &s)))
+	if ((err = parse_local_one(c, val[FR_LOCAL_BURST], "local_burst", out->bytes, rc->burst,
+				   "burst", &lb)))
 		return err;
-	if (fg_parse_burst(s, &lb, &bytes))
-		return FAIL(c, val[FR_LOCAL_BURST], "fleet: bad local_burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
-	if (bytes != out->bytes)
-		return FAIL(c, val[FR_LOCAL_BURST], "fleet: local_burst is in %s but rate is in %s",
-			    pol_unit_name(bytes), pol_unit_name(out->bytes));
-	if (lb > (long double)rc->burst)
-		return FAIL(c, val[FR_LOCAL_BURST], "fleet: local_burst is above the fleet's burst");
 	rc->local_burst = (double)lb;
 	return pol_compile_limit(c, val[FR_LOCAL_RATE], val[FR_LOCAL_BURST], lr, lb, out->bytes,
 				 &out->local);

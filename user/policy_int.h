@@ -53,6 +53,11 @@ yaml_node_t *pol_node(struct pol_ctx *c, int idx);
 int pol_is_null(const yaml_node_t *n);
 int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what, const char **out);
 int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what);
+/* The list n ("what:"; null is empty) item by item through fn(c, item, its index, arg), into
+ * *count on success; more than max items (0: no limit) fail as "too many what (at most max more)". */
+typedef int pol_item_fn(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg);
+int pol_each_item(struct pol_ctx *c, yaml_node_t *n, const char *what, int max, const char *more,
+		  pol_item_fn *fn, void *arg, int *count);
 
 /* The keys a mapping may have; each at most once. */
 struct pol_keys {
@@ -77,6 +82,14 @@ int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
 #define ENUM(c, n, what, names, out) \
 	pol_parse_enum(c, n, what, names, (int)(sizeof(names) / sizeof(names[0])), out)
 int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out);
+/* n as a duration (fg_parse_duration) into *ns, its text into *s; one that is not, or breaks
+ * flags, fails as "<sec><what>: bad duration "text" (<eg>)"; the caller checks its range. */
+enum { POL_DUR_WHOLE_MS = 1, POL_DUR_NONZERO = 2 };
+int pol_parse_duration(struct pol_ctx *c, yaml_node_t *n, const char *sec, const char *what,
+		       const char *eg, unsigned int flags, const char **s, __u64 *ns);
+/* The scalar v of a key the mapping map must have: absent (NULL), it fails at map with missing. */
+int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const char *what,
+		    const char *missing, const char **s);
 int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		   __u64 lo, __u64 hi, __u64 *out);
 

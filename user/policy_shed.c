@@ -73,9 +73,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	err = pol_read_map(c, n, "pool", "{name: syn, rate: 10000/s, burst: 1000, reserve: 20%}", &ks);
 	if (err)
 		return err;
-	if (!val[PK_NAME])
-		return FAIL(c, n, "pool without a name");
-	err = pol_scalar(c, val[PK_NAME], "name", &s);
+	err = pol_need_scalar(c, n, val[PK_NAME], "name", "pool without a name", &s);
 	if (err)
 		return err;
 	if (!valid_pool_name(s))
@@ -119,30 +117,19 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	return 0;
 }
 
+static int pool_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
+{
+	(void)arg;
+	return parse_pool(c, e, idx);
+}
+
 int pol_parse_pools(struct pol_ctx *c, yaml_node_t *n)
 {
-	yaml_node_item_t *it;
-	int idx = 0, err;
+	int count, err = pol_each_item(c, n, "pools", FG_MAX_POOLS, "", pool_item, NULL, &count);
 
-	if (pol_is_null(n))
-		return 0;
-	err = pol_expect_seq(c, n, "pools");
-	if (err)
-		return err;
-	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *e = pol_node(c, *it);
-
-		if (!e)
-			return FAIL(c, n, "pools: malformed list");
-		if (idx == FG_MAX_POOLS)
-			return FAIL(c, e, "too many pools (at most %d)", FG_MAX_POOLS);
-		err = parse_pool(c, e, idx);
-		if (err)
-			return err;
-		idx++;
-	}
-	c->cfg->pol.npools = (__u32)idx;
-	return 0;
+	if (!err)
+		c->cfg->pol.npools = (__u32)count;
+	return err;
 }
 
 /* A duration in seconds, > 0 and at most a day. */
@@ -150,12 +137,11 @@ static int parse_secs(struct pol_ctx *c, yaml_node_t *n, const char *what, doubl
 {
 	const char *s;
 	__u64 ns;
-	int err = pol_scalar(c, n, what, &s);
+	int err = pol_parse_duration(c, n, "shedding: ", what, "e.g. 8s, 500ms or 2m", POL_DUR_NONZERO,
+				     &s, &ns);
 
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns) || !ns)
-		return FAIL(c, n, "shedding: %s: bad duration \"%.64s\" (e.g. 8s, 500ms or 2m)", what, s);
 	if (ns > 86400ull * 1000000000ull)
 		return FAIL(c, n, "shedding: %s: %s is longer than a day", what, s);
 	*out = (double)ns / 1e9;
@@ -202,9 +188,8 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 	err = pol_read_map(c, n, "shedding", "{signal: cpu, interval: 8s, delay: 28s, ramp: 120s}", &ks);
 	if (err)
 		return err;
-	if (!val[SK_SIGNAL])
-		return FAIL(c, n, "shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)");
-	err = pol_scalar(c, val[SK_SIGNAL], "signal", &s);
+	err = pol_need_scalar(c, n, val[SK_SIGNAL], "signal",
+			      "shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)", &s);
 	if (err)
 		return err;
 	if (fg_signal_parse(s, &cfg->shed_signal, why, sizeof(why)))

@@ -123,6 +123,34 @@ int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what)
 	return FAIL(c, n, "%s: expected a list, got %s", what, kind(n));
 }
 
+int pol_each_item(struct pol_ctx *c, yaml_node_t *n, const char *what, int max, const char *more,
+		  pol_item_fn *fn, void *arg, int *count)
+{
+	yaml_node_item_t *it;
+	int idx = 0, err;
+
+	*count = 0;
+	if (pol_is_null(n))
+		return 0;
+	err = pol_expect_seq(c, n, what);
+	if (err)
+		return err;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = pol_node(c, *it);
+
+		if (!e)
+			return FAIL(c, n, "%s: malformed list", what);
+		if (max && idx == max)
+			return FAIL(c, e, "too many %s (at most %d%s)", what, max, more);
+		err = fn(c, e, idx, arg);
+		if (err)
+			return err;
+		idx++;
+	}
+	*count = idx;
+	return 0;
+}
+
 /* Walk a mapping, recording each known key's value in ks->val. */
 static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 {
@@ -220,6 +248,27 @@ int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out
 		}
 	}
 	return FAIL(c, n, "%s: expected true or false, got \"%.64s\"", what, s);
+}
+
+int pol_parse_duration(struct pol_ctx *c, yaml_node_t *n, const char *sec, const char *what,
+		       const char *eg, unsigned int flags, const char **s, __u64 *ns)
+{
+	int err = pol_scalar(c, n, what, s);
+
+	if (err)
+		return err;
+	if (fg_parse_duration(*s, ns) || ((flags & POL_DUR_WHOLE_MS) && *ns % 1000000) ||
+	    ((flags & POL_DUR_NONZERO) && !*ns))
+		return FAIL(c, n, "%s%s: bad duration \"%.64s\" (%s)", sec, what, *s, eg);
+	return 0;
+}
+
+int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const char *what,
+		    const char *missing, const char **s)
+{
+	if (!v)
+		return FAIL(c, map, "%s", missing);
+	return pol_scalar(c, v, what, s);
 }
 
 int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,64 @@ void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
 	st->lost = sd->lost;
 }
 
+/* The state file, one "key value" line a field in this order (fg_shedd_state_read). */
+enum { SF_U32, SF_INT, SF_U64, SF_STR, SF_VALUE, SF_D6, SF_D9 };
+#define SF(key, type, field) \
+	{ key, type, offsetof(struct fg_shedd_state, field), sizeof(((struct fg_shedd_state *)0)->field) }
+static const struct {
+	const char *key;
+	int type;
+	size_t off, size;
+} state_fields[] = {
+	SF("pid", SF_U32, pid),		SF("signal", SF_STR, signal),
+	SF("value", SF_VALUE, value),	SF("signal_error", SF_INT, sig_err),
+	SF("phase", SF_STR, phase),	SF("hold", SF_STR, hold),
+	SF("amount", SF_D9, amount),	SF("pressure", SF_D6, pressure),
+	SF("tiers", SF_INT, ntiers),	SF("interval", SF_D6, interval),
+	SF("delay", SF_D6, delay),	SF("ramp", SF_D6, ramp),
+	SF("decay", SF_D6, decay),	SF("good", SF_D6, good),
+	SF("bad", SF_D6, bad),		SF("orphan", SF_D6, orphan),
+	SF("samples", SF_U64, samples),	SF("lost", SF_U64, lost),
+};
+#undef SF
+
+static void state_field_print(FILE *f, const struct fg_shedd_state *st, int i)
+{
+	const void *p = (const char *)st + state_fields[i].off;
+
+	fprintf(f, "%s ", state_fields[i].key);
+	switch (state_fields[i].type) {
+	case SF_U32: fprintf(f, "%u\n", *(const __u32 *)p); break;
+	case SF_INT: fprintf(f, "%d\n", *(const int *)p); break;
+	case SF_U64: fprintf(f, "%llu\n", (unsigned long long)*(const __u64 *)p); break;
+	case SF_STR: fprintf(f, "%s\n", (const char *)p); break;
+	case SF_VALUE: fprintf(f, "%s%.6f\n", st->have_value ? "" : "-", st->value); break;
+	case SF_D6: fprintf(f, "%.6f\n", *(const double *)p); break;
+	default: fprintf(f, "%.9f\n", *(const double *)p); break;
+	}
+}
+
+static void state_field_parse(struct fg_shedd_state *st, int i, const char *val)
+{
+	void *p = (char *)st + state_fields[i].off;
+	unsigned long long u;
+
+	switch (state_fields[i].type) {
+	case SF_U32:
+		if (sscanf(val, "%llu", &u) == 1)
+			*(__u32 *)p = (__u32)u;
+		break;
+	case SF_INT: *(int *)p = atoi(val); break;
+	case SF_U64:
+		if (sscanf(val, "%llu", &u) == 1)
+			*(__u64 *)p = u;
+		break;
+	case SF_STR: snprintf(p, state_fields[i].size, "%s", val); break;
+	case SF_VALUE: st->have_value = val[0] != '-' && sscanf(val, "%lf", &st->value) == 1; break;
+	default: *(double *)p = strtod(val, NULL); break;
+	}
+}
+
 /* Written whole to a temporary name, then renamed: a reader sees one sample. */
 static int state_write(const struct fg_shedd *sd)
 {
@@ -175,13 +234,8 @@ static int state_write(const struct fg_shedd *sd)
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "pid %u\nsignal %s\nvalue %s%.6f\nsignal_error %d\nphase %s\nhold %s\n"
-		   "amount %.9f\npressure %.6f\ntiers %d\ninterval %.6f\ndelay %.6f\nramp %.6f\n"
-		   "decay %.6f\ngood %.6f\nbad %.6f\norphan %.6f\nsamples %llu\nlost %llu\n",
-		st.pid, st.signal, st.have_value ? "" : "-", st.value, st.sig_err, st.phase,
-		st.hold, st.amount, st.pressure, st.ntiers, st.interval, st.delay, st.ramp,
-		st.decay, st.good, st.bad, st.orphan, (unsigned long long)st.samples,
-		(unsigned long long)st.lost);
+	for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
+		state_field_print(f, &st, (int)i);
 	if (fflush(f) || ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)
@@ -196,7 +250,6 @@ static int state_write(const struct fg_shedd *sd)
 int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 {
 	char line[PATH_MAX + 64], key[32], val[PATH_MAX + 32];
-	unsigned long long u;
 	int fields = 0;
 	FILE *f = fopen(path, "r");
 
@@ -207,42 +260,11 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 		if (sscanf(line, "%31s %4127[^\n]", key, val) != 2)
 			continue;
 		fields++;
-		if (!strcmp(key, "pid") && sscanf(val, "%llu", &u) == 1)
-			st->pid = (__u32)u;
-		else if (!strcmp(key, "signal"))
-			snprintf(st->signal, sizeof(st->signal), "%s", val);
-		else if (!strcmp(key, "value"))
-			st->have_value = val[0] != '-' && sscanf(val, "%lf", &st->value) == 1;
-		else if (!strcmp(key, "signal_error"))
-			st->sig_err = atoi(val);
-		else if (!strcmp(key, "phase"))
-			snprintf(st->phase, sizeof(st->phase), "%.15s", val);
-		else if (!strcmp(key, "hold"))
-			snprintf(st->hold, sizeof(st->hold), "%.15s", val);
-		else if (!strcmp(key, "amount"))
-			st->amount = strtod(val, NULL);
-		else if (!strcmp(key, "pressure"))
-			st->pressure = strtod(val, NULL);
-		else if (!strcmp(key, "tiers"))
-			st->ntiers = atoi(val);
-		else if (!strcmp(key, "interval"))
-			st->interval = strtod(val, NULL);
-		else if (!strcmp(key, "delay"))
-			st->delay = strtod(val, NULL);
-		else if (!strcmp(key, "ramp"))
-			st->ramp = strtod(val, NULL);
-		else if (!strcmp(key, "decay"))
-			st->decay = strtod(val, NULL);
-		else if (!strcmp(key, "good"))
-			st->good = strtod(val, NULL);
-		else if (!strcmp(key, "bad"))
-			st->bad = strtod(val, NULL);
-		else if (!strcmp(key, "orphan"))
-			st->orphan = strtod(val, NULL);
-		else if (!strcmp(key, "samples") && sscanf(val, "%llu", &u) == 1)
-			st->samples = u;
-		else if (!strcmp(key, "lost") && sscanf(val, "%llu", &u) == 1)
-			st->lost = u;
+		for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
+			if (!strcmp(key, state_fields[i].key)) {
+				state_field_parse(st, (int)i, val);
+				break;
+			}
 	}
 	fclose(f);
 	return st->pid && st->phase[0] && fields >= 6 ? 0 : -EINVAL;
