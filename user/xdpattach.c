@@ -174,6 +174,11 @@ static const struct fg_xdp_entry *find_ours(const struct fg_xdp_list *l)
 	return NULL;
 }
 
+const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l)
+{
+	return find_ours(l);
+}
+
 /* ---- the dispatcher probe ------------------------------------------------ */
 
 /* What libxdp checks before it builds a dispatcher (its compat check is not
@@ -190,6 +195,10 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	struct bpf_program *tp, *ep, *q;
 	struct bpf_link *link;
 	int err;
+
+	/* a refusal is the answer here, not a warning: keep libbpf and libxdp quiet */
+	libbpf_print_fn_t bpf_print = libbpf_set_print(NULL);
+	libxdp_print_fn_t xdp_print = libxdp_set_print(NULL);
 
 	tgt = xdp_program__create(&to);
 	ext = tgt ? xdp_program__create(&eo) : NULL;
@@ -241,6 +250,8 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 out:
 	xdp_program__close(ext);
 	xdp_program__close(tgt);
+	libxdp_set_print(xdp_print);
+	libbpf_set_print(bpf_print);
 	return err;
 }
 

@@ -113,6 +113,9 @@ int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin,
 int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l,
 		char *why, size_t len);
 
+/* The first entry of l that is ours, NULL when none is. */
+const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l);
+
 /* A restarted daemon takes over its program on an interface:
  *   nothing there          attach as fg_xdp_attach does;
  *   ours, same code and    keep it (out->kept): nothing changes, no window;
