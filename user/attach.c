@@ -483,7 +483,7 @@ void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
 	closedir(d);
 }
 
-void fg_detach_libxdp(const struct fg_iface *ifs, int n,
+void fg_detach_ifaces(const struct fg_iface *ifs, int n,
 		      void (*done)(const struct fg_iface *ifc, int err, const char *why))
 {
 	char why[FG_WHY_LEN];
@@ -492,12 +492,68 @@ void fg_detach_libxdp(const struct fg_iface *ifs, int n,
 		const struct fg_iface *ifc = &ifs[i];
 		int err;
 
-		if (ifc->link || !ifc->xdp_mode || ifc->how != FG_XDP_LIBXDP)
-			continue;
 		why[0] = 0;
-		err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why, sizeof(why));
+		if (ifc->link) {
+			err = bpf_link_detach(bpf_link__fd(ifc->link)) ? -errno : 0;
+			if (err)
+				snprintf(why, sizeof(why), "BPF_LINK_DETACH: %s", strerror(-err));
+		} else if (ifc->xdp_mode && ifc->how == FG_XDP_LIBXDP) {
+			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why, sizeof(why));
+		} else {
+			continue;
+		}
 		done(ifc, err, why);
 	}
+}
+
+/* Is the XDP link fd holding a program named floodgate? */
+static bool link_is_ours(int fd)
+{
+	struct bpf_link_info li = {};
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(li), plen = sizeof(pi);
+	bool ours = false;
+	int pfd;
+
+	if (bpf_obj_get_info_by_fd(fd, &li, &len) || li.type != BPF_LINK_TYPE_XDP)
+		return false;
+	pfd = bpf_prog_get_fd_by_id(li.prog_id);
+	if (pfd < 0)
+		return false;
+	ours = !bpf_obj_get_info_by_fd(pfd, &pi, &plen) && !strcmp(pi.name, FG_PROG_NAME);
+	close(pfd);
+	return ours;
+}
+
+int fg_detach_pinned_links(const char *dir, char *why)
+{
+	size_t plen = strlen(FG_LINK_PREFIX);
+	char path[FG_LINK_PATH_LEN];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0, err = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (!err && (de = readdir(d))) {
+		int fd;
+
+		if (strncmp(de->d_name, FG_LINK_PREFIX, plen) || !de->d_name[plen] ||
+		    fg_link_path(path, sizeof(path), dir, de->d_name + plen))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;	/* not a BPF object: fg_pin_dir_remove says so */
+		if (link_is_ours(fd) && fg_link_ifindex(fd)) {
+			err = bpf_link_detach(fd) ? -errno : 0;
+			if (err)
+				fg_why(why, "%s: BPF_LINK_DETACH: %s", path, strerror(-err));
+			n += !err;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return err ? err : n;
 }
 
 int fg_detach_unlinked(int ctl_fd, char *why)

@@ -115,10 +115,15 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
 		    const struct fg_attach_conf *ac);
 
-/* Take floodgate off the interfaces attached through libxdp (a pinned
- * link goes with its pin); done(ifc, err) for each tried. */
-void fg_detach_libxdp(const struct fg_iface *ifs, int n,
+/* Take floodgate off its interfaces now: a link by BPF_LINK_DETACH (the
+ * kernel frees an unpinned link later, from a work queue), a libxdp attach
+ * through libxdp; done(ifc, err, why) for each tried. */
+void fg_detach_ifaces(const struct fg_iface *ifs, int n,
 		      void (*done)(const struct fg_iface *ifc, int err, const char *why));
+
+/* BPF_LINK_DETACH every XDP link pinned as link_* in dir whose program is
+ * floodgate's, before the pins go; how many, or -errno (why). */
+int fg_detach_pinned_links(const char *dir, char *why);
 
 /* The CLI, no daemon: detach every floodgate program of the filter whose
  * fg_ctl is ctl_fd that no link holds (libxdp's: alone by netlink, or a

@@ -315,7 +315,8 @@ static void warn_leftover_xdp(const struct fg_meta *meta)
 	}
 }
 
-/* floodgate attached through libxdp (no link pin to remove): off first. */
+/* floodgate off its devices first: attached through libxdp (no link pin
+ * to remove), and by its pinned links. */
 static int detach_libxdp(const char *dir)
 {
 	char why[FG_WHY_LEN] = "";
@@ -326,6 +327,12 @@ static int detach_libxdp(const char *dir)
 		return 0;	/* cannot vet it: fg_pin_dir_remove says why */
 	n = fg_detach_unlinked(m.fd[FGM_CTL], why);
 	fg_maps_close(&m);
+	if (n >= 0) {
+		/* off the devices now: unpinning frees a link only later */
+		int links = fg_detach_pinned_links(dir, why);
+
+		n = links < 0 ? links : n;
+	}
 	if (n < 0) {
 		pr_warn("detach: %s", why[0] ? why : strerror(-n));
 		return n;

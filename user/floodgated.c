@@ -942,7 +942,7 @@ static bool will_detach(const struct daemon *d, int err)
 	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
 }
 
-static void log_libxdp_detach(const struct fg_iface *ifc, int err, const char *why)
+static void log_iface_detach(const struct fg_iface *ifc, int err, const char *why)
 {
 	if (err && err != -ENOENT)
 		pr_warn("%s: detaching floodgate: %s", ifc->name, why[0] ? why : strerror(-err));
@@ -963,7 +963,7 @@ static int release_pin_dir(struct daemon *d, int err)
 	}
 	fg_maps_close(&d->maps);
 	if (detach)
-		fg_detach_libxdp(d->ifs, d->n_ifs, log_libxdp_detach);
+		fg_detach_ifaces(d->ifs, d->n_ifs, log_iface_detach);
 	if (detach) {
 		int rerr = fg_pin_dir_remove(d->dir, why);
 
