@@ -361,10 +361,21 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 	return open_link(path, ifc);
 }
 
-/* Forget a severed link: the filter is gone from the interface with it. */
+/* Forget a severed link: the filter is gone from the interface with it;
+ * and the pins libxdp left of a dispatcher that went with its device
+ * (kept when libxdp's lock is held: nothing runs from them). */
 static void drop_severed(struct fg_iface *ifc, const char *dir)
 {
 	char path[FG_LINK_PATH_LEN];
+
+	if (ifc->in_dispatcher && ifc->dispatcher_id) {
+		char base[FG_LINK_PATH_LEN];
+
+		fg_xdp_remove_dead_dispatcher(fg_xdp_pin_base(base, sizeof(base)), ifc->ifindex,
+					      ifc->dispatcher_id, NULL, 0);
+		ifc->in_dispatcher = false;
+		ifc->dispatcher_id = 0;
+	}
 
 	bpf_link__destroy(ifc->link);
 	ifc->link = NULL;
@@ -385,7 +396,7 @@ static void drop_severed(struct fg_iface *ifc, const char *dir)
 /* Does our libxdp-attached program still run on ifc's device? Read from
  * the kernel without libxdp's lock: the device's program is ours (alone),
  * or a dispatcher with a tracing link from our component to it. */
-static bool libxdp_still_there(const struct fg_iface *ifc)
+static bool libxdp_still_there(struct fg_iface *ifc)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct bpf_link_info li;
@@ -405,11 +416,13 @@ static bool libxdp_still_there(const struct fg_iface *ifc)
 		found = li.type == BPF_LINK_TYPE_TRACING && li.prog_id == ifc->prog_id &&
 			li.tracing.target_obj_id == dev;
 	}
+	if (found)
+		ifc->dispatcher_id = dev;	/* libxdp rebuilds it on every change */
 	return found;
 }
 
 /* The device still holds the filter: its ifindex, else 0. */
-static int held_ifindex(const struct fg_iface *ifc)
+static int held_ifindex(struct fg_iface *ifc)
 {
 	char now[IF_NAMESIZE];
 

@@ -4,12 +4,16 @@
  * exclusive bpf_link; the contract is in xdpattach.h, the measurements
  * behind the choices in docs/libxdp.md.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <net/if.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
@@ -805,4 +809,73 @@ void fg_xdp_att_close(struct fg_xdp_att *a)
 	if (a->link_fd >= 0)
 		close(a->link_fd);
 	a->link_fd = -1;
+}
+
+const char *fg_xdp_pin_base(char *buf, size_t len)
+{
+	const char *root = getenv("LIBXDP_BPFFS");
+
+	snprintf(buf, len, "%s/xdp", root && *root ? root : "/sys/fs/bpf");
+	return buf;
+}
+
+/* Unlink every pin in dirfd's directory (libxdp puts only pins there). */
+static int unlink_pins(int dirfd)
+{
+	DIR *d = fdopendir(dirfd);
+	struct dirent *de;
+	int err = 0;
+
+	if (!d) {
+		err = -errno;
+		close(dirfd);
+		return err;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    unlinkat(dirfd, de->d_name, 0) && !err)
+			err = -errno;
+	closedir(d);	/* closes dirfd */
+	return err;
+}
+
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id,
+				  char *why, size_t len)
+{
+	char name[64];
+	int bfd, dfd, err;
+
+	snprintf(name, sizeof(name), "dispatch-%d-%u", ifindex, dispatcher_id);
+	bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return errno == ENOENT ? -ENOENT : fail(why, len, -errno, "%s: %s", base,
+							strerror(errno));
+	if (flock(bfd, LOCK_EX | LOCK_NB)) {
+		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		close(bfd);
+		return fail(why, len, err, "%s: libxdp's lock: %s", base, strerror(-err));
+	}
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	if (!bpf_xdp_query(ifindex, 0, &q) &&
+	    (q.drv_prog_id == dispatcher_id || q.skb_prog_id == dispatcher_id)) {
+		err = fail(why, len, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d",
+			   base, name, dispatcher_id, ifindex);
+		goto out;
+	}
+	dfd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		err = -errno;
+		if (err != -ENOENT)
+			fail(why, len, err, "%s/%s: %s", base, name, strerror(-err));
+		goto out;
+	}
+	err = unlink_pins(dfd);
+	if (!err && unlinkat(bfd, name, AT_REMOVEDIR))
+		err = -errno;
+	if (err)
+		fail(why, len, err, "removing %s/%s: %s", base, name, strerror(-err));
+out:
+	flock(bfd, LOCK_UN);
+	close(bfd);
+	return err;
 }
