@@ -158,6 +158,52 @@ for how in auto libxdp exclusive; do
 	check_cmp "$how: after detach UDP $P_FG arrives whole" "$(arrived $P_FG)" = "$N"
 done
 
+# --- two interfaces through libxdp: each attached, each detached ---------------------------
+if fg_veth_create a v2 b v3 && fg_ns_addr a v2 10.79.0.1/24 && fg_ns_addr b v3 10.79.0.2/24; then
+	policy "$FG_TMP/p.yaml" libxdp
+	sed -i 's/^interfaces: \[v1\]/interfaces: [v1, v3]/' "$FG_TMP/p.yaml"
+	: > "$DLOG"
+	if start; then
+		status_json && check_cmp "two interfaces, libxdp: both attached, the same way" \
+			"$(fg_json_get "$FG_TMP/st.json" interfaces.0.name interfaces.0.attached \
+			   interfaces.0.attach interfaces.1.name interfaces.1.attached interfaces.1.attach)" \
+			= "v1 true $LIBXDP_KIND v3 true $LIBXDP_KIND"
+		got=$(arrived $P_FG)
+		expect "two interfaces, libxdp: v1 limited" 'limited "$got"' "$N" "1..40" "$got"
+		fg_daemon_stop KILL
+		if start; then
+			check_cmp "two interfaces, libxdp: restart adopts both" \
+				"$(grep -c "adopted floodgate's program" "$DLOG")" = 2
+		else
+			bad "two interfaces, libxdp: restart" "$(tail -5 "$DLOG" | one_line 400)"
+		fi
+		fg_daemon_stop
+		check "two interfaces, libxdp: SIGTERM detaches both" \
+			bash -c "! ip -n $NS_B link show | grep -q xdp && test ! -e $PIN"
+	else
+		bad "two interfaces, libxdp: floodgated starts" "$(tail -5 "$DLOG" | one_line 400)"
+	fi
+	ip -n "$NS_B" link del v3
+else
+	bad setup "second veth pair"
+fi
+
+# --- generic XDP through libxdp and exclusively -----------------------------------------
+for how in libxdp exclusive; do
+	policy "$FG_TMP/p.yaml" "$how" "xdp_mode: skb"
+	: > "$DLOG"
+	if ! start; then bad "$how, xdp_mode skb: starts" "$(tail -5 "$DLOG" | one_line 400)"; continue; fi
+	status_json && check_cmp "$how, xdp_mode skb: status says generic" \
+		"$(fg_json_get "$FG_TMP/st.json" interfaces.0.xdp_mode interfaces.0.programs.0.mode)" \
+		= "generic generic"
+	check "$how, xdp_mode skb: the device runs it in generic mode" \
+		bash -c "ip -n $NS_B link show v1 | grep -q xdpgeneric"
+	got=$(arrived $P_FG)
+	expect "$how, xdp_mode skb: limits" 'limited "$got"' "$N" "1..40" "$got"
+	fg_daemon_stop
+	check "$how, xdp_mode skb: SIGTERM detaches" xdp_free
+done
+
 # --- xdp-filter first, then floodgate ----------------------------------------------------
 if ! xf_load; then
 	bad "xdp-filter loads on v1" "$(one_line < "$FG_TMP/xf.out")"
