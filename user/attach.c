@@ -597,7 +597,7 @@ const char *fg_iface_how_str(const struct fg_iface *ifc, char *buf, size_t len)
 		snprintf(buf, len, "component (id %u) of libxdp dispatcher %u", ifc->prog_id,
 			 ifc->dispatcher_id);
 	else
-		snprintf(buf, len, "libxdp, alone (id %u, attached by netlink: no dispatcher)",
+		snprintf(buf, len, "libxdp without a dispatcher: alone, by netlink, id %u",
 			 ifc->prog_id);
 	return buf;
 }
