@@ -158,6 +158,64 @@ for how in auto libxdp exclusive; do
 	check_cmp "$how: after detach UDP $P_FG arrives whole" "$(arrived $P_FG)" = "$N"
 done
 
+# --- xdp_attach changed across a restart: the running filter is adopted as it is ---------
+policy "$FG_TMP/p.yaml" libxdp
+: > "$DLOG"
+if start; then
+	ids0=$(xdp_ids)
+	fg_daemon_stop KILL
+	policy "$FG_TMP/p.yaml" exclusive
+	out=$(fg_ns_exec b "$FGD" --config "$FG_TMP/p.yaml" --pin-dir "$PIN" --foreground 2>&1); rc=$?
+	check_cmp "libxdp, then exclusive: the restart is refused" "$rc" -ne 0
+	if echo "$out" | grep -q "floodgate runs here through libxdp"; then
+		ok "libxdp, then exclusive: says what to do: $(echo "$out" | grep -m1 "through libxdp" | one_line 200)"
+	else
+		bad "libxdp, then exclusive: the reason" "$(echo "$out" | one_line 400)"
+	fi
+	check_cmp "libxdp, then exclusive: the running filter untouched" "$(xdp_ids)" = "$ids0"
+	got=$(arrived $P_FG)
+	expect "libxdp, then exclusive: still limited" 'limited "$got"' "$N" "1..40" "$got"
+	policy "$FG_TMP/p.yaml" auto
+	if start; then
+		if [ "$DISPATCHER" = 1 ]; then
+			ok "libxdp, then auto: adopted (auto is libxdp here)"
+		else
+			check "libxdp, then auto: adopted through libxdp, and the log says it is kept that way" \
+				grep -q "was attached as libxdp .* by an earlier daemon: kept that way" "$DLOG"
+		fi
+		check_cmp "libxdp, then auto: the same program on v1" "$(xdp_ids)" = "$ids0"
+		fg_daemon_stop
+		check "libxdp, then auto: SIGTERM detaches" xdp_free
+	else
+		bad "libxdp, then auto: restart" "$(tail -5 "$DLOG" | one_line 400)"
+	fi
+else
+	bad "libxdp: floodgated starts (changed xdp_attach)" "$(tail -5 "$DLOG" | one_line 400)"
+fi
+policy "$FG_TMP/p.yaml" exclusive
+: > "$DLOG"
+if start; then
+	ids0=$(xdp_ids)
+	fg_daemon_stop KILL
+	policy "$FG_TMP/p.yaml" libxdp
+	if start; then
+		check "exclusive, then libxdp: the pinned link is adopted, and the log says it is kept" \
+			grep -q "was attached as exclusive bpf_link by an earlier daemon: kept that way" "$DLOG"
+		# a pinned link is adopted by swapping the new program into it
+		status_json && check_cmp "exclusive, then libxdp: status says attached, exclusive" \
+			"$(fg_json_get "$FG_TMP/st.json" interfaces.0.attached interfaces.0.attach)" = "true exclusive"
+		got=$(arrived $P_FG)
+		expect "exclusive, then libxdp: limited (program $ids0 swapped for $(xdp_ids))" \
+			'limited "$got"' "$N" "1..40" "$got"
+		fg_daemon_stop
+		check "exclusive, then libxdp: SIGTERM detaches" xdp_free
+	else
+		bad "exclusive, then libxdp: restart" "$(tail -5 "$DLOG" | one_line 400)"
+	fi
+else
+	bad "exclusive: floodgated starts (changed xdp_attach)" "$(tail -5 "$DLOG" | one_line 400)"
+fi
+
 # --- two interfaces through libxdp: each attached, each detached ---------------------------
 if fg_veth_create a v2 b v3 && fg_ns_addr a v2 10.79.0.1/24 && fg_ns_addr b v3 10.79.0.2/24; then
 	policy "$FG_TMP/p.yaml" libxdp
