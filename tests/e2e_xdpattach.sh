@@ -129,6 +129,11 @@ for how in auto libxdp exclusive; do
 	else
 		bad "$how: status --json" "$(one_line < "$FG_TMP/st.err")"
 	fi
+	if [ "$kind" = exclusive ] && "$FG" --pin-dir "$PIN" status --json > "$FG_TMP/sth.json" 2>&1; then
+		fg_json_check "$how: status --json from another network namespace" status "$FG_TMP/sth.json"
+		check_cmp "$how: status from another namespace: attached (its link), programs not listed" \
+			"$(fg_json_get "$FG_TMP/sth.json" interfaces.0.attached interfaces.0.attach)" = "true unknown"
+	fi
 	FGB status > "$FG_TMP/st.txt" 2>&1
 	check "$how: status text lists the programs on v1 and floodgate's place" \
 		grep -qE "1\. floodgate \(id [0-9]+.*<- floodgate" "$FG_TMP/st.txt"

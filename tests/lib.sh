@@ -335,7 +335,7 @@ SCHEMAS = {
                "interfaces": [{"name": str, "ifindex": int,
                                "xdp_mode": frozenset(("native", "generic", "none")),
                                "attached": bool,
-                               "attach": frozenset(("none", "dispatcher", "exclusive", "alone")),
+                               "attach": frozenset(("none", "dispatcher", "exclusive", "alone", "unknown")),
                                "position": (int, None), "dispatcher_id": int,
                                "programs": [{"id": int, "name": str, "priority": (int, None),
                                              "chain": [frozenset(("aborted", "drop", "pass",

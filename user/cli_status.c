@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* floodgate status: the daemon, interfaces, mode, bypass, policy, fleet leases, as text or JSON. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,16 @@ static int shed_read(struct fg_maps *m, struct status *st)
 	return 0;
 }
 
+/* Is mi's device in this network namespace? An ifindex names another
+ * device (or none) in another one: then its programs are not listed. */
+static bool xdp_here(const struct fg_meta_if *mi)
+{
+	char now[IF_NAMESIZE];
+
+	return mi->ifindex && if_indextoname(mi->ifindex, now) &&
+	       !strncmp(now, mi->name, sizeof(mi->name));
+}
+
 static int status_read(struct fg_maps *m, struct status *st)
 {
 	int err;
@@ -155,7 +166,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 		mi->name[sizeof(mi->name) - 1] = 0;
 		/* by ifindex, not by name or pin: renames and lost pins change nothing */
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
-		st->xdp_err[i] = fg_xdp_list((int)mi->ifindex, FG_PROG_NAME, &st->xdp[i], NULL, 0);
+		st->xdp_err[i] = xdp_here(mi) ? fg_xdp_list((int)mi->ifindex, FG_PROG_NAME,
+							      &st->xdp[i], NULL, 0) : -ENODEV;
 		/* a dispatcher component: fg_found_attached sees only the dispatcher */
 		if (!st->attached[i] && !st->xdp_err[i] && st->xdp[i].dispatcher_id &&
 		    fg_xdp_list_ours(&st->xdp[i]))
@@ -249,6 +261,12 @@ static void print_xdp_text(const struct status *st, __u32 i)
 	const struct fg_xdp_list *l = &st->xdp[i];
 	int pos = ours_position(l);
 
+	if (st->xdp_err[i] == -ENODEV) {
+		printf("           xdp: not listed: no device %s (ifindex %u) in this network "
+		       "namespace; run status in the interface's namespace\n", st->meta.ifs[i].name,
+		       st->meta.ifs[i].ifindex);
+		return;
+	}
 	if (st->xdp_err[i]) {
 		printf("           xdp: cannot list its programs: %s\n", strerror(-st->xdp_err[i]));
 		return;
@@ -496,7 +514,8 @@ static struct json_object *daemon_json(const struct status *st, int *err)
 	return d;
 }
 
-/* "attach": none|dispatcher|exclusive|alone, "position": n|null,
+/* "attach": none|dispatcher|exclusive|alone|unknown (not readable here:
+ * another network namespace), "position": n|null,
  * "dispatcher_id": n, "programs": [{id, name, priority|null, chain, mode, ours}] */
 static void xdp_json(const struct status *st, __u32 i, struct json_object *o, int *err)
 {
@@ -504,7 +523,7 @@ static void xdp_json(const struct status *st, __u32 i, struct json_object *o, in
 	struct json_object *progs = json_object_new_array();
 	int pos = st->xdp_err[i] ? 0 : ours_position(l);
 
-	cli_json_add(err, o, "attach", json_object_new_string(st->xdp_err[i] ? "none" :
+	cli_json_add(err, o, "attach", json_object_new_string(st->xdp_err[i] ? "unknown" :
 							       attach_kind(l)));
 	if (pos)
 		cli_json_add(err, o, "position", json_object_new_uint64((__u64)pos));
