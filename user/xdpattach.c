@@ -336,6 +336,29 @@ static void close_component(struct bpf_object *obj, struct xdp_program *xp)
 	bpf_object__close(obj);
 }
 
+/*
+ * libxdp checks for dispatcher support by loading its own xdp_pass (from
+ * xdp-dispatcher.o) each attach; where the kernel refuses it, libbpf warns
+ * about that program, with a misleading "try raising 'ulimit -l'", before
+ * libxdp falls back. Those lines are dropped while libxdp attaches; the
+ * rest (floodgate's copy included) go where they went.
+ */
+static libbpf_print_fn_t attach_print_next;
+
+static int attach_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	va_list cp;
+
+	va_copy(cp, ap);
+	vsnprintf(line, sizeof(line), fmt, cp);
+	va_end(cp);
+	if (strstr(line, "'xdp_pass'") || strstr(line, "xdp-dispatcher.o") ||
+	    strstr(line, "ulimit -l"))
+		return 0;
+	return attach_print_next ? attach_print_next(level, fmt, ap) : 0;
+}
+
 /* One libxdp attach in one mode: a fresh copy each time, because a failed
  * attempt may leave the copy loaded (as EXT or XDP). */
 static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
@@ -348,7 +371,9 @@ static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const st
 	err = open_component(p, o, &obj, &xp, why, len);
 	if (err)
 		return err;
+	attach_print_next = libbpf_set_print(attach_print);
 	err = xdp_program__attach(xp, ifindex, to_libxdp(mode), 0);
+	libbpf_set_print(attach_print_next);
 	if (err)
 		fail(why, len, err, "ifindex %d: libxdp attach (%s) failed: %s", ifindex,
 		     fg_xdp_mode_str(mode), strerror(-err));
