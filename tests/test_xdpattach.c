@@ -17,6 +17,7 @@
  * figures printed as "info:" lines are quoted in docs/libxdp.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -960,6 +962,58 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return getenv("FGT_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
+/* A pin dir libxdp left for a dispatcher: removed only once that program
+ * no longer runs on its device, never while libxdp's lock is held. The
+ * "dispatcher" is a program attached directly (a real one needs freplace):
+ * the check is by its id on the device, as for a real dispatcher. */
+static void test_dead_dispatcher_dir(void)
+{
+	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
+	const char *base = "/sys/fs/bpf/fgt-xdp";
+	char dir[128], pin[160], why[512] = "";
+	int map_fd = -1, lock_fd = -1;
+	struct fg_xdp_list l;
+	__u32 id = 0;
+
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		goto out;
+	if (!ASSERT_OK(bpf_xdp_attach(ifx(), bpf_program__fd(s->progs.fgt_pass),
+				      XDP_FLAGS_DRV_MODE, NULL), "the stand-in dispatcher runs"))
+		goto out;
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	id = l.n ? l.e[0].id : 0;
+	snprintf(dir, sizeof(dir), "%s/dispatch-%d-%u", base, ifx(), id);
+	snprintf(pin, sizeof(pin), "%s/prog0-prog", dir);
+	map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fgt_pin", 4, 4, 1, NULL);
+	if (!ASSERT_OK(sh("mkdir -p %s", dir), "mkdir") || !ASSERT_TRUE(map_fd >= 0, "a map") ||
+	    !ASSERT_OK(bpf_obj_pin(map_fd, pin), "a pin in the dir"))
+		goto out;
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -EBUSY,
+		  "it still runs: kept");
+	ASSERT_STR_CONTAINS(why, "still runs", "says why");
+	ASSERT_OK(access(pin, F_OK), "its pin is still there");
+	ASSERT_OK(bpf_xdp_detach(ifx(), XDP_FLAGS_DRV_MODE, NULL), "the dispatcher goes");
+	lock_fd = open(base, O_RDONLY | O_DIRECTORY);
+	if (!ASSERT_TRUE(lock_fd >= 0 && !flock(lock_fd, LOCK_EX), "hold libxdp's lock"))
+		goto out;
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -EAGAIN,
+		  "libxdp's lock held: not now, and no waiting");
+	ASSERT_OK(access(pin, F_OK), "its pin is still there");
+	flock(lock_fd, LOCK_UN);
+	ASSERT_OK(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), why);
+	ASSERT_TRUE(access(dir, F_OK) && errno == ENOENT, "the dir is gone");
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -ENOENT,
+		  "again: nothing there");
+	ASSERT_OK(access(base, F_OK), "libxdp's base dir stays");
+out:
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (map_fd >= 0)
+		close(map_fd);
+	sh("rm -rf %s", base);
+	fgtest_xdp_bpf__destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	char why[256];
@@ -987,6 +1041,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_two_interfaces);
 	FG_RUN(test_iface_recreated);
 	FG_RUN(test_dispatcher_cost);
+	FG_RUN(test_dead_dispatcher_dir);
 	sh("ip link del " DEV0);
 	return fg_test_summary();
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/if_link.h>
@@ -10,7 +11,9 @@
 #include <bpf/libbpf.h>
 #include "floodgate.skel.h"
 #include "attach.h"
+#include "discover.h"
 #include "policy.h"
+#include "xdpattach.h"
 
 int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname)
 {
@@ -217,8 +220,97 @@ static int create_link(struct floodgate_bpf *skel, int xdp_mode, struct fg_iface
 	snprintf(ifc->why, sizeof(ifc->why), "cannot attach XDP (%s): %s%s",
 		 xdp_mode == FG_XDP_NATIVE ? "native" : xdp_mode == FG_XDP_SKB ? "generic" :
 		 "native or generic", strerror(-err), err == -EBUSY || err == -EEXIST ?
-		 " (another XDP program is attached; floodgate does not share devices)" : "");
+		 " (another XDP program is attached; xdp_attach: exclusive does not share devices)" :
+		 "");
 	return err;
+}
+
+int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
+			unsigned int prio, __u32 chain)
+{
+	memset(ac, 0, sizeof(*ac));
+	if (xdp_attach < FG_ATTACH_AUTO || xdp_attach > FG_ATTACH_EXCLUSIVE ||
+	    prio > FG_XDP_PRIO_MAX)
+		return -EINVAL;
+	ac->xdp_mode = xdp_mode;
+	ac->run_prio = prio;
+	ac->chain = chain;
+	ac->from_auto = xdp_attach == FG_ATTACH_AUTO;
+	if (xdp_attach != FG_ATTACH_EXCLUSIVE)
+		ac->dispatcher = !fg_xdp_probe_dispatcher(ac->probe, sizeof(ac->probe));
+	ac->how = xdp_attach == FG_ATTACH_LIBXDP || (ac->from_auto && ac->dispatcher) ?
+		  FG_XDP_LIBXDP : FG_XDP_EXCLUSIVE;
+	return 0;
+}
+
+/* The loaded skeleton as xdpattach.h wants it. */
+static struct fg_xdp_prog skel_prog(struct floodgate_bpf *skel)
+{
+	struct fg_xdp_prog p = { .obj = skel->obj, .prog = skel->progs.floodgate };
+
+	p.elf = floodgate_bpf__elf_bytes(&p.elf_sz);
+	return p;
+}
+
+/* Through libxdp: adopt floodgate's program on the device, or join. */
+static int attach_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf *ac,
+			 struct fg_iface *ifc)
+{
+	struct fg_xdp_prog p = skel_prog(skel);
+	struct fg_xdp_opts o = {
+		.mode = ac->xdp_mode, .how = FG_XDP_LIBXDP,
+		.run_prio = ac->run_prio, .chain_actions = ac->chain,
+	};
+	struct fg_xdp_list cur;
+	struct fg_xdp_att a;
+	int err;
+
+	/* found before adopting: did an earlier daemon leave it there? */
+	ifc->adopted = !fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) &&
+		       fg_xdp_list_ours(&cur);
+	err = fg_xdp_adopt(&p, ifc->ifindex, &o, &a, ifc->why, sizeof(ifc->why));
+	if (err) {
+		ifc->adopted = false;
+		return err;
+	}
+	fg_xdp_att_close(&a);	/* a link found here is held by its pin (or by nobody) */
+	ifc->how = FG_XDP_LIBXDP;
+	ifc->xdp_mode = a.mode == FG_XDP_SKB ? 2 : 1;
+	ifc->in_dispatcher = a.dispatcher;
+	ifc->prog_id = a.prog_id;
+	ifc->dispatcher_id = a.dispatcher_id;
+	return 0;
+}
+
+/* Exclusive, but floodgate runs there without a link (libxdp's): adopt it
+ * that way when auto chose, else refuse with what to do. 1: not there. */
+static int exclusive_meets_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf *ac,
+				  struct fg_iface *ifc)
+{
+	struct fg_xdp_list cur;
+
+	if (fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) || !cur.n || cur.via_link)
+		return 1;	/* free, or a link: create_link says what it meets */
+	if (!fg_xdp_list_ours(&cur)) {
+		snprintf(ifc->why, sizeof(ifc->why), "the device already runs XDP program %s (id %u, "
+			 "%s%s), not floodgate's; xdp_attach: exclusive never shares or replaces it: "
+			 "remove it, or use xdp_attach: libxdp on a kernel that can build libxdp's "
+			 "dispatcher%s%s", cur.e[0].name, cur.e[0].id, fg_xdp_mode_str(cur.mode),
+			 cur.dispatcher_id ? ", in libxdp's dispatcher" : "",
+			 ac->probe[0] ? " (this one cannot: " : "", ac->probe[0] ? ac->probe : "");
+		if (ac->probe[0])
+			strncat(ifc->why, ")", sizeof(ifc->why) - strlen(ifc->why) - 1);
+		return -EBUSY;
+	}
+	if (ac->from_auto) {
+		ifc->how_kept = true;
+		return attach_libxdp(skel, ac, ifc);
+	}
+	snprintf(ifc->why, sizeof(ifc->why), "floodgate runs here through libxdp (%s, left by an "
+		 "earlier daemon) and xdp_attach is exclusive: set xdp_attach: libxdp (or auto) to "
+		 "adopt it, or 'floodgate detach' first", cur.dispatcher_id ?
+		 "in its dispatcher" : "alone, attached by netlink");
+	return -EBUSY;
 }
 
 /*
@@ -226,13 +318,16 @@ static int create_link(struct floodgate_bpf *skel, int xdp_mode, struct fg_iface
  * because libbpf 1.1's attach_xdp takes no XDP_FLAGS_* and the mode is the
  * point.
  */
-int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
+int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg_attach_conf *ac,
 		    struct fg_iface *ifc)
 {
 	char path[FG_LINK_PATH_LEN];
 	int err, fd;
 
-	ifc->adopted = ifc->severed = ifc->repinned = false;
+	ifc->adopted = ifc->severed = ifc->repinned = ifc->how_kept = false;
+	ifc->in_dispatcher = false;
+	ifc->prog_id = ifc->dispatcher_id = 0;
+	ifc->how = FG_XDP_EXCLUSIVE;
 	ifc->why[0] = 0;
 	err = fg_link_path(path, sizeof(path), dir, ifc->conf);
 	if (err) {
@@ -243,9 +338,16 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 	if (err)
 		return err;
 	err = adopt_link(skel, path, ifc);
+	if (err <= 0) {
+		ifc->how_kept = !err && ac->how != FG_XDP_EXCLUSIVE;
+		return err;
+	}
+	if (ac->how == FG_XDP_LIBXDP)
+		return attach_libxdp(skel, ac, ifc);
+	err = exclusive_meets_libxdp(skel, ac, ifc);
 	if (err <= 0)
 		return err;
-	fd = create_link(skel, xdp_mode, ifc);
+	fd = create_link(skel, ac->xdp_mode, ifc);
 	if (fd < 0)
 		return fd;
 	if (bpf_obj_pin(fd, path)) {
@@ -259,10 +361,21 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
 	return open_link(path, ifc);
 }
 
-/* Forget a severed link: the filter is gone from the interface with it. */
+/* Forget a severed link: the filter is gone from the interface with it;
+ * and the pins libxdp left of a dispatcher that went with its device
+ * (kept when libxdp's lock is held: nothing runs from them). */
 static void drop_severed(struct fg_iface *ifc, const char *dir)
 {
 	char path[FG_LINK_PATH_LEN];
+
+	if (ifc->in_dispatcher && ifc->dispatcher_id) {
+		char base[FG_LINK_PATH_LEN];
+
+		fg_xdp_remove_dead_dispatcher(fg_xdp_pin_base(base, sizeof(base)), ifc->ifindex,
+					      ifc->dispatcher_id, NULL, 0);
+		ifc->in_dispatcher = false;
+		ifc->dispatcher_id = 0;
+	}
 
 	bpf_link__destroy(ifc->link);
 	ifc->link = NULL;
@@ -280,8 +393,48 @@ static void drop_severed(struct fg_iface *ifc, const char *dir)
  * interface of the configured name exists, keeping buckets and counters
  * (they live in the maps, not the link).
  */
+/* Does our libxdp-attached program still run on ifc's device? Read from
+ * the kernel without libxdp's lock: the device's program is ours (alone),
+ * or a dispatcher with a tracing link from our component to it. */
+static bool libxdp_still_there(struct fg_iface *ifc)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_link_info li;
+	__u32 id = 0, dev;
+	bool found = false;
+	int fd;
+
+	if (bpf_xdp_query(ifc->ifindex, 0, &q))
+		return false;
+	dev = ifc->xdp_mode == 2 ? q.skb_prog_id : q.drv_prog_id;
+	if (!dev || dev == ifc->prog_id)
+		return dev != 0;
+	if (!ifc->in_dispatcher)
+		return false;
+	while (!found && (fd = fg_link_next(&id, &li)) >= 0) {
+		close(fd);
+		found = li.type == BPF_LINK_TYPE_TRACING && li.prog_id == ifc->prog_id &&
+			li.tracing.target_obj_id == dev;
+	}
+	if (found)
+		ifc->dispatcher_id = dev;	/* libxdp rebuilds it on every change */
+	return found;
+}
+
+/* The device still holds the filter: its ifindex, else 0. */
+static int held_ifindex(struct fg_iface *ifc)
+{
+	char now[IF_NAMESIZE];
+
+	if (ifc->link)
+		return fg_link_ifindex(bpf_link__fd(ifc->link));
+	if (!ifc->xdp_mode || !if_indextoname((unsigned int)ifc->ifindex, now))
+		return 0;
+	return libxdp_still_there(ifc) ? ifc->ifindex : 0;
+}
+
 int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
-		    int xdp_mode)
+		    const struct fg_attach_conf *ac)
 {
 	int changed = 0;
 
@@ -290,8 +443,8 @@ int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, con
 		int now;
 
 		ifc->change = 0;
-		if (ifc->link) {
-			int held = fg_link_ifindex(bpf_link__fd(ifc->link));
+		if (ifc->link || ifc->xdp_mode) {
+			int held = held_ifindex(ifc);
 
 			if (held) {
 				follow_device(ifc, held);
@@ -306,7 +459,7 @@ int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, con
 			/* not gone, and not an ifindex a retry would fail (and log) on again */
 			ifc->ifindex = now;
 			memcpy(ifc->name, ifc->conf, sizeof(ifc->name));
-			if (fg_attach_iface(skel, dir, xdp_mode, ifc) == 0) {
+			if (fg_attach_iface(skel, dir, ac, ifc) == 0) {
 				ifc->change |= FG_IF_BACK;
 			} else {
 				ifc->failed_ifindex = now;
@@ -341,4 +494,110 @@ void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
 		gone(ifn, unlink(path) ? -errno : 0);
 	}
 	closedir(d);
+}
+
+void fg_detach_ifaces(const struct fg_iface *ifs, int n,
+		      void (*done)(const struct fg_iface *ifc, int err, const char *why))
+{
+	char why[FG_WHY_LEN];
+
+	for (int i = 0; i < n; i++) {
+		const struct fg_iface *ifc = &ifs[i];
+		int err;
+
+		why[0] = 0;
+		if (ifc->link) {
+			err = bpf_link_detach(bpf_link__fd(ifc->link)) ? -errno : 0;
+			if (err)
+				snprintf(why, sizeof(why), "BPF_LINK_DETACH: %s", strerror(-err));
+		} else if (ifc->xdp_mode && ifc->how == FG_XDP_LIBXDP) {
+			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why, sizeof(why));
+		} else {
+			continue;
+		}
+		done(ifc, err, why);
+	}
+}
+
+/* Is the XDP link fd holding a program named floodgate? */
+static bool link_is_ours(int fd)
+{
+	struct bpf_link_info li = {};
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(li), plen = sizeof(pi);
+	bool ours = false;
+	int pfd;
+
+	if (bpf_obj_get_info_by_fd(fd, &li, &len) || li.type != BPF_LINK_TYPE_XDP)
+		return false;
+	pfd = bpf_prog_get_fd_by_id(li.prog_id);
+	if (pfd < 0)
+		return false;
+	ours = !bpf_obj_get_info_by_fd(pfd, &pi, &plen) && !strcmp(pi.name, FG_PROG_NAME);
+	close(pfd);
+	return ours;
+}
+
+int fg_detach_pinned_links(const char *dir, char *why)
+{
+	size_t plen = strlen(FG_LINK_PREFIX);
+	char path[FG_LINK_PATH_LEN];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0, err = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (!err && (de = readdir(d))) {
+		int fd;
+
+		if (strncmp(de->d_name, FG_LINK_PREFIX, plen) || !de->d_name[plen] ||
+		    fg_link_path(path, sizeof(path), dir, de->d_name + plen))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;	/* not a BPF object: fg_pin_dir_remove says so */
+		if (link_is_ours(fd) && fg_link_ifindex(fd)) {
+			err = bpf_link_detach(fd) ? -errno : 0;
+			if (err)
+				fg_why(why, "%s: BPF_LINK_DETACH: %s", path, strerror(-err));
+			n += !err;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return err ? err : n;
+}
+
+int fg_detach_unlinked(int ctl_fd, char *why)
+{
+	__u32 ctl = fg_obj_id(ctl_fd);
+	struct fg_found *f = calloc(1, sizeof(*f));
+	int n = 0, err = 0;
+
+	if (!f)
+		return -ENOMEM;
+	if (ctl && !fg_discover(f, NULL)) {
+		for (int i = 0; i < f->n && !err; i++) {
+			if (f->at[i].ctl_id != ctl || f->at[i].how == FG_FOUND_LINK)
+				continue;
+			err = fg_found_detach(&f->at[i], why);
+			n += !err;
+		}
+	}
+	free(f);
+	return err ? err : n;
+}
+
+const char *fg_iface_how_str(const struct fg_iface *ifc, char *buf, size_t len)
+{
+	if (ifc->how != FG_XDP_LIBXDP)
+		snprintf(buf, len, "exclusive bpf_link");
+	else if (ifc->in_dispatcher)
+		snprintf(buf, len, "component (id %u) of libxdp dispatcher %u", ifc->prog_id,
+			 ifc->dispatcher_id);
+	else
+		snprintf(buf, len, "libxdp without a dispatcher: alone, by netlink, id %u",
+			 ifc->prog_id);
+	return buf;
 }

@@ -16,6 +16,14 @@
  * `floodgate detach` (which unpins every link_*) still removes it. A
  * restart whose file names the device by its new name finds the link by
  * ifindex among the link_* pins and re-pins it as link_<new name>.
+ *
+ * How (xdp_attach:, docs/libxdp.md): FG_XDP_EXCLUSIVE is the link above;
+ * FG_XDP_LIBXDP goes through xdpattach.h, as a component of libxdp's
+ * dispatcher, or alone by netlink where the kernel cannot build one. Then
+ * libxdp's pins (or the netlink attach) keep the filter, fg_iface.link is
+ * NULL, and a restart finds floodgate's program on the device and adopts
+ * it (fg_xdp_adopt). A link pinned by an earlier exclusive run is adopted
+ * as a link whatever xdp_attach says now: how changes only after a detach.
  */
 #ifndef FG_ATTACH_H
 #define FG_ATTACH_H
@@ -52,6 +60,22 @@ struct fg_iface {
 	bool severed;		/* the last attach found a severed pinned link and removed it */
 	unsigned int change;	/* enum fg_iface_change bits of the last fg_watch_ifaces */
 	char why[FG_WHY_LEN];	/* why the last attach failed */
+	int how;		/* enum fg_xdp_how as attached */
+	bool how_kept;		/* attached another way than asked (an earlier daemon's) */
+	bool in_dispatcher;	/* FG_XDP_LIBXDP: a component of libxdp's dispatcher */
+	__u32 prog_id;		/* FG_XDP_LIBXDP: our program on the device */
+	__u32 dispatcher_id;	/* its dispatcher, 0 when alone */
+};
+
+/* How to attach, resolved from the policy's xdp_attach (fg_attach_conf_init). */
+struct fg_attach_conf {
+	int xdp_mode;		/* enum fg_xdp_mode */
+	int how;		/* enum fg_xdp_how: never auto */
+	bool from_auto;		/* xdp_attach: auto chose how */
+	bool dispatcher;	/* the kernel can build libxdp's dispatcher (probed) */
+	unsigned int run_prio;	/* libxdp */
+	__u32 chain;		/* libxdp: 1 << XDP_x per chain-call action */
+	char probe[160];	/* why it cannot, when !dispatcher */
 };
 
 #define FG_LINK_PATH_LEN	320	/* a pin dir of up to 255 bytes, "/link_", a name */
@@ -72,15 +96,44 @@ int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname);
  * (device unregistered) or on error. */
 int fg_link_ifindex(int link_fd);
 
-/* Attach skel's program to ifc (ifindex set): adopt a pinned link, or
- * create one (native first when xdp_mode is FG_XDP_AUTO) and pin it. */
-int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, int xdp_mode,
+/* ac from the policy's xdp_mode, xdp_attach (enum fg_xdp_attach),
+ * priority and chain: probes the dispatcher once unless exclusive. */
+int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
+			unsigned int prio, __u32 chain);
+
+/* Attach skel's program to ifc (ifindex set) as ac says: exclusive, adopt
+ * a pinned link or create one (native first when xdp_mode is FG_XDP_AUTO)
+ * and pin it; libxdp, adopt floodgate's program on the device or join
+ * (or create) its dispatcher. A device with another program that floodgate
+ * cannot share fails with a reason naming it. */
+int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg_attach_conf *ac,
 		    struct fg_iface *ifc);
 
-/* Notice interfaces renamed, gone (their link severed) and back, and
- * attach again; sets each one's change. Returns how many changed. */
+/* Notice interfaces renamed, gone (their link severed, or their device
+ * and our program with it) and back, and attach again; sets each one's
+ * change. Returns how many changed. */
 int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, const char *dir,
-		    int xdp_mode);
+		    const struct fg_attach_conf *ac);
+
+/* Take floodgate off its interfaces now: a link by BPF_LINK_DETACH (the
+ * kernel frees an unpinned link later, from a work queue), a libxdp attach
+ * through libxdp; done(ifc, err, why) for each tried. */
+void fg_detach_ifaces(const struct fg_iface *ifs, int n,
+		      void (*done)(const struct fg_iface *ifc, int err, const char *why));
+
+/* BPF_LINK_DETACH every XDP link pinned as link_* in dir whose program is
+ * floodgate's, before the pins go; how many, or -errno (why). */
+int fg_detach_pinned_links(const char *dir, char *why);
+
+/* The CLI, no daemon: detach every floodgate program of the filter whose
+ * fg_ctl is ctl_fd that no link holds (libxdp's: alone by netlink, or a
+ * dispatcher component) from this network namespace's interfaces. How
+ * many were detached, or -errno (why) for the first that failed. */
+int fg_detach_unlinked(int ctl_fd, char *why);
+
+/* "component 1 of 2 of libxdp dispatcher 40", "exclusive bpf_link", ...:
+ * how ifc is attached, for a log line. */
+const char *fg_iface_how_str(const struct fg_iface *ifc, char *buf, size_t len);
 
 /* Unpin links in dir for interfaces not configured in ifs (which detaches
  * them); calls gone(ifname, err) for each, err 0 when unpinned. */

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "attach.h"
 #include "cli.h"
 #include "log.h"
 #include "policy.h"
@@ -292,16 +293,53 @@ int cli_stop_daemon(__u32 pid)
 	return err;
 }
 
-/* After removing the pin dir: anything still attached is not ours to remove. */
+/* After removing the pin dir: anything still attached is not ours to remove.
+ * The kernel frees an unpinned link from a work queue, so a link may take
+ * a moment to leave its device: look for up to LEFTOVER_WAIT_MS. */
+#define LEFTOVER_WAIT_MS	500
 static void warn_leftover_xdp(const struct fg_meta *meta)
 {
 	for (__u32 i = 0; i < meta->n_ifs && i < FG_MAX_IFS; i++) {
 		__u32 prog_id = 0;
 
+		for (int t = 0; t < LEFTOVER_WAIT_MS / WAIT_STEP_MS; t++) {
+			if (bpf_xdp_query_id(meta->ifs[i].ifindex, 0, &prog_id) || !prog_id)
+				break;
+			poll(NULL, 0, WAIT_STEP_MS);
+		}
+		prog_id = 0;
+
 		if (!bpf_xdp_query_id(meta->ifs[i].ifindex, 0, &prog_id) && prog_id)
 			pr_warn("%.16s: an XDP program (id %u) is still attached: not floodgate's "
 				"pinned link, or held open by another process", meta->ifs[i].name, prog_id);
 	}
+}
+
+/* floodgate off its devices first: attached through libxdp (no link pin
+ * to remove), and by its pinned links. */
+static int detach_libxdp(const char *dir)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_maps m;
+	int n;
+
+	if (fg_maps_open(&m, dir, NULL))
+		return 0;	/* cannot vet it: fg_pin_dir_remove says why */
+	n = fg_detach_unlinked(m.fd[FGM_CTL], why);
+	fg_maps_close(&m);
+	if (n >= 0) {
+		/* off the devices now: unpinning frees a link only later */
+		int links = fg_detach_pinned_links(dir, why);
+
+		n = links < 0 ? links : n;
+	}
+	if (n < 0) {
+		pr_warn("detach: %s", why[0] ? why : strerror(-n));
+		return n;
+	}
+	if (n)
+		pr_debug("detached floodgate attached through libxdp from %d interface(s)", n);
+	return 0;
 }
 
 int cli_detach(void *cfg)
@@ -344,6 +382,8 @@ int cli_detach(void *cfg)
 		}
 	}
 	why[0] = 0;
+	if (detach_libxdp(a->dir))
+		return 1;
 	err = fg_pin_dir_remove(a->dir, why);
 	if (err) {
 		pr_warn("detach: %s", why[0] ? why : strerror(-err));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* floodgate status: the daemon, interfaces, mode, bypass, policy, fleet leases, as text or JSON. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "shedd.h"
 #include "sources.h"
 #include "sysutil.h"
+#include "xdpattach.h"
 
 /* A fleet rule of the active policy: what the program holds (fg_lease,
  * fg_stats), daemon or not, and the daemon's engine if one runs. */
@@ -44,6 +46,8 @@ struct status {
 	struct fg_policy pol;
 	struct fg_name names[FG_MAX_IDS];
 	bool attached[FG_MAX_IFS];	/* the filter runs on it */
+	struct fg_xdp_list xdp[FG_MAX_IFS];	/* every XDP program there, in run order */
+	int xdp_err[FG_MAX_IFS];	/* reading them failed (-errno) */
 	bool running;			/* meta.pid is a live floodgated (stopped or not) */
 	enum fg_daemon_state state;	/* running, stopped (SIGSTOP) or none */
 	size_t n4, n6;
@@ -138,6 +142,16 @@ static int shed_read(struct fg_maps *m, struct status *st)
 	return 0;
 }
 
+/* Is mi's device in this network namespace? An ifindex names another
+ * device (or none) in another one: then its programs are not listed. */
+static bool xdp_here(const struct fg_meta_if *mi)
+{
+	char now[IF_NAMESIZE];
+
+	return mi->ifindex && if_indextoname(mi->ifindex, now) &&
+	       !strncmp(now, mi->name, sizeof(mi->name));
+}
+
 static int status_read(struct fg_maps *m, struct status *st)
 {
 	int err;
@@ -159,6 +173,12 @@ static int status_read(struct fg_maps *m, struct status *st)
 		mi->name[sizeof(mi->name) - 1] = 0;
 		/* by ifindex, not by name or pin: renames and lost pins change nothing */
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
+		st->xdp_err[i] = xdp_here(mi) ? fg_xdp_list((int)mi->ifindex, FG_PROG_NAME,
+							      &st->xdp[i], NULL, 0) : -ENODEV;
+		/* a dispatcher component: fg_found_attached sees only the dispatcher */
+		if (!st->attached[i] && !st->xdp_err[i] && st->xdp[i].dispatcher_id &&
+		    fg_xdp_list_ours(&st->xdp[i]))
+			st->attached[i] = true;
 	}
 	return fleet_read(m, st);
 }
@@ -243,6 +263,83 @@ static void print_shedding_text(const struct status *st)
 static const char *xdp_mode_str(__u32 mode)
 {
 	return mode == 1 ? "native" : mode == 2 ? "generic" : "none";
+}
+
+/* How floodgate is attached to the device whose programs are l. */
+static const char *attach_kind(const struct fg_xdp_list *l)
+{
+	if (!fg_xdp_list_ours(l))
+		return "none";
+	return l->dispatcher_id ? "dispatcher" : l->via_link ? "exclusive" : "alone";
+}
+
+static const char *attach_kind_text(const struct fg_xdp_list *l)
+{
+	if (!fg_xdp_list_ours(l))
+		return "floodgate is not there";
+	if (l->dispatcher_id)
+		return "floodgate is a component of libxdp's dispatcher";
+	return l->via_link ? "floodgate alone, its exclusive bpf_link" :
+	       "floodgate alone, attached by libxdp without a dispatcher (netlink)";
+}
+
+/* floodgate's place in run order (1-based), 0 when it is not there. */
+static int ours_position(const struct fg_xdp_list *l)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->e[i].ours)
+			return i + 1;
+	return 0;
+}
+
+static void chain_text(__u32 bits, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (int a = 0; a < 5 && o < len; a++)
+		if (bits & (1u << a))
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "," : "",
+					      fg_xdp_action_names[a]);
+}
+
+static void print_xdp_text(const struct status *st, __u32 i)
+{
+	const struct fg_xdp_list *l = &st->xdp[i];
+	int pos = ours_position(l);
+
+	if (st->xdp_err[i] == -ENODEV) {
+		printf("           xdp: not listed: no device %s (ifindex %u) in this network "
+		       "namespace; run status in the interface's namespace\n", st->meta.ifs[i].name,
+		       st->meta.ifs[i].ifindex);
+		return;
+	}
+	if (st->xdp_err[i]) {
+		printf("           xdp: cannot list its programs: %s\n", strerror(-st->xdp_err[i]));
+		return;
+	}
+	if (!l->n) {
+		printf("           xdp: no XDP program on the device\n");
+		return;
+	}
+	printf("           xdp: %d program(s), %s", l->n, fg_xdp_mode_str(l->mode));
+	if (l->dispatcher_id)
+		printf(", libxdp dispatcher id %u%s", l->dispatcher_id, l->frags ? ", frags" : "");
+	printf("; %s", attach_kind_text(l));
+	if (pos)
+		printf(", %d of %d in run order", pos, l->n);
+	printf("\n");
+	for (int k = 0; k < l->n; k++) {
+		const struct fg_xdp_entry *e = &l->e[k];
+		char chain[64];
+
+		printf("             %d. %s (id %u", k + 1, e->name, e->id);
+		if (e->run_prio != FG_XDP_PRIO_NONE) {
+			chain_text(e->chain_actions, chain, sizeof(chain));
+			printf(", priority %u, continues on %s", e->run_prio, chain[0] ? chain : "nothing");
+		}
+		printf(")%s\n", e->ours ? " <- floodgate" : "");
+	}
 }
 
 static bool bypass_on(const struct status *st)
@@ -435,6 +532,7 @@ static void status_text(const struct status *st)
 		       mi->xdp_mode == 1 || mi->xdp_mode == 2 ? xdp_mode_str(mi->xdp_mode) : "no",
 		       st->attached[i] ? ", attached" :
 		       ", NOT attached (interface deleted, or detached)");
+		print_xdp_text(st, i);
 	}
 	print_mode_text(st);
 	print_bypass_text(st);
@@ -463,6 +561,44 @@ static struct json_object *daemon_json(const struct status *st, int *err)
 	return d;
 }
 
+/* "attach": none|dispatcher|exclusive|alone|unknown (not readable here:
+ * another network namespace), "position": n|null,
+ * "dispatcher_id": n, "programs": [{id, name, priority|null, chain, mode, ours}] */
+static void xdp_json(const struct status *st, __u32 i, struct json_object *o, int *err)
+{
+	const struct fg_xdp_list *l = &st->xdp[i];
+	struct json_object *progs = json_object_new_array();
+	int pos = st->xdp_err[i] ? 0 : ours_position(l);
+
+	cli_json_add(err, o, "attach", json_object_new_string(st->xdp_err[i] ? "unknown" :
+							       attach_kind(l)));
+	if (pos)
+		cli_json_add(err, o, "position", json_object_new_uint64((__u64)pos));
+	else
+		cli_json_add_null(err, o, "position");
+	cli_json_add(err, o, "dispatcher_id", json_object_new_uint64(l->dispatcher_id));
+	for (int k = 0; !st->xdp_err[i] && k < l->n; k++) {
+		const struct fg_xdp_entry *e = &l->e[k];
+		struct json_object *p = json_object_new_object(), *chain = json_object_new_array();
+
+		cli_json_add(err, p, "id", json_object_new_uint64(e->id));
+		cli_json_add(err, p, "name", json_object_new_string(e->name));
+		if (e->run_prio != FG_XDP_PRIO_NONE)
+			cli_json_add(err, p, "priority", json_object_new_uint64(e->run_prio));
+		else
+			cli_json_add_null(err, p, "priority");
+		for (int a = 0; a < 5; a++)
+			if (e->chain_actions & (1u << a))
+				cli_json_push(err, chain, json_object_new_string(fg_xdp_action_names[a]));
+		cli_json_add(err, p, "chain", chain);
+		cli_json_add(err, p, "mode", json_object_new_string(l->mode == FG_XDP_SKB ?
+								     "generic" : "native"));
+		cli_json_add(err, p, "ours", json_object_new_boolean(e->ours));
+		cli_json_push(err, progs, p);
+	}
+	cli_json_add(err, o, "programs", progs);
+}
+
 static struct json_object *ifaces_json(const struct status *st, int *err)
 {
 	struct json_object *arr = json_object_new_array();
@@ -475,6 +611,7 @@ static struct json_object *ifaces_json(const struct status *st, int *err)
 		cli_json_add(err, o, "ifindex", json_object_new_uint64(mi->ifindex));
 		cli_json_add(err, o, "xdp_mode", json_object_new_string(xdp_mode_str(mi->xdp_mode)));
 		cli_json_add(err, o, "attached", json_object_new_boolean(st->attached[i]));
+		xdp_json(st, i, o, err);
 		cli_json_push(err, arr, o);
 	}
 	return arr;

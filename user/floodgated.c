@@ -44,6 +44,7 @@
 #include "rtlist.h"
 #include "shedd.h"
 #include "throttle.h"
+#include "xdpattach.h"
 #include "apply.h"
 #include "sources.h"
 #include "sysutil.h"
@@ -77,6 +78,7 @@ struct daemon {
 	bool started;		/* the pin dir is ours to clean up */
 	struct fg_iface ifs[FG_MAX_IFS];
 	int n_ifs;
+	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
 	struct fg_metrics *mx;
 	struct fg_throttle tr;
 	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
@@ -449,10 +451,45 @@ static void log_attached(const struct fg_iface *ifc)
 	if (ifc->repinned)
 		pr_info("%s: our link was pinned as " FG_LINK_PREFIX "%s (the interface was renamed); "
 			"re-pinned as " FG_LINK_PREFIX "%s", ifc->name, ifc->pinned_as, ifc->conf);
-	if (ifc->adopted)
+	char how[96];
+
+	fg_iface_how_str(ifc, how, sizeof(how));
+	if (ifc->how_kept)
+		pr_warn("%s: floodgate was attached as %s by an earlier daemon: kept that way "
+			"(xdp_attach takes effect after 'floodgate detach')", ifc->name, how);
+	if (ifc->adopted && ifc->how == FG_XDP_LIBXDP)
+		pr_info("%s: adopted floodgate's program (%s XDP, %s)", ifc->name,
+			ifc->xdp_mode == 1 ? "native" : "generic", how);
+	else if (ifc->adopted)
 		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
 	else
-		pr_info("%s: attached (%s XDP)", ifc->name, ifc->xdp_mode == 1 ? "native" : "generic");
+		pr_info("%s: attached (%s XDP, %s)", ifc->name,
+			ifc->xdp_mode == 1 ? "native" : "generic", how);
+}
+
+/* xdp_attach: resolved once, and said once. */
+static int choose_attach(struct daemon *d)
+{
+	const struct fg_config *c = &d->cfg;
+	struct fg_attach_conf *ac = &d->ac;
+	int err = fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
+
+	if (err) {
+		pr_warn("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
+			strerror(-err));
+		return err;
+	}
+	if (c->xdp_attach == FG_ATTACH_EXCLUSIVE)
+		pr_info("xdp_attach: exclusive (floodgate's own pinned bpf_link)");
+	else if (ac->dispatcher)
+		pr_info("xdp_attach: %s: libxdp's dispatcher (this kernel can build one), "
+			"priority %u", fg_xdp_attach_names[c->xdp_attach], ac->run_prio);
+	else if (ac->from_auto)
+		pr_info("xdp_attach: auto: exclusive bpf_link, because %s", ac->probe);
+	else
+		pr_warn("xdp_attach: libxdp, but %s: floodgate attaches alone and no other XDP "
+			"program can join it on this kernel", ac->probe);
+	return 0;
 }
 
 static void log_stale_link(const char *ifname, int err)
@@ -559,10 +596,12 @@ static int attach_all(struct daemon *d)
 	struct fg_meta meta;
 	int err;
 
+	if ((err = choose_attach(d)))
+		return err;
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct fg_iface *ifc = &d->ifs[i];
 
-		err = fg_attach_iface(d->skel, d->dir, d->cfg.xdp_mode, ifc);
+		err = fg_attach_iface(d->skel, d->dir, &d->ac, ifc);
 		if (err) {
 			pr_warn("%s: %s", ifc->name, ifc->why);
 			return err;
@@ -659,7 +698,7 @@ static void rewrite_meta_ifaces(struct daemon *d)
 /* Interfaces deleted and back (attach.c), logged once each. */
 static void watch_ifaces(struct daemon *d)
 {
-	if (fg_watch_ifaces(d->ifs, d->n_ifs, d->skel, d->dir, d->cfg.xdp_mode)) {
+	if (fg_watch_ifaces(d->ifs, d->n_ifs, d->skel, d->dir, &d->ac)) {
 		for (int i = 0; i < d->n_ifs; i++) {
 			const struct fg_iface *ifc = &d->ifs[i];
 
@@ -673,7 +712,8 @@ static void watch_ifaces(struct daemon *d)
 			if (ifc->change & FG_IF_FAILED)
 				pr_warn("%s: %s", ifc->name, ifc->why);
 			log_renamed(ifc);
-			if (ifc->change & (FG_IF_LOST | FG_IF_BACK | FG_IF_RENAMED))
+			/* FAILED too: status then looks at the device it tried */
+			if (ifc->change & (FG_IF_LOST | FG_IF_BACK | FG_IF_RENAMED | FG_IF_FAILED))
 				d->meta_dirty = true;
 		}
 	}
@@ -821,8 +861,10 @@ static void do_reload(struct daemon *d)
 	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
 		pr_warn("reload: shedding: %s; the shedder keeps its previous settings", strerror(-err));
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
-	    ncfg.xdp_mode != d->cfg.xdp_mode)
-		pr_warn("reload: interfaces/xdp_mode changed in the file; they take effect on restart");
+	    ncfg.xdp_mode != d->cfg.xdp_mode || ncfg.xdp_attach != d->cfg.xdp_attach ||
+	    ncfg.xdp_priority != d->cfg.xdp_priority || ncfg.xdp_chain != d->cfg.xdp_chain)
+		pr_warn("reload: interfaces/xdp_mode/xdp_attach changed in the file; they take "
+			"effect on restart");
 	if (strcmp(ncfg.metrics, d->cfg.metrics) || ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
 	    ncfg.metrics_per_client != d->cfg.metrics_per_client ||
 	    ncfg.metrics_timeout_s != d->cfg.metrics_timeout_s)
@@ -900,6 +942,12 @@ static bool will_detach(const struct daemon *d, int err)
 	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
 }
 
+static void log_iface_detach(const struct fg_iface *ifc, int err, const char *why)
+{
+	if (err && err != -ENOENT)
+		pr_warn("%s: detaching floodgate: %s", ifc->name, why[0] ? why : strerror(-err));
+}
+
 /* Detach and unpin, or leave the filter running untended; returns err, or
  * the removal's error if that failed after a clean run. */
 static int release_pin_dir(struct daemon *d, int err)
@@ -914,6 +962,8 @@ static int release_pin_dir(struct daemon *d, int err)
 		fg_meta_write(&d->maps, &meta);
 	}
 	fg_maps_close(&d->maps);
+	if (detach)
+		fg_detach_ifaces(d->ifs, d->n_ifs, log_iface_detach);
 	if (detach) {
 		int rerr = fg_pin_dir_remove(d->dir, why);
 

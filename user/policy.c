@@ -42,6 +42,8 @@ static const char *const verdict_names[] = { "pass", "drop" };
 const char *const fg_action_names[3] = { "limit", "pass", "drop" };
 const char *const fg_on_full_names[3] = { "overflow", "open", "closed" };
 const char *const fg_xdp_mode_names[3] = { "auto", "native", "skb" };
+const char *const fg_xdp_attach_names[3] = { "auto", "libxdp", "exclusive" };
+const char *const fg_xdp_action_names[5] = { "aborted", "drop", "pass", "tx", "redirect" };
 
 /* ---- prefixes ------------------------------------------------------------ */
 
@@ -805,12 +807,67 @@ static const char *const top_keys[] = {
 	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
 	"detach_on_exit", "allow", "deny", "malformed", "default",
 	"fragments", "admission", "fleet", "rules", "concurrency", "pools", "shedding",
+	"xdp_attach", "xdp_priority", "xdp_chain",
 };
 enum {
 	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
 	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
 	TK_FLEET, TK_RULES, TK_CONN, TK_POOLS, TK_SHEDDING,
+	TK_XDP_ATTACH, TK_XDP_PRIO, TK_XDP_CHAIN,
 };
+
+/* xdp_chain: [pass, ...], the verdicts on which libxdp runs the next program. */
+static int parse_xdp_chain(struct pol_ctx *c, yaml_node_t *n)
+{
+	yaml_node_item_t *it;
+	__u32 bits = 0;
+	int v, err;
+
+	err = pol_expect_seq(c, n, "xdp_chain");
+	if (err)
+		return err;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = pol_node(c, *it);
+
+		if (!e)
+			return FAIL(c, n, "xdp_chain: malformed list");
+		err = ENUM(c, e, "xdp_chain", fg_xdp_action_names, &v);
+		if (err)
+			return err;
+		if (bits & (1u << v))
+			return FAIL(c, e, "xdp_chain: %s is listed twice", fg_xdp_action_names[v]);
+		bits |= 1u << v;
+	}
+	if (!bits)
+		return FAIL(c, n, "xdp_chain: name at least one verdict (libxdp's default is [pass])");
+	c->cfg->xdp_chain = bits;
+	return 0;
+}
+
+/* xdp_attach, xdp_priority, xdp_chain: how floodgated attaches (attach.h). */
+static int parse_attach(struct pol_ctx *c, yaml_node_t *const *val)
+{
+	struct fg_config *cfg = c->cfg;
+	__u64 prio;
+	int err;
+
+	if (val[TK_XDP_ATTACH] &&
+	    (err = ENUM(c, val[TK_XDP_ATTACH], "xdp_attach", fg_xdp_attach_names, &cfg->xdp_attach)))
+		return err;
+	if (val[TK_XDP_PRIO]) {
+		err = pol_parse_uint(c, val[TK_XDP_PRIO], "xdp_priority", 0, FG_XDP_PRIO_MAX, &prio);
+		if (err)
+			return err;
+		cfg->xdp_priority = (unsigned int)prio;
+	}
+	if (val[TK_XDP_CHAIN] && (err = parse_xdp_chain(c, val[TK_XDP_CHAIN])))
+		return err;
+	if ((val[TK_XDP_PRIO] || val[TK_XDP_CHAIN]) && cfg->xdp_attach == FG_ATTACH_EXCLUSIVE)
+		return FAIL(c, val[TK_XDP_PRIO] ? val[TK_XDP_PRIO] : val[TK_XDP_CHAIN],
+			    "%s applies to libxdp's dispatcher; xdp_attach: exclusive has none",
+			    val[TK_XDP_PRIO] ? "xdp_priority" : "xdp_chain");
+	return 0;
+}
 
 /* interfaces, xdp_mode, mode, max_sources, metrics, detach_on_exit */
 static int parse_globals(struct pol_ctx *c, yaml_node_t *const *val)
@@ -838,7 +895,7 @@ static int parse_globals(struct pol_ctx *c, yaml_node_t *const *val)
 	if (val[TK_DETACH] &&
 	    (err = pol_parse_bool(c, val[TK_DETACH], "detach_on_exit", &cfg->detach_on_exit)))
 		return err;
-	return 0;
+	return parse_attach(c, val);
 }
 
 static int parse_verdict(struct pol_ctx *c, yaml_node_t *n, const char *what, __u8 *out)
@@ -897,6 +954,9 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	int err;
 
 	cfg->xdp_mode = FG_XDP_AUTO;
+	cfg->xdp_attach = FG_ATTACH_AUTO;
+	cfg->xdp_priority = FG_XDP_PRIO_DEFAULT;
+	cfg->xdp_chain = 1u << 2;	/* XDP_PASS */
 	cfg->mode = FG_MODE_ENFORCE;
 	cfg->max_sources = DEFAULT_MAX_SOURCES;
 	cfg->detach_on_exit = 1;

@@ -25,6 +25,16 @@ enum fg_xdp_mode {
 	FG_XDP_SKB = 2,
 };
 
+/* How floodgated attaches (xdp_attach:; attach.h, docs/libxdp.md). */
+enum fg_xdp_attach {
+	FG_ATTACH_AUTO = 0,	/* libxdp when the kernel can build a dispatcher, else exclusive */
+	FG_ATTACH_LIBXDP = 1,	/* a component of libxdp's dispatcher (alone where it cannot) */
+	FG_ATTACH_EXCLUSIVE = 2,	/* floodgate's own pinned bpf_link */
+};
+
+#define FG_XDP_PRIO_DEFAULT	1	/* xdp_priority: first, drops before anything expensive */
+#define FG_XDP_PRIO_MAX		1000	/* libxdp's default is 50; xdp-filter's 10 */
+
 /* An error with its place in the file; line and col are 1-based, 0 when
  * the error is not tied to a place (file unreadable, too large). */
 struct fg_err {
@@ -69,6 +79,9 @@ struct fg_config {
 	char ifaces[FG_MAX_IFS][16];
 	int n_ifs;
 	int xdp_mode;			/* enum fg_xdp_mode */
+	int xdp_attach;			/* enum fg_xdp_attach */
+	unsigned int xdp_priority;	/* libxdp run priority, 0..FG_XDP_PRIO_MAX, lower first */
+	__u32 xdp_chain;		/* bit 1 << XDP_x per chain-call action; 1 << XDP_PASS by default */
 	int mode;			/* enum fg_mode, global */
 	__u64 max_sources;		/* size of fg_src4 and of fg_src6 */
 	char metrics[128];		/* "host:port" for Prometheus, "" = off */
@@ -150,6 +163,8 @@ extern const char *const fg_action_names[3];
 extern const char *const fg_on_full_names[3];
 extern const char *const fg_on_loss_names[3];	/* enum fg_on_loss */
 extern const char *const fg_xdp_mode_names[3];
+extern const char *const fg_xdp_attach_names[3];	/* enum fg_xdp_attach */
+extern const char *const fg_xdp_action_names[5];	/* XDP_ABORTED..XDP_REDIRECT */
 extern const char *const fg_class_names[FG_NCLASS];
 
 /* TCP flags by name ("syn") and by letter ("S", as in "S/SA"). */

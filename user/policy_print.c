@@ -86,6 +86,16 @@ static void print_globals(FILE *f, const struct fg_config *cfg)
 		fprintf(f, "%s%s", k ? ", " : "", cfg->ifaces[k]);
 	fprintf(f, "\n  xdp_mode:    %s\n",
 		cfg->xdp_mode >= 0 && cfg->xdp_mode <= 2 ? fg_xdp_mode_names[cfg->xdp_mode] : "?");
+	fprintf(f, "  xdp_attach:  %s", cfg->xdp_attach >= 0 && cfg->xdp_attach <= 2 ?
+		fg_xdp_attach_names[cfg->xdp_attach] : "?");
+	if (cfg->xdp_attach != FG_ATTACH_EXCLUSIVE) {
+		fprintf(f, " (priority %u, chain on", cfg->xdp_priority);
+		for (k = 0; k < 5; k++)
+			if (cfg->xdp_chain & (1u << k))
+				fprintf(f, " %s", fg_xdp_action_names[k]);
+		fprintf(f, ")");
+	}
+	fprintf(f, "\n");
 	fprintf(f, "  mode:        %s\n", cfg->mode == FG_MODE_SHADOW ? "shadow" : "enforce");
 	fprintf(f, "  max_sources: %llu per family\n", (unsigned long long)cfg->max_sources);
 	if (cfg->metrics[0])

@@ -4,12 +4,16 @@
  * exclusive bpf_link; the contract is in xdpattach.h, the measurements
  * behind the choices in docs/libxdp.md.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <net/if.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
@@ -174,6 +178,11 @@ static const struct fg_xdp_entry *find_ours(const struct fg_xdp_list *l)
 	return NULL;
 }
 
+const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l)
+{
+	return find_ours(l);
+}
+
 /* ---- the dispatcher probe ------------------------------------------------ */
 
 /* What libxdp checks before it builds a dispatcher (its compat check is not
@@ -190,6 +199,10 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	struct bpf_program *tp, *ep, *q;
 	struct bpf_link *link;
 	int err;
+
+	/* a refusal is the answer here, not a warning: keep libbpf and libxdp quiet */
+	libbpf_print_fn_t bpf_print = libbpf_set_print(NULL);
+	libxdp_print_fn_t xdp_print = libxdp_set_print(NULL);
 
 	tgt = xdp_program__create(&to);
 	ext = tgt ? xdp_program__create(&eo) : NULL;
@@ -241,6 +254,8 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 out:
 	xdp_program__close(ext);
 	xdp_program__close(tgt);
+	libxdp_set_print(xdp_print);
+	libbpf_set_print(bpf_print);
 	return err;
 }
 
@@ -321,6 +336,29 @@ static void close_component(struct bpf_object *obj, struct xdp_program *xp)
 	bpf_object__close(obj);
 }
 
+/*
+ * libxdp checks for dispatcher support by loading its own xdp_pass (from
+ * xdp-dispatcher.o) each attach; where the kernel refuses it, libbpf warns
+ * about that program, with a misleading "try raising 'ulimit -l'", before
+ * libxdp falls back. Those lines are dropped while libxdp attaches; the
+ * rest (floodgate's copy included) go where they went.
+ */
+static libbpf_print_fn_t attach_print_next;
+
+static int attach_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	va_list cp;
+
+	va_copy(cp, ap);
+	vsnprintf(line, sizeof(line), fmt, cp);
+	va_end(cp);
+	if (strstr(line, "'xdp_pass'") || strstr(line, "xdp-dispatcher.o") ||
+	    strstr(line, "ulimit -l"))
+		return 0;
+	return attach_print_next ? attach_print_next(level, fmt, ap) : 0;
+}
+
 /* One libxdp attach in one mode: a fresh copy each time, because a failed
  * attempt may leave the copy loaded (as EXT or XDP). */
 static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
@@ -333,7 +371,9 @@ static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const st
 	err = open_component(p, o, &obj, &xp, why, len);
 	if (err)
 		return err;
+	attach_print_next = libbpf_set_print(attach_print);
 	err = xdp_program__attach(xp, ifindex, to_libxdp(mode), 0);
+	libbpf_set_print(attach_print_next);
 	if (err)
 		fail(why, len, err, "ifindex %d: libxdp attach (%s) failed: %s", ifindex,
 		     fg_xdp_mode_str(mode), strerror(-err));
@@ -794,4 +834,73 @@ void fg_xdp_att_close(struct fg_xdp_att *a)
 	if (a->link_fd >= 0)
 		close(a->link_fd);
 	a->link_fd = -1;
+}
+
+const char *fg_xdp_pin_base(char *buf, size_t len)
+{
+	const char *root = getenv("LIBXDP_BPFFS");
+
+	snprintf(buf, len, "%s/xdp", root && *root ? root : "/sys/fs/bpf");
+	return buf;
+}
+
+/* Unlink every pin in dirfd's directory (libxdp puts only pins there). */
+static int unlink_pins(int dirfd)
+{
+	DIR *d = fdopendir(dirfd);
+	struct dirent *de;
+	int err = 0;
+
+	if (!d) {
+		err = -errno;
+		close(dirfd);
+		return err;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    unlinkat(dirfd, de->d_name, 0) && !err)
+			err = -errno;
+	closedir(d);	/* closes dirfd */
+	return err;
+}
+
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id,
+				  char *why, size_t len)
+{
+	char name[64];
+	int bfd, dfd, err;
+
+	snprintf(name, sizeof(name), "dispatch-%d-%u", ifindex, dispatcher_id);
+	bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return errno == ENOENT ? -ENOENT : fail(why, len, -errno, "%s: %s", base,
+							strerror(errno));
+	if (flock(bfd, LOCK_EX | LOCK_NB)) {
+		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		close(bfd);
+		return fail(why, len, err, "%s: libxdp's lock: %s", base, strerror(-err));
+	}
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	if (!bpf_xdp_query(ifindex, 0, &q) &&
+	    (q.drv_prog_id == dispatcher_id || q.skb_prog_id == dispatcher_id)) {
+		err = fail(why, len, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d",
+			   base, name, dispatcher_id, ifindex);
+		goto out;
+	}
+	dfd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		err = -errno;
+		if (err != -ENOENT)
+			fail(why, len, err, "%s/%s: %s", base, name, strerror(-err));
+		goto out;
+	}
+	err = unlink_pins(dfd);
+	if (!err && unlinkat(bfd, name, AT_REMOVEDIR))
+		err = -errno;
+	if (err)
+		fail(why, len, err, "removing %s/%s: %s", base, name, strerror(-err));
+out:
+	flock(bfd, LOCK_UN);
+	close(bfd);
+	return err;
 }

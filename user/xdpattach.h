@@ -113,6 +113,9 @@ int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin,
 int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l,
 		char *why, size_t len);
 
+/* The first entry of l that is ours, NULL when none is. */
+const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l);
+
 /* A restarted daemon takes over its program on an interface:
  *   nothing there          attach as fg_xdp_attach does;
  *   ours, same code and    keep it (out->kept): nothing changes, no window;
@@ -129,6 +132,22 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 		 struct fg_xdp_att *out, char *why, size_t len);
 
 void fg_xdp_att_close(struct fg_xdp_att *a);
+
+/* libxdp's pin dir: $LIBXDP_BPFFS/xdp, else /sys/fs/bpf/xdp. */
+const char *fg_xdp_pin_base(char *buf, size_t len);
+
+/*
+ * libxdp pins each dispatcher as base/dispatch-IFINDEX-ID and leaves the
+ * dir behind when the device is deleted, holding the components (and
+ * floodgate's maps) alive. Remove that one dir when program ID no longer
+ * runs on ifindex here; never any other (the id in its name is global, so
+ * it is unambiguous across network namespaces, unlike the
+ * libxdp_clean_references sweep, docs/libxdp.md). Under libxdp's own lock
+ * (flock on base), without waiting. 0 removed; -ENOENT no such dir; -EBUSY
+ * it still runs; -EAGAIN the lock is held: try later.
+ */
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id,
+				  char *why, size_t len);
 
 const char *fg_xdp_mode_str(enum fg_xdp_mode m);
 
