@@ -62,7 +62,7 @@ static __u64 key_word(const struct fg_set4 *set, int k)
 }
 
 /* The next n sets of fg_src4: only their key line is read. */
-static void step4(struct fg_srcwalk *w, __u32 n)
+static int step4(struct fg_srcwalk *w, __u32 n)
 {
 	for (; n && w->cur4 < w->nsets; n--, w->cur4++) {
 		const struct fg_set4 *set = &w->sets[w->cur4];
@@ -75,8 +75,9 @@ static void step4(struct fg_srcwalk *w, __u32 n)
 		w->count4 = w->acc4;
 		w->acc4 = 0;
 		w->cur4 = 0;
-		w->done4 = true;
+		return FG_SRCWALK_PASS4;
 	}
+	return 0;
 }
 
 /* One batch of fg_src6, from where the last one stopped (the kernel's
@@ -95,8 +96,7 @@ static int step6(struct fg_srcwalk *w)
 		w->count6 = w->acc6;
 		w->acc6 = 0;
 		w->mid6 = false;
-		w->done6 = true;
-		return 0;
+		return FG_SRCWALK_PASS6;
 	}
 	memcpy(w->tok6[0], w->tok6[1], sizeof(w->tok6[0]));
 	w->mid6 = true;
@@ -105,17 +105,14 @@ static int step6(struct fg_srcwalk *w)
 
 int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, bool ents6)
 {
-	int err;
+	int done, rc = 0;
 
 	if (!w->sets)
 		return -EBADF;
-	step4(w, sets4);
-	if (ents6 && (err = step6(w)))
-		return err;
-	if (!w->done4 || !w->done6)
-		return 0;
-	w->done4 = w->done6 = false;
-	return 1;
+	done = step4(w, sets4);
+	if (ents6 && (rc = step6(w)) < 0)
+		return rc;
+	return done | rc;
 }
 
 /* A source's way in fg_src4, as the program finds it: its set, its key. */

@@ -34,7 +34,6 @@ struct fg_srcwalk {
 	__u8 tok6[2][FG_SRCWALK_TOK];
 	void *keys6, *vals6;		/* batch buffers, batch6 entries */
 	__u32 batch6;
-	bool done4, done6;		/* a pass ended since the counts were last taken */
 	__u64 count4, count6;		/* the last complete passes */
 	__u64 reads;			/* entries read, walk and lookups (metrics) */
 	__u64 lookups;			/* point lookups */
@@ -48,10 +47,12 @@ void fg_srcwalk_close(struct fg_srcwalk *w);
 
 /*
  * One slice: the next sets4 sets of fg_src4 and at most one batch of
- * fg_src6 when ents6 (the two walks run at their own pace). Returns 1
- * when a pass of each has ended since the last 1 (count4/count6 are then
- * those passes' totals), 0 otherwise, or -errno.
+ * fg_src6 when ents6 (the two walks run at their own pace). Returns the
+ * passes that ended in it, FG_SRCWALK_PASS4 | FG_SRCWALK_PASS6 (count4,
+ * count6 are then those passes' totals), 0 if none, or -errno.
  */
+#define FG_SRCWALK_PASS4	1
+#define FG_SRCWALK_PASS6	2
 int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, bool ents6);
 
 /* A fg_throttle_lookup_fn (arg: the walker, pol and now_tu set). */

@@ -23,14 +23,21 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /* The counts of a finished pass, into fg_meta (read, change, write: the
  * daemon's other writers of fg_meta run in the same thread). */
-static int publish(struct fg_srcwatch *sw)
+static int publish(struct fg_srcwatch *sw, int passes)
 {
+	__u64 now = (__u64)time(NULL);
 	struct fg_meta meta;
 	int err;
 
-	sw->count4 = sw->walk.count4;
-	sw->count6 = sw->walk.count6;
-	sw->count_at = (__u64)time(NULL);
+	if (passes & FG_SRCWALK_PASS4) {
+		sw->count4 = sw->walk.count4;
+		sw->at4 = now;
+	}
+	if (passes & FG_SRCWALK_PASS6) {
+		sw->count6 = sw->walk.count6;
+		sw->at6 = now;
+	}
+	sw->count_at = sw->at4 < sw->at6 ? sw->at4 : sw->at6;
 	if ((err = fg_meta_read(sw->m, &meta)))
 		return err;
 	meta.src_count4 = sw->count4;
@@ -41,7 +48,7 @@ static int publish(struct fg_srcwatch *sw)
 
 int fg_srcwatch_start(struct fg_srcwatch *sw, struct fg_maps *m, size_t track_max)
 {
-	int err, rc;
+	int err, rc, passes = 0;
 
 	memset(sw, 0, sizeof(*sw));
 	sw->m = m;
@@ -62,9 +69,10 @@ int fg_srcwatch_start(struct fg_srcwatch *sw, struct fg_maps *m, size_t track_ma
 		goto fail;
 	}
 	/* one full pass now, so status has figures from the start */
-	while ((rc = fg_srcwalk_step(&sw->walk, sw->walk.nsets, true)) == 0)
+	while ((rc = fg_srcwalk_step(&sw->walk, sw->walk.nsets, true)) >= 0 &&
+	       (passes |= rc) != (FG_SRCWALK_PASS4 | FG_SRCWALK_PASS6))
 		;
-	if (rc < 0 || (err = publish(sw))) {
+	if (rc < 0 || (err = publish(sw, passes))) {
 		err = rc < 0 ? rc : err;
 		goto fail;
 	}
@@ -90,8 +98,8 @@ int fg_srcwatch_tick(struct fg_srcwatch *sw, const struct fg_policy *pol,
 	sw->walk.now_tu = fg_mono_coarse_ns() << FG_TU_SHIFT;
 	fg_throttle_recheck(&sw->tr, FG_SRCWATCH_RECHECK, fg_srcwalk_lookup, &sw->walk, names);
 	rc = fg_srcwalk_step(&sw->walk, FG_SRCWATCH_SETS4, true);
-	if (rc == 1)
-		rc = publish(sw);
+	if (rc > 0)
+		rc = publish(sw, rc);
 	if (rc < 0 && !err)
 		err = rc;
 	sw->walk.pol = NULL;

@@ -5,8 +5,9 @@
  * drains the program's throttle events (the ring fg_tev) into the throttle
  * log (throttle.h), re-checks at most FG_SRCWATCH_RECHECK of the throttled
  * sources with one lookup each, and walks one slice of the tables
- * (srcwalk.h) to count them; each time a pass over both ends it stores the
- * counts in fg_meta for `floodgate status` and the metrics.
+ * (srcwalk.h) to count them; each time a pass over one ends it stores the
+ * counts in fg_meta for `floodgate status` and the metrics, as of the
+ * older of the two last passes.
  */
 #ifndef FG_SRCWATCH_H
 #define FG_SRCWATCH_H
@@ -31,8 +32,9 @@ struct fg_srcwatch {
 	const struct fg_name *names;	/* this tick's, for the ring's callback */
 	bool discard;			/* the ring's backlog at start: not logged */
 	__u64 events;			/* throttle events read from the ring */
-	__u64 count4, count6;		/* the last complete pass */
-	__u64 count_at;			/* CLOCK_REALTIME s it ended */
+	__u64 count4, count6;		/* the last complete passes */
+	__u64 at4, at6;			/* CLOCK_REALTIME s they ended */
+	__u64 count_at;			/* the older of the two */
 };
 
 /* Tracks at most track_max throttled sources. Drops the ring's backlog
