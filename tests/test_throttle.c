@@ -303,6 +303,43 @@ static void test_any_order_and_budget(void)
 	fg_throttle_free(&t);
 }
 
+/* Forgetting many sources keeps every other one findable (the hash set's
+ * deletion shifts entries back along their probe paths), and a forgotten
+ * one is new again. */
+static void test_forget_many(void)
+{
+	enum { N = 3000 };
+	struct fg_tev *s = calloc(N, sizeof(*s));
+	struct fg_throttle t;
+	const char *out = "";
+
+	fake_reset();
+	if (!ASSERT_TRUE(s != NULL, "alloc") || !ASSERT_OK(fg_throttle_init(&t, N), "init")) {
+		free(s);
+		return;
+	}
+	for (int i = 0; i < N; i++) {
+		s[i] = ev4((__u32)(i * 40503u) % 65536, 16);
+		fake[host_of(s[i].addr)].limited = i % 2;	/* the even ones stop */
+	}
+	tick(&t, s, N, 0);
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS + 1 && t.n > N / 2; i++)
+		tick(&t, NULL, 0, N);
+	ASSERT_EQ(t.n, N / 2, "the stopped half forgotten");
+	for (int i = 0; i < N; i++)
+		fake[host_of(s[i].addr)].drops = 16;
+	out = tick(&t, s + 1, 1, 0);
+	ASSERT_EQ(count_of(out, "throttling"), 0, "a kept one is found");
+	for (int i = 1; i < N; i += 2)
+		fg_throttle_event(&t, &s[i], names);
+	ASSERT_EQ(t.n, N / 2, "every kept one found again: none added");
+	out = tick(&t, s, 1, 0);
+	ASSERT_STR_CONTAINS(out, "throttling 10.0.", "a forgotten one is new again");
+	ASSERT_EQ(t.n, N / 2 + 1, "and tracked");
+	free(s);
+	fg_throttle_free(&t);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -316,5 +353,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_line_limit);
 	FG_RUN(test_bound);
 	FG_RUN(test_any_order_and_budget);
+	FG_RUN(test_forget_many);
 	return fg_test_summary();
 }

@@ -12,7 +12,6 @@
 #include "fleet_status.h"
 #include "log.h"
 #include "shedd.h"
-#include "sources.h"
 #include "sysutil.h"
 
 /* A fleet rule of the active policy: what the program holds (fg_lease,

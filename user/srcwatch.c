@@ -69,7 +69,8 @@ int fg_srcwatch_start(struct fg_srcwatch *sw, struct fg_maps *m, size_t track_ma
 		goto fail;
 	}
 	/* one full pass now, so status has figures from the start */
-	while ((rc = fg_srcwalk_step(&sw->walk, sw->walk.nsets, true)) >= 0 &&
+	while ((rc = fg_srcwalk_step(&sw->walk, passes & FG_SRCWALK_PASS4 ? 0 : sw->walk.nsets,
+				     !(passes & FG_SRCWALK_PASS6))) >= 0 &&
 	       (passes |= rc) != (FG_SRCWALK_PASS4 | FG_SRCWALK_PASS6))
 		;
 	if (rc < 0 || (err = publish(sw, passes))) {
