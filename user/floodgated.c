@@ -12,7 +12,7 @@
  * `floodgate reload`) re-reads the policy file.
  *
  * main() is the lifecycle; each step is a function below it in the order
- * it runs. Elsewhere: attach.c (links), throttle.c (the throttle log),
+ * it runs. Elsewhere: attach.c (links), srcwatch.c (the throttle log, source counts),
  * reload_log.c (what a reload changed), daemonize.c, metrics.c.
  */
 #include <errno.h>
