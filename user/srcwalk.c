@@ -140,7 +140,7 @@ static int lookup4(struct fg_srcwalk *w, struct fg_source *s)
 static int lookup6(struct fg_srcwalk *w, struct fg_source *s)
 {
 	struct fg_key6 key = { .rule = s->rule, .gen = s->gen };
-	struct fg_bucket b;
+	struct fg_bucket b = {};	/* valgrind does not see the syscall write it */
 
 	memcpy(key.addr, s->addr, sizeof(key.addr));
 	w->reads++;
