@@ -194,6 +194,13 @@ struct {
 	__type(value, struct fg_meta);
 } fg_meta SEC(".maps");
 
+/* Throttle events (struct fg_tev, floodgate.h): written here, rate-capped
+ * by fg_agg[FG_TEV_IDX]; read by floodgated's tick. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, FG_TEV_RING);
+} fg_tev SEC(".maps");
+
 struct fg_verd {
 	struct fg_stats *st;	/* row's counters, once known */
 	__u32 row;
@@ -255,25 +262,73 @@ static __always_inline void fg_drop(struct fg_verd *v, int shadow)
 	}
 }
 
-/* Bucket drop counts are sampled 1 in FG_DROP_SAMPLE per CPU (see
- * floodgate.h): the drop path writes the shared bucket line rarely. */
-static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v,
-					   int shadow)
-{
-	__u64 n;
-
-	if (!v->st)
-		return;
-	n = shadow ? v->st->pkts[FG_OUT_SHADOW] : v->st->pkts[FG_OUT_DROP];
-	if ((n & (FG_DROP_SAMPLE - 1)) == 0)
-		__sync_fetch_and_add(drops, FG_DROP_SAMPLE);
-}
-
 static __always_inline struct fg_bucket *fg_agg_bucket(__u32 idx)
 {
 	struct fg_agg *a = bpf_map_lookup_elem(&fg_agg, &idx);
 
 	return a ? &a->b : NULL;
+}
+
+/*
+ * A throttle event for the bucket whose drops word is at drops (floodgate.h,
+ * "Throttle events"): through the rate cap, claim this epoch's tag, write
+ * the record. Returns the event bits to count. A global function: verified
+ * once, not on every path of fg_charge.
+ */
+__noinline __u32 fg_tev_emit(__u64 *drops, const struct fg_rule *r, const struct fg_pkt *p,
+			     __u64 now)
+{
+	__u64 tag = FG_TEV_TAG(now), old;
+	struct fg_bucket *cap;
+	struct fg_tev *e;
+
+	if (!drops || !r || !p)
+		return 0;
+	cap = fg_agg_bucket(FG_TEV_IDX);
+	if (!cap || fg_gcra_spend(&cap->tat, now, FG_TU_PER_SEC / FG_TEV_RATE,
+				  FG_TEV_BURST * (FG_TU_PER_SEC / FG_TEV_RATE)) != 1)
+		return 1u << FG_EV_TEV_CAPPED;
+	old = *(volatile __u64 *)drops;
+	if ((old & FG_TEV_TAG_MASK) == tag ||
+	    __sync_val_compare_and_swap(drops, old, FG_DROPS(old) | tag) != old)
+		return 0;	/* another CPU reports it (or a racing drop: the next sample) */
+	e = bpf_ringbuf_reserve(&fg_tev, sizeof(*e), 0);
+	if (!e)
+		return 1u << FG_EV_TEV_LOST;
+	__builtin_memset(e, 0, sizeof(*e));
+	if (p->family == 4) {
+		*(__u32 *)e->addr = p->saddr[0] & r->mask4;
+	} else {
+		((__u32 *)e->addr)[0] = p->saddr[0] & r->mask6[0];
+		((__u32 *)e->addr)[1] = p->saddr[1] & r->mask6[1];
+		((__u32 *)e->addr)[2] = p->saddr[2] & r->mask6[2];
+		((__u32 *)e->addr)[3] = p->saddr[3] & r->mask6[3];
+	}
+	e->rule = r->id;
+	e->gen = r->gen;
+	e->family = p->family;
+	e->drops = FG_DROPS(old);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Bucket drop counts are sampled 1 in FG_DROP_SAMPLE per CPU (see
+ * floodgate.h): the drop path writes the shared bucket line rarely. A
+ * sample whose bucket has not been reported this epoch reports it. */
+static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v, int shadow,
+					   const struct fg_rule *r, const struct fg_pkt *p,
+					   __u64 now)
+{
+	__u64 n, old;
+
+	if (!v->st)
+		return;
+	n = shadow ? v->st->pkts[FG_OUT_SHADOW] : v->st->pkts[FG_OUT_DROP];
+	if ((n & (FG_DROP_SAMPLE - 1)) == 0) {
+		old = __sync_fetch_and_add(drops, FG_DROP_SAMPLE);
+		if ((old & FG_TEV_TAG_MASK) != FG_TEV_TAG(now))
+			v->ev |= fg_tev_emit(drops, r, p, now);
+	}
 }
 
 /* The admission limit on new source keys: the eviction invariant, floodgate.h. */
@@ -650,7 +705,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				if (rc < 0)
 					v->ev |= 1u << FG_EV_CONTENDED;
 				if (drops)	/* the source's own, which top ranks by */
-					fg_sample_drop(drops, v, shadow);
+					fg_sample_drop(drops, v, shadow, r, p, now);
 				return 0;
 			}
 			spent = lim->inc * cost;

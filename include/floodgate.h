@@ -24,8 +24,12 @@
  * ABI 6, from 5:
  * - fg_policy.pool_names[FG_MAX_POOLS] after pad2 (the program never reads it): pool bucket
  *   ids are kept by name across reloads and adoption (user/apply.c), status and metrics name pools
+ * - throttle events (docs/operators-guide.md, "The daemon's own cost"): ring buffer map
+ *   fg_tev (struct fg_tev records), its rate cap fg_agg[FG_TEV_IDX] (FG_NAGG grows by 1),
+ *   events FG_EV_TEV_CAPPED and FG_EV_TEV_LOST (fg_stats grows); the low 4 bits of a
+ *   bucket's drops word hold its last event's epoch tag (FG_TEV_TAG_MASK; readers mask them)
+ * - fg_meta: src_count4, src_count6, src_count_at (the daemon's incremental walk); 952 -> 976 bytes
  *
- * ABI 5, from 4:
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
  * - fg_ctl: mode_ovr (was pad), rule_ovr_set/rule_ovr_shadow, ovr_since; 48 -> 88 bytes
@@ -167,6 +171,8 @@ enum fg_event {
 	FG_EV_SHED_TIER,	/* shed (or would-shed) by the adaptive shedder */
 	FG_EV_SHED_CAP,		/* non-critical over its (1 - reserve) share of a pool */
 	FG_EV_SHED_POOL,	/* the pool (or its part above the reserve) was empty */
+	FG_EV_TEV_CAPPED,	/* a throttle event refused by the ring's rate cap (FG_TEV_RATE) */
+	FG_EV_TEV_LOST,		/* a throttle event lost: the ring fg_tev was full */
 	FG_EV_MAX,
 };
 
@@ -593,7 +599,8 @@ struct fg_key6 {
  * sum as the new tat with compare-and-swap. A drop writes nothing, except
  * that 1 drop in FG_DROP_SAMPLE (per CPU) adds FG_DROP_SAMPLE to drops, so
  * the drop path stays read-only for the shared line while `top` can still
- * rank sources; exact totals are in the per-rule counters.
+ * rank sources; exact totals are in the per-rule counters. The word's low
+ * 4 bits are the throttle-event tag (FG_TEV_TAG_MASK, below): FG_DROPS().
  */
 #define FG_DROP_SAMPLE	16
 struct fg_bucket {
@@ -611,7 +618,8 @@ struct fg_bucket {
 #define FG_INS_IDX	(2 * FG_MAX_IDS)
 #define FG_POOL_IDX(p)	(FG_INS_IDX + 1 + 2 * (p))	/* the pool's shared tat */
 #define FG_CAP_IDX(p)	(FG_INS_IDX + 2 + 2 * (p))	/* its cap for the non-critical tiers */
-#define FG_NAGG		(2 * FG_MAX_IDS + 1 + 2 * FG_POOL_IDS)
+#define FG_TEV_IDX	(2 * FG_MAX_IDS + 1 + 2 * FG_POOL_IDS)	/* the throttle events' rate cap */
+#define FG_NAGG		(FG_TEV_IDX + 1)
 struct fg_agg {
 	struct fg_bucket b;
 	__u64 pad[6];
@@ -697,8 +705,48 @@ struct fg_meta {
 	__u32 file_mode;	/* 688 enum fg_mode: the file's global mode as last applied */
 	struct bpf_spin_lock lock;	/* 692 for BPF_F_LOCK lookups and updates */
 	char reload_msg[256];	/* 696 the daemon's reason, or "policy version N active" */
+	/* the daemon's incremental walk of the source tables (status reads these, not the tables) */
+	__u64 src_count4;	/* 952 used ways of fg_src4 at the last complete pass */
+	__u64 src_count6;	/* 960 entries of fg_src6 at the last complete pass */
+	__u64 src_count_at;	/* 968 CLOCK_REALTIME s when those passes ended, 0 = never */
 };
-_Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(struct fg_meta) == 952,
+_Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(struct fg_meta) == 976,
 	       "fg_meta layout");
+
+/*
+ * Throttle events (docs/operators-guide.md, "The daemon's own cost"). The
+ * daemon does not read the source tables every second; the program tells it
+ * which sources drop. On a source's sampled drop (FG_DROP_SAMPLE) the
+ * program compares the tag in the low bits of the bucket's drops word with
+ * the current epoch's (FG_TEV_TAG: 8 | epoch & 7, an epoch being 2^30 ns);
+ * if they differ it claims the tag with one compare-and-swap and writes one
+ * struct fg_tev into the ring fg_tev. So a dropping source is reported at
+ * most once an epoch, a fresh bucket (drops 0, tag 0) on its first sampled
+ * drop, and a source that drops again after a pause within one epoch of
+ * that. All events together pass one GCRA bucket, fg_agg[FG_TEV_IDX], of
+ * FG_TEV_RATE events a second and FG_TEV_BURST: a spoofed spray adds at
+ * most that many records a second, whatever its rate (refusals are counted
+ * as FG_EV_TEV_CAPPED, a full ring as FG_EV_TEV_LOST); a refused source is
+ * reported on a later sampled drop. The daemon looks up only the sources
+ * it was told about, to log when they stop.
+ */
+#define FG_TEV_TAG_MASK	((__u64)(FG_DROP_SAMPLE - 1))	/* drops: the low bits, sampled drops above */
+#define FG_TEV_EPOCH_SHIFT (30 + FG_TU_SHIFT)	/* an epoch: 2^30 ns, in time units */
+#define FG_TEV_TAG(now_tu) (8u | (((now_tu) >> FG_TEV_EPOCH_SHIFT) & 7u))
+#define FG_TEV_RATE	4096	/* events a second, all sources */
+#define FG_TEV_BURST	4096
+#define FG_TEV_RING	(512 * 1024)	/* bytes: two seconds of events at the cap, 40 bytes each */
+#define FG_DROPS(w)	((w) & ~FG_TEV_TAG_MASK)	/* a drops word without its tag */
+_Static_assert(FG_DROP_SAMPLE == 16, "the event tag takes the 4 low bits that sampling leaves at zero");
+
+struct fg_tev {
+	__u8 addr[16];		/*  0 the masked source (the bucket's key); IPv4 in addr[0..3] */
+	__u16 rule;		/* 16 rule id */
+	__u16 gen;		/* 18 its generation */
+	__u8 family;		/* 20 4 or 6 */
+	__u8 pad[3];		/* 21 */
+	__u64 drops;		/* 24 the bucket's sampled drops after this one (tag masked) */
+};
+_Static_assert(sizeof(struct fg_tev) == 32, "fg_tev layout");
 
 #endif /* FLOODGATE_H */

@@ -296,7 +296,7 @@ OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "n
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
           "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem",
-          "shed_tier", "shed_cap", "shed_pool")
+          "shed_tier", "shed_cap", "shed_pool", "tev_capped", "tev_lost")
 
 def refuse_duplicates(pairs):
     d = {}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <bpf/libbpf.h>
 #include "fgtest.h"
 #include "dp.h"
 #include "fg_parse.h"
@@ -2195,6 +2196,104 @@ static void test_shed_bypass(void)
 	dp_close(&D);
 }
 
+/* ---- throttle events (include/floodgate.h, "Throttle events") ------------- */
+
+struct tev_seen {
+	int n;
+	struct fg_tev last;
+};
+
+static int tev_cb(void *ctx, void *data, size_t len)
+{
+	struct tev_seen *t = ctx;
+
+	if (len >= sizeof(struct fg_tev)) {
+		t->n++;
+		memcpy(&t->last, data, sizeof(t->last));
+	}
+	return 0;
+}
+
+/* Distinct IPv4 sources 10.9.x.y, i = 0.., each sent 17 packets at one
+ * instant with burst 1: one pass, 16 drops, so exactly one sampled drop
+ * each (the row's drop count passes one multiple of 16 every 16 drops). */
+static void spray(int from, int n)
+{
+	char a[32];
+
+	for (int i = from; i < from + n; i++) {
+		struct pkt_spec s;
+
+		snprintf(a, sizeof(a), "10.9.%d.%d", i / 250, i % 250 + 1);
+		s = udp4(a, 7);
+		for (int k = 0; k < 17; k++)
+			dp_send(&D, &s);
+	}
+}
+
+/* A dropping source is reported once an epoch, with its key and drops; the
+ * tag sits in the drops word's low bits; all reports pass one GCRA cap of
+ * FG_TEV_BURST at an instant, the rest counted and reported later. */
+static void test_throttle_events(void)
+{
+	enum { SPRAY = FG_TEV_BURST + 904 };
+	struct fg_rule r = limit_rule(1, 1);
+	struct pkt_spec s = udp4("192.0.2.77", 7);
+	struct tev_seen seen = {};
+	struct ring_buffer *rb = NULL;
+	struct fg_bucket b;
+	__be32 want;
+	__u64 t, e;
+
+	if (setup(65536))	/* room: every spray source gets a way */
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	rb = ring_buffer__new(bpf_map__fd(D.skel->maps.fg_tev), tev_cb, &seen, NULL);
+	if (!ASSERT_TRUE(rb != NULL, "ring buffer"))
+		goto out;
+	t = dp_now(&D);
+	for (int i = 0; i < 200; i++)
+		dp_send(&D, &s);
+	ring_buffer__consume(rb);
+	ASSERT_EQ(seen.n, 1, "199 drops in one epoch: one event");
+	inet_pton(AF_INET, "192.0.2.77", &want);
+	ASSERT_TRUE(seen.last.family == 4 && !memcmp(seen.last.addr, &want, 4), "the source");
+	ASSERT_EQ(seen.last.rule, 0, "its rule id");
+	ASSERT_EQ(seen.last.drops, FG_DROP_SAMPLE, "drops after the first sample");
+	if (ASSERT_OK(dp_bucket4(&D, "192.0.2.77", 0, r.gen, &b), "bucket")) {
+		ASSERT_EQ(b.drops & FG_TEV_TAG_MASK, FG_TEV_TAG(t << FG_TU_SHIFT), "this epoch's tag");
+		ASSERT_EQ(FG_DROPS(b.drops), 13 * FG_DROP_SAMPLE, "13 samples of drops 0..198");
+	}
+	dp_set_now(&D, t + (1ull << 30) + 10 * MS);
+	for (int i = 0; i < 200; i++)
+		dp_send(&D, &s);
+	ring_buffer__consume(rb);
+	ASSERT_EQ(seen.n, 2, "the next epoch: reported again");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_TEV_CAPPED), 0, "nothing capped so far");
+
+	/* the cap: a full bucket (10 s later) lets FG_TEV_BURST through at one
+	 * instant; e, e + 1 s: one epoch (2^30 ns), so no source is due again */
+	e = (((t + 10 * NS) >> 30) + 1) << 30;
+	dp_set_now(&D, e + MS);
+	seen.n = 0;
+	spray(0, SPRAY);
+	ring_buffer__consume(rb);
+	ASSERT_EQ(seen.n, FG_TEV_BURST, "a spray at one instant: the burst, no more");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_TEV_CAPPED), SPRAY - FG_TEV_BURST, "the rest counted");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_TEV_LOST), 0, "none lost: the ring holds the burst");
+	/* a second later the cap has room for FG_TEV_RATE more: the refused ones come through */
+	dp_set_now(&D, e + MS + NS);
+	seen.n = 0;
+	spray(0, SPRAY);
+	ring_buffer__consume(rb);
+	ASSERT_EQ(seen.n, SPRAY - FG_TEV_BURST, "refused sources reported at their next sample");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_TEV_CAPPED), SPRAY - FG_TEV_BURST, "none capped then");
+out:
+	ring_buffer__free(rb);
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	if (fg_test_init_root(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
@@ -2241,5 +2340,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_shadow_and_off);
 	FG_RUN(test_shed_pool_shadow);
 	FG_RUN(test_shed_bypass);
+	FG_RUN(test_throttle_events);
 	return fg_test_summary();
 }

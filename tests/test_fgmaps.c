@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "fgmaps.h"
 #include "sources.h"
+#include "srcwalk.h"
 #include "floodgate.skel.h"
 #include "policy.h"
 
@@ -482,6 +483,105 @@ static void test_pin_dir_open_refuses_missing(void)
 	ASSERT_EQ(fg_maps_open(&m, "/sys/fs/bpf/fg-does-not-exist", why), -ENOENT, "missing");
 }
 
+/* fg_src4's set of an IPv4 source under rule r, as the program finds it (floodgate.h). */
+static __u32 set_of(const struct fg_ctl *ctl, __u32 addr, const struct fg_rule *r)
+{
+	union {
+		struct fg_wkey4 k;
+		__u64 u;
+	} key = { .k = { .addr = htonl(addr), .rule = (__u8)r->id, .used = 1, .gen = r->gen } };
+
+	return fg_hash4(key.u, ctl->seed4, ctl->src4_bits);
+}
+
+/* The daemon's incremental walk counts what a full walk counts, one slice
+ * at a time, and its point lookups find a source as the program does,
+ * with the throttle-event tag masked out of drops (user/srcwalk.h). */
+static void test_srcwalk_counts_and_lookups(void)
+{
+	const __u64 now_ns = 1000000000000ull, now = now_ns << FG_TU_SHIFT;
+	const __u32 addrs[3] = { 0x0a000101, 0x0a000102, 0x0a000203 };
+	struct fg_key6 k6[2] = { { .addr = { 0x20, 0x01, 0x0d, 0xb8, 1 } },
+				 { .addr = { 0x20, 0x01, 0x0d, 0xb8, 2 } } };
+	struct fg_bucket b6 = { .tat = now - 1, .drops = 2 * FG_DROP_SAMPLE + 9 };
+	struct fg_set4 set, zero = {};
+	struct fg_source q = { .family = 4 };
+	struct fg_srcwalk w;
+	struct fg_policy pol;
+	const struct fg_rule *r;
+	struct fg_ctl ctl;
+	size_t n4 = 0, n6 = 0, steps = 0, pass6 = 0, bad6 = 0;
+	__u32 idx[3];
+	int rc;
+
+	if (!ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy") ||
+	    !ASSERT_OK(fg_ctl_read(&maps, &ctl), "read fg_ctl"))
+		return;
+	r = &pol.rules[0];
+	for (int i = 0; i < 3; i++) {
+		idx[i] = set_of(&ctl, addrs[i], r);
+		memset(&set, 0, sizeof(set));
+		bpf_map_lookup_elem(maps.fd[FGM_SRC4], &idx[i], &set);
+		for (int k = 0; k < FG_WAYS4; k++) {
+			if (set.key[k].used)
+				continue;
+			set_way(&set, k, addrs[i], r, now + r->src.tau);	/* empty: limited */
+			set.drops[k] = FG_DROP_SAMPLE + 9;	/* a tag in the low bits */
+			break;
+		}
+		ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC4], &idx[i], &set, BPF_ANY), "write set");
+	}
+	for (int i = 0; i < 2; i++) {
+		k6[i].rule = r->id;
+		k6[i].gen = r->gen;
+		ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC6], &k6[i], &b6, BPF_ANY), "write v6");
+	}
+	ASSERT_OK(fg_sources_count(&maps, &n4, &n6), "full count");
+	if (!ASSERT_OK(fg_srcwalk_open(&w, &maps, 1), "open"))
+		goto out;
+	/* one IPv6 entry a batch: its passes end every few steps, fg_src4's after nsets sets */
+	while (((rc = fg_srcwalk_step(&w, 1, true)) & FG_SRCWALK_PASS4) == 0 && rc >= 0 &&
+	       steps < 100000) {
+		if (rc & FG_SRCWALK_PASS6) {
+			pass6++;
+			bad6 += w.count6 != 2;
+		}
+		steps++;
+	}
+	ASSERT_TRUE(rc >= 0 && (rc & FG_SRCWALK_PASS4), "the IPv4 pass ends");
+	ASSERT_TRUE(pass6 > 1, "IPv6 passes end, a batch at a time");
+	ASSERT_EQ(bad6, 0, "each IPv6 pass counts both entries");
+	ASSERT_EQ(steps + 1, w.nsets, "one set a step: the pass takes every set once");
+	ASSERT_EQ(w.count4, n4, "IPv4: as the full walk counts");
+	ASSERT_EQ(w.count6, n6, "IPv6: as the full walk counts");
+	ASSERT_EQ(w.count4, 3, "the three IPv4 sources");
+	ASSERT_EQ(w.count6, 2, "the two IPv6 sources");
+	w.pol = &pol;
+	w.now_tu = now;
+	q.rule = r->id;
+	q.gen = r->gen;
+	memcpy(q.addr, &(__be32){ htonl(addrs[2]) }, 4);
+	ASSERT_OK(fg_srcwalk_lookup(&w, &q), "IPv4 lookup finds the source");
+	ASSERT_EQ(q.drops, FG_DROP_SAMPLE, "drops without the tag");
+	ASSERT_TRUE(q.limited, "an empty bucket is limited");
+	memcpy(q.addr, &(__be32){ htonl(0x0a0009ff) }, 4);
+	ASSERT_EQ(fg_srcwalk_lookup(&w, &q), -ENOENT, "IPv4: an unknown source has no bucket");
+	q.family = 6;
+	memcpy(q.addr, k6[1].addr, 16);
+	ASSERT_OK(fg_srcwalk_lookup(&w, &q), "IPv6 lookup finds the source");
+	ASSERT_EQ(q.drops, 2 * FG_DROP_SAMPLE, "IPv6 drops without the tag");
+	ASSERT_TRUE(!q.limited, "a full bucket is not limited");
+	q.addr[4] = 9;
+	ASSERT_EQ(fg_srcwalk_lookup(&w, &q), -ENOENT, "IPv6: an unknown source has no bucket");
+	ASSERT_EQ(w.lookups, 4, "four lookups counted");
+	fg_srcwalk_close(&w);
+out:
+	for (int i = 0; i < 3; i++)
+		bpf_map_update_elem(maps.fd[FGM_SRC4], &idx[i], &zero, BPF_ANY);
+	for (int i = 0; i < 2; i++)
+		bpf_map_delete_elem(maps.fd[FGM_SRC6], &k6[i]);
+}
+
 int main(int argc, char **argv)
 {
 	int err;
@@ -506,6 +606,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_inforce_prefixes);
 	FG_RUN(test_sources_limited);
 	FG_RUN(test_pin_dir_open_refuses_missing);
+	FG_RUN(test_srcwalk_counts_and_lookups);
 	fg_maps_close(&maps);
 	floodgate_bpf__destroy(skel);
 	rmdir(tmpdir);

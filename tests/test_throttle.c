@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * floodgated's throttle log (user/throttle.c) on synthetic scans: when a
- * source starts and stops being throttled, an evicted bucket, the line
- * limit per tick, the bound on tracked sources, and that last tick's state
- * is found again for every source whatever the order of the scan. The log
- * lines are read back from stderr. No root needed.
+ * floodgated's throttle log (user/throttle.c) on synthetic throttle events
+ * and a fake bucket table: when a source starts and stops being throttled,
+ * an evicted bucket, the line limit per tick, the bound on tracked sources,
+ * that a source is found again whatever the order of its events, and that
+ * the re-checks look up only quiet tracked sources, within their budget.
+ * The log lines are read back from stderr. No root needed.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "fgtest.h"
@@ -54,74 +57,144 @@ static int count_of(const char *hay, const char *needle)
 	return n;
 }
 
-static struct fg_source src4(__u32 host, __u64 drops, bool limited)
-{
-	struct fg_source s = { .family = 4, .rule = 1, .gen = 1, .drops = drops,
-			       .limited = limited };
+/* The fake table: bucket state by host number (the address's low 16 bits). */
+#define NFAKE 65536
+static struct { bool gone, limited; __u64 drops; } fake[NFAKE];
+static size_t nlookups;
+static bool wrong_lookup;	/* a lookup of something never reported */
+static bool reported[NFAKE];
 
-	s.addr[0] = 10;
-	s.addr[1] = (__u8)(host >> 16);
-	s.addr[2] = (__u8)(host >> 8);
-	s.addr[3] = (__u8)host;
-	return s;
+static __u32 host_of(const __u8 *a) { return (__u32)a[2] << 8 | a[3]; }
+
+static int fake_lookup(void *arg, struct fg_source *s)
+{
+	__u32 h = host_of(s->addr);
+
+	(void)arg;
+	nlookups++;
+	if (!reported[h] || s->rule != 1)
+		wrong_lookup = true;
+	if (fake[h].gone)
+		return -ENOENT;
+	s->drops = fake[h].drops;
+	s->limited = fake[h].limited;
+	return 0;
 }
 
-static const char *scan(struct fg_throttle *t, const struct fg_source *s, size_t n)
+static struct fg_tev ev4(__u32 host, __u64 drops)
+{
+	struct fg_tev e = { .family = 4, .rule = 1, .gen = 1, .drops = drops };
+
+	e.addr[0] = 10;
+	e.addr[1] = 0;
+	e.addr[2] = (__u8)(host >> 8);
+	e.addr[3] = (__u8)host;
+	reported[host & (NFAKE - 1)] = true;
+	fake[host & (NFAKE - 1)].drops = drops;
+	return e;
+}
+
+/* One tick: begin, the events, the re-checks (budget b); the lines logged. */
+static const char *tick(struct fg_throttle *t, const struct fg_tev *e, size_t n, size_t b)
 {
 	capture_begin();
-	fg_throttle_scan(t, s, n, names);
+	fg_throttle_begin(t);
+	for (size_t i = 0; i < n; i++)
+		fg_throttle_event(t, &e[i], names);
+	fg_throttle_recheck(t, b, fake_lookup, NULL, names);
 	return capture_end();
+}
+
+static void fake_reset(void)
+{
+	memset(fake, 0, sizeof(fake));
+	memset(reported, 0, sizeof(reported));
+	nlookups = 0;
+	wrong_lookup = false;
 }
 
 static void test_start_and_stop(void)
 {
 	struct fg_throttle t;
-	struct fg_source a;
+	struct fg_tev a;
 	const char *out;
 
+	fake_reset();
 	if (!ASSERT_OK(fg_throttle_init(&t, 16), "init"))
 		return;
-	a = src4(1, 16, true);
-	out = scan(&t, &a, 1);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "the first scan only records");
-	a.drops = 32;
-	out = scan(&t, &a, 1);
-	ASSERT_STR_CONTAINS(out, "throttling 10.0.0.1 (rule ssh)", "new drops: throttling");
-	out = scan(&t, &a, 1);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "no new drops, still limited: quiet");
-	a.limited = false;
-	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS - 2; i++) {
-		out = scan(&t, &a, 1);
-		ASSERT_EQ(count_of(out, "no longer"), 0, "not yet quiet long enough");
+	a = ev4(1, 16);
+	fake[1].limited = true;
+	out = tick(&t, &a, 1, 100);
+	ASSERT_STR_CONTAINS(out, "throttling 10.0.0.1 (rule ssh)", "an event: throttling");
+	a = ev4(1, 32);
+	out = tick(&t, &a, 1, 100);
+	ASSERT_EQ(count_of(out, "throttling"), 0, "a second event: nothing new");
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS + 2; i++) {
+		out = tick(&t, NULL, 0, 100);
+		ASSERT_EQ(count_of(out, "no longer"), 0, "no new drops, still limited: quiet");
 	}
-	out = scan(&t, &a, 1);
+	ASSERT_TRUE(nlookups > 0 && !wrong_lookup, "looked up once quiet, only what was reported");
+	fake[1].limited = false;
+	out = tick(&t, NULL, 0, 100);
 	ASSERT_STR_CONTAINS(out, "no longer throttling 10.0.0.1 (rule ssh), ~32 drops sampled",
 			    "quiet and not limited: stopped");
-	out = scan(&t, &a, 1);
+	ASSERT_EQ(t.n, 0, "forgotten");
+	nlookups = 0;
+	out = tick(&t, NULL, 0, 100);
 	ASSERT_EQ(count_of(out, "throttling"), 0, "said once");
+	ASSERT_EQ(nlookups, 0, "nothing tracked: no lookups");
+	a = ev4(1, 48);
+	out = tick(&t, &a, 1, 100);
+	ASSERT_STR_CONTAINS(out, "throttling 10.0.0.1 (rule ssh)", "throttled again: said again");
+	fg_throttle_free(&t);
+}
+
+static void test_growth_keeps_it(void)
+{
+	struct fg_throttle t;
+	struct fg_tev a;
+	const char *out = "";
+
+	fake_reset();
+	if (!ASSERT_OK(fg_throttle_init(&t, 16), "init"))
+		return;
+	a = ev4(7, 16);
+	tick(&t, &a, 1, 100);
+	/* no more events (the ring's cap refused them), but the bucket's drops grow */
+	for (int i = 0; i < 4 * FG_THROTTLE_QUIET_TICKS; i++) {
+		fake[7].drops += 16;
+		out = tick(&t, NULL, 0, 100);
+		if (count_of(out, "no longer"))
+			break;
+	}
+	ASSERT_EQ(count_of(out, "no longer"), 0, "growing drops seen by the lookups: still throttled");
+	ASSERT_EQ(t.n, 1, "tracked");
 	fg_throttle_free(&t);
 }
 
 static void test_bucket_gone(void)
 {
 	struct fg_throttle t;
-	struct fg_source b[2] = { src4(2, 16, true), src4(3, 16, true) };
-	const char *out;
+	struct fg_tev b[2];
+	const char *out = "";
 
+	fake_reset();
 	if (!ASSERT_OK(fg_throttle_init(&t, 16), "init"))
 		return;
-	scan(&t, NULL, 0);
-	out = scan(&t, b, 2);
+	b[0] = ev4(2, 16);
+	b[1] = ev4(3, 16);
+	fake[2].limited = fake[3].limited = true;
+	out = tick(&t, b, 2, 100);
 	ASSERT_EQ(count_of(out, "throttling 10.0.0."), 2, "two new sources with drops");
-	out = scan(&t, &b[1], 1);
+	fake[2].gone = true;
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS && !count_of(out, "expired"); i++)
+		out = tick(&t, NULL, 0, 100);
 	ASSERT_STR_CONTAINS(out, "no longer throttling 10.0.0.2 (rule ssh): bucket expired",
 			    "a throttled source whose bucket is gone");
 	ASSERT_EQ(count_of(out, "10.0.0.3"), 0, "the other one stays");
-	b[1].drops = 48;
-	out = scan(&t, &b[1], 1);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "no new line for an already throttled source");
 	names[1].gen = 2;	/* id 1 now belongs to another rule */
-	out = scan(&t, NULL, 0);
+	fake[3].gone = true;
+	out = tick(&t, NULL, 0, 100);
 	names[1].gen = 1;
 	ASSERT_STR_CONTAINS(out, "10.0.0.3 (rule (removed rule)): bucket expired",
 			    "a rule that is gone is named as such");
@@ -130,19 +203,19 @@ static void test_bucket_gone(void)
 
 static void test_line_limit(void)
 {
-	struct fg_source s[FG_THROTTLE_LINES_PER_TICK + 5];
+	struct fg_tev s[FG_THROTTLE_LINES_PER_TICK + 5];
 	struct fg_throttle t;
 	char want[96];
 	const char *out;
 
+	fake_reset();
 	if (!ASSERT_OK(fg_throttle_init(&t, 64), "init"))
 		return;
 	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
-		s[i] = src4((__u32)i + 100, 16, true);
-	scan(&t, NULL, 0);
-	out = scan(&t, s, sizeof(s) / sizeof(s[0]));
+		s[i] = ev4((__u32)i + 100, 16);
+	out = tick(&t, s, sizeof(s) / sizeof(s[0]), 0);
 	ASSERT_EQ(count_of(out, "throttling 10."), FG_THROTTLE_LINES_PER_TICK, "lines per tick");
-	out = scan(&t, s, sizeof(s) / sizeof(s[0]));
+	out = tick(&t, s, sizeof(s) / sizeof(s[0]), 0);
 	snprintf(want, sizeof(want), "suppressed %d messages in the last second", 5);
 	ASSERT_STR_CONTAINS(out, want, "the rest, counted");
 	ASSERT_EQ(count_of(out, "throttling 10."), 0, "the suppressed ones are tracked all the same");
@@ -151,60 +224,118 @@ static void test_line_limit(void)
 
 static void test_bound(void)
 {
-	struct fg_source s[6];
+	struct fg_tev s[6];
 	struct fg_throttle t;
 	const char *out;
 
+	fake_reset();
 	if (!ASSERT_OK(fg_throttle_init(&t, 4), "init"))
 		return;
 	for (int i = 0; i < 6; i++)
-		s[i] = src4((__u32)i + 200, 16, true);
-	out = scan(&t, s, 6);
+		s[i] = ev4((__u32)i + 200, 16);
+	out = tick(&t, s, 6, 0);
 	ASSERT_STR_CONTAINS(out, "more than 4 sources with drops; tracking the first 4",
 			    "over the bound: said");
 	ASSERT_EQ(t.n, 4, "tracked");
-	out = scan(&t, s, 6);
+	ASSERT_EQ(t.untracked, 2, "the rest counted");
+	out = tick(&t, s, 6, 0);
 	ASSERT_EQ(count_of(out, "more than"), 0, "said once");
 	fg_throttle_free(&t);
 }
 
-/* Last tick's state is found for every source, in any order: a source
- * whose drops did not grow is not "new", so a scan in another order than
- * the last one logs nothing. */
-static void test_join_any_order(void)
+/* Sources are found again in any order of events (IPv4 and IPv6 with the
+ * same bytes are two); the re-checks stay within their budget, look up
+ * only quiet tracked sources, and reach every one of them in turn. */
+static void test_any_order_and_budget(void)
 {
-	enum { N = 5000 };
-	struct fg_source *s = calloc(N, sizeof(*s));
+	enum { N = 5000, B = 700 };
+	struct fg_tev *s = calloc(N, sizeof(*s));
 	struct fg_throttle t;
+	size_t ticks, before;
 	const char *out;
 
+	fake_reset();
 	if (!ASSERT_TRUE(s != NULL, "alloc") || !ASSERT_OK(fg_throttle_init(&t, N), "init")) {
 		free(s);
 		return;
 	}
 	for (int i = 0; i < N; i++) {
-		s[i] = src4((__u32)(i * 7919) % 65536, 16, true);
-		if (i % 3 == 0) {	/* some IPv6 sources with the same address bytes */
-			s[i].family = 6;
-			s[i].gen = 3;
-		}
+		s[i] = ev4((__u32)(i * 7919) % 65536, 16);
+		fake[host_of(s[i].addr)].limited = true;
+		if (i % 3 == 0)
+			s[i].family = 6;	/* the same address bytes, another family */
 	}
-	scan(&t, s, N);
-	for (int i = 0; i < N / 2; i++) {	/* reverse it */
-		struct fg_source x = s[i];
+	out = tick(&t, s, N, B);
+	ASSERT_EQ(t.n, N, "all tracked");
+	ASSERT_EQ(nlookups, 0, "fresh events: no lookups");
+	for (int i = 0; i < N / 2; i++) {	/* reverse them */
+		struct fg_tev x = s[i];
 
 		s[i] = s[N - 1 - i];
 		s[N - 1 - i] = x;
 	}
-	out = scan(&t, s, N);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "reversed scan: every source found again");
-	ASSERT_EQ(t.n, N, "all tracked");
-	s[N / 2].drops += 16;
-	out = scan(&t, s, N);
-	ASSERT_EQ(count_of(out, "throttling "), 1, "one source with new drops");
-	s[N / 2] = s[0];	/* the throttled one's bucket goes away */
-	out = scan(&t, s + 1, N - 1);
-	ASSERT_EQ(count_of(out, "bucket expired"), 1, "one bucket gone");
+	out = tick(&t, s, N, B);
+	ASSERT_EQ(count_of(out, "throttling"), 0, "reversed events: every source found again");
+	ASSERT_EQ(t.n, N, "still N");
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS - 2; i++)	/* the events were 2 ticks ago */
+		tick(&t, NULL, 0, B);
+	ASSERT_EQ(nlookups, 0, "not quiet long enough: no lookups");
+	for (ticks = 0; ticks < 2 * N / B; ticks++) {
+		before = nlookups;
+		tick(&t, NULL, 0, B);
+		if (!ASSERT_TRUE(nlookups - before <= B, "within the budget"))
+			break;
+		if (nlookups >= N)
+			break;
+	}
+	ASSERT_TRUE(!wrong_lookup, "only reported sources looked up");
+	ASSERT_EQ(ticks + 1, (N + B - 1) / B, "every source re-checked, B a tick");
+	fake[host_of(s[N / 2].addr)].limited = false;
+	fake[host_of(s[N / 2].addr)].drops = 16;
+	for (size_t i = 0; i <= (N + B - 1) / B; i++) {
+		out = tick(&t, NULL, 0, B);
+		if (count_of(out, "no longer"))
+			break;
+	}
+	/* both families of that host share its fake bucket */
+	ASSERT_TRUE(count_of(out, "no longer throttling ") >= 1, "the one that stopped is said");
+	free(s);
+	fg_throttle_free(&t);
+}
+
+/* Forgetting many sources keeps every other one findable (the hash set's
+ * deletion shifts entries back along their probe paths), and a forgotten
+ * one is new again. */
+static void test_forget_many(void)
+{
+	enum { N = 3000 };
+	struct fg_tev *s = calloc(N, sizeof(*s));
+	struct fg_throttle t;
+	const char *out = "";
+
+	fake_reset();
+	if (!ASSERT_TRUE(s != NULL, "alloc") || !ASSERT_OK(fg_throttle_init(&t, N), "init")) {
+		free(s);
+		return;
+	}
+	for (int i = 0; i < N; i++) {
+		s[i] = ev4((__u32)(i * 40503u) % 65536, 16);
+		fake[host_of(s[i].addr)].limited = i % 2;	/* the even ones stop */
+	}
+	tick(&t, s, N, 0);
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS + 1 && t.n > N / 2; i++)
+		tick(&t, NULL, 0, N);
+	ASSERT_EQ(t.n, N / 2, "the stopped half forgotten");
+	for (int i = 0; i < N; i++)
+		fake[host_of(s[i].addr)].drops = 16;
+	out = tick(&t, s + 1, 1, 0);
+	ASSERT_EQ(count_of(out, "throttling"), 0, "a kept one is found");
+	for (int i = 1; i < N; i += 2)
+		fg_throttle_event(&t, &s[i], names);
+	ASSERT_EQ(t.n, N / 2, "every kept one found again: none added");
+	out = tick(&t, s, 1, 0);
+	ASSERT_STR_CONTAINS(out, "throttling 10.0.", "a forgotten one is new again");
+	ASSERT_EQ(t.n, N / 2 + 1, "and tracked");
 	free(s);
 	fg_throttle_free(&t);
 }
@@ -217,9 +348,11 @@ int main(int argc, char **argv)
 	names[1].in_use = 1;
 	names[1].gen = 1;
 	FG_RUN(test_start_and_stop);
+	FG_RUN(test_growth_keeps_it);
 	FG_RUN(test_bucket_gone);
 	FG_RUN(test_line_limit);
 	FG_RUN(test_bound);
-	FG_RUN(test_join_any_order);
+	FG_RUN(test_any_order_and_budget);
+	FG_RUN(test_forget_many);
 	return fg_test_summary();
 }

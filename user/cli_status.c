@@ -13,7 +13,6 @@
 #include "fleet_status.h"
 #include "log.h"
 #include "shedd.h"
-#include "sources.h"
 #include "sysutil.h"
 #include "xdpattach.h"
 
@@ -50,7 +49,8 @@ struct status {
 	int xdp_err[FG_MAX_IFS];	/* reading them failed (-errno) */
 	bool running;			/* meta.pid is a live floodgated (stopped or not) */
 	enum fg_daemon_state state;	/* running, stopped (SIGSTOP) or none */
-	size_t n4, n6;
+	__u64 n4, n6;		/* the daemon's last count (fg_meta.src_count*): no table is read */
+	__u64 counted_at;	/* CLOCK_REALTIME s of that count, 0 = never */
 	__u64 now;
 	struct fleet_view fleet;
 	struct fg_shed_ctl shed;	/* the pinned thresholds */
@@ -158,9 +158,11 @@ static int status_read(struct fg_maps *m, struct status *st)
 
 	st->now = fg_mono_coarse_ns();
 	if ((err = fg_meta_read(m, &st->meta)) || (err = fg_policy_read_active(m, &st->pol)) ||
-	    (err = fg_names_read(m, st->names)) || (err = status_modes(m, st)) ||
-	    (err = fg_sources_count(m, &st->n4, &st->n6)))
+	    (err = fg_names_read(m, st->names)) || (err = status_modes(m, st)))
 		return err;
+	st->n4 = st->meta.src_count4;
+	st->n6 = st->meta.src_count6;
+	st->counted_at = st->meta.src_count_at;
 	st->state = fg_daemon_state(st->meta.pid);
 	st->running = st->state != FG_DAEMON_NONE;
 	if ((err = shed_read(m, st)))
@@ -350,6 +352,33 @@ static bool bypass_on(const struct status *st)
 static const char *rule_name_at(const struct status *st, const struct fg_rule *r)
 {
 	return r->id < FG_MAX_IDS && st->names[r->id].in_use ? st->names[r->id].name : "?";
+}
+
+/* Seconds since the daemon's last count; -1: never counted. */
+static long long counted_ago(const struct status *st)
+{
+	time_t now = time(NULL);
+
+	if (!st->counted_at)
+		return -1;
+	return (__u64)now > st->counted_at ? (long long)((__u64)now - st->counted_at) : 0;
+}
+
+/* From the daemon's last pass over the tables (docs/operators-guide.md,
+ * "The daemon's own cost"): status itself reads no table. */
+static void print_sources_text(const struct status *st)
+{
+	long long ago = counted_ago(st);
+
+	if (ago < 0) {
+		printf("sources:   not counted yet (floodgated counts them as it runs; max %llu each)\n",
+		       (unsigned long long)st->meta.max_sources);
+		return;
+	}
+	printf("sources:   %llu IPv4, %llu IPv6 (max %llu each; counted %lld s ago%s)\n",
+	       (unsigned long long)st->n4, (unsigned long long)st->n6,
+	       (unsigned long long)st->meta.max_sources, ago,
+	       st->running ? "" : " by a daemon that is gone");
 }
 
 static void print_daemon_text(const struct status *st)
@@ -542,8 +571,7 @@ static void status_text(const struct status *st)
 	print_file_text(st);
 	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++)
 		print_rule_text(st, i);
-	printf("sources:   %zu IPv4, %zu IPv6 (max %llu each)\n", st->n4, st->n6,
-	       (unsigned long long)st->meta.max_sources);
+	print_sources_text(st);
 	fleet_text(st);
 	print_shedding_text(st);
 }
@@ -890,6 +918,10 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, src, "ipv4", json_object_new_uint64(st->n4));
 	cli_json_add(&err, src, "ipv6", json_object_new_uint64(st->n6));
 	cli_json_add(&err, src, "max", json_object_new_uint64(st->meta.max_sources));
+	if (st->counted_at)
+		cli_json_add(&err, src, "counted_at", json_object_new_uint64(st->counted_at));
+	else
+		cli_json_add_null(&err, src, "counted_at");
 	cli_json_add(&err, root, "sources", src);
 	if (st->fleet.n)
 		cli_json_add(&err, root, "fleet", fleet_json(st, &err));

@@ -54,7 +54,8 @@
 	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease),	\
 	  FG_MAX_IDS, BPF_F_MMAPABLE)						\
 	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, \
-	  BPF_F_MMAPABLE)
+	  BPF_F_MMAPABLE)							\
+	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)
 
 static const struct {
 	const char *name;
@@ -86,6 +87,7 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_CAP_CONTENDED] = "cap_contended", [FG_EV_CAP_NOMEM] = "cap_nomem",
 	[FG_EV_SHED_TIER] = "shed_tier", [FG_EV_SHED_CAP] = "shed_cap",
 	[FG_EV_SHED_POOL] = "shed_pool",
+	[FG_EV_TEV_CAPPED] = "tev_capped", [FG_EV_TEV_LOST] = "tev_lost",
 };
 
 const char *fg_pin_dir_choose(const char *arg)

@@ -43,6 +43,7 @@ enum fg_map_id {
 	FGM_RT6,
 	FGM_LEASE,
 	FGM_SHED,
+	FGM_TEV,	/* ring buffer of throttle events (struct fg_tev) */
 	FGM_NMAPS,
 };
 

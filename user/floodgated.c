@@ -12,7 +12,7 @@
  * `floodgate reload`) re-reads the policy file.
  *
  * main() is the lifecycle; each step is a function below it in the order
- * it runs. Elsewhere: attach.c (links), throttle.c (the throttle log),
+ * it runs. Elsewhere: attach.c (links), srcwatch.c (the throttle log, source counts),
  * reload_log.c (what a reload changed), daemonize.c, metrics.c.
  */
 #include <errno.h>
@@ -43,10 +43,9 @@
 #include "reload_log.h"
 #include "rtlist.h"
 #include "shedd.h"
-#include "throttle.h"
+#include "srcwatch.h"
 #include "xdpattach.h"
 #include "apply.h"
-#include "sources.h"
 #include "sysutil.h"
 
 #define TICK_MS		1000
@@ -80,7 +79,7 @@ struct daemon {
 	int n_ifs;
 	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
 	struct fg_metrics *mx;
-	struct fg_throttle tr;
+	struct fg_srcwatch sw;	/* throttle log and source counts (srcwatch.h) */
 	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
 	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
 	int notify_fd;		/* background start: write the status, then close */
@@ -671,10 +670,10 @@ static int start_shedder(struct daemon *d)
 
 static int start_throttle_log(struct daemon *d)
 {
-	int err = fg_throttle_init(&d->tr, TRACK_MAX);
+	int err = fg_srcwatch_start(&d->sw, &d->maps, TRACK_MAX);
 
 	if (err)
-		pr_warn("throttle log: %s", strerror(-err));
+		pr_warn("throttle log and source counts: %s", strerror(-err));
 	return err;
 }
 
@@ -734,9 +733,6 @@ static void tick(struct daemon *d)
 	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	struct fg_ctl ctl;
-	struct fg_source *src = NULL;
-	struct fg_src_scan scan = {};
-	size_t n = 0;
 	int err;
 
 	if ((err = fg_ctl_read(&d->maps, &ctl)) || (err = fg_names_read(&d->maps, names)) ||
@@ -745,18 +741,17 @@ static void tick(struct daemon *d)
 		pr_warn("reading counters: %s", strerror(-err));
 		return;
 	}
-	err = fg_sources_read(&d->maps, &pol, fg_mono_coarse_ns(), 1, TRACK_MAX + 1, &src, &n, &scan);
-	if (err)
-		pr_warn("scanning sources: %s", strerror(-err));
-	else
-		fg_throttle_scan(&d->tr, src, n, names);
-	free(src);
+	if ((err = fg_srcwatch_tick(&d->sw, &pol, names)))
+		pr_warn("watching the source tables: %s", strerror(-err));
 	if (ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
 		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	fg_fleetd_tick(d->fleet);
 	if (d->mx) {
 		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					     .sources4 = scan.all4, .sources6 = scan.all6,
+					     .sources4 = d->sw.count4, .sources6 = d->sw.count6,
+					     .sources_at = d->sw.count_at,
+					     .source_reads = d->sw.walk.reads,
+					     .throttle_events = d->sw.events,
 					     .fleet = fg_fleetd_status(d->fleet),
 					     .shed = &d->shed };
 		char *page, *conn = NULL;
@@ -1040,7 +1035,7 @@ cleanup:
 	fg_connd_close(&d->conn);	/* a pinned counter keeps counting */
 	if (d->have_cfg)
 		fg_config_free(&d->cfg);
-	fg_throttle_free(&d->tr);
+	fg_srcwatch_stop(&d->sw);
 	fg_daemonize_done(&d->notify_fd, err);
 	return err ? 1 : 0;
 }

@@ -673,6 +673,17 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "# TYPE floodgate_sources gauge\n"
 		    "floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
 		s->sources4, s->sources6);
+	bprintf(&b, "# HELP floodgate_sources_counted_seconds When the daemon's last pass over the "
+		    "source tables ended (floodgate_sources).\n"
+		    "# TYPE floodgate_sources_counted_seconds gauge\n"
+		    "floodgate_sources_counted_seconds %llu\n", (unsigned long long)s->sources_at);
+	bprintf(&b, "# HELP floodgate_daemon_source_reads_total Source table entries the daemon "
+		    "has read (incremental walk and re-checks).\n"
+		    "# TYPE floodgate_daemon_source_reads_total counter\n"
+		    "floodgate_daemon_source_reads_total %llu\n", (unsigned long long)s->source_reads);
+	bprintf(&b, "# HELP floodgate_throttle_events_total Throttle events read from the ring.\n"
+		    "# TYPE floodgate_throttle_events_total counter\n"
+		    "floodgate_throttle_events_total %llu\n", (unsigned long long)s->throttle_events);
 	if (s->fleet) {
 		render_fleet_lease(&b, s);
 		render_fleet_engine(&b, s->fleet);

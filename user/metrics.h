@@ -23,7 +23,10 @@ struct fg_metrics_snap {
 	const struct fg_name *names;		/* FG_MAX_IDS */
 	const struct fg_ctl *ctl;
 	const struct fg_policy *pol;		/* active */
-	size_t sources4, sources6;
+	size_t sources4, sources6;		/* the daemon's last pass over the tables */
+	__u64 sources_at;			/* CLOCK_REALTIME s that pass ended */
+	__u64 source_reads;			/* table entries the daemon has read (srcwalk.h) */
+	__u64 throttle_events;			/* throttle events read from the ring */
 	const struct fg_fleet_status *fleet;	/* NULL: no fleet rule runs */
 	const char *extra;			/* more lines, appended as they are (connd.h) */
 	size_t extra_len;

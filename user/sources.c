@@ -12,9 +12,8 @@
 #include "fgmaps.h"
 #include "sources.h"
 
-/* Would the next packet of cost 1 be refused? The data path's own test. */
-static bool src_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
-			__u64 now_tu)
+bool fg_source_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
+		       __u64 now_tu)
 {
 	__u64 next;
 
@@ -67,6 +66,7 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 		w->scan->all4++;
 	else
 		w->scan->all6++;
+	drops = FG_DROPS(drops);	/* without the throttle-event tag */
 	if (!w->out || drops < w->min_drops)
 		return 0;
 	w->scan->matched++;
@@ -83,7 +83,7 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 	s->gen = gen;
 	s->drops = drops;
 	s->tat = tat;
-	s->limited = src_limited(w->pol, rule, gen, tat, w->now_tu);
+	s->limited = fg_source_limited(w->pol, rule, gen, tat, w->now_tu);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #ifndef FG_SOURCES_H
 #define FG_SOURCES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "floodgate.h"
 
@@ -41,7 +42,13 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
 		    struct fg_src_scan *scan);
 
-/* Entries in fg_src4 / fg_src6. */
+/* Would the next packet of cost 1 to this bucket be refused (pol: the
+ * active policy; now_tu in time units)? The data path's own test. */
+bool fg_source_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
+		       __u64 now_tu);
+
+/* Entries in fg_src4 / fg_src6: a full walk (tools and tests; the daemon
+ * walks incrementally, user/srcwalk.h). */
 int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);
 
 #endif /* FG_SOURCES_H */

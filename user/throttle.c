@@ -8,48 +8,89 @@
 #include <string.h>
 #include "log.h"
 #include "throttle.h"
-#include "sources.h"
 #include "sysutil.h"
 
 int fg_throttle_init(struct fg_throttle *t, size_t max)
 {
+	size_t ns = 16;
+
 	memset(t, 0, sizeof(*t));
-	t->cur = calloc(max, sizeof(*t->cur));
-	t->next = calloc(max, sizeof(*t->next));
-	if (!t->cur || !t->next) {
-		fg_throttle_free(t);
+	while (ns < 2 * max)	/* at most half full: short probes */
+		ns *= 2;
+	t->slot = calloc(ns, sizeof(*t->slot));
+	if (!t->slot)
 		return -ENOMEM;
-	}
+	t->nslots = ns;
 	t->max = max;
 	return 0;
 }
 
 void fg_throttle_free(struct fg_throttle *t)
 {
-	free(t->cur);
-	free(t->next);
-	t->cur = t->next = NULL;
-	t->n = t->max = 0;
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
 }
 
-/* Order of the keys: family, rule, generation, address. */
-static int cmp_key(const void *x, const void *y)
+static bool same_key(const struct fg_tracked *e, __u8 family, __u16 rule, __u16 gen,
+		     const __u8 *addr)
 {
-	const struct fg_tracked *a = x, *b = y;
-
-	if (a->family != b->family)
-		return a->family < b->family ? -1 : 1;
-	if (a->rule != b->rule)
-		return a->rule < b->rule ? -1 : 1;
-	if (a->gen != b->gen)
-		return a->gen < b->gen ? -1 : 1;
-	return memcmp(a->addr, b->addr, sizeof(a->addr));
+	return e->family == family && e->rule == rule && e->gen == gen &&
+	       !memcmp(e->addr, addr, sizeof(e->addr));
 }
 
-static const struct fg_tracked *find(const struct fg_tracked *sorted, size_t n,
-				     const struct fg_tracked *key)
+/* FNV-1a over the key, then a murmur3 finaliser for the low bits. */
+static size_t home_of(const struct fg_throttle *t, __u8 family, __u16 rule, __u16 gen,
+		      const __u8 *addr)
 {
-	return n ? bsearch(key, sorted, n, sizeof(*sorted), cmp_key) : NULL;
+	__u64 h = 0xcbf29ce484222325ull;
+	__u8 k[21];
+
+	memcpy(k, addr, 16);
+	k[16] = family;
+	memcpy(k + 17, &rule, 2);
+	memcpy(k + 19, &gen, 2);
+	for (size_t i = 0; i < sizeof(k); i++)
+		h = (h ^ k[i]) * 0x100000001b3ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (size_t)h & (t->nslots - 1);
+}
+
+/* The slot holding the key, or the empty one where it would go. */
+static struct fg_tracked *probe(struct fg_throttle *t, __u8 family, __u16 rule, __u16 gen,
+				const __u8 *addr)
+{
+	size_t i = home_of(t, family, rule, gen, addr);
+
+	while (t->slot[i].used && !same_key(&t->slot[i], family, rule, gen, addr))
+		i = (i + 1) & (t->nslots - 1);
+	return &t->slot[i];
+}
+
+/* Empty slot i, shifting back the entries after it that probed past it. */
+static void forget(struct fg_throttle *t, size_t i)
+{
+	size_t mask = t->nslots - 1, j = i;
+
+	t->slot[i].used = 0;
+	t->n--;
+	for (;;) {
+		struct fg_tracked *e;
+		size_t home;
+
+		j = (j + 1) & mask;
+		e = &t->slot[j];
+		if (!e->used)
+			return;
+		home = home_of(t, e->family, e->rule, e->gen, e->addr);
+		/* e may move to i iff i lies on its probe path, home .. j */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			t->slot[i] = *e;
+			e->used = 0;
+			i = j;
+		}
+	}
 }
 
 static void __attribute__((format(printf, 2, 3))) tlog(struct fg_throttle *t, const char *fmt, ...)
@@ -75,44 +116,7 @@ static const char *rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 	return "(removed rule)";
 }
 
-/* Did e (this tick's state of s; old: last tick's, or NULL) start or stop? */
-static void judge(struct fg_throttle *t, struct fg_tracked *e, const struct fg_tracked *old,
-		  const struct fg_source *s, const struct fg_name *names)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (!old || s->drops > old->drops) {
-		e->last_grow = t->tick;
-		if (e->throttled)
-			return;
-		e->throttled = 1;
-		fg_addr_str(s->family, s->addr, a, sizeof(a));
-		tlog(t, "throttling %s (rule %s)", a, rule_name(names, s->rule, s->gen));
-	} else if (e->throttled && !s->limited && t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS) {
-		e->throttled = 0;
-		fg_addr_str(s->family, s->addr, a, sizeof(a));
-		tlog(t, "no longer throttling %s (rule %s), ~%llu drops sampled", a,
-		     rule_name(names, s->rule, s->gen), (unsigned long long)s->drops);
-	}
-}
-
-/* Throttled sources of the last tick whose bucket is gone (evicted or expired). */
-static void log_expired(struct fg_throttle *t, size_t kept, const struct fg_name *names)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	for (size_t i = 0; i < t->n; i++) {
-		const struct fg_tracked *e = &t->cur[i];
-
-		if (!e->throttled || find(t->next, kept, e))
-			continue;
-		fg_addr_str(e->family, e->addr, a, sizeof(a));
-		tlog(t, "no longer throttling %s (rule %s): bucket expired", a,
-		     rule_name(names, e->rule, e->gen));
-	}
-}
-
-static void begin_tick(struct fg_throttle *t)
+void fg_throttle_begin(struct fg_throttle *t)
 {
 	t->tick++;
 	t->lines = 0;
@@ -123,44 +127,91 @@ static void begin_tick(struct fg_throttle *t)
 	}
 }
 
-void fg_throttle_scan(struct fg_throttle *t, const struct fg_source *src, size_t n,
-		      const struct fg_name *names)
+void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const struct fg_name *names)
 {
-	struct fg_tracked *sw;
-	size_t kept = 0;
+	struct fg_tracked *e;
+	char a[INET6_ADDRSTRLEN];
 
-	begin_tick(t);
-	for (size_t i = 0; i < n; i++) {
-		const struct fg_source *s = &src[i];
-		const struct fg_tracked *old;
-		struct fg_tracked *e;
-
-		if (kept >= t->max) {
-			if (!t->full_warned)
-				pr_warn("throttle log: more than %zu sources with drops; "
-					"tracking the first %zu", t->max, t->max);
-			t->full_warned = true;
-			break;
+	if (ev->family != 4 && ev->family != 6)
+		return;
+	e = probe(t, ev->family, ev->rule, ev->gen, ev->addr);
+	if (e->used) {
+		if (ev->drops > e->drops) {
+			e->drops = ev->drops;
+			e->last_grow = t->tick;
 		}
-		e = &t->next[kept++];
-		memset(e, 0, sizeof(*e));
-		e->family = s->family;
-		e->rule = s->rule;
-		e->gen = s->gen;
-		memcpy(e->addr, s->addr, sizeof(e->addr));
-		old = find(t->cur, t->n, e);
-		e->drops = s->drops;
-		e->throttled = old ? old->throttled : 0;
-		e->last_grow = old ? old->last_grow : t->tick;
-		if (t->primed)
-			judge(t, e, old, s, names);
+		return;
 	}
-	qsort(t->next, kept, sizeof(*t->next), cmp_key);
-	if (t->primed)
-		log_expired(t, kept, names);
-	sw = t->cur;
-	t->cur = t->next;
-	t->next = sw;
-	t->n = kept;
-	t->primed = true;
+	if (t->n >= t->max) {
+		if (!t->full_warned)
+			pr_warn("throttle log: more than %zu sources with drops; "
+				"tracking the first %zu", t->max, t->max);
+		t->full_warned = true;
+		t->untracked++;
+		return;
+	}
+	memset(e, 0, sizeof(*e));
+	e->used = 1;
+	e->family = ev->family;
+	e->rule = ev->rule;
+	e->gen = ev->gen;
+	memcpy(e->addr, ev->addr, sizeof(e->addr));
+	e->drops = ev->drops;
+	e->last_grow = e->last_check = t->tick;
+	t->n++;
+	fg_addr_str(e->family, e->addr, a, sizeof(a));
+	tlog(t, "throttling %s (rule %s)", a, rule_name(names, e->rule, e->gen));
+}
+
+/* One lookup of slot i; true when it stopped and was forgotten. */
+static bool recheck_one(struct fg_throttle *t, size_t i, fg_throttle_lookup_fn lookup, void *arg,
+			const struct fg_name *names)
+{
+	struct fg_tracked *e = &t->slot[i];
+	struct fg_source s = { .family = e->family, .rule = e->rule, .gen = e->gen };
+	char a[INET6_ADDRSTRLEN];
+	int err;
+
+	memcpy(s.addr, e->addr, sizeof(s.addr));
+	e->last_check = t->tick;
+	err = lookup(arg, &s);
+	if (err && err != -ENOENT)
+		return false;
+	fg_addr_str(e->family, e->addr, a, sizeof(a));
+	if (err == -ENOENT) {
+		tlog(t, "no longer throttling %s (rule %s): bucket expired", a,
+		     rule_name(names, e->rule, e->gen));
+	} else if (s.drops > e->drops) {
+		e->drops = s.drops;
+		e->last_grow = t->tick;
+		return false;
+	} else if (s.limited) {
+		return false;
+	} else {
+		tlog(t, "no longer throttling %s (rule %s), ~%llu drops sampled", a,
+		     rule_name(names, e->rule, e->gen), (unsigned long long)s.drops);
+	}
+	forget(t, i);
+	return true;
+}
+
+size_t fg_throttle_recheck(struct fg_throttle *t, size_t budget, fg_throttle_lookup_fn lookup,
+			   void *arg, const struct fg_name *names)
+{
+	size_t done = 0, i = t->cursor;
+
+	/* one lap at most; a forgotten slot is visited again (another entry may have moved in) */
+	for (size_t seen = 0; seen < t->nslots && done < budget && t->n; seen++) {
+		struct fg_tracked *e = &t->slot[i];
+
+		if (e->used && e->last_check != t->tick &&
+		    t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS) {
+			done++;
+			if (recheck_one(t, i, lookup, arg, names))
+				continue;
+		}
+		i = (i + 1) & (t->nslots - 1);
+	}
+	t->cursor = i;
+	return done;
 }

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fgfill: fills a running floodgate's source tables with distinct sources,
+ * through BPF_PROG_TEST_RUN of the program attached from the pin dir (its
+ * own maps, so the buckets are made exactly as live traffic makes them,
+ * whatever the table's layout). For measuring the daemon's cost at a
+ * million sources (tests/e2e_daemoncost.sh).
+ *
+ *   fgfill [-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]
+ *       COUNT sources FIRST, FIRST+1, ... (IPv4: the address; IPv6: the
+ *       32 bits before the interface identifier, so that they are distinct
+ *       under any grouping of /64 or longer), each sent REPEAT (default 1)
+ *       ICMP echo requests to DST. Prints one JSON object:
+ *       {"sent":N,"pass":P,"drop":D,"seconds":S}.
+ *
+ * Exit status: 0, 1 on an error, 2 on a usage error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf.h>
+
+#include "floodgate.h"
+#include "fgmaps.h"
+#include "opts.h"
+
+#define EXIT_USAGE	2
+
+struct fill_opts {
+	const char *dir;
+	int family;
+	__u64 count, repeat;
+	const char *first, *dst;
+};
+
+/* The program behind the first link_* pinned in dir. */
+static int prog_of_pin_dir(const char *dir)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char path[512];
+	struct dirent *de;
+	int lfd = -1, pfd, err = -ENOENT;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, FG_LINK_PREFIX, strlen(FG_LINK_PREFIX)))
+			break;
+	if (de && snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+		lfd = bpf_obj_get(path);
+	if (de && lfd < 0)
+		err = -errno;
+	closedir(d);
+	if (lfd < 0)
+		return err;
+	if (bpf_obj_get_info_by_fd(lfd, &info, &len)) {
+		err = -errno;
+		close(lfd);
+		return err;
+	}
+	close(lfd);
+	pfd = bpf_prog_get_fd_by_id(info.prog_id);
+	return pfd < 0 ? -errno : pfd;
+}
+
+static __u16 csum(const void *p, size_t n)
+{
+	const __u8 *b = p;
+	__u32 s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (__u32)b[i] << 8 | b[i + 1];
+	if (n & 1)
+		s += (__u32)b[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return htons((__u16)~s);
+}
+
+/* An echo request from src to dst; returns its length. */
+static size_t frame(__u8 *f, int family, const __u8 *src, const __u8 *dst)
+{
+	size_t l3 = family == 4 ? 20 : 40, n = ETH_HLEN + l3 + 8 + 16;
+	__u8 *ip = f + ETH_HLEN, *icmp = ip + l3;
+
+	memset(f, 0, n);
+	memset(f, 0x02, 12);
+	f[12] = family == 4 ? 0x08 : 0x86;
+	f[13] = family == 4 ? 0x00 : 0xdd;
+	if (family == 4) {
+		ip[0] = 0x45;
+		ip[3] = (__u8)(l3 + 24);
+		ip[8] = 64;
+		ip[9] = IPPROTO_ICMP;
+		memcpy(ip + 12, src, 4);
+		memcpy(ip + 16, dst, 4);
+		*(__u16 *)(ip + 10) = csum(ip, 20);
+		icmp[0] = 8;
+	} else {
+		ip[0] = 0x60;
+		ip[5] = 24;
+		ip[6] = IPPROTO_ICMPV6;
+		ip[7] = 64;
+		memcpy(ip + 8, src, 16);
+		memcpy(ip + 24, dst, 16);
+		icmp[0] = 128;
+	}
+	return n;
+}
+
+static void next_source(int family, const __u8 *first, __u64 i, __u8 *out)
+{
+	__u32 v;
+
+	memcpy(out, first, family == 4 ? 4 : 16);
+	memcpy(&v, out + (family == 4 ? 0 : 4), 4);
+	v = htonl(ntohl(v) + (__u32)i);
+	memcpy(out + (family == 4 ? 0 : 4), &v, 4);
+}
+
+static int fill(const struct fill_opts *o, int pfd)
+{
+	__u8 first[16], dst[16], src[16], f[128];
+	__u64 pass = 0, drop = 0;
+	struct timespec t0, t1;
+
+	if (inet_pton(o->family == 4 ? AF_INET : AF_INET6, o->first, first) != 1 ||
+	    inet_pton(o->family == 4 ? AF_INET : AF_INET6, o->dst, dst) != 1)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (__u64 i = 0; i < o->count; i++) {
+		size_t n;
+
+		next_source(o->family, first, i, src);
+		n = frame(f, o->family, src, dst);
+		for (__u64 r = 0; r < o->repeat; r++) {
+			/* repeat 1 a call: no dispatcher swap per call (bpf_prog_test_run_xdp) */
+			LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = f, .data_size_in = (__u32)n,
+				    .repeat = 1);
+			int err = bpf_prog_test_run_opts(pfd, &t);
+
+			if (err)
+				return err;
+			pass += t.retval == XDP_PASS;
+			drop += t.retval == XDP_DROP;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("{\"sent\":%llu,\"pass\":%llu,\"drop\":%llu,\"seconds\":%.3f}\n",
+	       (unsigned long long)(o->count * o->repeat), (unsigned long long)pass,
+	       (unsigned long long)drop,
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: fgfill [-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]\n"
+		   "  -p DIR     pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")\n"
+		   "  -n COUNT   distinct sources, 1..16777216\n"
+		   "  -s FIRST   the first source (default 10.128.0.0, 2001:db8::1)\n"
+		   "  -r REPEAT  echo requests per source, 1..100000 (default 1)\n"
+		   "  -d DST     destination (default 10.0.0.1, 2001:db8:ffff::1)\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct fill_opts o = { .repeat = 1 };
+	int c, pfd, err;
+
+	while ((c = getopt(argc, argv, "p:46n:s:r:d:h")) != -1) {
+		switch (c) {
+		case 'p': o.dir = optarg; break;
+		case '4': o.family = 4; break;
+		case '6': o.family = 6; break;
+		case 'n':
+			if (fg_opt_parse_u64(optarg, 1, 1u << 24, &o.count)) {
+				fprintf(stderr, "fgfill: -n: not a count 1..16777216: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			if (fg_opt_parse_u64(optarg, 1, 100000, &o.repeat)) {
+				fprintf(stderr, "fgfill: -r: not a count 1..100000: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 's': o.first = optarg; break;
+		case 'd': o.dst = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (!o.family || !o.count || optind != argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!o.first)
+		o.first = o.family == 4 ? "10.128.0.0" : "2001:db8::1";
+	if (!o.dst)
+		o.dst = o.family == 4 ? "10.0.0.1" : "2001:db8:ffff::1";
+	o.dir = fg_pin_dir_choose(o.dir);
+	pfd = prog_of_pin_dir(o.dir);
+	if (pfd < 0) {
+		fprintf(stderr, "fgfill: no attached program in %s: %s\n", o.dir, strerror(-pfd));
+		return 1;
+	}
+	err = fill(&o, pfd);
+	close(pfd);
+	if (err == -EINVAL) {
+		fprintf(stderr, "fgfill: -s %s / -d %s: not IPv%d addresses\n", o.first, o.dst, o.family);
+		return EXIT_USAGE;
+	}
+	if (err) {
+		fprintf(stderr, "fgfill: BPF_PROG_TEST_RUN: %s\n", strerror(-err));
+		return 1;
+	}
+	return 0;
+}
