@@ -8,7 +8,9 @@
  * vary6 harness, net of the harness (vary6 -> floor minus floor), as the
  * slope between repeat R and 4R (tools/fgbench.c says why). Also the map
  * memory per tracked source, from the kernel's own accounting (fdinfo
- * memlock). One JSON line per figure and pass on stdout.
+ * memlock), and the time of one walk over the source tables
+ * (fg_sources_count, as `status` reads them). One JSON line per figure and
+ * pass on stdout.
  *
  * Filling the table through the program, not by writing the map, makes the
  * figures independent of fg_src6's layout: the same tool measures another
@@ -218,16 +220,20 @@ static int bench(const struct b6_opts *o)
 	err = b6_target(&g, fg, (__u32)o->sources, 1);
 	if (!err)
 		err = run_once(vary6, frame, (__u32)o->sources, &ns, &rv);
+	/* what `status` and the daemon's walk pay: one count of both tables */
+	__u64 t0 = now_ns();
+
 	if (!err)
 		err = fg_sources_count(&g.maps, &n4, &n6);
 	if (err)
 		goto out;
+	double walk_ms = (double)(now_ns() - t0) / 1e6;
 	unsigned long long ml = memlock_of(g.maps.fd[FGM_SRC6]);
 
 	printf("{\"kind\":\"mem6\",\"max_sources\":%llu,\"sources\":%llu,\"tracked\":%zu,"
-	       "\"memlock\":%llu,\"bytes_per_tracked\":%.2f,\"fill_ns\":%.1f}\n",
+	       "\"memlock\":%llu,\"bytes_per_tracked\":%.2f,\"fill_ns\":%.1f,\"walk_ms\":%.1f}\n",
 	       (unsigned long long)o->max_sources, (unsigned long long)o->sources, n6, ml,
-	       n6 ? (double)ml / n6 : 0.0, ns / o->sources);
+	       n6 ? (double)ml / n6 : 0.0, ns / o->sources, walk_ms);
 	for (__u64 pass = 1; pass <= o->passes; pass++) {
 		static const struct { const char *name; int one; } fig[] = {
 			{ "fg6_src_1", 1 }, { "fg6_src_n", 0 },
