@@ -374,11 +374,11 @@ static __always_inline int fg_src6_way_in(const struct fg_policy *pol,
 		return -1;
 FG_UNROLL
 	for (i = 0; i < FG_WAYS6; i++)
-		if (set->key[i] == key)
+		if (set->way[i].key == key)
 			return i;
 FG_UNROLL
 	for (i = 0; i < FG_WAYS6; i++) {
-		__u64 k = set->key[i], t = set->tat[i];
+		__u64 k = set->way[i].key, t = set->way[i].tat;
 
 		if (!k) {
 			victim = i;
@@ -397,13 +397,13 @@ FG_UNROLL
 	}
 	if (!fg_admit_new(pol, now, v))
 		return -1;
-	if (__sync_val_compare_and_swap(&set->key[victim], victim_key, key) == victim_key) {
+	if (__sync_val_compare_and_swap(&set->way[victim].key, victim_key, key) == victim_key) {
 		v->ev |= 1u << FG_EV_INSERT;
 		set->drops[victim] = 0;
 		set->who[victim] = *who;	/* after the CAS: readers check it, floodgate.h */
 		return victim;
 	}
-	if (set->key[victim] == key)
+	if (set->way[victim].key == key)
 		return victim;	/* another CPU claimed it for this source */
 	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
 	return -1;
@@ -487,7 +487,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		if (w < 0 || w >= FG_WAYS6)
 			return NULL;
 		*drops = &set->drops[w];
-		return &set->tat[w];
+		return &set->way[w].tat;
 	}
 }
 

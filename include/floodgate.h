@@ -605,9 +605,9 @@ static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 see
  * recompute the digest of the copy (fg_who6_digest) and treat a mismatch as
  * "being claimed": the way is counted, its address is not shown.
  *
- * Memory: a set is 384 bytes, 6 cache lines (keys, tats, drops, 3 of who),
- * 48 bytes per way and so per tracked source, against 104 for an LRU hash
- * element. A lookup reads the key line and, on a hit, the tat line.
+ * Memory: a set is 384 bytes, 6 cache lines (2 of keys and tats, drops, 3
+ * of who), 48 bytes per way, against 104 for an LRU hash element. A lookup
+ * reads the first two.
  */
 #define FG_WAYS6	8
 #define FG_SRC6_MIN_BITS 7	/* 128 sets, 1024 ways */
@@ -620,9 +620,15 @@ struct fg_who6 {
 	__u32 pad;
 };
 
+/* A way's key beside its tat: a lookup's two lines are independent loads
+ * (one miss's latency, not two in a row), and a hit finds its tat there. */
+struct fg_way6 {
+	__u64 key;		/* fg_digest6, 0 = empty */
+	__u64 tat;		/* GCRA state */
+};
+
 struct fg_set6 {
-	__u64 key[FG_WAYS6];		/*   0 digests | 1, one cache line, read by every lookup */
-	__u64 tat[FG_WAYS6];		/*  64 GCRA state of each way */
+	struct fg_way6 way[FG_WAYS6];	/*   0 two cache lines, read by every lookup */
 	__u64 drops[FG_WAYS6];		/* 128 sampled, see FG_DROP_SAMPLE */
 	struct fg_who6 who[FG_WAYS6];	/* 192 the owner, written after the claim */
 };

@@ -86,7 +86,7 @@ static int way_of(const char *src, int plen6, __u16 id, __u16 gen, struct fg_set
 	if (read_set(idx, set))
 		return -1;
 	for (int w = 0; w < FG_WAYS6; w++)
-		if (set->key[w] == key)
+		if (set->way[w].key == key)
 			return w;
 	return -1;
 }
@@ -99,7 +99,7 @@ static __u32 count_ways(void)
 	for (__u32 i = 0; i < nsets; i++)
 		if (!read_set(i, &set))
 			for (int w = 0; w < FG_WAYS6; w++)
-				n += set.key[w] != 0;
+				n += set.way[w].key != 0;
 	return n;
 }
 
@@ -152,7 +152,7 @@ static void spray_run(int with_admission)
 	w0 = way_of("2001:db8:77::1", 64, 0, 0, &set);
 	if (!ASSERT_GE(w0, 0, "S holds a way"))
 		goto out;
-	tat0 = set.tat[w0];
+	tat0 = set.way[w0].tat;
 	len = pkt_build(&sp, buf, sizeof(buf));
 	for (__u32 i = 0; i < spray; i++) {
 		__u32 ret;
@@ -163,7 +163,7 @@ static void spray_run(int with_admission)
 	}
 	w1 = way_of("2001:db8:77::1", 64, 0, 0, &set);
 	ASSERT_EQ(w1, w0, "S keeps its way through the spray");
-	ASSERT_EQ(set.tat[w0], tat0, "and its bucket is untouched");
+	ASSERT_EQ(set.way[w0].tat, tat0, "and its bucket is untouched");
 	dp_set_now(&D, t + NS);
 	got = passes(&s, 40);
 	printf("  %s admission limit: S got %d after %u spoofed /64s in 1 s; %llu set full, %llu admission refused, %u ways used\n",
@@ -306,7 +306,7 @@ static void test_same_set_kept_apart(void)
 			continue;
 		inet_pton(AF_INET6, srcs[i], &a);
 		ASSERT_EQ(memcmp(set.who[w].addr, &a, 8), 0, "the way's copy is its own /64");
-		ASSERT_TRUE(set.tat[w] > dp_now(&D) << FG_TU_SHIFT, "and its bucket is throttled");
+		ASSERT_TRUE(set.way[w].tat > dp_now(&D) << FG_TU_SHIFT, "and its bucket is throttled");
 	}
 	struct pkt_spec s9 = udp6(srcs[FG_WAYS6], 7);
 

@@ -331,10 +331,10 @@ static int src6_find(struct fg_maps *m, const char *addr, __u32 id, struct src6_
 	if (bpf_map_lookup_elem(m->fd[FGM_SRC6], &ref->set, &set))
 		return -errno;
 	for (int w = 0; w < FG_WAYS6; w++) {
-		if (set.key[w] != ref->key)
+		if (set.way[w].key != ref->key)
 			continue;
 		ref->found = true;
-		ref->b.tat = set.tat[w];
+		ref->b.tat = set.way[w].tat;
 		ref->b.drops = set.drops[w];
 		ref->who = set.who[w];
 		ref->who_ok = fg_who6_digest(&set.who[w], ctl.seed6) == ref->key;

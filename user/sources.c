@@ -135,7 +135,7 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
  * (a claimer writes it after its CAS, include/floodgate.h). */
 static int src6_take(struct src_walk *w, const struct fg_set6 *set, int k, const __u64 seed6[2])
 {
-	__u64 key = __atomic_load_n(&set->key[k], __ATOMIC_ACQUIRE);
+	__u64 key = __atomic_load_n(&set->way[k].key, __ATOMIC_ACQUIRE);
 	struct fg_who6 who;
 
 	if (!key)
@@ -146,7 +146,7 @@ static int src6_take(struct src_walk *w, const struct fg_set6 *set, int k, const
 		w->scan->claiming6++;
 		return 0;
 	}
-	return src_take(w, 6, who.addr, who.rule, who.gen, set->tat[k], set->drops[k]);
+	return src_take(w, 6, who.addr, who.rule, who.gen, set->way[k].tat, set->drops[k]);
 }
 
 static int walk_src6(struct fg_maps *m, struct src_walk *w)
