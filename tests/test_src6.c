@@ -8,6 +8,8 @@
  * owner's copy as userspace reads it (user/sources.c). FG_NEEDS_ROOT.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -514,6 +516,99 @@ static void test_sources_read_v6(void)
 	dp_close(&D);
 }
 
+/* Two CPUs claiming the same new sources in lockstep: one CAS decides
+ * each way, so every source ends with exactly one way and one insert, and
+ * the way's copy is its own. */
+#define CLAIM_N 2000
+static pthread_barrier_t claim_bar;
+
+struct claimer {
+	int cpu, err;
+};
+
+/* Source 2001:db8:I::1, I in bits 32..47. */
+static void claim_frame(__u8 *buf, __u32 i)
+{
+	buf[SADDR6_OFF + 4] = (__u8)(i >> 8);
+	buf[SADDR6_OFF + 5] = (__u8)i;
+}
+
+static void *claim_fn(void *arg)
+{
+	struct claimer *c = arg;
+	struct pkt_spec s = udp6("2001:db8::1", 7);
+	__u8 buf[512];
+	int len = pkt_build(&s, buf, sizeof(buf));
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(c->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		c->err = -errno;
+	for (__u32 i = 0; i < CLAIM_N; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = len, .repeat = 1);
+
+		claim_frame(buf, i);
+		pthread_barrier_wait(&claim_bar);
+		if (!c->err && bpf_prog_test_run_opts(D.prog, &o))
+			c->err = -errno;
+		pthread_barrier_wait(&claim_bar);
+	}
+	return NULL;
+}
+
+static void test_two_cpus_claim(void)
+{
+	struct fg_rule r = limit_rule(1, 2, 64);
+	struct claimer c[2] = { { .cpu = 0 }, { .cpu = 1 } };
+	pthread_t th[2];
+	int once = 0, valid = 0;
+
+	if (libbpf_num_possible_cpus() < 2) {
+		fg_test_skip("needs 2 CPUs");
+		return;
+	}
+	if (setup(16384))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	pthread_barrier_init(&claim_bar, NULL, 2);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, claim_fn, &c[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&claim_bar);
+	ASSERT_OK(c[0].err, "CPU 0 ran");
+	ASSERT_OK(c[1].err, "CPU 1 ran");
+	for (__u32 i = 0; i < CLAIM_N; i++) {
+		char a[64];
+		struct fg_set6 set;
+		__u32 idx;
+		__u64 key;
+		int n = 0;
+
+		snprintf(a, sizeof(a), "2001:db8:%x::", i);	/* claim_frame writes bits 32..47 */
+		key = key_of(a, 64, 0, 0, &idx);
+		if (read_set(idx, &set))
+			continue;
+		for (int w = 0; w < FG_WAYS6; w++) {
+			if (set.way[w].key != key)
+				continue;
+			n++;
+			valid += fg_who6_digest(&set.who[w], ctl_now().seed6) == key;
+		}
+		once += n == 1;
+	}
+	printf("  %d of %d sources hold exactly one way; %llu inserts\n", once, CLAIM_N,
+	       (unsigned long long)dp_row_ev(&D, 0, FG_EV_INSERT));
+	ASSERT_EQ(once, CLAIM_N, "every source holds exactly one way");
+	ASSERT_EQ(valid, CLAIM_N, "and its way's copy is its own");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), CLAIM_N, "one insert per source");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_PASS), 2 * CLAIM_N, "both packets of each in one burst of 2");
+	ASSERT_EQ(count_ways(), CLAIM_N, "no other way used");
+	dp_close(&D);
+}
+
 /* The digest: deterministic, covers every input word, and the seed. */
 static void test_digest(void)
 {
@@ -573,5 +668,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_on_full_paths);
 	FG_RUN(test_prefix_grouping);
 	FG_RUN(test_sources_read_v6);
+	FG_RUN(test_two_cpus_claim);
 	return fg_test_summary();
 }
