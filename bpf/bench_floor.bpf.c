@@ -95,3 +95,38 @@ int vary(struct xdp_md *ctx)
 	bpf_tail_call(ctx, &vary_jmp, 0);
 	return XDP_ABORTED;
 }
+
+/*
+ * vary6: vary for IPv6 frames (tools/fgbench6.c). Writes source /64 number
+ * i of vary6_n, i pseudo-random (vary6_seq 0) or the next in turn
+ * (vary6_seq 1: one pass of N repeats visits every source once), into bits
+ * 32..63 of the frame's IPv6 source address, then tail-calls vary_jmp[0].
+ */
+__u32 vary6_n = 1;
+__u32 vary6_seq = 0;
+__u64 vary6_state = 1;
+__u32 vary6_next = 0;
+
+SEC("xdp.frags")
+int vary6(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *sa = data + 14 + 8 + 4;	/* Ethernet, IPv6 saddr, its second 32-bit word */
+	__u64 s = vary6_state * 6364136223846793005ull + 1442695040888963407ull;
+	__u32 a, n = vary6_n;
+
+	vary6_state = s;
+	if (vary6_seq)
+		a = vary6_next++ % (n ? n : 1);
+	else
+		a = n > 1 ? (__u32)(s >> 32) % n : 0;
+	if ((void *)(sa + 4) > data_end)
+		return XDP_ABORTED;
+	sa[0] = a >> 24;
+	sa[1] = a >> 16;
+	sa[2] = a >> 8;
+	sa[3] = a;
+	bpf_tail_call(ctx, &vary_jmp, 0);
+	return XDP_ABORTED;
+}

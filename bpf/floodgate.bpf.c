@@ -37,8 +37,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define EEXIST 17
-
 /* One load, not merged with or moved across another FG_READ_ONCE: fields
  * of fg_ctl change under the program (user/ctl.h). */
 #define FG_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
@@ -133,12 +131,15 @@ struct {
 	__type(value, struct fg_set4);
 } fg_src4 SEC(".maps");
 
-/* Per-source buckets, IPv6 (prefix-grouped). LRU: the eviction invariant, floodgate.h. */
+/* Per-source buckets, IPv6 (prefix-grouped): set-associative by digest,
+ * see struct fg_set6. Filled by this program; 1 << fg_ctl.src6_bits sets,
+ * sized by userspace from max_sources; mmapable as fg_src4. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct fg_key6);
-	__type(value, struct fg_bucket);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 13);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_set6);
 } fg_src6 SEC(".maps");
 
 /* Aggregate, overflow and admission buckets, a cache line each. */
@@ -413,11 +414,78 @@ __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
 	return w;
 }
 
+/*
+ * fg_src4_way_in for fg_src6 (struct fg_set6): the same rule, the key a
+ * digest; a claimer then writes its copy of the source (who).
+ */
+static __always_inline int fg_src6_way_in(const struct fg_policy *pol,
+					  struct fg_set6 *set, const struct fg_who6 *who,
+					  __u64 key, __u64 now, struct fg_verd *v)
+{
+	__u64 oldest = now, victim_key = 0;
+	int i, victim = -1;
+
+	if (!pol || !set || !who)
+		return -1;
+FG_UNROLL
+	for (i = 0; i < FG_WAYS6; i++)
+		if (set->way[i].key == key)
+			return i;
+FG_UNROLL
+	for (i = 0; i < FG_WAYS6; i++) {
+		__u64 k = set->way[i].key, t = set->way[i].tat;
+
+		if (!k) {
+			victim = i;
+			victim_key = 0;
+			break;
+		}
+		if (t <= oldest) {	/* full, and the oldest so far */
+			oldest = t;
+			victim = i;
+			victim_key = k;
+		}
+	}
+	if (victim < 0 || victim >= FG_WAYS6) {
+		v->ev |= 1u << FG_EV_INSERT_FAIL;
+		return -1;
+	}
+	if (!fg_admit_new(pol, now, v))
+		return -1;
+	if (__sync_val_compare_and_swap(&set->way[victim].key, victim_key, key) == victim_key) {
+		v->ev |= 1u << FG_EV_INSERT;
+		set->drops[victim] = 0;
+		set->who[victim] = *who;	/* after the CAS: readers check it, floodgate.h */
+		return victim;
+	}
+	if (set->way[victim].key == key)
+		return victim;	/* another CPU claimed it for this source */
+	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
+	return -1;
+}
+
+/* What a claim of a way in fg_src6 needs (one argument: a global
+ * function takes at most five). */
+struct fg_claim6 {
+	struct fg_who6 who;
+	__u64 key;		/* fg_digest6 of who */
+	__u64 now;		/* time units */
+};
+
+/* Global, as fg_src4_way: verified once, on its own. */
+__noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
+			   const struct fg_claim6 *c, __u32 *ev)
+{
+	struct fg_verd v = {};
+	int w = c ? fg_src6_way_in(pol, set, &c->who, c->key, c->now, &v) : -1;
+
+	if (ev)
+		*ev |= v.ev;
+	return w;
+}
+
 /* The source's own bucket (its tat and drops words), or NULL when it has
- * none: IPv4 from the set-associative fg_src4; IPv6 from the LRU fg_src6,
- * created (full) if the admission limit allows, with BPF_NOEXIST so an
- * existing bucket is never reset (a racing CPU that created it first wins
- * and we use its bucket). */
+ * none: from the set-associative fg_src4 or fg_src6 (floodgate.h). */
 static __always_inline __u64 *
 fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 	      const struct fg_rule *r, const struct fg_pkt *p, __u64 now,
@@ -451,35 +519,30 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		*drops = &set->drops[w];
 		return &set->tat[w];
 	} else {
-		struct fg_bucket fresh = {}, *b;
-		struct fg_key6 k = {
-			.rule = r->id,
-			.gen = r->gen,
-		};
-		__u32 *a = (__u32 *)k.addr;
-		long err;
+		struct fg_claim6 c = { .who = { .rule = r->id, .gen = r->gen }, .now = now };
+		__u32 bits = FG_READ_ONCE(ctl->src6_bits), ev = 0;
+		struct fg_set6 *set;
+		__u32 idx;
+		int w;
 
-		a[0] = p->saddr[0] & r->mask6[0];
-		a[1] = p->saddr[1] & r->mask6[1];
-		a[2] = p->saddr[2] & r->mask6[2];
-		a[3] = p->saddr[3] & r->mask6[3];
-		b = bpf_map_lookup_elem(&fg_src6, &k);
-		if (!b) {
-			if (!fg_admit_new(pol, now, v))
-				return NULL;
-			err = bpf_map_update_elem(&fg_src6, &k, &fresh, BPF_NOEXIST);
-			if (err && err != -EEXIST) {
-				v->ev |= 1u << FG_EV_INSERT_FAIL;
-				return NULL;
-			}
-			if (!err)
-				v->ev |= 1u << FG_EV_INSERT;
-			b = bpf_map_lookup_elem(&fg_src6, &k);
-			if (!b)
-				return NULL;
-		}
-		*drops = &b->drops;
-		return &b->tat;
+		if (bits < FG_SRC6_MIN_BITS || bits > FG_SRC6_MAX_BITS)
+			return NULL;
+		c.who.addr[0] = p->saddr[0] & r->mask6[0];
+		c.who.addr[1] = p->saddr[1] & r->mask6[1];
+		c.who.addr[2] = p->saddr[2] & r->mask6[2];
+		c.who.addr[3] = p->saddr[3] & r->mask6[3];
+		c.key = fg_digest6(c.who.addr, c.who.rule, c.who.gen, FG_READ_ONCE(ctl->seed6[0]),
+				   FG_READ_ONCE(ctl->seed6[1]));
+		idx = fg_set6_of(c.key, bits);
+		set = bpf_map_lookup_elem(&fg_src6, &idx);
+		if (!set)
+			return NULL;
+		w = fg_src6_way(pol, set, &c, &ev);
+		v->ev |= ev;
+		if (w < 0 || w >= FG_WAYS6)
+			return NULL;
+		*drops = &set->drops[w];
+		return &set->way[w].tat;
 	}
 }
 

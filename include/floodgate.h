@@ -29,6 +29,9 @@
  *   events FG_EV_TEV_CAPPED and FG_EV_TEV_LOST (fg_stats grows); the low 4 bits of a
  *   bucket's drops word hold its last event's epoch tag (FG_TEV_TAG_MASK; readers mask them)
  * - fg_meta: src_count4, src_count6, src_count_at (the daemon's incremental walk); 952 -> 976 bytes
+ * - fg_src6 is a set-associative BPF_F_MMAPABLE array of struct fg_set6 (was an LRU hash of
+ *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: seed6[2], src6_bits, pad6
+ *   (88 -> 112 bytes)
  *
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
@@ -215,8 +218,13 @@ struct fg_ctl {
 	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
 	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
 	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
+	/* read by IPv6 packets only, hence on the second line */
+	__u64 seed6[2];		/* 88 fg_src6 digest key (SipHash), random per pin dir (init) */
+	__u32 src6_bits;	/* 104 fg_src6 has 1 << src6_bits sets (init) */
+	__u32 pad6;		/* 108 */
 };
-_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 && sizeof(struct fg_ctl) == 88,
+_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 &&
+	       __builtin_offsetof(struct fg_ctl, seed6) == 88 && sizeof(struct fg_ctl) == 112,
 	       "fg_ctl: the per-packet fields fill the first cache line");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
@@ -544,17 +552,19 @@ struct fg_dir4 {
  * at most that one packet.
  *
  * Memory: 24 bytes per way (key, tat, drops), against ~88 for a kernel hash
- * element. IPv6 keys (up to 16 bytes + rule) do not fit one CAS word and
- * stay in an LRU hash behind the admission limit (fg_policy.ins).
+ * element. IPv6 sources live in fg_src6, the same design with a digest for
+ * a key (struct fg_set6).
  *
  * The admission limit: new source keys enter through one GCRA bucket
  * (fg_policy.ins) whose rate userspace sets to
- *	R_ins = (max_sources - LRU slack) / (2 * T_refill),
+ *	R_ins = max_sources / (2 * T_refill),
  * T_refill being the longest time any rule's per-source bucket needs to
  * refill from empty (burst / rate). At most R_ins keys enter per second,
- * so an LRU entry survives at least 2 * T_refill after its last use before
- * churn can evict it; by then its bucket is full again and re-creating it
- * gives nothing away. Sources refused are charged per on_full.
+ * so a table of max_sources ways turns over at most once per 2 * T_refill,
+ * the oldest full way of a set first: a source that keeps sending is
+ * rarely the one taken, and a way that is taken is full, which gives
+ * nothing away. Both tables are set-associative, so there is no LRU slack
+ * (per-CPU free lists) to subtract. Sources refused are charged per on_full.
  */
 #define FG_WAYS4	8
 #define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
@@ -586,12 +596,108 @@ static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 see
 	return (__u32)(x >> (64 - bits));
 }
 
-/* IPv6 source bucket keys: the masked source, the rule id and its generation. */
-struct fg_key6 {
-	__u8 addr[16];
-	__u16 rule;
-	__u16 gen;
+/*
+ * IPv6 source buckets: fg_src6, 1 << fg_ctl.src6_bits sets of FG_WAYS6
+ * ways, claimed, evicted and admitted exactly as fg_src4's (the eviction
+ * invariant above holds word for word, by the same construction). A way's
+ * key is one 64-bit word: fg_digest6 of (masked source, rule id, gen) under
+ * the per-pin-dir seed fg_ctl.seed6, with bit 0 set as the 'used' bit (an
+ * all-zero word is an empty way); its top src6_bits bits pick the set. Two
+ * sources share a bucket only if their 63-bit digests are equal: for any
+ * pair chosen without the seed that is 2^-63, as unlikely as guessing it.
+ * The digest is keyed SipHash-1-3, not a plain mix, because seed-independent
+ * collisions are known for murmur-style hashes.
+ *
+ * who[w] is the source itself, for `floodgate top` and the throttle log;
+ * the program never reads it. The claimer writes it after its CAS, so a
+ * reader may see, for a moment, the new key next to the previous owner's
+ * copy, zeros (a way never used) or a mix of two claimers' writes. Readers
+ * recompute the digest of the copy (fg_who6_digest) and treat a mismatch as
+ * "being claimed": the way is counted, its address is not shown.
+ *
+ * Memory: a set is 384 bytes, 6 cache lines (2 of keys and tats, drops, 3
+ * of who), 48 bytes per way, against 104 for an LRU hash element. A lookup
+ * reads the first two.
+ */
+#define FG_WAYS6	8
+#define FG_SRC6_MIN_BITS 7	/* 128 sets, 1024 ways */
+#define FG_SRC6_MAX_BITS 24
+
+struct fg_who6 {
+	__be32 addr[4];		/* masked source */
+	__u16 rule;		/* rule id */
+	__u16 gen;		/* rule generation */
+	__u32 pad;
 };
+
+/* A way's key beside its tat: a lookup's two lines are independent loads
+ * (one miss's latency, not two in a row), and a hit finds its tat there. */
+struct fg_way6 {
+	__u64 key;		/* fg_digest6, 0 = empty */
+	__u64 tat;		/* GCRA state */
+};
+
+struct fg_set6 {
+	struct fg_way6 way[FG_WAYS6];	/*   0 two cache lines, read by every lookup */
+	__u64 drops[FG_WAYS6];		/* 128 sampled, see FG_DROP_SAMPLE */
+	struct fg_who6 who[FG_WAYS6];	/* 192 the owner, written after the claim */
+};
+_Static_assert(sizeof(struct fg_set6) == 384 && sizeof(struct fg_set6) / FG_WAYS6 <= 64,
+	       "fg_set6: six cache lines, at most 64 bytes per tracked source");
+
+static inline __attribute__((always_inline)) __u64 fg_rotl64(__u64 x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define FG_SIPROUND(v0, v1, v2, v3) do {					\
+	v0 += v1; v1 = fg_rotl64(v1, 13); v1 ^= v0; v0 = fg_rotl64(v0, 32);	\
+	v2 += v3; v3 = fg_rotl64(v3, 16); v3 ^= v2;				\
+	v0 += v3; v3 = fg_rotl64(v3, 21); v3 ^= v0;				\
+	v2 += v1; v1 = fg_rotl64(v1, 17); v1 ^= v2; v2 = fg_rotl64(v2, 32);	\
+} while (0)
+
+/*
+ * fg_src6's key: SipHash-1-3 under (k0, k1) of the 20-byte message (addr,
+ * rule, gen), the words as this host loads them (the program and its
+ * readers run on one host), with the used bit set.
+ */
+static inline __attribute__((always_inline)) __u64
+fg_digest6(const __be32 a[4], __u16 rule, __u16 gen, __u64 k0, __u64 k1)
+{
+	__u64 v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+	__u64 v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+	__u64 m0 = (__u64)a[0] | (__u64)a[1] << 32, m1 = (__u64)a[2] | (__u64)a[3] << 32;
+	__u64 m2 = (__u64)rule | (__u64)gen << 16 | 20ull << 56;	/* last block: length on top */
+
+	v3 ^= m0;
+	FG_SIPROUND(v0, v1, v2, v3);
+	v0 ^= m0;
+	v3 ^= m1;
+	FG_SIPROUND(v0, v1, v2, v3);
+	v0 ^= m1;
+	v3 ^= m2;
+	FG_SIPROUND(v0, v1, v2, v3);
+	v0 ^= m2;
+	v2 ^= 0xff;
+	FG_SIPROUND(v0, v1, v2, v3);
+	FG_SIPROUND(v0, v1, v2, v3);
+	FG_SIPROUND(v0, v1, v2, v3);
+	return (v0 ^ v1 ^ v2 ^ v3) | 1;
+}
+
+/* The key a way's copy of its owner stands for (readers: see above). */
+static inline __attribute__((always_inline)) __u64
+fg_who6_digest(const struct fg_who6 *w, const __u64 seed6[2])
+{
+	return fg_digest6(w->addr, w->rule, w->gen, seed6[0], seed6[1]);
+}
+
+/* The set of a key: its top bits (the digest is already uniform). */
+static inline __attribute__((always_inline)) __u32 fg_set6_of(__u64 key, __u32 bits)
+{
+	return (__u32)(key >> (64 - bits));
+}
 
 /*
  * A token bucket in GCRA form: one theoretical arrival time. Admit a cost c

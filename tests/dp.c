@@ -19,10 +19,14 @@ static int dp_ctl_init(struct dp *d, __u32 max_sources)
 {
 	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
 			    .seed4 = 0x5eed5eed5eed5eedull };
-	__u32 k = 0, sets = fg_src4_sets(max_sources);
+	__u32 k = 0, sets = fg_src4_sets(max_sources), sets6 = fg_src6_sets(max_sources);
 
 	while ((1u << c.src4_bits) < sets)
 		c.src4_bits++;
+	while ((1u << c.src6_bits) < sets6)
+		c.src6_bits++;
+	c.seed6[0] = 0x5eed6a6a5eed6a6aull;
+	c.seed6[1] = 0x0123456789abcdefull;
 	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_ctl), &k, &c, 0))
 		return -errno;
 	return fg_ctl_map_open(&d->cm, bpf_map__fd(d->skel->maps.fg_ctl));
@@ -48,7 +52,7 @@ int dp_open(struct dp *d, __u32 max_sources)
 		return -errno;
 	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
 	bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(max_sources));
-	bpf_map__set_max_entries(d->skel->maps.fg_src6, max_sources);
+	bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(max_sources));
 	err = floodgate_bpf__load(d->skel);
 	if (err) {
 		floodgate_bpf__destroy(d->skel);
@@ -244,7 +248,7 @@ int dp_set_admission(struct dp *d, __u64 max_sources)
 		return -ENOMEM;
 	cfg->pol = d->pol;
 	cfg->max_sources = max_sources;
-	fg_policy_set_admission(cfg, d->ncpu);
+	fg_policy_set_admission(cfg);
 	d->pol.ins = cfg->pol.ins;
 	free(cfg);
 	return 0;

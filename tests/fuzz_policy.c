@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		if (r->src.inc && r->src.tau < r->src.inc)
 			abort();
 	}
-	fg_policy_set_admission(&cfg, 2);
+	fg_policy_set_admission(&cfg);
 	f = fopen("/dev/null", "w");
 	if (f) {
 		fg_config_print(f, &cfg);

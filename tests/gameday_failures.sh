@@ -225,7 +225,7 @@ rules:
     per_source: {rate: 1/s, burst: 5}
     on_full: closed
 YAML
-# admission (automatic): (1024 - 2*128*CPUs) / (2 x 5 s refill), burst 64
+# admission (automatic): 1024 / (2 x 5 s refill), burst 64
 if ! gd_start full; then
 	bad "table full: floodgated starts: $(tail -3 "$GD_LOG")"
 else

@@ -1121,7 +1121,8 @@ static void test_helper_cost(void)
 static int xdp_up(struct dp *d, double rate, double burst)
 {
 	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
-			    .seed4 = 0x5eed, .src4_bits = FG_SRC4_MIN_BITS };
+			    .seed4 = 0x5eed, .src4_bits = FG_SRC4_MIN_BITS,
+			    .seed6 = { 0x5eed, 0x6 }, .src6_bits = FG_SRC6_MIN_BITS };
 	struct fg_rule r = { .gen = CAP.gen, .conn_cap = CAP.cap, .conn_ttl_ms = XDP_TTL,
 			     .mask4 = CAP.mask4 };
 	struct fg_match m = M_ANY;
@@ -1135,7 +1136,7 @@ static int xdp_up(struct dp *d, double rate, double burst)
 		return -1;
 	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
 	bpf_map__set_max_entries(d->skel->maps.fg_src4, 1u << FG_SRC4_MIN_BITS);
-	bpf_map__set_max_entries(d->skel->maps.fg_src6, 4096);
+	bpf_map__set_max_entries(d->skel->maps.fg_src6, 1u << FG_SRC6_MIN_BITS);
 	err = bpf_map__reuse_fd(d->skel->maps.fgc_count, C.fd[FGC_M_COUNT]);
 	if (!err)
 		err = bpf_map__reuse_fd(d->skel->maps.fgc_pend, C.fd[FGC_M_PEND]);

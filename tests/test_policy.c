@@ -1301,37 +1301,35 @@ static void test_admission(void)
 		"  - name: agg\n"
 		"    aggregate: {rate: 1/s, burst: 1000}\n", &cfg), "parse"))
 		return;
-	r = fg_policy_set_admission(&cfg, 2);
-	/* (1048576 - 512) / (2 * 2 s) = 262016/s */
-	ASSERT_EQ((long long)(r + 0.5), 262016, "R_ins");
-	ASSERT_EQ(cfg.pol.ins.inc, 244260, "ins.inc = TU / 262016, rounded");	/* 244259.89 */
-	ASSERT_EQ(cfg.pol.ins.tau, 244260ull * 26201, "ins.tau = inc * R/10");
-	r = fg_policy_set_admission(&cfg, 64);	/* slack 16384 */
-	ASSERT_EQ((long long)(r + 0.5), (1048576 - 16384) / 4, "more CPUs, more slack");
+	r = fg_policy_set_admission(&cfg);
+	/* 1048576 / (2 * 2 s) = 262144/s: no LRU slack, both tables are set-associative */
+	ASSERT_EQ((long long)(r + 0.5), 262144, "R_ins");
+	ASSERT_EQ(cfg.pol.ins.inc, 244141, "ins.inc = TU / 262144, rounded");	/* 244140.625 */
+	ASSERT_EQ(cfg.pol.ins.tau, 244141ull * 26214, "ins.tau = inc * R/10");
 	fg_config_free(&cfg);
 
-	/* tiny table: slack would eat it all; use half */
+	/* tiny table */
 	if (!ASSERT_OK(parse_ok("max_sources: 1024\nrules: []\n", &cfg), "parse"))
 		return;
-	r = fg_policy_set_admission(&cfg, 4);	/* slack 1024 >= 1024 */
-	/* fragments default: 200 at 100/s = 2 s; 512 / 4 = 128/s */
-	ASSERT_EQ((long long)(r + 0.5), 128, "R_ins small table");
-	ASSERT_EQ(cfg.pol.ins.inc, TU / 128, "inc");
-	ASSERT_EQ(cfg.pol.ins.tau, 64 * (TU / 128), "burst at least 64");
+	r = fg_policy_set_admission(&cfg);
+	/* fragments default: 200 at 100/s = 2 s; 1024 / 4 = 256/s */
+	ASSERT_EQ((long long)(r + 0.5), 256, "R_ins small table");
+	ASSERT_EQ(cfg.pol.ins.inc, TU / 256, "inc");
+	ASSERT_EQ(cfg.pol.ins.tau, 64 * (TU / 256), "burst at least 64");
 	fg_config_free(&cfg);
 
 	/* no per-source rule at all: T_refill = 1 s */
 	if (!ASSERT_OK(parse_ok("max_sources: 100000\n"
 				"fragments: {aggregate: {rate: 10/s, burst: 100}}\n", &cfg), "parse"))
 		return;
-	r = fg_policy_set_admission(&cfg, 1);
-	ASSERT_EQ((long long)(r + 0.5), (100000 - 256) / 2, "T_refill 1 s");
+	r = fg_policy_set_admission(&cfg);
+	ASSERT_EQ((long long)(r + 0.5), 100000 / 2, "T_refill 1 s");
 	fg_config_free(&cfg);
 
 	/* explicit admission wins */
 	if (!ASSERT_OK(parse_ok("admission: {rate: 50000/s, burst: 1000}\n", &cfg), "parse"))
 		return;
-	r = fg_policy_set_admission(&cfg, 2);
+	r = fg_policy_set_admission(&cfg);
 	ASSERT_EQ((long long)r, 50000, "explicit rate");
 	ASSERT_EQ(cfg.pol.ins.inc, TU / 50000, "explicit inc");
 	ASSERT_EQ(cfg.pol.ins.tau, 1000 * (TU / 50000), "explicit tau");

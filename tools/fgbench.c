@@ -170,7 +170,7 @@ static int fgi_open(struct fgi *g, const char *yaml, const char *path)
 		return -errno;
 	/* fg_clock stays FG_CLOCK_COARSE, as floodgated loads it */
 	bpf_map__set_max_entries(g->skel->maps.fg_src4, fg_src4_sets(g->cfg.max_sources));
-	bpf_map__set_max_entries(g->skel->maps.fg_src6, g->cfg.max_sources);
+	bpf_map__set_max_entries(g->skel->maps.fg_src6, fg_src6_sets(g->cfg.max_sources));
 	err = floodgate_bpf__load(g->skel);
 	if (err) {
 		fprintf(stderr, "fgbench: loading floodgate: %s\n", strerror(-err));
@@ -590,13 +590,14 @@ static int micro(void *cfg)
 				if (fp)
 					fclose(fp);
 				/* fg_src4: tab ways in sets of FG_WAYS4, 8-byte key and
-				 * 16 bytes of state (tat, drops) per way */
+				 * 16 bytes of state (tat, drops) per way; fg_src6: an
+				 * 8-byte digest, tat, drops and the owner's copy */
 				printf("{\"kind\":\"mem\",\"map\":\"%s\",\"max_entries\":%u,"
 				       "\"entries\":%ld,\"memlock\":%llu,\"key\":%zu,\"value\":%zu,"
 				       "\"bytes_per_entry\":%.2f,\"bytes_per_tracked\":%.2f}\n",
 				       f ? "fg_src6" : "fg_src4", tab, f ? 0 : have, memlock,
-				       f ? sizeof(struct fg_key6) : sizeof(struct fg_wkey4),
-				       f ? sizeof(struct fg_bucket) : 2 * sizeof(__u64),
+				       f ? sizeof(__u64) : sizeof(struct fg_wkey4),
+				       f ? sizeof(struct fg_set6) / FG_WAYS6 - sizeof(__u64) : 2 * sizeof(__u64),
 				       (double)memlock / tab, (double)memlock / n);
 			}
 		}

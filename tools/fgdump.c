@@ -9,6 +9,10 @@
  *       masked with the rule's prefix, as the XDP program does), one JSON
  *       object: {"rule","id","gen","set","found","tat","drops"}; tat and
  *       drops are null when the source holds no way.
+ *   fgdump [-p DIR] bucket6 ADDR RULE
+ *       the same for an IPv6 source in fg_src6, with "key" (its digest,
+ *       hex) and "who" (the way's copy of its owner, null when none or
+ *       while it is being claimed).
  *   fgdump [-p DIR] watch ROW STOPFILE [--quiet SECS] [--source ADDR]
  *       sample stats row ROW (rule id; summed over CPUs) about every
  *       0.2 ms, one line per sample:
@@ -96,6 +100,29 @@ static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 		}
 	}
 	return -ENOENT;
+}
+
+/* The active policy's rule with id (a copy in *out), -ENOENT if none. */
+static int active_rule(struct fg_maps *m, __u32 id, struct fg_rule *out)
+{
+	struct fg_policy *pol = malloc(sizeof(*pol));
+	int err;
+
+	if (!pol)
+		return -ENOMEM;
+	err = fg_policy_read_active(m, pol);
+	if (err)
+		goto out;
+	err = -ENOENT;
+	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++) {
+		if (pol->rules[r].id == id) {
+			*out = pol->rules[r];
+			err = 0;
+		}
+	}
+out:
+	free(pol);
+	return err;
 }
 
 /* The set and key word of ADDR under rule id, from the active policy (mask,
@@ -265,10 +292,98 @@ static int cmd_watch(struct fg_maps *m, const struct watch_opts *o)
 	return fflush(stdout) ? -errno : 0;
 }
 
+/* An IPv6 source's way, found as the XDP program finds it (floodgate.h,
+ * struct fg_set6). */
+struct src6_ref {
+	__u32 set;
+	__u64 key;
+	__u16 gen;
+	bool found;
+	struct fg_bucket b;
+	bool who_ok;		/* the way's copy of its owner is the key's */
+	struct fg_who6 who;
+};
+
+static int src6_find(struct fg_maps *m, const char *addr, __u32 id, struct src6_ref *ref)
+{
+	struct fg_who6 who = { .rule = (__u16)id };
+	struct fg_rule rule;
+	struct fg_ctl ctl;
+	struct fg_set6 set;
+	int err;
+
+	memset(ref, 0, sizeof(*ref));
+	if (inet_pton(AF_INET6, addr, who.addr) != 1 || id >= FG_MAX_IDS)
+		return -EINVAL;
+	err = active_rule(m, id, &rule);
+	if (!err)
+		err = fg_ctl_read(m, &ctl);
+	if (err)
+		return err;
+	if (ctl.src6_bits < FG_SRC6_MIN_BITS || ctl.src6_bits > FG_SRC6_MAX_BITS)
+		return -EPROTO;
+	for (int i = 0; i < 4; i++)
+		who.addr[i] &= rule.mask6[i];
+	who.gen = rule.gen;
+	ref->gen = rule.gen;
+	ref->key = fg_who6_digest(&who, ctl.seed6);
+	ref->set = fg_set6_of(ref->key, ctl.src6_bits);
+	if (bpf_map_lookup_elem(m->fd[FGM_SRC6], &ref->set, &set))
+		return -errno;
+	for (int w = 0; w < FG_WAYS6; w++) {
+		if (set.way[w].key != ref->key)
+			continue;
+		ref->found = true;
+		ref->b.tat = set.way[w].tat;
+		ref->b.drops = set.drops[w];
+		ref->who = set.who[w];
+		ref->who_ok = fg_who6_digest(&set.who[w], ctl.seed6) == ref->key;
+	}
+	return 0;
+}
+
+static int cmd_bucket6(struct fg_maps *m, const char *addr, const char *rule)
+{
+	struct src6_ref ref;
+	struct json_object *o, *who = NULL;
+	char a[INET6_ADDRSTRLEN], key[24];
+	__u32 id;
+	int err;
+
+	err = rule_id(m, rule, &id);
+	if (!err)
+		err = src6_find(m, addr, id, &ref);
+	if (err)
+		return err;
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	if (ref.found && ref.who_ok && inet_ntop(AF_INET6, ref.who.addr, a, sizeof(a))) {
+		who = json_object_new_object();
+		json_object_object_add(who, "addr", json_object_new_string(a));
+		json_object_object_add(who, "rule", json_object_new_int64(ref.who.rule));
+		json_object_object_add(who, "gen", json_object_new_int64(ref.who.gen));
+	}
+	snprintf(key, sizeof(key), "%016llx", (unsigned long long)ref.key);
+	json_object_object_add(o, "rule", json_object_new_string(rule));
+	json_object_object_add(o, "id", json_object_new_int64(id));
+	json_object_object_add(o, "gen", json_object_new_int64(ref.gen));
+	json_object_object_add(o, "set", json_object_new_int64(ref.set));
+	json_object_object_add(o, "key", json_object_new_string(key));
+	json_object_object_add(o, "found", json_object_new_boolean(ref.found));
+	json_object_object_add(o, "tat", ref.found ? json_object_new_int64((int64_t)ref.b.tat) : NULL);
+	json_object_object_add(o, "drops", ref.found ? json_object_new_int64((int64_t)ref.b.drops) : NULL);
+	json_object_object_add(o, "who", who);
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fgdump [-p DIR] bucket4 ADDR RULE\n"
+		"       fgdump [-p DIR] bucket6 ADDR RULE\n"
 		"       fgdump [-p DIR] watch ROW STOPFILE [--quiet SECS] [--source ADDR]\n"
 		"  -p, --pin-dir DIR   pin dir (default $" FG_PIN_DIR_ENV ", else "
 		FG_PIN_DIR_DEFAULT ")\n"
@@ -327,7 +442,9 @@ int main(int argc, char **argv)
 	}
 	nargs = argc - optind;
 	cmd = nargs > 0 ? argv[optind] : "";
-	if (!((!strcmp(cmd, "bucket4") && nargs == 3 && !watch_opts) ||
+	bool bucket = !strcmp(cmd, "bucket4") || !strcmp(cmd, "bucket6");
+
+	if (!((bucket && nargs == 3 && !watch_opts) ||
 	      (!strcmp(cmd, "watch") && nargs == 3))) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -356,12 +473,14 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	if (!strcmp(cmd, "bucket4"))
 		err = cmd_bucket4(&m, argv[optind + 1], argv[optind + 2]);
+	else if (!strcmp(cmd, "bucket6"))
+		err = cmd_bucket6(&m, argv[optind + 1], argv[optind + 2]);
 	else
 		err = cmd_watch(&m, &w);
 	fg_maps_close(&m);
-	if (err == -ENOENT && !strcmp(cmd, "bucket4"))
-		fprintf(stderr, "fgdump bucket4: no rule named \"%s\" in the active policy\n",
-			argv[optind + 2]);
+	if (err == -ENOENT && bucket)
+		fprintf(stderr, "fgdump %s: no rule named \"%s\" in the active policy\n",
+			cmd, argv[optind + 2]);
 	else if (err == -ENOENT)
 		fprintf(stderr, "fgdump watch: no rule with id %u in the active policy\n", w.row);
 	else if (err)

@@ -22,24 +22,18 @@ static long double longest_refill(const struct fg_policy *pol)
 	return t_refill > 0 ? t_refill : 1;
 }
 
-double fg_policy_set_admission(struct fg_config *cfg, int ncpus)
+double fg_policy_set_admission(struct fg_config *cfg)
 {
 	struct fg_policy *pol = &cfg->pol;
-	long double t_refill, cap, r_ins, inc, burst, tau;
-	__u64 slack;
+	long double t_refill, r_ins, inc, burst, tau;
 
 	if (cfg->admission.set) {
 		r_ins = cfg->admission.rate;
 		burst = cfg->admission.burst;
 	} else {
+		/* the whole table turns over at most once per 2 * T_refill (floodgate.h) */
 		t_refill = longest_refill(pol);
-		if (ncpus < 1)
-			ncpus = 1;
-		/* what the kernel's LRU may hold in per-CPU free lists */
-		slack = 2ull * 128 * (__u64)ncpus;
-		cap = cfg->max_sources <= slack ? cfg->max_sources / 2 :
-						  cfg->max_sources - slack;
-		r_ins = cap / (2 * t_refill);
+		r_ins = (long double)cfg->max_sources / (2 * t_refill);
 		burst = r_ins / 10 > 64 ? floorl(r_ins / 10) : 64;
 	}
 	if (r_ins < 1e-9L)

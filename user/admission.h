@@ -10,10 +10,10 @@ struct fg_config;
 
 /*
  * Sets cfg->pol.ins to the policy's explicit `admission:` limit or, without
- * one, to R_ins = (max_sources - 2 * 128 * ncpus) / (2 * T_refill) new keys
- * per second, T_refill being the longest time any rule's per-source bucket
- * takes to refill from empty. Returns the rate it chose, in keys per second.
+ * one, to R_ins = max_sources / (2 * T_refill) new keys per second, T_refill
+ * being the longest time any rule's per-source bucket takes to refill from
+ * empty. Returns the rate it chose, in keys per second.
  */
-double fg_policy_set_admission(struct fg_config *cfg, int ncpus);
+double fg_policy_set_admission(struct fg_config *cfg);
 
 #endif /* FG_ADMISSION_H */

@@ -556,7 +556,7 @@ static int apply_write_inactive(struct apply *a)
 		return err;
 	/* sets need the trie too: mark a family if it has any entry */
 	pol->lists = (a->n4 ? 1 : 0) | (a->n6 ? 2 : 0);
-	fg_policy_set_admission(a->cfg, a->m->ncpus);
+	fg_policy_set_admission(a->cfg);
 	pol->version = a->active.version + 1;
 	err = pidx_write(a->m, pol, a->inactive);
 	if (err) {

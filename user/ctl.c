@@ -158,6 +158,20 @@ int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4
 	return 0;
 }
 
+int fg_ctl_stamp6(struct fg_ctl_map *cm, __u32 src6_bits, const __u64 seed6[2])
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (src6_bits < FG_SRC6_MIN_BITS || src6_bits > FG_SRC6_MAX_BITS)
+		return -EINVAL;
+	if (LOAD(&cm->ctl->magic))
+		return -EEXIST;
+	STORE(&cm->ctl->src6_bits, src6_bits);
+	STORE(&cm->ctl->seed6[0], seed6[0]);
+	STORE(&cm->ctl->seed6[1], seed6[1]);
+	return 0;
+}
+
 int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode)
 {
 	return store_word(cm, offsetof(struct fg_ctl, mode), mode, FG_MODE_SHADOW);
@@ -272,5 +286,8 @@ int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
 		out->rule_ovr_shadow[w] = LOAD(&c->rule_ovr_shadow[w]);
 	}
 	out->ovr_since = LOAD(&c->ovr_since);
+	out->seed6[0] = LOAD(&c->seed6[0]);
+	out->seed6[1] = LOAD(&c->seed6[1]);
+	out->src6_bits = LOAD(&c->src6_bits);
 	return 0;
 }

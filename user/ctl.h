@@ -72,6 +72,8 @@ int fg_switch_file_mode(struct fg_ctl_map *cm, __u32 mode);
  * may have set before the stamp, are left as they are: a kill switch
  * thrown while a fresh daemon starts stays thrown. */
 int fg_ctl_stamp(struct fg_ctl_map *cm, __u32 mode, __u32 src4_bits, __u64 seed4);
+/* Before fg_ctl_stamp, on a fresh fg_ctl too: fg_src6's size and seed. */
+int fg_ctl_stamp6(struct fg_ctl_map *cm, __u32 src6_bits, const __u64 seed6[2]);
 
 /* Runtime lists: add delta (+1 before an insert, -1 after a delete) to
  * rt_active, atomically; the count of other writers is never lost. */

@@ -39,8 +39,8 @@
 	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2, 0) \
 	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0,	\
 	  BPF_F_MMAPABLE)							\
-	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_key6),	\
-	  sizeof(struct fg_bucket), 0, 0)					\
+	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set6), 0,	\
+	  BPF_F_MMAPABLE)							\
 	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG, 0) \
 	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
 	  FG_NROWS, 0)								\
@@ -515,33 +515,59 @@ __u32 fg_src4_sets(__u64 max_sources)
 	return 1u << bits;
 }
 
+__u32 fg_src6_sets(__u64 max_sources)
+{
+	__u32 bits = FG_SRC6_MIN_BITS;
+
+	while (bits < FG_SRC6_MAX_BITS && ((__u64)FG_WAYS6 << bits) < max_sources)
+		bits++;
+	return 1u << bits;
+}
+
+/* log2 of a source table's sets, which must be a power of two in [lo, hi]. */
+static int table_bits(struct fg_maps *m, enum fg_map_id id, __u32 lo, __u32 hi, __u32 *bits)
+{
+	__u32 nsets = 0, b = 0;
+	int err = fg_map_max_entries(m, id, &nsets);
+
+	if (err)
+		return err;
+	while (b < 31 && (1u << b) < nsets)
+		b++;
+	if ((1u << b) != nsets || b < lo || b > hi)
+		return -EINVAL;
+	*bits = b;
+	return 0;
+}
+
 int fg_ctl_init(struct fg_maps *m, __u32 mode)
 {
-	__u32 nsets = 0, bits = 0;
+	__u32 bits = 0, bits6 = 0;
 	struct fg_ctl_map cm;
 	struct fg_ctl ctl;
-	__u64 seed;
+	__u64 seed, seed6[2];
 	int err = fg_ctl_read(m, &ctl);
 
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, bypass, overrides, the table's seed */
-	err = fg_map_max_entries(m, FGM_SRC4, &nsets);
+		return 0;	/* adopted: keep slot, bypass, overrides, the tables' seeds */
+	err = table_bits(m, FGM_SRC4, FG_SRC4_MIN_BITS, FG_SRC4_MAX_BITS, &bits);
+	if (!err)
+		err = table_bits(m, FGM_SRC6, FG_SRC6_MIN_BITS, FG_SRC6_MAX_BITS, &bits6);
 	if (err)
 		return err;
-	while (bits < 31 && (1u << bits) < nsets)
-		bits++;
-	if ((1u << bits) != nsets || bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
-		return -EINVAL;	/* fg_src4 must have 2^7..2^24 sets */
-	/* a random seed: a spoofer cannot aim sources at one set */
-	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+	/* random seeds: a spoofer cannot aim sources at one set */
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) ||
+	    getrandom(seed6, sizeof(seed6), 0) != sizeof(seed6))
 		return -errno;
 	/* field by field: a bypass the CLI set meanwhile is kept (ctl.h) */
 	err = fg_ctl_map_open(&cm, m->fd[FGM_CTL]);
 	if (err)
 		return err;
-	err = fg_ctl_stamp(&cm, mode, bits, seed);
+	err = fg_ctl_stamp6(&cm, bits6, seed6);
+	if (!err)
+		err = fg_ctl_stamp(&cm, mode, bits, seed);
 	fg_ctl_map_close(&cm);
 	return err == -EEXIST ? 0 : err;
 }

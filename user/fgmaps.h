@@ -131,10 +131,12 @@ extern const char *const fg_event_names[FG_EV_MAX];
 
 /* Sets of fg_src4 for max_sources ways (a power of two, 2^7..2^24). */
 __u32 fg_src4_sets(__u64 max_sources);
+/* Sets of fg_src6 for max_sources ways (a power of two, 2^7..2^24). */
+__u32 fg_src6_sets(__u64 max_sources);
 
 /* Stamp fg_ctl of a fresh pin dir, the one whole write it ever gets,
- * before any program is attached: magic, ABI, slot 0, mode, fg_src4's
- * geometry and a random hash seed. An already stamped one is kept whole
+ * before any program is attached: magic, ABI, slot 0, mode, the source
+ * tables' geometry and their random seeds. An already stamped one is kept whole
  * (adoption: slot, bypass, overrides); the apply then stores the file's
  * mode (apply.h). */
 int fg_ctl_init(struct fg_maps *m, __u32 mode);

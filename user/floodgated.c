@@ -329,7 +329,8 @@ static int size_maps(struct daemon *d)
 	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
 					    fg_src4_sets(d->max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, d->max_sources)))
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6,
+					    fg_src6_sets(d->max_sources))))
 		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources,
 			strerror(-err));
 	return err;

@@ -125,17 +125,15 @@ static void print_admission(FILE *f, const struct fg_config *cfg)
 		return;
 	*tmp = *cfg;
 	if (cfg->admission.set) {
-		rate = fg_policy_set_admission(tmp, 1);
+		rate = fg_policy_set_admission(tmp);
 		fprintf(f, "  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
 			rate, cfg->admission.burst,
 			(unsigned long long)tmp->pol.ins.inc,
 			(unsigned long long)tmp->pol.ins.tau);
 	} else {
-		long nc = sysconf(_SC_NPROCESSORS_CONF);
-
-		rate = fg_policy_set_admission(tmp, nc > 0 ? (int)nc : 1);
-		fprintf(f, "  admission:   %.6g new sources/s (automatic for %ld CPUs; inc %llu, tau %llu)\n",
-			rate, nc > 0 ? nc : 1L,
+		rate = fg_policy_set_admission(tmp);
+		fprintf(f, "  admission:   %.6g new sources/s (automatic; inc %llu, tau %llu)\n",
+			rate,
 			(unsigned long long)tmp->pol.ins.inc,
 			(unsigned long long)tmp->pol.ins.tau);
 	}

@@ -87,19 +87,22 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 	return 0;
 }
 
-/* fg_src4 is mmapable: map it read-only and scan it in place. */
-static int src4_map(struct fg_maps *m, const struct fg_set4 **sets, __u32 *nsets, size_t *len)
+/* A source table (mmapable): map it read-only to scan it in place. */
+static int src_map(struct fg_maps *m, enum fg_map_id id, size_t set_size, const void **sets,
+		   __u32 *nsets, size_t *len)
 {
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
 	long pg = sysconf(_SC_PAGESIZE);
 	void *p;
 
-	if (bpf_obj_get_info_by_fd(m->fd[FGM_SRC4], &info, &ilen))
+	if (bpf_obj_get_info_by_fd(m->fd[id], &info, &ilen))
 		return -errno;
+	if (info.value_size != set_size)
+		return -EPROTO;
 	*nsets = info.max_entries;
-	*len = ((size_t)info.max_entries * sizeof(struct fg_set4) + pg - 1) / pg * pg;
-	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[FGM_SRC4], 0);
+	*len = ((size_t)info.max_entries * set_size + pg - 1) / pg * pg;
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[id], 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	*sets = p;
@@ -111,7 +114,7 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 	const struct fg_set4 *sets = NULL;
 	__u32 nsets = 0;
 	size_t len = 0;
-	int err = src4_map(m, &sets, &nsets, &len);
+	int err = src_map(m, FGM_SRC4, sizeof(*sets), (const void **)&sets, &nsets, &len);
 
 	if (err)
 		return err;
@@ -128,21 +131,41 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 	return err;
 }
 
-/* fg_src6 in batches of SRC6_BATCH keys (one syscall each, not two per
- * key: at a million sources the daemon walks it every second). */
-#define SRC6_BATCH 4096
-static int src6_take(const void *key, const void *val, void *arg)
+/* One way of fg_src6: shown only if its copy of the owner is the key's
+ * (a claimer writes it after its CAS, include/floodgate.h). */
+static int src6_take(struct src_walk *w, const struct fg_set6 *set, int k, const __u64 seed6[2])
 {
-	const struct fg_key6 *k = key;
-	const struct fg_bucket *b = val;
+	__u64 key = __atomic_load_n(&set->way[k].key, __ATOMIC_ACQUIRE);
+	struct fg_who6 who;
 
-	return src_take(arg, 6, k->addr, k->rule, k->gen, b->tat, b->drops);
+	if (!key)
+		return 0;
+	memcpy(&who, &set->who[k], sizeof(who));
+	if (fg_who6_digest(&who, seed6) != key) {
+		w->scan->all6++;
+		w->scan->claiming6++;
+		return 0;
+	}
+	return src_take(w, 6, who.addr, who.rule, who.gen, set->way[k].tat, set->drops[k]);
 }
 
 static int walk_src6(struct fg_maps *m, struct src_walk *w)
 {
-	return fg_map_dump(m->fd[FGM_SRC6], sizeof(struct fg_key6), sizeof(struct fg_bucket),
-			   SRC6_BATCH, src6_take, w);
+	const struct fg_set6 *sets = NULL;
+	__u32 nsets = 0;
+	size_t len = 0;
+	struct fg_ctl ctl;
+	int err = fg_ctl_read(m, &ctl);
+
+	if (!err)
+		err = src_map(m, FGM_SRC6, sizeof(*sets), (const void **)&sets, &nsets, &len);
+	if (err)
+		return err;
+	for (__u32 i = 0; i < nsets && !err; i++)
+		for (int k = 0; k < FG_WAYS6 && !err; k++)
+			err = src6_take(w, &sets[i], k, ctl.seed6);
+	munmap((void *)sets, len);
+	return err;
 }
 
 static int walk_both(struct fg_maps *m, struct src_walk *w)

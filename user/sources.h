@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The source tables, read: every per-source bucket of fg_src4 (scanned in
- * place through a read-only mmap) and fg_src6 (batched lookups), for
+ * The source tables, read: every per-source bucket of fg_src4 and fg_src6,
+ * each scanned in place through a read-only mmap (no syscall per set), for
  * `floodgate top`, `status` and the daemon's throttle log. Nothing is
  * written. For why a bucket may vanish between two walks, see the eviction
  * invariant in include/floodgate.h.
@@ -29,6 +29,7 @@ struct fg_source {
 struct fg_src_scan {
 	size_t matched;		/* buckets with drops >= min_drops */
 	size_t all4, all6;	/* entries walked in fg_src4 / fg_src6 */
+	size_t claiming6;	/* of all6: ways being claimed (copy not yet written), not shown */
 };
 
 /*

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Point lookups and an incremental count of the source tables; see srcwalk.h. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -10,13 +9,31 @@
 #include "fgmaps.h"
 #include "srcwalk.h"
 
-int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m, __u32 batch6)
+/* A source table (mmapable), mapped read-only; sets: how many it has. */
+static int map_table(struct fg_maps *m, enum fg_map_id id, size_t set_size, const void **sets,
+		     __u32 *nsets, size_t *len)
 {
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
 	long pg = sysconf(_SC_PAGESIZE);
-	struct fg_ctl ctl;
 	void *p;
+
+	if (bpf_obj_get_info_by_fd(m->fd[id], &info, &ilen))
+		return -errno;
+	if (info.value_size != set_size)
+		return -EPROTO;
+	*nsets = info.max_entries;
+	*len = ((size_t)info.max_entries * set_size + pg - 1) / pg * pg;
+	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[id], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*sets = p;
+	return 0;
+}
+
+int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m)
+{
+	struct fg_ctl ctl;
 	int err;
 
 	memset(w, 0, sizeof(*w));
@@ -25,33 +42,33 @@ int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m, __u32 batch6)
 		return err;
 	w->seed4 = ctl.seed4;
 	w->bits4 = ctl.src4_bits;
-	if (bpf_obj_get_info_by_fd(m->fd[FGM_SRC4], &info, &ilen))
-		return -errno;
-	w->nsets = info.max_entries;
+	w->seed6[0] = ctl.seed6[0];
+	w->seed6[1] = ctl.seed6[1];
+	w->bits6 = ctl.src6_bits;
+	if ((err = map_table(m, FGM_SRC4, sizeof(struct fg_set4), (const void **)&w->sets,
+			     &w->nsets, &w->len)) ||
+	    (err = map_table(m, FGM_SRC6, sizeof(struct fg_set6), (const void **)&w->sets6,
+			     &w->nsets6, &w->len6)))
+		goto fail;
+	/* the program would not use a table of another size either */
 	if (w->bits4 < FG_SRC4_MIN_BITS || w->bits4 > FG_SRC4_MAX_BITS ||
-	    (1ull << w->bits4) > w->nsets)
-		return -EPROTO;	/* the program would not use the table either */
-	w->len = ((size_t)w->nsets * sizeof(struct fg_set4) + pg - 1) / pg * pg;
-	p = mmap(NULL, w->len, PROT_READ, MAP_SHARED, m->fd[FGM_SRC4], 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	w->sets = p;
-	w->batch6 = batch6 ? batch6 : 1;
-	w->keys6 = calloc(w->batch6, sizeof(struct fg_key6));
-	w->vals6 = calloc(w->batch6, sizeof(struct fg_bucket));
-	if (!w->keys6 || !w->vals6) {
-		fg_srcwalk_close(w);
-		return -ENOMEM;
+	    (1ull << w->bits4) > w->nsets || w->bits6 < FG_SRC6_MIN_BITS ||
+	    w->bits6 > FG_SRC6_MAX_BITS || (1ull << w->bits6) > w->nsets6) {
+		err = -EPROTO;
+		goto fail;
 	}
 	return 0;
+fail:
+	fg_srcwalk_close(w);
+	return err;
 }
 
 void fg_srcwalk_close(struct fg_srcwalk *w)
 {
 	if (w->sets)
 		munmap((void *)w->sets, w->len);
-	free(w->keys6);
-	free(w->vals6);
+	if (w->sets6)
+		munmap((void *)w->sets6, w->len6);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -80,39 +97,30 @@ static int step4(struct fg_srcwalk *w, __u32 n)
 	return 0;
 }
 
-/* One batch of fg_src6, from where the last one stopped (the kernel's
- * token: a hash bucket number, valid however the map changed since). */
-static int step6(struct fg_srcwalk *w)
+/* The next n sets of fg_src6: only their key words are read. */
+static int step6(struct fg_srcwalk *w, __u32 n)
 {
-	__u32 cnt = w->batch6;
-	int rc = bpf_map_lookup_batch(w->m->fd[FGM_SRC6], w->mid6 ? w->tok6[0] : NULL, w->tok6[1],
-				      w->keys6, w->vals6, &cnt, NULL);
+	for (; n && w->cur6 < w->nsets6; n--, w->cur6++) {
+		const struct fg_set6 *set = &w->sets6[w->cur6];
 
-	if (rc && rc != -ENOENT)
-		return rc;
-	w->acc6 += cnt;
-	w->reads += cnt;
-	if (rc == -ENOENT) {	/* the last batch */
+		for (int k = 0; k < FG_WAYS6; k++)
+			w->acc6 += __atomic_load_n(&set->way[k].key, __ATOMIC_RELAXED) != 0;
+		w->reads += FG_WAYS6;
+	}
+	if (w->cur6 >= w->nsets6) {
 		w->count6 = w->acc6;
 		w->acc6 = 0;
-		w->mid6 = false;
+		w->cur6 = 0;
 		return FG_SRCWALK_PASS6;
 	}
-	memcpy(w->tok6[0], w->tok6[1], sizeof(w->tok6[0]));
-	w->mid6 = true;
 	return 0;
 }
 
-int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, bool ents6)
+int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, __u32 sets6)
 {
-	int done, rc = 0;
-
-	if (!w->sets)
+	if (!w->sets || !w->sets6)
 		return -EBADF;
-	done = step4(w, sets4);
-	if (ents6 && (rc = step6(w)) < 0)
-		return rc;
-	return done | rc;
+	return step4(w, sets4) | step6(w, sets6);
 }
 
 /* A source's way in fg_src4, as the program finds it: its set, its key. */
@@ -137,18 +145,25 @@ static int lookup4(struct fg_srcwalk *w, struct fg_source *s)
 	return -ENOENT;
 }
 
+/* A source's way in fg_src6, as the program finds it: its digest's set and key. */
 static int lookup6(struct fg_srcwalk *w, struct fg_source *s)
 {
-	struct fg_key6 key = { .rule = s->rule, .gen = s->gen };
-	struct fg_bucket b = {};	/* valgrind does not see the syscall write it */
+	__be32 a[4];
+	__u64 key;
+	const struct fg_set6 *set;
 
-	memcpy(key.addr, s->addr, sizeof(key.addr));
-	w->reads++;
-	if (bpf_map_lookup_elem(w->m->fd[FGM_SRC6], &key, &b))
-		return -errno;
-	s->tat = b.tat;
-	s->drops = FG_DROPS(b.drops);
-	return 0;
+	memcpy(a, s->addr, sizeof(a));
+	key = fg_digest6(a, s->rule, s->gen, w->seed6[0], w->seed6[1]);
+	set = &w->sets6[fg_set6_of(key, w->bits6)];
+	w->reads += FG_WAYS6;
+	for (int k = 0; k < FG_WAYS6; k++) {
+		if (__atomic_load_n(&set->way[k].key, __ATOMIC_ACQUIRE) != key)
+			continue;
+		s->tat = __atomic_load_n(&set->way[k].tat, __ATOMIC_RELAXED);
+		s->drops = FG_DROPS(__atomic_load_n(&set->drops[k], __ATOMIC_RELAXED));
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int fg_srcwalk_lookup(void *arg, struct fg_source *s)
@@ -156,7 +171,7 @@ int fg_srcwalk_lookup(void *arg, struct fg_source *s)
 	struct fg_srcwalk *w = arg;
 	int err;
 
-	if (!w->sets || !w->pol)
+	if (!w->sets || !w->sets6 || !w->pol)
 		return -EBADF;
 	w->lookups++;
 	err = s->family == 4 ? lookup4(w, s) : lookup6(w, s);

@@ -3,11 +3,11 @@
  * The daemon's reads of the source tables, at a cost that does not grow
  * with them (docs/operators-guide.md, "The daemon's own cost"):
  *   - point lookups of the sources the program reported (the throttle
- *     log's re-checks, throttle.h), one set of fg_src4 or one fg_src6
- *     lookup each;
+ *     log's re-checks, throttle.h), the key words of one set of fg_src4
+ *     or fg_src6 each;
  *   - an incremental walk that counts the entries, a fixed slice a tick,
  *     for `floodgate status` (through fg_meta) and the metrics.
- * fg_src4 is mapped read-only once; nothing is written.
+ * Both tables are mapped read-only once; nothing is written.
  */
 #ifndef FG_SRCWALK_H
 #define FG_SRCWALK_H
@@ -19,8 +19,6 @@
 
 struct fg_maps;
 
-#define FG_SRCWALK_TOK	32	/* a batch token: fg_src6's key at most */
-
 struct fg_srcwalk {
 	struct fg_maps *m;
 	const struct fg_set4 *sets;	/* fg_src4, mapped read-only */
@@ -30,10 +28,12 @@ struct fg_srcwalk {
 	__u32 bits4;
 	__u32 cur4;			/* next set of this pass */
 	__u64 acc4, acc6;		/* counted so far in this pass */
-	bool mid6;			/* tok6 continues a pass of fg_src6 */
-	__u8 tok6[2][FG_SRCWALK_TOK];
-	void *keys6, *vals6;		/* batch buffers, batch6 entries */
-	__u32 batch6;
+	const struct fg_set6 *sets6;	/* fg_src6, mapped read-only */
+	__u32 nsets6;
+	size_t len6;
+	__u64 seed6[2];			/* fg_ctl's, for the digest of a key */
+	__u32 bits6;
+	__u32 cur6;
 	__u64 count4, count6;		/* the last complete passes */
 	__u64 reads;			/* entries read, walk and lookups (metrics) */
 	__u64 lookups;			/* point lookups */
@@ -41,19 +41,19 @@ struct fg_srcwalk {
 	__u64 now_tu;
 };
 
-/* Maps fg_src4 and reads the seed; batch6: fg_src6 entries per call at most. */
-int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m, __u32 batch6);
+/* Maps both tables and reads their seeds. */
+int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m);
 void fg_srcwalk_close(struct fg_srcwalk *w);
 
 /*
- * One slice: the next sets4 sets of fg_src4 and at most one batch of
- * fg_src6 when ents6 (the two walks run at their own pace). Returns the
+ * One slice: the next sets4 sets of fg_src4 and sets6 of fg_src6 (the
+ * two walks run at their own pace). Returns the
  * passes that ended in it, FG_SRCWALK_PASS4 | FG_SRCWALK_PASS6 (count4,
  * count6 are then those passes' totals), 0 if none, or -errno.
  */
 #define FG_SRCWALK_PASS4	1
 #define FG_SRCWALK_PASS6	2
-int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, bool ents6);
+int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, __u32 sets6);
 
 /* A fg_throttle_lookup_fn (arg: the walker, pol and now_tu set). */
 int fg_srcwalk_lookup(void *arg, struct fg_source *s);

@@ -54,7 +54,7 @@ int fg_srcwatch_start(struct fg_srcwatch *sw, struct fg_maps *m, size_t track_ma
 	sw->m = m;
 	if ((err = fg_throttle_init(&sw->tr, track_max)))
 		return err;
-	if ((err = fg_srcwalk_open(&sw->walk, m, FG_SRCWATCH_BATCH6)))
+	if ((err = fg_srcwalk_open(&sw->walk, m)))
 		goto fail;
 	sw->rb = ring_buffer__new(m->fd[FGM_TEV], on_event, sw, NULL);
 	if (!sw->rb) {
@@ -70,7 +70,7 @@ int fg_srcwatch_start(struct fg_srcwatch *sw, struct fg_maps *m, size_t track_ma
 	}
 	/* one full pass now, so status has figures from the start */
 	while ((rc = fg_srcwalk_step(&sw->walk, passes & FG_SRCWALK_PASS4 ? 0 : sw->walk.nsets,
-				     !(passes & FG_SRCWALK_PASS6))) >= 0 &&
+				     passes & FG_SRCWALK_PASS6 ? 0 : sw->walk.nsets6)) >= 0 &&
 	       (passes |= rc) != (FG_SRCWALK_PASS4 | FG_SRCWALK_PASS6))
 		;
 	if (rc < 0 || (err = publish(sw, passes))) {
@@ -98,7 +98,7 @@ int fg_srcwatch_tick(struct fg_srcwatch *sw, const struct fg_policy *pol,
 	sw->walk.pol = pol;
 	sw->walk.now_tu = fg_mono_coarse_ns() << FG_TU_SHIFT;
 	fg_throttle_recheck(&sw->tr, FG_SRCWATCH_RECHECK, fg_srcwalk_lookup, &sw->walk, names);
-	rc = fg_srcwalk_step(&sw->walk, FG_SRCWATCH_SETS4, true);
+	rc = fg_srcwalk_step(&sw->walk, FG_SRCWATCH_SETS4, FG_SRCWATCH_SETS6);
 	if (rc > 0)
 		rc = publish(sw, rc);
 	if (rc < 0 && !err)

@@ -22,7 +22,7 @@ struct ring_buffer;
 
 #define FG_SRCWATCH_RECHECK	4096	/* lookups of quiet throttled sources a tick */
 #define FG_SRCWATCH_SETS4	8192	/* fg_src4 sets a tick: 64k ways, their key lines */
-#define FG_SRCWATCH_BATCH6	4096	/* fg_src6 entries a tick: one batch lookup */
+#define FG_SRCWATCH_SETS6	4096	/* fg_src6 sets a tick: 32k ways, their key words */
 
 struct fg_srcwatch {
 	struct fg_throttle tr;
