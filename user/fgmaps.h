@@ -43,6 +43,7 @@ enum fg_map_id {
 	FGM_RT6,
 	FGM_LEASE,
 	FGM_SHED,
+	FGM_BLK4,
 	FGM_NMAPS,
 };
 
