@@ -93,7 +93,7 @@ enum fg_clock {
 /* Benchmark ablations (rodata fg_skip, tools/fgbench.c): each bit removes
  * one step of the program, so that its cost is the difference; never set
  * by floodgated. */
-#define FG_SKIP_CLOCK	0x01	/* no clock read: now is 1 ns */
+/* (no clock read: load with fg_clock = FG_CLOCK_TEST, one .bss load) */
 #define FG_SKIP_LISTS	0x02	/* no allow/deny/set lookup */
 #define FG_SKIP_SCAN	0x04	/* no rule scan: rodata fg_skip_rule is the match */
 #define FG_SKIP_SRC	0x08	/* no per-source bucket: as if the rule had none */
