@@ -527,11 +527,13 @@ _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
  * longer than /24. fg_blk4's inner map of a slot is created by userspace
  * at apply, exactly as large as the policy needs (memory proportional to
  * the blocks used, none without long prefixes), and swapped in before the
- * slot flip. Random /16../32 prefixes: about 13 MB at 10,000, 93 MB at
- * 100,000 (docs/operators-guide.md gives the measured table). A policy
+ * slot flip (a reload holds both slots' blocks until the next one). Random
+ * /16../32 prefixes (as tools/bench.sh draws them): 10,000 need 13,336
+ * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie, which
+ * userspace still keeps for its own reads, is 128 bytes a prefix. A policy
  * needing more than FG_BLK4_MAX blocks (128 MB a slot) or FG_DIR4_LEAVES
- * distinct values is refused at apply, changing nothing: a million random
- * long prefixes (about 540,000 blocks) must be aggregated first.
+ * distinct values is refused at apply with the count, changing nothing: a
+ * million random long prefixes (518,652 blocks, 507 MB) must be aggregated.
  */
 #define FG_DIR4_BITS	16
 #define FG_DIR4_BLK	(1u << 31)	/* entry: a block index, not a leaf */

@@ -474,7 +474,7 @@ enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
        S_1K, S_100K, S_1M, S_AGG, S_FLEET, S_AGG_SPENT, S_FLEET_SPENT,
        S_SYN_RATE, S_SYN_CAP,
        /* ablations (rodata fg_skip) and the IPv4 list walk, deep and by the trie */
-       S_REAL_NOCLOCK, S_REAL_NOLISTS, S_REAL_NOSCAN, S_REAL_NOSTATS, S_REAL_DEEP,
+       S_REAL_NOCLOCK, S_REAL_NOLISTS, S_REAL_NOSCAN, S_REAL_NOSTATS, S_REAL_NOSRC, S_REAL_DEEP,
        S_REAL_DEEP_TRIE, S_1M_NOSTATS, S_1M_NOSRC, S_N };
 
 /* Printed as ratios after each pass: the fleet's cost over the aggregate's,
@@ -575,9 +575,10 @@ static int micro(void *cfg)
 	const char *policy = b->policy, *only = b->only;
 	unsigned long cpu = b->cpu, passes = b->passes, repeat = b->repeat, maxsrc = b->maxsrc;
 	struct bench_floor_bpf *bf = NULL;
-	static struct fgi one, real, many[3], fleet, abl[4], deep[2], many_abl[2];
+	static struct fgi one, real, many[3], fleet, abl[5], deep[2], many_abl[2];
 	/* 0: the clock ablation, by the test clock (fake_now, a .bss load) */
-	static const __u32 abl_skip[4] = { FG_SKIP_NOCLOCK, FG_SKIP_LISTS, FG_SKIP_SCAN, FG_SKIP_STATS };
+	static const __u32 abl_skip[5] = { FG_SKIP_NOCLOCK, FG_SKIP_LISTS, FG_SKIP_SCAN, FG_SKIP_STATS,
+					   FG_SKIP_SRC };
 	double last[S_N];
 	const __u32 nsrc[3] = { 1000, 100000, 1000000 };
 	__u32 deep_src = 0;
@@ -619,7 +620,7 @@ static int micro(void *cfg)
 			err = -EINVAL;
 			goto out;
 		}
-		for (int i = 0; i < 4 && !err; i++)
+		for (int i = 0; i < 5 && !err; i++)
 			err = fgi_open_ex(&abl[i], NULL, policy, abl_skip[i], (__u32)ri, 0);
 		for (int i = 0; i < 2 && !err; i++)
 			err = fgi_open_ex(&deep[i], NULL, policy, 0, 0, i);
@@ -739,6 +740,7 @@ static int micro(void *cfg)
 	sc[S_REAL_NOLISTS] = (struct scen){ "fg_realistic_nolists", "fg_realistic without the list lookup (ablation)", abl[1].prog, &abl[1], 0, -1, 9, 0, XDP_DROP };
 	sc[S_REAL_NOSCAN] = (struct scen){ "fg_realistic_noscan", "fg_realistic without the rule scan: its rule given (ablation)", abl[2].prog, &abl[2], 0, -1, 9, 0, XDP_DROP };
 	sc[S_REAL_NOSTATS] = (struct scen){ "fg_realistic_nostats", "fg_realistic without the counters at the exit (ablation)", abl[3].prog, &abl[3], 0, -1, 9, 0, XDP_DROP };
+	sc[S_REAL_NOSRC] = (struct scen){ "fg_realistic_nosrc", "fg_realistic without its per-source bucket: passed (ablation)", abl[4].prog, &abl[4], 0, -1, 9, 0, XDP_PASS };
 	sc[S_REAL_DEEP] = (struct scen){ "fg_realistic_deep", "fg_realistic, a source whose list lookup reads all three DIR-16-8-8 levels", deep[0].prog, &deep[0], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
 	sc[S_REAL_DEEP_TRIE] = (struct scen){ "fg_realistic_deep_trie", "fg_realistic_deep with the IPv4 lists from the LPM trie (the old walk)", deep[1].prog, &deep[1], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
 	sc[S_1M_NOSTATS] = (struct scen){ "fg_src_1m_nostats", "fg_src_1m without the counters at the exit (ablation)", vry, &many_abl[0], (__u32)maxsrc, many_abl[0].prog, 9, 0, XDP_DROP };
@@ -836,7 +838,7 @@ out:
 	fgi_close(&fleet);
 	for (int i = 0; i < 3; i++)
 		fgi_close(&many[i]);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		fgi_close(&abl[i]);
 	for (int i = 0; i < 2; i++) {
 		fgi_close(&deep[i]);
