@@ -55,7 +55,9 @@ const volatile __u32 fg_skip = 0;
 /* With FG_SKIP_SCAN: the rule index fg_find_rule returns without a scan. */
 const volatile __u32 fg_skip_rule = 0;
 /* Benchmarks only: 1 = IPv4 lists from the LPM trie fg_pfx4 (still written
- * for userspace), the walk DIR-16-8-8 replaced, to time both in one run. */
+ * for userspace), the walk DIR-16-8-8 replaced, to time both in one run.
+ * The reference also keeps fg_pfx4 among the program's maps, by which
+ * user/discover.c finds a pin dir's maps from an attached program. */
 const volatile __u32 fg_trie4 = 0;
 
 /* Runtime switches; mmapped and stored field by field by floodgated and

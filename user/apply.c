@@ -232,7 +232,6 @@ static int pidx_write(struct fg_maps *m, const struct fg_policy *pol, __u32 slot
 	return err;
 }
 
-
 /* --- fg_policy_apply, step by step ------------------------------------------- */
 
 /* One apply's state, shared by its steps. */
