@@ -8,7 +8,8 @@
  *   2. parse -> non-IP (pass) or malformed (policy's verdict)
  *   2b. runtime allow/deny lists (floodgate allow|deny add), only while
  *      fg_ctl.rt_active says there are entries (struct fg_rt)
- *   3. allow/deny list (one LPM lookup that also yields source sets)
+ *   3. allow/deny list, which also yields source sets: IPv4 one to three
+ *      array reads (struct fg_dir4), IPv6 one LPM lookup
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
  *   5. the rule's action: pass, drop, or, for a limit rule:
@@ -45,6 +46,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 fg_clock = FG_CLOCK_COARSE;
 /* Tests only (fg_clock == FG_CLOCK_TEST): the time, in ns. */
 __u64 fake_now = 0;
+/* Load-time, benchmarks only (tools/fgbench.c ablations): FG_SKIP_* bits
+ * remove one step each; 0 in floodgated, and the verifier prunes the
+ * skipped branches as dead code either way. */
+const volatile __u32 fg_skip = 0;
+/* With FG_SKIP_SCAN: the rule index fg_find_rule returns without a scan. */
+const volatile __u32 fg_skip_rule = 0;
+/* Benchmarks only: 1 = IPv4 lists from the LPM trie fg_pfx4 (still written
+ * for userspace), the walk DIR-16-8-8 replaced, to time both in one run.
+ * The reference also keeps fg_pfx4 among the program's maps, by which
+ * user/discover.c finds a pin dir's maps from an attached program. */
+const volatile __u32 fg_trie4 = 0;
 
 /* Runtime switches; mmapped and stored field by field by floodgated and
  * the CLI (user/ctl.h). */
@@ -82,13 +94,30 @@ struct {
 	__type(value, struct fg_pfx);
 } fg_pfx4 SEC(".maps");
 
-/* IPv4 lists by /16, in front of fg_pfx4 (see struct fg_dir4). */
+/* IPv4 lists, first level of DIR-16-8-8 by slot (struct fg_dir4). Written by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct fg_dir4);
 } fg_dir4 SEC(".maps");
+
+/* Its 256-entry blocks: per slot, an inner array that userspace creates at
+ * apply as large as the policy needs (BPF_F_INNER_MAP: any size). */
+struct fg_blk4_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	/* sizes, not BTF types: the maps userspace creates for it have none */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct fg_blk4));
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct fg_blk4_inner);
+} fg_blk4 SEC(".maps");
 
 /* Same for IPv6. */
 struct {
@@ -250,6 +279,7 @@ static __always_inline __u64 fg_now_ns(void)
 		return bpf_ktime_get_ns();
 	return bpf_ktime_get_coarse_ns();
 }
+
 
 /* A drop: in shadow it is counted as would-drop and passed. */
 static __always_inline void fg_drop(struct fg_verd *v, int shadow)
@@ -632,20 +662,24 @@ static __always_inline void fg_shed_verdict(struct fg_verd *v, int shadow)
 /*
  * The adaptive shedder (docs/shedding.md section 5, step 1), for a rule
  * with a tier: shed the share fg_shed_ctl gives its tier and the packet's
- * kind, preferring new TCP connections; touches no bucket. Returns 1 when
- * the packet is to be shed for real. A global function, like the others:
+ * kind, preferring new TCP connections; touches no bucket. Returns
+ * FG_SHED_REAL when the packet is to be shed for real, FG_SHED_MARK when
+ * it would be (shadow), else 0 (FG_SHED_REAL has the FG_SHED_MARK bit, so
+ * the caller marks the event without a branch). now: the packet's clock,
+ * ns. A global function, like the others:
  * verified once, not once per path of the caller. In shadow (the rule's, the
- * global or fg_shed_ctl.shadow) it only marks FG_EV_SHED_TIER and the
+ * global or fg_shed_ctl.shadow) it only leads to FG_EV_SHED_TIER and the
  * packet goes on through its buckets: fg_decide counts it as shed_shadow
  * if they admit it, so shadow shedding opens no hole in the quotas.
  */
+enum { FG_SHED_MARK = 1, FG_SHED_REAL = 3 };
 __noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r,
-			    const struct fg_pkt *p, int shadow, __u32 *ev)
+			    const struct fg_pkt *p, int shadow, __u64 now)
 {
 	__u32 k = 0, kind = FG_SHED_ANY, pi, thr;
 	struct fg_shed_ctl *sh = bpf_map_lookup_elem(&fg_shed, &k);
 
-	if (!pol || !r || !p || !ev)
+	if (!pol || !r || !p)
 		return 0;
 	pi = r->pool - 1;
 	if (!sh || FG_READ_ONCE(sh->off))
@@ -658,11 +692,10 @@ __noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r
 	thr = FG_READ_ONCE(sh->thr[r->tier & (FG_NTIERS - 1)][kind]);
 	if (!thr)
 		return 0;	/* nothing shed: the usual case, no clock, no random */
-	thr = fg_shed_decayed(thr, FG_READ_ONCE(sh->end), FG_READ_ONCE(sh->hshift), fg_now_ns());
+	thr = fg_shed_decayed(thr, FG_READ_ONCE(sh->end), FG_READ_ONCE(sh->hshift), now);
 	if ((bpf_get_prandom_u32() >> 1) >= thr)
 		return 0;
-	*ev |= 1u << FG_EV_SHED_TIER;
-	return !shadow && !FG_READ_ONCE(sh->shadow);
+	return !shadow && !FG_READ_ONCE(sh->shadow) ? FG_SHED_REAL : FG_SHED_MARK;
 }
 
 /*
@@ -731,10 +764,9 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				     const struct fg_policy *pol,
 				     const struct fg_rule *r,
 				     const struct fg_pkt *p, __u64 len,
-				     struct fg_verd *v, int shadow)
+				     struct fg_verd *v, int shadow, __u64 now_ns)
 {
-	__u64 now = fg_now_ns() << FG_TU_SHIFT;
-	__u64 cost = 1, spent = 0;
+	__u64 now = now_ns << FG_TU_SHIFT, cost = 1, spent = 0;
 	__u64 *tat = NULL, *drops = NULL;
 	struct fg_bucket *a;
 	__u32 ev = 0;
@@ -743,7 +775,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 	if (r->cost == FG_COST_BYTES)
 		cost = len < FG_MAX_COST ? len : FG_MAX_COST;
 
-	if (r->src.inc) {
+	if (r->src.inc && !(fg_skip & FG_SKIP_SRC)) {
 		const struct fg_limit *lim = &r->src;
 
 		tat = fg_src_bucket(ctl, pol, r, p, now, v, &drops);
@@ -827,7 +859,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
  */
 _Static_assert(FG_EV_MAX <= 32, "fg_verd.ev has a bit per event");
 static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt *p,
-				   struct fg_verd *v, int shadow)
+				   struct fg_verd *v, int shadow, __u64 now)
 {
 	struct fg_conn_key k;
 	struct fg_conn_val *cv;
@@ -842,7 +874,7 @@ static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt 
 	 * helper call, ~17 ns here) */
 	rc = est >= (__s64)r->conn_cap ? FG_CONN_AT_CAP :
 	     fg_conn_admit_at(&k, cv, est, fg_conn_hsid(p->saddr, p->sport), r->conn_cap,
-			      fg_now_ns(), (__u64)r->conn_ttl_ms * 1000000);
+			      now, (__u64)r->conn_ttl_ms * 1000000);
 	if (rc == FG_CONN_ADMIT || rc == FG_CONN_RETX)
 		return;
 	if (rc == FG_CONN_AT_CAP) {
@@ -932,6 +964,8 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 
 	if (!pol || !p)
 		return FG_MAX_RULES;
+	if (fg_skip & FG_SKIP_SCAN)
+		return fg_skip_rule;
 	cls = fg_class(p->proto);
 	n = pol->nmatch[cls];
 	if (cls < FG_NPCLASS) {
@@ -1001,9 +1035,10 @@ __noinline __u32 fg_rt_lookup(const struct fg_pkt *p, __u64 now, __u32 *ev)
 
 /* Runtime lists first (they are the incident-time decision); a deny in
  * shadow is counted and passed, like the file's. 1 when they decided. */
-static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, struct fg_verd *v)
+static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, struct fg_verd *v,
+					__u64 now)
 {
-	__u32 ev = 0, list = fg_rt_lookup(p, fg_now_ns(), &ev);
+	__u32 ev = 0, list = fg_rt_lookup(p, now, &ev);
 
 	v->ev |= ev;
 	if (list == FG_LIST_ALLOW) {
@@ -1019,6 +1054,41 @@ static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, stru
 	return 0;
 }
 
+/*
+ * The IPv4 lists of slot for saddr (DIR-16-8-8, struct fg_dir4): one read
+ * of the /16 entry, one more per block level below it; NULL when the slot
+ * has no table.
+ */
+static __always_inline struct fg_pfx *fg_dir4_lookup(__u32 slot, __be32 saddr)
+{
+	__u32 a = __builtin_bswap32(saddr), e, b;
+	struct fg_dir4 *dir = bpf_map_lookup_elem(&fg_dir4, &slot);
+	struct fg_blk4 *blk;
+	void *inner;
+
+	if (!dir)
+		return NULL;
+	e = dir->e[a >> 16];
+	if (e & FG_DIR4_BLK) {
+		inner = bpf_map_lookup_elem(&fg_blk4, &slot);
+		if (!inner)
+			return NULL;
+		b = e & ~FG_DIR4_BLK;
+		blk = bpf_map_lookup_elem(inner, &b);
+		if (!blk)
+			return NULL;
+		e = blk->e[(a >> 8) & 0xff];
+		if (e & FG_DIR4_BLK) {
+			b = e & ~FG_DIR4_BLK;
+			blk = bpf_map_lookup_elem(inner, &b);
+			if (!blk)
+				return NULL;
+			e = blk->e[a & 0xff];
+		}
+	}
+	return &dir->leaf[e & (FG_DIR4_LEAVES - 1)];
+}
+
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 				      struct fg_verd *v)
 {
@@ -1030,6 +1100,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	struct fg_pkt p = {};
 	struct fg_ctl *ctl;
 	__u32 k = 0, ri, sets = 0;
+	__u64 now = 0;	/* ns: read for the runtime lists or a limit rule, once */
 	int shadow, rc;
 
 	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
@@ -1039,6 +1110,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	if (FG_READ_ONCE(ctl->bypass)) {
 		__u64 until = FG_READ_ONCE(ctl->bypass_until);
 
+		/* its own read: sharing it with the later steps cost the verifier
+		 * 2x, for the one rare path (switched on, time over) that reads twice */
 		if (!until || fg_now_ns() < until) {
 			v->out = FG_OUT_BYPASS;
 			return;
@@ -1065,21 +1138,20 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	if (p.frag)
 		v->ev |= 1u << FG_EV_FRAG;
 	/* a word of the line already read: no entries, no lookup */
-	if (FG_READ_ONCE(ctl->rt_active) && fg_rt_decide(&p, shadow, v))
-		return;
+	if (FG_READ_ONCE(ctl->rt_active)) {
+		now = fg_now_ns();
+		if (fg_rt_decide(&p, shadow, v, now))
+			return;
+	}
 
-	if (p.family == 4 && (pol->lists & 1)) {
-		struct fg_dir4 *dir = bpf_map_lookup_elem(&fg_dir4, &k);
-
+	if (fg_skip & FG_SKIP_LISTS) {
 		lst = NULL;
-		if (dir) {
-			lst = &dir->e[(__builtin_bswap32(p.saddr[0]) >> 16) & 0xffff];
-			if (lst->list == FG_LIST_TRIE) {
-				struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
+	} else if (p.family == 4 && (pol->lists & 1) && fg_trie4) {
+		struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
 
-				lst = bpf_map_lookup_elem(&fg_pfx4, &key);
-			}
-		}
+		lst = bpf_map_lookup_elem(&fg_pfx4, &key);
+	} else if (p.family == 4 && (pol->lists & 1)) {
+		lst = fg_dir4_lookup(k, p.saddr[0]);
 	} else if (p.family == 6 && (pol->lists & 2)) {
 		struct fg_lpm6 key = { .prefixlen = 160, .slot = k };
 
@@ -1123,24 +1195,31 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		fg_drop(v, shadow);
 		return;
 	default:
+		/*
+		 * The packet's one clock read, passed to shedding, the buckets and
+		 * the cap (the runtime lists' read is reused). Here rather than
+		 * lazily in each step: a "read if not yet" test per step made the
+		 * verifier walk 735k instructions, against 195k this way.
+		 */
+		if (!now)
+			now = fg_now_ns();
 		if (r->tier) {
-			__u32 ev = 0;
-
-			rc = fg_shed_tier(pol, r, &p, shadow, &ev);
-			v->ev |= ev;
-			if (rc) {
+			rc = fg_shed_tier(pol, r, &p, shadow, now);
+			/* branch-free: one path on for the verifier, marked or not */
+			v->ev |= ((__u32)rc & FG_SHED_MARK) << FG_EV_SHED_TIER;
+			if (rc & 2) {
 				fg_shed_verdict(v, 0);
 				return;
 			}
 		}
-		rc = fg_charge(ctl, pol, r, &p, len, v, shadow);
+		rc = fg_charge(ctl, pol, r, &p, len, v, shadow, now);
 		if (rc == FG_CHARGE_SHED)
 			fg_shed_verdict(v, shadow);
 		else if (rc != FG_CHARGE_OK)
 			fg_drop(v, shadow);
 		else {
 			if (r->conn_cap)
-				fg_cap(r, &p, v, shadow);
+				fg_cap(r, &p, v, shadow, now);
 			if (v->out == FG_OUT_PASS && (v->ev & (1u << FG_EV_SHED_TIER)))
 				v->out = FG_OUT_SHED_SHADOW;	/* would have been shed (shadow) */
 		}
@@ -1153,6 +1232,8 @@ static __always_inline int fg_exit(struct fg_verd *v, __u64 len)
 	struct fg_stats *st = v->st;
 	__u32 out = v->out;
 
+	if (fg_skip & FG_SKIP_STATS)
+		return v->verdict;
 	if (!st) {
 		__u32 k = v->row;
 

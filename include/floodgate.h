@@ -32,6 +32,9 @@
  * - fg_src6 is a set-associative BPF_F_MMAPABLE array of struct fg_set6 (was an LRU hash of
  *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: seed6[2], src6_bits, pad6
  *   (88 -> 112 bytes)
+ * - fg_dir4 is DIR-16-8-8 (struct fg_dir4): __u32 entries (a leaf index or FG_DIR4_BLK | block)
+ *   and a leaf table; new map fg_blk4 (ARRAY_OF_MAPS, 2 slots) of 256-entry blocks
+ *   (struct fg_blk4); FG_LIST_TRIE is gone: the program no longer reads fg_pfx4
  *
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
@@ -95,6 +98,15 @@ enum fg_clock {
 	FG_CLOCK_PRECISE = 1,	/* bpf_ktime_get_ns: ~25 ns, exact */
 	FG_CLOCK_TEST = 2,	/* tests only: fake_now in .bss */
 };
+
+/* Benchmark ablations (rodata fg_skip, tools/fgbench.c): each bit removes
+ * one step of the program, so that its cost is the difference; never set
+ * by floodgated. */
+/* (no clock read: load with fg_clock = FG_CLOCK_TEST, one .bss load) */
+#define FG_SKIP_LISTS	0x02	/* no allow/deny/set lookup */
+#define FG_SKIP_SCAN	0x04	/* no rule scan: rodata fg_skip_rule is the match */
+#define FG_SKIP_SRC	0x08	/* no per-source bucket: as if the rule had none */
+#define FG_SKIP_STATS	0x10	/* no counters at the exit */
 
 enum fg_mode {
 	FG_MODE_ENFORCE = 0,
@@ -432,7 +444,6 @@ enum fg_list {
 	FG_LIST_NONE = 0,
 	FG_LIST_ALLOW = 1,
 	FG_LIST_DENY = 2,
-	FG_LIST_TRIE = 3,	/* fg_dir4 only: a longer prefix lies inside, ask the trie */
 };
 
 /*
@@ -517,15 +528,41 @@ struct fg_rt {
 _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
 
 /*
- * fg_dir4[slot]: IPv4 lists and sets by the top 16 bits of the source, so
- * most packets skip the LPM trie walk (about 20 dependent node visits with
- * 20,000 prefixes). Entry i holds what the longest prefix of length <= 16
- * covering i.0.0/16 carries, or FG_LIST_TRIE when some longer prefix lies
- * inside that /16 and only the trie can answer.
+ * fg_dir4[slot] and fg_blk4[slot]: IPv4 lists and sets as a DIR-16-8-8
+ * table, so that a lookup is one to three array reads whatever the number
+ * of prefixes (the LPM trie is about 20 dependent node visits at 20,000).
+ * fg_dir4.e is indexed by the top 16 bits of the source; an entry is a leaf
+ * (an index into fg_dir4.leaf, the distinct (list, sets) values; leaf 0 is
+ * "none") or FG_DIR4_BLK | b: block b of the slot's fg_blk4 inner map, 256
+ * entries indexed by the next 8 bits, which are leaves or (for a /24 that
+ * holds prefixes longer than /24) blocks again, indexed by the last 8 bits.
+ * Every entry holds what the longest covering prefix carries (flattened by
+ * userspace: allow if any covering prefix allows, sets = union).
+ *
+ * Memory: 288 KB for fg_dir4's slot; a block is 1 KB and there is one per
+ * /16 holding a prefix longer than /16 and one per /24 holding a prefix
+ * longer than /24. fg_blk4's inner map of a slot is created by userspace
+ * at apply, exactly as large as the policy needs (memory proportional to
+ * the blocks used, none without long prefixes), and swapped in before the
+ * slot flip (a reload holds both slots' blocks until the next one). Random
+ * /16../32 prefixes (as tools/bench.sh draws them): 10,000 need 13,336
+ * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie, which
+ * userspace still keeps for its own reads, is 128 bytes a prefix. A policy
+ * needing more than FG_BLK4_MAX blocks (128 MB a slot) or FG_DIR4_LEAVES
+ * distinct values is refused at apply with the count, changing nothing: a
+ * million random long prefixes (518,652 blocks, 507 MB) must be aggregated.
  */
 #define FG_DIR4_BITS	16
+#define FG_DIR4_BLK	(1u << 31)	/* entry: a block index, not a leaf */
+#define FG_DIR4_LEAVES	4096		/* distinct (list, sets) values per slot */
+#define FG_BLK4_MAX	(1u << 17)	/* blocks per slot: 128 MB */
+_Static_assert((FG_DIR4_LEAVES & (FG_DIR4_LEAVES - 1)) == 0, "the program masks leaf indices");
 struct fg_dir4 {
-	struct fg_pfx e[1 << FG_DIR4_BITS];
+	__u32 e[1 << FG_DIR4_BITS];
+	struct fg_pfx leaf[FG_DIR4_LEAVES];
+};
+struct fg_blk4 {
+	__u32 e[256];
 };
 
 /*

@@ -11,7 +11,7 @@
 #include "shed.h"
 #include "fgmaps.h"
 #include "admission.h"
-#include "mapimg.h"
+#include "dir4map.h"
 
 /* What fg_ctl_init does for a fresh pin dir: the whole value, once, before
  * the first packet; from then on only user/ctl.h writes it. */
@@ -259,13 +259,13 @@ int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
 {
 	char a[64];
 	const char *sl = strchr(cidr, '/');
-	int plen;
+	int plen, err;
 	struct fg_pfx v = { .list = list, .sets = sets };
 
 	snprintf(a, sizeof(a), "%.*s", sl ? (int)(sl - cidr) : (int)strlen(cidr), cidr);
 	if (!strchr(a, ':') && d->npfx < 128) {
 		struct fg_pfx_entry *e = &d->pfx[d->npfx++];
-		struct fg_dir4 *dir = malloc(sizeof(*dir));
+		struct fg_dir4_img *img = malloc(sizeof(*img));
 
 		memset(e, 0, sizeof(*e));
 		e->family = 4;
@@ -273,12 +273,16 @@ int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
 		inet_pton(AF_INET, a, e->addr);
 		e->list = list;
 		e->sets = sets;
-		if (!dir)
+		if (!img)
 			return -ENOMEM;
-		fg_dir4_build(d->pfx, d->npfx, dir);
-		for (__u32 slot = 0; slot < 2; slot++)
-			bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_dir4), &slot, dir, 0);
-		free(dir);
+		err = fg_dir4_build(d->pfx, d->npfx, img);
+		for (__u32 slot = 0; slot < 2 && !err; slot++)
+			err = fg_dir4_write(bpf_map__fd(d->skel->maps.fg_dir4),
+					    bpf_map__fd(d->skel->maps.fg_blk4), slot, img);
+		fg_dir4_img_free(img);
+		free(img);
+		if (err)
+			return err;
 	}
 	for (__u32 slot = 0; slot < 2; slot++) {
 		if (strchr(a, ':')) {

@@ -56,8 +56,10 @@
 #include "policy.h"
 #include "apply.h"
 #include "sources.h"
+#include "mapimg.h"
 
 #define NSEC 1000000000ull
+#define FG_SKIP_NOCLOCK	(1u << 31)	/* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
 
 static volatile sig_atomic_t stop;
 
@@ -148,7 +150,11 @@ struct fgi {
 	int prog;
 };
 
-static int fgi_open(struct fgi *g, const char *yaml, const char *path)
+/* skip: FG_SKIP_* ablations (rodata), rule: fg_skip_rule for FG_SKIP_SCAN;
+ * trie4: IPv4 lists from the LPM trie, as before ABI 6 (rodata fg_trie4);
+ * skip FG_SKIP_NOCLOCK: the test clock, fake_now = 1 (no helper call). */
+static int fgi_open_ex(struct fgi *g, const char *yaml, const char *path, __u32 skip, __u32 rule,
+		       __u32 trie4)
 {
 	struct fg_err e = {};
 	char why[FG_WHY_LEN] = "", msg[1024];
@@ -168,6 +174,11 @@ static int fgi_open(struct fgi *g, const char *yaml, const char *path)
 	g->skel = floodgate_bpf__open();
 	if (!g->skel)
 		return -errno;
+	g->skel->rodata->fg_skip = skip & ~FG_SKIP_NOCLOCK;
+	g->skel->rodata->fg_skip_rule = rule;
+	g->skel->rodata->fg_trie4 = trie4;
+	if (skip == FG_SKIP_NOCLOCK)
+		g->skel->rodata->fg_clock = FG_CLOCK_TEST;
 	/* fg_clock stays FG_CLOCK_COARSE, as floodgated loads it */
 	bpf_map__set_max_entries(g->skel->maps.fg_src4, fg_src4_sets(g->cfg.max_sources));
 	bpf_map__set_max_entries(g->skel->maps.fg_src6, fg_src6_sets(g->cfg.max_sources));
@@ -176,6 +187,8 @@ static int fgi_open(struct fgi *g, const char *yaml, const char *path)
 		fprintf(stderr, "fgbench: loading floodgate: %s\n", strerror(-err));
 		return err;
 	}
+	if (skip == FG_SKIP_NOCLOCK)
+		g->skel->bss->fake_now = 1;
 	g->prog = bpf_program__fd(g->skel->progs.floodgate);
 	/* fg_maps wants a directory to lock; nothing is pinned in it */
 	snprintf(g->dir, sizeof(g->dir), "/tmp/fgbench.XXXXXX");
@@ -191,6 +204,11 @@ static int fgi_open(struct fgi *g, const char *yaml, const char *path)
 	if (err)
 		fprintf(stderr, "fgbench: applying the policy: %s\n", why[0] ? why : strerror(-err));
 	return err;
+}
+
+static int fgi_open(struct fgi *g, const char *yaml, const char *path)
+{
+	return fgi_open_ex(g, yaml, path, 0, 0, 0);
 }
 
 static void fgi_close(struct fgi *g)
@@ -454,7 +472,10 @@ static int fgi_row(const struct fgi *g, const char *name)
 
 enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
        S_1K, S_100K, S_1M, S_AGG, S_FLEET, S_AGG_SPENT, S_FLEET_SPENT,
-       S_SYN_RATE, S_SYN_CAP, S_N };
+       S_SYN_RATE, S_SYN_CAP,
+       /* ablations (rodata fg_skip) and the IPv4 list walk, deep and by the trie */
+       S_REAL_NOCLOCK, S_REAL_NOLISTS, S_REAL_NOSCAN, S_REAL_NOSTATS, S_REAL_NOSRC, S_REAL_DEEP,
+       S_REAL_DEEP_TRIE, S_1M_NOSTATS, S_1M_NOSRC, S_N };
 
 /* Printed as ratios after each pass: the fleet's cost over the aggregate's,
  * by the kernel's figure (see measure). */
@@ -477,6 +498,7 @@ struct scen {
 	int shadow;
 	__u32 expect;		/* XDP verdict */
 	int syn;		/* a TCP SYN, not UDP */
+	__u32 src;		/* the one source, if not SRC_ONE */
 };
 
 /* Honesty checks for the fleet figures: the lease paid for exactly what
@@ -505,15 +527,61 @@ static void fleet_checks(struct fgi *g)
 	munmap(l, len);
 }
 
+/* A source of the realistic policy's lists whose lookup takes all three
+ * DIR-16-8-8 levels and finds no list and no set: the sibling of a /25../31
+ * prefix inside its /24, not covered by anything. 0 if there is none. */
+static __u32 deep_source(const struct fg_config *cfg)
+{
+	static struct fg_dir4_img img;
+	__u32 src = 0;
+
+	if (fg_dir4_build(cfg->pfx, cfg->n_pfx, &img))
+		return 0;
+	for (size_t i = 0; i < cfg->n_pfx && !src; i++) {
+		const struct fg_pfx_entry *e = &cfg->pfx[i];
+		__u32 a, l1, l2;
+		struct fg_pfx v;
+
+		if (e->family != 4 || e->plen <= 24 || e->plen >= 32)
+			continue;
+		a = ((__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 |
+		     e->addr[3]) ^ (1u << (32 - e->plen));
+		l1 = img.dir.e[a >> 16];
+		l2 = (l1 & FG_DIR4_BLK) ? img.blk[l1 & ~FG_DIR4_BLK].e[(a >> 8) & 0xff] : 0;
+		v = fg_dir4_img_lookup(&img, a);
+		if ((l2 & FG_DIR4_BLK) && v.list == FG_LIST_NONE && !v.sets)
+			src = a;
+	}
+	fg_dir4_img_free(&img);
+	return src;
+}
+
+/* The rule index the realistic frame (SRC_ONE, UDP to 9) ends in: the top
+ * row after its warm-up. */
+static int real_rule(struct fgi *g)
+{
+	int row, out;
+
+	fgi_top_outcome(g, &row, &out);
+	for (__u32 i = 0; i < g->cfg.pol.nrules; i++)
+		if (row >= 0 && g->cfg.pol.rules[i].id == row)
+			return (int)i;
+	return -1;
+}
+
 static int micro(void *cfg)
 {
 	const struct bench_opts *b = cfg;
 	const char *policy = b->policy, *only = b->only;
 	unsigned long cpu = b->cpu, passes = b->passes, repeat = b->repeat, maxsrc = b->maxsrc;
 	struct bench_floor_bpf *bf = NULL;
-	static struct fgi one, real, many[3], fleet;
+	static struct fgi one, real, many[3], fleet, abl[5], deep[2], many_abl[2];
+	/* 0: the clock ablation, by the test clock (fake_now, a .bss load) */
+	static const __u32 abl_skip[5] = { FG_SKIP_NOCLOCK, FG_SKIP_LISTS, FG_SKIP_SCAN, FG_SKIP_STATS,
+					   FG_SKIP_SRC };
 	double last[S_N];
 	const __u32 nsrc[3] = { 1000, 100000, 1000000 };
+	__u32 deep_src = 0;
 	struct scen sc[S_N];
 	__u8 frame[64];
 	cpu_set_t cs;
@@ -538,6 +606,28 @@ static int micro(void *cfg)
 	if ((err = fgi_open(&one, pol_one, NULL)) || (err = fgi_open(&real, NULL, policy)) ||
 	    (err = fgi_open(&fleet, pol_fleet, NULL)))
 		goto out;
+	{
+		double ns;
+		__u32 rv, dsrc = deep_source(&real.cfg);
+		int ri;
+
+		build_frame(frame, SRC_ONE, 9);
+		run_once(real.prog, frame, 64, &ns, &rv, NULL);
+		ri = real_rule(&real);
+		if (ri < 0 || !dsrc) {
+			fprintf(stderr, "fgbench: the realistic policy: no rule for its frame, or no "
+				"prefix past /24 for the deep list case\n");
+			err = -EINVAL;
+			goto out;
+		}
+		for (int i = 0; i < 5 && !err; i++)
+			err = fgi_open_ex(&abl[i], NULL, policy, abl_skip[i], (__u32)ri, 0);
+		for (int i = 0; i < 2 && !err; i++)
+			err = fgi_open_ex(&deep[i], NULL, policy, 0, 0, i);
+		if (err)
+			goto out;
+		deep_src = dsrc;
+	}
 	if ((err = fgi_leases(&fleet))) {
 		fprintf(stderr, "fgbench: writing the leases: %s\n", strerror(-err));
 		goto out;
@@ -603,6 +693,29 @@ static int micro(void *cfg)
 		}
 	}
 
+	for (int i = 0; i < 2 && nmany; i++) {
+		char y[512];
+		__u32 n = (__u32)maxsrc, tab = 2048;
+		long have;
+
+		while (tab < n + n / 32)
+			tab <<= 1;
+		snprintf(y, sizeof(y),
+			 "max_sources: %u\n"
+			 "rules:\n"
+			 "  - name: throttled\n"
+			 "    match: {proto: udp}\n"
+			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
+		if ((err = fgi_open_ex(&many_abl[i], y, NULL, i ? FG_SKIP_SRC : FG_SKIP_STATS, 0, 0)))
+			goto out;
+		have = fgi_prefill(&many_abl[i], 0, SRC_BASE, n);
+		if (have < 0) {
+			err = (int)have;
+			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
+			goto out;
+		}
+	}
+
 	int bare = bpf_program__fd(bf->progs.bare_drop);
 	int flr = bpf_program__fd(bf->progs.floor);
 	int vry = bpf_program__fd(bf->progs.vary);
@@ -624,13 +737,22 @@ static int micro(void *cfg)
 	sc[S_FLEET_SPENT] = (struct scen){ "fg_fleet_spent", "floodgate, one source, fleet lease spent: dropped", fleet.prog, &fleet, 0, -1, 14, 0, XDP_DROP };
 	sc[S_SYN_RATE] = (struct scen){ "fg_syn_throttled", "floodgate, a TCP SYN over its per-source rate", one.prog, &one, 0, -1, 22, 0, XDP_DROP, 1 };
 	sc[S_SYN_CAP] = (struct scen){ "fg_syn_capped", "floodgate, a TCP SYN from a source at its concurrency cap", one.prog, &one, 0, -1, 80, 0, XDP_DROP, 1 };
+	sc[S_REAL_NOCLOCK] = (struct scen){ "fg_realistic_noclock", "fg_realistic without its clock read (ablation)", abl[0].prog, &abl[0], 0, -1, 9, 0, XDP_DROP };
+	sc[S_REAL_NOLISTS] = (struct scen){ "fg_realistic_nolists", "fg_realistic without the list lookup (ablation)", abl[1].prog, &abl[1], 0, -1, 9, 0, XDP_DROP };
+	sc[S_REAL_NOSCAN] = (struct scen){ "fg_realistic_noscan", "fg_realistic without the rule scan: its rule given (ablation)", abl[2].prog, &abl[2], 0, -1, 9, 0, XDP_DROP };
+	sc[S_REAL_NOSTATS] = (struct scen){ "fg_realistic_nostats", "fg_realistic without the counters at the exit (ablation)", abl[3].prog, &abl[3], 0, -1, 9, 0, XDP_DROP };
+	sc[S_REAL_NOSRC] = (struct scen){ "fg_realistic_nosrc", "fg_realistic without its per-source bucket: passed (ablation)", abl[4].prog, &abl[4], 0, -1, 9, 0, XDP_PASS };
+	sc[S_REAL_DEEP] = (struct scen){ "fg_realistic_deep", "fg_realistic, a source whose list lookup reads all three DIR-16-8-8 levels", deep[0].prog, &deep[0], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
+	sc[S_REAL_DEEP_TRIE] = (struct scen){ "fg_realistic_deep_trie", "fg_realistic_deep with the IPv4 lists from the LPM trie (the old walk)", deep[1].prog, &deep[1], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
+	sc[S_1M_NOSTATS] = (struct scen){ "fg_src_1m_nostats", "fg_src_1m without the counters at the exit (ablation)", vry, &many_abl[0], (__u32)maxsrc, many_abl[0].prog, 9, 0, XDP_DROP };
+	sc[S_1M_NOSRC] = (struct scen){ "fg_src_1m_nosrc", "fg_src_1m without the per-source bucket: passed (ablation)", vry, &many_abl[1], (__u32)maxsrc, many_abl[1].prog, 9, 0, XDP_PASS };
 
 	/* warm up the single-source buckets (burst spent) */
 	for (int s = 0; s < S_N; s++) {
 		double ns;
 		__u32 rv;
 
-		(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE, sc[s].dport);
+		(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : sc[s].src ? sc[s].src : SRC_ONE, sc[s].dport);
 		if (sc[s].g && !sc[s].nsrc)
 			run_once(sc[s].prog, frame, 64, &ns, &rv, NULL);
 	}
@@ -651,8 +773,8 @@ static int micro(void *cfg)
 			if (sc[s].nsrc && !nmany)
 				continue;
 
-			(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : SRC_ONE,
-							      sc[s].dport);
+			(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE :
+							      sc[s].src ? sc[s].src : SRC_ONE, sc[s].dport);
 			if (sc[s].nsrc) {
 				bf->data->vary_n = sc[s].nsrc;
 				bf->data->vary_base = SRC_BASE;
@@ -717,6 +839,12 @@ out:
 	fgi_close(&fleet);
 	for (int i = 0; i < 3; i++)
 		fgi_close(&many[i]);
+	for (int i = 0; i < 5; i++)
+		fgi_close(&abl[i]);
+	for (int i = 0; i < 2; i++) {
+		fgi_close(&deep[i]);
+		fgi_close(&many_abl[i]);
+	}
 	bench_floor_bpf__destroy(bf);
 	return err ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #include "apply.h"
 #include "ctl.h"
 #include "fgmaps.h"
+#include "dir4map.h"
 #include "mapimg.h"
 #include "policy.h"
 
@@ -231,19 +232,6 @@ static int pidx_write(struct fg_maps *m, const struct fg_policy *pol, __u32 slot
 	return err;
 }
 
-static int dir4_write(struct fg_maps *m, const struct fg_config *cfg, __u32 slot)
-{
-	struct fg_dir4 *dir = malloc(sizeof(*dir));
-	int err;
-
-	if (!dir)
-		return -ENOMEM;
-	fg_dir4_build(cfg->pfx, cfg->n_pfx, dir);
-	err = fg_array_write(m, FGM_DIR4, slot, dir);
-	free(dir);
-	return err;
-}
-
 /* --- fg_policy_apply, step by step ------------------------------------------- */
 
 /* One apply's state, shared by its steps. */
@@ -260,6 +248,7 @@ struct apply {
 	__u32 slot, inactive;			/* active and inactive slot */
 	size_t n4, n6;				/* the new policy's prefixes */
 	struct lpm_slots lpm[2];		/* the tries as found: IPv4, IPv6 */
+	struct fg_dir4_img *dir4;		/* the new IPv4 lists, DIR-16-8-8 */
 	struct fg_name names[FG_MAX_IDS];	/* fg_names as found */
 	struct fg_name newnames[FG_MAX_IDS];	/* fg_names once applied */
 	bool claimed[FG_MAX_IDS];		/* ids the new policy uses */
@@ -294,6 +283,31 @@ static int apply_read(struct apply *a)
 	return fg_policy_read(a->m, a->slot, &a->active);
 }
 
+/* The IPv4 lists' DIR-16-8-8 image, built before anything is written: a
+ * policy it cannot hold is refused here, never served by a fallback. */
+static int apply_dir4(struct apply *a)
+{
+	int err;
+
+	a->dir4 = malloc(sizeof(*a->dir4));
+	if (!a->dir4) {
+		fg_why(a->why, "building the IPv4 lists: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	err = fg_dir4_build(a->cfg->pfx, a->cfg->n_pfx, a->dir4);
+	if (err == -ENOSPC && a->dir4->nleaf > FG_DIR4_LEAVES)
+		fg_why(a->why, "the IPv4 lists and sets make more than %u distinct combinations of "
+		       "list and sets; merge sets", FG_DIR4_LEAVES);
+	else if (err == -ENOSPC)
+		fg_why(a->why, "the IPv4 lists need %u blocks of 256 entries (one per /16 holding a "
+		       "prefix longer than /16, one per /24 holding one longer than /24), at most "
+		       "%u (%u MB): aggregate long prefixes", a->dir4->nblk, FG_BLK4_MAX,
+		       (unsigned)(FG_BLK4_MAX * sizeof(struct fg_blk4) >> 20));
+	else if (err)
+		fg_why(a->why, "building the IPv4 lists: %s", strerror(-err));
+	return err;
+}
+
 /* The tries hold both slots (FG_PFX_ENTRIES each: two of the largest
  * policy): the new prefixes must fit next to the active ones. */
 static int apply_capacity(struct apply *a)
@@ -315,7 +329,7 @@ static int apply_capacity(struct apply *a)
 		       "both slots)", a->n4, a->n6, a->lpm[0].na, a->lpm[1].na, max4, max6);
 		return -ENOSPC;
 	}
-	return 0;
+	return apply_dir4(a);
 }
 
 static int name_find(const struct fg_name names[FG_MAX_IDS], const char *name)
@@ -540,9 +554,9 @@ static int write_prefixes(struct apply *a)
 	}
 	if (err)
 		return err;
-	err = dir4_write(a->m, a->cfg, a->inactive);
+	err = fg_dir4_write(a->m->fd[FGM_DIR4], a->m->fd[FGM_BLK4], a->inactive, a->dir4);
 	if (err)
-		fg_why(a->why, "writing the IPv4 directory: %s", strerror(-err));
+		fg_why(a->why, "writing the IPv4 lists (fg_dir4, fg_blk4): %s", strerror(-err));
 	return err;
 }
 
@@ -711,6 +725,9 @@ int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg
 	fg_ctl_map_close(&a->cm);
 	lpm_slots_free(&a->lpm[0]);
 	lpm_slots_free(&a->lpm[1]);
+	if (a->dir4)
+		fg_dir4_img_free(a->dir4);
+	free(a->dir4);
 	free(a);
 	if (err && was)
 		fg_inforce_free(was);

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The IPv4 lists' DIR-16-8-8 table (struct fg_dir4, fg_blk4): the image
+ * against a brute-force longest-prefix match on random prefix sets (/0 to
+ * /32, allow, deny, sets), its two bounds, and the real program after a
+ * real fg_policy_apply against the kernel's LPM trie of the same slot,
+ * across reload flips and a refused policy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "fgtest.h"
+#include "pkt.h"
+#include "floodgate.h"
+#include "floodgate.skel.h"
+#include "apply.h"
+#include "ctl.h"
+#include "fgmaps.h"
+#include "mapimg.h"
+#include "policy.h"
+
+static __u64 rng = 0x9e3779b97f4a7c15ull;
+
+static __u32 rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (__u32)(rng >> 16);
+}
+
+static __u32 mask_of(int plen)
+{
+	return plen ? 0xffffffffu << (32 - plen) : 0;
+}
+
+static void entry4(struct fg_pfx_entry *e, __u32 net, int plen, __u32 list, __u32 sets)
+{
+	memset(e, 0, sizeof(*e));
+	net &= mask_of(plen);
+	e->family = 4;
+	e->plen = (__u8)plen;
+	e->addr[0] = net >> 24; e->addr[1] = net >> 16; e->addr[2] = net >> 8; e->addr[3] = net;
+	e->list = list;
+	e->sets = sets;
+}
+
+static __u32 entry_net(const struct fg_pfx_entry *e)
+{
+	return (__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 | e->addr[3];
+}
+
+/* The reference: the longest prefix covering a; of equal ones the later. */
+static struct fg_pfx ref_lookup(const struct fg_pfx_entry *v, size_t n, __u32 a)
+{
+	struct fg_pfx r = { FG_LIST_NONE, 0 };
+	int best = -1;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].family == 4 && (a & mask_of(v[i].plen)) == entry_net(&v[i]) &&
+		    v[i].plen >= best) {
+			best = v[i].plen;
+			r.list = v[i].list;
+			r.sets = v[i].sets;
+		}
+	return r;
+}
+
+/* An address near one of the prefixes (inside, or just past its end), or anywhere. */
+static __u32 probe(const struct fg_pfx_entry *v, size_t n)
+{
+	const struct fg_pfx_entry *e = &v[rnd() % n];
+	__u32 net = entry_net(e), span = e->plen ? ~mask_of(e->plen) : 0xffffffffu;
+
+	switch (rnd() % 4) {
+	case 0:
+		return net;
+	case 1:
+		return net + span + 1;
+	case 2:
+		return net + (rnd() & span);
+	default:
+		return rnd() << 8 ^ rnd();
+	}
+}
+
+/* Random prefixes in a few /8s (so they nest), /0 to /32, all three lists and sets. */
+static void random_entries(struct fg_pfx_entry *v, size_t n)
+{
+	static const __u32 base[] = { 0x0a000000u, 0xc0a80000u, 0xcb000000u, 0x64400000u };
+
+	for (size_t i = 0; i < n; i++) {
+		int plen = rnd() % 8 == 0 ? (int)(rnd() % 17) : 16 + (int)(rnd() % 17);
+		__u32 net = base[rnd() % 4] | (rnd() & 0x00ffffffu);
+
+		if (rnd() % 16 == 0)
+			net = rnd() << 8 ^ rnd();	/* anywhere */
+		entry4(&v[i], net, plen, rnd() % 3, rnd() % 3 ? 0 : 1u << (rnd() % 32));
+	}
+}
+
+static void test_img_vs_reference(void)
+{
+	static struct fg_dir4_img img;
+	const size_t sizes[] = { 1, 50, 3000 };
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k], wrong = 0, listed = 0, inset = 0;
+		struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+
+		if (!ASSERT_TRUE(v, "calloc"))
+			return;
+		random_entries(v, n);
+		if (ASSERT_OK(fg_dir4_build(v, n, &img), "fg_dir4_build")) {
+			for (int i = 0; i < 100000; i++) {
+				__u32 a = probe(v, n);
+				struct fg_pfx want = ref_lookup(v, n, a), got = fg_dir4_img_lookup(&img, a);
+
+				wrong += got.list != want.list || got.sets != want.sets;
+				listed += want.list != FG_LIST_NONE;
+				inset += want.sets != 0;
+			}
+			ASSERT_EQ(wrong, 0, "lookups differing from the reference longest-prefix match");
+			if (n > 1) {
+				ASSERT_GE(listed, 10000, "listed addresses exercised");
+				ASSERT_GE(inset, 1000, "addresses in a set exercised");
+			}
+			ASSERT_LE(img.nblk, 2 * n, "at most two blocks a prefix");
+		}
+		fg_dir4_img_free(&img);
+		free(v);
+	}
+}
+
+/* Exactly FG_BLK4_MAX blocks are accepted; one more is refused, nothing allocated. */
+static void test_img_block_bound(void)
+{
+	static struct fg_dir4_img img;
+	size_t n = 512 * 255 + 1, k = 0;
+	struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+
+	if (!ASSERT_TRUE(v, "calloc"))
+		return;
+	/* 512 /16s, each with /25s in 255 of its /24s: 512 + 512 * 255 = 2^17 blocks */
+	for (__u32 t = 0; t < 512; t++)
+		for (__u32 u = 0; u < 255; u++)
+			entry4(&v[k++], 0x20000000u | t << 16 | u << 8, 25, FG_LIST_DENY, 0);
+	ASSERT_OK(fg_dir4_build(v, n - 1, &img), "2^17 blocks: accepted");
+	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks used");
+	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x20010280u).list, FG_LIST_NONE, "upper half of a /24");
+	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x2001027fu).list, FG_LIST_DENY, "lower half of a /24");
+	fg_dir4_img_free(&img);
+	entry4(&v[k], 0x2000ff00u, 25, FG_LIST_DENY, 0);	/* the 256th /24 of 32.0/16 */
+	ASSERT_EQ(fg_dir4_build(v, n, &img), -ENOSPC, "one block more: refused");
+	ASSERT_EQ(img.nblk, FG_BLK4_MAX + 1, "blocks it would need");
+	ASSERT_TRUE(!img.blk, "nothing kept");
+	free(v);
+}
+
+/* FG_DIR4_LEAVES distinct values (leaf 0, "none", included) fit; one more does not. */
+static void test_img_leaf_bound(void)
+{
+	static struct fg_dir4_img img;
+	size_t n = FG_DIR4_LEAVES;
+	struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+
+	if (!ASSERT_TRUE(v, "calloc"))
+		return;
+	for (size_t i = 0; i < n; i++)	/* distinct /16s, distinct values */
+		entry4(&v[i], 0x30000000u + ((__u32)i << 16), 16, i % 3, (__u32)(i / 3 + 1));
+	ASSERT_OK(fg_dir4_build(v, n - 1, &img), "4095 values + none: accepted");
+	ASSERT_EQ(img.nleaf, FG_DIR4_LEAVES, "leaves used");
+	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x30050001u).sets, 5 / 3 + 1, "a leaf's sets");
+	fg_dir4_img_free(&img);
+	ASSERT_EQ(fg_dir4_build(v, n, &img), -ENOSPC, "one value more: refused");
+	ASSERT_GE(img.nleaf, FG_DIR4_LEAVES + 1, "values it would need: more than the table holds");
+	free(v);
+}
+
+/* ---- the real program after a real apply ------------------------------------- */
+
+struct inst {
+	struct floodgate_bpf *skel;
+	struct fg_maps maps;
+	char dir[64];
+};
+
+static int inst_open(struct inst *g)
+{
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->maps.dirfd = -1;
+	for (int i = 0; i < FGM_NMAPS; i++)
+		g->maps.fd[i] = -1;
+	g->skel = floodgate_bpf__open_and_load();
+	if (!g->skel)
+		return -errno;
+	snprintf(g->dir, sizeof(g->dir), "/tmp/test_dir4.XXXXXX");
+	if (!mkdtemp(g->dir))
+		return -errno;
+	err = fg_maps_from_skel(&g->maps, g->skel, g->dir);
+	if (!err)
+		err = fg_maps_lock(&g->maps, 1000);
+	if (!err)
+		err = fg_ctl_init(&g->maps, FG_MODE_ENFORCE);
+	return err;
+}
+
+static void inst_close(struct inst *g)
+{
+	fg_maps_close(&g->maps);
+	floodgate_bpf__destroy(g->skel);
+	if (g->dir[0])
+		rmdir(g->dir);
+}
+
+/* A policy: random allow and deny prefixes, one rule that passes sources in
+ * a random source set, unmatched sources dropped; prefixes no longer than
+ * maxplen. Returns the YAML (malloc'd). */
+static char *policy_yaml(size_t nlist, size_t nset, int maxplen)
+{
+	size_t cap = (nlist + nset) * 32 + 4096, o = 0;
+	char *y = malloc(cap);
+
+	if (!y)
+		return NULL;
+	for (int l = 0; l < 2; l++) {
+		o += (size_t)snprintf(y + o, cap - o, "%s:\n", l ? "deny" : "allow");
+		for (size_t i = 0; i < nlist / 2; i++) {
+			struct fg_pfx_entry e;
+			__u32 net;
+
+			random_entries(&e, 1);
+			net = entry_net(&e);
+			o += (size_t)snprintf(y + o, cap - o, "  - %u.%u.%u.%u/%u\n", net >> 24,
+					      net >> 16 & 255, net >> 8 & 255, net & 255,
+					      e.plen ? (e.plen < maxplen ? e.plen : maxplen) : 1);
+		}
+	}
+	o += (size_t)snprintf(y + o, cap - o, "default: drop\nrules:\n  - name: inset\n"
+			      "    action: pass\n    match:\n      src:\n");
+	for (size_t i = 0; i < nset; i++) {
+		struct fg_pfx_entry e;
+		__u32 net;
+
+		random_entries(&e, 1);
+		net = entry_net(&e);
+		o += (size_t)snprintf(y + o, cap - o, "        - %u.%u.%u.%u/%u\n", net >> 24,
+				      net >> 16 & 255, net >> 8 & 255, net & 255,
+				      e.plen < 8 ? 8 : e.plen < maxplen ? e.plen : maxplen);
+	}
+	return y;
+}
+
+static int apply_yaml(struct inst *g, const char *y, struct fg_config *cfg, char *why)
+{
+	struct fg_err e = {};
+	int err = fg_config_parse(y, strlen(y), "<test_dir4>", cfg, &e);
+
+	if (err) {
+		fg_err_format(&e, why, FG_WHY_LEN);
+		return err;
+	}
+	return fg_policy_apply(&g->maps, cfg, why);
+}
+
+/* What the kernel's LPM trie of slot holds for a: the outcome it implies. */
+static int trie_outcome(struct inst *g, __u32 slot, __u32 a)
+{
+	struct fg_lpm4 k = { .prefixlen = 64, .slot = slot, .addr = htonl(a) };
+	struct fg_pfx v;
+
+	if (bpf_map_lookup_elem(g->maps.fd[FGM_PFX4], &k, &v))
+		return FG_OUT_DROP;	/* on no list, in no set: the default */
+	if (v.list == FG_LIST_ALLOW)
+		return FG_OUT_ALLOW;
+	if (v.list == FG_LIST_DENY)
+		return FG_OUT_DENY;
+	return v.sets ? FG_OUT_PASS : FG_OUT_DROP;
+}
+
+/* The outcome the program gives a UDP frame from a. */
+static int prog_outcome(struct inst *g, __u32 a)
+{
+	static struct fg_stats before[FG_NROWS], after[FG_NROWS];
+	struct in_addr ia = { .s_addr = htonl(a) };
+	char src[INET_ADDRSTRLEN];
+	struct pkt_spec s = { .family = 4, .src = src, .dst = "10.200.0.2", .proto = 17,
+			      .sport = 4000, .dport = 7, .payload = 8 };
+	__u8 buf[512];	/* pkt_build wants room for its largest frame */
+	int len, out = -1;
+
+	inet_ntop(AF_INET, &ia, src, sizeof(src));
+	len = pkt_build(&s, buf, sizeof(buf));
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = (__u32)len, .repeat = 1);
+	if (len < 0)
+		return -1;
+	if (fg_stats_read(&g->maps, before))
+		return -2;
+	if (bpf_prog_test_run_opts(bpf_program__fd(g->skel->progs.floodgate), &o))
+		return -3;
+	if (fg_stats_read(&g->maps, after))
+		return -4;
+	for (int r = 0; r < FG_NROWS; r++)
+		for (int k = 0; k < FG_OUT_MAX; k++)
+			if (after[r].pkts[k] != before[r].pkts[k])
+				out = k;
+	return out;
+}
+
+/* n probes near cfg's prefixes: the program against the trie; 0 or the mismatches. */
+static size_t check_against_trie(struct inst *g, const struct fg_config *cfg, int n, int seen[FG_OUT_MAX])
+{
+	struct fg_ctl ctl;
+	size_t wrong = 0;
+
+	if (fg_ctl_read(&g->maps, &ctl))
+		return (size_t)n;
+	for (int i = 0; i < n; i++) {
+		__u32 a = probe(cfg->pfx, cfg->n_pfx);
+		int want = trie_outcome(g, ctl.slot & 1, a), got = prog_outcome(g, a);
+
+		if (got != want && !wrong)
+			printf("  first mismatch: %#x: program %d, trie %d\n", a, got, want);
+		wrong += got != want;
+		if (want >= 0 && want < FG_OUT_MAX)
+			seen[want]++;
+	}
+	return wrong;
+}
+
+static void test_prog_vs_trie_and_flips(void)
+{
+	static struct fg_config cfg[3];
+	char why[FG_WHY_LEN] = "";
+	struct inst g;
+	char *y[3] = { policy_yaml(3000, 300, 32), policy_yaml(40, 4, 32),
+		     policy_yaml(60, 6, 16) };
+	int seen[FG_OUT_MAX] = { 0 }, fd;
+	__u32 k, inner;
+
+	if (!ASSERT_TRUE(y[0] && y[1] && y[2], "policies") || !ASSERT_OK(inst_open(&g), "load"))
+		goto out;
+	/* A, then B, then one without blocks (no prefix past /16), then A again:
+	 * each flip serves the new lists */
+	for (int step = 0; step < 4; step++) {
+		int p = step == 3 ? 0 : step;
+
+		fg_config_free(&cfg[p]);
+		memset(&cfg[p], 0, sizeof(cfg[p]));
+		if (!ASSERT_OK(apply_yaml(&g, y[p], &cfg[p], why), why))
+			break;
+		ASSERT_EQ(check_against_trie(&g, &cfg[p], 3000, seen), 0,
+			  "outcomes differing from the kernel's LPM trie of the active slot");
+	}
+	ASSERT_GE(seen[FG_OUT_ALLOW], 300, "allowlisted probes");
+	ASSERT_GE(seen[FG_OUT_DENY], 300, "denylisted probes");
+	ASSERT_GE(seen[FG_OUT_PASS], 100, "probes in the set");
+	ASSERT_GE(seen[FG_OUT_DROP], 300, "unlisted probes");
+	/* the slot that held the block-free policy has none left */
+	fd = g.maps.fd[FGM_BLK4];
+	k = 0;
+	{
+		struct fg_ctl ctl;
+
+		ASSERT_OK(fg_ctl_read(&g.maps, &ctl), "fg_ctl");
+		k = (ctl.slot & 1) ^ 1;	/* A is active again, in the slot B had */
+	}
+	ASSERT_EQ(bpf_map_lookup_elem(fd, &k, &inner), -ENOENT, "the block-free slot's blocks are freed");
+	k ^= 1;
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &inner) ? -errno : 0, "the active slot has its blocks");
+out:
+	for (int i = 0; i < 3; i++) {
+		fg_config_free(&cfg[i]);
+		free(y[i]);
+	}
+	inst_close(&g);
+}
+
+/* A policy beyond FG_BLK4_MAX is refused by apply with the reason; the
+ * active policy, its slot and its lists are untouched. */
+static void test_apply_refuses_bound(void)
+{
+	static struct fg_config ok, big;
+	char why[FG_WHY_LEN] = "";
+	size_t n = 512 * 256 + 1, cap = n * 24 + 256, o = 0;
+	char *y = malloc(cap), *y0 = policy_yaml(400, 40, 32);
+	struct fg_ctl c0, c1;
+	struct fg_policy p0, p1;
+	int seen[FG_OUT_MAX] = { 0 };
+	struct inst g;
+
+	if (!ASSERT_TRUE(y && y0, "policies") || !ASSERT_OK(inst_open(&g), "load"))
+		goto out;
+	if (!ASSERT_OK(apply_yaml(&g, y0, &ok, why), why))
+		goto out;
+	o += (size_t)snprintf(y + o, cap - o, "deny:\n");
+	for (__u32 i = 0; i < n; i++)	/* a /25 in each of 2^17 + 1 /24s */
+		o += (size_t)snprintf(y + o, cap - o, "  - %u.%u.%u.0/25\n", 33 + (i >> 16),
+				      (i >> 8) & 255, i & 255);
+	o += (size_t)snprintf(y + o, cap - o, "rules:\n  - name: r\n    action: pass\n"
+			      "    match: {proto: udp}\n");
+	ASSERT_OK(fg_ctl_read(&g.maps, &c0), "fg_ctl before");
+	ASSERT_OK(fg_policy_read(&g.maps, c0.slot & 1, &p0), "policy before");
+	ASSERT_EQ(apply_yaml(&g, y, &big, why), -ENOSPC, "apply of a policy needing too many blocks");
+	ASSERT_TRUE(strstr(why, "blocks") && strstr(why, "aggregate"), why);
+	ASSERT_OK(fg_ctl_read(&g.maps, &c1), "fg_ctl after");
+	ASSERT_OK(fg_policy_read(&g.maps, c1.slot & 1, &p1), "policy after");
+	ASSERT_EQ(c1.slot, c0.slot, "active slot unchanged");
+	ASSERT_EQ(p1.version, p0.version, "active policy unchanged");
+	ASSERT_EQ(check_against_trie(&g, &ok, 1000, seen), 0, "the active lists still answer");
+out:
+	fg_config_free(&ok);
+	fg_config_free(&big);
+	free(y);
+	free(y0);
+	inst_close(&g);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	libbpf_set_print(libbpf_quiet);
+	fg_test_init(argc, argv);
+	FG_RUN(test_img_vs_reference);
+	FG_RUN(test_img_block_bound);
+	FG_RUN(test_img_leaf_bound);
+	FG_RUN(test_prog_vs_trie_and_flips);
+	FG_RUN(test_apply_refuses_bound);
+	return fg_test_summary();
+}
