@@ -17,6 +17,7 @@
 #include "fgmaps.h"
 #include "floodgate.skel.h"
 #include "policy.h"
+#include "polfix.h"
 
 static struct floodgate_bpf *skel;
 static struct fg_maps maps;
@@ -47,26 +48,9 @@ static const char pol_ac[] =	/* beta gone, gamma new */
 
 static int apply(const char *txt)
 {
-	static struct fg_config cfg;
-	char why[FG_WHY_LEN] = "", msg[1024];
-	struct fg_err e = {};
-	int err;
+	char why[FG_WHY_LEN];
 
-	memset(&cfg, 0, sizeof(cfg));
-	err = fg_config_parse(txt, strlen(txt), "test.yaml", &cfg, &e);
-	if (err) {
-		fg_err_format(&e, msg, sizeof(msg));
-		printf("  parse: %s\n", msg);
-		return err;
-	}
-	err = fg_maps_lock(&maps, 1000);
-	if (!err)
-		err = fg_policy_apply(&maps, &cfg, why);
-	fg_maps_unlock(&maps);
-	if (err && why[0])
-		printf("  apply: %s\n", why);
-	fg_config_free(&cfg);
-	return err;
+	return pf_apply(&maps, txt, why);
 }
 
 /* The active policy's pool named name: its index, or -1. */
