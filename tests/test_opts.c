@@ -26,18 +26,6 @@ struct tcfg {
 	__u64 every;
 };
 
-static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
-{
-	struct tcfg *c = cfg;
-
-	(void)o;
-	c->watch = true;
-	c->secs = 1;
-	if (val && fg_opt_parse_u64(val, 1, 60, &c->secs))
-		return fg_opt_fail(why, len, "\"%s\" is not a number of seconds", val);
-	return 0;
-}
-
 #define T struct tcfg
 static const struct fg_opt g_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', T, dir, "DIR", "pin dir"),
@@ -53,8 +41,7 @@ static const struct fg_opt status_opts[] = {
 };
 static const struct fg_opt stats_opts[] = {
 	FG_OPT_BOOL("json", 'j', T, json, "JSON output"),
-	{ .name = "watch", .sname = 'w', .kind = FGO_FUNC, .flags = FG_OPT_OPTIONAL,
-	  .fn = opt_watch, .arg = "SECS", .help = "every SECS" },
+	FG_OPT_FLAG_U64("watch", 'w', T, watch, secs, "SECS", 1, 60, "a number of seconds", "every SECS"),
 	{ .name = "every", .kind = FGO_U64, .flags = FG_OPT_OPTIONAL, .off = FG_OPT_AT(T, every, __u64),
 	  .arg = "N", .min = 1, .max = 9, .what = "a digit", .help = "an optional number" },
 	FG_OPT_END,
