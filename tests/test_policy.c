@@ -1361,14 +1361,30 @@ static char *parse_print(const char *yaml, struct fg_config *cfg, const char *wh
 	return printed(cfg);
 }
 
-static void test_print(void)
+/* yaml parsed (checked as what) and printed: every want[] in the printout,
+ * none of absent[] (na of them). */
+static void check_printed(const char *yaml, const char *what, const struct fg_want *want, size_t n,
+			  const struct fg_want *absent, size_t na)
 {
 	struct fg_config cfg;
-	char *out = NULL;
+	char *out = parse_print(yaml, &cfg, what);
 
-	out = parse_print(spec_policy, &cfg, "parse");
 	if (!out)
 		return;
+	fg_test_contains_all(__FILE__, __LINE__, out, want, n);
+	for (size_t i = 0; i < na; i++)
+		ASSERT_TRUE(strstr(out, absent[i].needle) == NULL, absent[i].name);
+	free(out);
+	fg_config_free(&cfg);
+}
+#define CHECK_PRINTED(yaml, what, want) \
+	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), NULL, 0)
+#define CHECK_PRINTED_NOT(yaml, what, want, absent) \
+	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), absent, \
+		      sizeof(absent) / sizeof((absent)[0]))
+
+static void test_print(void)
+{
 	static const struct fg_want spec_print[] = {
 		{ "eth0", "interfaces" },
 		{ "shadow", "mode" },
@@ -1382,24 +1398,17 @@ static void test_print(void)
 		{ "50000 new sources/s", "admission" },
 		{ "fragments", "implicit rule" },
 	};
-	ASSERT_CONTAINS_ALL(out, spec_print);
-	free(out);
-	fg_config_free(&cfg);
-
-	/* a cap, with the note about the ephemeral port range */
-	out = parse_print("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
-				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg, "parse cap");
-	if (!out)
-		return;
 	static const struct fg_want cap_print[] = {
 		{ "concurrency: 1 capped rules; reconcile every 10 s", "globals" },
 		{ "concurrency 7 connections per source, handshake_timeout 2000 ms; counts TCP to ports 80,30000-40000",
 		  "the cap" },
 		{ "overlap the default ephemeral range", "ephemeral note" },
 	};
-	ASSERT_CONTAINS_ALL(out, cap_print);
-	free(out);
-	fg_config_free(&cfg);
+
+	CHECK_PRINTED(spec_policy, "parse", spec_print);
+	/* a cap, with the note about the ephemeral port range */
+	CHECK_PRINTED("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
+		      "    per_source: {concurrency: 7, handshake_timeout: 2s}\n", "parse cap", cap_print);
 }
 
 static void test_parse_u64(void)
@@ -1723,19 +1732,6 @@ static void test_fleet_bad(void)
 /* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
 static void test_fleet_print(void)
 {
-	struct fg_config cfg;
-	char *out = NULL;
-
-	if (!ASSERT_OK(parse_ok("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
-				"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
-				"    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
-				"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
-				&cfg), "parse"))
-		return;
-	out = printed(&cfg);
-	if (!out)
-		return;
-	ASSERT_TRUE(strstr(out, "s3cret") == NULL, "the password is never printed");
 	static const struct fg_want fleet_print[] = {
 		{ "(with a password)", "but that there is one" },
 		{ "node web-17, key prefix floodgate", "node and prefix" },
@@ -1752,17 +1748,20 @@ static void test_fleet_print(void)
 		{ "this node alone 10MB/s burst 20MB", "explicit local share" },
 		{ "refill 20MB per interval", "bytes in operator units" },
 	};
-	ASSERT_CONTAINS_ALL(out, fleet_print);
-	free(out);
-	fg_config_free(&cfg);
+	static const struct fg_want fleet_secret[] = {
+		{ "s3cret", "the password is never printed" },
+	};
+	static const struct fg_want fleet_off[] = {
+		{ "fleet:       off", "no fleet" },
+	};
+
+	CHECK_PRINTED_NOT("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
+			  "rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
+			  "    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
+			  "  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+			  "parse", fleet_print, fleet_secret);
 	/* without fleet: says so */
-	out = NULL;
-	out = parse_print(spec_policy, &cfg, "spec policy");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
-	free(out);
-	fg_config_free(&cfg);
+	CHECK_PRINTED(spec_policy, "spec policy", fleet_off);
 }
 
 /* ---- load shedding: pools, tiers, shedding: (docs/shedding.md) ------------- */
@@ -1944,12 +1943,6 @@ static void test_shed_bad(void)
  * each rule's tier and pool. */
 static void test_shed_print(void)
 {
-	struct fg_config cfg;
-	char *out = NULL;
-
-	out = parse_print(SHED_POLICY, &cfg, "parse");
-	if (!out)
-		return;
 	static const struct fg_want shed_print[] = {
 		{ "pools (2):", "the pools" },
 		{ "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
@@ -1967,18 +1960,16 @@ static void test_shed_print(void)
 		{ "tier bulk, pool syn", "analytics'" },
 		{ "tier best-effort, pool backend", "api's" },
 	};
-	ASSERT_CONTAINS_ALL(out, shed_print);
-	free(out);
-	fg_config_free(&cfg);
-	out = NULL;
-	out = parse_print(spec_policy, &cfg, "spec policy");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
-	ASSERT_STR_CONTAINS(out, "shedding:    off", "no shedding");
-	ASSERT_TRUE(strstr(out, ", tier ") == NULL, "no rule prints a tier");
-	free(out);
-	fg_config_free(&cfg);
+	static const struct fg_want shed_off[] = {
+		{ "pools:       none", "no pools" },
+		{ "shedding:    off", "no shedding" },
+	};
+	static const struct fg_want no_tier[] = {
+		{ ", tier ", "no rule prints a tier" },
+	};
+
+	CHECK_PRINTED(SHED_POLICY, "parse", shed_print);
+	CHECK_PRINTED_NOT(spec_policy, "spec policy", shed_off, no_tier);
 }
 
 int main(int argc, char **argv)
