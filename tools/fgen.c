@@ -901,18 +901,26 @@ cleanup:
 
 /* --- options (declared through user/opts.h) ------------------------------------ */
 
-/* -s (ival 1: an address or ADDR/PLEN) and -d (ival 0: an address). */
-static int opt_addr(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_src(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
 {
 	struct opts *o = cfg;
-	bool src = opt->ival;
+
+	(void)opt;
+	if (parse_addr(val, &o->src_family, o->src, &o->src_plen, true))
+		return fg_opt_fail(why, len, "bad source '%s': want an address or ADDR/PLEN", val);
+	o->have_src = true;
+	return 0;
+}
+
+static int opt_dst(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct opts *o = cfg;
 	int plen;
 
-	if (parse_addr(val, src ? &o->src_family : &o->dst_family, src ? o->src : o->dst,
-		       src ? &o->src_plen : &plen, src))
-		return fg_opt_fail(why, len, src ? "bad source '%s': want an address or ADDR/PLEN"
-					       : "bad destination '%s': want an IPv4 or IPv6 address", val);
-	*(src ? &o->have_src : &o->have_dst) = true;
+	(void)opt;
+	if (parse_addr(val, &o->dst_family, o->dst, &plen, false))
+		return fg_opt_fail(why, len, "bad destination '%s': want an IPv4 or IPv6 address", val);
+	o->have_dst = true;
 	return 0;
 }
 
@@ -1005,9 +1013,9 @@ static const struct fg_opt fgen_opts[] = {
 	FG_OPT_FUNC("tcp", 0, opt_proto, P_TCP, NULL, "TCP (flags: --tcp-flags, default S)"),
 	FG_OPT_FUNC("icmp", 0, opt_proto, P_ICMP, NULL, "ICMP or ICMPv6 echo request"),
 	FG_OPT_FUNC("tcp-flags", 0, opt_tcp_flags, 0, "F", "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
-	FG_OPT_FUNC("src", 's', opt_addr, 1, "A[/PLEN]",
+	FG_OPT_FUNC("src", 's', opt_src, 0, "A[/PLEN]",
 		    "source address or prefix (default: DEV's address)"),
-	FG_OPT_FUNC("dst", 'd', opt_addr, 0, "A", "destination address"),
+	FG_OPT_FUNC("dst", 'd', opt_dst, 0, "A", "destination address"),
 	FG_OPT_U32("sources", 0, O, nsrc, "N", 1, UINT32_MAX, "a number of sources",
 		   "N sources SRC..SRC+N-1, in turn (or at random with --random)"),
 	FG_OPT_BOOL("random", 0, O, random,
