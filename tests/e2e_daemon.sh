@@ -12,12 +12,8 @@ cd "$(dirname "$0")/.." || exit 2
 fg_init --root --pin daemon "$FGD" "$FG"
 
 # a (sender) and b (floodgated's side), veth v0 <-> v1
-if ! { fg_ns_create a && fg_ns_create b && fg_veth_create a v0 b v1 &&
-       fg_ns_addr a v0 10.77.0.1/24 && fg_ns_addr b v1 10.77.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
+fg_pair a v0 10.77.0.1/24 b v1 10.77.0.2/24
 NS_B=$(fg_ns_name b)
-MAC=$(fg_ns_mac b v1)
 PORT=$((20000 + $$ % 20000))
 
 cat > "$FG_TMP/policy.yaml" <<YAML

@@ -13,18 +13,8 @@
 # FG_GAMEDAY=1 adds 100 samples of a signal alternating 0.78/0.82. Needs root. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-. tests/lib.sh
-fg_init --root --pin shed "$FGD" "$FG" "$FGEN"
-
-SIG=$FG_TMP/signal
-export FLOODGATE_RUN_DIR=$FG_TMP	# the shedder's state file, removed with FG_TMP
-
-fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&
-	fg_veth_create g g0 r r0 && fg_ns_addr g g0 10.88.0.1/24 && fg_ns_addr r r0 10.88.0.2/24 ||
-	{ bad setup "namespaces and veth pair"; fg_finish; }
-MAC=$(fg_ns_mac r r0)
-APORT=$((30000 + $$ % 20000))
-MPORT=$((APORT + 1))
+. tests/shed_lib.sh
+shed_init shed 88
 
 # policy SIGNAL [extra shedding: lines]
 policy() {
@@ -48,20 +38,8 @@ shedding:
   bad: 0.8
 YAML
 }
-setsig() { echo "$1" > "$SIG.tmp" && mv "$SIG.tmp" "$SIG"; }	# whole, never half a number
-# sj KEY...: shedding.KEY of status --json
-sj() {
-	local k a=()
-	for k in "$@"; do a+=("shedding.$k"); done
-	"$FG" status --json 2> /dev/null | fg_json_get - "${a[@]}"
-}
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-# send PORT COUNT: UDP from g at 20,000/s
-send() {
-	fg_ns_exec g "$FGEN" -i g0 -d 10.88.0.2 -s 10.88.0.1 --udp --dport "$1" --dst-mac "$MAC" \
-		-n "$2" -r 20000 > /dev/null 2>&1
-}
 stat() { fg_stat "$PIN" "$1" "$2"; }
 # wait_amount OP VALUE TENTHS: until status's shedding.amount OP VALUE; 0/1
 wait_amount() {
@@ -76,15 +54,7 @@ wait_amount() {
 
 setsig 0.5
 policy "file:$SIG" > "$FG_TMP/p.yaml"
-if ! "$FG" check "$FG_TMP/p.yaml" > "$FG_TMP/check.out" 2>&1; then
-	skip "$FG_NAME" "this build's policy compiler refuses the shedding policy: $(one_line 200 < "$FG_TMP/check.out")"
-	fg_finish
-fi
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
-	bad "floodgated starts with a shedding: section" "$(tail -5 "$DLOG" | one_line)"
-	fg_finish
-fi
-ok "floodgated starts with a shedding: section"
+shed_start "$FG_TMP/p.yaml" skip "floodgated starts with a shedding: section"
 "$FG" status --json > "$FG_TMP/status.json" 2>&1
 fg_json_check "status --json with shedding" status "$FG_TMP/status.json"
 check_cmp "status: controller, signal, phase at 0.5" \

@@ -11,17 +11,8 @@
 # Needs root. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-. tests/lib.sh
-fg_init --root --pin shedoff "$FGD" "$FG" "$FGEN"
-
-SIG=$FG_TMP/signal
-export FLOODGATE_RUN_DIR=$FG_TMP	# the shedder's state file, removed with FG_TMP
-
-fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&
-	fg_veth_create g g0 r r0 && fg_ns_addr g g0 10.89.0.1/24 && fg_ns_addr r r0 10.89.0.2/24 ||
-	{ bad setup "namespaces and veth pair"; fg_finish; }
-MAC=$(fg_ns_mac r r0)
-MPORT=$((30000 + $$ % 20000))
+. tests/shed_lib.sh
+shed_init shedoff 89
 
 cat > "$FG_TMP/p.yaml" <<YAML
 interfaces: [r0]
@@ -43,16 +34,6 @@ shedding:
   decay: 3s
   orphan: 1s
 YAML
-setsig() { echo "$1" > "$SIG.tmp" && mv "$SIG.tmp" "$SIG"; }
-sj() {
-	local k a=()
-	for k in "$@"; do a+=("shedding.$k"); done
-	"$FG" status --json 2> /dev/null | fg_json_get - "${a[@]}"
-}
-send() {
-	fg_ns_exec g "$FGEN" -i g0 -d 10.89.0.2 -s 10.89.0.1 --udp --dport "$1" --dst-mac "$MAC" \
-		-n "$2" -r 20000 > /dev/null 2>&1
-}
 # wait_for TENTHS CMD...: until CMD succeeds; 0/1
 wait_for() {
 	local n=$1; shift
@@ -77,15 +58,7 @@ burst() {
 N=1000
 
 setsig 0.95
-if ! "$FG" check "$FG_TMP/p.yaml" > "$FG_TMP/check.out" 2>&1; then
-	bad "the policy compiles" "$(one_line 300 < "$FG_TMP/check.out")"
-	fg_finish
-fi
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
-	bad "floodgated starts" "$(tail -5 "$DLOG" | one_line)"
-	fg_finish
-fi
-ok "floodgated starts with two pools, one exempt, and a file signal at 0.95"
+shed_start "$FG_TMP/p.yaml" bad "floodgated starts with two pools, one exempt, and a file signal at 0.95"
 
 # --- shedding active -------------------------------------------------------------------------
 if ! wait_for 60 amount_ge 1; then

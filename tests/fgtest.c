@@ -96,3 +96,18 @@ int fg_test_init_root(int argc, char **argv, const char *name, const char *why)
 	fg_test_skip_all(name, "%s", why);
 	return 1;
 }
+
+int fg_test_contains_all(const char *file, int line, const char *hay,
+			 const struct fg_want *want, size_t n)
+{
+	int all = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		if (hay && strstr(hay, want[i].needle))
+			continue;
+		fg_test_fail(file, line, "%s: \"%s\" does not contain \"%s\"", want[i].name,
+			     hay ? hay : "(null)", want[i].needle);
+		all = 0;
+	}
+	return all;
+}

@@ -95,6 +95,18 @@ int fg_test_init_root(int argc, char **argv, const char *name, const char *why);
 	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", name, ___h ? ___h : "(null)", ___n); \
 	   ___ok; })
 
+/* One substring a text must contain, and the name of that check. */
+struct fg_want {
+	const char *needle, *name;
+};
+
+/* ASSERT_STR_CONTAINS(hay, w.needle, w.name) for each w of the array want;
+ * 1 when all held. */
+#define ASSERT_CONTAINS_ALL(hay, want)					\
+	fg_test_contains_all(__FILE__, __LINE__, (hay), (want), sizeof(want) / sizeof((want)[0]))
+int fg_test_contains_all(const char *file, int line, const char *hay,
+			 const struct fg_want *want, size_t n);
+
 /* |got - exp| <= tol, in doubles (the caller includes math.h). */
 #define ASSERT_NEAR(got, exp, tol, name)				\
 	({ double ___g = (got), ___e = (exp), ___t = (tol);		\

@@ -174,6 +174,26 @@ fg_init() {
 	fi
 }
 
+# fg_pair [-q] NS1 DEV1 "ADDR..." NS2 DEV2 "ADDR...": two fresh namespaces
+# (-q: without IPv6, fg_ns_quiet), a veth pair DEV1 <-> DEV2 between them
+# and the addresses on each end; MAC is DEV2's, for frames sent to it. On
+# failure: one failed check "setup", then fg_finish.
+fg_pair() {
+	local q= a1 a2
+	[ "${1:-}" = -q ] && { q=1; shift; }
+	read -ra a1 <<< "$3"
+	read -ra a2 <<< "$6"
+	if fg_ns_create "$1" && fg_ns_create "$4" &&
+	   { [ -z "$q" ] || { fg_ns_quiet "$1" && fg_ns_quiet "$4"; }; } &&
+	   fg_veth_create "$1" "$2" "$4" "$5" &&
+	   fg_ns_addr "$1" "$2" "${a1[@]}" && fg_ns_addr "$4" "$5" "${a2[@]}"; then
+		MAC=$(fg_ns_mac "$4" "$5")
+		return 0
+	fi
+	bad setup "namespaces and veth pair"
+	fg_finish
+}
+
 # fg_pin NAME: this run's pin dir NAME (removed at cleanup)
 fg_pin() { printf '%s%s\n' "$FG_PIN_PREFIX" "$1"; }
 

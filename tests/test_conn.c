@@ -253,14 +253,43 @@ static void close_pairs(struct pairs *p)
 
 /* A listener on 127.0.0.1:PORT4 (*lfd) and n connections to it, checked
  * as what; -1 (counted, nothing left open) if either fails. */
+/* A listener on addr:port (*lfd, -1 if none) and n connections to it (as
+ * what); 1 when both held. The caller closes what was opened. */
+static bool listen_pairs(struct pairs *p, int n, int family, const char *addr, __u16 port, int *lfd,
+			 const char *what)
+{
+	*lfd = tcp_listen(family, addr, port, 1);
+	return ASSERT_GE(*lfd, 0, "listen") && ASSERT_OK(open_pairs(p, n, family, addr, port, *lfd), what);
+}
+
+/* The pairs and, if open, their listener. */
+static void pairs_close(struct pairs *p, int lfd)
+{
+	close_pairs(p);
+	if (lfd >= 0)
+		close(lfd);
+}
+
+/* listen_pairs on 127.0.0.1:PORT4, closed again when it fails; 0 or -1. */
 static int local_pairs(struct pairs *p, int n, int *lfd, const char *what)
 {
-	*lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(*lfd, 0, "listen"))
+	if (listen_pairs(p, n, 4, "127.0.0.1", PORT4, lfd, what))
+		return 0;
+	if (*lfd >= 0)
+		pairs_close(p, *lfd);
+	return -1;
+}
+
+/* conn_up(attach), k the key of 127.0.0.1 and local_pairs(n); on failure
+ * all of it is closed again. 0 or -1. */
+static int conn_up_pairs(bool attach, struct fg_conn_key *k, struct pairs *p, int n, int *lfd,
+			 const char *what)
+{
+	if (conn_up(attach))
 		return -1;
-	if (!ASSERT_OK(open_pairs(p, n, 4, "127.0.0.1", PORT4, *lfd), what)) {
-		close_pairs(p);
-		close(*lfd);
+	key_of(k, 4, "127.0.0.1");
+	if (local_pairs(p, n, lfd, what)) {
+		fg_conn_close(&C);
 		return -1;
 	}
 	return 0;
@@ -391,11 +420,8 @@ static void test_seed(void)
 	__u32 pend;
 	int lfd;
 
-	if (conn_up(false))
+	if (conn_up_pairs(false, &k, &p, 10, &lfd, "10 connections"))
 		return;
-	key_of(&k, 4, "127.0.0.1");
-	if (local_pairs(&p, 10, &lfd, "10 connections"))
-		goto out;
 	if (!ASSERT_OK(fg_conn_attach(&C), "attach after the connections"))
 		goto close;
 	ASSERT_EQ(est_of(&k), 0, "not counted before the seed");
@@ -415,7 +441,6 @@ static void test_seed(void)
 close:
 	close_pairs(&p);
 	close(lfd);
-out:
 	fg_conn_close(&C);
 }
 
@@ -488,12 +513,9 @@ static void test_reconcile_fixes(void)
 	__u32 pend;
 	int lfd;
 
-	if (conn_up(true))
+	if (conn_up_pairs(true, &k, &p, 3, &lfd, "3 connections"))
 		return;
-	key_of(&k, 4, "127.0.0.1");
 	key_of(&ghost, 4, "192.0.2.77");
-	if (local_pairs(&p, 3, &lfd, "3 connections"))
-		goto out;
 	ASSERT_EQ(est_wait(&k, 3), 3, "count");
 
 	cur = C.ctl->epoch & 1;
@@ -529,7 +551,6 @@ static void test_reconcile_fixes(void)
 	ASSERT_EQ(est_wait(&k, 0), 0, "closed after the fixes: exact");
 	close_pairs(&p);
 	close(lfd);
-out:
 	fg_conn_close(&C);
 }
 
@@ -825,11 +846,8 @@ static void test_spoofed_flood(void)
 	int lfd, admitted = 0;
 	__u64 now = mono_ns();
 
-	if (conn_up(true))
+	if (conn_up_pairs(true, &k, &p, 3, &lfd, "3 real connections"))
 		return;
-	key_of(&k, 4, "127.0.0.1");
-	if (local_pairs(&p, 3, &lfd, "3 real connections"))
-		goto out;
 	ASSERT_EQ(est_wait(&k, 3), 3, "real count");
 	for (int i = 0; i < 5000; i++) {
 		char a[32];
@@ -863,7 +881,6 @@ static void test_spoofed_flood(void)
 	ASSERT_EQ(est_wait(&k, 0), 0, "closed");
 	close_pairs(&p);
 	close(lfd);
-out:
 	fg_conn_close(&C);
 }
 
@@ -947,9 +964,7 @@ static void test_pin_adopt(void)
 	}
 rm:
 	close_pairs(&p);
-	close_pairs(&q);
-	if (lfd >= 0)
-		close(lfd);
+	pairs_close(&q, lfd);
 	ASSERT_OK(fg_conn_unpin(dir), "unpin");
 	{
 		struct fg_conn r;
@@ -1118,6 +1133,13 @@ static void test_helper_cost(void)
  * on ports 7100-7199 with a cap of 10 (and, rate > 0, a per-source rate of
  * burst `burst`); rule id 5 on PORTX, cap 100 (more than the pending slots).
  */
+/* C closed, back on the real clock (xdp_up set the test clock). */
+static void conn_close_test(void)
+{
+	C.test_now = 0;
+	fg_conn_close(&C);
+}
+
 static int xdp_up(struct dp *d, double rate, double burst)
 {
 	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
@@ -1226,9 +1248,7 @@ static void test_xdp_cap(void)
 		goto out_conn;
 	key_of(&k, 4, "127.0.0.1");
 	key_of(&k2, 4, "127.0.0.2");
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen") ||
-	    !ASSERT_OK(open_pairs(&p, (int)CAP.cap, 4, "127.0.0.1", PORT4, lfd), "10 connections"))
+	if (!listen_pairs(&p, (int)CAP.cap, 4, "127.0.0.1", PORT4, &lfd, "10 connections"))
 		goto out;
 	ASSERT_EQ(est_wait(&k, CAP.cap), CAP.cap, "10 real connections counted");
 
@@ -1289,13 +1309,10 @@ static void test_xdp_cap(void)
 	ASSERT_EQ(dp_row_ev(&d, 5, FG_EV_CAP_NOSLOT), 1, "... event cap_noslot");
 	ASSERT_EQ(dp_row_pkts(&d, CAP.rule, FG_OUT_CAP), 3, "outcome cap counted 3 times in all");
 out:
-	close_pairs(&p);
-	if (lfd >= 0)
-		close(lfd);
+	pairs_close(&p, lfd);
 	dp_close(&d);
 out_conn:
-	C.test_now = 0;
-	fg_conn_close(&C);
+	conn_close_test();
 }
 
 /* A SYN the rate limit drops takes no place; IPv6; a spoofed flood
@@ -1319,18 +1336,14 @@ static void test_xdp_cap_order_flood(void)
 
 	/* IPv6: 10 real connections from ::1 */
 	key_of(&k6, 6, "::1");
-	lfd6 = tcp_listen(6, "::1", PORT6, 1);
-	if (!ASSERT_GE(lfd6, 0, "listen ::1") ||
-	    !ASSERT_OK(open_pairs(&p6, (int)CAP.cap, 6, "::1", PORT6, lfd6), "10 IPv6 connections"))
+	if (!listen_pairs(&p6, (int)CAP.cap, 6, "::1", PORT6, &lfd6, "10 IPv6 connections"))
 		goto out;
 	ASSERT_EQ(est_wait(&k6, CAP.cap), CAP.cap, "IPv6 counted");
 	dp_set_now(&d, XDP_T0 + 10 * SEC_NS);	/* a full bucket again */
 	ASSERT_EQ(xoutcome(&d, "::1", 40000, PORT6, 0, &v), FG_OUT_CAP, "IPv6 at its cap: refused");
 
 	/* a spoofed flood: 3,000 sources, each admitted once, no count entry */
-	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
-	if (!ASSERT_GE(lfd, 0, "listen") ||
-	    !ASSERT_OK(open_pairs(&p, (int)CAP.cap, 4, "127.0.0.1", PORT4, lfd), "10 connections"))
+	if (!listen_pairs(&p, (int)CAP.cap, 4, "127.0.0.1", PORT4, &lfd, "10 connections"))
 		goto out;
 	key_of(&k, 4, "127.0.0.1");
 	ASSERT_EQ(est_wait(&k, CAP.cap), CAP.cap, "the real client at its cap");
@@ -1346,16 +1359,11 @@ static void test_xdp_cap_order_flood(void)
 	ASSERT_EQ(est_of(&k), CAP.cap, "the real client's count is untouched");
 	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40010, PORT4, 0, &v), FG_OUT_CAP, "and its cap holds");
 out:
-	close_pairs(&p);
-	close_pairs(&p6);
-	if (lfd >= 0)
-		close(lfd);
-	if (lfd6 >= 0)
-		close(lfd6);
+	pairs_close(&p, lfd);
+	pairs_close(&p6, lfd6);
 	dp_close(&d);
 out_conn:
-	C.test_now = 0;
-	fg_conn_close(&C);
+	conn_close_test();
 }
 
 /* The cost of a capped SYN in the XDP program: refused at the cap, and

@@ -22,6 +22,7 @@
 #include "srcwalk.h"
 #include "floodgate.skel.h"
 #include "policy.h"
+#include "polfix.h"
 
 static struct floodgate_bpf *skel;
 static struct fg_maps maps;
@@ -49,38 +50,7 @@ static const char pol_c[] =
 	"  - name: a\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
 	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n";
 
-static int parse(const char *txt, struct fg_config *cfg)
-{
-	struct fg_err e = {};
-	char msg[1024];
-	int err;
-
-	memset(cfg, 0, sizeof(*cfg));
-	err = fg_config_parse(txt, strlen(txt), "test.yaml", cfg, &e);
-	if (err) {
-		fg_err_format(&e, msg, sizeof(msg));
-		printf("  parse: %s\n", msg);
-	}
-	return err;
-}
-
-static int apply(const char *txt, char *why)
-{
-	static struct fg_config cfg;
-	int err = parse(txt, &cfg);
-
-	if (err)
-		return err;
-	why[0] = 0;
-	err = fg_maps_lock(&maps, 1000);
-	if (!err)
-		err = fg_policy_apply(&maps, &cfg, why);
-	fg_maps_unlock(&maps);
-	if (err && why[0])
-		printf("  apply: %s\n", why);
-	fg_config_free(&cfg);
-	return err;
-}
+static int apply(const char *txt, char *why) { return pf_apply(&maps, txt, why); }
 
 static int find_id(const char *name)
 {
@@ -294,7 +264,7 @@ static void test_replace_every_rule(void)
 	ASSERT_EQ(find_id("fragments"), frag, "fragments keeps its id");
 	ASSERT_EQ(get_drop((__u32)frag), 3ull * maps.ncpus, "and its counters");
 	/* and back, with what was in force */
-	if (!ASSERT_OK(parse(p1, &cfg), "parse"))
+	if (!ASSERT_OK(pf_parse(p1, &cfg), "parse"))
 		goto out;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
 	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "renamed back");
@@ -320,7 +290,7 @@ static void test_inforce_prefixes(void)
 	struct fg_inforce was;
 	int allow = 0, deny = 0, v6 = 0;
 
-	if (!ASSERT_OK(apply(two, why), "apply lists") || !ASSERT_OK(parse(pol_b_only, &cfg), "parse"))
+	if (!ASSERT_OK(apply(two, why), "apply lists") || !ASSERT_OK(pf_parse(pol_b_only, &cfg), "parse"))
 		return;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
 	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "apply without lists");

@@ -257,6 +257,18 @@ static struct fg_fleet *engine(const char *node, __u32 ival, __u32 lease)
 	return f;
 }
 
+/* A Redis flushed and an engine of node on it (default interval and lease),
+ * checked as "engine"; NULL if there is none. */
+static struct fg_fleet *fresh_engine(const char *node)
+{
+	struct fg_fleet *f;
+
+	flushall();
+	f = engine(node, IVAL_MS, LEASE_MS);
+	ASSERT_TRUE(f != NULL, "engine");
+	return f;
+}
+
 static int sim_init(struct sim *s, const char *node, const char *rule, double rate, double burst,
 		    double demand, int on_loss)
 {
@@ -376,6 +388,28 @@ static void run_rounds(struct sim **n, int nn, int rounds, __u64 (*grants)[4], _
 		next += IVAL_MS * MS;
 		sleep_until(next);
 	}
+}
+
+/* Nodes n[0] and n[1] of rule (RATE, BURST) on a flushed Redis, their
+ * engines with lease lease_ms and deadline deadline_ms, each with its
+ * demand and on_loss, run 6 rounds; 1 when both started ("init"). */
+static bool sim_two(struct sim **n, const char *rule, __u32 lease_ms, __u32 deadline_ms,
+		    const char *na, double da, int la, const char *nb, double db, int lb)
+{
+	int err;
+
+	flushall();
+	sim_lease_ms = lease_ms;
+	sim_deadline_ms = deadline_ms;
+	err = sim_init(n[0], na, rule, RATE, BURST, da, la);
+	if (!err)
+		err = sim_init(n[1], nb, rule, RATE, BURST, db, lb);
+	sim_lease_ms = LEASE_MS;
+	sim_deadline_ms = DEADLINE_MS;
+	if (!ASSERT_OK(err, "init"))
+		return false;
+	run_rounds(n, 2, 6, NULL, NULL);
+	return true;
 }
 
 /* rounds rounds of nodes n[0] and n[1], each paced on its own: the tokens granted to both. */
@@ -558,9 +592,8 @@ static void test_extreme_limits(void)
 	char why[160];
 	int err;
 
-	flushall();
-	f = engine("x1", IVAL_MS, LEASE_MS);
-	if (!ASSERT_TRUE(f != NULL, "engine"))
+	f = fresh_engine("x1");
+	if (!f)
 		return;
 	ASSERT_EQ(fg_fleet_add_rule(f, &slow, why, sizeof(why)), 0, "slow rule");
 	ASSERT_EQ(fg_fleet_add_rule(f, &fast, why, sizeof(why)), 1, "fast rule");
@@ -946,15 +979,9 @@ static void test_redis_stopped(void)
 	__u64 worst = 0;
 	int err;
 
-	flushall();
-	sim_deadline_ms = FAST_DEADLINE_MS;
-	err = sim_init(&a, "s1", "stopped", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL);
-	if (!err)
-		err = sim_init(&b, "s2", "stopped", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED);
-	sim_deadline_ms = DEADLINE_MS;
-	if (!ASSERT_OK(err, "init"))
+	if (!sim_two(n, "stopped", LEASE_MS, FAST_DEADLINE_MS, "s1", 20000, FG_FLEET_LOSS_LOCAL,
+		     "s2", 20000, FG_FLEET_LOSS_CLOSED))
 		return;
-	run_rounds(n, 2, 6, NULL, NULL);
 	kill(redis_pid, SIGSTOP);
 	redis_stopped = 1;
 	err = sim_step(&a);
@@ -1024,17 +1051,11 @@ static void test_redis_restarted_empty(void)
 	struct sim a, b;
 	struct sim *n[2] = { &a, &b };
 	__u64 g = 0, t0, t1;
-	int err;
 
-	flushall();
-	sim_lease_ms = 8 * IVAL_MS;	/* longer than a restart takes */
-	err = sim_init(&a, "e1", "restart", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED);
-	if (!err)
-		err = sim_init(&b, "e2", "restart", RATE, BURST, 8000, FG_FLEET_LOSS_CLOSED);
-	sim_lease_ms = LEASE_MS;
-	if (!ASSERT_OK(err, "init"))
+	/* a lease longer than a restart takes */
+	if (!sim_two(n, "restart", 8 * IVAL_MS, DEADLINE_MS, "e1", 20000, FG_FLEET_LOSS_CLOSED,
+		     "e2", 8000, FG_FLEET_LOSS_CLOSED))
 		return;
-	run_rounds(n, 2, 6, NULL, NULL);
 	t0 = now_ns();
 	redis_stop(SIGTERM);
 	if (!ASSERT_OK(redis_start(), "restarted empty"))
@@ -1183,9 +1204,8 @@ static void test_throughput(void)
 	char why[160];
 	double sps;
 
-	flushall();
-	f = engine("tp", IVAL_MS, LEASE_MS);
-	if (!ASSERT_TRUE(f != NULL, "engine"))
+	f = fresh_engine("tp");
+	if (!f)
 		return;
 	for (int i = 0; i < 64; i++) {
 		struct fg_fleet_rule_conf rc = { .rate = 1e6, .burst = 1e6 };

@@ -48,14 +48,19 @@ static int pin_all(void)
 	return 0;
 }
 
-static void unpin_all(void)
+/* The pin of map name removed. */
+static void unpin(const char *name)
 {
 	char p[256];
 
-	for (int i = 0; i < FGM_NMAPS; i++) {
-		pin_path(p, sizeof(p), fg_map_name(i));
-		unlink(p);
-	}
+	pin_path(p, sizeof(p), name);
+	unlink(p);
+}
+
+static void unpin_all(void)
+{
+	for (int i = 0; i < FGM_NMAPS; i++)
+		unpin(fg_map_name(i));
 	rmdir(pin);
 }
 
@@ -87,15 +92,13 @@ static void test_repin_one_map(void)
 {
 	struct fg_pinwatch pw;
 	struct fg_maps m;
-	char p[256];
 	__u32 id;
 
 	if (!watch_pinned(&pw, &m))
 		return;
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, SEC_NS), 0, "all in place: nothing to say");
 	id = pinned_id("fg_stats");
-	pin_path(p, sizeof(p), "fg_stats");
-	unlink(p);
+	unpin("fg_stats");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, 2 * SEC_NS), 1, "fg_stats gone: said");
 	ASSERT_TRUE(strstr(pw.msg, "pins removed from") && strstr(pw.msg, ": fg_stats;"), pw.msg);
 	ASSERT_EQ(pinned_id("fg_stats"), id, "the same map is pinned again");
@@ -139,19 +142,17 @@ static void test_foreign_left_alone(void)
 		return;
 	/* someone else's map where fg_ctl was, and fg_stats missing */
 	other = bpf_map_create(BPF_MAP_TYPE_ARRAY, "other", 4, 4, 1, NULL);
+	unpin("fg_ctl");
 	pin_path(p, sizeof(p), "fg_ctl");
-	unlink(p);
 	ASSERT_OK(bpf_obj_pin(other, p), "pin a foreign map");
-	pin_path(p, sizeof(p), "fg_stats");
-	unlink(p);
+	unpin("fg_stats");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, SEC_NS), 1, "foreign: said at once");
 	ASSERT_TRUE(strstr(pw.msg, "not this daemon's (fg_ctl)"), pw.msg);
 	ASSERT_EQ(pinned_id("fg_ctl"), fg_obj_id(other), "the foreign map is left");
 	ASSERT_EQ(pinned_id("fg_stats"), 0, "nothing pinned beside it");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, 30 * SEC_NS), 0, "not again within a minute");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, 61 * SEC_NS), 1, "again after a minute");
-	pin_path(p, sizeof(p), "fg_ctl");
-	unlink(p);
+	unpin("fg_ctl");
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, 62 * SEC_NS), 1, "foreign gone: re-pinned");
 	ASSERT_TRUE(strstr(pw.msg, "fg_ctl, fg_stats") && strstr(pw.msg, "after 61 s"), pw.msg);
 	ASSERT_EQ(pinned_id("fg_ctl"), fg_obj_id(m.fd[FGM_CTL]), "ours again");

@@ -1359,39 +1359,54 @@ static char *parse_print(const char *yaml, struct fg_config *cfg, const char *wh
 	return printed(cfg);
 }
 
-static void test_print(void)
+/* yaml parsed (checked as what) and printed: every want[] in the printout,
+ * none of absent[] (na of them). */
+static void check_printed(const char *yaml, const char *what, const struct fg_want *want, size_t n,
+			  const struct fg_want *absent, size_t na)
 {
 	struct fg_config cfg;
-	char *out = NULL;
+	char *out = parse_print(yaml, &cfg, what);
 
-	out = parse_print(spec_policy, &cfg, "parse");
 	if (!out)
 		return;
-	ASSERT_STR_CONTAINS(out, "eth0", "interfaces");
-	ASSERT_STR_CONTAINS(out, "shadow", "mode");
-	ASSERT_STR_CONTAINS(out, "1048576", "table size");
-	ASSERT_STR_CONTAINS(out, "ssh-syn", "rule name");
-	ASSERT_STR_CONTAINS(out, "dport 22-22 flags S/SA", "match");
-	ASSERT_STR_CONTAINS(out, "10/s burst 20", "limit in operator units");
-	ASSERT_STR_CONTAINS(out, "inc 6400000000, tau 128000000000", "inc/tau");
-	ASSERT_STR_CONTAINS(out, "10MB/s burst 20MB", "bytes in operator units");
-	ASSERT_STR_CONTAINS(out, "2 allow, 1 deny", "prefix counts");
-	ASSERT_STR_CONTAINS(out, "50000 new sources/s", "admission");
-	ASSERT_STR_CONTAINS(out, "fragments", "implicit rule");
+	fg_test_contains_all(__FILE__, __LINE__, out, want, n);
+	for (size_t i = 0; i < na; i++)
+		ASSERT_TRUE(strstr(out, absent[i].needle) == NULL, absent[i].name);
 	free(out);
 	fg_config_free(&cfg);
+}
+#define CHECK_PRINTED(yaml, what, want) \
+	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), NULL, 0)
+#define CHECK_PRINTED_NOT(yaml, what, want, absent) \
+	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), absent, \
+		      sizeof(absent) / sizeof((absent)[0]))
 
+static void test_print(void)
+{
+	static const struct fg_want spec_print[] = {
+		{ "eth0", "interfaces" },
+		{ "shadow", "mode" },
+		{ "1048576", "table size" },
+		{ "ssh-syn", "rule name" },
+		{ "dport 22-22 flags S/SA", "match" },
+		{ "10/s burst 20", "limit in operator units" },
+		{ "inc 6400000000, tau 128000000000", "inc/tau" },
+		{ "10MB/s burst 20MB", "bytes in operator units" },
+		{ "2 allow, 1 deny", "prefix counts" },
+		{ "50000 new sources/s", "admission" },
+		{ "fragments", "implicit rule" },
+	};
+	static const struct fg_want cap_print[] = {
+		{ "concurrency: 1 capped rules; reconcile every 10 s", "globals" },
+		{ "concurrency 7 connections per source, handshake_timeout 2000 ms; counts TCP to ports 80,30000-40000",
+		  "the cap" },
+		{ "overlap the default ephemeral range", "ephemeral note" },
+	};
+
+	CHECK_PRINTED(spec_policy, "parse", spec_print);
 	/* a cap, with the note about the ephemeral port range */
-	out = parse_print("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
-				"    per_source: {concurrency: 7, handshake_timeout: 2s}\n", &cfg, "parse cap");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "concurrency: 1 capped rules; reconcile every 10 s", "globals");
-	ASSERT_STR_CONTAINS(out, "concurrency 7 connections per source, handshake_timeout 2000 ms; "
-			    "counts TCP to ports 80,30000-40000", "the cap");
-	ASSERT_STR_CONTAINS(out, "overlap the default ephemeral range", "ephemeral note");
-	free(out);
-	fg_config_free(&cfg);
+	CHECK_PRINTED("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
+		      "    per_source: {concurrency: 7, handshake_timeout: 2s}\n", "parse cap", cap_print);
 }
 
 static void test_parse_u64(void)
@@ -1715,43 +1730,36 @@ static void test_fleet_bad(void)
 /* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
 static void test_fleet_print(void)
 {
-	struct fg_config cfg;
-	char *out = NULL;
+	static const struct fg_want fleet_print[] = {
+		{ "(with a password)", "but that there is one" },
+		{ "node web-17, key prefix floodgate", "node and prefix" },
+		{ "lease_interval 200 ms, deadline 30 ms, lease 400 ms; 2 fleet rules", "timing" },
+		{ "10 scripts/s per node in 5 round trips/s", "redis load per node" },
+		{ "serves about 2000-3000 such nodes", "nodes per Redis" },
+		{ "key        floodgate:{auth-syn.", "the key, hash-tagged" },
+		{ "refill 1000 per interval (rate x 200 ms)", "refill per interval" },
+		{ "outstanding at most 4000", "outstanding bound" },
+		{ "W = L + max(L, 2 I) = 800 ms", "its window" },
+		{ "over any 10 s the fleet admits at most 64000 = burst 10000 + rate x 10 s 50000 + outstanding 4000 (+6.7%)",
+		  "the bound over 10 s (docs/fleet.md section 3)" },
+		{ "(500/s burst 1000 with 10 nodes)", "local share by node count" },
+		{ "this node alone 10MB/s burst 20MB", "explicit local share" },
+		{ "refill 20MB per interval", "bytes in operator units" },
+	};
+	static const struct fg_want fleet_secret[] = {
+		{ "s3cret", "the password is never printed" },
+	};
+	static const struct fg_want fleet_off[] = {
+		{ "fleet:       off", "no fleet" },
+	};
 
-	if (!ASSERT_OK(parse_ok("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
-				"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
-				"    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
-				"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
-				&cfg), "parse"))
-		return;
-	out = printed(&cfg);
-	if (!out)
-		return;
-	ASSERT_TRUE(strstr(out, "s3cret") == NULL, "the password is never printed");
-	ASSERT_STR_CONTAINS(out, "(with a password)", "but that there is one");
-	ASSERT_STR_CONTAINS(out, "node web-17, key prefix floodgate", "node and prefix");
-	ASSERT_STR_CONTAINS(out, "lease_interval 200 ms, deadline 30 ms, lease 400 ms; 2 fleet rules", "timing");
-	ASSERT_STR_CONTAINS(out, "10 scripts/s per node in 5 round trips/s", "redis load per node");
-	ASSERT_STR_CONTAINS(out, "serves about 2000-3000 such nodes", "nodes per Redis");
-	ASSERT_STR_CONTAINS(out, "key        floodgate:{auth-syn.", "the key, hash-tagged");
-	ASSERT_STR_CONTAINS(out, "refill 1000 per interval (rate x 200 ms)", "refill per interval");
-	ASSERT_STR_CONTAINS(out, "outstanding at most 4000", "outstanding bound");
-	ASSERT_STR_CONTAINS(out, "W = L + max(L, 2 I) = 800 ms", "its window");
-	ASSERT_STR_CONTAINS(out, "over any 10 s the fleet admits at most 64000 = burst 10000 + rate x 10 s 50000 + outstanding 4000 (+6.7%)",
-			    "the bound over 10 s (docs/fleet.md section 3)");
-	ASSERT_STR_CONTAINS(out, "(500/s burst 1000 with 10 nodes)", "local share by node count");
-	ASSERT_STR_CONTAINS(out, "this node alone 10MB/s burst 20MB", "explicit local share");
-	ASSERT_STR_CONTAINS(out, "refill 20MB per interval", "bytes in operator units");
-	free(out);
-	fg_config_free(&cfg);
+	CHECK_PRINTED_NOT("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
+			  "rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
+			  "    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
+			  "  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+			  "parse", fleet_print, fleet_secret);
 	/* without fleet: says so */
-	out = NULL;
-	out = parse_print(spec_policy, &cfg, "spec policy");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "fleet:       off", "no fleet");
-	free(out);
-	fg_config_free(&cfg);
+	CHECK_PRINTED(spec_policy, "spec policy", fleet_off);
 }
 
 /* ---- load shedding: pools, tiers, shedding: (docs/shedding.md) ------------- */
@@ -1933,38 +1941,33 @@ static void test_shed_bad(void)
  * each rule's tier and pool. */
 static void test_shed_print(void)
 {
-	struct fg_config cfg;
-	char *out = NULL;
+	static const struct fg_want shed_print[] = {
+		{ "pools (2):", "the pools" },
+		{ "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
+		  "syn: its figures and rules" },
+		{ "together at most 8000/s, and only while more than the reserve is left (burst 800",
+		  "what the other tiers may take" },
+		{ "backend              10MB/s burst 1MB, reserve 12.5%, shedding off; 1 rule",
+		  "backend: bytes, shedding off" },
+		{ "signal accept_queue:8080, shadow; tiers shed in order: best-effort, bulk; critical never",
+		  "the signal, mode and tier order" },
+		{ "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9", "the controller" },
+		{ "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + 1.07s (orphan 1s, rounded up to 2^30 ns)",
+		  "its times" },
+		{ "tier critical, pool syn", "web's tier and pool" },
+		{ "tier bulk, pool syn", "analytics'" },
+		{ "tier best-effort, pool backend", "api's" },
+	};
+	static const struct fg_want shed_off[] = {
+		{ "pools:       none", "no pools" },
+		{ "shedding:    off", "no shedding" },
+	};
+	static const struct fg_want no_tier[] = {
+		{ ", tier ", "no rule prints a tier" },
+	};
 
-	out = parse_print(SHED_POLICY, &cfg, "parse");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "pools (2):", "the pools");
-	ASSERT_STR_CONTAINS(out, "syn                  10000/s burst 1000, reserve 20%, shedding on; 2 rules",
-			    "syn: its figures and rules");
-	ASSERT_STR_CONTAINS(out, "together at most 8000/s, and only while more than the reserve is left (burst 800",
-			    "what the other tiers may take");
-	ASSERT_STR_CONTAINS(out, "backend              10MB/s burst 1MB, reserve 12.5%, shedding off; 1 rule",
-			    "backend: bytes, shedding off");
-	ASSERT_STR_CONTAINS(out, "signal accept_queue:8080, shadow; tiers shed in order: best-effort, bulk; critical never",
-			    "the signal, mode and tier order");
-	ASSERT_STR_CONTAINS(out, "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9", "the controller");
-	ASSERT_STR_CONTAINS(out, "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + 1.07s (orphan 1s, rounded up to 2^30 ns)",
-			    "its times");
-	ASSERT_STR_CONTAINS(out, "tier critical, pool syn", "web's tier and pool");
-	ASSERT_STR_CONTAINS(out, "tier bulk, pool syn", "analytics'");
-	ASSERT_STR_CONTAINS(out, "tier best-effort, pool backend", "api's");
-	free(out);
-	fg_config_free(&cfg);
-	out = NULL;
-	out = parse_print(spec_policy, &cfg, "spec policy");
-	if (!out)
-		return;
-	ASSERT_STR_CONTAINS(out, "pools:       none", "no pools");
-	ASSERT_STR_CONTAINS(out, "shedding:    off", "no shedding");
-	ASSERT_TRUE(strstr(out, ", tier ") == NULL, "no rule prints a tier");
-	free(out);
-	fg_config_free(&cfg);
+	CHECK_PRINTED(SHED_POLICY, "parse", shed_print);
+	CHECK_PRINTED_NOT(spec_policy, "spec policy", shed_off, no_tier);
 }
 
 int main(int argc, char **argv)

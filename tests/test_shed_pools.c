@@ -17,6 +17,7 @@
 #include "fgmaps.h"
 #include "floodgate.skel.h"
 #include "policy.h"
+#include "polfix.h"
 
 static struct floodgate_bpf *skel;
 static struct fg_maps maps;
@@ -47,26 +48,9 @@ static const char pol_ac[] =	/* beta gone, gamma new */
 
 static int apply(const char *txt)
 {
-	static struct fg_config cfg;
-	char why[FG_WHY_LEN] = "", msg[1024];
-	struct fg_err e = {};
-	int err;
+	char why[FG_WHY_LEN];
 
-	memset(&cfg, 0, sizeof(cfg));
-	err = fg_config_parse(txt, strlen(txt), "test.yaml", &cfg, &e);
-	if (err) {
-		fg_err_format(&e, msg, sizeof(msg));
-		printf("  parse: %s\n", msg);
-		return err;
-	}
-	err = fg_maps_lock(&maps, 1000);
-	if (!err)
-		err = fg_policy_apply(&maps, &cfg, why);
-	fg_maps_unlock(&maps);
-	if (err && why[0])
-		printf("  apply: %s\n", why);
-	fg_config_free(&cfg);
-	return err;
+	return pf_apply(&maps, txt, why);
 }
 
 /* The active policy's pool named name: its index, or -1. */
@@ -94,6 +78,34 @@ static int set_agg_tat(__u32 idx, __u64 tat)
 	return fg_array_write(&maps, FGM_AGG, idx, &a);
 }
 
+/* Apply txt (checked as what) and read the active policy into *pol; 1 when both held. */
+static bool apply_read(const char *txt, const char *what, struct fg_policy *pol)
+{
+	return ASSERT_OK(apply(txt), what) && ASSERT_OK(fg_policy_read_active(&maps, pol), "read policy");
+}
+
+/* A pool the policy must have, at index `at` (checked as what). */
+struct pool_at {
+	const char *name;
+	int at;
+	const char *what;
+};
+
+/* apply_read, then the two pools of want[] where they must be; their
+ * indexes into idx[]. 1 when all held. */
+static bool apply_pools(const char *txt, const char *what, struct fg_policy *pol,
+			const struct pool_at want[2], int idx[2])
+{
+	if (!apply_read(txt, what, pol))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		idx[i] = pool_index(pol, want[i].name);
+		if (!ASSERT_EQ(idx[i], want[i].at, want[i].what))
+			return false;
+	}
+	return true;
+}
+
 /* The rule named rule draws from the pool named pool (by the 1-based index). */
 static bool rule_draws(const struct fg_policy *pol, int rule_idx, const char *pool)
 {
@@ -105,17 +117,15 @@ static bool rule_draws(const struct fg_policy *pol, int rule_idx, const char *po
 static void test_reorder_keeps_state(void)
 {
 	static struct fg_policy pol;
-	int ia, ib;
+	int ia, ib, idx[2];
 	__u16 ida, idb;
 
 	if (!ASSERT_OK(fg_ctl_init(&maps, FG_MODE_ENFORCE), "ctl init") ||
-	    !ASSERT_OK(apply(pol_ab), "apply alpha, beta") ||
-	    !ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+	    !apply_pools(pol_ab, "apply alpha, beta", &pol,
+			 (const struct pool_at[]){ { "alpha", 0, "alpha first" }, { "beta", 1, "beta second" } }, idx))
 		return;
-	ia = pool_index(&pol, "alpha");
-	ib = pool_index(&pol, "beta");
-	if (!ASSERT_EQ(ia, 0, "alpha first") || !ASSERT_EQ(ib, 1, "beta second"))
-		return;
+	ia = idx[0];
+	ib = idx[1];
 	ida = pol.pools[ia].id;
 	idb = pol.pools[ib].id;
 	ASSERT_NEQ(ida, idb, "two pools, two ids");
@@ -125,13 +135,12 @@ static void test_reorder_keeps_state(void)
 	ASSERT_OK(set_agg_tat(FG_CAP_IDX(ida), 222222), "alpha cap");
 	ASSERT_OK(set_agg_tat(FG_POOL_IDX(idb), 333333), "beta tat");
 
-	if (!ASSERT_OK(apply(pol_ba), "apply beta, alpha (swapped)") ||
-	    !ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+	if (!apply_pools(pol_ba, "apply beta, alpha (swapped)", &pol,
+			 (const struct pool_at[]){ { "alpha", 1, "alpha now second" }, { "beta", 0, "beta now first" } },
+			 idx))
 		return;
-	ia = pool_index(&pol, "alpha");
-	ib = pool_index(&pol, "beta");
-	if (!ASSERT_EQ(ia, 1, "alpha now second") || !ASSERT_EQ(ib, 0, "beta now first"))
-		return;
+	ia = idx[0];
+	ib = idx[1];
 	ASSERT_EQ(pol.pools[ia].id, ida, "alpha keeps its bucket id");
 	ASSERT_EQ(pol.pools[ib].id, idb, "beta keeps its bucket id");
 	ASSERT_EQ(pol.pools[ia].tau_low < pol.pools[ia].tau, 1, "alpha's figures moved with it (reserve)");
@@ -146,11 +155,10 @@ static void test_reorder_keeps_state(void)
 static void test_new_pool_starts_full(void)
 {
 	static struct fg_policy pol;
-	int ia, ig;
+	int ia, ig, idx[2];
 	__u16 ida, idb = FG_POOL_IDS, idg;
 
-	if (!ASSERT_OK(apply(pol_ab), "apply alpha, beta") ||
-	    !ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+	if (!apply_read(pol_ab, "apply alpha, beta", &pol))
 		return;
 	ida = pol.pools[pool_index(&pol, "alpha")].id;
 	idb = pol.pools[pool_index(&pol, "beta")].id;
@@ -164,13 +172,11 @@ static void test_new_pool_starts_full(void)
 	ASSERT_OK(set_agg_tat(FG_POOL_IDX(ida), 444444), "alpha tat");
 	ASSERT_OK(set_agg_tat(FG_POOL_IDX(idb), 555555), "beta tat");
 
-	if (!ASSERT_OK(apply(pol_ac), "apply gamma, alpha (beta removed)") ||
-	    !ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+	if (!apply_pools(pol_ac, "apply gamma, alpha (beta removed)", &pol,
+			 (const struct pool_at[]){ { "gamma", 0, "gamma first" }, { "alpha", 1, "alpha second" } }, idx))
 		return;
-	ia = pool_index(&pol, "alpha");
-	ig = pool_index(&pol, "gamma");
-	if (!ASSERT_EQ(ig, 0, "gamma first") || !ASSERT_EQ(ia, 1, "alpha second"))
-		return;
+	ig = idx[0];
+	ia = idx[1];
 	idg = pol.pools[ig].id;
 	ASSERT_EQ(pol.pools[ia].id, ida, "alpha keeps its id");
 	ASSERT_NEQ(idg, ida, "gamma does not take alpha's id");
@@ -181,8 +187,7 @@ static void test_new_pool_starts_full(void)
 	ASSERT_TRUE(rule_draws(&pol, 1, "gamma"), "r2 draws from gamma");
 
 	/* beta back: a new pool again, whatever id it gets, from a full bucket */
-	if (!ASSERT_OK(apply(pol_ab), "apply alpha, beta again") ||
-	    !ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy"))
+	if (!apply_read(pol_ab, "apply alpha, beta again", &pol))
 		return;
 	idb = pol.pools[pool_index(&pol, "beta")].id;
 	ASSERT_EQ(pol.pools[pool_index(&pol, "alpha")].id, ida, "alpha keeps its id a third time");
@@ -193,10 +198,8 @@ static void test_new_pool_starts_full(void)
 static void test_names_in_the_policy(void)
 {
 	static struct fg_config cfg;
-	struct fg_err e = {};
 
-	memset(&cfg, 0, sizeof(cfg));
-	if (!ASSERT_OK(fg_config_parse(pol_ba, strlen(pol_ba), "t.yaml", &cfg, &e), "parse"))
+	if (!ASSERT_OK(pf_parse(pol_ba, &cfg), "parse"))
 		return;
 	ASSERT_EQ(strcmp(cfg.pol.pool_names[0], "beta"), 0, "compiled name 0 is beta");
 	ASSERT_EQ(strcmp(cfg.pol.pool_names[1], "alpha"), 0, "compiled name 1 is alpha");

@@ -753,9 +753,6 @@ int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
 
 void fg_inforce_free(struct fg_inforce *was)
 {
-	if (!was)
-		return;
-	free(was->pfx);
-	was->pfx = NULL;
-	was->n_pfx = 0;
+	if (was)
+		fg_pfx_list_free(&was->pfx, &was->n_pfx);
 }

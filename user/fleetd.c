@@ -118,6 +118,12 @@ static int next_fleet_rule(const struct fg_config *cfg, __u32 *i, char *why, siz
 	return 0;
 }
 
+/* The fields a fleet rule carries from the config (id and gen from ids, the
+ * rest from conf) into struct fd_rule and from there into the status file. */
+#define RULE_FIELDS(dst, ids, conf)						\
+	((dst)->id = (ids)->id, (dst)->gen = (ids)->gen, (dst)->cost = (conf)->cost,	\
+	 (dst)->on_loss = (conf)->on_loss, (dst)->rate = (conf)->rate, (dst)->burst = (conf)->burst)
+
 /* cfg's rule i as the worker keeps it (ids and gens from the apply). */
 static void rule_of(const struct fg_config *cfg, __u32 i, struct fd_rule *r)
 {
@@ -126,12 +132,7 @@ static void rule_of(const struct fg_config *cfg, __u32 i, struct fd_rule *r)
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->name, sizeof(r->name), "%s", rc->name);
-	r->id = pr->id;
-	r->gen = pr->gen;
-	r->cost = rc->cost;
-	r->on_loss = rc->on_loss;
-	r->rate = rc->rate;
-	r->burst = rc->burst;
+	RULE_FIELDS(r, pr, rc);
 	r->conf_local = cfg->fleet_local[i];
 }
 
@@ -390,12 +391,7 @@ static int engine_new(struct fg_fleetd *fl, const struct fg_config *cfg, struct 
 		memset(rs, 0, sizeof(*rs));
 		snprintf(rs->name, sizeof(rs->name), "%s", r->name);
 		fg_fleet_key(f, err, rs->key, sizeof(rs->key));
-		rs->id = r->id;
-		rs->gen = r->gen;
-		rs->on_loss = r->on_loss;
-		rs->cost = r->cost;
-		rs->rate = r->rate;
-		rs->burst = r->burst;
+		RULE_FIELDS(rs, r, r);
 	}
 	c = fg_fleet_conf(f);
 	fl->st.magic = FG_FLEET_STATUS_MAGIC;

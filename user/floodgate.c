@@ -19,19 +19,6 @@
 
 #define A struct cli_args
 
-/* --watch [SECS]: rates every SECS, 1 when left out */
-static int opt_watch(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
-{
-	struct cli_args *a = cfg;
-
-	(void)o;
-	a->watch = true;
-	a->watch_secs = 1;
-	if (val && fg_opt_parse_u64(val, 1, 3600, &a->watch_secs))
-		return fg_opt_fail(why, len, "\"%s\" is not a number of seconds (1..3600)", val);
-	return 0;
-}
-
 /* --for DURATION: "90s", "5m", "1h" */
 static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
 {
@@ -76,8 +63,8 @@ static const struct fg_opt status_opts[] = {
 };
 static const struct fg_opt stats_opts[] = {
 	OPT_JSON,
-	{ .name = "watch", .sname = 'w', .kind = FGO_FUNC, .flags = FG_OPT_OPTIONAL, .fn = opt_watch,
-	  .arg = "SECS", .help = "print rates every SECS (default 1)" },
+	FG_OPT_FLAG_U64("watch", 'w', A, watch, watch_secs, "SECS", 1, 3600, "a number of seconds",
+			"print rates every SECS (default 1)"),
 	FG_OPT_END,
 };
 static const struct fg_opt top_opts[] = {

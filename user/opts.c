@@ -453,3 +453,16 @@ void fg_prog_help(FILE *f, const struct fg_prog *prog, const struct fg_cmd *cmd)
 	if (prog->cmds)
 		fprintf(f, "\n'%s COMMAND --help' shows a command's options.\n", prog->name);
 }
+
+int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+{
+	__u64 v = o->min;
+
+	if (val && fg_opt_parse_u64(val, o->min, o->max, &v))
+		return fg_opt_fail(why, len, "\"%s\" is not %s (%llu..%llu)", val,
+				   o->what ? o->what : "a number", (unsigned long long)o->min,
+				   (unsigned long long)o->max);
+	*(bool *)((char *)cfg + o->ival) = true;
+	*(__u64 *)((char *)cfg + o->off) = v;
+	return 0;
+}

@@ -89,6 +89,12 @@ struct fg_opt {
 #define FG_OPT_CHOICE(l, s, T, m, iv, conflict, h) \
 	{ .name = l, .sname = s, .kind = FGO_CHOICE, .off = FG_OPT_AT(T, m, int), .ival = iv, \
 	  .what = conflict, .help = h }
+/* --NAME [N] (N optional): sets the bool flag and the __u64 m to N, in lo..hi, or to lo when
+ * N is left out; a bad N fails as "\"N\" is not <wh> (lo..hi)" and changes nothing. */
+#define FG_OPT_FLAG_U64(l, s, T, flag, m, a, lo, hi, wh, h) \
+	{ .name = l, .sname = s, .kind = FGO_FUNC, .flags = FG_OPT_OPTIONAL, .fn = fg_opt_flag_u64, \
+	  .off = FG_OPT_AT(T, m, __u64), .ival = (int)FG_OPT_AT(T, flag, bool), .arg = a, .help = h, \
+	  .what = wh, .min = lo, .max = hi }
 #define FG_OPT_HELP(h) { .name = "help", .sname = 'h', .kind = FGO_HELP, .help = h }
 #define FG_OPT_END { .kind = FGO_END }
 
@@ -146,5 +152,7 @@ int fg_opt_fail(char *why, size_t len, const char *fmt, ...) __attribute__((form
 /* A decimal number in [min, max], whole string, no sign or space. 0,
  * -EINVAL (not a number) or -ERANGE. */
 int fg_opt_parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
+/* The fn of FG_OPT_FLAG_U64: .off is the number's offset, .ival the flag's. */
+int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len);
 
 #endif /* FG_OPTS_H */

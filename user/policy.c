@@ -1307,12 +1307,17 @@ int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err)
 	return fg_config_load_until(path, cfg, err, NULL);
 }
 
+void fg_pfx_list_free(struct fg_pfx_entry **pfx, size_t *n)
+{
+	free(*pfx);
+	*pfx = NULL;
+	*n = 0;
+}
+
 void fg_config_free(struct fg_config *cfg)
 {
 	if (!cfg)
 		return;
-	free(cfg->pfx);
-	cfg->pfx = NULL;
-	cfg->n_pfx = 0;
+	fg_pfx_list_free(&cfg->pfx, &cfg->n_pfx);
 	explicit_bzero(cfg->fleet.redis.password, sizeof(cfg->fleet.redis.password));
 }

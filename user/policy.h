@@ -136,6 +136,8 @@ int fg_config_load_until(const char *path, struct fg_config *cfg, struct fg_err 
 int fg_config_parse(const char *buf, size_t len, const char *name,
 		    struct fg_config *cfg, struct fg_err *err);
 void fg_config_free(struct fg_config *cfg);
+/* Free a malloc'd list of prefix entries and leave it empty (NULL, 0). */
+void fg_pfx_list_free(struct fg_pfx_entry **pfx, size_t *n);
 
 /* "file:line:col: msg" (or "file: msg") into buf. */
 void fg_err_format(const struct fg_err *err, char *buf, size_t len);

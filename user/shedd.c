@@ -135,6 +135,10 @@ void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, 
 	snprintf(buf, len, "%s/shed-%s.state", state_dir ? state_dir : FG_SHEDD_RUN_DIR, esc);
 }
 
+/* The controller's settings the state file carries: fields of both struct
+ * fg_shed_cfg and struct fg_shedd_state, each a line "NAME %.6f". */
+#define SHED_CFG_FIELDS(X) X(interval) X(delay) X(ramp) X(decay) X(good) X(bad) X(orphan)
+
 void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
 {
 	const struct fg_shed_cfg *c = &sd->c.cfg;
@@ -150,13 +154,9 @@ void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
 	st->amount = sd->c.amount;
 	st->pressure = sd->c.pressure;
 	st->ntiers = sd->c.ntiers;
-	st->interval = c->interval;
-	st->delay = c->delay;
-	st->ramp = c->ramp;
-	st->decay = c->decay;
-	st->good = c->good;
-	st->bad = c->bad;
-	st->orphan = c->orphan;
+#define COPY(f) st->f = c->f;
+	SHED_CFG_FIELDS(COPY)
+#undef COPY
 	st->samples = sd->samples;
 	st->lost = sd->lost;
 }
@@ -174,10 +174,10 @@ static const struct {
 	SF("value", SF_VALUE, value),	SF("signal_error", SF_INT, sig_err),
 	SF("phase", SF_STR, phase),	SF("hold", SF_STR, hold),
 	SF("amount", SF_D9, amount),	SF("pressure", SF_D6, pressure),
-	SF("tiers", SF_INT, ntiers),	SF("interval", SF_D6, interval),
-	SF("delay", SF_D6, delay),	SF("ramp", SF_D6, ramp),
-	SF("decay", SF_D6, decay),	SF("good", SF_D6, good),
-	SF("bad", SF_D6, bad),		SF("orphan", SF_D6, orphan),
+	SF("tiers", SF_INT, ntiers),
+#define SF_CFG(f) SF(#f, SF_D6, f),
+	SHED_CFG_FIELDS(SF_CFG)
+#undef SF_CFG
 	SF("samples", SF_U64, samples),	SF("lost", SF_U64, lost),
 };
 #undef SF

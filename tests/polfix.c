@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* tests/polfix.h: YAML parsed and applied to a pin dir, for the tests. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apply.h"
+#include "polfix.h"
+
+int pf_parse(const char *txt, struct fg_config *cfg)
+{
+	struct fg_err e = {};
+	char msg[1024];
+	int err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	err = fg_config_parse(txt, strlen(txt), "test.yaml", cfg, &e);
+	if (err) {
+		fg_err_format(&e, msg, sizeof(msg));
+		printf("  parse: %s\n", msg);
+	}
+	return err;
+}
+
+int pf_apply(struct fg_maps *m, const char *txt, char *why)
+{
+	struct fg_config *cfg = malloc(sizeof(*cfg));
+	int err;
+
+	if (!cfg)
+		return -ENOMEM;
+	err = pf_parse(txt, cfg);
+	if (err)
+		goto out;
+	why[0] = 0;
+	err = fg_maps_lock(m, 1000);
+	if (!err)
+		err = fg_policy_apply(m, cfg, why);
+	fg_maps_unlock(m);
+	if (err && why[0])
+		printf("  apply: %s\n", why);
+	fg_config_free(cfg);
+out:
+	free(cfg);
+	return err;
+}
