@@ -158,6 +158,7 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 	memcpy(e->addr, ev->addr, sizeof(e->addr));
 	e->drops = ev->drops;
 	e->last_grow = e->last_check = t->tick;
+	e->since = t->now_ns;
 	t->n++;
 	fg_addr_str(e->family, e->addr, a, sizeof(a));
 	tlog(t, "throttling %s (rule %s)", a, rule_name(names, e->rule, e->gen));
@@ -214,4 +215,13 @@ size_t fg_throttle_recheck(struct fg_throttle *t, size_t budget, fg_throttle_loo
 	}
 	t->cursor = i;
 	return done;
+}
+
+void fg_throttle_each(struct fg_throttle *t, void (*fn)(void *arg, struct fg_tracked *e), void *arg)
+{
+	for (size_t i = 0, seen = 0; i < t->nslots && seen < t->n; i++)
+		if (t->slot[i].used) {
+			seen++;
+			fn(arg, &t->slot[i]);
+		}
 }
