@@ -55,13 +55,17 @@ bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes)
 	return !memcmp(x, y, (size_t)bytes);
 }
 
+bool fg_esc_is_escalated(const struct fg_rt *r)
+{
+	return r->list == FG_LIST_DENY && !strncmp(r->who, FG_ESC_WHO, sizeof(r->who));
+}
+
 size_t fg_esc_count_live(const struct fg_rt_entry *v, size_t n)
 {
 	size_t live = 0;
 
 	for (size_t i = 0; i < n; i++)
-		live += v[i].val.list == FG_LIST_DENY && !v[i].expired &&
-			!strncmp(v[i].val.who, FG_ESC_WHO, sizeof(v[i].val.who));
+		live += !v[i].expired && fg_esc_is_escalated(&v[i].val);
 	return live;
 }
 

@@ -137,7 +137,9 @@ int fg_escd_tick(struct fg_escd *d, struct fg_maps *m, struct fg_throttle *t,
 /* The state file removed. */
 void fg_escd_stop(struct fg_escd *d);
 
-/* Live escalated entries among list entries (author FG_ESC_WHO, not expired). */
+/* Is it an escalated entry (a deny entry whose author is FG_ESC_WHO)? */
+bool fg_esc_is_escalated(const struct fg_rt *r);
+/* Live escalated entries among list entries (escalated, not expired). */
 size_t fg_esc_count_live(const struct fg_rt_entry *v, size_t n);
 
 #endif /* FG_ESCALATE_H */
