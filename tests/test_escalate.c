@@ -117,6 +117,7 @@ struct rig {
 };
 
 static struct rig R;
+static __u64 drops4[256];	/* each source's sampled drops, growing */
 
 static void rig_init(__u32 max)
 {
@@ -124,6 +125,7 @@ static void rig_init(__u32 max)
 
 	fg_throttle_free(&R.t);
 	memset(&R, 0, sizeof(R));
+	memset(drops4, 0, sizeof(drops4));
 	fg_throttle_init(&R.t, 1024);
 	R.f.room = FAKE_MAX;
 	R.ops = (struct fg_esc_ops){ f_allowed, f_listed, f_add, &R.f };
@@ -138,16 +140,24 @@ static void rig_init(__u32 max)
 	snprintf(r->name, sizeof(r->name), "udp9");
 }
 
-/* A throttle event for 10.1.<n>.0/24 (rule 1, gen 1) at now (s). */
+/* A throttle event for 10.1.<n>.0/24 (rule 1, gen 1) at now (s), with new drops. */
 static void event4(int n, __u64 now_s)
 {
-	struct fg_tev e = { .rule = 1, .gen = 1, .family = 4, .drops = 16 };
+	struct fg_tev e = { .rule = 1, .gen = 1, .family = 4 };
 
+	e.drops = drops4[n & 255] += 16;
 	e.addr[0] = 10;
 	e.addr[1] = 1;
 	e.addr[2] = (__u8)n;
 	R.t.now_ns = now_s * SEC;
 	fg_throttle_event(&R.t, &e, names);
+}
+
+/* Throttled from from_s to to_s: an event a second. */
+static void flood4(int n, __u64 from_s, __u64 to_s)
+{
+	for (__u64 t = from_s; t <= to_s; t++)
+		event4(n, t);
 }
 
 static size_t step_at(__u64 now_s)
@@ -165,10 +175,11 @@ static void test_after_and_for(void)
 
 	rig_init(8);
 	capture_begin();
-	event4(7, 100);
-	event4(7, 110);		/* the same stretch: since stays 100 */
+	flood4(7, 100, 129);	/* one stretch: since stays 100 */
 	ASSERT_EQ(step_at(129), 0, "throttled 29 s of after: 30s: nothing yet");
-	ASSERT_EQ(step_at(130), 1, "at 30 s: escalated");
+	ASSERT_EQ(step_at(140), 0, "tracked for 40 s but its last drops at 29 s: nothing yet");
+	event4(7, 130);
+	ASSERT_EQ(step_at(130), 1, "drops 30 s after the first: escalated");
 	ASSERT_EQ(step_at(131), 0, "the next second: not again");
 	ASSERT_EQ(step_at(200), 0, "much later: not again");
 	log = capture_end();
@@ -205,9 +216,23 @@ static void test_break_resets_since(void)
 		fg_throttle_begin(&R.t);
 	fg_throttle_recheck(&R.t, 100, lookup_gone, NULL, names);
 	ASSERT_EQ(R.t.n, 0, "the quiet source with no bucket is forgotten: the stretch ended");
-	event4(3, 120);		/* throttled again: a new stretch from 120 */
+	flood4(3, 120, 140);	/* throttled again: a new stretch from 120 */
 	ASSERT_EQ(step_at(140), 0, "40 s after the first event, 20 s into the new stretch: nothing");
+	flood4(3, 141, 150);
 	ASSERT_EQ(step_at(150), 1, "30 s into the new stretch: escalated");
+	capture_end();
+}
+
+static void test_still_dropping(void)
+{
+	rig_init(8);
+	capture_begin();
+	flood4(4, 0, 30);
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS; i++)
+		fg_throttle_begin(&R.t);	/* no new drops for 3 ticks: tracked, but quiet */
+	ASSERT_EQ(step_at(33), 0, "a source that stopped dropping is not escalated");
+	event4(4, 34);		/* it drops again, the same stretch */
+	ASSERT_EQ(step_at(34), 1, "dropping again within the stretch: escalated");
 	capture_end();
 }
 
@@ -218,7 +243,7 @@ static void test_cap(void)
 	rig_init(2);
 	capture_begin();
 	for (int i = 0; i < 5; i++)
-		event4(i, 0);
+		flood4(i, 0, 30);
 	ASSERT_EQ(step_at(30), 2, "five sources past after, max_entries 2: two added");
 	ASSERT_EQ(R.x.n.refused, 3, "three refused, counted");
 	ASSERT_EQ(R.v.live, 2, "live never past the cap");
@@ -245,8 +270,8 @@ static void test_full_list(void)
 	rig_init(8);
 	R.f.room = 1;
 	capture_begin();
-	event4(1, 0);
-	event4(2, 0);
+	flood4(1, 0, 30);
+	flood4(2, 0, 30);
 	ASSERT_EQ(step_at(30), 1, "the runtime list has room for one");
 	ASSERT_EQ(R.x.n.refused, 1, "the other is refused: the list is full");
 	ASSERT_TRUE(strstr(capture_end(), "hold 1 IPv4 entries already") != NULL,
@@ -260,8 +285,8 @@ static void test_shadow(void)
 	rig_init(8);
 	R.v.rule[1].shadow = 1;
 	capture_begin();
-	event4(1, 0);
-	event4(2, 0);
+	flood4(1, 0, 30);
+	flood4(2, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "shadow: nothing added");
 	ASSERT_EQ(step_at(31), 0, "nor the next second");
 	log = capture_end();
@@ -280,7 +305,7 @@ static void test_bypass(void)
 	rig_init(8);
 	R.v.bypass = true;
 	capture_begin();
-	event4(1, 0);
+	flood4(1, 0, 60);
 	ASSERT_EQ(step_at(60), 0, "kill switch on: no escalation");
 	ASSERT_EQ(R.x.n.escalated + R.x.n.refused + R.x.n.shadow, 0, "nothing counted");
 	R.v.bypass = false;
@@ -301,7 +326,7 @@ static void test_allow_listed(void)
 	a.val.list = FG_LIST_ALLOW;
 	R.f.list[R.f.n++] = a;
 	capture_begin();
-	event4(5, 0);
+	flood4(5, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "a prefix that holds an allow entry is not escalated");
 	ASSERT_EQ(step_at(100), 0, "not later either");
 	log = capture_end();
@@ -323,7 +348,7 @@ static void test_already_listed(void)
 	snprintf(d.val.comment, sizeof(d.val.comment), "incident 7");
 	R.f.list[R.f.n++] = d;
 	capture_begin();
-	event4(6, 0);
+	flood4(6, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "the operator's entry for the prefix is left as it is");
 	capture_end();
 	ASSERT_EQ(R.f.add_calls, 0, "never rewritten");
@@ -340,8 +365,12 @@ static void test_rules_and_generations(void)
 	capture_begin();
 	e.addr[0] = 10;
 	o.addr[0] = 11;
-	fg_throttle_event(&R.t, &e, names);	/* a reused id's new rule: another generation */
-	fg_throttle_event(&R.t, &o, names);	/* a rule without escalate: */
+	for (int i = 0; i <= 1; i++) {
+		R.t.now_ns = i * 3600 * SEC;
+		e.drops = o.drops = 16 * (i + 1);
+		fg_throttle_event(&R.t, &e, names);	/* a reused id's new rule: another generation */
+		fg_throttle_event(&R.t, &o, names);	/* a rule without escalate: */
+	}
 	ASSERT_EQ(step_at(3600), 0, "neither escalates");
 	capture_end();
 }
@@ -354,6 +383,9 @@ static void test_ipv6(void)
 	rig_init(8);
 	capture_begin();
 	inet_pton(AF_INET6, "2001:db8:1:2::", e.addr);
+	fg_throttle_event(&R.t, &e, names);
+	R.t.now_ns = 30 * SEC;
+	e.drops = 32;
 	fg_throttle_event(&R.t, &e, names);
 	ASSERT_EQ(step_at(30), 1, "an IPv6 source escalates");
 	capture_end();
@@ -465,6 +497,7 @@ int main(int argc, char **argv)
 	names[1].gen = 1;
 	FG_RUN(test_after_and_for);
 	FG_RUN(test_break_resets_since);
+	FG_RUN(test_still_dropping);
 	FG_RUN(test_cap);
 	FG_RUN(test_full_list);
 	FG_RUN(test_shadow);

@@ -21,6 +21,7 @@
 #define ESC_RUN_DIR	"/run/floodgate"
 
 struct step {
+	const struct fg_throttle *t;
 	struct fg_esc *x;
 	struct fg_esc_view *v;
 	const struct fg_esc_ops *ops;
@@ -74,7 +75,7 @@ static void entry_for(const struct fg_tracked *e, const struct fg_esc_rule *r,
 		      const struct fg_esc_view *v, struct fg_rt_entry *out)
 {
 	int bytes = e->family == 4 ? 4 : 16;
-	__u64 secs = (v->now - e->since) / 1000000000ull;
+	__u64 secs = (e->last_ns - e->since) / 1000000000ull;
 
 	memset(out, 0, sizeof(*out));
 	out->family = e->family;
@@ -119,11 +120,14 @@ static void decide(void *arg, struct fg_tracked *e)
 	r = &v->rule[e->rule];
 	if (!r->on || r->gen != e->gen || e->esc == FG_ESC_DONE || e->esc == FG_ESC_ALLOWED)
 		return;
-	if (v->now < e->since || v->now - e->since < r->after_ns || v->bypass)
+	/* throttled for after, first drops to the last, and still dropping: new drops
+	 * (an event an epoch, ~1 s) within the quiet window */
+	if (e->last_ns < e->since || e->last_ns - e->since < r->after_ns || v->bypass ||
+	    s->t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS)
 		return;
 	entry_for(e, r, v, &ent);
 	fg_rt_prefix_str(&ent, p, sizeof(p));
-	secs = (double)(v->now - e->since) / 1e9;
+	secs = (double)(e->last_ns - e->since) / 1e9;
 	if (s->ops->allowed(s->ops->arg, &ent)) {
 		e->esc = FG_ESC_ALLOWED;
 		elog(s->x, "not escalating %s (rule %s): it overlaps an allow entry", p, r->name);
@@ -172,7 +176,7 @@ static void decide(void *arg, struct fg_tracked *e)
 size_t fg_esc_step(struct fg_esc *x, struct fg_throttle *t, struct fg_esc_view *v,
 		   const struct fg_esc_ops *ops)
 {
-	struct step s = { .x = x, .v = v, .ops = ops };
+	struct step s = { .t = t, .x = x, .v = v, .ops = ops };
 
 	x->lines = 0;
 	if (x->suppressed) {

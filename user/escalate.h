@@ -3,7 +3,8 @@
  * Escalation (docs/floodgate.yaml.5, ESCALATION; docs/operators-guide.md):
  * a source that a rule with escalate: {after, for} has throttled for after
  * without a break (the throttle log's view, throttle.h: tracked since its
- * first throttle event, forgotten once quiet) goes onto the runtime deny
+ * first throttle event, forgotten once quiet), from its first drops to its
+ * last, and still drops (new drops within FG_THROTTLE_QUIET_TICKS) goes onto the runtime deny
  * list (rtlist.h) for for: its bucket's prefix (the rule's prefix_v4 /
  * prefix_v6), author FG_ESC_WHO, a comment naming the rule and how long it
  * was throttled. Such entries are ordinary runtime entries: they end by

@@ -139,6 +139,7 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 		if (ev->drops > e->drops) {
 			e->drops = ev->drops;
 			e->last_grow = t->tick;
+			e->last_ns = t->now_ns;
 		}
 		return;
 	}
@@ -158,7 +159,7 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 	memcpy(e->addr, ev->addr, sizeof(e->addr));
 	e->drops = ev->drops;
 	e->last_grow = e->last_check = t->tick;
-	e->since = t->now_ns;
+	e->since = e->last_ns = t->now_ns;
 	t->n++;
 	fg_addr_str(e->family, e->addr, a, sizeof(a));
 	tlog(t, "throttling %s (rule %s)", a, rule_name(names, e->rule, e->gen));
@@ -185,6 +186,7 @@ static bool recheck_one(struct fg_throttle *t, size_t i, fg_throttle_lookup_fn l
 	} else if (s.drops > e->drops) {
 		e->drops = s.drops;
 		e->last_grow = t->tick;
+		e->last_ns = t->now_ns;
 		return false;
 	} else if (s.limited) {
 		return false;

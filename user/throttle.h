@@ -35,6 +35,7 @@ struct fg_tracked {
 	__u64 last_grow;	/* tick of the last new drops */
 	__u64 last_check;	/* tick of the last lookup */
 	__u64 since;		/* fg_throttle.now_ns when it was first seen: throttled since */
+	__u64 last_ns;		/* fg_throttle.now_ns of its last new drops: throttled until */
 };
 
 struct fg_throttle {
