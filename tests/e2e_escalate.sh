@@ -36,6 +36,7 @@ write_policy() {	# write_policy [ESCALATE]: the rule's escalate: value
 interfaces: [v1]
 max_sources: 4096
 metrics: 127.0.0.1:$PORT
+allow: [10.79.3.5/32]		# a partner inside udp5's /24 buckets
 escalation: {max_entries: $MAX}
 rules:
   - name: udp9
@@ -45,6 +46,10 @@ rules:
   - name: udp7
     match: {proto: udp, dport: 7}
     per_source: {rate: 100/s, burst: 100, prefix_v4: 32}
+    escalate: {after: 2s, for: 1m}
+  - name: udp5
+    match: {proto: udp, dport: 5}
+    per_source: {rate: 100/s, burst: 100, prefix_v4: 24}
     escalate: {after: 2s, for: 1m}
 YAML
 }
@@ -76,8 +81,8 @@ fi
 ok "floodgated starts with escalate: {after: 2s, for: ${FOR}s} and max_entries $MAX"
 status_json
 fg_json_check "status --json with escalation" status "$FG_TMP/status.json"
-check_cmp "status: two rules escalate, the cap, nothing yet" \
-	"$(fg_json_get "$FG_TMP/status.json" escalation.rules escalation.max escalation.live)" = "2 $MAX 0"
+check_cmp "status: three rules escalate, the cap, nothing yet" \
+	"$(fg_json_get "$FG_TMP/status.json" escalation.rules escalation.max escalation.live)" = "3 $MAX 0"
 
 # --- a source flooding past after is denied; the entry ends by itself ----------------------
 sent=$(flood 4)
@@ -181,16 +186,24 @@ check_cmp "kill switch on: the flood made no entry" "$(fg_json_get "$FG_TMP/deny
 check_cmp "... and no escalation counted" "$(esc escalated)" = "$e0"
 "$FG" bypass off > /dev/null 2>&1
 
+# --- a bucket that holds a file-allowed address is never escalated -------------------------------
+FSRC=10.79.3.1 DPORT=5 flood 4 > /dev/null
+deny_json
+check_cmp "udp5's /24 of the flooder holds the allowed 10.79.3.5: no entry" \
+	"$(fg_json_get "$FG_TMP/deny.json" escalated)" = 0
+check "logged: it overlaps an allow entry" \
+	grep -q "not escalating 10.79.3.0/24 (rule udp5): it overlaps an allow entry" "$DLOG"
+
 # --- a bad escalate: is refused at reload and changes nothing --------------------------------------
 v0=$(fg_json_get "$FG_TMP/status.json" policy.version)
 write_policy "{after: 2s, for: 9d}"
 out=$("$FG" reload 2>&1); rc=$?
 expect "reload with escalate: {for: 9d} is refused at its line:col" \
-	"[ $rc != 0 ] && echo '$out' | grep -q 'policy.yaml:9:.*for: 9d is out of range'" \
+	"[ $rc != 0 ] && echo '$out' | grep -q 'policy.yaml:10:.*for: 9d is out of range'" \
 	"for: 9d" "exit != 0, placed error" "exit $rc: $(echo "$out" | one_line 160)"
 status_json
 check_cmp "the running policy and its escalation are unchanged" \
-	"$(fg_json_get "$FG_TMP/status.json" policy.version escalation.rules)" = "$v0 2"
+	"$(fg_json_get "$FG_TMP/status.json" policy.version escalation.rules)" = "$v0 3"
 
 fg_daemon_stop TERM
 check "SIGTERM detaches and unpins" [ ! -e "$PIN" ]

@@ -17,6 +17,7 @@
 #include "escalate.h"
 #include "log.h"
 #include "policy.h"
+#include "prefix.h"
 
 #define SEC 1000000000ull
 
@@ -62,7 +63,7 @@ static int count_of(const char *hay, const char *needle)
 
 /* --- a fake runtime list ---------------------------------------------------------- */
 
-#define FAKE_MAX 64
+#define FAKE_MAX 128
 struct fake {
 	struct fg_rt_entry list[FAKE_MAX];	/* what is "on the runtime lists" */
 	int n, room;				/* entries; add fails with -ENOSPC at room */
@@ -260,9 +261,27 @@ static void test_cap(void)
 	ASSERT_EQ(R.x.n.refused, 3, "retrying it counts no new refusal");
 	ASSERT_EQ(R.v.live, 2, "back at the cap");
 	ASSERT_EQ(step_at(41), 0, "and no more");
+	flood4(9, 11, 41);	/* a new source at the cap again */
+	ASSERT_EQ(step_at(41), 0, "a new source at the cap: refused");
+	ASSERT_EQ(R.x.n.refused, 4, "and counted");
 	log = capture_end();
 	ASSERT_EQ(count_of(log, "at the cap of 2"), 1, "the cap logged again once reached again");
 	ASSERT_EQ(R.f.adds, 3, "three entries added in all");
+	ASSERT_EQ(R.f.add_calls, 3, "no add was tried past the cap");
+}
+
+static void test_budget(void)
+{
+	int n = FG_ESC_ADDS_PER_TICK + 6;
+
+	rig_init(FG_ESC_MAX_MAX);
+	capture_begin();
+	for (int i = 0; i < n; i++)
+		flood4(i, 0, 30);
+	ASSERT_EQ(step_at(30), FG_ESC_ADDS_PER_TICK, "at most FG_ESC_ADDS_PER_TICK adds a step");
+	ASSERT_EQ(R.x.n.refused, 0, "the others are not refused: they wait");
+	ASSERT_EQ(step_at(31), 6, "the next step adds the rest");
+	capture_end();
 }
 
 static void test_full_list(void)
@@ -411,6 +430,46 @@ static void test_overlap_and_count(void)
 	ASSERT_EQ(fg_esc_count_live(v, 3), 1, "live escalated entries: by author, not expired");
 }
 
+static void test_sorted_overlap(void)
+{
+	static const char *const list[] = { "10.0.0.0/8", "192.0.2.77/32", "198.51.100.0/24",
+					    "2001:db8::/32" };
+	static const struct {
+		const char *p;
+		bool overlaps;
+	} q[] = {
+		{ "10.9.9.0/24", true },	/* inside the /8 */
+		{ "192.0.2.0/24", true },	/* holds the /32 */
+		{ "192.0.3.0/24", false },
+		{ "198.51.100.0/24", true },	/* the same prefix */
+		{ "198.51.101.0/24", false },
+		{ "2001:db8:1::/48", true },
+		{ "2001:db9::/64", false },
+		{ "11.0.0.0/8", false },
+	};
+	struct fg_esc_pfx v[4], k;
+	struct fg_pfx_src ps;
+	const char *why;
+	char name[96];
+
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(fg_prefix_parse(list[i], &ps, &why), 0, list[i]);
+		memset(&v[i], 0, sizeof(v[i]));
+		v[i].family = ps.family;
+		v[i].plen = ps.plen;
+		memcpy(v[i].addr, ps.addr, 16);
+	}
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		ASSERT_EQ(fg_prefix_parse(q[i].p, &ps, &why), 0, q[i].p);
+		memset(&k, 0, sizeof(k));
+		k.family = ps.family;
+		k.plen = ps.plen;
+		memcpy(k.addr, ps.addr, 16);
+		snprintf(name, sizeof(name), "%s overlaps the list: %d", q[i].p, q[i].overlaps);
+		ASSERT_EQ(fg_esc_pfx_overlap(v, 4, &k), q[i].overlaps, name);
+	}
+}
+
 /* --- the policy keys ---------------------------------------------------------------- */
 
 static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
@@ -499,6 +558,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_break_resets_since);
 	FG_RUN(test_still_dropping);
 	FG_RUN(test_cap);
+	FG_RUN(test_budget);
 	FG_RUN(test_full_list);
 	FG_RUN(test_shadow);
 	FG_RUN(test_bypass);
@@ -507,6 +567,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_rules_and_generations);
 	FG_RUN(test_ipv6);
 	FG_RUN(test_overlap_and_count);
+	FG_RUN(test_sorted_overlap);
 	FG_RUN(test_policy_keys);
 	FG_RUN(test_policy_errors);
 	fg_throttle_free(&R.t);

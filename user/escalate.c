@@ -25,7 +25,8 @@ struct step {
 	struct fg_esc *x;
 	struct fg_esc_view *v;
 	const struct fg_esc_ops *ops;
-	size_t added;
+	size_t added, checked;
+	bool full[2];		/* an add met a full runtime list (IPv4, IPv6) this step */
 };
 
 static void __attribute__((format(printf, 2, 3))) elog(struct fg_esc *x, const char *fmt, ...)
@@ -91,18 +92,39 @@ static void entry_for(const struct fg_tracked *e, const struct fg_esc_rule *r,
 		 r->name, (unsigned long long)secs);
 }
 
+/* Refused (counted once a stretch); *said: this reason's line was logged. */
 static void refuse(struct step *s, struct fg_tracked *e, const char *p, const char *rule,
-		   const char *why)
+		   const char *why, bool *said)
 {
 	if (e->esc != FG_ESC_REFUSED) {
 		s->x->n.refused++;
 		e->esc = FG_ESC_REFUSED;
 	}
-	if (!s->x->at_cap) {
+	if (!*said) {
 		elog(s->x, "escalation: refusing %s (rule %s) and further escalations: %s "
 		     "(counted as refused)", p, rule, why);
-		s->x->at_cap = true;
+		*said = true;
 	}
+}
+
+/* Nothing to do for e now? The cheap tests, before any lookup. */
+static bool idle(const struct step *s, const struct fg_tracked *e, const struct fg_esc_rule *r)
+{
+	const struct fg_esc_view *v = s->v;
+
+	if (!r->on || r->gen != e->gen || e->esc == FG_ESC_DONE || e->esc == FG_ESC_ALLOWED ||
+	    v->bypass)
+		return true;
+	/* throttled for after, first drops to the last, and still dropping: new drops
+	 * (an event an epoch, ~1 s) within the quiet window */
+	if (e->last_ns < e->since || e->last_ns - e->since < r->after_ns ||
+	    s->t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS)
+		return true;
+	if (e->esc == FG_ESC_SHADOW && r->shadow)
+		return true;	/* counted already */
+	/* refused: tried again only when there is room */
+	return e->esc == FG_ESC_REFUSED &&
+	       (v->live >= v->max || s->full[e->family == 6] || s->added >= FG_ESC_ADDS_PER_TICK);
 }
 
 static void decide(void *arg, struct fg_tracked *e)
@@ -115,16 +137,10 @@ static void decide(void *arg, struct fg_tracked *e)
 	double secs;
 	int err;
 
-	if (e->rule >= FG_MAX_IDS)
-		return;
-	r = &v->rule[e->rule];
-	if (!r->on || r->gen != e->gen || e->esc == FG_ESC_DONE || e->esc == FG_ESC_ALLOWED)
-		return;
-	/* throttled for after, first drops to the last, and still dropping: new drops
-	 * (an event an epoch, ~1 s) within the quiet window */
-	if (e->last_ns < e->since || e->last_ns - e->since < r->after_ns || v->bypass ||
-	    s->t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS)
-		return;
+	if (e->rule >= FG_MAX_IDS || idle(s, e, r = &v->rule[e->rule]) ||
+	    s->checked >= FG_ESC_CHECKS_PER_TICK)
+		return;	/* over the budget: the next step looks again */
+	s->checked++;
 	entry_for(e, r, v, &ent);
 	fg_rt_prefix_str(&ent, p, sizeof(p));
 	secs = (double)(e->last_ns - e->since) / 1e9;
@@ -150,12 +166,19 @@ static void decide(void *arg, struct fg_tracked *e)
 		char w[64];
 
 		snprintf(w, sizeof(w), "at the cap of %u escalated entries", v->max);
-		refuse(s, e, p, r->name, w);
+		refuse(s, e, p, r->name, w, &s->x->at_cap);
 		return;
 	}
+	if (s->full[e->family == 6] || s->added >= FG_ESC_ADDS_PER_TICK)
+		return;	/* not refused: tried again next step */
 	err = s->ops->add(s->ops->arg, &ent, why);
+	if (err == -EEXIST) {
+		e->esc = FG_ESC_DONE;	/* listed meanwhile */
+		return;
+	}
 	if (err == -ENOSPC) {
-		refuse(s, e, p, r->name, why[0] ? why : "the runtime list is full");
+		s->full[e->family == 6] = true;
+		refuse(s, e, p, r->name, why[0] ? why : "the runtime list is full", &s->x->list_full);
 		return;
 	}
 	if (err) {
@@ -165,6 +188,7 @@ static void decide(void *arg, struct fg_tracked *e)
 		return;
 	}
 	e->esc = FG_ESC_DONE;
+	s->x->list_full = false;
 	v->live++;
 	s->added++;
 	s->x->n.escalated++;
@@ -194,61 +218,162 @@ size_t fg_esc_step(struct fg_esc *x, struct fg_throttle *t, struct fg_esc_view *
 
 /* --- the daemon's side ------------------------------------------------------------- */
 
-/* The runtime lists as read this tick, and the file's allow entries. */
-struct world {
-	struct fg_rt_maps rt;
-	bool open;
-	struct fg_rt_entry *v;	/* both lists, live and expired (fg_rt_list) */
-	size_t n;
-	const struct fg_config *cfg;
-	__u64 now;
-};
-
-static bool w_allowed(void *arg, const struct fg_rt_entry *e)
+/* Prefixes sorted by family, address, length (as fg_rt_list sorts). */
+static int pfx_cmp(const struct fg_esc_pfx *x, const struct fg_esc_pfx *y)
 {
-	const struct world *w = arg;
-	int bytes = e->family == 4 ? 4 : 16;
+	int c;
 
-	for (size_t i = 0; i < w->n; i++) {
-		const struct fg_rt_entry *a = &w->v[i];
+	if (x->family != y->family)
+		return x->family - y->family;
+	c = memcmp(x->addr, y->addr, 16);
+	return c ? c : x->plen - y->plen;
+}
 
-		if (a->val.list == FG_LIST_ALLOW && !a->expired && a->family == e->family &&
-		    fg_esc_overlap(a->addr, a->plen, e->addr, e->plen, bytes))
-			return true;
+static int pfx_qcmp(const void *a, const void *b)
+{
+	return pfx_cmp(a, b);
+}
+
+/* The first index of v (sorted, n) not below k. */
+static size_t lower_bound(const struct fg_esc_pfx *v, size_t n, const struct fg_esc_pfx *k)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pfx_cmp(&v[mid], k) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	for (size_t i = 0; i < w->cfg->n_pfx; i++) {
-		const struct fg_pfx_entry *a = &w->cfg->pfx[i];
+	return lo;
+}
 
-		if (a->list == FG_LIST_ALLOW && a->family == e->family &&
-		    fg_esc_overlap(a->addr, a->plen, e->addr, e->plen, bytes))
+bool fg_esc_pfx_overlap(const struct fg_esc_pfx *v, size_t n, const struct fg_esc_pfx *e)
+{
+	int bytes = e->family == 4 ? 4 : 16;
+	struct fg_esc_pfx k = *e;
+	size_t i = lower_bound(v, n, &k);
+
+	/* inside e: canonical prefixes in e's range sort from e's own key on */
+	if (i < n && v[i].family == e->family && v[i].plen >= e->plen &&
+	    fg_esc_overlap(v[i].addr, v[i].plen, e->addr, e->plen, bytes))
+		return true;
+	/* covering e: one exact search per shorter length */
+	for (int l = 0; l < e->plen; l++) {
+		memcpy(k.addr, e->addr, 16);
+		fg_prefix_mask(k.addr, l, bytes);
+		k.plen = (__u8)l;
+		i = lower_bound(v, n, &k);
+		if (i < n && !pfx_cmp(&v[i], &k))
 			return true;
 	}
 	return false;
 }
 
+static void pfx_of(const struct fg_rt_entry *e, struct fg_esc_pfx *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->family = e->family;
+	p->plen = e->plen;
+	memcpy(p->addr, e->addr, 16);
+}
+
+/* The runtime lists as read this tick, and the allow prefixes. */
+struct world {
+	struct fg_rt_maps rt;
+	bool open;
+	struct fg_rt_entry *v;	/* both lists, live and expired (fg_rt_list: sorted) */
+	size_t n;
+	struct fg_esc_pfx *listed;	/* v's live entries */
+	size_t nlisted;
+	struct fg_esc_pfx *rt_allow;	/* v's live allow entries */
+	size_t nrt_allow;
+	const struct fg_escd *d;	/* the file's allow prefixes */
+	__u64 now;
+};
+
+static int world_index(struct world *w)
+{
+	w->listed = calloc(w->n ? w->n : 1, sizeof(*w->listed));
+	w->rt_allow = calloc(w->n ? w->n : 1, sizeof(*w->rt_allow));
+	if (!w->listed || !w->rt_allow)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->v[i].expired)
+			continue;
+		pfx_of(&w->v[i], &w->listed[w->nlisted++]);
+		if (w->v[i].val.list == FG_LIST_ALLOW)
+			pfx_of(&w->v[i], &w->rt_allow[w->nrt_allow++]);
+	}
+	return 0;
+}
+
+static bool w_allowed(void *arg, const struct fg_rt_entry *e)
+{
+	const struct world *w = arg;
+	struct fg_esc_pfx k;
+
+	pfx_of(e, &k);
+	return fg_esc_pfx_overlap(w->rt_allow, w->nrt_allow, &k) ||
+	       fg_esc_pfx_overlap(w->d->allow, w->d->nallow, &k);
+}
+
 static bool w_listed(void *arg, const struct fg_rt_entry *e)
 {
 	const struct world *w = arg;
+	struct fg_esc_pfx k;
+	size_t i;
 
-	for (size_t i = 0; i < w->n; i++) {
-		const struct fg_rt_entry *a = &w->v[i];
+	pfx_of(e, &k);
+	i = lower_bound(w->listed, w->nlisted, &k);
+	return i < w->nlisted && !pfx_cmp(&w->listed[i], &k);
+}
 
-		if (!a->expired && a->family == e->family && a->plen == e->plen &&
-		    !memcmp(a->addr, e->addr, 16))
-			return true;
+/* The file's allow prefixes, sorted, when the config is a new one. */
+static int file_allow(struct fg_escd *d, const struct fg_config *cfg)
+{
+	struct fg_esc_pfx *v;
+	size_t n = 0;
+
+	if (d->allow_of == cfg->pfx && d->allow_n == cfg->n_pfx &&
+	    d->allow_ver == cfg->pol.version && (d->allow || !cfg->n_pfx))
+		return 0;
+	v = calloc(cfg->n_pfx ? cfg->n_pfx : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_pfx; i++) {
+		const struct fg_pfx_entry *a = &cfg->pfx[i];
+
+		if (a->list != FG_LIST_ALLOW)
+			continue;
+		v[n].family = a->family;
+		v[n].plen = a->plen;
+		memcpy(v[n].addr, a->addr, 16);
+		n++;
 	}
-	return false;
+	qsort(v, n, sizeof(*v), pfx_qcmp);
+	free(d->allow);
+	d->allow = v;
+	d->nallow = n;
+	d->allow_of = cfg->pfx;
+	d->allow_n = cfg->n_pfx;
+	d->allow_ver = cfg->pol.version;
+	return 0;
 }
 
 static int w_add(void *arg, const struct fg_rt_entry *e, char *why)
 {
 	struct world *w = arg;
 	bool updated;
+	int err;
 
 	if (!w->open)
 		return -EBADF;
-	/* updated: listed since the read (a second rule, same prefix): it stays one entry */
-	return fg_rt_add(&w->rt, e, w->now, &updated, why);
+	err = fg_rt_add(&w->rt, e, w->now, &updated, why);
+	/* updated: listed since the read (a second rule, same prefix): one entry, counted once */
+	return !err && updated ? -EEXIST : err;
 }
 
 static unsigned int popcount_be(const __be32 *m, int words)
@@ -386,7 +511,7 @@ int fg_escd_tick(struct fg_escd *d, struct fg_maps *m, struct fg_throttle *t,
 		 const struct fg_name *names, const struct fg_ctl *ctl, bool *swept)
 {
 	static struct fg_esc_view v;
-	struct world w = { .cfg = cfg };
+	struct world w = { .d = d };
 	struct fg_esc_ops ops = { w_allowed, w_listed, w_add, &w };
 	int err = 0;
 
@@ -411,11 +536,15 @@ int fg_escd_tick(struct fg_escd *d, struct fg_maps *m, struct fg_throttle *t,
 		goto out;
 	*swept = true;
 	v.live = fg_esc_count_live(w.v, w.n);
+	if ((err = world_index(&w)) || (err = file_allow(d, cfg)))
+		goto out;
 	fg_esc_step(&d->x, t, &v, &ops);
 out:
 	if (w.open)
 		fg_rt_close(&w.rt);
 	free(w.v);
+	free(w.listed);
+	free(w.rt_allow);
 	if (d->state_path[0] && state_write(d))
 		d->state_path[0] = 0;	/* status then shows the live entries only */
 	return err;
@@ -423,6 +552,9 @@ out:
 
 void fg_escd_stop(struct fg_escd *d)
 {
+	free(d->allow);
+	d->allow = NULL;
+	d->nallow = 0;
 	if (d->state_path[0])
 		unlink(d->state_path);
 	d->state_path[0] = 0;

@@ -39,6 +39,8 @@ struct fg_maps;
 
 #define FG_ESC_WHO		"floodgated (escalation)"	/* fg_rt.who of escalated entries */
 #define FG_ESC_LINES_PER_TICK	10	/* escalation log lines a tick; the rest summed */
+#define FG_ESC_ADDS_PER_TICK	64	/* entries added a tick (each add reads its family) */
+#define FG_ESC_CHECKS_PER_TICK	4096	/* sources looked up a tick; the rest wait a tick */
 
 /* fg_tracked.esc: what was decided for the source in this stretch. */
 enum fg_esc_state {
@@ -74,7 +76,8 @@ struct fg_esc_ops {
 	bool (*allowed)(void *arg, const struct fg_rt_entry *e);
 	/* is exactly this prefix on a runtime list already (either list, live)? */
 	bool (*listed)(void *arg, const struct fg_rt_entry *e);
-	/* add it (fg_rt_add): 0, -ENOSPC when the list is full, or -errno; why */
+	/* add it (fg_rt_add): 0, -EEXIST when it was listed meanwhile (then updated),
+	 * -ENOSPC when the list is full, or -errno; why */
 	int (*add)(void *arg, const struct fg_rt_entry *e, char *why);
 	void *arg;
 };
@@ -94,6 +97,7 @@ struct fg_esc {
 	int lines;		/* logged this step */
 	__u64 suppressed;	/* not logged: over FG_ESC_LINES_PER_TICK */
 	bool at_cap;		/* the cap's line was logged; again once below it */
+	bool list_full;		/* the full list's line was logged; again after an add */
 };
 
 /* One pass over the tracked sources against v (v->live grows with each
@@ -105,10 +109,26 @@ size_t fg_esc_step(struct fg_esc *x, struct fg_throttle *t, struct fg_esc_view *
 /* Does the prefix a/alen overlap b/blen (one holds the other)? bytes: 4 or 16. */
 bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes);
 
+/* A prefix, for sorted lookups. */
+struct fg_esc_pfx {
+	__u8 family, plen;
+	__u8 addr[16];
+};
+
+/* Does e overlap a prefix of v (sorted by family, address, length; n)? A
+ * lower-bound search for those inside e, one exact search per length for
+ * those that cover it. */
+bool fg_esc_pfx_overlap(const struct fg_esc_pfx *v, size_t n, const struct fg_esc_pfx *e);
+
 /* --- the daemon's side ---------------------------------------------------------- */
 
 struct fg_escd {
 	struct fg_esc x;
+	struct fg_esc_pfx *allow;	/* the file's allow prefixes, sorted */
+	size_t nallow;
+	const void *allow_of;		/* ... of this fg_config.pfx, n_pfx */
+	size_t allow_n;
+	__u64 allow_ver;		/* ... and fg_config.pol.version */
 	char state_path[PATH_MAX];	/* "" when it cannot be written */
 	bool warned;			/* a failed tick was logged */
 };
