@@ -374,12 +374,15 @@ SCHEMAS = {
                             "amount": (float, None), "tiers": int, "pressure_s": (float, None),
                             "shed": {t: float for t in ("critical", "normal", "bulk", "best-effort")},
                             "shadow": bool, "off": bool, "decays_in_s": float,
-                            "pools": [{"name": str, "id": int, "exempt": bool}], "shed_pkts": {}}},
+                            "pools": [{"name": str, "id": int, "exempt": bool}], "shed_pkts": {}},
+               "escalation": {"live": int, "rules": (int, None), "max": (int, None),
+                              "escalated": (int, None), "refused": (int, None),
+                              "would_escalate": (int, None)}},
     "rtlist": {"list": frozenset(("allow", "deny")),
                "entries": [{"prefix": prefix, "list": frozenset(("allow", "deny")),
                             "expired": bool, "expires_in_s": (float, None),
-                            "created": int, "who": str, "comment": str}],
-               "ipv4": int, "ipv6": int, "max_per_family": int},
+                            "created": int, "who": str, "comment": str, "escalated": bool}],
+               "ipv4": int, "ipv6": int, "max_per_family": int, "escalated": int},
 }
 
 def kind(v):

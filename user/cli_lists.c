@@ -10,6 +10,7 @@
 #include <time.h>
 #include <json-c/json.h>
 #include "cli.h"
+#include "escalate.h"
 #include "log.h"
 #include "opts.h"
 #include "prefix.h"
@@ -251,6 +252,9 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 	printf("%zu on the %s list; IPv4 %zu, IPv6 %zu of %u entries per family in use "
 	       "(allow and deny)%s\n", n - expired, cmd, n4, n6, FG_RT_MAX,
 	       expired ? "; the expired ones shown were removed now" : "");
+	if (fg_esc_count_live(v, n))
+		printf("%zu of them escalated by floodgated (who: %s): ordinary entries, "
+		       "'floodgate deny del PREFIX' removes one\n", fg_esc_count_live(v, n), FG_ESC_WHO);
 }
 
 static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err)
@@ -278,6 +282,7 @@ static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err
 	cli_json_add(err, o, "who", json_object_new_string(clean(r->who, sizeof(r->who))));
 	cli_json_add(err, o, "comment",
 		     json_object_new_string(clean(r->comment, sizeof(r->comment))));
+	cli_json_add(err, o, "escalated", json_object_new_boolean(fg_esc_is_escalated(r)));
 	return o;
 }
 
@@ -294,6 +299,7 @@ static int list_json(__u32 list, struct fg_rt_entry *v, size_t n, size_t n4, siz
 	cli_json_add(&err, root, "ipv4", json_object_new_uint64(n4));
 	cli_json_add(&err, root, "ipv6", json_object_new_uint64(n6));
 	cli_json_add(&err, root, "max_per_family", json_object_new_uint64(FG_RT_MAX));
+	cli_json_add(&err, root, "escalated", json_object_new_uint64(fg_esc_count_live(v, n)));
 	return cli_json_print(root, err);
 }
 

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "discover.h"
+#include "escalate.h"
 #include "fleet_status.h"
 #include "log.h"
 #include "shedd.h"
@@ -59,6 +60,10 @@ struct status {
 	bool have_sst;
 	bool shed_rules;		/* a rule has a tier other than critical, or a pool */
 	struct fg_stats shed_rows[FG_NROWS];	/* read when shed_rules */
+	size_t esc_live;		/* escalated entries live on the runtime deny list */
+	int esc_err;			/* reading the runtime lists failed (-errno) */
+	struct fg_escd_state est;	/* the running daemon's escalation */
+	bool have_est;
 };
 
 /* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
@@ -142,6 +147,30 @@ static int shed_read(struct fg_maps *m, struct status *st)
 	return 0;
 }
 
+/* The live escalated entries (by their author, from the runtime lists:
+ * reading them removes the expired ones, as deny list does), and the
+ * daemon's escalation counters while that daemon runs. */
+static void esc_read(struct fg_maps *m, struct status *st)
+{
+	char path[PATH_MAX];
+	struct fg_rt_entry *v = NULL;
+	struct fg_rt_maps rt;
+	size_t n = 0;
+
+	st->esc_err = fg_rt_open_maps(&rt, m);
+	if (!st->esc_err) {
+		st->esc_err = fg_rt_list(&rt, FG_LIST_DENY, st->now, &v, &n, NULL, NULL);
+		fg_rt_close(&rt);
+	}
+	if (st->esc_err == -ENODATA)
+		st->esc_err = 0;	/* not stamped yet: no entries */
+	st->esc_live = fg_esc_count_live(v, n);
+	free(v);
+	fg_escd_state_path(st->dir, path, sizeof(path));
+	st->have_est = st->running && !fg_escd_state_read(path, &st->est) &&
+		       st->est.pid == st->meta.pid;
+}
+
 /* Is mi's device in this network namespace? An ifindex names another
  * device (or none) in another one: then its programs are not listed. */
 static bool xdp_here(const struct fg_meta_if *mi)
@@ -167,6 +196,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 	st->running = st->state != FG_DAEMON_NONE;
 	if ((err = shed_read(m, st)))
 		return err;
+	esc_read(m, st);
 	st->meta.config[sizeof(st->meta.config) - 1] = 0;
 	st->meta.reload_msg[sizeof(st->meta.reload_msg) - 1] = 0;
 	for (__u32 i = 0; i < st->meta.n_ifs && i < FG_MAX_IFS; i++) {
@@ -547,6 +577,32 @@ static void print_file_text(const struct status *st)
 		       st->meta.config[0] ? st->meta.config : "-", why);
 }
 
+static void print_escalation_text(const struct status *st)
+{
+	const struct fg_esc_counts *n = &st->est.n;
+
+	if (st->esc_err) {
+		printf("escalation: cannot read the runtime lists: %s\n", strerror(-st->esc_err));
+		return;
+	}
+	if (!st->have_est) {
+		printf("escalation: %zu escalated entries live on the runtime deny list; no daemon's "
+		       "counters (none are added without floodgated)\n", st->esc_live);
+		return;
+	}
+	if (!n->rules && !st->esc_live) {
+		printf("escalation: off (no rule of the active policy has escalate:)\n");
+		return;
+	}
+	printf("escalation: %u rules escalate; %zu escalated entries live (at most %u); "
+	       "escalated %llu, refused at the cap %llu, would escalate (shadow) %llu\n",
+	       n->rules, st->esc_live, n->max, (unsigned long long)n->escalated,
+	       (unsigned long long)n->refused, (unsigned long long)n->shadow);
+	if (st->esc_live >= n->max && n->rules)
+		printf("            at the cap: new escalations are refused (and counted) until "
+		       "one ends\n");
+}
+
 static void status_text(const struct status *st)
 {
 	const struct fg_policy *pol = &st->pol;
@@ -574,6 +630,7 @@ static void status_text(const struct status *st)
 	print_sources_text(st);
 	fleet_text(st);
 	print_shedding_text(st);
+	print_escalation_text(st);
 }
 
 /* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
@@ -889,6 +946,25 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 	return f;
 }
 
+/* {"live": n, "rules", "max", "escalated", "refused", "would_escalate": n|null
+ * (null: no running daemon's counters)} */
+static struct json_object *escalation_json(const struct status *st, int *err)
+{
+	struct json_object *o = json_object_new_object();
+	const struct fg_esc_counts *n = &st->est.n;
+	const char *keys[] = { "rules", "max", "escalated", "refused", "would_escalate" };
+	__u64 vals[] = { n->rules, n->max, n->escalated, n->refused, n->shadow };
+
+	cli_json_add(err, o, "live", json_object_new_uint64(st->esc_live));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (st->have_est)
+			cli_json_add(err, o, keys[i], json_object_new_uint64(vals[i]));
+		else
+			cli_json_add_null(err, o, keys[i]);
+	}
+	return o;
+}
+
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
 static int status_json(const struct cli_args *a, const struct status *st)
 {
@@ -929,6 +1005,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 		cli_json_add_null(&err, root, "fleet");
 	cli_json_add(&err, root, "concurrency", cli_conn_status_json(a, st->names, &err));
 	cli_json_add(&err, root, "shedding", shedding_json(st, &err));
+	cli_json_add(&err, root, "escalation", escalation_json(st, &err));
 	return cli_json_print(root, err);
 }
 

@@ -44,6 +44,7 @@
 #include "rtlist.h"
 #include "shedd.h"
 #include "srcwatch.h"
+#include "escalate.h"
 #include "xdpattach.h"
 #include "apply.h"
 #include "sysutil.h"
@@ -80,6 +81,7 @@ struct daemon {
 	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
 	struct fg_metrics *mx;
 	struct fg_srcwatch sw;	/* throttle log and source counts (srcwatch.h) */
+	struct fg_escd esc;	/* escalation to the runtime deny list (escalate.h) */
 	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
 	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
 	int notify_fd;		/* background start: write the status, then close */
@@ -675,6 +677,7 @@ static int start_throttle_log(struct daemon *d)
 
 	if (err)
 		pr_warn("throttle log and source counts: %s", strerror(-err));
+	fg_escd_init(&d->esc, d->dir);
 	return err;
 }
 
@@ -734,6 +737,7 @@ static void tick(struct daemon *d)
 	struct fg_name names[FG_MAX_IDS];
 	struct fg_policy pol;
 	struct fg_ctl ctl;
+	bool swept = false;
 	int err;
 
 	if ((err = fg_ctl_read(&d->maps, &ctl)) || (err = fg_names_read(&d->maps, names)) ||
@@ -744,7 +748,11 @@ static void tick(struct daemon *d)
 	}
 	if ((err = fg_srcwatch_tick(&d->sw, &pol, names)))
 		pr_warn("watching the source tables: %s", strerror(-err));
-	if (ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
+	err = fg_escd_tick(&d->esc, &d->maps, &d->sw.tr, &d->cfg, &pol, names, &ctl, &swept);
+	if (err && !d->esc.warned)
+		pr_warn("escalation: reading the runtime lists: %s (said once)", strerror(-err));
+	d->esc.warned |= err != 0;
+	if (!swept && ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
 		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	fg_fleetd_tick(d->fleet);
 	if (d->mx) {
@@ -754,7 +762,7 @@ static void tick(struct daemon *d)
 					     .source_reads = d->sw.walk.reads,
 					     .throttle_events = d->sw.events,
 					     .fleet = fg_fleetd_status(d->fleet),
-					     .shed = &d->shed };
+					     .shed = &d->shed, .esc = &d->esc.x.n };
 		char *page, *conn = NULL;
 		size_t len, clen = 0;
 
@@ -1037,6 +1045,7 @@ cleanup:
 	if (d->have_cfg)
 		fg_config_free(&d->cfg);
 	fg_srcwatch_stop(&d->sw);
+	fg_escd_stop(&d->esc);
 	fg_daemonize_done(&d->notify_fd, err);
 	return err ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 #include "ctl.h"
+#include "escalate.h"
 #include "fgmaps.h"
 #include "metrics.h"
 #include "shedd.h"
@@ -624,6 +625,23 @@ static void render_shedding(struct buf *b, const struct fg_shedd *sd, const stru
 		(unsigned long long)(sd->samples - sd->lost), (unsigned long long)sd->lost);
 }
 
+/* Escalation to the runtime deny list (escalate.h). */
+static void render_escalation(struct buf *b, const struct fg_esc_counts *n)
+{
+	bprintf(b, "# HELP floodgate_escalations_total Sources put on the runtime deny list by escalation.\n"
+		   "# TYPE floodgate_escalations_total counter\nfloodgate_escalations_total %llu\n"
+		   "# HELP floodgate_escalations_refused_total Escalations refused at the cap (escalation: max_entries) or a full runtime list.\n"
+		   "# TYPE floodgate_escalations_refused_total counter\nfloodgate_escalations_refused_total %llu\n"
+		   "# HELP floodgate_escalations_shadow_total Escalations a rule in shadow would have made (nothing added).\n"
+		   "# TYPE floodgate_escalations_shadow_total counter\nfloodgate_escalations_shadow_total %llu\n"
+		   "# HELP floodgate_escalated_entries Escalated entries live on the runtime deny list.\n"
+		   "# TYPE floodgate_escalated_entries gauge\nfloodgate_escalated_entries %zu\n"
+		   "# HELP floodgate_escalation_max_entries The cap on escalated entries (escalation: max_entries).\n"
+		   "# TYPE floodgate_escalation_max_entries gauge\nfloodgate_escalation_max_entries %u\n",
+		(unsigned long long)n->escalated, (unsigned long long)n->refused,
+		(unsigned long long)n->shadow, n->live, n->max);
+}
+
 int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 {
 	struct buf b = {};
@@ -693,6 +711,8 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		bprintf(&b, "%.*s", (int)s->extra_len, s->extra);
 	if (s->shed)
 		render_shedding(&b, s->shed, s->pol);
+	if (s->esc)
+		render_escalation(&b, s->esc);
 	if (b.err) {
 		free(b.p);
 		return b.err;

@@ -14,6 +14,7 @@
 #include "fleet_status.h"
 
 struct fg_shedd;
+struct fg_esc_counts;
 
 struct fg_metrics;
 
@@ -31,6 +32,7 @@ struct fg_metrics_snap {
 	const char *extra;			/* more lines, appended as they are (connd.h) */
 	size_t extra_len;
 	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
+	const struct fg_esc_counts *esc;	/* escalation (escalate.h), NULL = none */
 };
 
 /*

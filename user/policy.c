@@ -509,10 +509,10 @@ plen:
 
 static const char *const rule_keys[] = {
 	"name", "mode", "action", "match", "per_source", "aggregate",
-	"overflow", "on_full", "fleet", "tier", "pool",
+	"overflow", "on_full", "fleet", "tier", "pool", "escalate",
 };
 enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL, RK_FLEET,
-       RK_TIER, RK_POOL };
+       RK_TIER, RK_POOL, RK_ESC };
 
 static int valid_name(const char *s)
 {
@@ -773,6 +773,10 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 		return err;
 	if (implicit && ri.src.conn_cap)
 		return FAIL(c, ri.src.conn_node, "fragments: non-first fragments carry no TCP header: no concurrency cap");
+	err = pol_parse_rule_escalate(c, ri.ks.val[RK_ESC], idx,
+				      ri.action == FG_ACT_LIMIT && ri.src.set);
+	if (err)
+		return err;
 	rule_compile(c->cfg, idx, &ri);
 	c->fleet_rule[idx] = ri.fleet.node;
 	if (implicit) {
@@ -807,13 +811,13 @@ static const char *const top_keys[] = {
 	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
 	"detach_on_exit", "allow", "deny", "malformed", "default",
 	"fragments", "admission", "fleet", "rules", "concurrency", "pools", "shedding",
-	"xdp_attach", "xdp_priority", "xdp_chain",
+	"xdp_attach", "xdp_priority", "xdp_chain", "escalation",
 };
 enum {
 	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
 	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
 	TK_FLEET, TK_RULES, TK_CONN, TK_POOLS, TK_SHEDDING,
-	TK_XDP_ATTACH, TK_XDP_PRIO, TK_XDP_CHAIN,
+	TK_XDP_ATTACH, TK_XDP_PRIO, TK_XDP_CHAIN, TK_ESCALATION,
 };
 
 /* xdp_chain: [pass, ...], the verdicts on which libxdp runs the next program. */
@@ -964,6 +968,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	cfg->pol.malformed_verdict = FG_DROP;
 	cfg->conn_reconcile_ms = FG_CONN_RECONCILE_DEFAULT_MS;
 	cfg->conn_max_keys = FG_CONN_KEYS_DEFAULT;
+	cfg->esc_max = FG_ESC_MAX_DEFAULT;
 
 	err = pol_read_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}", &ks);
 	if (err)
@@ -992,6 +997,9 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 		return err;
 	if (val[TK_SHEDDING] && !pol_is_null(val[TK_SHEDDING]) &&
 	    (err = pol_parse_shedding(c, val[TK_SHEDDING])))
+		return err;
+	if (val[TK_ESCALATION] && !pol_is_null(val[TK_ESCALATION]) &&
+	    (err = pol_parse_escalation(c, val[TK_ESCALATION])))
 		return err;
 	if (val[TK_RULES] && (err = parse_rules(c, val[TK_RULES])))
 		return err;

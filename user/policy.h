@@ -4,7 +4,8 @@
  * policy that userspace can write into the maps (apply.h). Nothing here
  * touches BPF. The compiler is policy.c (the document, limits, rules),
  * policy_match.c (a rule's match:), policy_fleet.c (fleet-wide limits) and
- * policy_shed.c (pools, tiers and the shedding: section) and
+ * policy_shed.c (pools, tiers and the shedding: section),
+ * policy_escalate.c (a rule's escalate: and the escalation: section) and
  * policy_yaml.c (libyaml, placed errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
@@ -70,6 +71,23 @@ struct fg_pool_src {
 	int noshed;		/* shedding: off (FG_POOL_NOSHED) */
 };
 
+/* Escalation (docs/floodgate.yaml.5, ESCALATION): a source throttled by a
+ * rule for after goes onto the runtime deny list for dur (user/escalate.h). */
+#define FG_ESC_AFTER_DEFAULT_NS	(30ull * 1000000000ull)	/* escalate: after: 30s */
+#define FG_ESC_FOR_DEFAULT_NS	(600ull * 1000000000ull)	/* escalate: for: 10m */
+#define FG_ESC_AFTER_MIN_NS	(1ull * 1000000000ull)	/* the daemon looks once a second */
+#define FG_ESC_AFTER_MAX_NS	(86400ull * 1000000000ull)	/* 1d */
+#define FG_ESC_FOR_MIN_NS	(1ull * 1000000000ull)
+#define FG_ESC_FOR_MAX_NS	(7ull * 86400ull * 1000000000ull)	/* 7d */
+#define FG_ESC_MAX_DEFAULT	256	/* escalation: max_entries, both families together */
+#define FG_ESC_MAX_MAX		(FG_RT_MAX / 2)	/* half a family's runtime list stays the operator's */
+
+struct fg_esc_rule_conf {
+	int set;		/* the rule has escalate: */
+	__u64 after_ns;		/* throttled this long without a break ... */
+	__u64 for_ns;		/* ... denied this long */
+};
+
 #define FG_MAX_FILE_SIZE	(16u << 20)	/* policy files larger are refused */
 #define FG_READ_TIMEOUT_MS	3000	/* opening and reading a policy file, at most */
 /* FG_MAX_PREFIXES (allow + deny + set prefixes) is in floodgate.h */
@@ -120,6 +138,10 @@ struct fg_config {
 	struct fg_shed_cfg shed;	/* validated with fg_shed_cfg_check; tiers = those in use */
 	struct fg_signal shed_signal;	/* parsed, not opened (fg_signal_open it) */
 	int shed_mode;			/* enum fg_mode: shadow counts what would be shed (fg_shed_ctl.shadow) */
+	/* escalation (user/escalate.h): parallel to pol.rules, and the cap of
+	 * the escalation: section (FG_ESC_MAX_DEFAULT when absent) */
+	struct fg_esc_rule_conf esc[FG_MAX_RULES];
+	__u32 esc_max;
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On

@@ -143,6 +143,14 @@ int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *poo
  * section checked with fg_shed_cfg_check. */
 int pol_shed_check(struct pol_ctx *c);
 
+/* --- policy_escalate.c -------------------------------------------------------- */
+
+/* The top-level escalation: {max_entries: N} into cfg->esc_max. */
+int pol_parse_escalation(struct pol_ctx *c, yaml_node_t *n);
+/* Rule idx's escalate: {after: 30s, for: 10m} into cfg->esc[idx]; only a
+ * rule that limits per source (has_rate: action limit, a per_source rate). */
+int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_rate);
+
 /* --- policy_match.c ---------------------------------------------------------- */
 
 /* Rule idx's match: (NULL: matches everything) into its entries, per

@@ -357,6 +357,10 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_
 	print_cap(f, pol, r);
 	if (ru->fleet)
 		print_fleet_rule(f, cfg, r, fl, fi);
+	if (cfg->esc[r].set)
+		fprintf(f, "      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
+			"/%d (v6) on the runtime deny list for %.6g s\n", "escalate",
+			cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6, cfg->esc[r].for_ns / 1e9);
 }
 
 /* The engine the daemon would make, for the keys (it makes no connection). */
@@ -380,7 +384,7 @@ static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
 void fg_config_print(FILE *f, const struct fg_config *cfg)
 {
 	struct fg_fleet *fl = fleet_engine(cfg);
-	__u32 caps = 0;
+	__u32 caps = 0, escs = 0;
 	int fi = 0;
 
 	print_globals(f, cfg);
@@ -393,6 +397,11 @@ void fg_config_print(FILE *f, const struct fg_config *cfg)
 			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
 	print_pools(f, cfg);
 	print_shedding(f, cfg);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		escs += cfg->esc[r].set != 0;
+	if (escs)
+		fprintf(f, "  escalation:  %u rules escalate; at most %u escalated entries at once "
+			"(both families)\n", escs, cfg->esc_max);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
 		print_rule(f, cfg, r, fl, fi);

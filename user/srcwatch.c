@@ -91,6 +91,7 @@ int fg_srcwatch_tick(struct fg_srcwatch *sw, const struct fg_policy *pol,
 	if (!sw->rb)
 		return -EBADF;
 	fg_throttle_begin(&sw->tr);
+	sw->tr.now_ns = fg_mono_coarse_ns();
 	sw->names = names;
 	rc = ring_buffer__consume(sw->rb);
 	if (rc < 0)

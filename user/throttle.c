@@ -139,6 +139,7 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 		if (ev->drops > e->drops) {
 			e->drops = ev->drops;
 			e->last_grow = t->tick;
+			e->last_ns = t->now_ns;
 		}
 		return;
 	}
@@ -158,6 +159,7 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 	memcpy(e->addr, ev->addr, sizeof(e->addr));
 	e->drops = ev->drops;
 	e->last_grow = e->last_check = t->tick;
+	e->since = e->last_ns = t->now_ns;
 	t->n++;
 	fg_addr_str(e->family, e->addr, a, sizeof(a));
 	tlog(t, "throttling %s (rule %s)", a, rule_name(names, e->rule, e->gen));
@@ -184,6 +186,7 @@ static bool recheck_one(struct fg_throttle *t, size_t i, fg_throttle_lookup_fn l
 	} else if (s.drops > e->drops) {
 		e->drops = s.drops;
 		e->last_grow = t->tick;
+		e->last_ns = t->now_ns;
 		return false;
 	} else if (s.limited) {
 		return false;
@@ -214,4 +217,13 @@ size_t fg_throttle_recheck(struct fg_throttle *t, size_t budget, fg_throttle_loo
 	}
 	t->cursor = i;
 	return done;
+}
+
+void fg_throttle_each(struct fg_throttle *t, void (*fn)(void *arg, struct fg_tracked *e), void *arg)
+{
+	for (size_t i = 0, seen = 0; i < t->nslots && seen < t->n; i++)
+		if (t->slot[i].used) {
+			seen++;
+			fn(arg, &t->slot[i]);
+		}
 }
