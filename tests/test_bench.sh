@@ -151,12 +151,15 @@ for t in nft iptables-legacy gnuplot ethtool; do command -v "$t" > /dev/null || 
 if [ -n "$miss" ]; then
 	skip "tools/bench.sh report" "missing:$miss (tools/deps.sh bench)"
 else
-	before=$(ls -d /sys/fs/bpf/fgbench-* 2>/dev/null | sort)
+	# its pin dir and namespaces are named by its PID
 	BENCH_QUICK=1 BENCH_PARTS="sweep daemon dispatch" BENCH_REPEAT=4096 BENCH_DAEMON_SECONDS=1 \
-		BENCH_OUT="$FG_TMP/out" tools/bench.sh > "$FG_TMP/bench.out" 2>&1; rc=$?
+		BENCH_OUT="$FG_TMP/out" tools/bench.sh > "$FG_TMP/bench.out" 2>&1 &
+	bpid=$!
+	wait "$bpid"; rc=$?
 	FG_LOGS+=("$FG_TMP/bench.out")
 	check_cmp "tools/bench.sh, quick, sweep daemon dispatch: exits 0" "$rc" -eq 0
-	check "bench.sh left no pin dir" test "$(ls -d /sys/fs/bpf/fgbench-* 2>/dev/null | sort)" = "$before"
+	check "bench.sh left no pin dir" test ! -e "/sys/fs/bpf/fgbench-$bpid"
+	check "bench.sh left no namespace" bash -c "! ip netns list | grep -q '^fgb$bpid-'"
 	for f in bench.json bench.txt bench.png bench-sources.dat bench-rules.dat bench-prefixes.dat bench-daemon.dat bench-live-sources.dat; do
 		check "bench.sh wrote $f" test -s "$FG_TMP/out/$f"
 	done
