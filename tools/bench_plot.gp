@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # floodgate benchmark chart; tools/bench.sh writes the data files and calls
 #   gnuplot -e "dir='results'; outfile='results/bench.png'" tools/bench_plot.gp
-# Top row: the live bars, the micro bars (with the shedding figures), the
+# The curves plot test-run's own mean ns (columns 2-5 of bench-<curve>.dat;
+# the slopes are columns 7-8). Top row: the live bars, the micro bars (with the shedding figures), the
 # sources curve. Bottom row: the rules curve, the prefixes curve, the
 # daemon's CPU against tracked sources. A missing figure is NaN: not drawn;
 # a panel without data (bench-have.gp, written with the data) says so.
@@ -44,7 +45,7 @@ set xtics norotate enhanced
 set logscale xy
 set format x "10^{%L}"
 set xlabel "sources"
-set title "Cost against sources: micro (test run, net of the harness) and\nlive (CPU per packet net of the generator's share), medians"
+set title "Cost against sources: micro (test-run's own ns, net of the harness) and\nlive (CPU per packet net of the generator's share), medians"
 if (have_sources && have_lsrc) {
 plot dir.'/bench-sources.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodgate (micro)", \
      '' using 1:5 lw 2 dt 2 title "floor (micro)", \
@@ -61,7 +62,7 @@ unset logscale x
 set logscale y
 set format x "%g"
 set xlabel "rules (the frame's rule last)"
-set title "Cost against rules: micro, medians, min-max"
+set title "Cost against rules: micro (test-run's own ns), medians, min-max"
 if (have_rules) {
 plot dir.'/bench-rules.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodgate", \
      '' using 1:5 lw 2 dt 2 title "floor"
@@ -70,7 +71,7 @@ plot dir.'/bench-rules.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodgate
 set xlabel "allow + deny prefixes"
 set xtics rotate by -30
 set logscale y
-set title "Cost against prefixes: micro, medians, min-max\n(the source's /16 holds longer prefixes)"
+set title "Cost against prefixes: micro (test-run's own ns), medians, min-max\n(the source's /16 holds longer prefixes)"
 if (have_prefixes) {
 plot dir.'/bench-prefixes.dat' using 0:2:3:4:xtic(1) with yerrorlines lw 2 title "floodgate", \
      '' using 0:5 lw 2 dt 2 title "floor"

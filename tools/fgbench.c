@@ -829,13 +829,16 @@ static int measure_as(int prog, const __u8 *frame, __u32 R, long expect, const c
 	return 0;
 }
 
-static void curve_print(const char *curve, __u64 x, unsigned long pass, double ns, __u32 kns,
-			double floor_ns, const char *extra)
+/* ns, floor_ns: the slopes; kns, floor_kns: the kernel's means (see
+ * measure), which leave out the time this task was scheduled out. */
+static void curve_print(const char *curve, __u64 x, unsigned long pass, double ns, double kns,
+			double floor_ns, double floor_kns, const char *extra)
 {
 	printf("{\"kind\":\"curve\",\"curve\":\"%s\",\"x\":%llu,\"pass\":%lu,\"ns\":%.3f,"
-	       "\"kernel_ns\":%u,\"floor_ns\":%.3f,\"ratio\":%.4f%s}\n", curve,
-	       (unsigned long long)x, pass, ns, kns, floor_ns,
-	       floor_ns > 0 ? ns / floor_ns : 0.0, extra ? extra : "");
+	       "\"kernel_ns\":%.1f,\"floor_ns\":%.3f,\"floor_kernel_ns\":%.1f,\"ratio\":%.4f,"
+	       "\"kernel_ratio\":%.4f%s}\n", curve, (unsigned long long)x, pass, ns, kns, floor_ns,
+	       floor_kns, floor_ns > 0 ? ns / floor_ns : 0.0, floor_kns > 0 ? kns / floor_kns : 0.0,
+	       extra ? extra : "");
 	fflush(stdout);
 }
 
@@ -852,7 +855,7 @@ static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog,
 		if ((err = measure_as(prog, frame, c->repeat, expect, curve, &ns, &kns)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &fk)))
 			return err;
-		curve_print(curve, x, pass, ns, kns, fns, extra);
+		curve_print(curve, x, pass, ns, kns, fns, fk, extra);
 	}
 	return 0;
 }
@@ -862,7 +865,7 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 {
 	int flr = bpf_program__fd(c->bf->progs.floor), vry = bpf_program__fd(c->bf->progs.vary);
 	static struct fgi g;
-	char y[256], extra[160];
+	char y[256], extra[200];
 	__u32 tab = table_for(n);
 	__u8 frame[64];
 	long have;
@@ -895,9 +898,11 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
 			goto out;
-		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,\"table\":%u",
-			 raw, vfl - fns, tab);
-		curve_print("sources", n, pass, raw - (vfl - fns), kraw, fns, extra);
+		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
+			 "\"harness_kernel_ns\":%.1f,\"table\":%u", raw, vfl - fns,
+			 (double)kv - kf, tab);
+		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
+			    fns, kf, extra);
 	}
 	/* honesty: every packet hit a prefilled bucket (the table held them all) */
 	printf("{\"kind\":\"check\",\"what\":\"new buckets during the %u-source curve point\","
