@@ -10,6 +10,14 @@
  *   fgbench xdp -i DEV --prog bare_drop|floor
  *       attach a baseline to DEV (a bpf_link, gone when fgbench exits),
  *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
+ *   fgbench sweep [--curve sources|rules|prefixes|shed|all] [--quick] ...
+ *       the cost curves, each point next to the floor (section "sweep").
+ *   fgbench fill --pin-dir DIR -i DEV --family 4|6 --sources N [--start S]
+ *       one frame from each of N new sources through floodgated's program,
+ *       for the daemon's CPU curve (section "fill").
+ *   fgbench dispatch -i DEV
+ *       floodgate alone and inside libxdp's dispatcher, or the reason this
+ *       kernel cannot build one (section "dispatch").
  *
  * Why a slope: with repeat > 1, BPF_PROG_TEST_RUN re-points the XDP
  * dispatcher around the run (bpf_prog_change_xdp, which waits for an RCU
@@ -1541,7 +1549,7 @@ static const struct fg_cmd bench_cmds[] = {
 static const struct fg_prog bench_prog = {
 	.name = "fgbench",
 	.usage = "COMMAND [OPTIONS]",
-	.help = "floodgate's micro benchmark and the XDP baselines of tools/bench.sh.",
+	.help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.",
 	.opts = bench_opts,
 	.cmds = bench_cmds,
 };
