@@ -75,7 +75,7 @@ help:
 	@echo '  test           whole test suite (as root): unit, BPF, end-to-end, game day (short)'
 	@echo '  test-unit      tests that need no root or network namespaces'
 	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
-	@echo '  bench          benchmarks against the floor, nftables and iptables'
+	@echo '  bench          benchmarks and cost curves against the floor, nftables and iptables (BENCH_QUICK=1: a few minutes)'
 	@echo '  gameday        long adversarial drills, fuzzing and soaks'
 	@echo '  fuzz           build the libFuzzer targets'
 	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'

@@ -10,6 +10,14 @@
  *   fgbench xdp -i DEV --prog bare_drop|floor
  *       attach a baseline to DEV (a bpf_link, gone when fgbench exits),
  *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
+ *   fgbench sweep [--curve sources|rules|prefixes|shed|all] [--quick] ...
+ *       the cost curves, each point next to the floor (section "sweep").
+ *   fgbench fill --pin-dir DIR -i DEV --family 4|6 --sources N [--start S]
+ *       one frame from each of N new sources through floodgated's program,
+ *       for the daemon's CPU curve (section "fill").
+ *   fgbench dispatch -i DEV
+ *       floodgate alone and inside libxdp's dispatcher, or the reason this
+ *       kernel cannot build one (section "dispatch").
  *
  * Why a slope: with repeat > 1, BPF_PROG_TEST_RUN re-points the XDP
  * dispatcher around the run (bpf_prog_change_xdp, which waits for an RCU
@@ -32,6 +40,7 @@
  * as floodgated writes it (an mmap of fg_lease); no Redis is involved.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <net/if.h>
 #include <sched.h>
@@ -49,6 +58,7 @@
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
+#include "fgtest_xdp.skel.h"
 #include "conn.h"
 #include "ctl.h"
 #include "fgmaps.h"
@@ -57,6 +67,7 @@
 #include "apply.h"
 #include "sources.h"
 #include "mapimg.h"
+#include "xdpattach.h"
 
 #define NSEC 1000000000ull
 #define FG_SKIP_NOCLOCK	(1u << 31)	/* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
@@ -67,7 +78,11 @@ static volatile sig_atomic_t stop;
 struct bench_opts {
 	const char *policy, *only;		/* micro */
 	__u64 cpu, passes, repeat, maxsrc;	/* micro */
-	const char *ifname, *prog;		/* xdp */
+	const char *ifname, *prog;		/* xdp; ifname also fill, dispatch */
+	const char *curve;			/* sweep */
+	bool quick;				/* sweep */
+	const char *pin_dir;			/* fill */
+	__u64 family, sources, start;		/* fill */
 };
 
 static void on_signal(int sig)
@@ -359,6 +374,8 @@ static int measure(int prog, const __u8 *frame, __u32 R, double *slope, double *
 
 #define SRC_ONE		0x0a010203u	/* 10.1.2.3 */
 #define SRC_BASE	0x0a000000u	/* 10.0.0.0: N-source scenarios */
+#define SRC_FILL4	0x0b000000u	/* 11.0.0.0: fill's IPv4 sources */
+#define FG_MAX_SOURCES_BENCH (1u << 24)	/* max_sources' upper limit (user/policy.c) */
 
 /* Throttled (dport 9) and allowed (dport 7) rules, one table. */
 static const char *pol_one =
@@ -849,6 +866,688 @@ out:
 	return err ? 1 : 0;
 }
 
+/* ---- sweep: cost curves against sources, rules and prefixes ----------------
+ *
+ * Each point is its own floodgate instance, measured P times back to back
+ * with the floor (the same frame through bench_floor's floor program), so a
+ * point's ratio compares two figures taken seconds apart on one CPU. One
+ * JSON line per point and pass:
+ *   {"kind":"curve","curve":C,"x":N,"pass":p,"ns":..,"floor_ns":..,"ratio":..}
+ * "ns" is floodgate's ns per packet (slope, see measure); for the sources
+ * curve, net of the vary harness (raw - (vary_floor - floor)), with raw and
+ * harness given too. The limits come from include/floodgate.h (FG_MAX_RULES,
+ * FG_MAX_PREFIXES), so the curves follow the data path as it grows.
+ */
+
+/* s as the body of a JSON string. */
+static void json_str_body(const char *s)
+{
+	for (; *s; s++)
+		printf(*s == '"' || *s == '\\' ? "\\%c" : (unsigned char)*s < 0x20 ? " " : "%c", *s);
+}
+
+/* A YAML document built in memory (1M prefixes: ~25 MB). */
+struct ybuf {
+	char *s;
+	size_t len;
+	FILE *f;
+};
+
+static int ybuf_open(struct ybuf *y)
+{
+	memset(y, 0, sizeof(*y));
+	y->f = open_memstream(&y->s, &y->len);
+	return y->f ? 0 : -errno;
+}
+
+static int ybuf_close(struct ybuf *y)
+{
+	int err = ferror(y->f) ? -EIO : 0;
+
+	if (fclose(y->f))
+		err = -errno;
+	y->f = NULL;
+	return err;
+}
+
+static void ybuf_free(struct ybuf *y)
+{
+	if (y->f)
+		fclose(y->f);
+	free(y->s);
+	memset(y, 0, sizeof(*y));
+}
+
+/* A table (a power of two, as fg_src4's sets are) of at least 4n ways: at
+ * that load a set of FG_WAYS4 ways overflows for about 1 source in 10,000
+ * (Poisson), so the points measure lookups, not the overflow path (checked
+ * after each point). */
+static __u32 table_for(__u64 n)
+{
+	__u64 tab = 2048;
+
+	while (tab < 4 * n)
+		tab <<= 1;
+	return tab > FG_MAX_SOURCES_BENCH ? FG_MAX_SOURCES_BENCH : (__u32)tab;
+}
+
+struct curve_ctx {
+	const struct bench_opts *b;
+	struct bench_floor_bpf *bf;
+	__u32 repeat;
+};
+
+/* Point the vary harness at target (a program fd) for n sources. */
+static int vary_to(struct bench_floor_bpf *bf, int target, __u32 n)
+{
+	__u32 key = 0;
+
+	bf->data->vary_n = n;
+	bf->data->vary_base = SRC_BASE;
+	return bpf_map_update_elem(bpf_map__fd(bf->maps.vary_jmp), &key, &target, 0) ? -errno : 0;
+}
+
+/* One measurement of prog on frame; the verdict must be expect (-1: any). */
+static int measure_as(int prog, const __u8 *frame, __u32 R, long expect, const char *what,
+		      double *ns, __u32 *kns)
+{
+	double fixed;
+	__u32 rv;
+	int err = measure(prog, frame, R, ns, &fixed, &rv, kns);
+
+	if (err) {
+		fprintf(stderr, "fgbench: test_run %s: %s\n", what, strerror(-err));
+		return err;
+	}
+	if (expect >= 0 && rv != (__u32)expect) {
+		fprintf(stderr, "fgbench: %s: verdict %u, expected %ld\n", what, rv, expect);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* ns, floor_ns: the slopes; kns, floor_kns: the kernel's means (see
+ * measure), which leave out the time this task was scheduled out. */
+static void curve_print(const char *curve, __u64 x, unsigned long pass, double ns, double kns,
+			double floor_ns, double floor_kns, const char *extra)
+{
+	printf("{\"kind\":\"curve\",\"curve\":\"%s\",\"x\":%llu,\"pass\":%lu,\"ns\":%.3f,"
+	       "\"kernel_ns\":%.1f,\"floor_ns\":%.3f,\"floor_kernel_ns\":%.1f,\"ratio\":%.4f,"
+	       "\"kernel_ratio\":%.4f%s}\n", curve, (unsigned long long)x, pass, ns, kns, floor_ns,
+	       floor_kns, floor_ns > 0 ? ns / floor_ns : 0.0, floor_kns > 0 ? kns / floor_kns : 0.0,
+	       extra ? extra : "");
+	fflush(stdout);
+}
+
+/* floodgate on frame, then the floor on the same frame, P passes. */
+static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog,
+		      const __u8 *frame, long expect, const char *extra)
+{
+	int flr = bpf_program__fd(c->bf->progs.floor);
+	double ns, fns;
+	__u32 kns, fk;
+	int err;
+
+	for (unsigned long pass = 1; pass <= c->b->passes; pass++) {
+		if ((err = measure_as(prog, frame, c->repeat, expect, curve, &ns, &kns)) ||
+		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &fk)))
+			return err;
+		curve_print(curve, x, pass, ns, kns, fns, fk, extra);
+	}
+	return 0;
+}
+
+/* Sources: n throttled sources prefilled, a random one per packet. */
+static int curve_sources_point(struct curve_ctx *c, __u32 n)
+{
+	int flr = bpf_program__fd(c->bf->progs.floor), vry = bpf_program__fd(c->bf->progs.vary);
+	static struct fgi g;
+	char y[256], extra[200];
+	__u32 tab = table_for(n);
+	__u8 frame[64];
+	long have;
+	int err;
+
+	snprintf(y, sizeof(y), "max_sources: %u\nrules:\n  - name: throttled\n"
+		 "    match: {proto: udp}\n    per_source: {rate: 1/s, burst: 1}\n", tab);
+	if ((err = fgi_open(&g, y, NULL)))
+		goto out;
+	have = fgi_prefill(&g, 0, SRC_BASE, n);
+	if (have < 0) {
+		err = (int)have;
+		fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
+		goto out;
+	}
+	printf("{\"kind\":\"prefill\",\"curve\":\"sources\",\"sources\":%u,\"table\":%u,"
+	       "\"entries\":%ld}\n", n, tab, have);
+	__u64 ins0 = fgi_ev(&g, FG_EV_INSERT) + fgi_ev(&g, FG_EV_OVERFLOW);
+
+	build_frame(frame, SRC_BASE, 9);
+	/* the verdict is the last frame's: a source its full set left out of
+	 * the prefill is admitted once (counted by the check below) */
+	for (unsigned long pass = 1; pass <= c->b->passes; pass++) {
+		double raw, vfl, fns;
+		__u32 kraw, kv, kf;
+
+		if ((err = vary_to(c->bf, g.prog, n)) ||
+		    (err = measure_as(vry, frame, c->repeat, -1, "sources", &raw, &kraw)) ||
+		    (err = vary_to(c->bf, flr, n)) ||
+		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
+		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
+			goto out;
+		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
+			 "\"harness_kernel_ns\":%.1f,\"table\":%u", raw, vfl - fns,
+			 (double)kv - kf, tab);
+		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
+			    fns, kf, extra);
+	}
+	/* honesty: every packet hit a prefilled bucket (the table held them all) */
+	printf("{\"kind\":\"check\",\"what\":\"new buckets during the %u-source curve point\","
+	       "\"count\":%llu}\n", n, (unsigned long long)(fgi_ev(&g, FG_EV_INSERT) +
+							    fgi_ev(&g, FG_EV_OVERFLOW) - ins0));
+out:
+	fgi_close(&g);
+	return err;
+}
+
+/* Rules: n rules, the frame's rule last. The others are a typical mix that
+ * a UDP frame to port 9 must look past: UDP on other ports and port ranges,
+ * UDP by source port, and TCP (another class, never scanned for UDP). */
+static int rules_yaml(struct ybuf *y, __u32 n)
+{
+	int err = ybuf_open(y);
+
+	if (err)
+		return err;
+	fprintf(y->f, "max_sources: 65536\nrules:\n");
+	for (__u32 i = 0; i + 1 < n; i++) {
+		switch (i % 4) {
+		case 0:
+			fprintf(y->f, "  - {name: udp%u, match: {proto: udp, dport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n", i, 1000 + i);
+			break;
+		case 1:
+			fprintf(y->f, "  - {name: range%u, match: {proto: udp, dport: %u-%u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n", i, 20000 + 10 * i, 20009 + 10 * i);
+			break;
+		case 2:
+			fprintf(y->f, "  - {name: sport%u, match: {proto: udp, sport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n", i, 3000 + i);
+			break;
+		default:
+			fprintf(y->f, "  - {name: tcp%u, match: {proto: tcp, dport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n", i, 1000 + i);
+		}
+	}
+	fprintf(y->f, "  - {name: throttled, match: {proto: udp, dport: 9}, "
+		"per_source: {rate: 1/s, burst: 1}}\n");
+	return ybuf_close(y);
+}
+
+/* The most rules of rules_yaml's mix the policy compiler accepts (at most
+ * FG_MAX_RULES), and the compiler's reason for one more. */
+static __u32 rules_max(char *why, size_t len)
+{
+	why[0] = 0;
+	for (__u32 n = FG_MAX_RULES; n >= 1; n--) {
+		struct fg_config cfg = {};
+		struct fg_err e = {};
+		struct ybuf y;
+		int err = rules_yaml(&y, n);
+
+		if (!err)
+			err = fg_config_parse(y.s, y.len, "<fgbench>", &cfg, &e);
+		if (!err) {
+			fg_config_free(&cfg);
+			ybuf_free(&y);
+			return n;
+		}
+		if (!why[0])
+			fg_err_format(&e, why, len);
+		ybuf_free(&y);
+	}
+	return 0;
+}
+
+static int curve_rules_point(struct curve_ctx *c, __u32 n)
+{
+	static struct fgi g;
+	struct ybuf y;
+	__u8 frame[64];
+	double ns;
+	__u32 rv;
+	int err;
+
+	if ((err = rules_yaml(&y, n)) || (err = fgi_open(&g, y.s, NULL)))
+		goto out;
+	build_frame(frame, SRC_ONE, 9);
+	run_once(g.prog, frame, 64, &ns, &rv, NULL);	/* spend the burst */
+	err = curve_pair(c, "rules", n, g.prog, frame, XDP_DROP, NULL);
+	if (!err) {
+		int row, o;
+
+		fgi_top_outcome(&g, &row, &o);
+		printf("{\"kind\":\"check\",\"what\":\"rules curve: the frame's rule dropped it\","
+		       "\"rules\":%u,\"row\":%d,\"want_row\":%d,\"outcome\":\"%s\"}\n", n, row,
+		       fgi_row(&g, "throttled"), o >= 0 ? fg_outcome_names[o] : "?");
+	}
+out:
+	fgi_close(&g);
+	ybuf_free(&y);
+	return err;
+}
+
+/* Prefixes: n allow + deny prefixes, half each, /16../32 spread over the
+ * IPv4 space (not 10/8 or 127/8), and eight /24s inside 10.1.0.0/16 that
+ * do not cover the frame's source 10.1.2.3: its /16 holds longer prefixes,
+ * so the list lookup takes its slowest path at every point (today: the /16
+ * directory says "ask the trie"). The source matches no list and its rule
+ * drops it. */
+static int curve_prefixes_point(struct curve_ctx *c, __u32 n)
+{
+	static struct fgi g;
+	struct ybuf y;
+	__u8 frame[64];
+	__u64 s = 42;
+	int err;
+
+	if ((err = ybuf_open(&y)))
+		return err;
+	fprintf(y.f, "max_sources: 65536\n");
+	/* flow sequences, canonical prefixes, "," between them: a million
+	 * prefixes then fit the compiler's 16 MiB file limit */
+	for (int l = 0; l < 2 && n; l++) {
+		__u32 want = l ? n - n / 2 : n / 2, i = 0;
+
+		fprintf(y.f, "%s: [", l ? "deny" : "allow");
+		for (; i < want && i < 4; i++)	/* 4 per list in 10.1/16, beside 10.1.2.0/24 */
+			fprintf(y.f, "%s10.1.%u.0/24", i ? "," : "", 100 + 4 * l + i);
+		while (i < want) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			__u32 r = (__u32)(s >> 32), a = 1 + r % 223, plen = 16 + (r >> 8) % 17;
+
+			if (a == 10 || a == 127)
+				continue;
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			__u32 v = (a << 24 | (__u32)(s >> 40)) & (plen == 32 ? ~0u : ~(~0u >> plen));
+			fprintf(y.f, "%s%u.%u.%u.%u/%u", i ? "," : "", v >> 24, (v >> 16) & 0xff,
+				(v >> 8) & 0xff, v & 0xff, plen);
+			i++;
+		}
+		fprintf(y.f, "]\n");
+	}
+	fprintf(y.f, "rules:\n  - {name: throttled, match: {proto: udp, dport: 9}, "
+		"per_source: {rate: 1/s, burst: 1}}\n");
+	if ((err = ybuf_close(&y)) || (err = fgi_open(&g, y.s, NULL)))
+		goto out;
+	double ns;
+	__u32 rv;
+
+	build_frame(frame, SRC_ONE, 9);
+	run_once(g.prog, frame, 64, &ns, &rv, NULL);
+	err = curve_pair(c, "prefixes", n, g.prog, frame, XDP_DROP, NULL);
+out:
+	fgi_close(&g);
+	ybuf_free(&y);
+	return err;
+}
+
+/* Shedding (issue 11): one source admitted by a plain rule, by the same
+ * rule drawing from a pool, and by a bulk-tier rule while the shedder sheds
+ * 0% and 50% of its tier; each next to the floor. The shed fractions are
+ * written into fg_shed as floodgated writes them (an hour ahead). */
+static const char *pol_shed =
+	"max_sources: 65536\n"
+	"pools:\n"
+	"  - {name: big, rate: 1000000000/s, burst: 1000000000, reserve: 20%}\n"
+	"rules:\n"
+	"  - {name: plain, match: {proto: udp, dport: 21}, per_source: " HUGE_LIMIT "}\n"
+	"  - {name: pooled, match: {proto: udp, dport: 22}, per_source: " HUGE_LIMIT ", pool: big}\n"
+	"  - {name: tier, match: {proto: udp, dport: 23}, per_source: " HUGE_LIMIT ", tier: bulk}\n";
+
+static int shed_set(struct fgi *g, __u32 thr)
+{
+	struct fg_shed_ctl *sh;
+
+	sh = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED,
+		  g->maps.fd[FGM_SHED], 0);
+	if (sh == MAP_FAILED)
+		return -errno;
+	for (int t = 0; t < FG_NTIERS; t++)
+		for (int k = 0; k < FG_SHED_NKIND; k++)
+			sh->thr[t][k] = t == FG_TIER_CRITICAL ? 0 : thr;
+	sh->hshift = FG_SHED_HSHIFT_MIN;
+	sh->end = now_ns() + 3600 * NSEC;
+	munmap(sh, sysconf(_SC_PAGESIZE));
+	return 0;
+}
+
+static int curve_shed(struct curve_ctx *c)
+{
+	static const struct { const char *name; __u16 dport; __u32 thr; long expect; } pt[] = {
+		{ "plain", 21, 0, XDP_PASS },
+		{ "pooled", 22, 0, XDP_PASS },
+		{ "tier_shed_0", 23, 0, XDP_PASS },
+		{ "tier_shed_50", 23, FG_SHED_ONE / 2, -1 },
+	};
+	static struct fgi g;
+	struct fg_stats rows[FG_NROWS];
+	char extra[64];
+	__u8 frame[64];
+	int err, row;
+
+	if ((err = fgi_open(&g, pol_shed, NULL)))
+		goto out;
+	for (size_t i = 0; i < sizeof(pt) / sizeof(pt[0]); i++) {
+		struct fg_stats before[FG_NROWS];
+
+		if ((err = shed_set(&g, pt[i].thr)) || (err = fg_stats_read(&g.maps, before)))
+			goto out;
+		build_frame(frame, SRC_ONE, pt[i].dport);
+		snprintf(extra, sizeof(extra), ",\"name\":\"%s\"", pt[i].name);
+		if ((err = curve_pair(c, "shed", i, g.prog, frame, pt[i].expect, extra)))
+			goto out;
+		/* honesty: the shed share really is what was asked */
+		row = fgi_row(&g, pt[i].dport == 21 ? "plain" : pt[i].dport == 22 ? "pooled" : "tier");
+		if ((err = fg_stats_read(&g.maps, rows)) || row < 0)
+			goto out;
+		__u64 sh = rows[row].pkts[FG_OUT_SHED] - before[row].pkts[FG_OUT_SHED];
+		__u64 pa = rows[row].pkts[FG_OUT_PASS] - before[row].pkts[FG_OUT_PASS];
+		printf("{\"kind\":\"check\",\"what\":\"shed share of %s\",\"asked\":%.3f,"
+		       "\"shed\":%llu,\"passed\":%llu,\"share\":%.4f}\n", pt[i].name,
+		       (double)pt[i].thr / FG_SHED_ONE, (unsigned long long)sh,
+		       (unsigned long long)pa, sh + pa ? (double)sh / (sh + pa) : 0.0);
+	}
+out:
+	fgi_close(&g);
+	return err;
+}
+
+static int sweep(void *cfg)
+{
+	const struct bench_opts *b = cfg;
+	static const __u32 src_pts[] = { 1, 1000, 10000, 100000, 1000000, 4000000 };
+	static const __u32 rule_pts[] = { 1, 4, 16, 64, 256, 1024 };
+	static const __u32 pfx_pts[] = { 0, 1000, 10000, 100000, 1000000 };
+	struct curve_ctx c = { .b = b, .repeat = (__u32)b->repeat };
+	const char *want = b->curve ? b->curve : "all";
+	__u32 maxsrc = b->quick ? 100000 : UINT32_MAX, maxpfx = b->quick ? 10000 : UINT32_MAX;
+	bool all = !strcmp(want, "all");
+	cpu_set_t cs;
+	int err = 0;
+
+	if (!all && strcmp(want, "sources") && strcmp(want, "rules") && strcmp(want, "prefixes") &&
+	    strcmp(want, "shed")) {
+		fprintf(stderr, "fgbench: sweep: --curve sources|rules|prefixes|shed|all, not \"%s\"\n",
+			want);
+		return FG_EXIT_USAGE;
+	}
+	CPU_ZERO(&cs);
+	CPU_SET(b->cpu, &cs);
+	if (sched_setaffinity(0, sizeof(cs), &cs)) {
+		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
+			strerror(errno));
+		return 1;
+	}
+	c.bf = bench_floor_bpf__open_and_load();
+	if (!c.bf) {
+		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(errno));
+		return 1;
+	}
+	char why[512];
+	__u32 rmax = rules_max(why, sizeof(why));
+
+	printf("{\"kind\":\"limits\",\"max_rules\":%u,\"rules_accepted\":%u,\"max_prefixes\":%u,"
+	       "\"max_sources\":%u,\"one_more_rule\":\"", FG_MAX_RULES, rmax, FG_MAX_PREFIXES,
+	       FG_MAX_SOURCES_BENCH);
+	json_str_body(why);
+	printf("\"}\n");
+	for (size_t i = 0; !err && (all || !strcmp(want, "sources")) &&
+			   i < sizeof(src_pts) / sizeof(src_pts[0]); i++)
+		if (src_pts[i] <= maxsrc)
+			err = curve_sources_point(&c, src_pts[i]);
+	/* rules: the points below the most the compiler takes, then that */
+	for (size_t i = 0; !err && (all || !strcmp(want, "rules")) &&
+			   i < sizeof(rule_pts) / sizeof(rule_pts[0]); i++)
+		if (rule_pts[i] < rmax)
+			err = curve_rules_point(&c, rule_pts[i]);
+	if (!err && rmax && (all || !strcmp(want, "rules")))
+		err = curve_rules_point(&c, rmax);
+	for (size_t i = 0; !err && (all || !strcmp(want, "prefixes")) &&
+			   i < sizeof(pfx_pts) / sizeof(pfx_pts[0]); i++)
+		if (pfx_pts[i] <= maxpfx)
+			err = curve_prefixes_point(&c, pfx_pts[i] < FG_MAX_PREFIXES ? pfx_pts[i]
+										 : FG_MAX_PREFIXES);
+	if (!err && (all || !strcmp(want, "shed")))
+		err = curve_shed(&c);
+	bench_floor_bpf__destroy(c.bf);
+	return err ? 1 : 0;
+}
+
+/* ---- fill: tracked sources for the daemon CPU curve --------------------------
+ *
+ * fgbench fill --pin-dir DIR -i DEV --family 4|6 --sources N [--start S]
+ * sends one UDP frame from each of N new sources (S .. S+N-1) through the
+ * program floodgated attached to DEV (found by its pinned link), by
+ * BPF_PROG_TEST_RUN with repeat 1 (no dispatcher swap, so ~1 us a frame),
+ * then prints the tracked sources of both tables and their map memory.
+ */
+
+/* A 64-byte Ethernet/IPv6/UDP frame from 2001:db8:II:II::1 (i in the top
+ * 64 bits, as a /64 bucket keys it) to 2001:db8::2, port 9. */
+static void build_frame6(__u8 *f, __u32 i)
+{
+	__u8 *ip = f + 14, *udp = ip + 40;
+
+	memset(f, 0, 64);
+	memset(f, 0xff, 6);
+	f[6] = 0x02; f[11] = 0x01;
+	f[12] = 0x86; f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[5] = 10;				/* payload: 64 - 14 - 40 */
+	ip[6] = 17; ip[7] = 64;
+	ip[8] = 0x20; ip[9] = 0x01; ip[10] = 0x0d; ip[11] = 0xb8;
+	ip[12] = i >> 24; ip[13] = i >> 16; ip[14] = i >> 8; ip[15] = i;
+	ip[23] = 1;
+	ip[24] = 0x20; ip[25] = 0x01; ip[26] = 0x0d; ip[27] = 0xb8;
+	ip[39] = 2;
+	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
+	udp[3] = 9;
+	udp[5] = 10;
+}
+
+/* The kernel's accounting of a map (fdinfo memlock), 0 if unreadable. */
+static unsigned long long map_memlock(int fd)
+{
+	unsigned long long memlock = 0;
+	char path[64], line[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	fp = fopen(path, "r");
+	while (fp && fgets(line, sizeof(line), fp))
+		sscanf(line, "memlock: %llu", &memlock);
+	if (fp)
+		fclose(fp);
+	return memlock;
+}
+
+/* The program behind DIR/link_DEV. */
+static int pinned_prog(const char *dir, const char *ifname)
+{
+	struct bpf_link_info li = {};
+	__u32 len = sizeof(li);
+	char path[512];
+	int lfd, fd;
+
+	snprintf(path, sizeof(path), "%s/%s%s", dir, FG_LINK_PREFIX, ifname);
+	lfd = bpf_obj_get(path);
+	if (lfd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(lfd, &li, &len)) {
+		fd = -errno;
+		close(lfd);
+		return fd;
+	}
+	close(lfd);
+	fd = bpf_prog_get_fd_by_id(li.prog_id);
+	return fd < 0 ? -errno : fd;
+}
+
+static int fill(void *cfg)
+{
+	const struct bench_opts *b = cfg;
+	struct fg_maps m = { .dirfd = -1 };
+	char why[FG_WHY_LEN] = "";
+	size_t n4 = 0, n6 = 0;
+	__u64 t0, sent = 0;
+	__u8 frame[64];
+	int prog, err;
+
+	if (!b->pin_dir || !b->ifname || (b->family != 4 && b->family != 6) || !b->sources) {
+		fprintf(stderr, "fgbench: fill: needs --pin-dir DIR, -i DEV, --family 4|6 and --sources N\n");
+		return FG_EXIT_USAGE;
+	}
+	prog = pinned_prog(b->pin_dir, b->ifname);
+	if (prog < 0) {
+		fprintf(stderr, "fgbench: fill: the program on %s (%s/%s%s): %s\n", b->ifname,
+			b->pin_dir, FG_LINK_PREFIX, b->ifname, strerror(-prog));
+		return 1;
+	}
+	t0 = now_ns();
+	for (__u64 i = b->start; i < b->start + b->sources; i++) {
+		double ns;
+		__u32 rv;
+
+		if (b->family == 4)
+			build_frame(frame, SRC_FILL4 + (__u32)i, 9);
+		else
+			build_frame6(frame, (__u32)i);
+		if ((err = run_once(prog, frame, 1, &ns, &rv, NULL))) {
+			fprintf(stderr, "fgbench: fill: test_run: %s\n", strerror(-err));
+			close(prog);
+			return 1;
+		}
+		sent++;
+	}
+	close(prog);
+	err = fg_maps_open(&m, b->pin_dir, why);
+	if (!err)
+		err = fg_sources_count(&m, &n4, &n6);
+	if (err) {
+		fprintf(stderr, "fgbench: fill: counting the sources of %s: %s\n", b->pin_dir,
+			why[0] ? why : strerror(-err));
+		fg_maps_close(&m);
+		return 1;
+	}
+	printf("{\"kind\":\"fill\",\"family\":%llu,\"sent\":%llu,\"ms\":%.1f,\"tracked4\":%zu,"
+	       "\"tracked6\":%zu,\"memlock4\":%llu,\"memlock6\":%llu}\n",
+	       (unsigned long long)b->family, (unsigned long long)sent, (now_ns() - t0) / 1e6,
+	       n4, n6, map_memlock(m.fd[FGM_SRC4]), map_memlock(m.fd[FGM_SRC6]));
+	fg_maps_close(&m);
+	return 0;
+}
+
+/* ---- dispatch: floodgate inside libxdp's dispatcher (issue 13) ----------------
+ *
+ * fgbench dispatch -i DEV: floodgate's cost alone (the exclusive attach runs
+ * the program itself) and as the first of two components of libxdp's
+ * dispatcher on DEV, a pass program behind it, one throttled source. Where
+ * the kernel cannot build a dispatcher the reason is printed instead of the
+ * second figure.
+ */
+static struct fg_xdp_prog xprog(struct bpf_object *obj, struct bpf_program *p, const void *elf,
+				size_t sz)
+{
+	return (struct fg_xdp_prog){ .obj = obj, .prog = p, .elf = elf, .elf_sz = sz };
+}
+
+static int dispatch(void *cfg)
+{
+	const struct bench_opts *b = cfg;
+	struct fg_xdp_opts o = { .mode = FG_XDP_AUTO, .how = FG_XDP_LIBXDP,
+				 .run_prio = FG_XDP_PRIO_FIRST };
+	struct fgtest_xdp_bpf *t = NULL;
+	struct fg_xdp_att a = { .link_fd = -1 }, a2 = { .link_fd = -1 };
+	struct fg_xdp_list l = {};
+	static struct fgi g;
+	char why[512] = "";
+	double alone, disp = NAN;
+	__u32 ka, kd = 0;
+	__u8 frame[64];
+	int ifindex, err, fd = -1, attached = 0;
+	size_t sz;
+
+	if (!b->ifname) {
+		fprintf(stderr, "fgbench: dispatch: needs -i DEV\n");
+		return FG_EXIT_USAGE;
+	}
+	ifindex = (int)if_nametoindex(b->ifname);
+	if (!ifindex) {
+		fprintf(stderr, "fgbench: %s: %s\n", b->ifname, strerror(errno));
+		return 1;
+	}
+	if ((err = fgi_open(&g, pol_one, NULL)))
+		goto out;
+	build_frame(frame, SRC_ONE, 9);
+	run_once(g.prog, frame, 64, &alone, &ka, NULL);
+	if ((err = measure_as(g.prog, frame, (__u32)b->repeat, XDP_DROP, "exclusive", &alone, &ka)))
+		goto out;
+	err = fg_xdp_probe_dispatcher(why, sizeof(why));
+	if (!err) {
+		const void *elf = floodgate_bpf__elf_bytes(&sz);
+		struct fg_xdp_prog fp = xprog(g.skel->obj, g.skel->progs.floodgate, elf, sz);
+
+		t = fgtest_xdp_bpf__open_and_load();
+		err = t ? 0 : -errno;
+		if (!err)
+			err = fg_xdp_attach(&fp, ifindex, &o, &a, why, sizeof(why));
+		attached = !err;
+		if (!err) {
+			const void *telf = fgtest_xdp_bpf__elf_bytes(&sz);
+			struct fg_xdp_prog tp = xprog(t->obj, t->progs.fgt_pass, telf, sz);
+
+			o.run_prio = 60;
+			err = fg_xdp_attach(&tp, ifindex, &o, &a2, why, sizeof(why));
+		}
+		if (!err)
+			err = fg_xdp_list(ifindex, "floodgate", &l, why, sizeof(why));
+		if (!err && !l.dispatcher_id) {
+			err = -EOPNOTSUPP;
+			snprintf(why, sizeof(why), "libxdp attached floodgate without a dispatcher");
+		}
+		if (!err) {
+			fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
+			err = fd < 0 ? -errno : 0;
+		}
+		if (!err)
+			err = measure_as(fd, frame, (__u32)b->repeat, XDP_DROP, "dispatcher", &disp, &kd);
+	}
+	printf("{\"kind\":\"dispatch\",\"built\":%s,\"exclusive_ns\":%.3f,\"exclusive_kernel_ns\":%u",
+	       err ? "false" : "true", alone, ka);
+	if (err) {
+		printf(",\"why\":\"");
+		json_str_body(why[0] ? why : strerror(-err));
+		printf("\"}\n");
+	} else {
+		printf(",\"dispatcher_ns\":%.3f,\"dispatcher_kernel_ns\":%u,\"added_ns\":%.3f}\n",
+		       disp, kd, disp - alone);
+	}
+	err = 0;	/* a dispatcher this kernel cannot build is a result, not a failure */
+out:
+	if (fd >= 0)
+		close(fd);
+	if (attached) {
+		fg_xdp_detach_ours(ifindex, "fgt_pass", NULL, why, sizeof(why));
+		fg_xdp_detach_ours(ifindex, "floodgate", NULL, why, sizeof(why));
+	}
+	fg_xdp_att_close(&a2);
+	fg_xdp_att_close(&a);
+	fgtest_xdp_bpf__destroy(t);
+	fgi_close(&g);
+	return err ? 1 : 0;
+}
+
 /* ---- xdp: attach a baseline until a signal -------------------------------- */
 
 static int xdp(void *cfg)
@@ -928,6 +1627,32 @@ static const struct fg_opt xdp_opts[] = {
 	FG_OPT_STR("prog", 'p', B, prog, "bare_drop|floor", "the baseline (required)"),
 	FG_OPT_END,
 };
+static const struct fg_opt sweep_opts[] = {
+	FG_OPT_STR("curve", 'C', B, curve, "NAME", "sources, rules, prefixes, shed or all (default)"),
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
+	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
+		   "passes per point, each floodgate then the floor (default 3)"),
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
+		   "packets per run of the short call (default 1048576)"),
+	FG_OPT_BOOL("quick", 'q', B, quick, "sources up to 100,000, prefixes up to 10,000"),
+	FG_OPT_END,
+};
+static const struct fg_opt fill_opts[] = {
+	FG_OPT_STR("pin-dir", 'd', B, pin_dir, "DIR", "floodgated's pin dir (required)"),
+	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device floodgated is attached to (required)"),
+	FG_OPT_U64("family", 'f', B, family, "4|6", 4, 6, "4 or 6", "the address family (required)"),
+	FG_OPT_U64("sources", 's', B, sources, "N", 1, 1u << 24, "a number of sources",
+		   "new sources to send one frame each (required)"),
+	FG_OPT_U64("start", 'S', B, start, "S", 0, UINT32_MAX - (1u << 24), "a source index",
+		   "index of the first source (default 0)"),
+	FG_OPT_END,
+};
+static const struct fg_opt dispatch_opts[] = {
+	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "a device with no XDP program (required)"),
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
+		   "packets per run of the short call (default 1048576)"),
+	FG_OPT_END,
+};
 #undef B
 static const struct fg_opt bench_opts[] = {
 	FG_OPT_HELP("help for the command"),
@@ -940,13 +1665,20 @@ static const struct fg_cmd bench_cmds[] = {
 	  micro_opts, micro },
 	{ "xdp", "-i DEV --prog bare_drop|floor",
 	  "attach a baseline until SIGTERM, then print its count", 0, 0, xdp_opts, xdp },
+	{ "sweep", "[--curve NAME] [options]",
+	  "cost curves against sources, rules and prefixes, and the shedding figures, each point "
+	  "next to the floor", 0, 0, sweep_opts, sweep },
+	{ "fill", "--pin-dir DIR -i DEV --family 4|6 --sources N",
+	  "one frame from each of N new sources through floodgated's program", 0, 0, fill_opts, fill },
+	{ "dispatch", "-i DEV", "floodgate alone and inside libxdp's dispatcher (or why not)", 0, 0,
+	  dispatch_opts, dispatch },
 	{ NULL },
 };
 
 static const struct fg_prog bench_prog = {
 	.name = "fgbench",
 	.usage = "COMMAND [OPTIONS]",
-	.help = "floodgate's micro benchmark and the XDP baselines of tools/bench.sh.",
+	.help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.",
 	.opts = bench_opts,
 	.cmds = bench_cmds,
 };

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# Smoke test of the benchmark's new parts, with no timing assertion (the
+# figures are only printed; their ratios are for `make bench` to judge):
+#   1. fgbench sweep --quick: every curve has its points, each point its
+#      floodgate and floor figures, the rules points drop by the frame's
+#      rule, the 50% shed point sheds about half, bad options are refused;
+#   2. fgbench fill and dispatch against a real floodgated in a namespace:
+#      the sources it sends are tracked, a dispatcher is measured or the
+#      reason it cannot be built is given;
+#   3. tools/bench.sh in quick mode with the parts that need no generator:
+#      bench.json's schema (strictly parsed), every goal [met] or [MISSED]
+#      with a value, the chart and its data files written.
+# Needs root. Last line: "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.." || exit 2
+. tests/lib.sh
+FGBENCH=$FG_OUT/fgbench
+fg_init --root --pin bench "$FGBENCH" "$FGD" "$FG"
+
+# check_py NAME FILE: run the Python on stdin over FILE; it prints one line per
+# check, "OK what" or "BAD what: detail".
+check_py() {
+	local name=$1 file=$2 line
+	while IFS= read -r line; do
+		case $line in
+		OK\ *) ok "$name: ${line#OK }" ;;
+		BAD\ *) bad "$name: ${line#BAD }" ;;
+		*) bad "$name: unexpected output" "$line" ;;
+		esac
+	done < <("$FG_PY" - "$file" 2>&1)
+}
+
+# --- 1. sweep -------------------------------------------------------------------------
+if "$FGBENCH" sweep --quick --passes 1 --repeat 4096 --cpu 0 > "$FG_TMP/sweep.jsonl" 2> "$FG_TMP/sweep.err"; then
+	ok "fgbench sweep --quick exits 0"
+else
+	bad "fgbench sweep --quick" "$(one_line < "$FG_TMP/sweep.err")"
+fi
+check_py sweep "$FG_TMP/sweep.jsonl" <<'PY'
+import json, sys
+def nodup(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key in %s" % keys)
+    return dict(pairs)
+L = []
+for i, l in enumerate(open(sys.argv[1])):
+    try:
+        L.append(json.loads(l, object_pairs_hook=nodup))
+    except ValueError as e:
+        print(f"BAD line {i + 1} is not one JSON object without duplicate keys: {e}")
+        sys.exit(0)
+print(f"OK {len(L)} lines, each one JSON object without duplicate keys")
+lim = [r for r in L if r["kind"] == "limits"]
+if len(lim) == 1 and isinstance(lim[0]["rules_accepted"], int) and 1 <= lim[0]["rules_accepted"] <= lim[0]["max_rules"]:
+    print(f"OK limits: {lim[0]['rules_accepted']} rules accepted of FG_MAX_RULES {lim[0]['max_rules']}")
+else:
+    print(f"BAD limits line: {lim}")
+    sys.exit(0)
+C = [r for r in L if r["kind"] == "curve"]
+bad = [r for r in C if not all(isinstance(r.get(k), (int, float)) for k in ("x", "pass", "ns", "kernel_ns", "floor_ns", "ratio"))]
+print(("BAD curve lines missing a number: %s" % bad[:1]) if bad or not C else f"OK {len(C)} curve lines, each with x, pass, ns, kernel_ns, floor_ns, ratio")
+def xs(c):
+    return [r["x"] for r in C if r["curve"] == c]
+want = {"sources": [1, 1000, 10000, 100000],
+        "rules": [n for n in (1, 4, 16, 64, 256, 1024) if n < lim[0]["rules_accepted"]] + [lim[0]["rules_accepted"]],
+        "prefixes": [0, 1000, 10000], "shed": [0, 1, 2, 3]}
+for c, w in want.items():
+    print(("OK" if xs(c) == w else "BAD") + f" {c} curve points: expected {w}, got {xs(c)}")
+src = [r for r in C if r["curve"] == "sources"]
+print(("OK" if src and all(k in r for r in src for k in ("raw_ns", "harness_ns", "table")) and
+       all(r["table"] >= 4 * r["x"] for r in src) else "BAD") +
+      " sources points carry raw_ns, harness_ns and a table of at least 4 ways a source")
+chk = [r for r in L if r["kind"] == "check"]
+rc = [r for r in chk if r["what"].startswith("rules curve")]
+print(("OK" if len(rc) == len(want["rules"]) and all(r["row"] == r["want_row"] and r["outcome"] == "drop" for r in rc) else "BAD") +
+      f" rules points: the frame's rule (last) dropped the frames at every point: {[(r['rules'], r['row'], r['want_row'], r['outcome']) for r in rc]}")
+names = [r.get("name") for r in C if r["curve"] == "shed"]
+print(("OK" if names == ["plain", "pooled", "tier_shed_0", "tier_shed_50"] else "BAD") + f" shed figures: {names}")
+sh = {r["what"][len("shed share of "):]: r for r in chk if r["what"].startswith("shed share of ")}
+s50 = sh.get("tier_shed_50", {}).get("share", -1)
+print(("OK" if 0.45 <= s50 <= 0.55 else "BAD") + f" the bulk tier at 50% shed sheds about half: share {s50}")
+z = [sh.get(k, {}).get("shed", -1) for k in ("plain", "pooled", "tier_shed_0")]
+print(("OK" if z == [0, 0, 0] else "BAD") + f" plain, pooled and the tier at 0% shed nothing: {z}")
+nb = [r for r in chk if r["what"].startswith("new buckets during the 1-source")]
+print(("OK" if nb and nb[0]["count"] == 0 else "BAD") + f" 1-source point: every packet hit its prefilled bucket (new buckets {nb and nb[0]['count']})")
+PY
+
+"$FGBENCH" sweep --curve nonsense > /dev/null 2> "$FG_TMP/err"; rc=$?
+check_cmp "fgbench sweep --curve nonsense: usage error" "$rc" -eq 2
+check "the error names the curves" grep -q "sources|rules|prefixes|shed|all" "$FG_TMP/err"
+"$FGBENCH" fill --family 4 --sources 10 > /dev/null 2> "$FG_TMP/err"; rc=$?
+check_cmp "fgbench fill without --pin-dir and -i: usage error" "$rc" -eq 2
+"$FGBENCH" fill --pin-dir "$FG_TMP/none" -i lo --family 4 --sources 10 > /dev/null 2> "$FG_TMP/err"; rc=$?
+check_cmp "fgbench fill on a pin dir with no link: fails" "$rc" -eq 1
+check "... and says which link it looked for" grep -q "link_lo" "$FG_TMP/err"
+"$FGBENCH" fill --pin-dir "$FG_TMP/none" -i lo --family 5 --sources 10 > /dev/null 2> "$FG_TMP/err"; rc=$?
+check_cmp "fgbench fill --family 5: refused" "$rc" -eq 2
+
+# --- 2. fill and dispatch against a real daemon --------------------------------------------
+if ! { fg_ns_create r && fg_ns_create g && fg_veth_create g veth0 r veth1 &&
+       fg_veth_create g vd0 r vd1; }; then
+	bad setup "cannot create namespaces and veth pairs"; fg_finish
+fi
+cat > "$FG_TMP/daemon.yaml" <<EOF
+max_sources: 65536
+interfaces: [veth1]
+rules:
+  - name: flood
+    match: {proto: udp}
+    per_source: {rate: 100/s, burst: 10}
+EOF
+if fg_daemon_start r "$PIN" "$FG_TMP/daemon.yaml" "$DLOG"; then
+	ok "floodgated started on veth1"
+else
+	bad "floodgated did not start" "$(tail -n 3 "$DLOG" | one_line)"; fg_finish
+fi
+fill() { "$FGBENCH" fill --pin-dir "$PIN" -i veth1 "$@" 2> "$FG_TMP/fill.err"; }
+j=$(fill --family 4 --sources 1000)
+check_cmp "fill 1,000 IPv4 sources: 1,000 tracked" "$(fg_json_get - tracked4 <<<"$j")" -eq 1000
+j=$(fill --family 6 --sources 500 --start 7)
+check_cmp "fill 500 IPv6 sources: 500 tracked" "$(fg_json_get - tracked6 <<<"$j")" -eq 500
+check_cmp "... the IPv4 ones still tracked" "$(fg_json_get - tracked4 <<<"$j")" -eq 1000
+j=$(fill --family 4 --sources 1000)
+check_cmp "fill the same 1,000 IPv4 sources again: no new bucket" "$(fg_json_get - tracked4 <<<"$j")" -eq 1000
+check_cmp "fill reports the map memory" "$(fg_json_get - memlock6 <<<"$j")" -gt 0
+check_cmp "status agrees: IPv6 sources" "$("$FG" status --json --pin-dir "$PIN" | fg_json_get - sources.ipv6)" -eq 500
+fg_daemon_stop
+
+fg_ns_exec r "$FGBENCH" dispatch -i vd1 --repeat 4096 > "$FG_TMP/dispatch.json" 2> "$FG_TMP/dispatch.err"; rc=$?
+check_cmp "fgbench dispatch exits 0" "$rc" -eq 0
+check_py dispatch "$FG_TMP/dispatch.json" <<'PY'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+d = L[0] if len(L) == 1 and L[0].get("kind") == "dispatch" else None
+if not d:
+    print(f"BAD one dispatch line expected: {L}")
+    sys.exit(0)
+print(("OK" if isinstance(d.get("exclusive_ns"), float) else "BAD") + " the exclusive figure is there")
+if d["built"]:
+    print(("OK" if d.get("dispatcher_ns", 0) > 0 and "added_ns" in d else "BAD") + f" dispatcher built and measured: {d}")
+else:
+    print(("OK" if d.get("why") and "dispatcher_ns" not in d else "BAD") + f" no dispatcher here, no figure for it, and the reason: {d.get('why')}")
+PY
+check "nothing left attached to vd1" bash -c "! ip -n $(fg_ns_name r) link show vd1 | grep -q xdp"
+
+# --- 3. the report, quick, without the generator's parts ------------------------------------
+miss=
+for t in nft iptables-legacy gnuplot ethtool; do command -v "$t" > /dev/null || miss="$miss $t"; done
+if [ -n "$miss" ]; then
+	skip "tools/bench.sh report" "missing:$miss (tools/deps.sh bench)"
+else
+	# its pin dir and namespaces are named by its PID
+	BENCH_QUICK=1 BENCH_PARTS="sweep daemon dispatch" BENCH_REPEAT=4096 BENCH_DAEMON_SECONDS=1 \
+		BENCH_OUT="$FG_TMP/out" tools/bench.sh > "$FG_TMP/bench.out" 2>&1 &
+	bpid=$!
+	wait "$bpid"; rc=$?
+	FG_LOGS+=("$FG_TMP/bench.out")
+	check_cmp "tools/bench.sh, quick, sweep daemon dispatch: exits 0" "$rc" -eq 0
+	check "bench.sh left no pin dir" test ! -e "/sys/fs/bpf/fgbench-$bpid"
+	check "bench.sh left no namespace" bash -c "! ip netns list | grep -q '^fgb$bpid-'"
+	for f in bench.json bench.txt bench.png bench-sources.dat bench-rules.dat bench-prefixes.dat bench-daemon.dat bench-live-sources.dat; do
+		check "bench.sh wrote $f" test -s "$FG_TMP/out/$f"
+	done
+	check_py report "$FG_TMP/out/bench.json" <<'PY'
+import json, sys
+def nodup(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key in %s" % keys)
+    return dict(pairs)
+try:
+    r = json.load(open(sys.argv[1]), object_pairs_hook=nodup)
+except ValueError as e:
+    print(f"BAD bench.json does not parse strictly: {e}")
+    sys.exit(0)
+top = {"schema", "config", "duration_s", "micro", "ratios", "curves", "limits", "shed", "live", "live_ratios",
+       "accuracy", "daemon", "dispatch", "memory", "checks", "goals"}
+print(("OK" if set(r) == top and r["schema"] == 2 else "BAD") + f" top-level keys: {sorted(set(r) ^ top) or 'as expected'}")
+print(("OK" if set(r["curves"]) == {"sources", "rules", "prefixes", "shed"} else "BAD") + f" curves: {sorted(r['curves'])}")
+pt = [e for c in r["curves"].values() for e in c.values()]
+print(("OK" if pt and all(all(k in e[s] for k in ("min", "median", "max", "n")) for e in pt for s in ("ns", "floor_ns")) else "BAD") +
+      " every curve point has min/median/max of floodgate and of the floor")
+d = r["daemon"]
+print(("OK" if sorted((x["family"], x["target"]) for x in d) == [(4, 10000), (4, 100000), (6, 10000), (6, 100000)] else "BAD") +
+      f" daemon points: {[(x['family'], x['target']) for x in d]}")
+print(("OK" if all(x["tracked"] >= 0.99 * x["target"] and x["cpu_pct"] >= 0 and x["status_ms"] >= 0 and x["top_ms"] >= 0 for x in d) else "BAD") +
+      " every daemon point: the sources tracked, CPU, status and top times")
+print(("OK" if r["dispatch"] and isinstance(r["dispatch"]["built"], bool) else "BAD") + " dispatch figure or reason")
+G = r["goals"]
+print(("OK" if G and all(isinstance(g["met"], bool) and isinstance(g["value"], str) and g["value"] for g in G) else "BAD") +
+      f" {len(G)} goals, each met or missed with a value")
+want = ["live 1 source(s): floodgate <= 1.3x floor", "live 1000 source(s): floodgate <= 1.3x floor",
+        "nftables meter >= 10x floodgate", "realistic policy <= 3x floor", "1,000,000 random sources <= 100 ns",
+        "IPv6 <= 64 bytes", "at least 256 rules", "1% of a core at 1,000,000 tracked IPv4",
+        "1% of a core at 1,000,000 tracked IPv6", "floodgate status < 100 ms", "floodgate top < 100 ms"]
+missing = [w for w in want if not any(w in g["goal"] for g in G)]
+print(("OK" if not missing else "BAD") + f" the issue's goals are all printed: missing {missing or 'none'}")
+nr = [g for g in G if "live" in g["goal"] and "source(s)" in g["goal"]]
+print(("OK" if nr and all(not g["met"] and "not measured" in g["value"] for g in nr) else "BAD") +
+      " goals of parts that did not run are MISSED and say so")
+PY
+	check "bench.txt prints the goals" grep -q '^  \[\(met\|MISSED\)\] ' "$FG_TMP/out/bench.txt"
+fi
+fg_finish
