@@ -158,7 +158,8 @@ int fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4_img *
 	for (size_t i = 0; i < n; i++)
 		if (pfx[i].family == 4 && pfx[i].plen <= 32)
 			v[n4++] = &pfx[i];
-	qsort(v, n4, sizeof(*v), by_plen);
+	if (n4)	/* qsort(NULL, 0) is undefined */
+		qsort(v, n4, sizeof(*v), by_plen);
 	err = dir4_paint(v, n4, img);
 out:
 	free(v);

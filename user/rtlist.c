@@ -506,8 +506,8 @@ int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry 
 	for (size_t i = 0; i < s.n; i++)
 		if (list == FG_LIST_NONE || s.v[i].val.list == list)
 			s.v[w++] = s.v[i];
-	qsort(s.v, w, sizeof(*s.v), entry_cmp);
 	if (w) {
+		qsort(s.v, w, sizeof(*s.v), entry_cmp);
 		*out = s.v;
 	} else {
 		free(s.v);
