@@ -19,7 +19,18 @@
 #endif
 
 #define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	5u
+#define FG_ABI_VERSION	6u
+/*
+ * ABI 6, from 5:
+ * - FG_MAX_RULES 256, FG_MAX_IDS 512: fg_stats 513 rows, fg_names and fg_lease 512,
+ *   fg_agg 2 * 512 + 1 + 2 * FG_POOL_IDS buckets; FG_MAX_MATCH 1024 entries per class
+ * - struct fg_wkey4: rule is __u16 FG_WKEY4_USED | id (the used byte is gone), same 8 bytes
+ * - struct fg_match: rule is __u16 at 18 (was __u8 at 17)
+ * - fg_ctl: rule_ovr_n (48, was rule_ovr_set[0]); rule_ovr_set and rule_ovr_shadow are 8
+ *   words each, at 64 and 128; ovr_since at 192; 88 -> 200 bytes
+ * - fg_pidx: the first-match index by bitmaps (port -> candidate bitmap, per class,
+ *   destination and source port), replaces the per-port start index; 128 KiB -> 1.5 MiB a slot
+ */
 /*
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
@@ -50,14 +61,16 @@
  * still find free ones. Everything indexed by rule (stats rows, fg_names,
  * fg_agg buckets, the override bitmaps in fg_ctl) is indexed by id.
  */
-#define FG_MAX_RULES	64	/* rules per policy (fg_policy.rules) */
-#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..127 */
+#define FG_MAX_RULES	256	/* rules per policy (fg_policy.rules) */
+#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..511 */
 #define FG_ROW_GLOBAL	FG_MAX_IDS	/* stats row for pre-rule outcomes */
 #define FG_NROWS	(FG_MAX_IDS + 1)
 #define FG_OVR_WORDS	(FG_MAX_IDS / 64)	/* u64 words of a bitmap by rule id */
 _Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0, "the program masks ids with FG_MAX_IDS - 1");
-_Static_assert(FG_MAX_IDS <= 256, "struct fg_wkey4 keeps the rule id in a __u8");
-#define FG_MAX_MATCH	128	/* compiled match entries per protocol class */
+#define FG_MAX_MATCH	1024	/* compiled match entries per protocol class */
+#define FG_MATCH_WORDS	(FG_MAX_MATCH / 64)	/* u64 words of a bitmap by match entry */
+_Static_assert(FG_MATCH_WORDS <= 16 && (FG_MAX_MATCH & (FG_MAX_MATCH - 1)) == 0,
+	       "fg_pidx.sum has a bit per word; the program masks entries with FG_MAX_MATCH - 1");
 #define FG_MAX_SETS	32	/* source prefix sets (bit per set) */
 #define FG_NAME_LEN	48
 #define FG_MAX_IFS	16
@@ -188,7 +201,11 @@ enum fg_event {
  *
  * Layout. An mmapable array's values start on a page, so bytes 0..63 are
  * one cache line: everything the program reads for every packet is there.
- * rule_ovr_shadow is read only for a rule whose rule_ovr_set bit is 1.
+ * The override bitmaps (a bit per rule id) are not: the program reads
+ * rule_ovr_set only while rule_ovr_n is not 0, and rule_ovr_shadow only for
+ * a rule whose rule_ovr_set bit is 1. rule_ovr_n may count too many, never
+ * too few: a writer adds 1 before it sets a bit (and takes it back if the
+ * bit was set already) and subtracts 1 only for a bit it cleared.
  */
 struct fg_ctl {
 	__u32 magic;		/*  0 FG_ABI_MAGIC */
@@ -201,12 +218,15 @@ struct fg_ctl {
 	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
 	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
 	__u32 rt_active;	/* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
-	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
-	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
-	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
+	__u32 rule_ovr_n;	/* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
+	__u32 pad0;		/* 52 */
+	__u64 pad1;		/* 56 */
+	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 64 bit per rule id: the operator set its mode (CLI) */
+	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 128 ... to shadow (1) or enforce (0); meaningful where set */
+	__u64 ovr_since;	/* 192 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
 };
-_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 && sizeof(struct fg_ctl) == 88,
-	       "fg_ctl: the per-packet fields fill the first cache line");
+_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_set) == 64 && sizeof(struct fg_ctl) == 200,
+	       "fg_ctl: the per-packet fields fill the first cache line, the bitmaps follow");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
  * tau = burst * inc. inc == 0 means no limit. */
@@ -371,18 +391,38 @@ struct fg_match {
 	__u8 tcp_val;
 	__u8 icmp_type;
 	__u8 flags;		/* FG_M_* */
-	__u8 rule;		/* index into fg_policy.rules (not an id) */
-	__u8 pad[2];
+	__u8 pad;
+	__u16 rule;		/* index into fg_policy.rules (not an id) */
 };
+_Static_assert(sizeof(struct fg_match) == 20, "fg_match layout");
 
-/* fg_pidx[slot]: for the classes with ports (TCP, UDP), the index of the
- * first match entry whose destination-port range holds a given port. Every
- * entry before it excludes that port, so the first-match scan may start
- * there: a port rule deep in a long policy costs one lookup, not a scan. */
+/*
+ * fg_pidx[slot]: the first-match index, by bitmap intersection. For the
+ * classes with ports (TCP, UDP), cls[c][0][dport] and cls[c][1][sport] name
+ * a bitmap of bm each: bit i is set iff entry i of the class holds that
+ * port in its range. The program ANDs the two and tests the set bits from
+ * the lowest up (entries are in rule order): only entries that hold both
+ * ports are tested, whatever the number of rules before them. A class
+ * without ports uses all[class], every entry. sum[b] has bit j set iff
+ * word j of bm[b] is not 0, so empty words are skipped too.
+ *
+ * Bitmaps: n ranges cut 0..65535 into at most 2n + 1 intervals of equal
+ * candidates; FG_PBM_N is enough for every port dimension at FG_MAX_MATCH
+ * entries plus one all[] bitmap per class.
+ */
 #define FG_NPCLASS	2	/* FG_CLASS_TCP, FG_CLASS_UDP */
-struct fg_pidx {
-	__u8 start[FG_NPCLASS][65536];
+#define FG_PCLS		(2 * FG_MAX_MATCH + 1)	/* bitmaps per class and port dimension */
+#define FG_PBM_N	(2 * FG_NPCLASS * FG_PCLS + FG_NCLASS)
+struct fg_pbm {
+	__u64 w[FG_MATCH_WORDS];	/* bit i of word j: entry 64 * j + i */
 };
+struct fg_pidx {
+	__u16 cls[FG_NPCLASS][2][65536];	/* [class][0 dport, 1 sport][port]: index into bm */
+	__u16 all[FG_NCLASS];		/* classes without ports: the bitmap of every entry */
+	__u16 sum[FG_PBM_N];		/* bit j: bm[b].w[j] != 0 */
+	struct fg_pbm bm[FG_PBM_N];
+};
+_Static_assert(__builtin_offsetof(struct fg_pidx, bm) % 8 == 0, "fg_pidx: bitmaps are u64-aligned");
 
 /* fg_policy[slot]: a whole compiled policy. Userspace writes the inactive
  * slot, flips fg_ctl.slot, then waits for an RCU grace period
@@ -547,13 +587,16 @@ struct fg_dir4 {
 #define FG_WAYS4	8
 #define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
 #define FG_SRC4_MAX_BITS 24
-/* A way's key: one 64-bit word, claimed with one compare-and-swap. */
+/* A way's key: one 64-bit word, claimed with one compare-and-swap. An
+ * all-zero key is an empty way; a claimed one has FG_WKEY4_USED in rule. */
+#define FG_WKEY4_USED	0x8000u
 struct fg_wkey4 {
 	__be32 addr;		/* masked source */
-	__u8 rule;		/* rule id */
-	__u8 used;		/* 1; an all-zero key is an empty way */
+	__u16 rule;		/* FG_WKEY4_USED | rule id */
 	__u16 gen;		/* rule generation */
 };
+_Static_assert(sizeof(struct fg_wkey4) == 8 && FG_MAX_IDS <= FG_WKEY4_USED,
+	       "fg_wkey4: one CAS word, the rule id below the used bit");
 
 struct fg_set4 {
 	struct fg_wkey4 key[FG_WAYS4];	/* one cache line, read by every lookup */

@@ -416,8 +416,7 @@ static void set_way(struct fg_set4 *set, int k, __u32 addr, const struct fg_rule
 		    __u64 tat)
 {
 	set->key[k].addr = htonl(addr);
-	set->key[k].rule = (__u8)r->id;
-	set->key[k].used = 1;
+	set->key[k].rule = (__u16)(FG_WKEY4_USED | r->id);
 	set->key[k].gen = r->gen;
 	set->tat[k] = tat;
 	set->drops[k] = FG_DROP_SAMPLE;

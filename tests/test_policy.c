@@ -1137,36 +1137,38 @@ static void test_limits_on_counts(void)
 	off = sprintf(y, "rules:\n");
 	for (i = 0; i < FG_MAX_RULES - 1; i++)
 		off += sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
-	if (ASSERT_OK(parse_ok(y, &cfg), "63 rules")) {
-		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "63 + fragments");
+	if (ASSERT_OK(parse_ok(y, &cfg), "FG_MAX_RULES - 1 rules")) {
+		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "255 + fragments");
 		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], FG_MAX_RULES, "one entry each");
 	}
 	fg_config_free(&cfg);
 	sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
-	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "64 rules");
-	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 64");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "FG_MAX_RULES rules");
+	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 256");
 	ASSERT_EQ(err.col, 5, "col");
-	ASSERT_STR_CONTAINS(err.msg, "too many rules", "msg");
+	ASSERT_STR_CONTAINS(err.msg, "too many rules (at most 255", "msg");
 
-	/* 127 entries per class fit (one kept for fragments), 128 do not */
+	/* FG_MAX_MATCH - 1 entries per class fit (one kept for fragments), one more does not */
 	off = sprintf(y, "rules:\n  - name: a\n    action: drop\n    match: {proto: udp, dport: [");
 	for (i = 0; i < FG_MAX_MATCH - 1; i++)
 		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
 	strcpy(y + off, "]}\n");
-	if (ASSERT_OK(parse_ok(y, &cfg), "127 entries"))
+	if (ASSERT_OK(parse_ok(y, &cfg), "1023 entries"))
 		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], FG_MAX_MATCH, "full class");
 	fg_config_free(&cfg);
 	strcpy(y + off, ", 999]}\n");
-	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "128 entries");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "1024 entries");
 	ASSERT_EQ(err.line, 4, "line");
 	ASSERT_EQ(err.col, 12, "col: the match");
 	ASSERT_STR_CONTAINS(err.msg, "too many match entries in class udp", "msg");
-	/* the cross product counts, across rules */
-	ASSERT_EQ(parse("rules:\n"
-			"  - {name: a, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10], dport: \"1-9\"}}\n"
-			"  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
-			"  - {name: c, action: drop, match: {proto: tcp}}\n",
-			&cfg, &err), -EINVAL, "10 + 120 entries");
+	/* the cross product counts, across rules: a takes all but 117 */
+	off = sprintf(y, "rules:\n  - {name: a, action: drop, match: {proto: tcp, dport: \"1-9\", sport: [");
+	for (i = 0; i < FG_MAX_MATCH - 1 - 117; i++)
+		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
+	strcpy(y + off, "]}}\n"
+	       "  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
+	       "  - {name: c, action: drop, match: {proto: tcp}}\n");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "906 + 120 entries");
 	ASSERT_EQ(err.line, 3, "second rule overflows");
 	ASSERT_STR_CONTAINS(err.msg, "needs 120, 117 left", "msg");
 

@@ -235,7 +235,7 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 		return -errno;
 	for (__u32 i = 0; i < n; i++) {
 		union { struct fg_wkey4 s; __u64 u; } k = { .s = {
-			.addr = htonl(base + i) & r->mask4, .rule = r->id, .used = 1, .gen = r->gen,
+			.addr = htonl(base + i) & r->mask4, .rule = FG_WKEY4_USED | r->id, .gen = r->gen,
 		} };
 		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
 

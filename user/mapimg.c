@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* fg_dir4 and fg_pidx images of a compiled policy; see mapimg.h. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mapimg.h"
@@ -32,19 +34,76 @@ void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out
 	}
 }
 
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
+/* A bitmap and its summary word: every entry of the class whose range
+ * in dimension dim (0 dport, 1 sport; -1 any) holds port. */
+static __u16 pbm_fill(const struct fg_match *e, unsigned n, int dim, unsigned port,
+		      struct fg_pbm *bm)
 {
+	__u16 sum = 0;
+
+	memset(bm, 0, sizeof(*bm));
+	for (unsigned i = 0; i < n; i++) {
+		unsigned lo = dim ? e[i].sport_lo : e[i].dport_lo;
+		unsigned hi = dim ? e[i].sport_hi : e[i].dport_hi;
+
+		if (dim < 0 || (port >= lo && port <= hi)) {
+			bm->w[i / 64] |= 1ull << (i % 64);
+			sum |= (__u16)(1u << (i / 64));
+		}
+	}
+	return sum;
+}
+
+/* The ports where some range of dimension dim starts or ends (+1): the
+ * candidates are the same from one such port up to the next. */
+static void pbm_cuts(const struct fg_match *e, unsigned n, int dim, __u8 cut[65536])
+{
+	memset(cut, 0, 65536);
+	cut[0] = 1;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned lo = dim ? e[i].sport_lo : e[i].dport_lo;
+		unsigned hi = dim ? e[i].sport_hi : e[i].dport_hi;
+
+		cut[lo] = 1;
+		if (hi < 65535)
+			cut[hi + 1] = 1;
+	}
+}
+
+int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
+{
+	__u8 *cut = malloc(65536);
+	__u32 nb = 0;
+
+	if (!cut)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	for (int c = 0; c < FG_NCLASS; c++) {
+		unsigned n = pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
+
+		out->all[c] = (__u16)nb;
+		out->sum[nb] = pbm_fill(pol->match[c], n, -1, 0, &out->bm[nb]);
+		nb++;
+	}
 	for (int c = 0; c < FG_NPCLASS; c++) {
 		unsigned n = pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
 
-		/* no entry holds the port: start past the end, nothing to scan */
-		memset(out->start[c], n, sizeof(out->start[c]));
-		/* backwards, so the earliest entry holding a port wins */
-		for (int i = (int)n - 1; i >= 0; i--) {
-			const struct fg_match *m = &pol->match[c][i];
-
-			for (unsigned port = m->dport_lo; port <= m->dport_hi; port++)
-				out->start[c][port] = (__u8)i;
+		for (int dim = 0; dim < 2; dim++) {
+			pbm_cuts(pol->match[c], n, dim, cut);
+			for (unsigned port = 0; port < 65536; port++) {
+				if (cut[port]) {
+					/* n ranges make at most 2n + 1 intervals */
+					if (nb >= FG_PBM_N) {
+						free(cut);
+						return -E2BIG;
+					}
+					out->sum[nb] = pbm_fill(pol->match[c], n, dim, port, &out->bm[nb]);
+					nb++;
+				}
+				out->cls[c][dim][port] = (__u16)(nb - 1);
+			}
 		}
 	}
+	free(cut);
+	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * Data-path lookup images built from a compiled policy, each written whole
  * into one policy slot by apply.c: fg_dir4 (IPv4 lists by /16, in front of
- * the LPM trie) and fg_pidx (where the rule scan starts, per port). Pure
+ * the LPM trie) and fg_pidx (the first-match bitmaps, per port). Pure
  * functions: no map is touched here, so tests build the same images.
  */
 #ifndef FG_MAPIMG_H
@@ -16,7 +16,9 @@
  * mirrors a longest-prefix match over them). */
 void fg_dir4_build(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4 *out);
 
-/* The scan start index of a compiled policy. */
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
+/* The first-match bitmaps of a compiled policy (struct fg_pidx); 0, or
+ * -E2BIG if its classes hold more entries than FG_MAX_MATCH (the compiler
+ * refuses such a policy first). */
+int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
 
 #endif /* FG_MAPIMG_H */
