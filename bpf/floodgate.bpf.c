@@ -861,8 +861,12 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 	}
 	if (bd >= FG_PBM_N || bs >= FG_PBM_N)
 		return FG_MAX_RULES;
-	/* the words with a candidate, below the class's entry count */
-	top = x->sum[bd] & x->sum[bs] & ((1u << ((n + 63) / 64)) - 1);
+	/* the words with a candidate, below the class's entry count (one
+	 * word: no summary to read) */
+	if (n <= 64)
+		top = n != 0;
+	else
+		top = x->sum[bd] & x->sum[bs] & ((1u << ((n + 63) / 64)) - 1);
 	for (k = 0; k < FG_MATCH_WORDS && top; k++) {
 		__u32 j = fg_ctz(top) & (FG_MATCH_WORDS - 1), b;
 		__u64 c = x->bm[bd].w[j] & x->bm[bs].w[j];
@@ -875,6 +879,14 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 			c &= c - 1;
 			if (i >= n)
 				return FG_MAX_RULES;
+			if (!k && !b) {
+				/* the first candidate inline: most packets stop here */
+				const struct fg_match *m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
+
+				if (fg_match(m, p, sets))
+					return m->rule;
+				continue;
+			}
 			r = fg_match_at(pol, cls, i, p, sets);
 			if (r >= 0)
 				return r;
