@@ -842,7 +842,8 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 			    const struct fg_pkt *p, __u32 sets, __u32 slot)
 {
 	const struct fg_pidx *x;
-	__u32 cls, n, bd, bs, top, k;
+	__u32 cls, n, bd, bs, top, i, j, k, b;
+	__u64 c;
 
 	if (!pol || !p)
 		return FG_MAX_RULES;
@@ -867,30 +868,40 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 		top = n != 0;
 	else
 		top = x->sum[bd] & x->sum[bs] & ((1u << ((n + 63) / 64)) - 1);
-	for (k = 0; k < FG_MATCH_WORDS && top; k++) {
-		__u32 j = fg_ctz(top) & (FG_MATCH_WORDS - 1), b;
-		__u64 c = x->bm[bd].w[j] & x->bm[bs].w[j];
+	if (!top)
+		return FG_MAX_RULES;
+	j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
+	top &= top - 1;
+	c = x->bm[bd].w[j] & x->bm[bs].w[j];
+	if (c) {
+		/* the first candidate inline: most packets stop here */
+		const struct fg_match *m;
 
-		top &= top - 1;
+		i = j * 64 + fg_ctz(c);
+		c &= c - 1;
+		if (i >= n)
+			return FG_MAX_RULES;
+		m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
+		if (fg_match(m, p, sets))
+			return m->rule;
+	}
+	for (k = 0; k < FG_MATCH_WORDS; k++) {
 		for (b = 0; b < 64 && c; b++) {
-			__u32 i = j * 64 + fg_ctz(c);
 			int r;
 
+			i = j * 64 + fg_ctz(c);
 			c &= c - 1;
 			if (i >= n)
 				return FG_MAX_RULES;
-			if (!k && !b) {
-				/* the first candidate inline: most packets stop here */
-				const struct fg_match *m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
-
-				if (fg_match(m, p, sets))
-					return m->rule;
-				continue;
-			}
 			r = fg_match_at(pol, cls, i, p, sets);
 			if (r >= 0)
 				return r;
 		}
+		if (!top)
+			break;
+		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
+		top &= top - 1;
+		c = x->bm[bd].w[j] & x->bm[bs].w[j];
 	}
 	return FG_MAX_RULES;
 }
