@@ -864,14 +864,18 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 		return FG_MAX_RULES;
 	/* the words with a candidate, below the class's entry count (one
 	 * word: no summary to read) */
-	if (n <= 64)
-		top = n != 0;
-	else
+	if (n <= 64) {
+		if (!n)
+			return FG_MAX_RULES;
+		j = 0;
+		top = 0;
+	} else {
 		top = x->sum[bd] & x->sum[bs] & ((1u << ((n + 63) / 64)) - 1);
-	if (!top)
-		return FG_MAX_RULES;
-	j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
-	top &= top - 1;
+		if (!top)
+			return FG_MAX_RULES;
+		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
+		top &= top - 1;
+	}
 	c = x->bm[bd].w[j] & x->bm[bs].w[j];
 	if (c) {
 		/* the first candidate inline: most packets stop here */
