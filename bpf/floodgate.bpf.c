@@ -832,9 +832,9 @@ __noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i,
 
 /*
  * First match within the packet's protocol class, by bitmap intersection
- * (struct fg_pidx): the entries that hold both the packet's ports, lowest
- * first, each tested in full; an entry that excludes either port costs
- * nothing. A global function: the verifier checks it once, on its own,
+ * (struct fg_pidx): the entries that hold both the packet's ports (or its
+ * ICMP type, or its protocol), lowest first, each tested in full; an entry
+ * that excludes them costs nothing. A global function: the verifier checks it once, on its own,
  * instead of once per parse path of the caller. Returns the rule index, or
  * FG_MAX_RULES when nothing matched.
  */
@@ -858,7 +858,10 @@ __noinline int fg_find_rule(const struct fg_policy *pol,
 		bd = x->cls[cls & 1][0][p->dport];
 		bs = x->cls[cls & 1][1][p->sport];
 	} else {
-		bd = bs = x->all[cls & (FG_NCLASS - 1)];
+		/* ICMP (class 2) by type, the others (3) by protocol */
+		__u32 v = cls == FG_CLASS_ICMP ? p->icmp_type : p->proto;
+
+		bd = bs = x->k8[cls & 1][v & 255];
 	}
 	if (bd >= FG_PBM_N || bs >= FG_PBM_N)
 		return FG_MAX_RULES;

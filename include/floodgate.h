@@ -402,23 +402,26 @@ _Static_assert(sizeof(struct fg_match) == 20, "fg_match layout");
  * a bitmap of bm each: bit i is set iff entry i of the class holds that
  * port in its range. The program ANDs the two and tests the set bits from
  * the lowest up (entries are in rule order): only entries that hold both
- * ports are tested, whatever the number of rules before them. A class
- * without ports uses all[class], every entry. sum[b] has bit j set iff
- * word j of bm[b] is not 0, so empty words are skipped too.
+ * ports are tested, whatever the number of rules before them. An ICMP
+ * packet takes the bitmap k8[0][its type] (an entry without icmp_type holds
+ * every type), a packet of another protocol k8[1][its protocol] (an entry
+ * without one holds all). sum[b] has bit j set iff word j of bm[b] is not
+ * 0, so empty words are skipped too. all[class]: every entry of a class.
  *
  * Bitmaps: n ranges cut 0..65535 into at most 2n + 1 intervals of equal
- * candidates; FG_PBM_N is enough for every port dimension at FG_MAX_MATCH
- * entries plus one all[] bitmap per class.
+ * candidates, 0..255 into at most 256; FG_PBM_N is enough for every
+ * dimension at FG_MAX_MATCH entries plus one all[] bitmap per class.
  */
 #define FG_NPCLASS	2	/* FG_CLASS_TCP, FG_CLASS_UDP */
 #define FG_PCLS		(2 * FG_MAX_MATCH + 1)	/* bitmaps per class and port dimension */
-#define FG_PBM_N	(2 * FG_NPCLASS * FG_PCLS + FG_NCLASS)
+#define FG_PBM_N	(2 * FG_NPCLASS * FG_PCLS + FG_NCLASS + 2 * 256)
 struct fg_pbm {
 	__u64 w[FG_MATCH_WORDS];	/* bit i of word j: entry 64 * j + i */
 };
 struct fg_pidx {
 	__u16 cls[FG_NPCLASS][2][65536];	/* [class][0 dport, 1 sport][port]: index into bm */
-	__u16 all[FG_NCLASS];		/* classes without ports: the bitmap of every entry */
+	__u16 all[FG_NCLASS];		/* the bitmap of every entry of a class */
+	__u16 k8[2][256];		/* [0] ICMP type, [1] IP protocol (FG_CLASS_OTHER) -> index into bm */
 	__u16 sum[FG_PBM_N];		/* bit j: bm[b].w[j] != 0 */
 	struct fg_pbm bm[FG_PBM_N];
 };

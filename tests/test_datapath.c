@@ -2386,6 +2386,44 @@ out:
 	dp_close(&D);
 }
 
+/* Other protocols by number (fg_pidx.k8[1]): FG_MAX_RULES - 1 rules on
+ * protocols 100.., then one for any protocol of the class: each packet
+ * takes its protocol's rule, a protocol without one the last. */
+static void test_rules_max_protocols(void)
+{
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	int wrong = 0;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	for (int i = 0; i < FG_MAX_RULES - 1; i++) {
+		struct fg_match m = M_ANY;
+
+		m.proto = (__u8)(i < 100 ? 100 + i : 200 + i % 50);	/* 200..249 twice: the first wins */
+		dp_rule(&D, &pass, &m, 1u << FG_CLASS_OTHER);
+	}
+	dp_rule(&D, &pass, &M_ANY, 1u << FG_CLASS_OTHER);
+	if (!ASSERT_OK(dp_apply(&D), "protocol rules"))
+		goto out;
+	for (int pr = 0; pr < 256; pr++) {
+		struct pkt_spec s = { .family = 4, .src = "192.0.2.9", .proto = (uint8_t)pr };
+		__u32 want = FG_MAX_RULES - 1;
+
+		if (pr == 1 || pr == 6 || pr == 17 || pr == 58)
+			continue;	/* classes of their own */
+		if (pr >= 100 && pr < 200)
+			want = (__u32)(pr - 100);
+		else if (pr >= 200 && pr < 250)
+			want = 100 + (__u32)(pr - 200);
+		if (dp_outcome_of(&D, &s, &row, NULL) != FG_OUT_PASS || row != want)
+			wrong++;
+	}
+	ASSERT_EQ(wrong, 0, "protocols whose row differs from the first rule for them");
+out:
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -2438,5 +2476,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_bypass);
 	FG_RUN(test_rules_max);
 	FG_RUN(test_rules_max_vs_reference);
+	FG_RUN(test_rules_max_protocols);
 	return fg_test_summary();
 }
