@@ -28,8 +28,9 @@
  * - struct fg_match: rule is __u16 at 18 (was __u8 at 17)
  * - fg_ctl: rule_ovr_n (48, was rule_ovr_set[0]); rule_ovr_set and rule_ovr_shadow are 8
  *   words each, at 64 and 128; ovr_since at 192; 88 -> 200 bytes
- * - fg_pidx: the first-match index by bitmaps (port -> candidate bitmap, per class,
- *   destination and source port), replaces the per-port start index; 128 KiB -> 1.5 MiB a slot
+ * - fg_pidx: the first-match index by bitmaps (destination port, source port, ICMP type or
+ *   protocol -> a bitmap of candidate entries), replaces the per-port start index;
+ *   128 KiB -> 1.6 MiB a slot
  */
 /*
  * ABI 5, from 4:
