@@ -258,15 +258,16 @@ static __always_inline __u32 fg_global_mode(const struct fg_ctl *ctl)
 	return (ovr >> 1) | (mode & ((ovr - 1) >> 31));
 }
 
-/* A rule: the operator's override where its bit is set (only then a second
- * load; set before shadow, the CLI stores them in the other order), else
- * the rule's mode from the file. */
+/* A rule: the operator's override where its bit is set (the bitmaps, past
+ * the first cache line, are read only while rule_ovr_n says some bit may
+ * be; the shadow bit only then; set before shadow, the CLI stores them in
+ * the other order), else the rule's mode from the file. */
 static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl,
 					  const struct fg_rule *r, __u32 id)
 {
 	__u32 w = (id >> 6) & (FG_OVR_WORDS - 1), b = id & 63;
 
-	if ((FG_READ_ONCE(ctl->rule_ovr_set[w]) >> b) & 1)
+	if (FG_READ_ONCE(ctl->rule_ovr_n) && (FG_READ_ONCE(ctl->rule_ovr_set[w]) >> b) & 1)
 		return (FG_READ_ONCE(ctl->rule_ovr_shadow[w]) >> b) & 1;
 	return r->mode;
 }
@@ -527,8 +528,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 			__u64 u;
 		} k = { .s = {
 			.addr = p->saddr[0] & r->mask4,
-			.rule = r->id,
-			.used = 1,
+			.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
 			.gen = r->gen,
 		} };
 		__u32 bits = ctl->src4_bits, ev = 0;
@@ -952,36 +952,115 @@ static __always_inline __u32 fg_class(__u8 proto)
 	}
 }
 
+/* The index of the lowest set bit of x != 0 (x & -x times a de Bruijn
+ * sequence: its top 6 bits are distinct for each power of two). */
+static const __u8 fg_ctz_tab[64] = {
+	0, 1, 2, 53, 3, 7, 54, 27, 4, 38, 41, 8, 34, 55, 48, 28,
+	62, 5, 39, 46, 44, 42, 22, 9, 24, 35, 59, 56, 49, 18, 29, 11,
+	63, 52, 6, 26, 37, 40, 33, 47, 61, 45, 43, 21, 23, 58, 17, 10,
+	51, 25, 36, 32, 60, 20, 57, 16, 50, 31, 19, 15, 30, 14, 13, 12,
+};
+#define FG_DEBRUIJN64	0x022fdd63cc95386dull
+
+static __always_inline __u32 fg_ctz(__u64 x)
+{
+	return fg_ctz_tab[((x & -x) * FG_DEBRUIJN64) >> 58];
+}
+
+/* Entry i of class cls: its rule index if it matches, else -1. A global
+ * function, verified once: fg_find_rule's candidate loop calls it. */
+__noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i,
+			   const struct fg_pkt *p, __u32 sets)
+{
+	const struct fg_match *m;
+
+	if (!pol || !p)
+		return -1;
+	m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
+	return fg_match(m, p, sets) ? m->rule : -1;
+}
+
 /*
- * First match within the packet's protocol class. A global function: the
- * verifier checks it once, on its own, instead of once per parse path of
- * the caller. Returns the rule index, or FG_MAX_RULES when nothing matched.
+ * First match within the packet's protocol class, by bitmap intersection
+ * (struct fg_pidx): the entries that hold both the packet's ports (or its
+ * ICMP type, or its protocol), lowest first, each tested in full; an entry
+ * that excludes them costs nothing. A global function: the verifier checks it once, on its own,
+ * instead of once per parse path of the caller. Returns the rule index, or
+ * FG_MAX_RULES when nothing matched.
  */
 __noinline int fg_find_rule(const struct fg_policy *pol,
 			    const struct fg_pkt *p, __u32 sets, __u32 slot)
 {
-	__u32 cls, n, i, i0 = 0;
+	const struct fg_pidx *x;
+	__u32 cls, n, bd, bs, top, i, j, k, b;
+	__u64 c;
 
 	if (!pol || !p)
 		return FG_MAX_RULES;
 	if (fg_skip & FG_SKIP_SCAN)
 		return fg_skip_rule;
+	x = bpf_map_lookup_elem(&fg_pidx, &slot);
+	if (!x)
+		return FG_MAX_RULES;
 	cls = fg_class(p->proto);
 	n = pol->nmatch[cls];
+	if (n > FG_MAX_MATCH)
+		n = FG_MAX_MATCH;
 	if (cls < FG_NPCLASS) {
-		struct fg_pidx *x = bpf_map_lookup_elem(&fg_pidx, &slot);
+		bd = x->cls[cls & 1][0][p->dport];
+		bs = x->cls[cls & 1][1][p->sport];
+	} else {
+		/* ICMP (class 2) by type, the others (3) by protocol */
+		__u32 v = cls == FG_CLASS_ICMP ? p->icmp_type : p->proto;
 
-		if (x)
-			i0 = x->start[cls & 1][p->dport];
+		bd = bs = x->k8[cls & 1][v & 255];
 	}
-	for (i = i0; i < FG_MAX_MATCH; i++) {
+	if (bd >= FG_PBM_N || bs >= FG_PBM_N)
+		return FG_MAX_RULES;
+	/* the words with a candidate, below the class's entry count (one
+	 * word: no summary to read) */
+	if (n <= 64) {
+		if (!n)
+			return FG_MAX_RULES;
+		j = 0;
+		top = 0;
+	} else {
+		top = x->sum[bd] & x->sum[bs] & ((1u << ((n + 63) / 64)) - 1);
+		if (!top)
+			return FG_MAX_RULES;
+		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
+		top &= top - 1;
+	}
+	c = x->bm[bd].w[j] & x->bm[bs].w[j];
+	if (c) {
+		/* the first candidate inline: most packets stop here */
 		const struct fg_match *m;
 
+		i = j * 64 + fg_ctz(c);
+		c &= c - 1;
 		if (i >= n)
-			break;
-		m = &pol->match[cls][i];
+			return FG_MAX_RULES;
+		m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
 		if (fg_match(m, p, sets))
 			return m->rule;
+	}
+	for (k = 0; k < FG_MATCH_WORDS; k++) {
+		for (b = 0; b < 64 && c; b++) {
+			int r;
+
+			i = j * 64 + fg_ctz(c);
+			c &= c - 1;
+			if (i >= n)
+				return FG_MAX_RULES;
+			r = fg_match_at(pol, cls, i, p, sets);
+			if (r >= 0)
+				return r;
+		}
+		if (!top)
+			break;
+		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
+		top &= top - 1;
+		c = x->bm[bd].w[j] & x->bm[bs].w[j];
 	}
 	return FG_MAX_RULES;
 }

@@ -21,7 +21,7 @@
 #define FG_CONN_ABI_MAGIC	0x46474343u	/* "FGCC" */
 #define FG_CONN_ABI_VERSION	1u
 
-#define FG_CONN_MAX_CAPS	64	/* capped rules in one cap table (= FG_MAX_RULES) */
+#define FG_CONN_MAX_CAPS	64	/* capped rules in one cap table (of the FG_MAX_RULES a policy has) */
 #define FG_CONN_RANGES		8	/* destination-port ranges per capped rule */
 #define FG_CONN_PER_SOCK	4	/* capped rules one socket is counted under, at most */
 #define FG_CONN_SLOTS		15	/* pending handshakes tracked per key */

@@ -30,11 +30,19 @@
  *   bucket's drops word hold its last event's epoch tag (FG_TEV_TAG_MASK; readers mask them)
  * - fg_meta: src_count4, src_count6, src_count_at (the daemon's incremental walk); 952 -> 976 bytes
  * - fg_src6 is a set-associative BPF_F_MMAPABLE array of struct fg_set6 (was an LRU hash of
- *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: seed6[2], src6_bits, pad6
- *   (88 -> 112 bytes)
+ *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: src6_bits (52), seed6[2] (200)
  * - fg_dir4 is DIR-16-8-8 (struct fg_dir4): __u32 entries (a leaf index or FG_DIR4_BLK | block)
  *   and a leaf table; new map fg_blk4 (ARRAY_OF_MAPS, 2 slots) of 256-entry blocks
  *   (struct fg_blk4); FG_LIST_TRIE is gone: the program no longer reads fg_pfx4
+ * - FG_MAX_RULES 256, FG_MAX_IDS 512: fg_stats 513 rows, fg_names and fg_lease 512,
+ *   fg_agg 2 * 512 + 1 + 2 * FG_POOL_IDS buckets; FG_MAX_MATCH 1024 entries per class
+ * - struct fg_wkey4: rule is __u16 FG_WKEY4_USED | id (the used byte is gone), same 8 bytes
+ * - struct fg_match: rule is __u16 at 18 (was __u8 at 17)
+ * - fg_ctl: rule_ovr_n (48, was rule_ovr_set[0]); rule_ovr_set and rule_ovr_shadow are 8
+ *   words each, at 64 and 128; ovr_since at 192; with the IPv6 fields, 88 -> 216 bytes
+ * - fg_pidx: the first-match index by bitmaps (destination port, source port, ICMP type or
+ *   protocol -> a bitmap of candidate entries), replaces the per-port start index;
+ *   128 KiB -> 1.6 MiB a slot
  *
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
@@ -65,14 +73,16 @@
  * still find free ones. Everything indexed by rule (stats rows, fg_names,
  * fg_agg buckets, the override bitmaps in fg_ctl) is indexed by id.
  */
-#define FG_MAX_RULES	64	/* rules per policy (fg_policy.rules) */
-#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..127 */
+#define FG_MAX_RULES	256	/* rules per policy (fg_policy.rules) */
+#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..511 */
 #define FG_ROW_GLOBAL	FG_MAX_IDS	/* stats row for pre-rule outcomes */
 #define FG_NROWS	(FG_MAX_IDS + 1)
 #define FG_OVR_WORDS	(FG_MAX_IDS / 64)	/* u64 words of a bitmap by rule id */
 _Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0, "the program masks ids with FG_MAX_IDS - 1");
-_Static_assert(FG_MAX_IDS <= 256, "struct fg_wkey4 keeps the rule id in a __u8");
-#define FG_MAX_MATCH	128	/* compiled match entries per protocol class */
+#define FG_MAX_MATCH	1024	/* compiled match entries per protocol class */
+#define FG_MATCH_WORDS	(FG_MAX_MATCH / 64)	/* u64 words of a bitmap by match entry */
+_Static_assert(FG_MATCH_WORDS <= 16 && (FG_MAX_MATCH & (FG_MAX_MATCH - 1)) == 0,
+	       "fg_pidx.sum has a bit per word; the program masks entries with FG_MAX_MATCH - 1");
 #define FG_MAX_SETS	32	/* source prefix sets (bit per set) */
 #define FG_NAME_LEN	48
 #define FG_MAX_IFS	16
@@ -214,7 +224,11 @@ enum fg_event {
  *
  * Layout. An mmapable array's values start on a page, so bytes 0..63 are
  * one cache line: everything the program reads for every packet is there.
- * rule_ovr_shadow is read only for a rule whose rule_ovr_set bit is 1.
+ * The override bitmaps (a bit per rule id) are not: the program reads
+ * rule_ovr_set only while rule_ovr_n is not 0, and rule_ovr_shadow only for
+ * a rule whose rule_ovr_set bit is 1. rule_ovr_n may count too many, never
+ * too few: a writer adds 1 before it sets a bit (and takes it back if the
+ * bit was set already) and subtracts 1 only for a bit it cleared.
  */
 struct fg_ctl {
 	__u32 magic;		/*  0 FG_ABI_MAGIC */
@@ -227,17 +241,17 @@ struct fg_ctl {
 	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
 	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
 	__u32 rt_active;	/* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
-	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 48 bit per rule id: the operator set its mode (CLI) */
-	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 64 ... to shadow (1) or enforce (0); meaningful where set */
-	__u64 ovr_since;	/* 80 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
-	/* read by IPv6 packets only, hence on the second line */
-	__u64 seed6[2];		/* 88 fg_src6 digest key (SipHash), random per pin dir (init) */
-	__u32 src6_bits;	/* 104 fg_src6 has 1 << src6_bits sets (init) */
-	__u32 pad6;		/* 108 */
+	__u32 rule_ovr_n;	/* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
+	__u32 src6_bits;	/* 52 fg_src6 has 1 << src6_bits sets (init) */
+	__u64 pad1;		/* 56 */
+	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 64 bit per rule id: the operator set its mode (CLI) */
+	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 128 ... to shadow (1) or enforce (0); meaningful where set */
+	__u64 ovr_since;	/* 192 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
+	__u64 seed6[2];		/* 200 fg_src6 digest key (SipHash), random per pin dir (init); IPv6 only */
 };
-_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 &&
-	       __builtin_offsetof(struct fg_ctl, seed6) == 88 && sizeof(struct fg_ctl) == 112,
-	       "fg_ctl: the per-packet fields fill the first cache line");
+_Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_set) == 64 &&
+	       __builtin_offsetof(struct fg_ctl, seed6) == 200 && sizeof(struct fg_ctl) == 216,
+	       "fg_ctl: the per-packet fields fill the first cache line, the bitmaps follow");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
  * tau = burst * inc. inc == 0 means no limit. */
@@ -402,18 +416,41 @@ struct fg_match {
 	__u8 tcp_val;
 	__u8 icmp_type;
 	__u8 flags;		/* FG_M_* */
-	__u8 rule;		/* index into fg_policy.rules (not an id) */
-	__u8 pad[2];
+	__u8 pad;
+	__u16 rule;		/* index into fg_policy.rules (not an id) */
 };
+_Static_assert(sizeof(struct fg_match) == 20, "fg_match layout");
 
-/* fg_pidx[slot]: for the classes with ports (TCP, UDP), the index of the
- * first match entry whose destination-port range holds a given port. Every
- * entry before it excludes that port, so the first-match scan may start
- * there: a port rule deep in a long policy costs one lookup, not a scan. */
+/*
+ * fg_pidx[slot]: the first-match index, by bitmap intersection. For the
+ * classes with ports (TCP, UDP), cls[c][0][dport] and cls[c][1][sport] name
+ * a bitmap of bm each: bit i is set iff entry i of the class holds that
+ * port in its range. The program ANDs the two and tests the set bits from
+ * the lowest up (entries are in rule order): only entries that hold both
+ * ports are tested, whatever the number of rules before them. An ICMP
+ * packet takes the bitmap k8[0][its type] (an entry without icmp_type holds
+ * every type), a packet of another protocol k8[1][its protocol] (an entry
+ * without one holds all). sum[b] has bit j set iff word j of bm[b] is not
+ * 0, so empty words are skipped too. all[class]: every entry of a class.
+ *
+ * Bitmaps: n ranges cut 0..65535 into at most 2n + 1 intervals of equal
+ * candidates, 0..255 into at most 256; FG_PBM_N is enough for every
+ * dimension at FG_MAX_MATCH entries plus one all[] bitmap per class.
+ */
 #define FG_NPCLASS	2	/* FG_CLASS_TCP, FG_CLASS_UDP */
-struct fg_pidx {
-	__u8 start[FG_NPCLASS][65536];
+#define FG_PCLS		(2 * FG_MAX_MATCH + 1)	/* bitmaps per class and port dimension */
+#define FG_PBM_N	(2 * FG_NPCLASS * FG_PCLS + FG_NCLASS + 2 * 256)
+struct fg_pbm {
+	__u64 w[FG_MATCH_WORDS];	/* bit i of word j: entry 64 * j + i */
 };
+struct fg_pidx {
+	__u16 cls[FG_NPCLASS][2][65536];	/* [class][0 dport, 1 sport][port]: index into bm */
+	__u16 all[FG_NCLASS];		/* the bitmap of every entry of a class */
+	__u16 k8[2][256];		/* [0] ICMP type, [1] IP protocol (FG_CLASS_OTHER) -> index into bm */
+	__u16 sum[FG_PBM_N];		/* bit j: bm[b].w[j] != 0 */
+	struct fg_pbm bm[FG_PBM_N];
+};
+_Static_assert(__builtin_offsetof(struct fg_pidx, bm) % 8 == 0, "fg_pidx: bitmaps are u64-aligned");
 
 /* fg_policy[slot]: a whole compiled policy. Userspace writes the inactive
  * slot, flips fg_ctl.slot, then waits for an RCU grace period
@@ -606,13 +643,16 @@ struct fg_blk4 {
 #define FG_WAYS4	8
 #define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
 #define FG_SRC4_MAX_BITS 24
-/* A way's key: one 64-bit word, claimed with one compare-and-swap. */
+/* A way's key: one 64-bit word, claimed with one compare-and-swap. An
+ * all-zero key is an empty way; a claimed one has FG_WKEY4_USED in rule. */
+#define FG_WKEY4_USED	0x8000u
 struct fg_wkey4 {
 	__be32 addr;		/* masked source */
-	__u8 rule;		/* rule id */
-	__u8 used;		/* 1; an all-zero key is an empty way */
+	__u16 rule;		/* FG_WKEY4_USED | rule id */
 	__u16 gen;		/* rule generation */
 };
+_Static_assert(sizeof(struct fg_wkey4) == 8 && FG_MAX_IDS <= FG_WKEY4_USED,
+	       "fg_wkey4: one CAS word, the rule id below the used bit");
 
 struct fg_set4 {
 	struct fg_wkey4 key[FG_WAYS4];	/* one cache line, read by every lookup */

@@ -228,10 +228,13 @@ int dp_apply(struct dp *d)
 
 		if (!x)
 			return -ENOMEM;
-		fg_pidx_build(&d->pol, x);
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_pidx), &slot, x, 0)) {
+		int err = fg_pidx_build(&d->pol, x);
+
+		if (!err && bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_pidx), &slot, x, 0))
+			err = -errno;
+		if (err) {
 			free(x);
-			return -errno;
+			return err;
 		}
 		free(x);
 	}
@@ -421,7 +424,7 @@ static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
 
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
 {
-	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = rule, .used = 1, .gen = gen } };
+	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = FG_WKEY4_USED | rule, .gen = gen } };
 	struct fg_set4 set;
 	struct fg_ctl c;
 	__u32 z = 0;
@@ -432,7 +435,10 @@ int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_
 	if (dp_set4(d, fg_hash4(k.u, c.seed4, c.src4_bits), &set))
 		return -errno;
 	for (int w = 0; w < FG_WAYS4; w++) {
-		if (*(__u64 *)&set.key[w] == k.u) {
+		__u64 kw;
+
+		memcpy(&kw, &set.key[w], sizeof(kw));
+		if (kw == k.u) {
 			b->tat = set.tat[w];
 			b->drops = set.drops[w];
 			return 0;
@@ -459,6 +465,6 @@ __u32 dp_count_src4(struct dp *d)
 	for (__u32 i = 0; i < nsets; i++)
 		if (!dp_set4(d, i, &set))
 			for (int w = 0; w < FG_WAYS4; w++)
-				n += set.key[w].used;
+				n += !!(set.key[w].rule & FG_WKEY4_USED);
 	return n;
 }

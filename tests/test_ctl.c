@@ -92,12 +92,12 @@ static void test_bad_input(void)
 		return;
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &before), "snapshot");
 	ASSERT_EQ(fg_switch_mode_ovr(&D.cm, 3), -EINVAL, "global override 3");
-	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, FG_MAX_IDS, FG_OVR_SHADOW), -EINVAL, "rule id 128");
+	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, FG_MAX_IDS, FG_OVR_SHADOW), -EINVAL, "rule id FG_MAX_IDS");
 	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, 0, 3), -EINVAL, "rule override 3");
 	ASSERT_EQ(fg_switch_slot(&D.cm, 2), -EINVAL, "slot 2");
 	ASSERT_EQ(fg_switch_file_mode(&D.cm, 2), -EINVAL, "file mode 2");
 	ASSERT_EQ(fg_switch_clear_rule_ovr_ids(&D.cm, NULL), -EINVAL, "no mask");
-	ASSERT_EQ(fg_ctl_rule_ovr(&D.cm, FG_MAX_IDS, &v), -EINVAL, "read rule id 128");
+	ASSERT_EQ(fg_ctl_rule_ovr(&D.cm, FG_MAX_IDS, &v), -EINVAL, "read rule id FG_MAX_IDS");
 	ASSERT_EQ(fg_ctl_rule_mode(&D.cm, 0, 2, &v), -EINVAL, "file rule mode 2");
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &after), "snapshot");
 	ASSERT_EQ(memcmp(&before, &after, sizeof(before)), 0, "refused switches changed nothing");
@@ -462,6 +462,15 @@ static void test_concurrent_writers(void)
 		wrong += ovr != (id & 1 ? FG_OVR_NONE : r->want_ovr[id]);
 	}
 	ASSERT_EQ(wrong, 0, "every rule id's override is its last write");
+	{
+		struct fg_ctl c2;
+		__u32 bits = 0;
+
+		ASSERT_OK(fg_ctl_snapshot(&D.cm, &c2), "snapshot after the race");
+		for (int w = 0; w < FG_OVR_WORDS; w++)
+			bits += (__u32)__builtin_popcountll(c2.rule_ovr_set[w]);
+		ASSERT_EQ(c2.rule_ovr_n, bits, "rule_ovr_n counts the set bits once both writers are done");
+	}
 	ASSERT_EQ(r->torn, 0, "no read saw a bypass pass that no overlapping step allowed");
 	ASSERT_GE(r->reads_on, 100, "the reader did see the switch on");
 	dp_close(&D);
@@ -756,6 +765,43 @@ static void test_meta_reload_fields_whole(void)
 	dp_close(&D);
 }
 
+/* rule_ovr_n, which lets the program skip the bitmaps: one per id whose
+ * override is set, over all FG_OVR_WORDS words, whatever the order of
+ * sets, repeated sets and clears. */
+static void test_rule_ovr_count(void)
+{
+	__u64 mask[FG_OVR_WORDS] = {};
+	struct fg_ctl c;
+	__u32 v;
+
+	if (setup())
+		return;
+	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
+	ASSERT_EQ(c.rule_ovr_n, 0, "fresh: no override");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "id 0 shadow");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 300, FG_OVR_ENFORCE), "id 300 enforce");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, FG_MAX_IDS - 1, FG_OVR_SHADOW), "last id shadow");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 300, FG_OVR_SHADOW), "id 300 again, now shadow");
+	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
+	ASSERT_EQ(c.rule_ovr_n, 3, "three ids, one set twice");
+	ASSERT_EQ(c.rule_ovr_set[FG_OVR_WORDS - 1], 1ull << 63, "the last word's last bit");
+	ASSERT_OK(fg_ctl_rule_ovr(&D.cm, 300, &v), "read id 300");
+	ASSERT_EQ(v, FG_OVR_SHADOW, "id 300: the last write");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 7, FG_OVR_NONE), "clear an id never set");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_NONE), "clear id 0");
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_NONE), "clear id 0 again");
+	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
+	ASSERT_EQ(c.rule_ovr_n, 2, "two left");
+	mask[300 / 64] = 1ull << (300 % 64) | 1ull << 1;	/* and an id never set */
+	mask[FG_OVR_WORDS - 1] = 1ull << 63;
+	ASSERT_OK(fg_switch_clear_rule_ovr_ids(&D.cm, mask), "apply forgets 300 and the last id");
+	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
+	ASSERT_EQ(c.rule_ovr_n, 0, "none left");
+	for (int w = 0; w < FG_OVR_WORDS; w++)
+		ASSERT_EQ(c.rule_ovr_set[w], 0, "no bit left");
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	if (fg_test_init_root(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
@@ -768,5 +814,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_program_never_sees_torn_bypass);
 	FG_RUN(test_bypass_while_pin_dir_locked);
 	FG_RUN(test_meta_reload_fields_whole);
+	FG_RUN(test_rule_ovr_count);
 	return fg_test_summary();
 }

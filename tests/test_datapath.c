@@ -936,7 +936,7 @@ static void test_ids_64_to_127(void)
 		m.dport_lo = m.dport_hi = 1000 + i;
 		dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)i);
 	}
-	ASSERT_OK(dp_apply(&D), "policy A: ids 0..63");
+	ASSERT_OK(dp_apply(&D), "policy A: ids 0..FG_MAX_RULES-1");
 	for (int i = 0; i < FG_MAX_RULES; i++) {
 		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
 
@@ -965,7 +965,7 @@ static void test_ids_64_to_127(void)
 	}
 	D.pol.ins.inc = 1;	/* no new source gets a bucket: all go to overflow */
 	D.pol.ins.tau = 0;
-	ASSERT_OK(dp_apply(&D), "policy B: ids 64..127, every rule new");
+	ASSERT_OK(dp_apply(&D), "policy B: ids FG_MAX_RULES..FG_MAX_IDS-1, every rule new");
 	for (int i = 0; i < FG_MAX_RULES; i++) {
 		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
 
@@ -999,15 +999,15 @@ static void test_ids_64_to_127(void)
 
 	r.gen = 1;
 	dp_rule_id(&D, &r, &M_ANY, C_ALL, FG_MAX_IDS - 1);
-	ASSERT_OK(dp_apply(&D), "policy C: one rule, id 127");
+	ASSERT_OK(dp_apply(&D), "policy C: one rule, the last id");
 	struct pkt_spec s = udp4("192.0.2.61", 7);
 	__u64 before = dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS);
 
-	ASSERT_EQ(burst_of(&s, 5), 2, "id 127: its own burst");
-	ASSERT_OK(dp_bucket4(&D, "192.0.2.61", FG_MAX_IDS - 1, 1, &b), "source bucket of id 127");
+	ASSERT_EQ(burst_of(&s, 5), 2, "the last id: its own burst");
+	ASSERT_OK(dp_bucket4(&D, "192.0.2.61", FG_MAX_IDS - 1, 1, &b), "source bucket of the last id");
 	ASSERT_EQ(dp_bucket4(&D, "192.0.2.61", (FG_MAX_IDS - 1) & (FG_MAX_RULES - 1), 1, &b),
-		  -ENOENT, "not of id 63");
-	ASSERT_EQ(dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS) - before, 2, "row 127 counts it");
+		  -ENOENT, "not of the id FG_MAX_RULES below");
+	ASSERT_EQ(dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS) - before, 2, "the last id's row counts it");
 	dp_close(&D);
 }
 
@@ -2298,6 +2298,235 @@ out:
 	dp_close(&D);
 }
 
+/* ---- FG_MAX_RULES rules: the bitmap index ------------------------------------ */
+
+/* A UDP entry on sport lo..hi and dport dlo..dhi. */
+static struct fg_match udp_ports(__u16 slo, __u16 shi, __u16 dlo, __u16 dhi)
+{
+	struct fg_match m = M_ANY;
+
+	m.proto = 17;
+	m.flags = FG_M_L4;
+	m.sport_lo = slo;
+	m.sport_hi = shi;
+	m.dport_lo = dlo;
+	m.dport_hi = dhi;
+	return m;
+}
+
+/* The policy of test_rules_max: rule i (id base + i) has three UDP entries,
+ * sport 2000 + i; dport 3000 + i; dport 5000..5000 + i (rules k.. all hold
+ * 5000 + k: the first wins), and one ICMP entry on type i % 256. */
+static int rules_max_policy(__u16 base)
+{
+	dp_pol_reset(&D);
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_rule r = { .action = FG_ACT_PASS, .gen = base ? 1 : 0 };
+		struct fg_match m = udp_ports(2000 + i, 2000 + i, 0, 65535), ic = M_ANY;
+		int idx = dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)(base + i));
+
+		m = udp_ports(0, 65535, 3000 + i, 3000 + i);
+		dp_match(&D, idx, &m, 1u << FG_CLASS_UDP);
+		m = udp_ports(0, 65535, 5000, 5000 + i);
+		dp_match(&D, idx, &m, 1u << FG_CLASS_UDP);
+		ic.proto = 1;
+		ic.flags = FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V4;
+		ic.icmp_type = (__u8)(i % 256);
+		dp_match(&D, idx, &ic, 1u << FG_CLASS_ICMP);
+	}
+	return dp_apply(&D);
+}
+
+/* Rows that differ from want over the rules' entries of one kind. */
+static int rules_max_wrong(int kind, __u32 base)
+{
+	int wrong = 0;
+
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct pkt_spec s = udp4("192.0.2.7", 9);
+		__u32 row, want = base + (__u32)i;
+
+		if (kind == 0)
+			s.sport = (uint16_t)(2000 + i);
+		else if (kind == 1)
+			s.dport = (uint16_t)(3000 + i);
+		else if (kind == 2)
+			s.dport = (uint16_t)(5000 + i);
+		else
+			s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 1,
+					       .icmp_type = (uint8_t)(i % 256) };
+		if (kind == 3 && i >= 256)
+			want = base + (__u32)(i % 256);	/* the first rule of that type */
+		if (dp_outcome_of(&D, &s, &row, NULL) != FG_OUT_PASS || row != want)
+			wrong++;
+	}
+	return wrong;
+}
+
+/*
+ * A policy of FG_MAX_RULES rules and 3 * FG_MAX_RULES UDP entries: every
+ * rule is reached by each of its entries, the first of several matching
+ * rules wins (overlapping ranges; a sport entry against a dport entry of
+ * an earlier rule), the last rule is matched, nothing else is. Then a
+ * reload that replaces every rule: ids FG_MAX_RULES..FG_MAX_IDS-1, counted
+ * in rows of their own.
+ */
+static void test_rules_max(void)
+{
+	static const char *const kinds[] = { "by sport", "by dport", "overlapping dport ranges", "icmp type" };
+	struct pkt_spec s;
+	struct fg_stats st;
+	__u32 row;
+	char name[96];
+
+	if (setup(1024))
+		return;
+	if (!ASSERT_OK(rules_max_policy(0), "FG_MAX_RULES rules, ids 0.."))
+		goto out;
+	ASSERT_EQ(D.pol.nmatch[FG_CLASS_UDP], 3 * FG_MAX_RULES, "three UDP entries a rule");
+	for (int k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "ids 0..%d, %s: rows differing from the rule", FG_MAX_RULES - 1, kinds[k]);
+		ASSERT_EQ(rules_max_wrong(k, 0), 0, name);
+	}
+	/* sport of rule j, dport of rule i < j: rule i's entry comes first */
+	s = udp4("192.0.2.7", 3000 + 10);
+	s.sport = 2000 + FG_MAX_RULES - 1;
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "two rules hold the packet");
+	ASSERT_EQ(row, 10, "the first of them wins");
+	s.dport = 3000 + FG_MAX_RULES - 1;
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "the last rule twice");
+	ASSERT_EQ(row, FG_MAX_RULES - 1, "the last rule");
+	s = udp4("192.0.2.7", 9);
+	s.sport = 2000 + FG_MAX_RULES;
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "no rule holds it: default pass");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "the global row");
+	s.dport = 5000 + FG_MAX_RULES;
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "past every range");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "still the global row");
+	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 6, .sport = 2000, .dport = 3000 };
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "tcp: no rule of that class");
+	ASSERT_EQ(row, FG_ROW_GLOBAL, "tcp: the global row");
+
+	/* every rule replaced: the upper half of the ids */
+	if (!ASSERT_OK(rules_max_policy(FG_MAX_RULES), "reload: ids FG_MAX_RULES.."))
+		goto out;
+	for (int k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "ids %d..%d, %s: rows differing from the rule",
+			 FG_MAX_RULES, FG_MAX_IDS - 1, kinds[k]);
+		ASSERT_EQ(rules_max_wrong(k, FG_MAX_RULES), 0, name);
+	}
+	ASSERT_OK(dp_read_stats(&D, FG_MAX_IDS - 1, &st), "row of id 511");
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], 4, "id 511: its four packets");
+	ASSERT_OK(dp_read_stats(&D, FG_MAX_RULES - 1, &st), "row of id 255");
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], 5, "id 255: the first policy's five, no more");
+out:
+	dp_close(&D);
+}
+
+/* Random port ranges and TCP flags over FG_MAX_RULES rules against a
+ * first-match reference scan: the bitmaps never skip an earlier match nor
+ * report a later one. */
+static void test_rules_max_vs_reference(void)
+{
+	static struct fg_match ms[FG_MAX_MATCH];
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	int n = 0, wrong = 0, unmatched = 0;
+
+	if (setup(1024))
+		return;
+	srand(14);
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		int idx = -1, ne = 1 + rand() % 3;
+
+		for (int e = 0; e < ne; e++) {
+			struct fg_match m = M_ANY;
+
+			m.proto = 6;
+			m.flags = FG_M_L4;
+			m.dport_lo = (__u16)(rand() % 4000);
+			m.dport_hi = (__u16)(m.dport_lo + rand() % (rand() % 8 ? 30 : 2000));
+			if (rand() % 2) {
+				m.sport_lo = (__u16)(1000 + rand() % 300);
+				m.sport_hi = (__u16)(m.sport_lo + rand() % 40);
+			}
+			if (rand() % 4 == 0) {
+				m.tcp_mask = FG_TCP_SYN | FG_TCP_ACK;
+				m.tcp_val = FG_TCP_SYN;
+			}
+			if (idx < 0)
+				idx = dp_rule(&D, &pass, &m, 1u << FG_CLASS_TCP);
+			else
+				dp_match(&D, idx, &m, 1u << FG_CLASS_TCP);
+			m.rule = (__u16)idx;
+			ms[n++] = m;
+		}
+	}
+	if (!ASSERT_OK(dp_apply(&D), "random policy"))
+		goto out;
+	for (int k = 0; k < 3000; k++) {
+		struct pkt_spec s = { .family = 4, .src = "192.0.2.5", .proto = 6,
+				      .sport = (uint16_t)(1000 + rand() % 400),
+				      .dport = (uint16_t)(rand() % 6500),
+				      .tcp_flags = rand() % 2 ? FG_TCP_SYN : FG_TCP_ACK,
+				      .tcp_flags_set = 1 };
+		__u32 row, want = FG_ROW_GLOBAL;
+
+		for (int i = 0; i < n; i++)
+			if (s.dport >= ms[i].dport_lo && s.dport <= ms[i].dport_hi &&
+			    s.sport >= ms[i].sport_lo && s.sport <= ms[i].sport_hi &&
+			    (s.tcp_flags & ms[i].tcp_mask) == ms[i].tcp_val) {
+				want = ms[i].rule;
+				break;
+			}
+		unmatched += want == FG_ROW_GLOBAL;
+		if (dp_outcome_of(&D, &s, &row, NULL) < 0 || row != want)
+			wrong++;
+	}
+	ASSERT_GE(n, FG_MAX_RULES, "entries");
+	ASSERT_EQ(wrong, 0, "rows differing from a first-match reference scan");
+	ASSERT_GE(unmatched, 100, "unmatched packets exercised");
+out:
+	dp_close(&D);
+}
+
+/* Other protocols by number (fg_pidx.k8[1]): FG_MAX_RULES - 1 rules on
+ * protocols 100.., then one for any protocol of the class: each packet
+ * takes its protocol's rule, a protocol without one the last. */
+static void test_rules_max_protocols(void)
+{
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	int wrong = 0;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	for (int i = 0; i < FG_MAX_RULES - 1; i++) {
+		struct fg_match m = M_ANY;
+
+		m.proto = (__u8)(i < 100 ? 100 + i : 200 + i % 50);	/* 200..249 twice: the first wins */
+		dp_rule(&D, &pass, &m, 1u << FG_CLASS_OTHER);
+	}
+	dp_rule(&D, &pass, &M_ANY, 1u << FG_CLASS_OTHER);
+	if (!ASSERT_OK(dp_apply(&D), "protocol rules"))
+		goto out;
+	for (int pr = 0; pr < 256; pr++) {
+		struct pkt_spec s = { .family = 4, .src = "192.0.2.9", .proto = (uint8_t)pr };
+		__u32 want = FG_MAX_RULES - 1;
+
+		if (pr == 1 || pr == 6 || pr == 17 || pr == 58)
+			continue;	/* classes of their own */
+		if (pr >= 100 && pr < 200)
+			want = (__u32)(pr - 100);
+		else if (pr >= 200 && pr < 250)
+			want = 100 + (__u32)(pr - 200);
+		if (dp_outcome_of(&D, &s, &row, NULL) != FG_OUT_PASS || row != want)
+			wrong++;
+	}
+	ASSERT_EQ(wrong, 0, "protocols whose row differs from the first rule for them");
+out:
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	if (fg_test_init_root(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
@@ -2345,5 +2574,8 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_pool_shadow);
 	FG_RUN(test_shed_bypass);
 	FG_RUN(test_throttle_events);
+	FG_RUN(test_rules_max);
+	FG_RUN(test_rules_max_vs_reference);
+	FG_RUN(test_rules_max_protocols);
 	return fg_test_summary();
 }

@@ -252,13 +252,13 @@ static void test_replace_every_rule(void)
 
 	if (!ASSERT_TRUE(p1 && p2, "policies"))
 		goto out;
-	if (!ASSERT_OK(apply(p1, why), "63 rules + fragments"))
+	if (!ASSERT_OK(apply(p1, why), "FG_MAX_RULES - 1 rules + fragments"))
 		goto out;
 	frag = find_id("fragments");
 	set_stat((__u32)frag, 3);
-	ASSERT_OK(apply(p2, why), "all 63 renamed: one apply");
+	ASSERT_OK(apply(p2, why), "all renamed: one apply");
 	ASSERT_OK(fg_policy_read_active(&maps, &pol), "read policy");
-	ASSERT_EQ(pol.nrules, FG_MAX_RULES, "64 rules active");
+	ASSERT_EQ(pol.nrules, FG_MAX_RULES, "FG_MAX_RULES rules active");
 	ASSERT_EQ(find_id("old0"), -1, "old ids freed");
 	ASSERT_NEQ(find_id("new62"), -1, "new62 has an id");
 	ASSERT_EQ(find_id("fragments"), frag, "fragments keeps its id");
@@ -269,7 +269,7 @@ static void test_replace_every_rule(void)
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
 	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "renamed back");
 	fg_maps_unlock(&maps);
-	ASSERT_EQ(was.pol.nrules, FG_MAX_RULES, "was: 64 rules");
+	ASSERT_EQ(was.pol.nrules, FG_MAX_RULES, "was: FG_MAX_RULES rules");
 	ASSERT_EQ(was.pol.version, pol.version, "was: the version in force");
 	ASSERT_STR_CONTAINS(was.names[was.pol.rules[0].id].name, "new0", "was: names");
 	fg_inforce_free(&was);
@@ -387,8 +387,7 @@ static void set_way(struct fg_set4 *set, int k, __u32 addr, const struct fg_rule
 		    __u64 tat)
 {
 	set->key[k].addr = htonl(addr);
-	set->key[k].rule = (__u8)r->id;
-	set->key[k].used = 1;
+	set->key[k].rule = (__u16)(FG_WKEY4_USED | r->id);
 	set->key[k].gen = r->gen;
 	set->tat[k] = tat;
 	set->drops[k] = FG_DROP_SAMPLE;
@@ -459,7 +458,7 @@ static __u32 set_of(const struct fg_ctl *ctl, __u32 addr, const struct fg_rule *
 	union {
 		struct fg_wkey4 k;
 		__u64 u;
-	} key = { .k = { .addr = htonl(addr), .rule = (__u8)r->id, .used = 1, .gen = r->gen } };
+	} key = { .k = { .addr = htonl(addr), .rule = (__u16)(FG_WKEY4_USED | r->id), .gen = r->gen } };
 
 	return fg_hash4(key.u, ctl->seed4, ctl->src4_bits);
 }
@@ -517,7 +516,7 @@ static void test_srcwalk_counts_and_lookups(void)
 		memset(&set, 0, sizeof(set));
 		bpf_map_lookup_elem(maps.fd[FGM_SRC4], &idx[i], &set);
 		for (int k = 0; k < FG_WAYS4; k++) {
-			if (set.key[k].used)
+			if (set.key[k].rule & FG_WKEY4_USED)
 				continue;
 			set_way(&set, k, addrs[i], r, now + r->src.tau);	/* empty: limited */
 			set.drops[k] = FG_DROP_SAMPLE + 9;	/* a tag in the low bits */

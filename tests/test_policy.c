@@ -22,6 +22,7 @@
 #include "units.h"
 #include "conn.h"
 #include "sysutil.h"
+#include "mapimg.h"
 
 #define TU FG_TU_PER_SEC
 
@@ -1137,36 +1138,38 @@ static void test_limits_on_counts(void)
 	off = sprintf(y, "rules:\n");
 	for (i = 0; i < FG_MAX_RULES - 1; i++)
 		off += sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
-	if (ASSERT_OK(parse_ok(y, &cfg), "63 rules")) {
-		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "63 + fragments");
+	if (ASSERT_OK(parse_ok(y, &cfg), "FG_MAX_RULES - 1 rules")) {
+		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "255 + fragments");
 		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], FG_MAX_RULES, "one entry each");
 	}
 	fg_config_free(&cfg);
 	sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
-	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "64 rules");
-	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 64");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "FG_MAX_RULES rules");
+	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 256");
 	ASSERT_EQ(err.col, 5, "col");
-	ASSERT_STR_CONTAINS(err.msg, "too many rules", "msg");
+	ASSERT_STR_CONTAINS(err.msg, "too many rules (at most 255", "msg");
 
-	/* 127 entries per class fit (one kept for fragments), 128 do not */
+	/* FG_MAX_MATCH - 1 entries per class fit (one kept for fragments), one more does not */
 	off = sprintf(y, "rules:\n  - name: a\n    action: drop\n    match: {proto: udp, dport: [");
 	for (i = 0; i < FG_MAX_MATCH - 1; i++)
 		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
 	strcpy(y + off, "]}\n");
-	if (ASSERT_OK(parse_ok(y, &cfg), "127 entries"))
+	if (ASSERT_OK(parse_ok(y, &cfg), "1023 entries"))
 		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], FG_MAX_MATCH, "full class");
 	fg_config_free(&cfg);
 	strcpy(y + off, ", 999]}\n");
-	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "128 entries");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "1024 entries");
 	ASSERT_EQ(err.line, 4, "line");
 	ASSERT_EQ(err.col, 12, "col: the match");
 	ASSERT_STR_CONTAINS(err.msg, "too many match entries in class udp", "msg");
-	/* the cross product counts, across rules */
-	ASSERT_EQ(parse("rules:\n"
-			"  - {name: a, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10], dport: \"1-9\"}}\n"
-			"  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
-			"  - {name: c, action: drop, match: {proto: tcp}}\n",
-			&cfg, &err), -EINVAL, "10 + 120 entries");
+	/* the cross product counts, across rules: a takes all but 117 */
+	off = sprintf(y, "rules:\n  - {name: a, action: drop, match: {proto: tcp, dport: \"1-9\", sport: [");
+	for (i = 0; i < FG_MAX_MATCH - 1 - 117; i++)
+		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
+	strcpy(y + off, "]}}\n"
+	       "  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
+	       "  - {name: c, action: drop, match: {proto: tcp}}\n");
+	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "906 + 120 entries");
 	ASSERT_EQ(err.line, 3, "second rule overflows");
 	ASSERT_STR_CONTAINS(err.msg, "needs 120, 117 left", "msg");
 
@@ -1970,6 +1973,81 @@ static void test_shed_print(void)
 	CHECK_PRINTED_NOT(spec_policy, "spec policy", shed_off, no_tier);
 }
 
+/* The first entry of class c holding both ports, by a scan; -1 for none. */
+static int pidx_ref(const struct fg_policy *pol, int c, unsigned sp, unsigned dp)
+{
+	for (unsigned i = 0; i < pol->nmatch[c]; i++) {
+		const struct fg_match *m = &pol->match[c][i];
+
+		if (dp >= m->dport_lo && dp <= m->dport_hi && sp >= m->sport_lo && sp <= m->sport_hi)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* ... and by fg_pidx's bitmaps, as the program reads them. */
+static int pidx_first(const struct fg_pidx *x, int c, unsigned sp, unsigned dp)
+{
+	const struct fg_pbm *d = &x->bm[x->cls[c][0][dp]], *s = &x->bm[x->cls[c][1][sp]];
+
+	for (int j = 0; j < FG_MATCH_WORDS; j++) {
+		__u64 w = d->w[j] & s->w[j];
+
+		if (((x->sum[x->cls[c][0][dp]] >> j) & 1) != !!d->w[j])
+			return -2;	/* a summary bit that lies */
+		if (w)
+			return j * 64 + __builtin_ctzll(w);
+	}
+	return -1;
+}
+
+/* FG_MAX_RULES - 1 rules with four entries each (a 2 x 2 port cross
+ * product) compile, and their first-match bitmaps agree with a scan. */
+static void test_rules_max_compile(void)
+{
+	size_t len = 128 + (size_t)FG_MAX_RULES * 128, off;
+	char *y = malloc(len);
+	struct fg_pidx *x = malloc(sizeof(*x));
+	static struct fg_config cfg;
+	int wrong = 0;
+
+	if (!ASSERT_TRUE(y && x, "buffers"))
+		goto out;
+	off = (size_t)snprintf(y, len, "rules:\n");
+	for (int i = 0; i < FG_MAX_RULES - 1; i++)
+		off += (size_t)snprintf(y + off, len - off,
+					"  - {name: r%d, action: drop, match: {proto: udp, sport: [%d, %d], dport: [%d, \"%d-%d\"]}}\n",
+					i, 2000 + i, 9000 + i / 2, 3000 + i, 5000, 5000 + i);
+	if (!ASSERT_OK(parse_ok(y, &cfg), "255 rules of 4 entries"))
+		goto out;
+	ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "255 + fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 4 * (FG_MAX_RULES - 1) + 1, "4 a rule + fragments");
+	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 1) - 1].rule, FG_MAX_RULES - 2,
+		  "the last rule's last entry");
+	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 1)].rule, FG_MAX_RULES - 1,
+		  "fragments last");
+	if (!ASSERT_OK(fg_pidx_build(&cfg.pol, x), "fg_pidx image"))
+		goto out;
+	srand(256);
+	for (int k = 0; k < 20000; k++) {
+		unsigned sp = k < 10000 ? (unsigned)(rand() % 10000) : 2000 + (unsigned)(rand() % 300);
+		unsigned dp = k % 2 ? (unsigned)(rand() % 65536) : 2900 + (unsigned)(rand() % 2500);
+
+		wrong += pidx_first(x, FG_CLASS_UDP, sp, dp) != pidx_ref(&cfg.pol, FG_CLASS_UDP, sp, dp);
+	}
+	ASSERT_EQ(wrong, 0, "ports whose first candidate differs from a scan");
+	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 2000 + FG_MAX_RULES - 2, 3000 + FG_MAX_RULES - 2),
+		  4 * (FG_MAX_RULES - 2), "the last rule by its first entry");
+	ASSERT_EQ(x->cls[FG_CLASS_TCP][0][80], x->cls[FG_CLASS_TCP][0][0], "tcp: one class of ports");
+	fg_config_free(&cfg);
+	/* one more rule is one too many, and says how many fit */
+	off += (size_t)snprintf(y + off, len - off, "  - {name: r%d, action: pass}\n", FG_MAX_RULES - 1);
+	ASSERT_EQ(fg_config_parse(y, off, "max.yaml", &cfg, NULL), -EINVAL, "FG_MAX_RULES written rules");
+out:
+	free(y);
+	free(x);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -2009,5 +2087,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_absent);
 	FG_RUN(test_shed_bad);
 	FG_RUN(test_shed_print);
+	FG_RUN(test_rules_max_compile);
 	return fg_test_summary();
 }

@@ -7,6 +7,13 @@
  *       BPF_PROG_TEST_RUN on one CPU, wall-clock ns per packet, one JSON
  *       line per figure and pass on stdout, passes interleaved (pass 1 runs
  *       every scenario, then pass 2, ...). Also the map memory per source.
+ *   fgbench rules [--cpu N] [--passes P] [--repeat R]
+ *       the cost of the first-match rule search against the number of rules
+ *       (1, 16, 64, 256, capped at the policy limit), the matching rule
+ *       the last one: "worst" rules differ by source port (a per-dport
+ *       index cannot help), "typical" ones by destination port. Every rule
+ *       drops, so the figure is the program with that policy; match_ns
+ *       is its excess over the 1-rule policy of the same kind and pass.
  *   fgbench xdp -i DEV --prog bare_drop|floor
  *       attach a baseline to DEV (a bpf_link, gone when fgbench exits),
  *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
@@ -261,7 +268,7 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 		return -errno;
 	for (__u32 i = 0; i < n; i++) {
 		union { struct fg_wkey4 s; __u64 u; } k = { .s = {
-			.addr = htonl(base + i) & r->mask4, .rule = r->id, .used = 1, .gen = r->gen,
+			.addr = htonl(base + i) & r->mask4, .rule = FG_WKEY4_USED | r->id, .gen = r->gen,
 		} };
 		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
 
@@ -1548,6 +1555,110 @@ out:
 	return err ? 1 : 0;
 }
 
+/* ---- rules: the match cost against the number of rules -------------------- */
+
+/* n drop rules over UDP, rule i on port 1000 + i (sport or dport). */
+static char *rules_policy(__u32 n, int by_sport)
+{
+	size_t len = 64 + (size_t)n * 96, off = 0;
+	char *t = malloc(len);
+
+	if (!t)
+		return NULL;
+	off += (size_t)snprintf(t + off, len - off, "max_sources: 4096\nrules:\n");
+	for (__u32 i = 0; i < n; i++)
+		off += (size_t)snprintf(t + off, len - off,
+					"  - name: r%u\n    action: drop\n    match: {proto: udp, %s: %u}\n",
+					i, by_sport ? "sport" : "dport", 1000 + i);
+	return t;
+}
+
+static int rules(void *cfg)
+{
+	static const __u32 sizes[] = { 1, 16, 64, 256 };
+	static const char *const kinds[] = { "typical", "worst" };
+	const struct bench_opts *b = cfg;
+	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
+	static struct fgi g[2][NS];
+	__u32 n[NS], port;
+	cpu_set_t cs;
+	__u8 frame[64];
+	int err = 0;
+
+	CPU_ZERO(&cs);
+	CPU_SET(b->cpu, &cs);
+	if (sched_setaffinity(0, sizeof(cs), &cs)) {
+		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
+			strerror(errno));
+		return 1;
+	}
+	for (int s = 0; s < NS; s++) {
+		/* one rule is kept for fragments */
+		n[s] = sizes[s] < FG_MAX_RULES - 1 ? sizes[s] : FG_MAX_RULES - 1;
+		for (int k = 0; k < 2; k++) {
+			char *y = rules_policy(n[s], k);
+
+			err = y ? fgi_open(&g[k][s], y, NULL) : -ENOMEM;
+			free(y);
+			if (err)
+				goto out;
+		}
+	}
+	printf("{\"kind\":\"rules_limit\",\"max_rules\":%d,\"max_match\":%d}\n",
+	       FG_MAX_RULES, FG_MAX_MATCH);
+	for (unsigned long pass = 1; pass <= b->passes; pass++) {
+		for (int k = 0; k < 2; k++) {
+			double base = NAN;
+
+			for (int s = 0; s < NS; s++) {
+				double slope, fixed;
+				__u32 rv = 0, kns;
+
+				/* the last rule's port; the other one is 40000 / 9 */
+				port = 1000 + n[s] - 1;
+				build_frame(frame, SRC_ONE, k ? 9 : (__u16)port);
+				if (k) {
+					frame[34] = (__u8)(port >> 8);
+					frame[35] = (__u8)port;
+				}
+				err = measure(g[k][s].prog, frame, (__u32)b->repeat, &slope, &fixed, &rv, &kns);
+				if (err) {
+					fprintf(stderr, "fgbench: test_run rules %s %u: %s\n", kinds[k], n[s],
+						strerror(-err));
+					goto out;
+				}
+				if (!s)
+					base = slope;
+				printf("{\"kind\":\"rules\",\"name\":\"fg_rules_%s_%u\",\"case\":\"%s\","
+				       "\"rules\":%u,\"pass\":%lu,\"ns\":%.3f,\"match_ns\":%.3f,"
+				       "\"kernel_ns\":%u,\"retval\":%u,\"expect\":%u}\n", kinds[k], sizes[s],
+				       kinds[k], n[s], pass, slope, slope - base, kns, rv, XDP_DROP);
+				fflush(stdout);
+			}
+		}
+	}
+	/* honesty check: the frame took the last rule (its row counted the drops) */
+	for (int k = 0; k < 2; k++) {
+		for (int s = 0; s < NS; s++) {
+			int row, out;
+			const char *rname = "_global";
+
+			fgi_top_outcome(&g[k][s], &row, &out);
+			for (__u32 i = 0; i < g[k][s].cfg.pol.nrules; i++)
+				if (row >= 0 && g[k][s].cfg.pol.rules[i].id == row)
+					rname = g[k][s].cfg.rules[i].name;
+			printf("{\"kind\":\"check\",\"what\":\"rules %s %u: the rule that took the "
+			       "frames\",\"rule\":\"%s\",\"want\":\"r%u\",\"outcome\":\"%s\"}\n",
+			       kinds[k], n[s], rname, n[s] - 1, out >= 0 ? fg_outcome_names[out] : "?");
+		}
+	}
+out:
+	for (int k = 0; k < 2; k++)
+		for (int s = 0; s < NS; s++)
+			fgi_close(&g[k][s]);
+	return err ? 1 : 0;
+}
+
 /* ---- xdp: attach a baseline until a signal -------------------------------- */
 
 static int xdp(void *cfg)
@@ -1622,6 +1733,14 @@ static const struct fg_opt micro_opts[] = {
 	FG_OPT_STR("only", 'o', B, only, "NAME", "only the figure NAME (profiling)"),
 	FG_OPT_END,
 };
+static const struct fg_opt rules_opts[] = {
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
+	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
+		   "interleaved passes (default 3)"),
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
+		   "packets per run of the short call (default 1048576)"),
+	FG_OPT_END,
+};
 static const struct fg_opt xdp_opts[] = {
 	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device (required)"),
 	FG_OPT_STR("prog", 'p', B, prog, "bare_drop|floor", "the baseline (required)"),
@@ -1663,6 +1782,9 @@ static const struct fg_cmd bench_cmds[] = {
 	{ "micro", "--policy FILE [options]",
 	  "BPF_PROG_TEST_RUN ns per packet, one JSON line per figure and pass", 0, 0,
 	  micro_opts, micro },
+	{ "rules", "[options]",
+	  "ns per packet against the number of rules (1, 16, 64, 256), worst and typical", 0, 0,
+	  rules_opts, rules },
 	{ "xdp", "-i DEV --prog bare_drop|floor",
 	  "attach a baseline until SIGTERM, then print its count", 0, 0, xdp_opts, xdp },
 	{ "sweep", "[--curve NAME] [options]",

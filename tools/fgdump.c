@@ -162,8 +162,7 @@ static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src
 		goto out;
 	}
 	k.s.addr = a & rule->mask4;
-	k.s.rule = (__u8)id;
-	k.s.used = 1;
+	k.s.rule = (__u16)(FG_WKEY4_USED | id);
 	k.s.gen = rule->gen;
 	ref->fd = m->fd[FGM_SRC4];
 	ref->set = fg_hash4(k.u, ctl.seed4, ctl.src4_bits);

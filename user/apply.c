@@ -218,7 +218,7 @@ static void lpm_entries(const struct lpm_slots *s, int fam, struct fg_pfx_entry 
 
 /* --- the other slotted maps ------------------------------------------------- */
 
-/* The rule scan's start index for a policy, into slot `slot`. */
+/* The first-match bitmaps of a policy, into slot `slot`. */
 static int pidx_write(struct fg_maps *m, const struct fg_policy *pol, __u32 slot)
 {
 	struct fg_pidx *x = malloc(sizeof(*x));
@@ -226,8 +226,9 @@ static int pidx_write(struct fg_maps *m, const struct fg_policy *pol, __u32 slot
 
 	if (!x)
 		return -ENOMEM;
-	fg_pidx_build(pol, x);
-	err = fg_array_write(m, FGM_PIDX, slot, x);
+	err = fg_pidx_build(pol, x);
+	if (!err)
+		err = fg_array_write(m, FGM_PIDX, slot, x);
 	free(x);
 	return err;
 }

@@ -104,19 +104,21 @@ int fg_switch_rule_ovr(struct fg_ctl_map *cm, __u32 id, __u32 ovr)
 		return -EINVAL;
 	w = id / 64;
 	bit = 1ull << (id % 64);
-	switch (ovr) {
-	case FG_OVR_NONE:
-		__atomic_fetch_and(&c->rule_ovr_set[w], ~bit, __ATOMIC_RELEASE);
-		break;
-	case FG_OVR_ENFORCE:
-		__atomic_fetch_and(&c->rule_ovr_shadow[w], ~bit, __ATOMIC_RELAXED);
-		__atomic_fetch_or(&c->rule_ovr_set[w], bit, __ATOMIC_RELEASE);
-		break;
-	default:
-		__atomic_fetch_or(&c->rule_ovr_shadow[w], bit, __ATOMIC_RELAXED);
-		__atomic_fetch_or(&c->rule_ovr_set[w], bit, __ATOMIC_RELEASE);
-		break;
+	if (ovr == FG_OVR_NONE) {
+		if (__atomic_fetch_and(&c->rule_ovr_set[w], ~bit, __ATOMIC_SEQ_CST) & bit)
+			__atomic_fetch_sub(&c->rule_ovr_n, 1u, __ATOMIC_SEQ_CST);
+		stamp_ovr(c);
+		return 0;
 	}
+	/* counted before the bit is set, and taken back if it was set already:
+	 * rule_ovr_n never counts too few */
+	__atomic_fetch_add(&c->rule_ovr_n, 1u, __ATOMIC_SEQ_CST);
+	if (ovr == FG_OVR_ENFORCE)
+		__atomic_fetch_and(&c->rule_ovr_shadow[w], ~bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_or(&c->rule_ovr_shadow[w], bit, __ATOMIC_RELAXED);
+	if (__atomic_fetch_or(&c->rule_ovr_set[w], bit, __ATOMIC_SEQ_CST) & bit)
+		__atomic_fetch_sub(&c->rule_ovr_n, 1u, __ATOMIC_SEQ_CST);
 	stamp_ovr(c);
 	return 0;
 }
@@ -128,9 +130,13 @@ int fg_switch_clear_rule_ovr_ids(struct fg_ctl_map *cm, const __u64 mask[FG_OVR_
 	if (!mask)
 		return -EINVAL;
 	for (int w = 0; w < FG_OVR_WORDS; w++) {
+		__u64 was;
+
 		if (!mask[w])
 			continue;
-		__atomic_fetch_and(&cm->ctl->rule_ovr_set[w], ~mask[w], __ATOMIC_RELEASE);
+		was = __atomic_fetch_and(&cm->ctl->rule_ovr_set[w], ~mask[w], __ATOMIC_SEQ_CST);
+		__atomic_fetch_sub(&cm->ctl->rule_ovr_n, (__u32)__builtin_popcountll(was & mask[w]),
+				   __ATOMIC_SEQ_CST);
 		__atomic_fetch_and(&cm->ctl->rule_ovr_shadow[w], ~mask[w], __ATOMIC_RELAXED);
 	}
 	return 0;
@@ -281,6 +287,7 @@ int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
 	out->seed4 = LOAD(&c->seed4);
 	out->src4_bits = LOAD(&c->src4_bits);
 	out->rt_active = LOAD(&c->rt_active);
+	out->rule_ovr_n = LOAD(&c->rule_ovr_n);
 	for (int w = 0; w < FG_OVR_WORDS; w++) {
 		out->rule_ovr_set[w] = LOAD(&c->rule_ovr_set[w]);
 		out->rule_ovr_shadow[w] = LOAD(&c->rule_ovr_shadow[w]);

@@ -21,7 +21,9 @@
  * rule_ovr_shadow then rule_ovr_set. The program reads them in the other
  * order, so a packet sees the pair of one switch, or of the one being made.
  * Switching off clears only the first field (bypass, the set bit), so a
- * stale second field is never read as new. (x86 keeps loads in order; BPF
+ * stale second field is never read as new. rule_ovr_n, which the program
+ * reads before either bitmap, goes up before a bit is set and down only
+ * after one was cleared (include/floodgate.h, struct fg_ctl). (x86 keeps loads in order; BPF
  * C under clang 14 has no acquire load, so on a weakly ordered CPU a packet
  * racing a switch may still see the previous bypass_until or shadow bit.)
  *

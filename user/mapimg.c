@@ -189,19 +189,117 @@ void fg_dir4_img_free(struct fg_dir4_img *img)
 	img->nblk = 0;
 }
 
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
+/* What an entry holds in dimension dim: the range lo..hi. */
+enum pdim { PD_DPORT, PD_SPORT, PD_ICMP, PD_PROTO, PD_ANY };
+
+static void entry_range(const struct fg_match *e, enum pdim dim, unsigned *lo, unsigned *hi)
 {
-	for (int c = 0; c < FG_NPCLASS; c++) {
-		unsigned n = pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
+	switch (dim) {
+	case PD_DPORT:
+		*lo = e->dport_lo;
+		*hi = e->dport_hi;
+		return;
+	case PD_SPORT:
+		*lo = e->sport_lo;
+		*hi = e->sport_hi;
+		return;
+	case PD_ICMP:
+		*lo = e->flags & FG_M_ICMP_TYPE ? e->icmp_type : 0;
+		*hi = e->flags & FG_M_ICMP_TYPE ? e->icmp_type : 255;
+		return;
+	case PD_PROTO:
+		*lo = e->proto ? e->proto : 0;
+		*hi = e->proto ? e->proto : 255;
+		return;
+	default:
+		*lo = 0;
+		*hi = 65535;
+	}
+}
 
-		/* no entry holds the port: start past the end, nothing to scan */
-		memset(out->start[c], n, sizeof(out->start[c]));
-		/* backwards, so the earliest entry holding a port wins */
-		for (int i = (int)n - 1; i >= 0; i--) {
-			const struct fg_match *m = &pol->match[c][i];
+/* A bitmap and its summary word: every entry of the class whose range in
+ * dim holds v. */
+static __u16 pbm_fill(const struct fg_match *e, unsigned n, enum pdim dim, unsigned v,
+		      struct fg_pbm *bm)
+{
+	__u16 sum = 0;
 
-			for (unsigned port = m->dport_lo; port <= m->dport_hi; port++)
-				out->start[c][port] = (__u8)i;
+	memset(bm, 0, sizeof(*bm));
+	for (unsigned i = 0; i < n; i++) {
+		unsigned lo, hi;
+
+		entry_range(&e[i], dim, &lo, &hi);
+		if (v >= lo && v <= hi) {
+			bm->w[i / 64] |= 1ull << (i % 64);
+			sum |= (__u16)(1u << (i / 64));
 		}
 	}
+	return sum;
+}
+
+/*
+ * The value -> bitmap map of one dimension, out[0..nv-1], its bitmaps from
+ * *nb on. A new bitmap starts where some range starts or ends (+1): the
+ * candidates are the same from one such value up to the next, so n ranges
+ * make at most 2n + 1 bitmaps. -E2BIG past FG_PBM_N.
+ */
+static int pbm_dim(const struct fg_match *e, unsigned n, enum pdim dim, __u16 *out, unsigned nv,
+		   struct fg_pidx *x, __u32 *nb, __u8 *cut)
+{
+	memset(cut, 0, nv);
+	cut[0] = 1;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned lo, hi;
+
+		entry_range(&e[i], dim, &lo, &hi);
+		if (lo < nv)
+			cut[lo] = 1;
+		if (hi + 1 < nv)
+			cut[hi + 1] = 1;
+	}
+	for (unsigned v = 0; v < nv; v++) {
+		if (cut[v]) {
+			if (*nb >= FG_PBM_N)
+				return -E2BIG;
+			x->sum[*nb] = pbm_fill(e, n, dim, v, &x->bm[*nb]);
+			(*nb)++;
+		}
+		out[v] = (__u16)(*nb - 1);
+	}
+	return 0;
+}
+
+static unsigned class_n(const struct fg_policy *pol, int c)
+{
+	return pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
+}
+
+int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
+{
+	__u8 *cut = malloc(65536);
+	__u32 nb = 0;
+	int err = 0;
+
+	if (!cut)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	for (int c = 0; c < FG_NCLASS; c++) {
+		out->all[c] = (__u16)nb;
+		out->sum[nb] = pbm_fill(pol->match[c], class_n(pol, c), PD_ANY, 0, &out->bm[nb]);
+		nb++;
+	}
+	for (int c = 0; c < FG_NPCLASS && !err; c++) {
+		err = pbm_dim(pol->match[c], class_n(pol, c), PD_DPORT, out->cls[c][0], 65536, out, &nb, cut);
+		if (!err)
+			err = pbm_dim(pol->match[c], class_n(pol, c), PD_SPORT, out->cls[c][1], 65536,
+				      out, &nb, cut);
+	}
+	if (!err)
+		err = pbm_dim(pol->match[FG_CLASS_ICMP], class_n(pol, FG_CLASS_ICMP), PD_ICMP, out->k8[0],
+			      256, out, &nb, cut);
+	if (!err)
+		err = pbm_dim(pol->match[FG_CLASS_OTHER], class_n(pol, FG_CLASS_OTHER), PD_PROTO,
+			      out->k8[1], 256, out, &nb, cut);
+	free(cut);
+	return err;
 }

@@ -2,7 +2,7 @@
 /*
  * Data-path lookup images built from a compiled policy, each written whole
  * into one policy slot by apply.c: fg_dir4 and its blocks (IPv4 lists,
- * DIR-16-8-8) and fg_pidx (where the rule scan starts, per port). Pure
+ * DIR-16-8-8) and fg_pidx (the first-match bitmaps, per port). Pure
  * functions: no map is touched here, so tests build the same images.
  */
 #ifndef FG_MAPIMG_H
@@ -32,7 +32,9 @@ struct fg_pfx fg_dir4_img_lookup(const struct fg_dir4_img *img, __u32 addr);
 
 void fg_dir4_img_free(struct fg_dir4_img *img);
 
-/* The scan start index of a compiled policy. */
-void fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
+/* The first-match bitmaps of a compiled policy (struct fg_pidx); 0, or
+ * -E2BIG if its classes hold more entries than FG_MAX_MATCH (the compiler
+ * refuses such a policy first). */
+int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
 
 #endif /* FG_MAPIMG_H */

@@ -703,7 +703,7 @@ static void fragments_match(struct fg_policy *pol, int idx)
 		memset(e, 0, sizeof(*e));
 		e->sport_hi = e->dport_hi = 65535;
 		e->flags = FG_M_FRAG;
-		e->rule = (__u8)idx;
+		e->rule = (__u16)idx;
 	}
 }
 

@@ -457,7 +457,7 @@ static int expand_match(struct pol_ctx *c, yaml_node_t *where, const struct matc
 				e->tcp_val = m->tcp_val;
 				e->icmp_type = m->icmp_type < 0 ? 0 : (__u8)m->icmp_type;
 				e->flags = flags;
-				e->rule = (__u8)rule;
+				e->rule = (__u16)rule;
 			}
 		}
 	}

@@ -122,8 +122,8 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 		for (int k = 0; k < FG_WAYS4 && !err; k++) {
 			struct fg_wkey4 key = sets[i].key[k];
 
-			if (key.used)
-				err = src_take(w, 4, &key.addr, key.rule, key.gen,
+			if (key.rule & FG_WKEY4_USED)
+				err = src_take(w, 4, &key.addr, (__u16)(key.rule & ~FG_WKEY4_USED), key.gen,
 					       sets[i].tat[k], sets[i].drops[k]);
 		}
 	}

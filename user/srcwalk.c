@@ -129,7 +129,7 @@ static int lookup4(struct fg_srcwalk *w, struct fg_source *s)
 	union {
 		struct fg_wkey4 k;
 		__u64 u;
-	} key = { .k = { .rule = (__u8)s->rule, .used = 1, .gen = s->gen } };
+	} key = { .k = { .rule = (__u16)(FG_WKEY4_USED | s->rule), .gen = s->gen } };
 	const struct fg_set4 *set;
 
 	memcpy(&key.k.addr, s->addr, 4);
