@@ -139,7 +139,11 @@ check_cmp "the operator's entry for one of the sprayed sources is untouched" \
 	"$(entry_of 10.79.1.7/32)" = "uid operator's own False"
 read -r refused live < <(esc refused live)
 check_cmp "status: live at the cap" "$live" = "$MAX"
-check_cmp "status: the others refused and counted (40 - $MAX - 1 listed)" "$refused" -ge 30
+# each source that stays throttled past after: is refused once; how many get
+# there in the flood's 4 s depends on the machine, never more than 40 - MAX - 1
+expect "status: the others refused and counted, once each" \
+	"[ ${refused:-0} -ge 1 ] && [ ${refused:-0} -le $((40 - MAX - 1)) ]" \
+	"40 sources, $MAX live, 1 the operator's" "1 ..$((40 - MAX - 1)) refused" "${refused:-?}"
 check "status says it is at the cap" bash -c "'$FG' status | grep -q 'at the cap: new escalations are refused'"
 check_cmp "the cap logged once" "$(grep -c "further escalations: at the cap of $MAX" "$DLOG")" = 1
 # a restart counts the live entries from the list by their author
