@@ -87,9 +87,8 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 	return 0;
 }
 
-/* A source table (mmapable): map it read-only to scan it in place. */
-static int src_map(struct fg_maps *m, enum fg_map_id id, size_t set_size, const void **sets,
-		   __u32 *nsets, size_t *len)
+int fg_src_table_map(struct fg_maps *m, int id, size_t set_size, const void **sets,
+		     __u32 *nsets, size_t *len)
 {
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
@@ -114,7 +113,7 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 	const struct fg_set4 *sets = NULL;
 	__u32 nsets = 0;
 	size_t len = 0;
-	int err = src_map(m, FGM_SRC4, sizeof(*sets), (const void **)&sets, &nsets, &len);
+	int err = fg_src_table_map(m, FGM_SRC4, sizeof(*sets), (const void **)&sets, &nsets, &len);
 
 	if (err)
 		return err;
@@ -158,7 +157,7 @@ static int walk_src6(struct fg_maps *m, struct src_walk *w)
 	int err = fg_ctl_read(m, &ctl);
 
 	if (!err)
-		err = src_map(m, FGM_SRC6, sizeof(*sets), (const void **)&sets, &nsets, &len);
+		err = fg_src_table_map(m, FGM_SRC6, sizeof(*sets), (const void **)&sets, &nsets, &len);
 	if (err)
 		return err;
 	for (__u32 i = 0; i < nsets && !err; i++)

@@ -48,6 +48,12 @@ int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns
 bool fg_source_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
 		       __u64 now_tu);
 
+/* A source table (id: FGM_SRC4 or FGM_SRC6, mmapable) mapped read-only,
+ * to be scanned in place: *sets, its *nsets sets of set_size bytes
+ * (-EPROTO for another size); munmap(*sets, *len) when done. */
+int fg_src_table_map(struct fg_maps *m, int id, size_t set_size, const void **sets,
+		     __u32 *nsets, size_t *len);
+
 /* Entries in fg_src4 / fg_src6: a full walk (tools and tests; the daemon
  * walks incrementally, user/srcwalk.h). */
 int fg_sources_count(struct fg_maps *m, size_t *n4, size_t *n6);

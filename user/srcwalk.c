@@ -9,28 +9,6 @@
 #include "fgmaps.h"
 #include "srcwalk.h"
 
-/* A source table (mmapable), mapped read-only; sets: how many it has. */
-static int map_table(struct fg_maps *m, enum fg_map_id id, size_t set_size, const void **sets,
-		     __u32 *nsets, size_t *len)
-{
-	struct bpf_map_info info = {};
-	__u32 ilen = sizeof(info);
-	long pg = sysconf(_SC_PAGESIZE);
-	void *p;
-
-	if (bpf_obj_get_info_by_fd(m->fd[id], &info, &ilen))
-		return -errno;
-	if (info.value_size != set_size)
-		return -EPROTO;
-	*nsets = info.max_entries;
-	*len = ((size_t)info.max_entries * set_size + pg - 1) / pg * pg;
-	p = mmap(NULL, *len, PROT_READ, MAP_SHARED, m->fd[id], 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	*sets = p;
-	return 0;
-}
-
 int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m)
 {
 	struct fg_ctl ctl;
@@ -45,9 +23,9 @@ int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m)
 	w->seed6[0] = ctl.seed6[0];
 	w->seed6[1] = ctl.seed6[1];
 	w->bits6 = ctl.src6_bits;
-	if ((err = map_table(m, FGM_SRC4, sizeof(struct fg_set4), (const void **)&w->sets,
+	if ((err = fg_src_table_map(m, FGM_SRC4, sizeof(struct fg_set4), (const void **)&w->sets,
 			     &w->nsets, &w->len)) ||
-	    (err = map_table(m, FGM_SRC6, sizeof(struct fg_set6), (const void **)&w->sets6,
+	    (err = fg_src_table_map(m, FGM_SRC6, sizeof(struct fg_set6), (const void **)&w->sets6,
 			     &w->nsets6, &w->len6)))
 		goto fail;
 	/* the program would not use a table of another size either */
