@@ -34,6 +34,9 @@ struct fg_inforce {
 	struct fg_ctl ctl;			/* file mode, overrides */
 	struct fg_pfx_entry *pfx;		/* the active slot's trie entries, malloc'd */
 	size_t n_pfx;
+	/* set by a successful apply: where the new IPv4 lists ask the trie
+	 * (fg_dir4_describe), "" when nowhere; the caller logs it */
+	char dir4_note[256];
 };
 
 void fg_inforce_free(struct fg_inforce *was);

@@ -431,6 +431,8 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
 		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+	if (!err && was.dir4_note[0])
+		pr_info("%s: %s", d->pin_dir_existed ? "adopt" : "start", was.dir4_note);
 	fg_inforce_free(&was);
 	return err;
 }
@@ -797,6 +799,8 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
 	fg_maps_unlock(&d->maps);
 	fg_reload_log("reload", &was, ncfg);
+	if (was.dir4_note[0])
+		pr_info("reload: %s", was.dir4_note);
 	fg_inforce_free(&was);
 	return 0;
 }
