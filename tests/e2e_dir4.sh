@@ -3,9 +3,10 @@
 # End to end: a threat feed of a million /32s, past the IPv4 lists' block
 # budget (include/floodgate.h, "the block budget"), through the real CLI and
 # daemon in two namespaces made here. `floodgate check` and the daemon's log
-# say how many /24 ranges the trie answers; frames from a listed source in a
-# range that kept its block, from one in a range the trie answers, and from
-# an unlisted source in that range get the right verdict (counted deny / pass).
+# say how many /24 ranges the trie answers, so does a metrics gauge; frames
+# from a listed source in a range that kept its block, from one in a range
+# the trie answers, and from an unlisted source in that range get the right
+# verdict (counted deny / pass).
 # Needs root. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -16,6 +17,7 @@ fg_ns_create g && fg_ns_create r && fg_ns_quiet g && fg_ns_quiet r &&
 	fg_veth_create g g0 r r0 && fg_ns_addr g g0 10.87.0.1/24 && fg_ns_addr r r0 10.87.0.2/24 ||
 	{ bad setup "namespaces and veth pair"; fg_finish; }
 MAC=$(fg_ns_mac r r0)
+MPORT=$((30000 + $$ % 20000))
 
 # Kept: three /32s in 10.1.2.0/24 (more than any random /24 is likely to
 # hold, and the lowest address). Trie: one /32 in 222.255.255.0/24, the
@@ -23,7 +25,7 @@ MAC=$(fg_ns_mac r r0)
 KEPT=10.1.2.5
 TRIE=222.255.255.9
 UNLISTED=222.255.255.10
-awk 'BEGIN { srand(11); printf "interfaces: [r0]\nmax_sources: 4096\ndeny: [10.1.2.5,10.1.2.6,10.1.2.7,222.255.255.9";
+awk -v mport=$MPORT 'BEGIN { srand(11); printf "interfaces: [r0]\nmax_sources: 4096\nmetrics: \"127.0.0.1:%d\"\ndeny: [10.1.2.5,10.1.2.6,10.1.2.7,222.255.255.9", mport;
 	for (i = 0; i < 1000000; i++)
 		printf ",%d.%d.%d.%d", 11 + int(rand() * 211), int(rand() * 256), int(rand() * 256), int(rand() * 256);
 	print "]\nrules:\n  - {name: udp9, match: {proto: udp, dport: 9}, per_source: {rate: 100000/s, burst: 100000}}" }' \
@@ -39,6 +41,14 @@ if ! FG_START_TENTHS=600 fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
 fi
 ok "floodgated starts with a million /32s (not refused)"
 check "the daemon's log says how many /24 ranges the trie answers" grep -q "start: IPv4 lists: .*$NOTE" "$DLOG"
+metric() {	# metric NAME: its value on the daemon's page
+	fg_ns_exec r curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+logged=$(sed -nE 's|.*start: IPv4 lists: ([0-9]+) blocks.*; ([0-9]+) of [0-9]+ /24 ranges.*|\1 \2|p' "$DLOG")
+n=50
+while [ -z "$(metric floodgate_ipv4_list_blocks)" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+check_cmp "metrics: the blocks and the /24 ranges the trie answers, as logged" \
+	"$(metric floodgate_ipv4_list_blocks) $(metric 'floodgate_ipv4_list_trie{range="24"}')" = "$logged"
 
 # sent SRC N: N frames from SRC; prints "deny-growth pass-growth" (the
 # global row's deny, rule udp9's pass)

@@ -715,8 +715,14 @@ int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg
 	a->hook = hook;
 	a->why = why;
 	err = apply_run(a);
-	if (!err && was && a->dir4 && fg_dir4_img_fallback(a->dir4))
-		fg_dir4_describe(a->dir4, was->dir4_note, sizeof(was->dir4_note));
+	if (!err && was && a->dir4) {
+		was->dir4_blocks = a->dir4->nblk;
+		was->dir4_trie16 = a->dir4->trie16;
+		was->dir4_trie24 = a->dir4->trie24;
+		was->dir4_trie_pfx = a->dir4->trie_pfx;
+		if (fg_dir4_img_fallback(a->dir4))
+			fg_dir4_describe(a->dir4, was->dir4_note, sizeof(was->dir4_note));
+	}
 	fg_ctl_map_close(&a->cm);
 	lpm_slots_free(&a->lpm[0]);
 	lpm_slots_free(&a->lpm[1]);

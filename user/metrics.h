@@ -31,6 +31,9 @@ struct fg_metrics_snap {
 	const char *extra;			/* more lines, appended as they are (connd.h) */
 	size_t extra_len;
 	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
+	/* the IPv4 lists as last applied (apply.h): blocks, and the /16s, /24s
+	 * and prefixes the LPM trie answers past the block budget */
+	__u32 ipv4_blocks, ipv4_trie16, ipv4_trie24, ipv4_trie_pfx;
 };
 
 /*
