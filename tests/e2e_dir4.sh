@@ -50,6 +50,14 @@ while [ -z "$(metric floodgate_ipv4_list_blocks)" ] && [ $n -gt 0 ]; do sleep 0.
 check_cmp "metrics: the blocks and the /24 ranges the trie answers, as logged" \
 	"$(metric floodgate_ipv4_list_blocks) $(metric 'floodgate_ipv4_list_trie{range="24"}')" = "$logged"
 
+# figures: the kernel's own memory figure (bytes) of the trie and of the active blocks
+mem() { bpftool -j map show "$@" 2>/dev/null | fg_json_get - bytes_memlock; }
+inner=$(bpftool -j map dump pinned "$PIN/fg_blk4" 2>/dev/null | "$FG_PY" -c '
+import json, sys
+ids = [int.from_bytes(bytes(int(b, 16) for b in e["value"]), "little") for e in json.load(sys.stdin)]
+print(max(ids, default=0))' 2>/dev/null)
+echo "# figures: fg_pfx4 (1M prefixes) $(mem pinned "$PIN/fg_pfx4") B, fg_blk4 inner map (id ${inner:-?}) $(mem id "${inner:-0}") B, fg_dir4 (2 slots) $(mem pinned "$PIN/fg_dir4") B"
+
 # sent SRC N: N frames from SRC; prints "deny-growth pass-growth" (the
 # global row's deny, rule udp9's pass)
 sent() {
