@@ -544,7 +544,8 @@ static void test_prog_budget_flips(void)
 {
 	static struct fg_config cfg[2];
 	static struct fg_dir4_img img;
-	const __u32 budget[4] = { 40, 0, 7, 300 };
+	/* ~0: every /16 its block and half the /24s theirs, so /24s ask the trie from a block */
+	const __u32 budget[4] = { 40, 0, 7, ~0u };
 	char why[FG_WHY_LEN] = "";
 	char *y[2] = { policy_yaml(3000, 300, 16, 32), policy_yaml(800, 80, 16, 32) };
 	int seen[FG_OUT_MAX] = { 0 };
@@ -554,13 +555,21 @@ static void test_prog_budget_flips(void)
 		goto out;
 	for (int step = 0; step < 4; step++) {
 		int p = step & 1;
-		size_t wrong = 0, trie = 0, table = 0;
+		size_t wrong = 0, trie = 0, trie24 = 0, table = 0;
+		__u32 b = budget[step];
 		struct fg_ctl ctl;
 
 		fg_config_free(&cfg[p]);
 		memset(&cfg[p], 0, sizeof(cfg[p]));
-		if (!ASSERT_OK(apply_yaml(&g, y[p], &cfg[p], why), why) ||
-		    !ASSERT_OK(write_budget(&g, &cfg[p], budget[step], &img), "the table within the budget") ||
+		if (!ASSERT_OK(apply_yaml(&g, y[p], &cfg[p], why), why))
+			break;
+		if (b == ~0u) {
+			if (!ASSERT_OK(fg_dir4_build(cfg[p].pfx, cfg[p].n_pfx, &img), "the full table"))
+				break;
+			b = img.n16 + img.n24 / 2;
+			fg_dir4_img_free(&img);
+		}
+		if (!ASSERT_OK(write_budget(&g, &cfg[p], b, &img), "the table within the budget") ||
 		    !ASSERT_OK(fg_ctl_read(&g.maps, &ctl), "fg_ctl"))
 			break;
 		ASSERT_TRUE(fg_dir4_img_fallback(&img), "some ranges ask the trie");
@@ -575,14 +584,18 @@ static void test_prog_budget_flips(void)
 			if (fg_dir4_img_find(&img, a, &dummy))
 				table++;
 			else
-				trie++;
+				trie++, trie24 += !!(img.dir.e[a >> 16] & FG_DIR4_BLK);
 			if (want >= 0 && want < FG_OUT_MAX)
 				seen[want]++;
 		}
-		fg_dir4_img_free(&img);
 		ASSERT_EQ(wrong, 0, "outcomes differing from the longest-prefix match (program or trie)");
 		ASSERT_GE(trie, 200, "probes in ranges that ask the trie");
 		ASSERT_GE(table, 200, "probes the table answers");
+		if (budget[step] == ~0u) {
+			ASSERT_EQ(img.trie16, 0, "every /16 has its block");
+			ASSERT_GE(trie24, 200, "probes in /24s that ask the trie from a block");
+		}
+		fg_dir4_img_free(&img);
 	}
 	ASSERT_GE(seen[FG_OUT_ALLOW], 300, "allowlisted probes");
 	ASSERT_GE(seen[FG_OUT_DENY], 300, "denylisted probes");
