@@ -548,8 +548,9 @@ _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
  * the blocks used, none without long prefixes), and swapped in before the
  * slot flip (a reload holds both slots' blocks until the next one). Random
  * /16../32 prefixes (as tools/bench.sh draws them): 10,000 need 13,336
- * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie, which
- * userspace still keeps for its own reads, is 128 bytes a prefix. A policy
+ * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie fg_pfx4, which
+ * apply still writes (userspace reads it, the program falls back to it), is
+ * up to 128 bytes a prefix ("Prefix capacity" above). A policy
  * needing more than FG_BLK4_MAX blocks (128 MB a slot) is not refused:
  *
  * The block budget. Past FG_BLK4_MAX blocks, the ranges that get none are

@@ -50,7 +50,8 @@ while [ -z "$(metric floodgate_ipv4_list_blocks)" ] && [ $n -gt 0 ]; do sleep 0.
 check_cmp "metrics: the blocks and the /24 ranges the trie answers, as logged" \
 	"$(metric floodgate_ipv4_list_blocks) $(metric 'floodgate_ipv4_list_trie{range="24"}')" = "$logged"
 
-# figures: the kernel's own memory figure (bytes) of the trie and of the active blocks
+# figures: the kernel's memlock figures (bytes) of the trie (it counts leaves only, not the
+# intermediate nodes: floodgate.h, "Prefix capacity"), the active blocks and fg_dir4
 mem() { bpftool -j map show "$@" 2>/dev/null | fg_json_get - bytes_memlock; }
 inner=$(bpftool -j map dump pinned "$PIN/fg_blk4" 2>/dev/null | "$FG_PY" -c '
 import json, sys
