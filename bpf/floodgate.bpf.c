@@ -52,8 +52,9 @@ __u64 fake_now = 0;
 const volatile __u32 fg_skip = 0;
 /* With FG_SKIP_SCAN: the rule index fg_find_rule returns without a scan. */
 const volatile __u32 fg_skip_rule = 0;
-/* Benchmarks only: 1 = IPv4 lists from the LPM trie fg_pfx4 (still written
- * for userspace), the walk DIR-16-8-8 replaced, to time both in one run.
+/* Benchmarks only: 1 = IPv4 lists from the LPM trie fg_pfx4 alone (the
+ * DIR-16-8-8 walk, which falls back to it past the block budget, replaced),
+ * to time both in one run.
  * The reference also keeps fg_pfx4 among the program's maps, by which
  * user/discover.c finds a pin dir's maps from an attached program. */
 const volatile __u32 fg_trie4 = 0;
@@ -1135,8 +1136,9 @@ static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, stru
 
 /*
  * The IPv4 lists of slot for saddr (DIR-16-8-8, struct fg_dir4): one read
- * of the /16 entry, one more per block level below it; NULL when the slot
- * has no table.
+ * of the /16 entry, one more per block level below it, one LPM lookup in
+ * fg_pfx4 where the entry says FG_DIR4_TRIE (past the block budget,
+ * floodgate.h); NULL when the slot has no table or nothing matches.
  */
 static __always_inline struct fg_pfx *fg_dir4_lookup(__u32 slot, __be32 saddr)
 {
@@ -1164,6 +1166,11 @@ static __always_inline struct fg_pfx *fg_dir4_lookup(__u32 slot, __be32 saddr)
 				return NULL;
 			e = blk->e[a & 0xff];
 		}
+	}
+	if (e & FG_DIR4_TRIE) {
+		struct fg_lpm4 key = { .prefixlen = 64, .slot = slot, .addr = saddr };
+
+		return bpf_map_lookup_elem(&fg_pfx4, &key);
 	}
 	return &dir->leaf[e & (FG_DIR4_LEAVES - 1)];
 }

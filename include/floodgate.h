@@ -33,7 +33,7 @@
  *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: src6_bits (52), seed6[2] (200)
  * - fg_dir4 is DIR-16-8-8 (struct fg_dir4): __u32 entries (a leaf index or FG_DIR4_BLK | block)
  *   and a leaf table; new map fg_blk4 (ARRAY_OF_MAPS, 2 slots) of 256-entry blocks
- *   (struct fg_blk4); FG_LIST_TRIE is gone: the program no longer reads fg_pfx4
+ *   (struct fg_blk4); FG_LIST_TRIE is gone
  * - FG_MAX_RULES 256, FG_MAX_IDS 512: fg_stats 513 rows, fg_names and fg_lease 512,
  *   fg_agg 2 * 512 + 1 + 2 * FG_POOL_IDS buckets; FG_MAX_MATCH 1024 entries per class
  * - struct fg_wkey4: rule is __u16 FG_WKEY4_USED | id (the used byte is gone), same 8 bytes
@@ -43,6 +43,8 @@
  * - fg_pidx: the first-match index by bitmaps (destination port, source port, ICMP type or
  *   protocol -> a bitmap of candidate entries), replaces the per-port start index;
  *   128 KiB -> 1.6 MiB a slot
+ * - fg_dir4/fg_blk4 entry FG_DIR4_TRIE (bit 30): the range is answered by one lookup in the
+ *   slot's fg_pfx4 (past the block budget, or beyond FG_DIR4_LEAVES values); nothing is refused
  *
  * ABI 5, from 4:
  * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
@@ -583,17 +585,35 @@ _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
  * the blocks used, none without long prefixes), and swapped in before the
  * slot flip (a reload holds both slots' blocks until the next one). Random
  * /16../32 prefixes (as tools/bench.sh draws them): 10,000 need 13,336
- * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie, which
- * userspace still keeps for its own reads, is 128 bytes a prefix. A policy
- * needing more than FG_BLK4_MAX blocks (128 MB a slot) or FG_DIR4_LEAVES
- * distinct values is refused at apply with the count, changing nothing: a
- * million random long prefixes (518,652 blocks, 507 MB) must be aggregated.
+ * blocks (13 MB), 20,000 25 MB, 100,000 91 MB; the LPM trie fg_pfx4, which
+ * apply still writes (userspace reads it, the program falls back to it), is
+ * up to 128 bytes a prefix ("Prefix capacity" above). A policy
+ * needing more than FG_BLK4_MAX blocks (128 MB a slot) is not refused:
+ *
+ * The block budget. Past FG_BLK4_MAX blocks, the ranges that get none are
+ * marked FG_DIR4_TRIE in the entry above them (a /24's entry in its /16's
+ * block, or a /16's entry), and the program does one LPM lookup in the
+ * slot's fg_pfx4, which apply writes with the same prefixes, for sources
+ * there only: the answer is the one the table would hold. Level-2 blocks
+ * go first (one resolves a /16, a level-3 block only a /24), then level-3
+ * blocks to the /24s holding the most prefixes longer than /24, ties by
+ * address: with no traffic to go by, every /24 covers as many addresses,
+ * and a /24 with more listed sources is the likelier to send (a threat
+ * feed lists senders), so the fallback takes the sparsest ranges. A
+ * million random /32s want 65,536 + 970,438 blocks (1 GB) and keep all
+ * 65,536 level-2 and 65,536 level-3 blocks: 904,902 of 970,438 /24s (5.4%
+ * of the address space) ask the trie (tests/test_dir4.c). A prefix
+ * whose (list, sets) value finds no leaf (more than FG_DIR4_LEAVES) is
+ * painted FG_DIR4_TRIE the same way. Apply logs the counts ("N of M /24
+ * ranges answered by the trie: the block budget is B"), so does check.
  */
 #define FG_DIR4_BITS	16
 #define FG_DIR4_BLK	(1u << 31)	/* entry: a block index, not a leaf */
+#define FG_DIR4_TRIE	(1u << 30)	/* entry: ask the slot's fg_pfx4 */
 #define FG_DIR4_LEAVES	4096		/* distinct (list, sets) values per slot */
 #define FG_BLK4_MAX	(1u << 17)	/* blocks per slot: 128 MB */
 _Static_assert((FG_DIR4_LEAVES & (FG_DIR4_LEAVES - 1)) == 0, "the program masks leaf indices");
+_Static_assert(FG_BLK4_MAX <= FG_DIR4_TRIE && FG_DIR4_LEAVES <= FG_DIR4_TRIE, "entry kinds apart");
 struct fg_dir4 {
 	__u32 e[1 << FG_DIR4_BITS];
 	struct fg_pfx leaf[FG_DIR4_LEAVES];

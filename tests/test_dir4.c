@@ -4,7 +4,8 @@
  * against a brute-force longest-prefix match on random prefix sets (/0 to
  * /32, allow, deny, sets), its two bounds, and the real program after a
  * real fg_policy_apply against the kernel's LPM trie of the same slot,
- * across reload flips and a refused policy.
+ * across reload flips; the block budget's fallback to that trie (a budget
+ * forced small, and a real million /32s past the real one).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "floodgate.skel.h"
 #include "apply.h"
 #include "ctl.h"
+#include "dir4map.h"
 #include "fgmaps.h"
 #include "mapimg.h"
 #include "policy.h"
@@ -137,12 +139,14 @@ static void test_img_vs_reference(void)
 	}
 }
 
-/* Exactly FG_BLK4_MAX blocks are accepted; one more is refused, nothing allocated. */
+/* Exactly FG_BLK4_MAX blocks: no fallback; one more /24: accepted, that one
+ * /24 (of equal counts the highest address) answered by the trie. */
 static void test_img_block_bound(void)
 {
 	static struct fg_dir4_img img;
 	size_t n = 512 * 255 + 1, k = 0;
 	struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+	struct fg_pfx r;
 
 	if (!ASSERT_TRUE(v, "calloc"))
 		return;
@@ -152,33 +156,155 @@ static void test_img_block_bound(void)
 			entry4(&v[k++], 0x20000000u | t << 16 | u << 8, 25, FG_LIST_DENY, 0);
 	ASSERT_OK(fg_dir4_build(v, n - 1, &img), "2^17 blocks: accepted");
 	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks used");
+	ASSERT_TRUE(!(fg_dir4_img_fallback(&img)), "no range asks the trie");
 	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x20010280u).list, FG_LIST_NONE, "upper half of a /24");
 	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x2001027fu).list, FG_LIST_DENY, "lower half of a /24");
 	fg_dir4_img_free(&img);
 	entry4(&v[k], 0x2000ff00u, 25, FG_LIST_DENY, 0);	/* the 256th /24 of 32.0/16 */
-	ASSERT_EQ(fg_dir4_build(v, n, &img), -ENOSPC, "one block more: refused");
-	ASSERT_EQ(img.nblk, FG_BLK4_MAX + 1, "blocks it would need");
-	ASSERT_TRUE(!img.blk, "nothing kept");
+	ASSERT_OK(fg_dir4_build(v, n, &img), "one block more: accepted");
+	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks used: the budget");
+	ASSERT_EQ(img.n24, n, "/24s wanting a block");
+	ASSERT_EQ(img.trie24, 1, "/24s answered by the trie");
+	ASSERT_EQ(img.trie16, 0, "/16s answered by the trie");
+	ASSERT_TRUE(!(fg_dir4_img_find(&img, 0x21fffe01u, &r)), "the last /24 by address asks the trie");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x21fffd01u, &r) && r.list == FG_LIST_DENY,
+		    "the /24 before it: its block");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x2000ff01u, &r) && r.list == FG_LIST_DENY,
+		    "the added /24: its block");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x21fffe81u, &r) == false, "all of the fallback /24");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x21ffff01u, &r) && r.list == FG_LIST_NONE,
+		    "a /24 without prefixes in that /16: its level-2 entry");
+	fg_dir4_img_free(&img);
+	ASSERT_EQ(fg_dir4_build_budget(v, n, FG_BLK4_MAX + 1, &img), -EINVAL, "a budget past the bound");
 	free(v);
 }
 
-/* FG_DIR4_LEAVES distinct values (leaf 0, "none", included) fit; one more does not. */
+/* FG_DIR4_LEAVES distinct values (leaf 0, "none", included) fit; a prefix
+ * with one more is answered by the trie, the others stay in the table. */
 static void test_img_leaf_bound(void)
 {
 	static struct fg_dir4_img img;
 	size_t n = FG_DIR4_LEAVES;
-	struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+	struct fg_pfx_entry *v = calloc(n + 1, sizeof(*v));
+	struct fg_pfx r;
 
 	if (!ASSERT_TRUE(v, "calloc"))
 		return;
 	for (size_t i = 0; i < n; i++)	/* distinct /16s, distinct values */
 		entry4(&v[i], 0x30000000u + ((__u32)i << 16), 16, i % 3, (__u32)(i / 3 + 1));
+	/* a /24 in the last /16, with a value seen before: a leaf again */
+	entry4(&v[n], 0x30000000u + ((__u32)(n - 1) << 16) + 0x100, 24, FG_LIST_DENY, 1);
 	ASSERT_OK(fg_dir4_build(v, n - 1, &img), "4095 values + none: accepted");
 	ASSERT_EQ(img.nleaf, FG_DIR4_LEAVES, "leaves used");
 	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x30050001u).sets, 5 / 3 + 1, "a leaf's sets");
+	ASSERT_TRUE(!(fg_dir4_img_fallback(&img)), "no range asks the trie");
 	fg_dir4_img_free(&img);
-	ASSERT_EQ(fg_dir4_build(v, n, &img), -ENOSPC, "one value more: refused");
-	ASSERT_GE(img.nleaf, FG_DIR4_LEAVES + 1, "values it would need: more than the table holds");
+	ASSERT_OK(fg_dir4_build(v, n + 1, &img), "one value more: accepted");
+	ASSERT_EQ(img.nleaf, FG_DIR4_LEAVES, "leaves used");
+	ASSERT_EQ(img.trie_pfx, 1, "prefixes answered by the trie");
+	ASSERT_TRUE(!(fg_dir4_img_find(&img, 0x3fff0001u, &r)), "the /16 with the 4097th value");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x3fff0101u, &r) && r.list == FG_LIST_DENY,
+		    "a longer prefix inside it, with a known value");
+	ASSERT_TRUE(fg_dir4_img_find(&img, 0x3ffe0001u, &r) && r.sets == 4094 / 3 + 1,
+		    "the /16 before it");
+	fg_dir4_img_free(&img);
+	free(v);
+}
+
+/* Prefixes longer than the range key shifts off, per /16 (shift 16) or /24 (8). */
+static size_t ranges_of(const struct fg_pfx_entry *v, size_t n, int shift, __u32 *keys, __u32 *cnt)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		__u32 key = entry_net(&v[i]) >> shift;
+		size_t j;
+
+		if (v[i].plen <= 32 - shift)
+			continue;
+		for (j = 0; j < m && keys[j] != key; j++)
+			;
+		if (j == m) {
+			keys[m] = key;
+			cnt[m++] = 0;
+		}
+		cnt[j]++;
+	}
+	return m;
+}
+
+/* Budgets from none to all it wants: the table answers as the brute-force
+ * longest-prefix match wherever it does not ask the trie, stays within the
+ * budget, and gives its blocks to the ranges with the most long prefixes. */
+static void test_img_budget_vs_reference(void)
+{
+	static struct fg_dir4_img img;
+	static __u32 k16[4000], c16[4000], k24[4000], c24[4000];
+	const size_t n = 3000;
+	struct fg_pfx_entry *v = calloc(n, sizeof(*v));
+	__u32 need, budgets[7];
+	size_t m16, m24;
+
+	if (!ASSERT_TRUE(v, "calloc"))
+		return;
+	random_entries(v, n);
+	m16 = ranges_of(v, n, 16, k16, c16);
+	m24 = ranges_of(v, n, 8, k24, c24);
+	need = (__u32)(m16 + m24);
+	budgets[0] = 0; budgets[1] = 1; budgets[2] = (__u32)m16 / 2; budgets[3] = (__u32)m16;
+	budgets[4] = (__u32)m16 + (__u32)m24 / 3; budgets[5] = need - 1; budgets[6] = need;
+	for (int b = 0; b < 7; b++) {
+		size_t wrong = 0, trie = 0, table = 0;
+		__u32 min_kept16 = ~0u, max_trie16 = 0, min_kept24 = ~0u, max_trie24 = 0;
+		char name[96];
+
+		if (!ASSERT_OK(fg_dir4_build_budget(v, n, budgets[b], &img), "fg_dir4_build_budget"))
+			break;
+		snprintf(name, sizeof(name), "budget %u of %u: blocks used", budgets[b], need);
+		ASSERT_EQ(img.nblk, budgets[b] < need ? budgets[b] : need, name);
+		ASSERT_EQ(img.n16, m16, "/16s wanting a block");
+		ASSERT_EQ(img.n24, m24, "/24s wanting a block");
+		for (int i = 0; i < 100000; i++) {
+			__u32 a = probe(v, n);
+			struct fg_pfx want = ref_lookup(v, n, a), got;
+
+			if (!fg_dir4_img_find(&img, a, &got)) {
+				trie++;
+				continue;
+			}
+			table++;
+			wrong += got.list != want.list || got.sets != want.sets;
+		}
+		ASSERT_EQ(wrong, 0, "table answers differing from the reference longest-prefix match");
+		ASSERT_GE(table, 10000, "probes the table answers");
+		if (budgets[b] < need)
+			ASSERT_GE(trie, 1, "probes the trie answers");
+		else
+			ASSERT_EQ(trie, 0, "probes the trie answers, with the budget it wants");
+		/* the choice: no fallback range holds more long prefixes than a kept one */
+		for (size_t i = 0; i < m16; i++) {
+			bool kept = img.dir.e[k16[i]] & FG_DIR4_BLK;
+
+			if (kept && c16[i] < min_kept16)
+				min_kept16 = c16[i];
+			if (!kept && c16[i] > max_trie16)
+				max_trie16 = c16[i];
+		}
+		for (size_t i = 0; i < m24; i++) {
+			__u32 up = img.dir.e[k24[i] >> 8], e;
+
+			if (!(up & FG_DIR4_BLK))
+				continue;	/* its /16 asks the trie whole */
+			e = img.blk[up & ~FG_DIR4_BLK].e[k24[i] & 0xff];
+			if ((e & FG_DIR4_BLK) && c24[i] < min_kept24)
+				min_kept24 = c24[i];
+			if (!(e & FG_DIR4_BLK) && c24[i] > max_trie24)
+				max_trie24 = c24[i];
+		}
+		ASSERT_LE(max_trie16, min_kept16, "a fallback /16 holds no more long prefixes than a kept one");
+		ASSERT_LE(max_trie24, min_kept24, "a fallback /24 holds no more long prefixes than a kept one");
+		fg_dir4_img_free(&img);
+	}
 	free(v);
 }
 
@@ -221,9 +347,9 @@ static void inst_close(struct inst *g)
 }
 
 /* A policy: random allow and deny prefixes, one rule that passes sources in
- * a random source set, unmatched sources dropped; prefixes no longer than
- * maxplen. Returns the YAML (malloc'd). */
-static char *policy_yaml(size_t nlist, size_t nset, int maxplen)
+ * a random source set, unmatched sources dropped; list prefixes from
+ * minplen to maxplen long. Returns the YAML (malloc'd). */
+static char *policy_yaml(size_t nlist, size_t nset, int minplen, int maxplen)
 {
 	size_t cap = (nlist + nset) * 32 + 4096, o = 0;
 	char *y = malloc(cap);
@@ -240,7 +366,8 @@ static char *policy_yaml(size_t nlist, size_t nset, int maxplen)
 			net = entry_net(&e);
 			o += (size_t)snprintf(y + o, cap - o, "  - %u.%u.%u.%u/%u\n", net >> 24,
 					      net >> 16 & 255, net >> 8 & 255, net & 255,
-					      e.plen ? (e.plen < maxplen ? e.plen : maxplen) : 1);
+					      e.plen < minplen ? minplen :
+					      e.plen < maxplen ? e.plen : maxplen);
 		}
 	}
 	o += (size_t)snprintf(y + o, cap - o, "default: drop\nrules:\n  - name: inset\n"
@@ -340,8 +467,8 @@ static void test_prog_vs_trie_and_flips(void)
 	static struct fg_config cfg[3];
 	char why[FG_WHY_LEN] = "";
 	struct inst g;
-	char *y[3] = { policy_yaml(3000, 300, 32), policy_yaml(40, 4, 32),
-		     policy_yaml(60, 6, 16) };
+	char *y[3] = { policy_yaml(3000, 300, 1, 32), policy_yaml(40, 4, 1, 32),
+		     policy_yaml(60, 6, 1, 16) };
 	int seen[FG_OUT_MAX] = { 0 }, fd;
 	__u32 k, inner;
 
@@ -383,43 +510,197 @@ out:
 	inst_close(&g);
 }
 
-/* A policy beyond FG_BLK4_MAX is refused by apply with the reason; the
- * active policy, its slot and its lists are untouched. */
-static void test_apply_refuses_bound(void)
+/* The outcome a brute-force longest-prefix match over cfg's prefixes implies. */
+static int ref_outcome(const struct fg_config *cfg, __u32 a)
 {
-	static struct fg_config ok, big;
+	struct fg_pfx v = ref_lookup(cfg->pfx, cfg->n_pfx, a);
+
+	if (v.list == FG_LIST_ALLOW)
+		return FG_OUT_ALLOW;
+	if (v.list == FG_LIST_DENY)
+		return FG_OUT_DENY;
+	return v.sets ? FG_OUT_PASS : FG_OUT_DROP;
+}
+
+/* The active slot's IPv4 lists rebuilt within `budget` blocks and written
+ * over those apply wrote (no packet is in flight in a test). */
+static int write_budget(struct inst *g, const struct fg_config *cfg, __u32 budget,
+			struct fg_dir4_img *img)
+{
+	struct fg_ctl ctl;
+	int err = fg_ctl_read(&g->maps, &ctl);
+
+	if (!err)
+		err = fg_dir4_build_budget(cfg->pfx, cfg->n_pfx, budget, img);
+	if (!err)
+		err = fg_dir4_write(g->maps.fd[FGM_DIR4], g->maps.fd[FGM_BLK4], ctl.slot & 1, img);
+	return err;
+}
+
+/* A small block budget across reload flips: the program's outcomes equal the
+ * brute-force match and the active slot's trie, for sources the table
+ * answers and for sources in ranges that ask the trie. */
+static void test_prog_budget_flips(void)
+{
+	static struct fg_config cfg[2];
+	static struct fg_dir4_img img;
+	/* ~0: every /16 its block and half the /24s theirs, so /24s ask the trie from a block */
+	const __u32 budget[4] = { 40, 0, 7, ~0u };
 	char why[FG_WHY_LEN] = "";
-	size_t n = 512 * 256 + 1, cap = n * 24 + 256, o = 0;
-	char *y = malloc(cap), *y0 = policy_yaml(400, 40, 32);
-	struct fg_ctl c0, c1;
-	struct fg_policy p0, p1;
+	char *y[2] = { policy_yaml(3000, 300, 16, 32), policy_yaml(800, 80, 16, 32) };
 	int seen[FG_OUT_MAX] = { 0 };
 	struct inst g;
 
-	if (!ASSERT_TRUE(y && y0, "policies") || !ASSERT_OK(inst_open(&g), "load"))
+	if (!ASSERT_TRUE(y[0] && y[1], "policies") || !ASSERT_OK(inst_open(&g), "load"))
 		goto out;
-	if (!ASSERT_OK(apply_yaml(&g, y0, &ok, why), why))
-		goto out;
-	o += (size_t)snprintf(y + o, cap - o, "deny:\n");
-	for (__u32 i = 0; i < n; i++)	/* a /25 in each of 2^17 + 1 /24s */
-		o += (size_t)snprintf(y + o, cap - o, "  - %u.%u.%u.0/25\n", 33 + (i >> 16),
-				      (i >> 8) & 255, i & 255);
-	o += (size_t)snprintf(y + o, cap - o, "rules:\n  - name: r\n    action: pass\n"
-			      "    match: {proto: udp}\n");
-	ASSERT_OK(fg_ctl_read(&g.maps, &c0), "fg_ctl before");
-	ASSERT_OK(fg_policy_read(&g.maps, c0.slot & 1, &p0), "policy before");
-	ASSERT_EQ(apply_yaml(&g, y, &big, why), -ENOSPC, "apply of a policy needing too many blocks");
-	ASSERT_TRUE(strstr(why, "blocks") && strstr(why, "aggregate"), why);
-	ASSERT_OK(fg_ctl_read(&g.maps, &c1), "fg_ctl after");
-	ASSERT_OK(fg_policy_read(&g.maps, c1.slot & 1, &p1), "policy after");
-	ASSERT_EQ(c1.slot, c0.slot, "active slot unchanged");
-	ASSERT_EQ(p1.version, p0.version, "active policy unchanged");
-	ASSERT_EQ(check_against_trie(&g, &ok, 1000, seen), 0, "the active lists still answer");
+	for (int step = 0; step < 4; step++) {
+		int p = step & 1;
+		size_t wrong = 0, trie = 0, trie24 = 0, table = 0;
+		__u32 b = budget[step];
+		struct fg_ctl ctl;
+
+		fg_config_free(&cfg[p]);
+		memset(&cfg[p], 0, sizeof(cfg[p]));
+		if (!ASSERT_OK(apply_yaml(&g, y[p], &cfg[p], why), why))
+			break;
+		if (b == ~0u) {
+			if (!ASSERT_OK(fg_dir4_build(cfg[p].pfx, cfg[p].n_pfx, &img), "the full table"))
+				break;
+			b = img.n16 + img.n24 / 2;
+			fg_dir4_img_free(&img);
+		}
+		if (!ASSERT_OK(write_budget(&g, &cfg[p], b, &img), "the table within the budget") ||
+		    !ASSERT_OK(fg_ctl_read(&g.maps, &ctl), "fg_ctl"))
+			break;
+		ASSERT_TRUE(fg_dir4_img_fallback(&img), "some ranges ask the trie");
+		for (int i = 0; i < 3000; i++) {
+			__u32 a = probe(cfg[p].pfx, cfg[p].n_pfx);
+			struct fg_pfx dummy;
+			int want = ref_outcome(&cfg[p], a), got = prog_outcome(&g, a);
+
+			if (got != want && !wrong)
+				printf("  first mismatch: %#x: program %d, reference %d\n", a, got, want);
+			wrong += got != want || trie_outcome(&g, ctl.slot & 1, a) != want;
+			if (fg_dir4_img_find(&img, a, &dummy))
+				table++;
+			else
+				trie++, trie24 += !!(img.dir.e[a >> 16] & FG_DIR4_BLK);
+			if (want >= 0 && want < FG_OUT_MAX)
+				seen[want]++;
+		}
+		ASSERT_EQ(wrong, 0, "outcomes differing from the longest-prefix match (program or trie)");
+		ASSERT_GE(trie, 200, "probes in ranges that ask the trie");
+		ASSERT_GE(table, 200, "probes the table answers");
+		if (budget[step] == ~0u) {
+			ASSERT_EQ(img.trie16, 0, "every /16 has its block");
+			ASSERT_GE(trie24, 200, "probes in /24s that ask the trie from a block");
+		}
+		fg_dir4_img_free(&img);
+	}
+	ASSERT_GE(seen[FG_OUT_ALLOW], 300, "allowlisted probes");
+	ASSERT_GE(seen[FG_OUT_DENY], 300, "denylisted probes");
+	ASSERT_GE(seen[FG_OUT_PASS], 100, "probes in the set");
+	ASSERT_GE(seen[FG_OUT_DROP], 300, "unlisted probes");
 out:
-	fg_config_free(&ok);
-	fg_config_free(&big);
+	for (int i = 0; i < 2; i++) {
+		fg_config_free(&cfg[i]);
+		free(y[i]);
+	}
+	inst_close(&g);
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	__u32 a = *(const __u32 *)x, b = *(const __u32 *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The blocks of the active slot's fg_blk4 inner map, or -errno. */
+static long active_blocks(struct inst *g)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), id, slot;
+	struct fg_ctl ctl;
+	int fd, err;
+
+	if (fg_ctl_read(&g->maps, &ctl))
+		return -EIO;
+	slot = ctl.slot & 1;
+	if (bpf_map_lookup_elem(g->maps.fd[FGM_BLK4], &slot, &id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return -errno;
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	return err ? err : (long)info.max_entries;
+}
+
+/* A threat feed of a million random /32s: applied (the trie answers the /24s
+ * past the block budget), the apply says so, and a sample of listed and
+ * unlisted sources gets the right outcome from the program. */
+static void test_apply_1m_random32(void)
+{
+	static struct fg_config cfg;
+	static struct fg_inforce was;
+	static struct fg_dir4_img img;
+	const size_t n = 1000000;
+	size_t cap = n * 20 + 256, o = 0, wrong = 0, trie = 0, table = 0;
+	char *y = malloc(cap), why[FG_WHY_LEN] = "";
+	__u32 *addr = malloc(n * sizeof(*addr));
+	struct fg_err e = {};
+	struct inst g;
+
+	if (!ASSERT_OK(inst_open(&g), "load") || !ASSERT_TRUE(y && addr, "memory"))
+		goto out;
+	/* flow style, no spaces: 14.6 MB, within FG_MAX_FILE_SIZE */
+	o += (size_t)snprintf(y + o, cap - o, "deny: [");
+	for (size_t i = 0; i < n; i++) {
+		addr[i] = rnd() << 8 ^ rnd();
+		o += (size_t)snprintf(y + o, cap - o, "%s%u.%u.%u.%u", i ? "," : "", addr[i] >> 24,
+				      addr[i] >> 16 & 255, addr[i] >> 8 & 255, addr[i] & 255);
+	}
+	o += (size_t)snprintf(y + o, cap - o, "]\nrules:\n  - name: r\n    action: pass\n"
+			      "    match: {proto: udp}\n");
+	if (!ASSERT_OK(fg_config_parse(y, o, "<test_dir4 1M>", &cfg, &e), "parse 1M /32s"))
+		goto out;
+	if (!ASSERT_OK(fg_policy_apply_diff(&g.maps, &cfg, &was, why), why))
+		goto out;
+	ASSERT_STR_CONTAINS(was.dir4_note, "/24 ranges answered by the trie: the block budget is",
+			    "the apply's note");
+	printf("  apply: %s\n", was.dir4_note);
+	if (!ASSERT_OK(fg_dir4_build(cfg.pfx, cfg.n_pfx, &img), "the image apply built"))
+		goto out;
+	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks: the whole budget");
+	ASSERT_EQ(active_blocks(&g), FG_BLK4_MAX, "the active slot's inner map");
+	printf("  1M random /32s: %u /16s and %u /24s want a block; %u /24s ask the trie; "
+	       "%zu MB a slot\n", img.n16, img.n24, img.trie24,
+	       ((size_t)img.nblk * sizeof(struct fg_blk4) + sizeof(struct fg_dir4)) >> 20);
+	qsort(addr, n, sizeof(*addr), cmp_u32);
+	for (int i = 0; i < 4000; i++) {
+		__u32 a = i & 1 ? addr[rnd() % n] : rnd() << 8 ^ rnd();
+		bool listed = bsearch(&a, addr, n, sizeof(*addr), cmp_u32);
+		int want = listed ? FG_OUT_DENY : FG_OUT_PASS, got = prog_outcome(&g, a);
+		struct fg_pfx dummy;
+
+		if (got != want && !wrong)
+			printf("  first mismatch: %#x: program %d, expected %d\n", a, got, want);
+		wrong += got != want;
+		if (fg_dir4_img_find(&img, a, &dummy))
+			table++;
+		else
+			trie++;
+	}
+	ASSERT_EQ(wrong, 0, "outcomes differing from the list, of 4000");
+	ASSERT_GE(trie, 1000, "sampled sources in ranges that ask the trie");
+	ASSERT_GE(table, 200, "sampled sources the table answers");
+out:
+	fg_dir4_img_free(&img);
+	fg_inforce_free(&was);
+	fg_config_free(&cfg);
 	free(y);
-	free(y0);
+	free(addr);
 	inst_close(&g);
 }
 
@@ -435,7 +716,9 @@ int main(int argc, char **argv)
 	FG_RUN(test_img_vs_reference);
 	FG_RUN(test_img_block_bound);
 	FG_RUN(test_img_leaf_bound);
+	FG_RUN(test_img_budget_vs_reference);
 	FG_RUN(test_prog_vs_trie_and_flips);
-	FG_RUN(test_apply_refuses_bound);
+	FG_RUN(test_prog_budget_flips);
+	FG_RUN(test_apply_1m_random32);
 	return fg_test_summary();
 }

@@ -284,8 +284,9 @@ static int apply_read(struct apply *a)
 	return fg_policy_read(a->m, a->slot, &a->active);
 }
 
-/* The IPv4 lists' DIR-16-8-8 image, built before anything is written: a
- * policy it cannot hold is refused here, never served by a fallback. */
+/* The IPv4 lists' DIR-16-8-8 image, built before anything is written,
+ * within FG_BLK4_MAX blocks: the ranges past it ask the slot's trie, which
+ * write_prefixes fills with the same prefixes (floodgate.h, "the block budget"). */
 static int apply_dir4(struct apply *a)
 {
 	int err;
@@ -296,15 +297,7 @@ static int apply_dir4(struct apply *a)
 		return -ENOMEM;
 	}
 	err = fg_dir4_build(a->cfg->pfx, a->cfg->n_pfx, a->dir4);
-	if (err == -ENOSPC && a->dir4->nleaf > FG_DIR4_LEAVES)
-		fg_why(a->why, "the IPv4 lists and sets make more than %u distinct combinations of "
-		       "list and sets; merge sets", FG_DIR4_LEAVES);
-	else if (err == -ENOSPC)
-		fg_why(a->why, "the IPv4 lists need %u blocks of 256 entries (one per /16 holding a "
-		       "prefix longer than /16, one per /24 holding one longer than /24), at most "
-		       "%u (%u MB): aggregate long prefixes", a->dir4->nblk, FG_BLK4_MAX,
-		       (unsigned)(FG_BLK4_MAX * sizeof(struct fg_blk4) >> 20));
-	else if (err)
+	if (err)
 		fg_why(a->why, "building the IPv4 lists: %s", strerror(-err));
 	return err;
 }
@@ -723,6 +716,14 @@ int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg
 	a->hook = hook;
 	a->why = why;
 	err = apply_run(a);
+	if (!err && was && a->dir4) {
+		was->dir4_blocks = a->dir4->nblk;
+		was->dir4_trie16 = a->dir4->trie16;
+		was->dir4_trie24 = a->dir4->trie24;
+		was->dir4_trie_pfx = a->dir4->trie_pfx;
+		if (fg_dir4_img_fallback(a->dir4))
+			fg_dir4_describe(a->dir4, was->dir4_note, sizeof(was->dir4_note));
+	}
 	fg_ctl_map_close(&a->cm);
 	lpm_slots_free(&a->lpm[0]);
 	lpm_slots_free(&a->lpm[1]);

@@ -34,6 +34,11 @@ struct fg_inforce {
 	struct fg_ctl ctl;			/* file mode, overrides */
 	struct fg_pfx_entry *pfx;		/* the active slot's trie entries, malloc'd */
 	size_t n_pfx;
+	/* set by a successful apply: the new IPv4 lists' blocks and what the
+	 * trie answers (mapimg.h), and that in one line (fg_dir4_describe), ""
+	 * when the trie answers nothing; the caller logs it */
+	__u32 dir4_blocks, dir4_trie16, dir4_trie24, dir4_trie_pfx;
+	char dir4_note[256];
 };
 
 void fg_inforce_free(struct fg_inforce *was);

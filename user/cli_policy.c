@@ -14,6 +14,7 @@
 #include "attach.h"
 #include "cli.h"
 #include "log.h"
+#include "mapimg.h"
 #include "policy.h"
 #include "sysutil.h"
 
@@ -38,11 +39,30 @@ static int load_policy(const char *path, struct fg_config *cfg, char *msg, size_
 	return err;
 }
 
+/* The IPv4 lists as apply will build them: blocks, memory, what the trie answers. */
+static int check_dir4(const struct fg_config *c)
+{
+	struct fg_dir4_img *img = malloc(sizeof(*img));
+	char line[256];
+	int err = img ? fg_dir4_build(c->pfx, c->n_pfx, img) : -ENOMEM;
+
+	if (err) {
+		pr_warn("check: building the IPv4 lists: %s", strerror(-err));
+	} else {
+		fg_dir4_describe(img, line, sizeof(line));
+		printf("%s\n", line);
+		fg_dir4_img_free(img);
+	}
+	free(img);
+	return err;
+}
+
 int cli_check(void *cfg)
 {
 	const struct cli_args *a = cfg;
 	struct fg_config *c = calloc(1, sizeof(*c));
 	char msg[1024];
+	int err;
 
 	if (!c) {
 		pr_warn("check: out of memory");
@@ -54,9 +74,10 @@ int cli_check(void *cfg)
 		return 1;
 	}
 	fg_config_print(stdout, c);
+	err = check_dir4(c);
 	fg_config_free(c);
 	free(c);
-	return 0;
+	return err ? 1 : 0;
 }
 
 /* The daemon's file must compile here first: the error is where the operator is. */

@@ -80,6 +80,7 @@ struct daemon {
 	int n_ifs;
 	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
 	struct fg_metrics *mx;
+	__u32 dir4[4];		/* the IPv4 lists as last applied: blocks, trie /16s, /24s, prefixes */
 	struct fg_srcwatch sw;	/* throttle log and source counts (srcwatch.h) */
 	struct fg_escd esc;	/* escalation to the runtime deny list (escalate.h) */
 	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
@@ -393,6 +394,18 @@ static int keep_pinned_policy(struct daemon *d, int err, const char *why, __u32 
 	return 0;
 }
 
+/* After a successful apply: the IPv4 lists' figures for metrics, and a log
+ * line when the trie answers part of them (floodgate.h, "the block budget"). */
+static void dir4_applied(struct daemon *d, const struct fg_inforce *was, const char *what)
+{
+	d->dir4[0] = was->dir4_blocks;
+	d->dir4[1] = was->dir4_trie16;
+	d->dir4[2] = was->dir4_trie24;
+	d->dir4[3] = was->dir4_trie_pfx;
+	if (was->dir4_note[0])
+		pr_info("%s: %s", what, was->dir4_note);
+}
+
 /* Lock the loaded pin dir, then fg_ctl and the policy; the lock is held
  * until attach_all is done. From here on the pin dir is ours (started). */
 static int lock_and_apply(struct daemon *d)
@@ -433,6 +446,8 @@ static int lock_and_apply(struct daemon *d)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
 		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+	if (!err)
+		dir4_applied(d, &was, d->pin_dir_existed ? "adopt" : "start");
 	fg_inforce_free(&was);
 	return err;
 }
@@ -762,7 +777,9 @@ static void tick(struct daemon *d)
 					     .source_reads = d->sw.walk.reads,
 					     .throttle_events = d->sw.events,
 					     .fleet = fg_fleetd_status(d->fleet),
-					     .shed = &d->shed, .esc = &d->esc.x.n };
+					     .shed = &d->shed, .esc = &d->esc.x.n,
+					     .ipv4_blocks = d->dir4[0], .ipv4_trie16 = d->dir4[1],
+					     .ipv4_trie24 = d->dir4[2], .ipv4_trie_pfx = d->dir4[3] };
 		char *page, *conn = NULL;
 		size_t len, clen = 0;
 
@@ -805,6 +822,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
 	fg_maps_unlock(&d->maps);
 	fg_reload_log("reload", &was, ncfg);
+	dir4_applied(d, &was, "reload");
 	fg_inforce_free(&was);
 	return 0;
 }

@@ -699,6 +699,13 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "has read (incremental walk and re-checks).\n"
 		    "# TYPE floodgate_daemon_source_reads_total counter\n"
 		    "floodgate_daemon_source_reads_total %llu\n", (unsigned long long)s->source_reads);
+	bprintf(&b, "# HELP floodgate_ipv4_list_blocks Blocks of the IPv4 lists' table (1 KB each).\n"
+		    "# TYPE floodgate_ipv4_list_blocks gauge\nfloodgate_ipv4_list_blocks %u\n"
+		    "# HELP floodgate_ipv4_list_trie Ranges and prefixes of the IPv4 lists the LPM trie "
+		    "answers, past the block budget.\n# TYPE floodgate_ipv4_list_trie gauge\n"
+		    "floodgate_ipv4_list_trie{range=\"16\"} %u\nfloodgate_ipv4_list_trie{range=\"24\"} %u\n"
+		    "floodgate_ipv4_list_trie{range=\"prefix\"} %u\n",
+		s->ipv4_blocks, s->ipv4_trie16, s->ipv4_trie24, s->ipv4_trie_pfx);
 	bprintf(&b, "# HELP floodgate_throttle_events_total Throttle events read from the ring.\n"
 		    "# TYPE floodgate_throttle_events_total counter\n"
 		    "floodgate_throttle_events_total %llu\n", (unsigned long long)s->throttle_events);

@@ -33,6 +33,9 @@ struct fg_metrics_snap {
 	size_t extra_len;
 	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
 	const struct fg_esc_counts *esc;	/* escalation (escalate.h), NULL = none */
+	/* the IPv4 lists as last applied (apply.h): blocks, and the /16s, /24s
+	 * and prefixes the LPM trie answers past the block budget */
+	__u32 ipv4_blocks, ipv4_trie16, ipv4_trie24, ipv4_trie_pfx;
 };
 
 /*
