@@ -1,15 +1,27 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* tests/logcap.h: stderr captured into a buffer, for the tests that read logs. */
+/* tests/trfix.h: one named rule and stderr captured, for the tests that read the tracker's log. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "logcap.h"
+#include "fgtest.h"
+#include "log.h"
+#include "trfix.h"
 
 static char logbuf[1 << 16];
 static int saved_fd = -1;
 static FILE *cap;
 
-void lc_begin(void)
+void tf_init(int argc, char **argv, const char *prog, struct fg_name *names, const char *rule)
+{
+	fg_test_init(argc, argv);
+	fg_log_init(prog, FG_LOG_INFO, false);
+	snprintf(names[1].name, sizeof(names[1].name), "%s", rule);
+	names[1].in_use = 1;
+	names[1].gen = 1;
+}
+
+void tf_begin(void)
 {
 	fflush(stderr);
 	cap = tmpfile();
@@ -18,7 +30,7 @@ void lc_begin(void)
 		dup2(fileno(cap), 2);
 }
 
-const char *lc_end(void)
+const char *tf_end(void)
 {
 	size_t n = 0;
 
@@ -36,7 +48,7 @@ const char *lc_end(void)
 	return logbuf;
 }
 
-int lc_count(const char *hay, const char *needle)
+int tf_count(const char *hay, const char *needle)
 {
 	int n = 0;
 
