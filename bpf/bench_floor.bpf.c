@@ -97,7 +97,7 @@ int vary(struct xdp_md *ctx)
 }
 
 /*
- * vary6: vary for IPv6 frames (tools/fgbench6.c). Writes source /64 number
+ * vary6: vary for IPv6 frames (fgbench micro6, tools/fgbench.c). Writes source /64 number
  * i of vary6_n, i pseudo-random (vary6_seq 0) or the next in turn
  * (vary6_seq 1: one pass of N repeats visits every source once), into bits
  * 32..63 of the frame's IPv6 source address, then tail-calls vary_jmp[0].
