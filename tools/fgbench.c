@@ -597,6 +597,34 @@ static int real_rule(struct fgi *g)
 	return -1;
 }
 
+/* One throttled UDP rule over a table for n sources (the next power of two
+ * past n + n/32, in *tab), prefilled with n sources from SRC_BASE (*have:
+ * the entries the table holds); skip as fgi_open_ex. 0 or -errno. */
+static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long *have)
+{
+	char y[512];
+	int err;
+
+	*tab = 2048;
+	while (*tab < n + n / 32)
+		*tab <<= 1;
+	snprintf(y, sizeof(y),
+		 "max_sources: %u\n"
+		 "rules:\n"
+		 "  - name: throttled\n"
+		 "    match: {proto: udp}\n"
+		 "    per_source: {rate: 1/s, burst: 1}\n", *tab);
+	err = fgi_open_ex(g, y, NULL, skip, 0, 0);
+	if (err)
+		return err;
+	*have = fgi_prefill(g, 0, SRC_BASE, n);
+	if (*have < 0) {
+		fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror((int)-*have));
+		return (int)*have;
+	}
+	return 0;
+}
+
 static int micro(void *cfg)
 {
 	const struct bench_opts *b = cfg;
@@ -669,27 +697,11 @@ static int micro(void *cfg)
 		    strcmp(only, "vary_floor") ? 0 : 3;
 
 	for (int i = 0; i < nmany; i++) {
-		char y[512];
-		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i];
-		__u32 tab = 2048;
+		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i], tab;
 		long have;
 
-		while (tab < n + n / 32)
-			tab <<= 1;
-		snprintf(y, sizeof(y),
-			 "max_sources: %u\n"
-			 "rules:\n"
-			 "  - name: throttled\n"
-			 "    match: {proto: udp}\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
-		if ((err = fgi_open(&many[i], y, NULL)))
+		if ((err = fgi_open_filled(&many[i], n, 0, &tab, &have)))
 			goto out;
-		have = fgi_prefill(&many[i], 0, SRC_BASE, n);
-		if (have < 0) {
-			err = (int)have;
-			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
-			goto out;
-		}
 		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n",
 		       n, tab, have);
 		/* Map memory per tracked source, from the kernel's own accounting
@@ -722,26 +734,12 @@ static int micro(void *cfg)
 	}
 
 	for (int i = 0; i < 2 && nmany; i++) {
-		char y[512];
-		__u32 n = (__u32)maxsrc, tab = 2048;
+		__u32 tab;
 		long have;
 
-		while (tab < n + n / 32)
-			tab <<= 1;
-		snprintf(y, sizeof(y),
-			 "max_sources: %u\n"
-			 "rules:\n"
-			 "  - name: throttled\n"
-			 "    match: {proto: udp}\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
-		if ((err = fgi_open_ex(&many_abl[i], y, NULL, i ? FG_SKIP_SRC : FG_SKIP_STATS, 0, 0)))
+		if ((err = fgi_open_filled(&many_abl[i], (__u32)maxsrc, i ? FG_SKIP_SRC : FG_SKIP_STATS,
+					   &tab, &have)))
 			goto out;
-		have = fgi_prefill(&many_abl[i], 0, SRC_BASE, n);
-		if (have < 0) {
-			err = (int)have;
-			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
-			goto out;
-		}
 	}
 
 	int bare = bpf_program__fd(bf->progs.bare_drop);
