@@ -434,31 +434,20 @@ void fg_escd_state_path(const char *pin_dir, char *buf, size_t len)
 	snprintf(buf, len, "%s/escalate-%s.state", dir && *dir ? dir : ESC_RUN_DIR, esc);
 }
 
-/* Written whole to a temporary name, then renamed: a reader sees one tick. */
-static int state_write(const struct fg_escd *d)
+static void state_print(FILE *f, const void *arg)
 {
-	const struct fg_esc_counts *n = &d->x.n;
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-	int err = 0;
+	const struct fg_esc_counts *n = arg;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", d->state_path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
 	fprintf(f, "pid %d\nrules %u\nmax %u\nlive %zu\nescalated %llu\nrefused %llu\n"
 		"shadow %llu\nfailed %llu\n", (int)getpid(), n->rules, n->max, n->live, (unsigned long long)n->escalated,
 		(unsigned long long)n->refused, (unsigned long long)n->shadow,
 		(unsigned long long)n->failed);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, d->state_path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+}
+
+/* Written whole to a temporary name, then renamed: a reader sees one tick. */
+static int state_write(const struct fg_escd *d)
+{
+	return fg_file_replace(d->state_path, state_print, &d->x.n);
 }
 
 int fg_escd_state_read(const char *path, struct fg_escd_state *st)

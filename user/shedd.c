@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include "log.h"
 #include "shedd.h"
+#include "sysutil.h"
 
 #define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -219,32 +220,21 @@ static void state_field_parse(struct fg_shedd_state *st, int i, const char *val)
 	}
 }
 
+static void state_print(FILE *f, const void *arg)
+{
+	for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
+		state_field_print(f, arg, (int)i);
+}
+
 /* Written whole to a temporary name, then renamed: a reader sees one sample. */
 static int state_write(const struct fg_shedd *sd)
 {
 	struct fg_shedd_state st;
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-	int err = 0;
 
 	if (!sd->state_path[0])
 		return 0;
 	fg_shedd_state_of(sd, &st);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", sd->state_path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
-		state_field_print(f, &st, (int)i);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, sd->state_path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return fg_file_replace(sd->state_path, state_print, &st);
 }
 
 int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
