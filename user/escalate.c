@@ -2,7 +2,6 @@
 /* Escalation: throttled too long -> the runtime deny list, bounded; see escalate.h. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,21 +28,8 @@ struct step {
 	bool full[2];		/* an add met a full runtime list (IPv4, IPv6) this step */
 };
 
-static void __attribute__((format(printf, 2, 3))) elog(struct fg_esc *x, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (x->lines >= FG_ESC_LINES_PER_TICK) {
-		x->suppressed++;
-		return;
-	}
-	x->lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_info("%s", msg);
-}
+/* At most FG_ESC_LINES_PER_TICK lines a tick; the rest counted. */
+#define elog(x, ...) fg_log_budget(&(x)->lines, FG_ESC_LINES_PER_TICK, &(x)->suppressed, __VA_ARGS__)
 
 bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes)
 {
