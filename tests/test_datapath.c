@@ -1483,33 +1483,37 @@ static void test_client_keeps_way_under_spray(void)
 
 static void test_eviction_invariant(void)
 {
+	/* a spray of 10x the table within 1 s (half of S's refill time) */
+	static const struct {
+		int family, admission;
+		const char *name, *table, *refused_what, *fill_check;
+		__u64 min_refused;
+	} c[] = {
+		{ 4, 0, "IPv4", "IPv4 set-associative", "sources found their set full",
+		  "the spray did fill the table", 5000 },
+		/* the set-associative fg_src6 with the admission limit */
+		{ 6, 1, "IPv6", "IPv6 set-associative + admission limit", "new keys refused",
+		  "the spray was refused keys", 30000 },
+		/* without the admission limit: as IPv4, the invariant holds by
+		 * construction (an LRU hash here handed S a fresh burst of 20) */
+		{ 6, 0, "IPv6, no admission limit", "IPv6 set-associative, no admission limit",
+		  "sources found their set full", "the spray did fill the table", 5000 },
+	};
 	__u64 refused = 0;
+	char name[160];
 	int got;
 
-	/* IPv4: spray 10x the table within 1 s (half of S's refill time) */
-	got = eviction_run(4, 0, 40960, 1 * NS, &refused);
-	printf("  IPv4 set-associative: S got %d after the spray (1 s of refill at 10/s = 10), %llu sources found their set full\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv4: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv4: and its refill is intact");
-	ASSERT_GE(refused, 5000, "IPv4: the spray did fill the table");
-
-	/* IPv6: the set-associative fg_src6 with the admission limit */
-	got = eviction_run(6, 1, 40960, 1 * NS, &refused);
-	printf("  IPv6 set-associative + admission limit: S got %d (expected 10), %llu new keys refused\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv6: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv6: and its refill is intact");
-	ASSERT_GE(refused, 30000, "IPv6: the spray was refused keys");
-
-	/* IPv6 without the admission limit: as IPv4, the invariant holds by
-	 * construction (an LRU hash here handed S a fresh burst of 20) */
-	got = eviction_run(6, 0, 40960, 1 * NS, &refused);
-	printf("  IPv6 set-associative, no admission limit: S got %d, %llu sources found their set full\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv6, no admission limit: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv6, no admission limit: and its refill is intact");
-	ASSERT_GE(refused, 5000, "IPv6, no admission limit: the spray did fill the table");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		got = eviction_run(c[i].family, c[i].admission, 40960, 1 * NS, &refused);
+		printf("  %s: S got %d after the spray (1 s of refill at 10/s = 10), %llu %s\n",
+		       c[i].table, got, (unsigned long long)refused, c[i].refused_what);
+		snprintf(name, sizeof(name), "%s: no fresh burst for the throttled source", c[i].name);
+		ASSERT_LE(got, 10, name);
+		snprintf(name, sizeof(name), "%s: and its refill is intact", c[i].name);
+		ASSERT_GE(got, 9, name);
+		snprintf(name, sizeof(name), "%s: %s", c[i].name, c[i].fill_check);
+		ASSERT_GE(refused, c[i].min_refused, name);
+	}
 
 	/* a long spray (5 s > 2 s refill): S is full by then anyway, so it
 	 * gets the burst it would have had, never more */
