@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "fgtest.h"
 #include "dp.h"
+#include "dp_onfull.h"
 #include "fg_parse.h"
 
 #define NS 1000000000ull
@@ -1103,20 +1104,7 @@ static void test_table_full_v6(void)
 		}
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 10, "insert refusals counted");
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), 0, "no source got a bucket");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, 3, "overflow bucket: shared burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), 10, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 10, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), 10, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, 0, "fail closed drops");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 10, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "v6, all refused", mode, passed, 10, 0, 10, 3);
 		dp_close(&D);
 	}
 }
@@ -1154,20 +1142,7 @@ static void test_table_full_v4(void)
 		ASSERT_LE(inserts, 1024, "never more buckets than ways");
 		ASSERT_GE(inserts, 700, "the table filled up (sets fill unevenly)");
 		ASSERT_EQ(inserts + fails, 4000, "each source either got a way or was counted");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, inserts + 3, "own buckets pass, the rest share a burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), fails, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 4000, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), fails, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, inserts, "fail closed drops the rest");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), fails, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "v4, set full", mode, passed, 4000, inserts, fails, 3);
 		/* 10 s later every bucket is full again: new sources take ways
 		 * (200 over 128 sets: none gets more than its 8 ways) */
 		dp_set_now(&D, dp_now(&D) + 10 * NS);

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include "fgtest.h"
 #include "dp.h"
+#include "dp_onfull.h"
 #include "fgmaps.h"
 #include "prefix.h"
 #include "sources.h"
@@ -381,20 +382,7 @@ static void test_on_full_paths(void)
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), 2, "two admitted");
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 8, "eight refused");
 		ASSERT_EQ(count_ways(), 2, "two ways used");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, 2 + 3, "own buckets, then the overflow's burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), 8, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 10, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), 8, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, 2, "fail closed drops the refused");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 8, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "admission refused", mode, passed, 10, 2, 8, 3);
 		dp_close(&D);
 	}
 }
