@@ -410,14 +410,8 @@ static __u32 build_view(struct fg_esc_view *v, const struct fg_config *cfg,
 void fg_escd_state_path(const char *pin_dir, char *buf, size_t len)
 {
 	const char *dir = getenv("FLOODGATE_RUN_DIR");
-	char esc[PATH_MAX];
-	size_t o = 0;
 
-	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
-		if (*p != '/' || o)	/* "/sys/fs/bpf/x" -> "sys_fs_bpf_x" */
-			esc[o++] = *p == '/' ? '_' : *p;
-	esc[o] = 0;
-	snprintf(buf, len, "%s/escalate-%s.state", dir && *dir ? dir : ESC_RUN_DIR, esc);
+	fg_state_path(dir && *dir ? dir : ESC_RUN_DIR, "escalate", pin_dir, buf, len);
 }
 
 static void state_print(FILE *f, const void *arg)

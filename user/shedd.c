@@ -126,14 +126,7 @@ static void sig_name(const struct fg_signal *sig, char *buf, size_t len)
 
 void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, size_t len)
 {
-	char esc[PATH_MAX];
-	size_t o = 0;
-
-	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
-		if (*p != '/' || o)	/* "/sys/fs/bpf/x" -> "sys_fs_bpf_x" */
-			esc[o++] = *p == '/' ? '_' : *p;
-	esc[o] = 0;
-	snprintf(buf, len, "%s/shed-%s.state", state_dir ? state_dir : FG_SHEDD_RUN_DIR, esc);
+	fg_state_path(state_dir ? state_dir : FG_SHEDD_RUN_DIR, "shed", pin_dir, buf, len);
 }
 
 /* The controller's settings the state file carries: fields of both struct

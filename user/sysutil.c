@@ -104,6 +104,18 @@ ssize_t fg_read_retry(int fd, void *buf, size_t len)
 	return r < 0 ? -errno : r;
 }
 
+void fg_state_path(const char *dir, const char *kind, const char *pin_dir, char *buf, size_t len)
+{
+	char esc[PATH_MAX];
+	size_t o = 0;
+
+	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
+		if (*p != '/' || o)
+			esc[o++] = *p == '/' ? '_' : *p;
+	esc[o] = 0;
+	snprintf(buf, len, "%s/%s-%s.state", dir, kind, esc);
+}
+
 int fg_file_replace(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg)
 {
 	char tmp[PATH_MAX + 8];
