@@ -13,7 +13,7 @@
 #include <bpf/libbpf.h>
 #include "fgtest.h"
 #include "dp.h"
-#include "dp_onfull.h"
+#include "dpcheck.h"
 #include "fg_parse.h"
 
 #define NS 1000000000ull
@@ -23,13 +23,7 @@ static struct dp D;
 
 static int setup(__u32 max_sources)
 {
-	int err = dp_open(&D, max_sources);
-
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
-		return -1;
-	}
-	return 0;
+	return dp_check_open(&D, max_sources);
 }
 
 /* A fresh program with the one rule r for every packet, applied. */

@@ -15,7 +15,7 @@
 #include <arpa/inet.h>
 #include "fgtest.h"
 #include "dp.h"
-#include "dp_onfull.h"
+#include "dpcheck.h"
 #include "fgmaps.h"
 #include "prefix.h"
 #include "sources.h"
@@ -28,13 +28,7 @@ static struct dp D;
 
 static int setup(__u32 max_sources)
 {
-	int err = dp_open(&D, max_sources);
-
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
-		return -1;
-	}
-	return 0;
+	return dp_check_open(&D, max_sources);
 }
 
 static struct fg_rule limit_rule(double rate, double burst, int plen6)

@@ -1,7 +1,19 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* tests/dp_onfull.h: what each on_full mode passes and counts. */
-#include "dp_onfull.h"
+/* tests/dpcheck.h: the fixture opened, and what each on_full mode passes and counts. */
+#include <string.h>
+#include "dpcheck.h"
 #include "fgtest.h"
+
+int dp_check_open(struct dp *d, __u32 max_sources)
+{
+	int err = dp_open(d, max_sources);
+
+	if (err) {
+		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
 
 void dp_check_on_full(struct dp *d, const char *what, int mode, __u64 passed, __u64 sent,
 		      __u64 own, __u64 refused, __u64 ovf_burst)
