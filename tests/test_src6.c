@@ -636,12 +636,8 @@ int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
 	FG_RUN(test_digest);
-	if (geteuid() != 0) {
-		fg_test_begin("test_src6");
-		fg_test_skip("needs root for BPF_PROG_TEST_RUN");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (geteuid() != 0)
+		return fg_test_skip_all("test_src6", "needs root for BPF_PROG_TEST_RUN");
 	libbpf_set_print(NULL);
 	FG_RUN(test_spray_keeps_throttled_bucket);
 	FG_RUN(test_idle_ways_reused);
