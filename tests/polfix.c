@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "apply.h"
+#include "fgtest.h"
 #include "polfix.h"
 
 int pf_parse(const char *txt, struct fg_config *cfg)
@@ -43,4 +44,17 @@ int pf_apply(struct fg_maps *m, const char *txt, char *why)
 out:
 	free(cfg);
 	return err;
+}
+
+bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_config *cfg)
+{
+	struct fg_err err;
+
+	memset(cfg, 0xa5, sizeof(*cfg));
+	if (!ASSERT_EQ(fg_config_parse(c->yaml, strlen(c->yaml), "t.yaml", cfg, &err), -EINVAL, name))
+		return false;
+	ASSERT_EQ(err.line, c->line, name);
+	ASSERT_EQ(err.col, c->col, name);
+	ASSERT_STR_CONTAINS(err.msg, c->msg, name);
+	return true;
 }
