@@ -46,7 +46,8 @@ out:
 	return err;
 }
 
-bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_config *cfg)
+/* c->yaml fails as c says (checked as name); true if it failed at all. */
+static bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_config *cfg)
 {
 	struct fg_err err;
 
@@ -57,4 +58,19 @@ bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_config *cfg
 	ASSERT_EQ(err.col, c->col, name);
 	ASSERT_STR_CONTAINS(err.msg, c->msg, name);
 	return true;
+}
+
+void pf_check_refused(const struct pf_bad *bad, size_t n, const char *table)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct fg_config cfg;
+		char name[160];
+
+		snprintf(name, sizeof(name), "%s[%zu] line %d (%s)", table, i, bad[i].line, bad[i].msg);
+		if (!pf_fails_as(&bad[i], name, &cfg))
+			continue;
+		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
+			    !cfg.has_fleet && !cfg.has_shedding, "no partial result");
+		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
+	}
 }

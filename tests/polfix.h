@@ -8,7 +8,7 @@
 #ifndef FG_TEST_POLFIX_H
 #define FG_TEST_POLFIX_H
 
-#include <stdbool.h>
+#include <stddef.h>
 #include "fgmaps.h"
 #include "policy.h"
 
@@ -25,9 +25,10 @@ struct pf_bad {
 	const char *msg;	/* a part of the error's message */
 };
 
-/* c->yaml parsed ("t.yaml") into *cfg (poisoned first) fails with -EINVAL
- * at c's line and column, saying c->msg (checked as name); true if it
- * failed at all, so the caller can check that nothing is left behind. */
-bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_config *cfg);
+/* Each of the n policies of table (named so in the checks), parsed into a
+ * poisoned config, fails with -EINVAL at its line and column saying its msg,
+ * and leaves nothing behind: no prefixes, rules, pools, fleet (nor its
+ * password) or shedding. */
+void pf_check_refused(const struct pf_bad *bad, size_t n, const char *table);
 
 #endif /* FG_TEST_POLFIX_H */

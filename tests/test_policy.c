@@ -1074,17 +1074,7 @@ static const struct pf_bad bad[] = {
 
 static void test_bad_policies(void)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fg_config cfg;
-		char name[64];
-
-		snprintf(name, sizeof(name), "bad[%zu] line %d", i, bad[i].line);
-		if (!pf_fails_as(&bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
-	}
+	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
 }
 
 static void test_error_format(void)
@@ -1699,16 +1689,7 @@ static const struct pf_bad fleet_bad[] = {
 
 static void test_fleet_bad(void)
 {
-	for (size_t i = 0; i < sizeof(fleet_bad) / sizeof(fleet_bad[0]); i++) {
-		struct fg_config cfg;
-		char name[96];
-
-		snprintf(name, sizeof(name), "fleet_bad[%zu] (%s)", i, fleet_bad[i].msg);
-		if (!pf_fails_as(&fleet_bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && !cfg.has_fleet, "no partial result");
-		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
-	}
+	pf_check_refused(fleet_bad, sizeof(fleet_bad) / sizeof(fleet_bad[0]), "fleet_bad");
 }
 
 /* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
@@ -1909,16 +1890,7 @@ static const struct pf_bad shed_bad[] = {
 
 static void test_shed_bad(void)
 {
-	for (size_t i = 0; i < sizeof(shed_bad) / sizeof(shed_bad[0]); i++) {
-		struct fg_config cfg;
-		char name[128];
-
-		snprintf(name, sizeof(name), "shed_bad[%zu] (%s)", i, shed_bad[i].msg);
-		if (!pf_fails_as(&shed_bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
-			    !cfg.has_shedding, "no partial result");
-	}
+	pf_check_refused(shed_bad, sizeof(shed_bad) / sizeof(shed_bad[0]), "shed_bad");
 }
 
 /* `floodgate check`: pools, what each tier may take, the controller, and

@@ -86,15 +86,7 @@ static void test_bad(void)
 		{ "xdp_attach: libxdp\nxdp_attach: exclusive\n", 2, 1, "duplicate key \"xdp_attach\"" },
 	};
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fg_config cfg;
-		char name[128];
-
-		snprintf(name, sizeof(name), "bad[%zu] %.40s", i, bad[i].yaml);
-		if (!pf_fails_as(&bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
-	}
+	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
 }
 
 static void test_print(void)
