@@ -75,6 +75,20 @@ int floor(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
+/* The tail of vary and vary6: a, big-endian, into the 4 bytes at sa, then
+ * on to vary_jmp[0]; XDP_ABORTED if the frame is too short or the slot empty. */
+static __always_inline int src_write_jump(struct xdp_md *ctx, __u8 *sa, void *data_end, __u32 a)
+{
+	if ((void *)(sa + 4) > data_end)
+		return XDP_ABORTED;
+	sa[0] = a >> 24;
+	sa[1] = a >> 16;
+	sa[2] = a >> 8;
+	sa[3] = a;
+	bpf_tail_call(ctx, &vary_jmp, 0);
+	return XDP_ABORTED;
+}
+
 SEC("xdp.frags")
 int vary(struct xdp_md *ctx)
 {
@@ -86,18 +100,11 @@ int vary(struct xdp_md *ctx)
 
 	vary_state = s;
 	a = vary_base + (n > 1 ? (__u32)(s >> 32) % n : 0);
-	if ((void *)(sa + 4) > data_end)
-		return XDP_ABORTED;
-	sa[0] = a >> 24;
-	sa[1] = a >> 16;
-	sa[2] = a >> 8;
-	sa[3] = a;
-	bpf_tail_call(ctx, &vary_jmp, 0);
-	return XDP_ABORTED;
+	return src_write_jump(ctx, sa, data_end, a);
 }
 
 /*
- * vary6: vary for IPv6 frames (tools/fgbench6.c). Writes source /64 number
+ * vary6: vary for IPv6 frames (fgbench micro6, tools/fgbench.c). Writes source /64 number
  * i of vary6_n, i pseudo-random (vary6_seq 0) or the next in turn
  * (vary6_seq 1: one pass of N repeats visits every source once), into bits
  * 32..63 of the frame's IPv6 source address, then tail-calls vary_jmp[0].
@@ -121,12 +128,5 @@ int vary6(struct xdp_md *ctx)
 		a = vary6_next++ % (n ? n : 1);
 	else
 		a = n > 1 ? (__u32)(s >> 32) % n : 0;
-	if ((void *)(sa + 4) > data_end)
-		return XDP_ABORTED;
-	sa[0] = a >> 24;
-	sa[1] = a >> 16;
-	sa[2] = a >> 8;
-	sa[3] = a;
-	bpf_tail_call(ctx, &vary_jmp, 0);
-	return XDP_ABORTED;
+	return src_write_jump(ctx, sa, data_end, a);
 }

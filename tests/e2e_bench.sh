@@ -18,8 +18,20 @@ cd "$(dirname "$0")/.." || exit 2
 FGBENCH=$FG_OUT/fgbench
 fg_init --root --pin bench "$FGBENCH" "$FGD" "$FG"
 
-# check_py NAME FILE: run the Python on stdin over FILE; it prints one line per
-# check, "OK what" or "BAD what: detail".
+# What every check_py's Python starts with: json, sys, and nodup, the
+# object_pairs_hook that refuses a duplicate key.
+CHECK_PY_PRELUDE=$(cat <<'PY'
+import json, sys
+def nodup(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key in %s" % keys)
+    return dict(pairs)
+PY
+)
+
+# check_py NAME FILE: run the Python on stdin (after CHECK_PY_PRELUDE) over
+# FILE; it prints one line per check, "OK what" or "BAD what: detail".
 check_py() {
 	local name=$1 file=$2 line
 	while IFS= read -r line; do
@@ -28,7 +40,7 @@ check_py() {
 		BAD\ *) bad "$name: ${line#BAD }" ;;
 		*) bad "$name: unexpected output" "$line" ;;
 		esac
-	done < <("$FG_PY" - "$file" 2>&1)
+	done < <({ printf '%s\n' "$CHECK_PY_PRELUDE"; cat; } | "$FG_PY" - "$file" 2>&1)
 }
 
 # --- 1. sweep -------------------------------------------------------------------------
@@ -38,12 +50,6 @@ else
 	bad "fgbench sweep --quick" "$(one_line < "$FG_TMP/sweep.err")"
 fi
 check_py sweep "$FG_TMP/sweep.jsonl" <<'PY'
-import json, sys
-def nodup(pairs):
-    keys = [k for k, _ in pairs]
-    if len(keys) != len(set(keys)):
-        raise ValueError("duplicate key in %s" % keys)
-    return dict(pairs)
 L = []
 for i, l in enumerate(open(sys.argv[1])):
     try:
@@ -134,7 +140,6 @@ fg_daemon_stop
 fg_ns_exec r "$FGBENCH" dispatch -i vd1 --repeat 4096 > "$FG_TMP/dispatch.json" 2> "$FG_TMP/dispatch.err"; rc=$?
 check_cmp "fgbench dispatch exits 0" "$rc" -eq 0
 check_py dispatch "$FG_TMP/dispatch.json" <<'PY'
-import json, sys
 L = [json.loads(l) for l in open(sys.argv[1])]
 d = L[0] if len(L) == 1 and L[0].get("kind") == "dispatch" else None
 if not d:
@@ -167,12 +172,6 @@ else
 		check "bench.sh wrote $f" test -s "$FG_TMP/out/$f"
 	done
 	check_py report "$FG_TMP/out/bench.json" <<'PY'
-import json, sys
-def nodup(pairs):
-    keys = [k for k, _ in pairs]
-    if len(keys) != len(set(keys)):
-        raise ValueError("duplicate key in %s" % keys)
-    return dict(pairs)
 try:
     r = json.load(open(sys.argv[1]), object_pairs_hook=nodup)
 except ValueError as e:

@@ -20,6 +20,7 @@
 #include <linux/magic.h>
 #include "fgtest.h"
 #include "dp.h"
+#include "dpcheck.h"
 #include "ctl.h"
 
 #define NS		1000000000ull
@@ -56,13 +57,7 @@ static void unpin(void)
 
 static int setup(void)
 {
-	int err = dp_open(&D, 1024);
-
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
-		return -1;
-	}
-	return 0;
+	return dp_check_open(&D, 1024);
 }
 
 /* setup() with one rule that drops everything, applied. */

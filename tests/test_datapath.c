@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "fgtest.h"
 #include "dp.h"
+#include "dpcheck.h"
 #include "fg_parse.h"
 
 #define NS 1000000000ull
@@ -22,13 +23,7 @@ static struct dp D;
 
 static int setup(__u32 max_sources)
 {
-	int err = dp_open(&D, max_sources);
-
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
-		return -1;
-	}
-	return 0;
+	return dp_check_open(&D, max_sources);
 }
 
 /* A fresh program with the one rule r for every packet, applied. */
@@ -1103,20 +1098,7 @@ static void test_table_full_v6(void)
 		}
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 10, "insert refusals counted");
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), 0, "no source got a bucket");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, 3, "overflow bucket: shared burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), 10, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 10, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), 10, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, 0, "fail closed drops");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 10, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "v6, all refused", mode, passed, 10, 0, 10, 3);
 		dp_close(&D);
 	}
 }
@@ -1154,20 +1136,7 @@ static void test_table_full_v4(void)
 		ASSERT_LE(inserts, 1024, "never more buckets than ways");
 		ASSERT_GE(inserts, 700, "the table filled up (sets fill unevenly)");
 		ASSERT_EQ(inserts + fails, 4000, "each source either got a way or was counted");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, inserts + 3, "own buckets pass, the rest share a burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), fails, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 4000, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), fails, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, inserts, "fail closed drops the rest");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), fails, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "v4, set full", mode, passed, 4000, inserts, fails, 3);
 		/* 10 s later every bucket is full again: new sources take ways
 		 * (200 over 128 sets: none gets more than its 8 ways) */
 		dp_set_now(&D, dp_now(&D) + 10 * NS);
@@ -1483,33 +1452,37 @@ static void test_client_keeps_way_under_spray(void)
 
 static void test_eviction_invariant(void)
 {
+	/* a spray of 10x the table within 1 s (half of S's refill time) */
+	static const struct {
+		int family, admission;
+		const char *name, *table, *refused_what, *fill_check;
+		__u64 min_refused;
+	} c[] = {
+		{ 4, 0, "IPv4", "IPv4 set-associative", "sources found their set full",
+		  "the spray did fill the table", 5000 },
+		/* the set-associative fg_src6 with the admission limit */
+		{ 6, 1, "IPv6", "IPv6 set-associative + admission limit", "new keys refused",
+		  "the spray was refused keys", 30000 },
+		/* without the admission limit: as IPv4, the invariant holds by
+		 * construction (an LRU hash here handed S a fresh burst of 20) */
+		{ 6, 0, "IPv6, no admission limit", "IPv6 set-associative, no admission limit",
+		  "sources found their set full", "the spray did fill the table", 5000 },
+	};
 	__u64 refused = 0;
+	char name[160];
 	int got;
 
-	/* IPv4: spray 10x the table within 1 s (half of S's refill time) */
-	got = eviction_run(4, 0, 40960, 1 * NS, &refused);
-	printf("  IPv4 set-associative: S got %d after the spray (1 s of refill at 10/s = 10), %llu sources found their set full\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv4: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv4: and its refill is intact");
-	ASSERT_GE(refused, 5000, "IPv4: the spray did fill the table");
-
-	/* IPv6: the set-associative fg_src6 with the admission limit */
-	got = eviction_run(6, 1, 40960, 1 * NS, &refused);
-	printf("  IPv6 set-associative + admission limit: S got %d (expected 10), %llu new keys refused\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv6: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv6: and its refill is intact");
-	ASSERT_GE(refused, 30000, "IPv6: the spray was refused keys");
-
-	/* IPv6 without the admission limit: as IPv4, the invariant holds by
-	 * construction (an LRU hash here handed S a fresh burst of 20) */
-	got = eviction_run(6, 0, 40960, 1 * NS, &refused);
-	printf("  IPv6 set-associative, no admission limit: S got %d, %llu sources found their set full\n",
-	       got, (unsigned long long)refused);
-	ASSERT_LE(got, 10, "IPv6, no admission limit: no fresh burst for the throttled source");
-	ASSERT_GE(got, 9, "IPv6, no admission limit: and its refill is intact");
-	ASSERT_GE(refused, 5000, "IPv6, no admission limit: the spray did fill the table");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		got = eviction_run(c[i].family, c[i].admission, 40960, 1 * NS, &refused);
+		printf("  %s: S got %d after the spray (1 s of refill at 10/s = 10), %llu %s\n",
+		       c[i].table, got, (unsigned long long)refused, c[i].refused_what);
+		snprintf(name, sizeof(name), "%s: no fresh burst for the throttled source", c[i].name);
+		ASSERT_LE(got, 10, name);
+		snprintf(name, sizeof(name), "%s: and its refill is intact", c[i].name);
+		ASSERT_GE(got, 9, name);
+		snprintf(name, sizeof(name), "%s: %s", c[i].name, c[i].fill_check);
+		ASSERT_GE(refused, c[i].min_refused, name);
+	}
 
 	/* a long spray (5 s > 2 s refill): S is full by then anyway, so it
 	 * gets the burst it would have had, never more */

@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include "fgtest.h"
+#include "trfix.h"
 #include "escalate.h"
 #include "log.h"
 #include "policy.h"
@@ -22,44 +22,6 @@
 #define SEC 1000000000ull
 
 static struct fg_name names[FG_MAX_IDS];
-static char logbuf[1 << 16];
-static int saved_fd = -1;
-static FILE *cap;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	cap = tmpfile();
-	saved_fd = dup(2);
-	if (cap)
-		dup2(fileno(cap), 2);
-}
-
-static const char *capture_end(void)
-{
-	size_t n = 0;
-
-	fflush(stderr);
-	dup2(saved_fd, 2);
-	close(saved_fd);
-	logbuf[0] = 0;
-	if (cap) {
-		rewind(cap);
-		n = fread(logbuf, 1, sizeof(logbuf) - 1, cap);
-		fclose(cap);
-	}
-	logbuf[n] = 0;
-	return logbuf;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
 
 /* --- a fake runtime list ---------------------------------------------------------- */
 
@@ -175,7 +137,7 @@ static void test_after_and_for(void)
 	struct fg_rt_entry *e;
 
 	rig_init(8);
-	capture_begin();
+	tf_begin();
 	flood4(7, 100, 129);	/* one stretch: since stays 100 */
 	ASSERT_EQ(step_at(129), 0, "throttled 29 s of after: 30s: nothing yet");
 	ASSERT_EQ(step_at(140), 0, "tracked for 40 s but its last drops at 29 s: nothing yet");
@@ -183,11 +145,11 @@ static void test_after_and_for(void)
 	ASSERT_EQ(step_at(130), 1, "drops 30 s after the first: escalated");
 	ASSERT_EQ(step_at(131), 0, "the next second: not again");
 	ASSERT_EQ(step_at(200), 0, "much later: not again");
-	log = capture_end();
+	log = tf_end();
 	ASSERT_EQ(R.f.adds, 1, "one entry added");
 	ASSERT_EQ(R.x.n.escalated, 1, "escalations counted");
 	ASSERT_EQ(R.v.live, 1, "live escalated entries");
-	ASSERT_EQ(count_of(log, "escalating 10.1.7.0/24 (rule udp9): throttled for 30 s"), 1,
+	ASSERT_EQ(tf_count(log, "escalating 10.1.7.0/24 (rule udp9): throttled for 30 s"), 1,
 		  "logged once, with the prefix and how long");
 	e = &R.f.list[0];
 	ASSERT_EQ(e->family, 4, "family");
@@ -211,7 +173,7 @@ static int lookup_gone(void *arg, struct fg_source *s)
 static void test_break_resets_since(void)
 {
 	rig_init(8);
-	capture_begin();
+	tf_begin();
 	event4(3, 100);
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS; i++)
 		fg_throttle_begin(&R.t);
@@ -221,20 +183,20 @@ static void test_break_resets_since(void)
 	ASSERT_EQ(step_at(140), 0, "40 s after the first event, 20 s into the new stretch: nothing");
 	flood4(3, 141, 150);
 	ASSERT_EQ(step_at(150), 1, "30 s into the new stretch: escalated");
-	capture_end();
+	tf_end();
 }
 
 static void test_still_dropping(void)
 {
 	rig_init(8);
-	capture_begin();
+	tf_begin();
 	flood4(4, 0, 30);
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS; i++)
 		fg_throttle_begin(&R.t);	/* no new drops for 3 ticks: tracked, but quiet */
 	ASSERT_EQ(step_at(33), 0, "a source that stopped dropping is not escalated");
 	event4(4, 34);		/* it drops again, the same stretch */
 	ASSERT_EQ(step_at(34), 1, "dropping again within the stretch: escalated");
-	capture_end();
+	tf_end();
 }
 
 static void test_cap(void)
@@ -242,7 +204,7 @@ static void test_cap(void)
 	const char *log;
 
 	rig_init(2);
-	capture_begin();
+	tf_begin();
 	for (int i = 0; i < 5; i++)
 		flood4(i, 0, 30);
 	ASSERT_EQ(step_at(30), 2, "five sources past after, max_entries 2: two added");
@@ -250,13 +212,13 @@ static void test_cap(void)
 	ASSERT_EQ(R.v.live, 2, "live never past the cap");
 	ASSERT_EQ(step_at(31), 0, "the next second: none added");
 	ASSERT_EQ(R.x.n.refused, 3, "a refused source is counted once");
-	log = capture_end();
-	ASSERT_EQ(count_of(log, "further escalations: at the cap of 2 escalated entries"), 1,
+	log = tf_end();
+	ASSERT_EQ(tf_count(log, "further escalations: at the cap of 2 escalated entries"), 1,
 		  "the cap is logged once");
-	ASSERT_EQ(count_of(log, "escalating "), 2, "two escalation lines");
+	ASSERT_EQ(tf_count(log, "escalating "), 2, "two escalation lines");
 	/* one escalated entry ended (expired or deny del): room for one more */
 	R.v.live = 1;
-	capture_begin();
+	tf_begin();
 	ASSERT_EQ(step_at(40), 1, "room again: one refused source escalates");
 	ASSERT_EQ(R.x.n.refused, 3, "retrying it counts no new refusal");
 	ASSERT_EQ(R.v.live, 2, "back at the cap");
@@ -264,8 +226,8 @@ static void test_cap(void)
 	flood4(9, 11, 41);	/* a new source at the cap again */
 	ASSERT_EQ(step_at(41), 0, "a new source at the cap: refused");
 	ASSERT_EQ(R.x.n.refused, 4, "and counted");
-	log = capture_end();
-	ASSERT_EQ(count_of(log, "at the cap of 2"), 1, "the cap logged again once reached again");
+	log = tf_end();
+	ASSERT_EQ(tf_count(log, "at the cap of 2"), 1, "the cap logged again once reached again");
 	ASSERT_EQ(R.f.adds, 3, "three entries added in all");
 	ASSERT_EQ(R.f.add_calls, 3, "no add was tried past the cap");
 }
@@ -275,25 +237,25 @@ static void test_budget(void)
 	int n = FG_ESC_ADDS_PER_TICK + 6;
 
 	rig_init(FG_ESC_MAX_MAX);
-	capture_begin();
+	tf_begin();
 	for (int i = 0; i < n; i++)
 		flood4(i, 0, 30);
 	ASSERT_EQ(step_at(30), FG_ESC_ADDS_PER_TICK, "at most FG_ESC_ADDS_PER_TICK adds a step");
 	ASSERT_EQ(R.x.n.refused, 0, "the others are not refused: they wait");
 	ASSERT_EQ(step_at(31), 6, "the next step adds the rest");
-	capture_end();
+	tf_end();
 }
 
 static void test_full_list(void)
 {
 	rig_init(8);
 	R.f.room = 1;
-	capture_begin();
+	tf_begin();
 	flood4(1, 0, 30);
 	flood4(2, 0, 30);
 	ASSERT_EQ(step_at(30), 1, "the runtime list has room for one");
 	ASSERT_EQ(R.x.n.refused, 1, "the other is refused: the list is full");
-	ASSERT_TRUE(strstr(capture_end(), "hold 1 IPv4 entries already") != NULL,
+	ASSERT_TRUE(strstr(tf_end(), "hold 1 IPv4 entries already") != NULL,
 		    "the refusal says why (fg_rt_add's reason)");
 }
 
@@ -303,19 +265,19 @@ static void test_shadow(void)
 
 	rig_init(8);
 	R.v.rule[1].shadow = 1;
-	capture_begin();
+	tf_begin();
 	flood4(1, 0, 30);
 	flood4(2, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "shadow: nothing added");
 	ASSERT_EQ(step_at(31), 0, "nor the next second");
-	log = capture_end();
+	log = tf_end();
 	ASSERT_EQ(R.f.add_calls, 0, "the list was never written");
 	ASSERT_EQ(R.x.n.shadow, 2, "two would-escalate, counted once each");
-	ASSERT_EQ(count_of(log, "would escalate 10.1."), 2, "logged as would escalate");
+	ASSERT_EQ(tf_count(log, "would escalate 10.1."), 2, "logged as would escalate");
 	R.v.rule[1].shadow = 0;	/* the operator: floodgate mode enforce */
-	capture_begin();
+	tf_begin();
 	ASSERT_EQ(step_at(32), 2, "enforcing again: both escalate");
-	capture_end();
+	tf_end();
 	ASSERT_EQ(R.x.n.shadow, 2, "no more would-escalate");
 }
 
@@ -323,13 +285,13 @@ static void test_bypass(void)
 {
 	rig_init(8);
 	R.v.bypass = true;
-	capture_begin();
+	tf_begin();
 	flood4(1, 0, 60);
 	ASSERT_EQ(step_at(60), 0, "kill switch on: no escalation");
 	ASSERT_EQ(R.x.n.escalated + R.x.n.refused + R.x.n.shadow, 0, "nothing counted");
 	R.v.bypass = false;
 	ASSERT_EQ(step_at(61), 1, "kill switch off, still throttled: escalated");
-	capture_end();
+	tf_end();
 }
 
 static void test_allow_listed(void)
@@ -344,13 +306,13 @@ static void test_allow_listed(void)
 	a.addr[3] = 9;		/* a partner's host inside 10.1.5.0/24 */
 	a.val.list = FG_LIST_ALLOW;
 	R.f.list[R.f.n++] = a;
-	capture_begin();
+	tf_begin();
 	flood4(5, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "a prefix that holds an allow entry is not escalated");
 	ASSERT_EQ(step_at(100), 0, "not later either");
-	log = capture_end();
+	log = tf_end();
 	ASSERT_EQ(R.f.add_calls, 0, "the list was never written");
-	ASSERT_EQ(count_of(log, "not escalating 10.1.5.0/24 (rule udp9): it overlaps an allow"), 1,
+	ASSERT_EQ(tf_count(log, "not escalating 10.1.5.0/24 (rule udp9): it overlaps an allow"), 1,
 		  "said once");
 }
 
@@ -366,10 +328,10 @@ static void test_already_listed(void)
 	d.val.expires = 5 * SEC;
 	snprintf(d.val.comment, sizeof(d.val.comment), "incident 7");
 	R.f.list[R.f.n++] = d;
-	capture_begin();
+	tf_begin();
 	flood4(6, 0, 30);
 	ASSERT_EQ(step_at(30), 0, "the operator's entry for the prefix is left as it is");
-	capture_end();
+	tf_end();
 	ASSERT_EQ(R.f.add_calls, 0, "never rewritten");
 	ASSERT_TRUE(!strcmp(R.f.list[0].val.comment, "incident 7"), "its comment unchanged");
 	ASSERT_EQ(R.x.n.escalated + R.x.n.refused, 0, "neither escalated nor refused");
@@ -381,7 +343,7 @@ static void test_rules_and_generations(void)
 	struct fg_tev o = { .rule = 2, .gen = 1, .family = 4, .drops = 16 };
 
 	rig_init(8);
-	capture_begin();
+	tf_begin();
 	e.addr[0] = 10;
 	o.addr[0] = 11;
 	for (int i = 0; i <= 1; i++) {
@@ -391,7 +353,7 @@ static void test_rules_and_generations(void)
 		fg_throttle_event(&R.t, &o, names);	/* a rule without escalate: */
 	}
 	ASSERT_EQ(step_at(3600), 0, "neither escalates");
-	capture_end();
+	tf_end();
 }
 
 static void test_ipv6(void)
@@ -400,14 +362,14 @@ static void test_ipv6(void)
 	char p[80];
 
 	rig_init(8);
-	capture_begin();
+	tf_begin();
 	inet_pton(AF_INET6, "2001:db8:1:2::", e.addr);
 	fg_throttle_event(&R.t, &e, names);
 	R.t.now_ns = 30 * SEC;
 	e.drops = 32;
 	fg_throttle_event(&R.t, &e, names);
 	ASSERT_EQ(step_at(30), 1, "an IPv6 source escalates");
-	capture_end();
+	tf_end();
 	fg_rt_prefix_str(&R.f.list[0], p, sizeof(p));
 	ASSERT_TRUE(!strcmp(p, "2001:db8:1:2::/64"), "its rule's prefix_v6");
 }
@@ -549,11 +511,7 @@ static void test_policy_errors(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	fg_log_init("test_escalate", FG_LOG_INFO, false);
-	snprintf(names[1].name, sizeof(names[1].name), "udp9");
-	names[1].in_use = 1;
-	names[1].gen = 1;
+	tf_init(argc, argv, "test_escalate", names, "udp9");
 	FG_RUN(test_after_and_for);
 	FG_RUN(test_break_resets_since);
 	FG_RUN(test_still_dropping);

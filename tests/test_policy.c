@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "sysutil.h"
 #include "mapimg.h"
+#include "polfix.h"
 
 #define TU FG_TU_PER_SEC
 
@@ -912,11 +913,7 @@ static void test_concurrency(void)
 
 /* ---- bad policies ------------------------------------------------------- */
 
-static const struct bad {
-	const char *yaml;
-	int line, col;
-	const char *msg;
-} bad[] = {
+static const struct pf_bad bad[] = {
 	/* YAML itself */
 	{ "rules: [\n", 2, 1, "YAML" },
 	{ "a: b\n  c: d\n", 2, 4, "YAML: mapping values are not allowed" },
@@ -1075,35 +1072,9 @@ static const struct bad {
 	{ "concurrency: 10s\n", 1, 14, "concurrency: expected a mapping" },
 };
 
-/* c->yaml parsed into *cfg (poisoned first) fails with -EINVAL at c's line
- * and column, saying c->msg (checked as name); true if it failed at all,
- * so the caller can check that nothing is left behind. */
-static bool fails_as(const struct bad *c, const char *name, struct fg_config *cfg)
-{
-	struct fg_err err;
-
-	memset(cfg, 0xa5, sizeof(*cfg));
-	if (!ASSERT_EQ(parse(c->yaml, cfg, &err), -EINVAL, name))
-		return false;
-	ASSERT_EQ(err.line, c->line, name);
-	ASSERT_EQ(err.col, c->col, name);
-	ASSERT_STR_CONTAINS(err.msg, c->msg, name);
-	return true;
-}
-
 static void test_bad_policies(void)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fg_config cfg;
-		char name[64];
-
-		snprintf(name, sizeof(name), "bad[%zu] line %d", i, bad[i].line);
-		if (!fails_as(&bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
-	}
+	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
 }
 
 static void test_error_format(void)
@@ -1669,7 +1640,7 @@ static void test_fleet_absent(void)
 }
 
 #define R1(lim) FLEET_SEC "rules:\n  - name: a\n    " lim "\n"
-static const struct bad fleet_bad[] = {
+static const struct pf_bad fleet_bad[] = {
 	/* the section */
 	{ "fleet: 5\n", 1, 8, "fleet: expected a mapping" },
 	{ "fleet: {node: a}\n", 1, 8, "fleet: missing redis" },
@@ -1718,16 +1689,7 @@ static const struct bad fleet_bad[] = {
 
 static void test_fleet_bad(void)
 {
-	for (size_t i = 0; i < sizeof(fleet_bad) / sizeof(fleet_bad[0]); i++) {
-		struct fg_config cfg;
-		char name[96];
-
-		snprintf(name, sizeof(name), "fleet_bad[%zu] (%s)", i, fleet_bad[i].msg);
-		if (!fails_as(&fleet_bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && !cfg.has_fleet, "no partial result");
-		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
-	}
+	pf_check_refused(fleet_bad, sizeof(fleet_bad) / sizeof(fleet_bad[0]), "fleet_bad");
 }
 
 /* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
@@ -1880,7 +1842,7 @@ static void test_shed_absent(void)
 
 #define P1 "pools:\n  - {name: p, rate: 100/s, burst: 100, reserve: 20%}\n"
 #define TR "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n"
-static const struct bad shed_bad[] = {
+static const struct pf_bad shed_bad[] = {
 	/* pools */
 	{ "pools: {name: p}\n", 1, 8, "pools: expected a list" },
 	{ "pools:\n  - {rate: 1/s, burst: 1}\n", 2, 5, "pool without a name" },
@@ -1928,16 +1890,7 @@ static const struct bad shed_bad[] = {
 
 static void test_shed_bad(void)
 {
-	for (size_t i = 0; i < sizeof(shed_bad) / sizeof(shed_bad[0]); i++) {
-		struct fg_config cfg;
-		char name[128];
-
-		snprintf(name, sizeof(name), "shed_bad[%zu] (%s)", i, shed_bad[i].msg);
-		if (!fails_as(&shed_bad[i], name, &cfg))
-			continue;
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
-			    !cfg.has_shedding, "no partial result");
-	}
+	pf_check_refused(shed_bad, sizeof(shed_bad) / sizeof(shed_bad[0]), "shed_bad");
 }
 
 /* `floodgate check`: pools, what each tier may take, the controller, and

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "fgtest.h"
 #include "dp_rt.h"
+#include "dpcheck.h"
 
 #define NS 1000000000ull
 
@@ -23,12 +24,10 @@ static struct fg_rt_maps RT;
 
 static int setup(void)
 {
-	int err = dp_open(&D, 1024);
+	int err;
 
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
+	if (dp_check_open(&D, 1024))
 		return -1;
-	}
 	err = dp_rt_open(&D, &RT);
 	if (err) {
 		fg_test_fail(__FILE__, __LINE__, "dp_rt_open: %d (%s)", err, strerror(-err));

@@ -211,12 +211,8 @@ int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
 	FG_RUN(test_names_in_the_policy);
-	if (geteuid() != 0) {
-		fg_test_begin("shed_pools");
-		fg_test_skip("needs root to create BPF maps");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (geteuid() != 0)
+		return fg_test_skip_all("shed_pools", "needs root to create BPF maps");
 	skel = floodgate_bpf__open();
 	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
 	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel) ||

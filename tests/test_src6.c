@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include "fgtest.h"
 #include "dp.h"
+#include "dpcheck.h"
 #include "fgmaps.h"
 #include "prefix.h"
 #include "sources.h"
@@ -27,13 +28,7 @@ static struct dp D;
 
 static int setup(__u32 max_sources)
 {
-	int err = dp_open(&D, max_sources);
-
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_open: %d (%s)", err, strerror(-err));
-		return -1;
-	}
-	return 0;
+	return dp_check_open(&D, max_sources);
 }
 
 static struct fg_rule limit_rule(double rate, double burst, int plen6)
@@ -381,20 +376,7 @@ static void test_on_full_paths(void)
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), 2, "two admitted");
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_LIMITED), 8, "eight refused");
 		ASSERT_EQ(count_ways(), 2, "two ways used");
-		switch (mode) {
-		case FG_FULL_OVERFLOW:
-			ASSERT_EQ(passed, 2 + 3, "own buckets, then the overflow's burst of 3");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_OVERFLOW), 8, "overflow charges counted");
-			break;
-		case FG_FULL_OPEN:
-			ASSERT_EQ(passed, 10, "fail open passes");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_OPEN), 8, "fail-open counted");
-			break;
-		case FG_FULL_CLOSED:
-			ASSERT_EQ(passed, 2, "fail closed drops the refused");
-			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FULL_CLOSED), 8, "fail-closed counted");
-			break;
-		}
+		dp_check_on_full(&D, "admission refused", mode, passed, 10, 2, 8, 3);
 		dp_close(&D);
 	}
 }
@@ -654,12 +636,8 @@ int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
 	FG_RUN(test_digest);
-	if (geteuid() != 0) {
-		fg_test_begin("test_src6");
-		fg_test_skip("needs root for BPF_PROG_TEST_RUN");
-		fg_test_end();
-		return fg_test_summary();
-	}
+	if (geteuid() != 0)
+		return fg_test_skip_all("test_src6", "needs root for BPF_PROG_TEST_RUN");
 	libbpf_set_print(NULL);
 	FG_RUN(test_spray_keeps_throttled_bucket);
 	FG_RUN(test_idle_ways_reused);

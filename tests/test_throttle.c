@@ -10,52 +10,13 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include "fgtest.h"
+#include "trfix.h"
 #include "log.h"
 #include "throttle.h"
 #include "sources.h"
 
 static struct fg_name names[FG_MAX_IDS];
-static char logbuf[1 << 16];
-static int saved_fd = -1;
-static FILE *cap;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	cap = tmpfile();
-	saved_fd = dup(2);
-	if (cap)
-		dup2(fileno(cap), 2);
-}
-
-/* The lines logged since capture_begin, in logbuf. */
-static const char *capture_end(void)
-{
-	size_t n = 0;
-
-	fflush(stderr);
-	dup2(saved_fd, 2);
-	close(saved_fd);
-	logbuf[0] = 0;
-	if (cap) {
-		rewind(cap);
-		n = fread(logbuf, 1, sizeof(logbuf) - 1, cap);
-		fclose(cap);
-	}
-	logbuf[n] = 0;
-	return logbuf;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
 
 /* The fake table: bucket state by host number (the address's low 16 bits). */
 #define NFAKE 65536
@@ -97,12 +58,12 @@ static struct fg_tev ev4(__u32 host, __u64 drops)
 /* One tick: begin, the events, the re-checks (budget b); the lines logged. */
 static const char *tick(struct fg_throttle *t, const struct fg_tev *e, size_t n, size_t b)
 {
-	capture_begin();
+	tf_begin();
 	fg_throttle_begin(t);
 	for (size_t i = 0; i < n; i++)
 		fg_throttle_event(t, &e[i], names);
 	fg_throttle_recheck(t, b, fake_lookup, NULL, names);
-	return capture_end();
+	return tf_end();
 }
 
 static void fake_reset(void)
@@ -128,10 +89,10 @@ static void test_start_and_stop(void)
 	ASSERT_STR_CONTAINS(out, "throttling 10.0.0.1 (rule ssh)", "an event: throttling");
 	a = ev4(1, 32);
 	out = tick(&t, &a, 1, 100);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "a second event: nothing new");
+	ASSERT_EQ(tf_count(out, "throttling"), 0, "a second event: nothing new");
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS + 2; i++) {
 		out = tick(&t, NULL, 0, 100);
-		ASSERT_EQ(count_of(out, "no longer"), 0, "no new drops, still limited: quiet");
+		ASSERT_EQ(tf_count(out, "no longer"), 0, "no new drops, still limited: quiet");
 	}
 	ASSERT_TRUE(nlookups > 0 && !wrong_lookup, "looked up once quiet, only what was reported");
 	fake[1].limited = false;
@@ -141,7 +102,7 @@ static void test_start_and_stop(void)
 	ASSERT_EQ(t.n, 0, "forgotten");
 	nlookups = 0;
 	out = tick(&t, NULL, 0, 100);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "said once");
+	ASSERT_EQ(tf_count(out, "throttling"), 0, "said once");
 	ASSERT_EQ(nlookups, 0, "nothing tracked: no lookups");
 	a = ev4(1, 48);
 	out = tick(&t, &a, 1, 100);
@@ -164,10 +125,10 @@ static void test_growth_keeps_it(void)
 	for (int i = 0; i < 4 * FG_THROTTLE_QUIET_TICKS; i++) {
 		fake[7].drops += 16;
 		out = tick(&t, NULL, 0, 100);
-		if (count_of(out, "no longer"))
+		if (tf_count(out, "no longer"))
 			break;
 	}
-	ASSERT_EQ(count_of(out, "no longer"), 0, "growing drops seen by the lookups: still throttled");
+	ASSERT_EQ(tf_count(out, "no longer"), 0, "growing drops seen by the lookups: still throttled");
 	ASSERT_EQ(t.n, 1, "tracked");
 	fg_throttle_free(&t);
 }
@@ -185,13 +146,13 @@ static void test_bucket_gone(void)
 	b[1] = ev4(3, 16);
 	fake[2].limited = fake[3].limited = true;
 	out = tick(&t, b, 2, 100);
-	ASSERT_EQ(count_of(out, "throttling 10.0.0."), 2, "two new sources with drops");
+	ASSERT_EQ(tf_count(out, "throttling 10.0.0."), 2, "two new sources with drops");
 	fake[2].gone = true;
-	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS && !count_of(out, "expired"); i++)
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS && !tf_count(out, "expired"); i++)
 		out = tick(&t, NULL, 0, 100);
 	ASSERT_STR_CONTAINS(out, "no longer throttling 10.0.0.2 (rule ssh): bucket expired",
 			    "a throttled source whose bucket is gone");
-	ASSERT_EQ(count_of(out, "10.0.0.3"), 0, "the other one stays");
+	ASSERT_EQ(tf_count(out, "10.0.0.3"), 0, "the other one stays");
 	names[1].gen = 2;	/* id 1 now belongs to another rule */
 	fake[3].gone = true;
 	out = tick(&t, NULL, 0, 100);
@@ -214,11 +175,11 @@ static void test_line_limit(void)
 	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
 		s[i] = ev4((__u32)i + 100, 16);
 	out = tick(&t, s, sizeof(s) / sizeof(s[0]), 0);
-	ASSERT_EQ(count_of(out, "throttling 10."), FG_THROTTLE_LINES_PER_TICK, "lines per tick");
+	ASSERT_EQ(tf_count(out, "throttling 10."), FG_THROTTLE_LINES_PER_TICK, "lines per tick");
 	out = tick(&t, s, sizeof(s) / sizeof(s[0]), 0);
 	snprintf(want, sizeof(want), "suppressed %d messages in the last second", 5);
 	ASSERT_STR_CONTAINS(out, want, "the rest, counted");
-	ASSERT_EQ(count_of(out, "throttling 10."), 0, "the suppressed ones are tracked all the same");
+	ASSERT_EQ(tf_count(out, "throttling 10."), 0, "the suppressed ones are tracked all the same");
 	fg_throttle_free(&t);
 }
 
@@ -239,7 +200,7 @@ static void test_bound(void)
 	ASSERT_EQ(t.n, 4, "tracked");
 	ASSERT_EQ(t.untracked, 2, "the rest counted");
 	out = tick(&t, s, 6, 0);
-	ASSERT_EQ(count_of(out, "more than"), 0, "said once");
+	ASSERT_EQ(tf_count(out, "more than"), 0, "said once");
 	fg_throttle_free(&t);
 }
 
@@ -275,7 +236,7 @@ static void test_any_order_and_budget(void)
 		s[N - 1 - i] = x;
 	}
 	out = tick(&t, s, N, B);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "reversed events: every source found again");
+	ASSERT_EQ(tf_count(out, "throttling"), 0, "reversed events: every source found again");
 	ASSERT_EQ(t.n, N, "still N");
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS - 2; i++)	/* the events were 2 ticks ago */
 		tick(&t, NULL, 0, B);
@@ -294,11 +255,11 @@ static void test_any_order_and_budget(void)
 	fake[host_of(s[N / 2].addr)].drops = 16;
 	for (size_t i = 0; i <= (N + B - 1) / B; i++) {
 		out = tick(&t, NULL, 0, B);
-		if (count_of(out, "no longer"))
+		if (tf_count(out, "no longer"))
 			break;
 	}
 	/* both families of that host share its fake bucket */
-	ASSERT_TRUE(count_of(out, "no longer throttling ") >= 1, "the one that stopped is said");
+	ASSERT_TRUE(tf_count(out, "no longer throttling ") >= 1, "the one that stopped is said");
 	free(s);
 	fg_throttle_free(&t);
 }
@@ -329,7 +290,7 @@ static void test_forget_many(void)
 	for (int i = 0; i < N; i++)
 		fake[host_of(s[i].addr)].drops = 16;
 	out = tick(&t, s + 1, 1, 0);
-	ASSERT_EQ(count_of(out, "throttling"), 0, "a kept one is found");
+	ASSERT_EQ(tf_count(out, "throttling"), 0, "a kept one is found");
 	for (int i = 1; i < N; i += 2)
 		fg_throttle_event(&t, &s[i], names);
 	ASSERT_EQ(t.n, N / 2, "every kept one found again: none added");
@@ -342,11 +303,7 @@ static void test_forget_many(void)
 
 int main(int argc, char **argv)
 {
-	fg_test_init(argc, argv);
-	fg_log_init("test_throttle", FG_LOG_INFO, false);
-	snprintf(names[1].name, sizeof(names[1].name), "ssh");
-	names[1].in_use = 1;
-	names[1].gen = 1;
+	tf_init(argc, argv, "test_throttle", names, "ssh");
 	FG_RUN(test_start_and_stop);
 	FG_RUN(test_growth_keeps_it);
 	FG_RUN(test_bucket_gone);

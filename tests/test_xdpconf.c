@@ -15,6 +15,7 @@
 #include "fgtest.h"
 #include "attach.h"
 #include "policy.h"
+#include "polfix.h"
 #include "xdpattach.h"
 
 static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
@@ -70,11 +71,7 @@ static void test_good(void)
 
 static void test_bad(void)
 {
-	static const struct {
-		const char *yaml;
-		int line, col;
-		const char *msg;
-	} bad[] = {
+	static const struct pf_bad bad[] = {
 		{ "xdp_attach: shared\n", 1, 13, "expected auto | libxdp | exclusive" },
 		{ "xdp_attach: [libxdp]\n", 1, 13, "expected a scalar" },
 		{ "xdp_priority: 1001\n", 1, 15, "out of range 0..1000" },
@@ -89,20 +86,7 @@ static void test_bad(void)
 		{ "xdp_attach: libxdp\nxdp_attach: exclusive\n", 2, 1, "duplicate key \"xdp_attach\"" },
 	};
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fg_config cfg;
-		struct fg_err err;
-		char name[128];
-
-		snprintf(name, sizeof(name), "bad[%zu] %.40s", i, bad[i].yaml);
-		memset(&cfg, 0xa5, sizeof(cfg));
-		if (!ASSERT_EQ(parse(bad[i].yaml, &cfg, &err), -EINVAL, name))
-			continue;
-		ASSERT_EQ(err.line, bad[i].line, name);
-		ASSERT_EQ(err.col, bad[i].col, name);
-		ASSERT_STR_CONTAINS(err.msg, bad[i].msg, name);
-		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0, "no partial result");
-	}
+	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
 }
 
 static void test_print(void)

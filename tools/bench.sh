@@ -192,20 +192,29 @@ udp_in() {	# datagrams that reached UDP in the receiver (delivered + no port + e
 	fg_ns_exec r awk '/^Udp:/ { if (h) { print $2 + $3 + $4; exit } h = 1 }' /proc/net/snmp
 }
 
+# bg_start VAR LOG MARKER WHAT CMD...: CMD in the receiver's namespace on
+# OTHER_CPU, output to LOG, its PID in VAR; waits until MARKER shows in LOG,
+# else logs WHAT and LOG. nsenter directly (not the fg_ns_exec function):
+# $! must be CMD's PID.
+bg_start() {
+	local var=$1 out=$2 marker=$3 what=$4
+	shift 4
+	nsenter --net="$(fg_ns_path r)" taskset -c "$OTHER_CPU" "$@" > "$out" 2>&1 &
+	printf -v "$var" %s "$!"
+	fg_wait_for "$out" "$marker" 100 || { log "$what:"; cat "$out" >&2; return 1; }
+}
+bg_stop() {	# bg_stop VAR: TERM the process whose PID VAR holds, wait for it, empty VAR
+	kill -TERM "${!1}" 2>/dev/null
+	wait "${!1}" 2>/dev/null
+	printf -v "$1" %s ""
+}
 start_fgd() {	# start_fgd POLICY: floodgated on veth1 with its own pin dir
-	# nsenter directly (not the fg_ns_exec function): $! must be the daemon's PID;
-	# the old log goes first, or the wait below could read the last daemon's lines
+	# the old log goes first, or the wait could read the last daemon's lines
 	rm -f "$WORK/fgd.log"
-	nsenter --net="$(fg_ns_path r)" taskset -c "$OTHER_CPU" "$O/floodgated" -c "$1" -p "$PIN" -i veth1 -f \
-		> "$WORK/fgd.log" 2>&1 &
-	FGD_PID=$!
-	fg_wait_for "$WORK/fgd.log" "started; " 100 || { log "floodgated did not start:"; cat "$WORK/fgd.log" >&2; return 1; }
+	bg_start FGD_PID "$WORK/fgd.log" "started; " "floodgated did not start" \
+		"$O/floodgated" -c "$1" -p "$PIN" -i veth1 -f
 }
-stop_fgd() {
-	kill -TERM "$FGD_PID" 2>/dev/null
-	wait "$FGD_PID" 2>/dev/null
-	FGD_PID=
-}
+stop_fgd() { bg_stop FGD_PID; }
 fg_passed() {	# packets floodgate passed in rule "flood"
 	"$O/floodgate" stats --json --pin-dir "$PIN" |
 		python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(r["packets"]["pass"] for r in d["rules"] if r["rule"]=="flood"))'
@@ -213,15 +222,9 @@ fg_passed() {	# packets floodgate passed in rule "flood"
 
 # setup COMP / teardown COMP; the XDP baselines run in fgbench xdp
 start_xdp() {
-	nsenter --net="$(fg_ns_path r)" taskset -c "$OTHER_CPU" "$O/fgbench" xdp -i veth1 --prog "$1" > "$WORK/xdp.out" 2>&1 &
-	XDP_PID=$!
-	fg_wait_for "$WORK/xdp.out" "^ready" 100 || { log "fgbench xdp failed:"; cat "$WORK/xdp.out" >&2; return 1; }
+	bg_start XDP_PID "$WORK/xdp.out" "^ready" "fgbench xdp failed" "$O/fgbench" xdp -i veth1 --prog "$1"
 }
-stop_xdp() {
-	kill -TERM "$XDP_PID" 2>/dev/null
-	wait "$XDP_PID" 2>/dev/null
-	XDP_PID=
-}
+stop_xdp() { bg_stop XDP_PID; }
 setup() {
 	case $1 in
 	bare) start_xdp bare_drop ;;

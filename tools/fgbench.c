@@ -25,6 +25,9 @@
  *   fgbench dispatch -i DEV
  *       floodgate alone and inside libxdp's dispatcher, or the reason this
  *       kernel cannot build one (section "dispatch").
+ *   fgbench micro6 [--sources N] [--max-sources M] [--cpu N] [--passes P] [--repeat R]
+ *       the IPv6 source table: ns per packet at 1 and N tracked /64s and
+ *       the map memory per tracked source (section "micro6").
  *
  * Why a slope: with repeat > 1, BPF_PROG_TEST_RUN re-points the XDP
  * dispatcher around the run (bpf_prog_change_xdp, which waits for an RCU
@@ -89,7 +92,8 @@ struct bench_opts {
 	const char *curve;			/* sweep */
 	bool quick;				/* sweep */
 	const char *pin_dir;			/* fill */
-	__u64 family, sources, start;		/* fill */
+	__u64 family, sources, start;		/* fill; sources also micro6 */
+	__u64 max_sources;			/* micro6 */
 };
 
 static void on_signal(int sig)
@@ -593,6 +597,34 @@ static int real_rule(struct fgi *g)
 	return -1;
 }
 
+/* One throttled UDP rule over a table for n sources (the next power of two
+ * past n + n/32, in *tab), prefilled with n sources from SRC_BASE (*have:
+ * the entries the table holds); skip as fgi_open_ex. 0 or -errno. */
+static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long *have)
+{
+	char y[512];
+	int err;
+
+	*tab = 2048;
+	while (*tab < n + n / 32)
+		*tab <<= 1;
+	snprintf(y, sizeof(y),
+		 "max_sources: %u\n"
+		 "rules:\n"
+		 "  - name: throttled\n"
+		 "    match: {proto: udp}\n"
+		 "    per_source: {rate: 1/s, burst: 1}\n", *tab);
+	err = fgi_open_ex(g, y, NULL, skip, 0, 0);
+	if (err)
+		return err;
+	*have = fgi_prefill(g, 0, SRC_BASE, n);
+	if (*have < 0) {
+		fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror((int)-*have));
+		return (int)*have;
+	}
+	return 0;
+}
+
 static int micro(void *cfg)
 {
 	const struct bench_opts *b = cfg;
@@ -665,27 +697,11 @@ static int micro(void *cfg)
 		    strcmp(only, "vary_floor") ? 0 : 3;
 
 	for (int i = 0; i < nmany; i++) {
-		char y[512];
-		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i];
-		__u32 tab = 2048;
+		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i], tab;
 		long have;
 
-		while (tab < n + n / 32)
-			tab <<= 1;
-		snprintf(y, sizeof(y),
-			 "max_sources: %u\n"
-			 "rules:\n"
-			 "  - name: throttled\n"
-			 "    match: {proto: udp}\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
-		if ((err = fgi_open(&many[i], y, NULL)))
+		if ((err = fgi_open_filled(&many[i], n, 0, &tab, &have)))
 			goto out;
-		have = fgi_prefill(&many[i], 0, SRC_BASE, n);
-		if (have < 0) {
-			err = (int)have;
-			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
-			goto out;
-		}
 		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n",
 		       n, tab, have);
 		/* Map memory per tracked source, from the kernel's own accounting
@@ -718,26 +734,12 @@ static int micro(void *cfg)
 	}
 
 	for (int i = 0; i < 2 && nmany; i++) {
-		char y[512];
-		__u32 n = (__u32)maxsrc, tab = 2048;
+		__u32 tab;
 		long have;
 
-		while (tab < n + n / 32)
-			tab <<= 1;
-		snprintf(y, sizeof(y),
-			 "max_sources: %u\n"
-			 "rules:\n"
-			 "  - name: throttled\n"
-			 "    match: {proto: udp}\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", tab);
-		if ((err = fgi_open_ex(&many_abl[i], y, NULL, i ? FG_SKIP_SRC : FG_SKIP_STATS, 0, 0)))
+		if ((err = fgi_open_filled(&many_abl[i], (__u32)maxsrc, i ? FG_SKIP_SRC : FG_SKIP_STATS,
+					   &tab, &have)))
 			goto out;
-		have = fgi_prefill(&many_abl[i], 0, SRC_BASE, n);
-		if (have < 0) {
-			err = (int)have;
-			fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
-			goto out;
-		}
 	}
 
 	int bare = bpf_program__fd(bf->progs.bare_drop);
@@ -1455,6 +1457,153 @@ static int fill(void *cfg)
 	return 0;
 }
 
+/* ---- micro6: the IPv6 source table ------------------------------------------
+ *
+ * fgbench micro6 [--sources N] [--max-sources M] [options]: one instance
+ * (max_sources M, one throttled UDP rule grouping by /64), its fg_src6
+ * filled with N throttled /64s by the program itself (vary6 in sequential
+ * mode: one BPF_PROG_TEST_RUN of N repeats sends each source once), then ns
+ * per packet for a random source of 1 and of N through vary6, net of the
+ * harness (vary6 -> floor minus floor), as the slope of measure() and by the
+ * kernel's own mean (kernel_ns, net the same way). Also the map memory per
+ * tracked source (fdinfo memlock) and the time of one walk over the source
+ * tables (fg_sources_count, as `status` reads them). Filling through the
+ * program, not by writing the map, keeps the figures independent of
+ * fg_src6's layout: the same command measures another build of the program.
+ */
+
+#define MICRO6_SOURCES		1000000
+#define MICRO6_MAX_SOURCES	(1u << 21)
+
+/* Point vary6 at target (a program fd) for n sources, in turn (seq) or at random. */
+static int vary6_to(struct bench_floor_bpf *bf, int target, __u32 n, __u32 seq)
+{
+	__u32 key = 0;
+
+	bf->data->vary6_n = n;
+	bf->bss->vary6_seq = seq;
+	bf->bss->vary6_next = 0;
+	return bpf_map_update_elem(bpf_map__fd(bf->maps.vary_jmp), &key, &target, 0) ? -errno : 0;
+}
+
+/* Every source once, in turn (its one token spent: throttled); then the
+ * mem6 line: the table's memory per tracked source, the fill and one walk. */
+static int micro6_fill(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame,
+		       __u64 sources, __u64 max_sources)
+{
+	int vary6 = bpf_program__fd(bf->progs.vary6);
+	size_t n4 = 0, n6 = 0;
+	__u64 t0;
+	double ns, walk_ms;
+	unsigned long long ml;
+	__u32 rv;
+	int err;
+
+	err = vary6_to(bf, g->prog, (__u32)sources, 1);
+	if (!err)
+		err = run_once(vary6, frame, (__u32)sources, &ns, &rv, NULL);
+	/* what `status` and the daemon's walk pay: one count of both tables */
+	t0 = now_ns();
+	if (!err)
+		err = fg_sources_count(&g->maps, &n4, &n6);
+	if (err)
+		return err;
+	walk_ms = (double)(now_ns() - t0) / 1e6;
+	ml = map_memlock(g->maps.fd[FGM_SRC6]);
+	printf("{\"kind\":\"mem6\",\"max_sources\":%llu,\"sources\":%llu,\"tracked\":%zu,"
+	       "\"memlock\":%llu,\"bytes_per_tracked\":%.2f,\"fill_ns\":%.1f,\"walk_ms\":%.1f}\n",
+	       (unsigned long long)max_sources, (unsigned long long)sources, n6, ml,
+	       n6 ? (double)ml / n6 : 0.0, ns / sources, walk_ms);
+	return 0;
+}
+
+/* One pass: the harness's own cost, then fg6_src_1 and fg6_src_n net of it. */
+static int micro6_pass(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame,
+		       __u64 pass, __u64 sources, __u32 R)
+{
+	static const struct { const char *name; int one; } fig[] = {
+		{ "fg6_src_1", 1 }, { "fg6_src_n", 0 },
+	};
+	int vary6 = bpf_program__fd(bf->progs.vary6), flr = bpf_program__fd(bf->progs.floor);
+	double harness = 0, floor_ns = 0, raw, fixed;
+	__u32 kh, kf, kr, rv;
+	int err;
+
+	/* the harness's own cost: vary6 -> floor, less floor alone */
+	err = vary6_to(bf, flr, (__u32)sources, 0);
+	if (!err)
+		err = measure(vary6, frame, R, &harness, &fixed, &rv, &kh);
+	if (!err)
+		err = measure(flr, frame, R, &floor_ns, &fixed, &rv, &kf);
+	if (err)
+		return err;
+	harness -= floor_ns;
+	for (size_t f = 0; f < sizeof(fig) / sizeof(fig[0]); f++) {
+		err = vary6_to(bf, g->prog, fig[f].one ? 1 : (__u32)sources, 0);
+		if (!err)
+			err = measure(vary6, frame, R, &raw, &fixed, &rv, &kr);
+		if (err)
+			return err;
+		printf("{\"kind\":\"micro6\",\"name\":\"%s\",\"pass\":%llu,\"sources\":%llu,"
+		       "\"ns_raw\":%.2f,\"ns\":%.2f,\"floor_ns\":%.2f,\"kernel_ns\":%d,"
+		       "\"kernel_floor_ns\":%u,\"retval\":%u}\n",
+		       fig[f].name, (unsigned long long)pass,
+		       fig[f].one ? 1ull : (unsigned long long)sources, raw, raw - harness,
+		       floor_ns, (int)kr - ((int)kh - (int)kf), kf, rv);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int micro6(void *cfg)
+{
+	const struct bench_opts *b = cfg;
+	__u64 sources = b->sources ? b->sources : MICRO6_SOURCES;
+	__u64 max_sources = b->max_sources ? b->max_sources : MICRO6_MAX_SOURCES;
+	struct bench_floor_bpf *bf = NULL;
+	struct fgi g;
+	char yaml[512];
+	__u8 frame[64];
+	cpu_set_t cs;
+	int err;
+
+	CPU_ZERO(&cs);
+	CPU_SET(b->cpu, &cs);
+	if (sched_setaffinity(0, sizeof(cs), &cs)) {
+		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
+			strerror(errno));
+		return 1;
+	}
+	/* admission wide open: the fill is a burst of N new sources */
+	snprintf(yaml, sizeof(yaml),
+		 "max_sources: %llu\n"
+		 "admission: {rate: 1000000000/s, burst: 100000000}\n"
+		 "rules:\n"
+		 "  - name: throttled\n"
+		 "    match: {proto: udp}\n"
+		 "    per_source: {rate: 1/h, burst: 1, prefix_v6: 64}\n",
+		 (unsigned long long)max_sources);
+	err = fgi_open(&g, yaml, NULL);
+	if (err)
+		goto out;
+	bf = bench_floor_bpf__open_and_load();
+	if (!bf) {
+		err = -errno;
+		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(-err));
+		goto out;
+	}
+	build_frame6(frame, 0);		/* vary6 writes the source's bits 32..63 */
+	err = micro6_fill(&g, bf, frame, sources, max_sources);
+	for (__u64 pass = 1; !err && pass <= b->passes; pass++)
+		err = micro6_pass(&g, bf, frame, pass, sources, (__u32)b->repeat);
+	if (err)
+		fprintf(stderr, "fgbench: micro6: %s\n", strerror(-err));
+out:
+	fgi_close(&g);
+	bench_floor_bpf__destroy(bf);
+	return err ? 1 : 0;
+}
+
 /* ---- dispatch: floodgate inside libxdp's dispatcher (issue 13) ----------------
  *
  * fgbench dispatch -i DEV: floodgate's cost alone (the exclusive attach runs
@@ -1766,6 +1915,17 @@ static const struct fg_opt fill_opts[] = {
 		   "index of the first source (default 0)"),
 	FG_OPT_END,
 };
+static const struct fg_opt micro6_opts[] = {
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
+	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000, "a number of passes", "passes (default 3)"),
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 28, "a repeat count",
+		   "packets per run of the short call (default 1048576)"),
+	FG_OPT_U64("sources", 's', B, sources, "N", 1, 1u << 26, "a number of sources",
+		   "distinct /64s sent into the table (default 1000000)"),
+	FG_OPT_U64("max-sources", 'm', B, max_sources, "N", 1024, 1ull << 27, "a table size",
+		   "the policy's max_sources (default 2097152)"),
+	FG_OPT_END,
+};
 static const struct fg_opt dispatch_opts[] = {
 	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "a device with no XDP program (required)"),
 	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
@@ -1792,6 +1952,9 @@ static const struct fg_cmd bench_cmds[] = {
 	  "next to the floor", 0, 0, sweep_opts, sweep },
 	{ "fill", "--pin-dir DIR -i DEV --family 4|6 --sources N",
 	  "one frame from each of N new sources through floodgated's program", 0, 0, fill_opts, fill },
+	{ "micro6", "[--sources N] [--max-sources M] [options]",
+	  "IPv6 source table: ns per packet at 1 and N tracked /64s, map bytes per tracked source",
+	  0, 0, micro6_opts, micro6 },
 	{ "dispatch", "-i DEV", "floodgate alone and inside libxdp's dispatcher (or why not)", 0, 0,
 	  dispatch_opts, dispatch },
 	{ NULL },

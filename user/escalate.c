@@ -2,7 +2,6 @@
 /* Escalation: throttled too long -> the runtime deny list, bounded; see escalate.h. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,21 +28,8 @@ struct step {
 	bool full[2];		/* an add met a full runtime list (IPv4, IPv6) this step */
 };
 
-static void __attribute__((format(printf, 2, 3))) elog(struct fg_esc *x, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (x->lines >= FG_ESC_LINES_PER_TICK) {
-		x->suppressed++;
-		return;
-	}
-	x->lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_info("%s", msg);
-}
+/* At most FG_ESC_LINES_PER_TICK lines a tick; the rest counted. */
+#define elog(x, ...) fg_log_budget(&(x)->lines, FG_ESC_LINES_PER_TICK, &(x)->suppressed, __VA_ARGS__)
 
 bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes)
 {
@@ -424,41 +410,24 @@ static __u32 build_view(struct fg_esc_view *v, const struct fg_config *cfg,
 void fg_escd_state_path(const char *pin_dir, char *buf, size_t len)
 {
 	const char *dir = getenv("FLOODGATE_RUN_DIR");
-	char esc[PATH_MAX];
-	size_t o = 0;
 
-	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
-		if (*p != '/' || o)	/* "/sys/fs/bpf/x" -> "sys_fs_bpf_x" */
-			esc[o++] = *p == '/' ? '_' : *p;
-	esc[o] = 0;
-	snprintf(buf, len, "%s/escalate-%s.state", dir && *dir ? dir : ESC_RUN_DIR, esc);
+	fg_state_path(dir && *dir ? dir : ESC_RUN_DIR, "escalate", pin_dir, buf, len);
+}
+
+static void state_print(FILE *f, const void *arg)
+{
+	const struct fg_esc_counts *n = arg;
+
+	fprintf(f, "pid %d\nrules %u\nmax %u\nlive %zu\nescalated %llu\nrefused %llu\n"
+		"shadow %llu\nfailed %llu\n", (int)getpid(), n->rules, n->max, n->live, (unsigned long long)n->escalated,
+		(unsigned long long)n->refused, (unsigned long long)n->shadow,
+		(unsigned long long)n->failed);
 }
 
 /* Written whole to a temporary name, then renamed: a reader sees one tick. */
 static int state_write(const struct fg_escd *d)
 {
-	const struct fg_esc_counts *n = &d->x.n;
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-	int err = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", d->state_path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "pid %d\nrules %u\nmax %u\nlive %zu\nescalated %llu\nrefused %llu\n"
-		"shadow %llu\nfailed %llu\n", (int)getpid(), n->rules, n->max, n->live, (unsigned long long)n->escalated,
-		(unsigned long long)n->refused, (unsigned long long)n->shadow,
-		(unsigned long long)n->failed);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, d->state_path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return fg_file_replace(d->state_path, state_print, &d->x.n);
 }
 
 int fg_escd_state_read(const char *path, struct fg_escd_state *st)

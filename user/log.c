@@ -39,6 +39,22 @@ void fg_log(enum fg_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+void fg_log_budget(int *lines, int max, __u64 *suppressed, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (*lines >= max) {
+		(*suppressed)++;
+		return;
+	}
+	(*lines)++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pr_info("%s", msg);
+}
+
 void fg_log_audit(const char *fmt, ...)
 {
 	va_list ap;

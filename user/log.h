@@ -10,6 +10,7 @@
 #define FG_LOG_H
 
 #include <stdbool.h>
+#include <linux/types.h>
 
 enum fg_log_level {
 	FG_LOG_WARN = 0,
@@ -32,5 +33,11 @@ void fg_log(enum fg_log_level level, const char *fmt, ...)
 /* Also write one line to syslog(LOG_AUTHPRIV|LOG_NOTICE) whatever the sink:
  * for operator actions (bypass, mode) that must leave an audit trail. */
 void fg_log_audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line at info within a budget: logged while *lines < max (and
+ * counted in *lines), else only counted in *suppressed; the caller resets
+ * *lines each tick and says how many were suppressed. */
+void fg_log_budget(int *lines, int max, __u64 *suppressed, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif /* FG_LOG_H */

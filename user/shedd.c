@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include "log.h"
 #include "shedd.h"
+#include "sysutil.h"
 
 #define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -125,14 +126,7 @@ static void sig_name(const struct fg_signal *sig, char *buf, size_t len)
 
 void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, size_t len)
 {
-	char esc[PATH_MAX];
-	size_t o = 0;
-
-	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
-		if (*p != '/' || o)	/* "/sys/fs/bpf/x" -> "sys_fs_bpf_x" */
-			esc[o++] = *p == '/' ? '_' : *p;
-	esc[o] = 0;
-	snprintf(buf, len, "%s/shed-%s.state", state_dir ? state_dir : FG_SHEDD_RUN_DIR, esc);
+	fg_state_path(state_dir ? state_dir : FG_SHEDD_RUN_DIR, "shed", pin_dir, buf, len);
 }
 
 /* The controller's settings the state file carries: fields of both struct
@@ -219,32 +213,21 @@ static void state_field_parse(struct fg_shedd_state *st, int i, const char *val)
 	}
 }
 
+static void state_print(FILE *f, const void *arg)
+{
+	for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
+		state_field_print(f, arg, (int)i);
+}
+
 /* Written whole to a temporary name, then renamed: a reader sees one sample. */
 static int state_write(const struct fg_shedd *sd)
 {
 	struct fg_shedd_state st;
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-	int err = 0;
 
 	if (!sd->state_path[0])
 		return 0;
 	fg_shedd_state_of(sd, &st);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", sd->state_path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	for (size_t i = 0; i < sizeof(state_fields) / sizeof(state_fields[0]); i++)
-		state_field_print(f, &st, (int)i);
-	if (fflush(f) || ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, sd->state_path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return fg_file_replace(sd->state_path, state_print, &st);
 }
 
 int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Clock, pid, address and reason helpers; see sysutil.h. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -101,4 +102,38 @@ ssize_t fg_read_retry(int fd, void *buf, size_t len)
 		r = read(fd, buf, len);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : r;
+}
+
+void fg_state_path(const char *dir, const char *kind, const char *pin_dir, char *buf, size_t len)
+{
+	char esc[PATH_MAX];
+	size_t o = 0;
+
+	for (const char *p = pin_dir; *p && o + 1 < sizeof(esc); p++)
+		if (*p != '/' || o)
+			esc[o++] = *p == '/' ? '_' : *p;
+	esc[o] = 0;
+	snprintf(buf, len, "%s/%s-%s.state", dir, kind, esc);
+}
+
+int fg_file_replace(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+	int err = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fill(f, arg);
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -43,5 +44,15 @@ void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len);
 
 /* read(2) that retries on EINTR: bytes read, 0 at the end, or -errno. */
 ssize_t fg_read_retry(int fd, void *buf, size_t len);
+
+/* dir/kind-PIN.state, PIN the pin dir with its slashes as underscores
+ * ("/sys/fs/bpf/x" -> "sys_fs_bpf_x"): one state file per floodgate instance. */
+void fg_state_path(const char *dir, const char *kind, const char *pin_dir, char *buf, size_t len);
+
+/* path replaced whole or not at all: fill(f, arg) writes path.tmp, which is
+ * then renamed over path, so a reader sees the old file or the new one.
+ * 0 or -errno (-EIO when a write failed); the temporary file is removed on
+ * failure. */
+int fg_file_replace(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg);
 
 #endif /* FG_SYSUTIL_H */

@@ -2,7 +2,6 @@
 /* The throttle log: which sources start and stop being throttled (see throttle.h). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,21 +92,8 @@ static void forget(struct fg_throttle *t, size_t i)
 	}
 }
 
-static void __attribute__((format(printf, 2, 3))) tlog(struct fg_throttle *t, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (t->lines >= FG_THROTTLE_LINES_PER_TICK) {
-		t->suppressed++;
-		return;
-	}
-	t->lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_info("%s", msg);
-}
+/* At most FG_THROTTLE_LINES_PER_TICK lines a tick; the rest counted. */
+#define tlog(t, ...) fg_log_budget(&(t)->lines, FG_THROTTLE_LINES_PER_TICK, &(t)->suppressed, __VA_ARGS__)
 
 static const char *rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 {
