@@ -108,16 +108,21 @@ FG status | grep -E '^mode'
 FG mode file
 FG status | grep -E '^mode'
 
-say "9. Incident-time deny for 3 s, no policy edit; it ends by itself (in the XDP program)"
+say "9. Escalation: the ICMP flooder, throttled for more than 5 s, was put on the deny list by floodgated"
+grep -m1 "escalating" "$LOG" || true
+FG deny list | grep -E '^PREFIX|escalated' || true
+FG deny del 10.200.0.77/32 >/dev/null
+
+say "10. Incident-time deny for 3 s, no policy edit; it ends by itself (in the XDP program)"
 FG deny add 10.200.0.66/32 --for 3s --comment "demo: the SYN flooder"
 FG deny list
 fg_bg cli "$OUT/fgen" -i veth0 --dst-mac "$MAC" -d 10.200.0.2 -s 10.200.0.66 --syn --dport 22 \
 	-r 2000 --batch 32 -t 2 >/dev/null 2>&1
 wait "$FG_BG_PID" 2>/dev/null
-FG stats --json | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin)["rules"] if x["rule"]=="_global"][0]; print("   dropped by the runtime deny list:", r["packets"]["rt_deny"], "packets")'
+FG stats --json | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin)["rules"] if x["rule"]=="_global"][0]; print("   dropped by the runtime deny list so far (the escalated ICMP flooder too):", r["packets"]["rt_deny"], "packets")'
 sleep 1.5
 FG deny list
 
-say "10. Cleaning up (floodgated detaches on SIGTERM; namespaces removed)"
+say "11. Cleaning up (floodgated detaches on SIGTERM; namespaces removed)"
 kill -TERM "$DPID"; wait "$DPID" 2>/dev/null; DPID=
 tail -n 5 "$LOG"
