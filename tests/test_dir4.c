@@ -318,8 +318,6 @@ struct inst {
 
 static int inst_open(struct inst *g)
 {
-	int err;
-
 	memset(g, 0, sizeof(*g));
 	g->maps.dirfd = -1;
 	for (int i = 0; i < FGM_NMAPS; i++)
@@ -328,14 +326,7 @@ static int inst_open(struct inst *g)
 	if (!g->skel)
 		return -errno;
 	snprintf(g->dir, sizeof(g->dir), "/tmp/test_dir4.XXXXXX");
-	if (!mkdtemp(g->dir))
-		return -errno;
-	err = fg_maps_from_skel(&g->maps, g->skel, g->dir);
-	if (!err)
-		err = fg_maps_lock(&g->maps, 1000);
-	if (!err)
-		err = fg_ctl_init(&g->maps, FG_MODE_ENFORCE);
-	return err;
+	return fg_maps_scratch(&g->maps, g->skel, g->dir);
 }
 
 static void inst_close(struct inst *g)
@@ -344,6 +335,20 @@ static void inst_close(struct inst *g)
 	floodgate_bpf__destroy(g->skel);
 	if (g->dir[0])
 		rmdir(g->dir);
+}
+
+/* One random prefix as a YAML list item after indent, its length clamped to
+ * [lo, hi]; returns what snprintf wrote. */
+static size_t random_item(char *y, size_t cap, const char *indent, int lo, int hi)
+{
+	struct fg_pfx_entry e;
+	__u32 net;
+
+	random_entries(&e, 1);
+	net = entry_net(&e);
+	return (size_t)snprintf(y, cap, "%s- %u.%u.%u.%u/%u\n", indent, net >> 24,
+				net >> 16 & 255, net >> 8 & 255, net & 255,
+				e.plen < lo ? lo : e.plen < hi ? e.plen : hi);
 }
 
 /* A policy: random allow and deny prefixes, one rule that passes sources in
@@ -358,30 +363,13 @@ static char *policy_yaml(size_t nlist, size_t nset, int minplen, int maxplen)
 		return NULL;
 	for (int l = 0; l < 2; l++) {
 		o += (size_t)snprintf(y + o, cap - o, "%s:\n", l ? "deny" : "allow");
-		for (size_t i = 0; i < nlist / 2; i++) {
-			struct fg_pfx_entry e;
-			__u32 net;
-
-			random_entries(&e, 1);
-			net = entry_net(&e);
-			o += (size_t)snprintf(y + o, cap - o, "  - %u.%u.%u.%u/%u\n", net >> 24,
-					      net >> 16 & 255, net >> 8 & 255, net & 255,
-					      e.plen < minplen ? minplen :
-					      e.plen < maxplen ? e.plen : maxplen);
-		}
+		for (size_t i = 0; i < nlist / 2; i++)
+			o += random_item(y + o, cap - o, "  ", minplen, maxplen);
 	}
 	o += (size_t)snprintf(y + o, cap - o, "default: drop\nrules:\n  - name: inset\n"
 			      "    action: pass\n    match:\n      src:\n");
-	for (size_t i = 0; i < nset; i++) {
-		struct fg_pfx_entry e;
-		__u32 net;
-
-		random_entries(&e, 1);
-		net = entry_net(&e);
-		o += (size_t)snprintf(y + o, cap - o, "        - %u.%u.%u.%u/%u\n", net >> 24,
-				      net >> 16 & 255, net >> 8 & 255, net & 255,
-				      e.plen < 8 ? 8 : e.plen < maxplen ? e.plen : maxplen);
-	}
+	for (size_t i = 0; i < nset; i++)
+		o += random_item(y + o, cap - o, "        ", 8, maxplen);
 	return y;
 }
 

@@ -218,13 +218,7 @@ static int fgi_open_ex(struct fgi *g, const char *yaml, const char *path, __u32 
 	g->prog = bpf_program__fd(g->skel->progs.floodgate);
 	/* fg_maps wants a directory to lock; nothing is pinned in it */
 	snprintf(g->dir, sizeof(g->dir), "/tmp/fgbench.XXXXXX");
-	if (!mkdtemp(g->dir))
-		return -errno;
-	err = fg_maps_from_skel(&g->maps, g->skel, g->dir);
-	if (!err)
-		err = fg_maps_lock(&g->maps, 1000);
-	if (!err)
-		err = fg_ctl_init(&g->maps, FG_MODE_ENFORCE);
+	err = fg_maps_scratch(&g->maps, g->skel, g->dir);
 	if (!err)
 		err = fg_policy_apply(&g->maps, &g->cfg, why);
 	if (err)

@@ -385,6 +385,23 @@ int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char 
 	return 0;
 }
 
+/* A skeleton's maps behind a fresh, unpinned scratch directory (tools and
+ * tests): dir holds a mkdtemp template on entry and the directory made on
+ * return; it is locked and the control word set to enforce. */
+int fg_maps_scratch(struct fg_maps *m, struct floodgate_bpf *skel, char *dir)
+{
+	int err;
+
+	if (!mkdtemp(dir))
+		return -errno;
+	err = fg_maps_from_skel(m, skel, dir);
+	if (!err)
+		err = fg_maps_lock(m, 1000);
+	if (!err)
+		err = fg_ctl_init(m, FG_MODE_ENFORCE);
+	return err;
+}
+
 void fg_maps_close(struct fg_maps *m)
 {
 	fg_maps_unlock(m);

@@ -100,6 +100,8 @@ struct bpf_map;
 /* The skeleton's maps, indexed by enum fg_map_id. */
 void fg_skel_maps(struct floodgate_bpf *skel, struct bpf_map *maps[FGM_NMAPS]);
 int fg_maps_from_skel(struct fg_maps *m, struct floodgate_bpf *skel, const char *dir);
+/* The same behind a new mkdtemp(dir) scratch dir, locked, mode enforce. */
+int fg_maps_scratch(struct fg_maps *m, struct floodgate_bpf *skel, char *dir);
 
 void fg_maps_close(struct fg_maps *m);
 
