@@ -566,6 +566,13 @@ static int burst_of(const struct pkt_spec *s, int max)
 	return n;
 }
 
+/* burst_of at the clock moved to now */
+static int burst_at(const struct pkt_spec *s, __u64 now, int max)
+{
+	dp_set_now(&D, now);
+	return burst_of(s, max);
+}
+
 static void test_burst_and_refill(void)
 {
 	struct fg_rule r = limit_rule(10, 20);
@@ -576,23 +583,16 @@ static void test_burst_and_refill(void)
 		return;
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 100), 20, "burst exactly 20 at one instant");
-	dp_set_now(&D, t + 100 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 1, "one token after 100 ms at 10/s");
-	dp_set_now(&D, t + 350 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 2, "2.5 tokens after 250 ms more: 2");
-	dp_set_now(&D, t + 400 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 1, "the half token carried over");
-	dp_set_now(&D, t + 3600 * NS);
-	ASSERT_EQ(burst_of(&s, 100), 20, "an hour idle refills to burst, no more");
+	ASSERT_EQ(burst_at(&s, t + 100 * MS, 100), 1, "one token after 100 ms at 10/s");
+	ASSERT_EQ(burst_at(&s, t + 350 * MS, 100), 2, "2.5 tokens after 250 ms more: 2");
+	ASSERT_EQ(burst_at(&s, t + 400 * MS, 100), 1, "the half token carried over");
+	ASSERT_EQ(burst_at(&s, t + 3600 * NS, 100), 20, "an hour idle refills to burst, no more");
 	/* time going backwards (a CPU's clock up to a tick behind another's)
 	 * counts as zero elapsed */
-	dp_set_now(&D, t + 3600 * NS - 4 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 0, "clock 4 ms behind the bucket: nothing more");
-	dp_set_now(&D, t + 3600 * NS + 100 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 1, "then refill resumes from the last tat");
+	ASSERT_EQ(burst_at(&s, t + 3600 * NS - 4 * MS, 100), 0, "clock 4 ms behind the bucket: nothing more");
+	ASSERT_EQ(burst_at(&s, t + 3600 * NS + 100 * MS, 100), 1, "then refill resumes from the last tat");
 	/* a very long idle period cannot overflow */
-	dp_set_now(&D, 1ull << 56);
-	ASSERT_EQ(burst_of(&s, 100), 20, "after 2^56 ns: burst again");
+	ASSERT_EQ(burst_at(&s, 1ull << 56, 100), 20, "after 2^56 ns: burst again");
 	dp_close(&D);
 }
 
@@ -612,8 +612,7 @@ static void test_reload_rate_change(void)
 	D.pol.rules[0].ovf = D.pol.rules[0].src;
 	ASSERT_OK(dp_apply(&D), "reload at 100/s");
 	ASSERT_EQ(burst_of(&s, 100), 0, "kept bucket: no fresh burst");
-	dp_set_now(&D, t + 100 * MS);
-	ASSERT_EQ(burst_of(&s, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
+	ASSERT_EQ(burst_at(&s, t + 100 * MS, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
 	ASSERT_EQ(dp_count_src4(&D), 1, "one bucket throughout");
 	dp_close(&D);
 }
@@ -630,8 +629,7 @@ static void test_bytes_cost(void)
 	t = dp_now(&D);
 	s.payload = 1000 - 42;	/* 1000-byte frames */
 	ASSERT_EQ(burst_of(&s, 10), 3, "3000 bytes of burst: three 1000-byte frames");
-	dp_set_now(&D, t + 500 * MS);
-	ASSERT_EQ(burst_of(&s, 10), 0, "500 bytes refilled: not enough for 1000");
+	ASSERT_EQ(burst_at(&s, t + 500 * MS, 10), 0, "500 bytes refilled: not enough for 1000");
 	s.payload = 500 - 42;
 	ASSERT_EQ(burst_of(&s, 10), 1, "but enough for one 500-byte frame");
 	dp_set_now(&D, t + 10 * NS);
