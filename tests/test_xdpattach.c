@@ -233,6 +233,20 @@ static void test_probe(void)
 	ASSERT_EQ(!err, dispatcher_ok, "probe agrees with the first probe");
 }
 
+/* The usual start: fgtest loaded (s), a fresh veth pair at MTU 1500 and
+ * fgtest attached to it with o; p stays set for another attach. 0, or -1
+ * with the failed check counted. */
+static int attach_on_veth(struct fgtest_xdp_bpf *s, struct fg_xdp_prog *p,
+			  const struct fg_xdp_opts *o, struct fg_xdp_att *a, char *why, size_t len)
+{
+	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+		return -1;
+	*p = prog_of(s, s->progs.fgtest);
+	if (!ASSERT_OK(fg_xdp_attach(p, ifx(), o, a, why, len), why))
+		return -1;
+	return 0;
+}
+
 /* libxdp mode on a free device: ours, with its priority where there is a
  * dispatcher; alone by netlink where there is not. Detach removes it and
  * libxdp's pins. */
@@ -246,10 +260,7 @@ static void test_libxdp_alone(void)
 	char why[512] = "";
 	long sent;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
-		goto out;
-	p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
 		goto out;
 	ASSERT_EQ(a.dispatcher, dispatcher_ok, "in a dispatcher exactly when the kernel has one");
 	ASSERT_EQ(a.mode, FG_XDP_NATIVE, "auto is native on veth");
@@ -397,10 +408,7 @@ static void test_exclusive(void)
 	char why[512] = "";
 	struct stat st;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
-		goto out;
-	p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
 		goto out;
 	ASSERT_EQ(a.mode, FG_XDP_SKB, "generic as asked");
 	ASSERT_TRUE(a.link_fd >= 0, "a link");
@@ -798,10 +806,7 @@ static void test_iface_recreated(void)
 	char why[512] = "";
 	int old_if, pins;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
-		goto out;
-	p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
 		goto out;
 	old_if = ifx();
 	ASSERT_OK(veth(1500), "delete and recreate the pair");
