@@ -69,6 +69,7 @@
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
 #include "fgtest_xdp.skel.h"
+#include "attach.h"
 #include "conn.h"
 #include "ctl.h"
 #include "fgmaps.h"
@@ -619,6 +620,22 @@ static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long 
 	return 0;
 }
 
+/* The kernel's accounting of a map (fdinfo memlock), 0 if unreadable. */
+static unsigned long long map_memlock(int fd)
+{
+	unsigned long long memlock = 0;
+	char path[64], line[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	fp = fopen(path, "r");
+	while (fp && fgets(line, sizeof(line), fp))
+		sscanf(line, "memlock: %llu", &memlock);
+	if (fp)
+		fclose(fp);
+	return memlock;
+}
+
 static int micro(void *cfg)
 {
 	const struct bench_opts *b = cfg;
@@ -702,17 +719,9 @@ static int micro(void *cfg)
 		 * (fdinfo memlock = map_mem_usage), at the largest table. */
 		if (i == 2) {
 			for (int f = 0; f < 2; f++) {
-				int fd = many[i].maps.fd[f ? FGM_SRC6 : FGM_SRC4];
-				char path[64], line[256];
-				unsigned long long memlock = 0;
-				FILE *fp;
+				unsigned long long memlock =
+					map_memlock(many[i].maps.fd[f ? FGM_SRC6 : FGM_SRC4]);
 
-				snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-				fp = fopen(path, "r");
-				while (fp && fgets(line, sizeof(line), fp))
-					sscanf(line, "memlock: %llu", &memlock);
-				if (fp)
-					fclose(fp);
 				/* fg_src4: tab ways in sets of FG_WAYS4, 8-byte key and
 				 * 16 bytes of state (tat, drops) per way; fg_src6: an
 				 * 8-byte digest, tat, drops and the owner's copy */
@@ -1359,27 +1368,9 @@ static void build_frame6(__u8 *f, __u32 i)
 	udp[5] = 10;
 }
 
-/* The kernel's accounting of a map (fdinfo memlock), 0 if unreadable. */
-static unsigned long long map_memlock(int fd)
-{
-	unsigned long long memlock = 0;
-	char path[64], line[256];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	fp = fopen(path, "r");
-	while (fp && fgets(line, sizeof(line), fp))
-		sscanf(line, "memlock: %llu", &memlock);
-	if (fp)
-		fclose(fp);
-	return memlock;
-}
-
 /* The program behind DIR/link_DEV. */
 static int pinned_prog(const char *dir, const char *ifname)
 {
-	struct bpf_link_info li = {};
-	__u32 len = sizeof(li);
 	char path[512];
 	int lfd, fd;
 
@@ -1387,14 +1378,9 @@ static int pinned_prog(const char *dir, const char *ifname)
 	lfd = bpf_obj_get(path);
 	if (lfd < 0)
 		return -errno;
-	if (bpf_obj_get_info_by_fd(lfd, &li, &len)) {
-		fd = -errno;
-		close(lfd);
-		return fd;
-	}
+	fd = fg_link_prog_fd(lfd);
 	close(lfd);
-	fd = bpf_prog_get_fd_by_id(li.prog_id);
-	return fd < 0 ? -errno : fd;
+	return fd;
 }
 
 static int fill(void *cfg)

@@ -28,6 +28,7 @@
 #include <bpf/bpf.h>
 
 #include "floodgate.h"
+#include "attach.h"
 #include "fgmaps.h"
 #include "opts.h"
 
@@ -43,8 +44,6 @@ struct fill_opts {
 /* The program behind the first link_* pinned in dir. */
 static int prog_of_pin_dir(const char *dir)
 {
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info);
 	char path[512];
 	struct dirent *de;
 	int lfd = -1, pfd, err = -ENOENT;
@@ -62,14 +61,9 @@ static int prog_of_pin_dir(const char *dir)
 	closedir(d);
 	if (lfd < 0)
 		return err;
-	if (bpf_obj_get_info_by_fd(lfd, &info, &len)) {
-		err = -errno;
-		close(lfd);
-		return err;
-	}
+	pfd = fg_link_prog_fd(lfd);
 	close(lfd);
-	pfd = bpf_prog_get_fd_by_id(info.prog_id);
-	return pfd < 0 ? -errno : pfd;
+	return pfd;
 }
 
 static __u16 csum(const void *p, size_t n)

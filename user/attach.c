@@ -46,6 +46,19 @@ int fg_link_ifindex(int link_fd)
 	return (int)info.xdp.ifindex;
 }
 
+/* An fd of the program behind a link, or -errno. */
+int fg_link_prog_fd(int link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	int fd;
+
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
+		return -errno;
+	fd = bpf_prog_get_fd_by_id(info.prog_id);
+	return fd < 0 ? -errno : fd;
+}
+
 /* The ifindex of the live XDP link pinned at path, if that device in this
  * network namespace runs the link's program (an ifindex alone may name
  * another device in another namespace); 0 otherwise. */

@@ -95,6 +95,8 @@ int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname);
 /* The ifindex an XDP link is attached to; 0 once the kernel severed it
  * (device unregistered) or on error. */
 int fg_link_ifindex(int link_fd);
+/* An fd of the program behind a link, or -errno. */
+int fg_link_prog_fd(int link_fd);
 
 /* ac from the policy's xdp_mode, xdp_attach (enum fg_xdp_attach),
  * priority and chain: probes the dispatcher once unless exclusive. */
