@@ -56,6 +56,18 @@ static __u64 key_word(const struct fg_set4 *set, int k)
 	return ((const volatile __u64 *)set->key)[k];
 }
 
+/* At the end of a table (cur past nsets): publish the pass's count, start
+ * the next pass and return its bit; 0 while the pass goes on. */
+static int pass_done(__u32 *cur, __u32 nsets, __u64 *acc, __u64 *count, int bit)
+{
+	if (*cur < nsets)
+		return 0;
+	*count = *acc;
+	*acc = 0;
+	*cur = 0;
+	return bit;
+}
+
 /* The next n sets of fg_src4: only their key line is read. */
 static int step4(struct fg_srcwalk *w, __u32 n)
 {
@@ -66,13 +78,7 @@ static int step4(struct fg_srcwalk *w, __u32 n)
 			w->acc4 += key_word(set, k) != 0;	/* an all-zero key: an empty way */
 		w->reads += FG_WAYS4;
 	}
-	if (w->cur4 >= w->nsets) {
-		w->count4 = w->acc4;
-		w->acc4 = 0;
-		w->cur4 = 0;
-		return FG_SRCWALK_PASS4;
-	}
-	return 0;
+	return pass_done(&w->cur4, w->nsets, &w->acc4, &w->count4, FG_SRCWALK_PASS4);
 }
 
 /* The next n sets of fg_src6: only their key words are read. */
@@ -85,13 +91,7 @@ static int step6(struct fg_srcwalk *w, __u32 n)
 			w->acc6 += __atomic_load_n(&set->way[k].key, __ATOMIC_RELAXED) != 0;
 		w->reads += FG_WAYS6;
 	}
-	if (w->cur6 >= w->nsets6) {
-		w->count6 = w->acc6;
-		w->acc6 = 0;
-		w->cur6 = 0;
-		return FG_SRCWALK_PASS6;
-	}
-	return 0;
+	return pass_done(&w->cur6, w->nsets6, &w->acc6, &w->count6, FG_SRCWALK_PASS6);
 }
 
 int fg_srcwalk_step(struct fg_srcwalk *w, __u32 sets4, __u32 sets6)
