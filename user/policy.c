@@ -955,6 +955,20 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	struct fg_config *cfg = c->cfg;
 	struct pol_keys ks = KEYS("policy", top_keys);
 	yaml_node_t *const *val = ks.val;
+	/* the sections read after the lists and verdicts, in this order;
+	 * null_absent: "key: ~" reads as no key at all */
+	static const struct {
+		int key, null_absent;
+		int (*parse)(struct pol_ctx *c, yaml_node_t *n);
+	} sections[] = {
+		{ TK_ADMISSION, 1, parse_admission },
+		{ TK_FLEET, 1, pol_parse_fleet },
+		{ TK_CONN, 1, parse_concurrency },
+		{ TK_POOLS, 0, pol_parse_pools },
+		{ TK_SHEDDING, 1, pol_parse_shedding },
+		{ TK_ESCALATION, 1, pol_parse_escalation },
+		{ TK_RULES, 0, parse_rules },
+	};
 	int err;
 
 	cfg->xdp_mode = FG_XDP_AUTO;
@@ -985,24 +999,13 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (val[TK_DEFAULT] &&
 	    (err = parse_verdict(c, val[TK_DEFAULT], "default", &cfg->pol.default_verdict)))
 		return err;
-	if (val[TK_ADMISSION] && !pol_is_null(val[TK_ADMISSION]) &&
-	    (err = parse_admission(c, val[TK_ADMISSION])))
-		return err;
-	if (val[TK_FLEET] && !pol_is_null(val[TK_FLEET]) && (err = pol_parse_fleet(c, val[TK_FLEET])))
-		return err;
-	if (val[TK_CONN] && !pol_is_null(val[TK_CONN]) &&
-	    (err = parse_concurrency(c, val[TK_CONN])))
-		return err;
-	if (val[TK_POOLS] && (err = pol_parse_pools(c, val[TK_POOLS])))
-		return err;
-	if (val[TK_SHEDDING] && !pol_is_null(val[TK_SHEDDING]) &&
-	    (err = pol_parse_shedding(c, val[TK_SHEDDING])))
-		return err;
-	if (val[TK_ESCALATION] && !pol_is_null(val[TK_ESCALATION]) &&
-	    (err = pol_parse_escalation(c, val[TK_ESCALATION])))
-		return err;
-	if (val[TK_RULES] && (err = parse_rules(c, val[TK_RULES])))
-		return err;
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		yaml_node_t *v = val[sections[i].key];
+
+		if (v && !(sections[i].null_absent && pol_is_null(v)) &&
+		    (err = sections[i].parse(c, v)))
+			return err;
+	}
 	/* the implicit fragments rule is always last */
 	err = parse_rule(c, val[TK_FRAG] && !pol_is_null(val[TK_FRAG]) ? val[TK_FRAG] : NULL,
 			 (int)cfg->pol.nrules, 1);
