@@ -2,6 +2,7 @@
 /* The test runner behind tests/fgtest.h: counters, filters, the summary line. */
 #include <stdlib.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 #include "fgtest.h"
 
 int fg_t_pass, fg_t_fail, fg_t_skip;
@@ -95,6 +96,14 @@ int fg_test_init_root(int argc, char **argv, const char *name, const char *why)
 		return 0;
 	fg_test_skip_all(name, "%s", why);
 	return 1;
+}
+
+int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why)
+{
+	if (fg_test_init_root(argc, argv, name, why))
+		return 1;
+	libbpf_set_print(NULL);
+	return 0;
 }
 
 int fg_test_contains_all(const char *file, int line, const char *hay,

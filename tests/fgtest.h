@@ -36,6 +36,8 @@ int fg_test_selected(const char *name);
 int fg_test_skip_all(const char *name, const char *why, ...) __attribute__((format(printf, 2, 3)));
 /* fg_test_init; then, without root, fg_test_skip_all(name, "%s", why) and 1, so that main returns 0. */
 int fg_test_init_root(int argc, char **argv, const char *name, const char *why);
+/* fg_test_init_root, then libbpf's own messages silenced (the BPF tests). */
+int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why);
 
 #define FG_RUN(fn)							\
 	do {								\

@@ -799,9 +799,8 @@ static void test_rule_ovr_count(void)
 
 int main(int argc, char **argv)
 {
-	if (fg_test_init_root(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
+	if (fg_test_init_bpf(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
 		return 0;
-	libbpf_set_print(NULL);
 	FG_RUN(test_bad_input);
 	FG_RUN(test_stamp_keeps_operator_fields);
 	FG_RUN(test_switches_store_their_fields);

@@ -2500,9 +2500,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	if (fg_test_init_root(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
+	if (fg_test_init_bpf(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
 		return 0;
-	libbpf_set_print(NULL);
 	FG_RUN(test_parse_cases);
 	FG_RUN(test_parse_fields);
 	FG_RUN(test_truncation);

@@ -480,9 +480,8 @@ static void test_count_exact_under_concurrency(void)
 
 int main(int argc, char **argv)
 {
-	if (fg_test_init_root(argc, argv, "test_rtlist", "needs root for BPF_PROG_TEST_RUN"))
+	if (fg_test_init_bpf(argc, argv, "test_rtlist", "needs root for BPF_PROG_TEST_RUN"))
 		return 0;
-	libbpf_set_print(NULL);
 	FG_RUN(test_longest_prefix_over_file);
 	FG_RUN(test_expiry_in_the_program);
 	FG_RUN(test_expired_walk_bounded);
