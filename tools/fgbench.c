@@ -620,6 +620,20 @@ static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long 
 	return 0;
 }
 
+/* Run this thread on one CPU only; says why not and returns 1 if it cannot. */
+static int pin_to_cpu(unsigned long long cpu)
+{
+	cpu_set_t cs;
+
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	if (sched_setaffinity(0, sizeof(cs), &cs)) {
+		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", cpu, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* The kernel's accounting of a map (fdinfo memlock), 0 if unreadable. */
 static unsigned long long map_memlock(int fd)
 {
@@ -651,19 +665,14 @@ static int micro(void *cfg)
 	__u32 deep_src = 0;
 	struct scen sc[S_N];
 	__u8 frame[64];
-	cpu_set_t cs;
 	int err = 0;
 
 	if (!policy) {
 		fprintf(stderr, "fgbench: micro: --policy FILE is required\n");
 		return FG_EXIT_USAGE;
 	}
-	CPU_ZERO(&cs);
-	CPU_SET(cpu, &cs);
-	if (sched_setaffinity(0, sizeof(cs), &cs)) {
-		fprintf(stderr, "fgbench: pinning to CPU %lu: %s\n", cpu, strerror(errno));
+	if (pin_to_cpu(cpu))
 		return 1;
-	}
 
 	bf = bench_floor_bpf__open_and_load();
 	if (!bf) {
@@ -1285,7 +1294,6 @@ static int sweep(void *cfg)
 	const char *want = b->curve ? b->curve : "all";
 	__u32 maxsrc = b->quick ? 100000 : UINT32_MAX, maxpfx = b->quick ? 10000 : UINT32_MAX;
 	bool all = !strcmp(want, "all");
-	cpu_set_t cs;
 	int err = 0;
 
 	if (!all && strcmp(want, "sources") && strcmp(want, "rules") && strcmp(want, "prefixes") &&
@@ -1294,13 +1302,8 @@ static int sweep(void *cfg)
 			want);
 		return FG_EXIT_USAGE;
 	}
-	CPU_ZERO(&cs);
-	CPU_SET(b->cpu, &cs);
-	if (sched_setaffinity(0, sizeof(cs), &cs)) {
-		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
-			strerror(errno));
+	if (pin_to_cpu(b->cpu))
 		return 1;
-	}
 	c.bf = bench_floor_bpf__open_and_load();
 	if (!c.bf) {
 		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(errno));
@@ -1544,16 +1547,10 @@ static int micro6(void *cfg)
 	struct fgi g;
 	char yaml[512];
 	__u8 frame[64];
-	cpu_set_t cs;
 	int err;
 
-	CPU_ZERO(&cs);
-	CPU_SET(b->cpu, &cs);
-	if (sched_setaffinity(0, sizeof(cs), &cs)) {
-		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
-			strerror(errno));
+	if (pin_to_cpu(b->cpu))
 		return 1;
-	}
 	/* admission wide open: the fill is a burst of N new sources */
 	snprintf(yaml, sizeof(yaml),
 		 "max_sources: %llu\n"
@@ -1710,17 +1707,11 @@ static int rules(void *cfg)
 	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
 	static struct fgi g[2][NS];
 	__u32 n[NS], port;
-	cpu_set_t cs;
 	__u8 frame[64];
 	int err = 0;
 
-	CPU_ZERO(&cs);
-	CPU_SET(b->cpu, &cs);
-	if (sched_setaffinity(0, sizeof(cs), &cs)) {
-		fprintf(stderr, "fgbench: pinning to CPU %llu: %s\n", (unsigned long long)b->cpu,
-			strerror(errno));
+	if (pin_to_cpu(b->cpu))
 		return 1;
-	}
 	for (int s = 0; s < NS; s++) {
 		/* one rule is kept for fragments */
 		n[s] = sizes[s] < FG_MAX_RULES - 1 ? sizes[s] : FG_MAX_RULES - 1;
