@@ -18,6 +18,39 @@
 #include <string.h>
 #include <stdarg.h>
 
+/* ---- unit test helpers (dupb2) ---- */
+/* FG_RUN_EACH(test_a, test_b, ...): FG_RUN(test_a); FG_RUN(test_b); ... in
+ * that order, for a main that runs a list of tests. The names are the list
+ * stringified and split at its commas. */
+typedef void (*fg_test_fn)(void);
+int fg_test_selected(const char *name);
+void fg_test_begin(const char *name);
+void fg_test_end(void);
+
+static inline void fg_test_run_each(const char *names, const fg_test_fn *fn, size_t n)
+{
+	static char name[128];	/* fg_test_begin keeps the pointer */
+
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+
+		names += strspn(names, ", \t\n");
+		len = strcspn(names, ", \t\n");
+		snprintf(name, sizeof(name), "%.*s", (int)len, names);
+		names += len;
+		if (!fg_test_selected(name))
+			continue;
+		fg_test_begin(name);
+		fn[i]();
+		fg_test_end();
+	}
+}
+
+#define FG_RUN_EACH(...)						\
+	fg_test_run_each(#__VA_ARGS__, (const fg_test_fn[]){ __VA_ARGS__ },	\
+			 sizeof((const fg_test_fn[]){ __VA_ARGS__ }) / sizeof(fg_test_fn))
+/* ---- end of unit test helpers (dupb2) ---- */
+
 extern int fg_t_pass, fg_t_fail, fg_t_skip;
 extern int fg_t_cur_failed, fg_t_cur_skipped;
 extern const char *fg_t_cur;

@@ -512,22 +512,11 @@ static void test_policy_errors(void)
 int main(int argc, char **argv)
 {
 	tf_init(argc, argv, "test_escalate", names, "udp9");
-	FG_RUN(test_after_and_for);
-	FG_RUN(test_break_resets_since);
-	FG_RUN(test_still_dropping);
-	FG_RUN(test_cap);
-	FG_RUN(test_budget);
-	FG_RUN(test_full_list);
-	FG_RUN(test_shadow);
-	FG_RUN(test_bypass);
-	FG_RUN(test_allow_listed);
-	FG_RUN(test_already_listed);
-	FG_RUN(test_rules_and_generations);
-	FG_RUN(test_ipv6);
-	FG_RUN(test_overlap_and_count);
-	FG_RUN(test_sorted_overlap);
-	FG_RUN(test_policy_keys);
-	FG_RUN(test_policy_errors);
+	FG_RUN_EACH(test_after_and_for, test_break_resets_since, test_still_dropping, test_cap,
+		    test_budget, test_full_list, test_shadow, test_bypass, test_allow_listed,
+		    test_already_listed, test_rules_and_generations, test_ipv6,
+		    test_overlap_and_count, test_sorted_overlap, test_policy_keys,
+		    test_policy_errors);
 	fg_throttle_free(&R.t);
 	return fg_test_summary();
 }

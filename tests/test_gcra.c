@@ -157,11 +157,7 @@ static void test_threads_exact(void)
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
-	FG_RUN(test_burst_exact);
-	FG_RUN(test_long_run_matches_rate);
-	FG_RUN(test_bytes_subnanosecond);
-	FG_RUN(test_clock_edges);
-	FG_RUN(test_rate_change_applies_at_once);
-	FG_RUN(test_threads_exact);
+	FG_RUN_EACH(test_burst_exact, test_long_run_matches_rate, test_bytes_subnanosecond,
+		    test_clock_edges, test_rate_change_applies_at_once, test_threads_exact);
 	return fg_test_summary();
 }

@@ -710,20 +710,10 @@ static void test_pool_critical_burst(void)
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
-	FG_RUN(test_cfg_validation);
-	FG_RUN(test_step_input);
-	FG_RUN(test_delay_then_growth);
-	FG_RUN(test_tiers_fill_in_order);
-	FG_RUN(test_ramp_time);
-	FG_RUN(test_decay_bounded);
-	FG_RUN(test_noise_alternation);
-	FG_RUN(test_bound_random);
-	FG_RUN(test_tier_mask);
-	FG_RUN(test_syn_split);
-	FG_RUN(test_resume_events);
-	FG_RUN(test_dead_daemon_decay);
-	FG_RUN(test_pool_limits);
-	FG_RUN(test_pool_reserve);
-	FG_RUN(test_pool_critical_burst);
+	FG_RUN_EACH(test_cfg_validation, test_step_input, test_delay_then_growth,
+		    test_tiers_fill_in_order, test_ramp_time, test_decay_bounded,
+		    test_noise_alternation, test_bound_random, test_tier_mask, test_syn_split,
+		    test_resume_events, test_dead_daemon_decay, test_pool_limits,
+		    test_pool_reserve, test_pool_critical_burst);
 	return fg_test_summary();
 }

@@ -304,12 +304,7 @@ static void test_forget_many(void)
 int main(int argc, char **argv)
 {
 	tf_init(argc, argv, "test_throttle", names, "ssh");
-	FG_RUN(test_start_and_stop);
-	FG_RUN(test_growth_keeps_it);
-	FG_RUN(test_bucket_gone);
-	FG_RUN(test_line_limit);
-	FG_RUN(test_bound);
-	FG_RUN(test_any_order_and_budget);
-	FG_RUN(test_forget_many);
+	FG_RUN_EACH(test_start_and_stop, test_growth_keeps_it, test_bucket_gone,
+		    test_line_limit, test_bound, test_any_order_and_budget, test_forget_many);
 	return fg_test_summary();
 }
