@@ -220,6 +220,73 @@ static struct fg_xdp_opts libxdp_opts(void)
 	return (struct fg_xdp_opts){ .how = FG_XDP_LIBXDP, .run_prio = FG_XDP_PRIO_FIRST };
 }
 
+/* One test's state: fgtest (s) and its fgtest program (p), the options (o),
+ * the attachment (a), the device's last listing (l) and the last reason
+ * (why). fx_attach .. fx_detach return what the library call returned, so
+ * that each check stays at its caller's line. */
+struct fx {
+	struct fgtest_xdp_bpf *s;
+	struct fg_xdp_opts o;
+	struct fg_xdp_prog p;
+	struct fg_xdp_att a;
+	struct fg_xdp_list l;
+	char why[512];
+};
+
+/* The usual start: fgtest loaded, o = libxdp_opts() and a fresh veth pair
+ * at mtu. 0, or -1 with the failed check counted; f->s is NULL or loaded. */
+static int fx_setup(struct fx *f, int mtu, const char *veth_check)
+{
+	memset(f, 0, sizeof(*f));
+	f->o = libxdp_opts();
+	f->s = load_fgtest(0, -1);
+	if (!ASSERT_TRUE(f->s, "fgtest loads") || !ASSERT_OK(veth(mtu), veth_check))
+		return -1;
+	f->p = prog_of(f->s, f->s->progs.fgtest);
+	return 0;
+}
+
+static int fx_attach(struct fx *f)
+{
+	return fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, f->why, sizeof(f->why));
+}
+
+static int fx_adopt(struct fx *f)
+{
+	return fg_xdp_adopt(&f->p, ifx(), &f->o, &f->a, f->why, sizeof(f->why));
+}
+
+static int fx_list(struct fx *f)
+{
+	return fg_xdp_list(ifx(), OURS, &f->l, f->why, sizeof(f->why));
+}
+
+static int fx_detach(struct fx *f, const char *link_pin)
+{
+	return fg_xdp_detach_ours(ifx(), OURS, link_pin, f->why, sizeof(f->why));
+}
+
+/* n marker frames sent; every one the kernel accepted must reach fgtest. */
+static void all_seen(struct fx *f, long n, const char *check)
+{
+	long sent = send_marker(n, NULL);
+
+	settle();
+	ASSERT_EQ(counted(f->s, 0), sent, check);
+}
+
+/* prog attached directly in native mode, as a program that is not ours:
+ * 0 and its id (0 when not listed), or -1 with the failed check counted. */
+static int attach_direct(struct fx *f, struct bpf_program *prog, const char *check, __u32 *id)
+{
+	if (!ASSERT_OK(bpf_xdp_attach(ifx(), bpf_program__fd(prog), XDP_FLAGS_DRV_MODE, NULL),
+		       check))
+		return -1;
+	ASSERT_OK(fx_list(f), f->why);
+	*id = f->l.n ? f->l.e[0].id : 0;
+	return 0;
+}
+
 /* ---- tests ---------------------------------------------------------------- */
 
 static void test_probe(void)
@@ -232,64 +299,40 @@ static void test_probe(void)
 		ASSERT_EQ(err, -EOPNOTSUPP, "probe error");
 	ASSERT_EQ(!err, dispatcher_ok, "probe agrees with the first probe");
 }
-
-/* The usual start: fgtest loaded (s), a fresh veth pair at MTU 1500 and
- * fgtest attached to it with o; p stays set for another attach. 0, or -1
- * with the failed check counted. */
-static int attach_on_veth(struct fgtest_xdp_bpf *s, struct fg_xdp_prog *p,
-			  const struct fg_xdp_opts *o, struct fg_xdp_att *a, char *why, size_t len)
-{
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
-		return -1;
-	*p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(p, ifx(), o, a, why, len), why))
-		return -1;
-	return 0;
-}
-
 /* libxdp mode on a free device: ours, with its priority where there is a
  * dispatcher; alone by netlink where there is not. Detach removes it and
  * libxdp's pins. */
 static void test_libxdp_alone(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
-	long sent;
+	struct fx f;
 
-	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
+	if (fx_setup(&f, 1500, "veth") || !ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
-	ASSERT_EQ(a.dispatcher, dispatcher_ok, "in a dispatcher exactly when the kernel has one");
-	ASSERT_EQ(a.mode, FG_XDP_NATIVE, "auto is native on veth");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	print_list("libxdp alone", &l);
-	ASSERT_EQ(l.n, 1, "one program");
-	ASSERT_TRUE(l.e[0].ours, "it is ours");
-	ASSERT_EQ(l.e[0].id, a.prog_id, "the id attach reported");
-	ASSERT_TRUE(!l.via_link, "attached by netlink, not a bpf_link");
+	ASSERT_EQ(f.a.dispatcher, dispatcher_ok, "in a dispatcher exactly when the kernel has one");
+	ASSERT_EQ(f.a.mode, FG_XDP_NATIVE, "auto is native on veth");
+	ASSERT_OK(fx_list(&f), f.why);
+	print_list("libxdp alone", &f.l);
+	ASSERT_EQ(f.l.n, 1, "one program");
+	ASSERT_TRUE(f.l.e[0].ours, "it is ours");
+	ASSERT_EQ(f.l.e[0].id, f.a.prog_id, "the id attach reported");
+	ASSERT_TRUE(!f.l.via_link, "attached by netlink, not a bpf_link");
 	if (dispatcher_ok) {
-		ASSERT_EQ(l.e[0].run_prio, FG_XDP_PRIO_FIRST, "our run priority");
-		ASSERT_EQ(l.e[0].chain_actions, FG_XDP_CHAIN_PASS, "chain on XDP_PASS");
+		ASSERT_EQ(f.l.e[0].run_prio, FG_XDP_PRIO_FIRST, "our run priority");
+		ASSERT_EQ(f.l.e[0].chain_actions, FG_XDP_CHAIN_PASS, "chain on XDP_PASS");
 		ASSERT_EQ(pin_dirs(), 1, "libxdp pinned one dispatcher");
 	} else {
-		ASSERT_EQ(l.e[0].run_prio, FG_XDP_PRIO_NONE, "no priority without a dispatcher");
+		ASSERT_EQ(f.l.e[0].run_prio, FG_XDP_PRIO_NONE, "no priority without a dispatcher");
 		ASSERT_EQ(pin_dirs(), 0, "nothing pinned without a dispatcher");
 	}
-	sent = send_marker(200, NULL);
-	settle();
-	ASSERT_EQ(counted(s, 0), sent, "every frame sent was seen by ours");
-	fg_xdp_att_close(&a);
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "nothing left on the device");
+	all_seen(&f, 200, "every frame sent was seen by ours");
+	fg_xdp_att_close(&f.a);
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "nothing left on the device");
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
-	ASSERT_EQ(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), -ENOENT,
-		  "detaching again: not there");
+	ASSERT_EQ(fx_detach(&f, NULL), -ENOENT, "detaching again: not there");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* The real floodgate program (12 maps, rodata, bss) through the same path:
@@ -297,28 +340,24 @@ out:
 static void test_floodgate_program(void)
 {
 	struct dp d = {};
-	struct fg_xdp_opts o = libxdp_opts();
+	struct fx f = { .o = libxdp_opts() };
 	double t;
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
 
 	if (!ASSERT_OK(dp_open(&d, 4096), "floodgate loads") || !ASSERT_OK(veth(1500), "veth"))
 		goto out;
-	p = (struct fg_xdp_prog){ .obj = d.skel->obj, .prog = d.skel->progs.floodgate };
-	p.elf = floodgate_bpf__elf_bytes(&p.elf_sz);
+	f.p = (struct fg_xdp_prog){ .obj = d.skel->obj, .prog = d.skel->progs.floodgate };
+	f.p.elf = floodgate_bpf__elf_bytes(&f.p.elf_sz);
 	t = mono_ms();
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	printf("  info: libxdp attach of floodgate (loads and verifies its copy): %.1f ms\n",
 	       mono_ms() - t);
-	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &l, why, sizeof(why)), why);
-	print_list("floodgate", &l);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "floodgate attached and ours");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), "floodgate", NULL, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "gone");
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why, sizeof(f.why)), f.why);
+	print_list("floodgate", &f.l);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "floodgate attached and ours");
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), "floodgate", NULL, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why, sizeof(f.why)), f.why);
+	ASSERT_EQ(f.l.n, 0, "gone");
 out:
 	if (d.skel)
 		dp_close(&d);
@@ -328,130 +367,117 @@ out:
  * exclusive mode both refuse with a reason and leave it as it was. */
 static void test_refuses_direct_program(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1), *other = load_fgtest(1, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fgtest_xdp_bpf *other = NULL;
+	struct fx f;
 	__u32 id;
 
-	if (!ASSERT_TRUE(s && other, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+	memset(&f, 0, sizeof(f));
+	f.o = libxdp_opts();
+	f.s = load_fgtest(0, -1);
+	other = load_fgtest(1, -1);
+	if (!ASSERT_TRUE(f.s && other, "fgtest loads") || !ASSERT_OK(veth(1500), "veth") ||
+	    attach_direct(&f, other->progs.fgt_pass, "someone else's program", &id))
 		goto out;
-	if (!ASSERT_OK(bpf_xdp_attach(ifx(), bpf_program__fd(other->progs.fgt_pass),
-				      XDP_FLAGS_DRV_MODE, NULL), "someone else's program"))
-		goto out;
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	id = l.n ? l.e[0].id : 0;
-	p = prog_of(s, s->progs.fgtest);
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY, "libxdp refuses");
-	printf("  info: libxdp: %s\n", why);
-	ASSERT_STR_CONTAINS(why, "fgt_pass", "names the program that is there");
-	o.how = FG_XDP_EXCLUSIVE;
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY, "exclusive refuses");
-	printf("  info: exclusive: %s\n", why);
-	ASSERT_STR_CONTAINS(why, "does not share", "says why");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_TRUE(l.n == 1 && l.e[0].id == id && !l.e[0].ours, "the other program is untouched");
-	ASSERT_EQ(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), -ENOENT,
-		  "detach_ours does not touch it");
+	f.p = prog_of(f.s, f.s->progs.fgtest);
+	ASSERT_EQ(fx_attach(&f), -EBUSY, "libxdp refuses");
+	printf("  info: libxdp: %s\n", f.why);
+	ASSERT_STR_CONTAINS(f.why, "fgt_pass", "names the program that is there");
+	f.o.how = FG_XDP_EXCLUSIVE;
+	ASSERT_EQ(fx_attach(&f), -EBUSY, "exclusive refuses");
+	printf("  info: exclusive: %s\n", f.why);
+	ASSERT_STR_CONTAINS(f.why, "does not share", "says why");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].id == id && !f.l.e[0].ours,
+		    "the other program is untouched");
+	ASSERT_EQ(fx_detach(&f, NULL), -ENOENT, "detach_ours does not touch it");
 	ASSERT_OK(bpf_xdp_detach(ifx(), XDP_FLAGS_DRV_MODE, NULL), "remove the other program");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 	fgtest_xdp_bpf__destroy(other);
 }
 
 /* Bad input: a clear error, and the device stays as it was. */
 static void test_bad_input(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p, none = {};
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fg_xdp_prog none = {};
+	struct fx f;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+	if (fx_setup(&f, 1500, "veth"))
 		goto out;
-	p = prog_of(s, s->progs.fgtest);
-	o.chain_actions = 1u << 7;
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "chain action 7");
-	ASSERT_STR_CONTAINS(why, "chain actions", "says which option");
-	o = libxdp_opts();
-	o.how = 7;
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "attach method 7");
-	o = libxdp_opts();
-	o.mode = 9;
-	ASSERT_EQ(fg_xdp_adopt(&p, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "adopt, mode 9");
-	o = libxdp_opts();
-	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &o, &a, why, sizeof(why)), -EINVAL, "no program");
-	ASSERT_EQ(fg_xdp_attach(&p, 0, &o, &a, why, sizeof(why)), -EINVAL, "ifindex 0");
-	ASSERT_EQ(fg_xdp_attach(&p, 99999, &o, &a, why, sizeof(why)), -ENODEV, "no such device");
-	ASSERT_STR_CONTAINS(why, "no interface", "says so");
-	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, why, sizeof(why)), -EINVAL, "no name");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "nothing attached by any of it");
+	f.o.chain_actions = 1u << 7;
+	ASSERT_EQ(fx_attach(&f), -EINVAL, "chain action 7");
+	ASSERT_STR_CONTAINS(f.why, "chain actions", "says which option");
+	f.o = libxdp_opts();
+	f.o.how = 7;
+	ASSERT_EQ(fx_attach(&f), -EINVAL, "attach method 7");
+	f.o = libxdp_opts();
+	f.o.mode = 9;
+	ASSERT_EQ(fx_adopt(&f), -EINVAL, "adopt, mode 9");
+	f.o = libxdp_opts();
+	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &f.o, &f.a, f.why, sizeof(f.why)), -EINVAL,
+		  "no program");
+	ASSERT_EQ(fg_xdp_attach(&f.p, 0, &f.o, &f.a, f.why, sizeof(f.why)), -EINVAL, "ifindex 0");
+	ASSERT_EQ(fg_xdp_attach(&f.p, 99999, &f.o, &f.a, f.why, sizeof(f.why)), -ENODEV,
+		  "no such device");
+	ASSERT_STR_CONTAINS(f.why, "no interface", "says so");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, f.why, sizeof(f.why)), -EINVAL, "no name");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "nothing attached by any of it");
 	ASSERT_EQ(pin_dirs(), 0, "nothing pinned");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* Exclusive: a bpf_link, pinned or not, detached by detach_ours. */
 static void test_exclusive(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = { .how = FG_XDP_EXCLUSIVE, .mode = FG_XDP_SKB,
-				 .link_pin = "/sys/fs/bpf/fgx_link" };
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fx f;
 	struct stat st;
 
-	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
+	if (fx_setup(&f, 1500, "veth"))
 		goto out;
-	ASSERT_EQ(a.mode, FG_XDP_SKB, "generic as asked");
-	ASSERT_TRUE(a.link_fd >= 0, "a link");
-	fg_xdp_att_close(&a);	/* the pin holds it */
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	print_list("exclusive", &l);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.via_link, "ours, held by a link");
-	ASSERT_EQ(l.mode, FG_XDP_SKB, "listed as generic");
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EEXIST,
-		  "attaching twice: adopt instead");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o.link_pin, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "detached");
-	ASSERT_TRUE(stat(o.link_pin, &st) && errno == ENOENT, "link pin removed");
+	f.o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE, .mode = FG_XDP_SKB,
+				    .link_pin = "/sys/fs/bpf/fgx_link" };
+	if (!ASSERT_OK(fx_attach(&f), f.why))
+		goto out;
+	ASSERT_EQ(f.a.mode, FG_XDP_SKB, "generic as asked");
+	ASSERT_TRUE(f.a.link_fd >= 0, "a link");
+	fg_xdp_att_close(&f.a);	/* the pin holds it */
+	ASSERT_OK(fx_list(&f), f.why);
+	print_list("exclusive", &f.l);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.via_link, "ours, held by a link");
+	ASSERT_EQ(f.l.mode, FG_XDP_SKB, "listed as generic");
+	ASSERT_EQ(fx_attach(&f), -EEXIST, "attaching twice: adopt instead");
+	ASSERT_OK(fx_detach(&f, f.o.link_pin), f.why);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "detached");
+	ASSERT_TRUE(stat(f.o.link_pin, &st) && errno == ENOENT, "link pin removed");
 
-	o.link_pin = NULL;	/* unpinned: goes with its fd */
-	o.mode = FG_XDP_AUTO;
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	f.o.link_pin = NULL;	/* unpinned: goes with its fd */
+	f.o.mode = FG_XDP_AUTO;
+	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
-	ASSERT_EQ(a.mode, FG_XDP_NATIVE, "auto is native on veth");
-	fg_xdp_att_close(&a);
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "an unpinned link detaches when closed");
+	ASSERT_EQ(f.a.mode, FG_XDP_NATIVE, "auto is native on veth");
+	fg_xdp_att_close(&f.a);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "an unpinned link detaches when closed");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
-/* The xdp-filter tests' start: fgtest loaded and the veth pair made;
- * NULL if xdp-filter is missing (skipped) or that failed (counted). */
-static struct fgtest_xdp_bpf *filter_begin(void)
+/* The xdp-filter tests' start: fx_setup; -1 if xdp-filter is missing
+ * (skipped) or that failed (counted), with nothing left to free. */
+static int filter_begin(struct fx *f)
 {
-	struct fgtest_xdp_bpf *s;
-
 	if (!have_filter) {
 		fg_test_skip("xdp-filter is not installed (Debian package xdp-tools)");
-		return NULL;
+		return -1;
 	}
-	s = load_fgtest(0, -1);
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth")) {
-		fgtest_xdp_bpf__destroy(s);
-		return NULL;
+	if (fx_setup(f, 1500, "veth")) {
+		fgtest_xdp_bpf__destroy(f->s);
+		return -1;
 	}
-	return s;
+	return 0;
 }
 
 /* Their end: no program on the device, no dispatcher pins. */
@@ -465,107 +491,98 @@ static void nothing_left(void)
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
 }
 
+/* The listing holds xdp-filter's program, id filter_id. */
+static int filter_there(const struct fg_xdp_list *l, __u32 filter_id)
+{
+	const struct fg_xdp_entry *e = entry(l, "xdpfilt");
+
+	return e && e->id == filter_id;
+}
+
 /* xdp-filter first, then floodgate through libxdp. */
 static void test_filter_then_ours(void)
 {
-	struct fgtest_xdp_bpf *s = NULL;
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	const struct fg_xdp_entry *f;
-	char why[512] = "";
+	const struct fg_xdp_entry *e;
+	struct fx f;
 	__u32 filter_id;
-	long sent;
 
-	s = filter_begin();
-	if (!s)
+	if (filter_begin(&f))
 		return;
 	if (!ASSERT_OK(sh("xdp-filter load " DEV0), "xdp-filter load"))
 		goto out;
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	print_list("xdp-filter alone", &l);
-	f = entry(&l, "xdpfilt");
-	if (!ASSERT_TRUE(f, "xdp-filter listed"))
+	ASSERT_OK(fx_list(&f), f.why);
+	print_list("xdp-filter alone", &f.l);
+	e = entry(&f.l, "xdpfilt");
+	if (!ASSERT_TRUE(e, "xdp-filter listed"))
 		goto out;
-	filter_id = f->id;
-	ASSERT_EQ(l.dispatcher_id != 0, dispatcher_ok, "xdp-filter in a dispatcher iff the kernel has one");
-	p = prog_of(s, s->progs.fgtest);
+	filter_id = e->id;
+	ASSERT_EQ(f.l.dispatcher_id != 0, dispatcher_ok,
+		  "xdp-filter in a dispatcher iff the kernel has one");
 	if (dispatcher_ok) {
-		if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+		if (!ASSERT_OK(fx_attach(&f), f.why))
 			goto out;
-		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-		print_list("xdp-filter, then ours", &l);
-		ASSERT_EQ(l.n, 2, "two programs");
-		ASSERT_TRUE(l.n == 2 && l.e[0].ours, "ours runs first (priority 1 < xdp-filter's 10)");
-		ASSERT_TRUE(entry(&l, "xdpfilt") && entry(&l, "xdpfilt")->id == filter_id,
-			    "xdp-filter's program is the same one");
-		sent = send_marker(200, NULL);
-		settle();
-		ASSERT_EQ(counted(s, 0), sent, "ours sees every frame beside xdp-filter");
-		ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
-		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-		ASSERT_TRUE(l.n == 1 && entry(&l, "xdpfilt") && entry(&l, "xdpfilt")->id == filter_id,
+		ASSERT_OK(fx_list(&f), f.why);
+		print_list("xdp-filter, then ours", &f.l);
+		ASSERT_EQ(f.l.n, 2, "two programs");
+		ASSERT_TRUE(f.l.n == 2 && f.l.e[0].ours,
+			    "ours runs first (priority 1 < xdp-filter's 10)");
+		ASSERT_TRUE(filter_there(&f.l, filter_id), "xdp-filter's program is the same one");
+		all_seen(&f, 200, "ours sees every frame beside xdp-filter");
+		ASSERT_OK(fx_detach(&f, NULL), f.why);
+		ASSERT_OK(fx_list(&f), f.why);
+		ASSERT_TRUE(f.l.n == 1 && filter_there(&f.l, filter_id),
 			    "detaching ours leaves xdp-filter's program");
 	} else {
-		ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -EBUSY,
-			  "no dispatcher: refuses to share");
-		printf("  info: %s\n", why);
-		ASSERT_STR_CONTAINS(why, "xdpfilt", "names xdp-filter's program");
-		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-		ASSERT_TRUE(l.n == 1 && l.e[0].id == filter_id, "xdp-filter's program untouched");
+		ASSERT_EQ(fx_attach(&f), -EBUSY, "no dispatcher: refuses to share");
+		printf("  info: %s\n", f.why);
+		ASSERT_STR_CONTAINS(f.why, "xdpfilt", "names xdp-filter's program");
+		ASSERT_OK(fx_list(&f), f.why);
+		ASSERT_TRUE(f.l.n == 1 && f.l.e[0].id == filter_id,
+			    "xdp-filter's program untouched");
 	}
 	ASSERT_OK(sh("xdp-filter unload " DEV0), "xdp-filter unload");
 	nothing_left();
 out:
 	sh("xdp-filter unload --all");
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* floodgate first, then xdp-filter. */
 static void test_ours_then_filter(void)
 {
-	struct fgtest_xdp_bpf *s = NULL;
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fx f;
 	int rc;
-	long sent;
 
-	s = filter_begin();
-	if (!s)
+	if (filter_begin(&f))
 		return;
-	p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	rc = sh("xdp-filter load " DEV0);
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	print_list("ours, then xdp-filter", &l);
+	ASSERT_OK(fx_list(&f), f.why);
+	print_list("ours, then xdp-filter", &f.l);
 	if (dispatcher_ok) {
 		ASSERT_EQ(rc, 0, "xdp-filter joins our dispatcher");
-		ASSERT_TRUE(l.n == 2 && l.e[0].ours && entry(&l, "xdpfilt"), "both, ours first");
+		ASSERT_TRUE(f.l.n == 2 && f.l.e[0].ours && entry(&f.l, "xdpfilt"),
+			    "both, ours first");
 		ASSERT_OK(sh("xdp-filter unload " DEV0), "xdp-filter unload");
-		ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-		ASSERT_TRUE(l.n == 1 && l.e[0].ours, "xdp-filter leaving leaves ours");
-		sent = send_marker(200, NULL);
-		settle();
-		ASSERT_EQ(counted(s, 0), sent, "and ours still sees every frame");
+		ASSERT_OK(fx_list(&f), f.why);
+		ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "xdp-filter leaving leaves ours");
+		all_seen(&f, 200, "and ours still sees every frame");
 	} else {
 		ASSERT_NEQ(rc, 0, "no dispatcher: xdp-filter refuses to replace ours");
-		ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.e[0].id == a.prog_id, "ours untouched");
+		ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.e[0].id == f.a.prog_id,
+			    "ours untouched");
 	}
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
 	nothing_left();
 out:
 	sh("xdp-filter unload --all");
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* A daemon killed with SIGKILL: its netlink attach (alone or the
  * dispatcher) and a pinned link stay; an unpinned link goes. */
-static int child_attach_and_die(struct fgtest_xdp_bpf *s, const struct fg_xdp_opts *o)
+static int child_attach_and_die(struct fx *f)
 {
 	pid_t pid = fork();
 	int st;
@@ -573,10 +590,7 @@ static int child_attach_and_die(struct fgtest_xdp_bpf *s, const struct fg_xdp_op
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		struct fg_xdp_prog p = prog_of(s, s->progs.fgtest);
-		struct fg_xdp_att a;
-
-		if (fg_xdp_attach(&p, ifx(), o, &a, NULL, 0))
+		if (fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, NULL, 0))
 			_exit(1);
 		raise(SIGKILL);
 		_exit(2);
@@ -588,34 +602,28 @@ static int child_attach_and_die(struct fgtest_xdp_bpf *s, const struct fg_xdp_op
 
 static void test_sigkill(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_list l;
-	char why[512] = "";
-	long sent;
+	struct fx f;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+	if (fx_setup(&f, 1500, "veth"))
 		goto out;
-	ASSERT_OK(child_attach_and_die(s, &o), "libxdp: attached, then SIGKILL");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "libxdp: still attached");
-	sent = send_marker(100, NULL);
-	settle();
-	ASSERT_EQ(counted(s, 0), sent, "libxdp: still counting");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(child_attach_and_die(&f), "libxdp: attached, then SIGKILL");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "libxdp: still attached");
+	all_seen(&f, 100, "libxdp: still counting");
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
 
-	o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE, .link_pin = "/sys/fs/bpf/fgx_kill" };
-	ASSERT_OK(child_attach_and_die(s, &o), "pinned link: attached, then SIGKILL");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours && l.via_link, "pinned link: still attached");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o.link_pin, why, sizeof(why)), why);
+	f.o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE, .link_pin = "/sys/fs/bpf/fgx_kill" };
+	ASSERT_OK(child_attach_and_die(&f), "pinned link: attached, then SIGKILL");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.via_link, "pinned link: still attached");
+	ASSERT_OK(fx_detach(&f, f.o.link_pin), f.why);
 
-	o.link_pin = NULL;
-	ASSERT_OK(child_attach_and_die(s, &o), "unpinned link: attached, then SIGKILL");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "unpinned link: gone with the process");
+	f.o.link_pin = NULL;
+	ASSERT_OK(child_attach_and_die(&f), "unpinned link: attached, then SIGKILL");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "unpinned link: gone with the process");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 struct sender {
@@ -635,65 +643,60 @@ static void *sender_main(void *arg)
  * rodata) replaces it while frames flow, and no frame goes unseen. */
 static void adopt_under_traffic(const struct fg_xdp_opts *o, const char *what)
 {
-	struct fgtest_xdp_bpf *s0 = load_fgtest(0, -1), *same = NULL, *s1 = NULL;
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
+	struct fgtest_xdp_bpf *same = NULL, *s1 = NULL;
+	struct fx f;
 	struct sender sd = {};
 	pthread_t th;
-	char why[512] = "";
 	__u64 c0, c1;
 	__u32 old_id;
 
-	if (!ASSERT_TRUE(s0, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+	if (fx_setup(&f, 1500, "veth"))
 		goto out;
-	same = load_fgtest(0, bpf_map__fd(s0->maps.fgt_cnt));
-	s1 = load_fgtest(1, bpf_map__fd(s0->maps.fgt_cnt));
-	if (!ASSERT_TRUE(same && s1, "restarted copies load"))
+	f.o = *o;
+	same = load_fgtest(0, bpf_map__fd(f.s->maps.fgt_cnt));
+	s1 = load_fgtest(1, bpf_map__fd(f.s->maps.fgt_cnt));
+	if (!ASSERT_TRUE(same && s1, "restarted copies load") || !ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
-	p = prog_of(s0, s0->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), o, &a, why, sizeof(why)), why))
-		goto out;
-	old_id = a.prog_id;
-	fg_xdp_att_close(&a);
+	old_id = f.a.prog_id;
+	fg_xdp_att_close(&f.a);
 
-	p = prog_of(same, same->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_adopt(&p, ifx(), o, &a, why, sizeof(why)), why))
+	f.p = prog_of(same, same->progs.fgtest);
+	if (!ASSERT_OK(fx_adopt(&f), f.why))
 		goto out;
-	ASSERT_TRUE(a.kept, "same code, same rodata: kept");
-	ASSERT_EQ(a.prog_id, old_id, "the same program runs");
-	fg_xdp_att_close(&a);
+	ASSERT_TRUE(f.a.kept, "same code, same rodata: kept");
+	ASSERT_EQ(f.a.prog_id, old_id, "the same program runs");
+	fg_xdp_att_close(&f.a);
 
 	if (!ASSERT_OK(pthread_create(&th, NULL, sender_main, &sd), "sender"))
 		goto out;
 	usleep(50 * 1000);
-	p = prog_of(s1, s1->progs.fgtest);
-	ASSERT_OK(fg_xdp_adopt(&p, ifx(), o, &a, why, sizeof(why)), why);
+	f.p = prog_of(s1, s1->progs.fgtest);
+	ASSERT_OK(fx_adopt(&f), f.why);
 	usleep(50 * 1000);
 	sd.stop = 1;
 	pthread_join(th, NULL);
 	settle();
-	ASSERT_TRUE(!a.kept, "changed rodata: replaced");
-	ASSERT_NEQ(a.prog_id, old_id, "another program runs");
-	fg_xdp_att_close(&a);
-	c0 = counted(s0, 0);
-	c1 = counted(s0, 1);
+	ASSERT_TRUE(!f.a.kept, "changed rodata: replaced");
+	ASSERT_NEQ(f.a.prog_id, old_id, "another program runs");
+	fg_xdp_att_close(&f.a);
+	c0 = counted(f.s, 0);
+	c1 = counted(f.s, 1);
 	printf("  info: adopt (%s, %s): %ld frames sent, old saw %llu, new saw %llu, "
 	       "unseen %lld, seen twice %lld, overlap %.3f ms\n", what,
-	       a.dispatcher ? "dispatcher" : "alone", sd.sent, (unsigned long long)c0,
+	       f.a.dispatcher ? "dispatcher" : "alone", sd.sent, (unsigned long long)c0,
 	       (unsigned long long)c1, (long long)sd.sent - (long long)(c0 + c1),
-	       (long long)(c0 + c1) - sd.sent, a.overlap_ns / 1e6);
+	       (long long)(c0 + c1) - sd.sent, f.a.overlap_ns / 1e6);
 	ASSERT_TRUE(c0 > 0 && c1 > 0, "frames flowed before and after the swap");
 	ASSERT_GE((long long)(c0 + c1), sd.sent, "no frame unseen by floodgate");
-	if (!a.dispatcher)
+	if (!f.a.dispatcher)
 		ASSERT_EQ(c0 + c1, sd.sent, "alone: an atomic swap, no frame seen twice");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "one copy of ours left");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, o->link_pin, why, sizeof(why)), why);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "one copy of ours left");
+	ASSERT_OK(fx_detach(&f, f.o.link_pin), f.why);
 out:
 	fgtest_xdp_bpf__destroy(s1);
 	fgtest_xdp_bpf__destroy(same);
-	fgtest_xdp_bpf__destroy(s0);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 static void test_adopt_libxdp(void)
@@ -713,24 +716,18 @@ static void test_adopt_exclusive(void)
 /* MTU 9000 on veth needs a frags-aware program in native mode. */
 static void test_jumbo_frags(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fx f;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(9000), "veth mtu 9000"))
+	if (fx_setup(&f, 9000, "veth mtu 9000"))
 		goto out;
-	o.mode = FG_XDP_NATIVE;
-	o.how = FG_XDP_EXCLUSIVE;
-	p = prog_of(s, s->progs.fgt_pass);	/* SEC("xdp"): no frags */
-	ASSERT_EQ(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), -ERANGE,
-		  "a non-frags program is refused at mtu 9000");
-	printf("  info: non-frags, mtu 9000: %s\n", why);
-	o.how = FG_XDP_LIBXDP;
-	p = prog_of(s, s->progs.fgtest);	/* SEC("xdp.frags") */
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why))
+	f.o.mode = FG_XDP_NATIVE;
+	f.o.how = FG_XDP_EXCLUSIVE;
+	f.p = prog_of(f.s, f.s->progs.fgt_pass);	/* SEC("xdp"): no frags */
+	ASSERT_EQ(fx_attach(&f), -ERANGE, "a non-frags program is refused at mtu 9000");
+	printf("  info: non-frags, mtu 9000: %s\n", f.why);
+	f.o.how = FG_XDP_LIBXDP;
+	f.p = prog_of(f.s, f.s->progs.fgtest);	/* SEC("xdp.frags") */
+	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	if (have_filter) {
 		int rc = sh("xdp-filter load " DEV0);
@@ -742,71 +739,63 @@ static void test_jumbo_frags(void)
 		if (!rc)
 			sh("xdp-filter unload --all");
 	}
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_TRUE(l.n == 1 && l.e[0].ours, "ours runs at mtu 9000");
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "ours runs at mtu 9000");
 	if (dispatcher_ok)
-		ASSERT_TRUE(l.frags, "a frags-aware dispatcher for a frags-aware component");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+		ASSERT_TRUE(f.l.frags, "a frags-aware dispatcher for a frags-aware component");
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* Two interfaces, one native and one generic: each its own attach (and
- * its own dispatcher, where there is one); detaching one leaves the other. */
+ * its own dispatcher, where there is one); detaching one leaves the other.
+ * f's attachment and listing are DEV0's; a1 and l1 fgy0's. */
 static void test_two_interfaces(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a0, a1;
-	struct fg_xdp_list l0, l1;
-	char why[512] = "";
+	struct fx f;
+	struct fg_xdp_att a1;
+	struct fg_xdp_list l1;
 	int if1;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth") ||
+	if (fx_setup(&f, 1500, "veth") ||
 	    !ASSERT_OK(sh("ip link add fgy0 type veth peer name fgy1 && ip link set fgy0 up && "
 			  "ip link set fgy1 up"), "second veth"))
 		goto out;
 	if1 = (int)if_nametoindex("fgy0");
-	p = prog_of(s, s->progs.fgtest);
-	if (!ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a0, why, sizeof(why)), why))
+	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
-	o.mode = FG_XDP_SKB;
-	if (!ASSERT_OK(fg_xdp_attach(&p, if1, &o, &a1, why, sizeof(why)), why))
+	f.o.mode = FG_XDP_SKB;
+	if (!ASSERT_OK(fg_xdp_attach(&f.p, if1, &f.o, &a1, f.why, sizeof(f.why)), f.why))
 		goto out;
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l0, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, why, sizeof(why)), why);
-	print_list(DEV0, &l0);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why, sizeof(f.why)), f.why);
+	print_list(DEV0, &f.l);
 	print_list("fgy0", &l1);
-	ASSERT_TRUE(l0.n == 1 && l0.e[0].ours && l0.mode == FG_XDP_NATIVE, "native on " DEV0);
+	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.mode == FG_XDP_NATIVE, "native on " DEV0);
 	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours && l1.mode == FG_XDP_SKB, "generic on fgy0");
-	ASSERT_NEQ(l0.e[0].id, l1.e[0].id, "a program each");
+	ASSERT_NEQ(f.l.e[0].id, l1.e[0].id, "a program each");
 	if (dispatcher_ok)
-		ASSERT_TRUE(l0.dispatcher_id && l1.dispatcher_id &&
-			    l0.dispatcher_id != l1.dispatcher_id, "a dispatcher each");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, why, sizeof(why)), why);
+		ASSERT_TRUE(f.l.dispatcher_id && l1.dispatcher_id &&
+			    f.l.dispatcher_id != l1.dispatcher_id, "a dispatcher each");
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why, sizeof(f.why)), f.why);
 	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours, "fgy0 keeps its program");
-	ASSERT_OK(fg_xdp_detach_ours(if1, OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_detach_ours(if1, OURS, NULL, f.why, sizeof(f.why)), f.why);
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
 out:
 	sh("ip link del fgy0");
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* Deleted and recreated: the program goes with the device; the new
  * device (new ifindex) is free and takes an attach again. */
 static void test_iface_recreated(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_prog p;
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fx f;
 	int old_if, pins;
 
-	if (attach_on_veth(s, &p, &o, &a, why, sizeof(why)))
+	if (fx_setup(&f, 1500, "veth") || !ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	old_if = ifx();
 	ASSERT_OK(veth(1500), "delete and recreate the pair");
@@ -814,15 +803,15 @@ static void test_iface_recreated(void)
 	printf("  info: after the device went: ifindex %d -> %d, dispatcher pin dirs left: %d\n",
 	       old_if, ifx(), pins);
 	ASSERT_EQ(pins, dispatcher_ok ? 1 : 0, "a dispatcher's pins outlive its device");
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	ASSERT_EQ(l.n, 0, "the new device is free");
-	ASSERT_OK(fg_xdp_attach(&p, ifx(), &o, &a, why, sizeof(why)), why);
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why)), why);
+	ASSERT_OK(fx_list(&f), f.why);
+	ASSERT_EQ(f.l.n, 0, "the new device is free");
+	ASSERT_OK(fx_attach(&f), f.why);
+	ASSERT_OK(fx_detach(&f, NULL), f.why);
 	if (dispatcher_ok)
 		ASSERT_OK(libxdp_clean_references(old_if), "clean the dead device's pins");
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
 out:
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 /* ns per packet of a trivial program direct, and behind the dispatcher. */
@@ -880,41 +869,45 @@ static int stub_dispatcher(int n, struct xdp_program **out)
 	return 0;
 }
 
+/* prog attached with f->o beside fgt_pass (or as it): 0 and the ns per
+ * packet of the device's dispatcher, its verdict checked under `check`;
+ * -1 with the failed check counted. */
+static int dispatcher_ns(struct fx *f, struct fg_xdp_prog *prog, const char *check, double *ns)
+{
+	__u32 r = 0;
+	int fd;
+
+	if (!ASSERT_OK(fg_xdp_attach(prog, ifx(), &f->o, &f->a, f->why, sizeof(f->why)), f->why) ||
+	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &f->l, f->why, sizeof(f->why)), f->why))
+		return -1;
+	fd = bpf_prog_get_fd_by_id(f->l.dispatcher_id);
+	*ns = ns_per_run(fd, &r);
+	close(fd);
+	ASSERT_EQ(r, XDP_PASS, check);
+	return 0;
+}
+
 /* With freplace: one component (libxdp freplaces the dispatcher's entry
  * itself), then two (fgtest at priority 60 behind fgt_pass). */
 static void measure_real_dispatcher(struct fgtest_xdp_bpf *s, double direct)
 {
 	struct fg_xdp_prog pass = prog_of(s, s->progs.fgt_pass), test = prog_of(s, s->progs.fgtest);
-	struct fg_xdp_opts o = libxdp_opts();
-	struct fg_xdp_att a;
-	struct fg_xdp_list l;
-	char why[512] = "";
+	struct fx f = { .o = libxdp_opts() };
 	double one, two, direct2;
 	__u32 r = 0;
-	int fd;
 
 	if (!ASSERT_OK(veth(1500), "veth") ||
-	    !ASSERT_OK(fg_xdp_attach(&pass, ifx(), &o, &a, why, sizeof(why)), why) ||
-	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &l, why, sizeof(why)), why))
+	    dispatcher_ns(&f, &pass, "dispatcher, one component: XDP_PASS", &one))
 		return;
-	fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
-	one = ns_per_run(fd, &r);
-	close(fd);
-	ASSERT_EQ(r, XDP_PASS, "dispatcher, one component: XDP_PASS");
-	o.run_prio = 60;
-	if (!ASSERT_OK(fg_xdp_attach(&test, ifx(), &o, &a, why, sizeof(why)), why) ||
-	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &l, why, sizeof(why)), why))
+	f.o.run_prio = 60;
+	if (dispatcher_ns(&f, &test, "dispatcher, two components: XDP_PASS", &two))
 		return;
-	fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
-	two = ns_per_run(fd, &r);
-	close(fd);
-	ASSERT_EQ(r, XDP_PASS, "dispatcher, two components: XDP_PASS");
 	direct2 = ns_per_run(bpf_program__fd(s->progs.fgtest), &r);
 	printf("  info: cost: fgt_pass direct %.1f ns/packet, alone in libxdp's dispatcher %.1f ns; "
 	       "fgtest direct %.1f ns; both in the dispatcher %.1f ns (dispatcher share %.1f ns)\n",
 	       direct, one, direct2, two, two - direct - direct2);
-	fg_xdp_detach_ours(ifx(), OURS, NULL, why, sizeof(why));
-	fg_xdp_detach_ours(ifx(), "fgt_pass", NULL, why, sizeof(why));
+	fx_detach(&f, NULL);
+	fg_xdp_detach_ours(ifx(), "fgt_pass", NULL, f.why, sizeof(f.why));
 }
 
 static int stub_fd(struct xdp_program *xp)
@@ -973,41 +966,36 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
  * the check is by its id on the device, as for a real dispatcher. */
 static void test_dead_dispatcher_dir(void)
 {
-	struct fgtest_xdp_bpf *s = load_fgtest(0, -1);
 	const char *base = "/sys/fs/bpf/fgt-xdp";
-	char dir[128], pin[160], why[512] = "";
+	char dir[128], pin[160];
 	int map_fd = -1, lock_fd = -1;
-	struct fg_xdp_list l;
+	struct fx f;
 	__u32 id = 0;
 
-	if (!ASSERT_TRUE(s, "fgtest loads") || !ASSERT_OK(veth(1500), "veth"))
+	if (fx_setup(&f, 1500, "veth") ||
+	    attach_direct(&f, f.s->progs.fgt_pass, "the stand-in dispatcher runs", &id))
 		goto out;
-	if (!ASSERT_OK(bpf_xdp_attach(ifx(), bpf_program__fd(s->progs.fgt_pass),
-				      XDP_FLAGS_DRV_MODE, NULL), "the stand-in dispatcher runs"))
-		goto out;
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
-	id = l.n ? l.e[0].id : 0;
 	snprintf(dir, sizeof(dir), "%s/dispatch-%d-%u", base, ifx(), id);
 	snprintf(pin, sizeof(pin), "%s/prog0-prog", dir);
 	map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fgt_pin", 4, 4, 1, NULL);
 	if (!ASSERT_OK(sh("mkdir -p %s", dir), "mkdir") || !ASSERT_TRUE(map_fd >= 0, "a map") ||
 	    !ASSERT_OK(bpf_obj_pin(map_fd, pin), "a pin in the dir"))
 		goto out;
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -EBUSY,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -EBUSY,
 		  "it still runs: kept");
-	ASSERT_STR_CONTAINS(why, "still runs", "says why");
+	ASSERT_STR_CONTAINS(f.why, "still runs", "says why");
 	ASSERT_OK(access(pin, F_OK), "its pin is still there");
 	ASSERT_OK(bpf_xdp_detach(ifx(), XDP_FLAGS_DRV_MODE, NULL), "the dispatcher goes");
 	lock_fd = open(base, O_RDONLY | O_DIRECTORY);
 	if (!ASSERT_TRUE(lock_fd >= 0 && !flock(lock_fd, LOCK_EX), "hold libxdp's lock"))
 		goto out;
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -EAGAIN,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -EAGAIN,
 		  "libxdp's lock held: not now, and no waiting");
 	ASSERT_OK(access(pin, F_OK), "its pin is still there");
 	flock(lock_fd, LOCK_UN);
-	ASSERT_OK(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), f.why);
 	ASSERT_TRUE(access(dir, F_OK) && errno == ENOENT, "the dir is gone");
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, why, sizeof(why)), -ENOENT,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -ENOENT,
 		  "again: nothing there");
 	ASSERT_OK(access(base, F_OK), "libxdp's base dir stays");
 out:
@@ -1016,7 +1004,7 @@ out:
 	if (map_fd >= 0)
 		close(map_fd);
 	sh("rm -rf %s", base);
-	fgtest_xdp_bpf__destroy(s);
+	fgtest_xdp_bpf__destroy(f.s);
 }
 
 int main(int argc, char **argv)
@@ -1031,22 +1019,12 @@ int main(int argc, char **argv)
 	libxdp_set_print(quiet_libxdp);
 	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher, sizeof(no_dispatcher));
 	have_filter = !sh("command -v xdp-filter");
-	FG_RUN(test_probe);
-	FG_RUN(test_libxdp_alone);
-	FG_RUN(test_floodgate_program);
-	FG_RUN(test_refuses_direct_program);
-	FG_RUN(test_bad_input);
-	FG_RUN(test_exclusive);
-	FG_RUN(test_filter_then_ours);
-	FG_RUN(test_ours_then_filter);
-	FG_RUN(test_sigkill);
-	FG_RUN(test_adopt_libxdp);
-	FG_RUN(test_adopt_exclusive);
-	FG_RUN(test_jumbo_frags);
-	FG_RUN(test_two_interfaces);
-	FG_RUN(test_iface_recreated);
-	FG_RUN(test_dispatcher_cost);
-	FG_RUN(test_dead_dispatcher_dir);
+	FG_RUN_EACH(test_probe, test_libxdp_alone, test_floodgate_program,
+		    test_refuses_direct_program, test_bad_input, test_exclusive,
+		    test_filter_then_ours, test_ours_then_filter, test_sigkill,
+		    test_adopt_libxdp, test_adopt_exclusive, test_jumbo_frags,
+		    test_two_interfaces, test_iface_recreated, test_dispatcher_cost,
+		    test_dead_dispatcher_dir);
 	sh("ip link del " DEV0);
 	return fg_test_summary();
 }
