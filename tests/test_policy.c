@@ -88,6 +88,27 @@ static const char *policy(const char *name)
 	return y ? y : "";
 }
 
+/* A test of one policy from policy.cases: parsed (checked as "parse"), its
+ * checks run on the result, then freed. */
+static void policy_test(const char *name, void (*checks)(const struct fg_config *cfg))
+{
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(policy(name), &cfg), "parse"))
+		return;
+	checks(&cfg);
+	fg_config_free(&cfg);
+}
+
+/* The test function test, of policy name; the checks' body follows, on cfg. */
+#define POLICY_TEST(test, name)						\
+	static void test##_checks(const struct fg_config *cfg);		\
+	static void test(void)						\
+	{								\
+		policy_test(name, test##_checks);			\
+	}								\
+	static void test##_checks(const struct fg_config *cfg)
+
 static void test_spec_globals(void)
 {
 	struct fg_config cfg;
@@ -117,16 +138,13 @@ static void test_spec_globals(void)
 	ASSERT_TRUE(cfg.pfx == NULL, "free clears pfx");
 }
 
-static void test_spec_limits(void)
+POLICY_TEST(test_spec_limits, "spec")
 {
-	struct fg_config cfg;
 	const struct fg_rule *r;
 
-	if (!ASSERT_OK(parse_ok(policy("spec"), &cfg), "parse"))
-		return;
-	r = &cfg.pol.rules[0];
-	ASSERT_TRUE(!strcmp(cfg.rules[0].name, "ssh-syn"), "rule 0 name");
-	ASSERT_EQ(cfg.rules[0].line, 14, "rule 0 line");
+	r = &cfg->pol.rules[0];
+	ASSERT_TRUE(!strcmp(cfg->rules[0].name, "ssh-syn"), "rule 0 name");
+	ASSERT_EQ(cfg->rules[0].line, 14, "rule 0 line");
 	ASSERT_EQ(r->src.inc, TU / 10, "ssh inc = TU/10");
 	ASSERT_EQ(r->src.tau, 20 * (TU / 10), "ssh tau = 20 inc");
 	ASSERT_EQ(r->ovf.inc, r->src.inc, "overflow defaults to per_source inc");
@@ -144,46 +162,42 @@ static void test_spec_limits(void)
 	ASSERT_EQ(r->id, 0, "id left to the daemon");
 	ASSERT_EQ(r->gen, 0, "gen left to the daemon");
 
-	r = &cfg.pol.rules[1];
+	r = &cfg->pol.rules[1];
 	ASSERT_EQ(r->src.inc, TU / 1000, "dns inc");
 	ASSERT_EQ(r->src.tau, 2000 * (TU / 1000), "dns tau");
 	ASSERT_EQ(r->agg.inc, TU / 50000, "dns agg inc");
 	ASSERT_EQ(r->agg.tau, 100000 * (TU / 50000), "dns agg tau");
 	ASSERT_EQ(r->mask4, htonl(0xffffff00), "dns mask4 /24");
-	ASSERT_EQ(cfg.rules[1].plen4, 24, "plen4");
-	ASSERT_EQ(cfg.rules[1].plen6, 64, "plen6");
-	ASSERT_EQ((long long)cfg.rules[1].aggregate.rate, 50000, "aggregate.rate as written");
+	ASSERT_EQ(cfg->rules[1].plen4, 24, "plen4");
+	ASSERT_EQ(cfg->rules[1].plen6, 64, "plen6");
+	ASSERT_EQ((long long)cfg->rules[1].aggregate.rate, 50000, "aggregate.rate as written");
 
-	r = &cfg.pol.rules[2];
+	r = &cfg->pol.rules[2];
 	ASSERT_EQ(r->cost, FG_COST_BYTES, "udp-bulk cost bytes");
 	ASSERT_EQ(r->mode, FG_MODE_SHADOW, "udp-bulk shadow");
 	ASSERT_EQ(r->src.inc, TU / 10000000, "10MB/s inc = 6400");
 	ASSERT_EQ(r->src.tau, 20000000ull * 6400, "20MB tau");
-	ASSERT_EQ((long long)cfg.rules[2].per_source.rate, 10000000, "per_source.rate in B/s");
+	ASSERT_EQ((long long)cfg->rules[2].per_source.rate, 10000000, "per_source.rate in B/s");
 
-	r = &cfg.pol.rules[3];
-	ASSERT_TRUE(!strcmp(cfg.rules[3].name, "fragments"), "fragments last");
-	ASSERT_EQ(cfg.rules[3].implicit, 1, "fragments implicit");
+	r = &cfg->pol.rules[3];
+	ASSERT_TRUE(!strcmp(cfg->rules[3].name, "fragments"), "fragments last");
+	ASSERT_EQ(cfg->rules[3].implicit, 1, "fragments implicit");
 	ASSERT_EQ(r->src.inc, TU / 50, "fragments from fragments: key");
 	ASSERT_EQ(r->src.tau, 70 * (TU / 50), "fragments tau");
-	fg_config_free(&cfg);
 }
 
-static void test_spec_match(void)
+POLICY_TEST(test_spec_match, "spec")
 {
-	struct fg_config cfg;
 	const struct fg_match *m;
 	static const __u16 dns[] = { 53, 123, 1900, 11211 };
 	int i;
 
-	if (!ASSERT_OK(parse_ok(policy("spec"), &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 2, "tcp: ssh + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 2, "tcp: ssh + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
 
-	m = entry(&cfg, FG_CLASS_TCP, 0);
+	m = entry(cfg, FG_CLASS_TCP, 0);
 	ASSERT_EQ(m->rule, 0, "tcp[0] rule");
 	ASSERT_EQ(m->proto, 6, "tcp[0] proto");
 	ASSERT_EQ(m->dport_lo, 22, "dport_lo");
@@ -196,7 +210,7 @@ static void test_spec_match(void)
 	ASSERT_EQ(m->sets, 0, "no sets");
 
 	for (i = 0; i < 4; i++) {
-		m = entry(&cfg, FG_CLASS_UDP, i);
+		m = entry(cfg, FG_CLASS_UDP, i);
 		ASSERT_EQ(m->rule, 1, "dns entries first, in order");
 		ASSERT_EQ(m->sport_lo, dns[i], "dns sport_lo");
 		ASSERT_EQ(m->sport_hi, dns[i], "dns sport_hi");
@@ -205,20 +219,19 @@ static void test_spec_match(void)
 		ASSERT_EQ(m->flags, FG_M_L4, "dns L4");
 		ASSERT_EQ(m->proto, 17, "dns proto");
 	}
-	m = entry(&cfg, FG_CLASS_UDP, 4);
+	m = entry(cfg, FG_CLASS_UDP, 4);
 	ASSERT_EQ(m->rule, 2, "udp-bulk after dns");
 	ASSERT_EQ(m->flags, 0, "udp-bulk: no L4 (fragments of it match)");
 	ASSERT_EQ(m->proto, 17, "udp-bulk proto");
 
 	for (i = 0; i < FG_NCLASS; i++) {
-		m = entry(&cfg, i, cfg.pol.nmatch[i] - 1);
+		m = entry(cfg, i, cfg->pol.nmatch[i] - 1);
 		ASSERT_EQ(m->rule, 3, "fragments entry last in class");
 		ASSERT_EQ(m->flags, FG_M_FRAG, "fragments flags");
 		ASSERT_EQ(m->proto, 0, "fragments proto 0");
 		ASSERT_EQ(m->sport_hi, 65535, "fragments sport_hi");
 		ASSERT_EQ(m->dport_hi, 65535, "fragments dport_hi");
 	}
-	fg_config_free(&cfg);
 }
 
 /* ---- defaults and expansion ------------------------------------------------- */
@@ -279,44 +292,37 @@ static void test_defaults(void)
 	fg_config_free(&cfg);
 }
 
-static void test_proto_any_every_class(void)
+POLICY_TEST(test_proto_any_every_class, "proto_any")
 {
-	struct fg_config cfg;
 	int c;
 
-	if (!ASSERT_OK(parse_ok(policy("proto_any"), &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 1)->rule, 1, "tcp order 1");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 2)->rule, 2, "tcp order 2");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 1)->rule, 1, "tcp order 1");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 2)->rule, 2, "tcp order 2");
 	for (c = FG_CLASS_UDP; c < FG_NCLASS; c++) {
-		ASSERT_EQ(cfg.pol.nmatch[c], 3, "other classes: everything, v6only, fragments");
-		ASSERT_EQ(entry(&cfg, c, 0)->rule, 1, "everything first");
-		ASSERT_EQ(entry(&cfg, c, 0)->proto, 0, "any: proto 0");
-		ASSERT_EQ(entry(&cfg, c, 0)->flags, 0, "any: no flags");
-		ASSERT_EQ(entry(&cfg, c, 1)->rule, 2, "v6only second");
-		ASSERT_EQ(entry(&cfg, c, 1)->flags, FG_M_V6, "family ipv6 flag");
+		ASSERT_EQ(cfg->pol.nmatch[c], 3, "other classes: everything, v6only, fragments");
+		ASSERT_EQ(entry(cfg, c, 0)->rule, 1, "everything first");
+		ASSERT_EQ(entry(cfg, c, 0)->proto, 0, "any: proto 0");
+		ASSERT_EQ(entry(cfg, c, 0)->flags, 0, "any: no flags");
+		ASSERT_EQ(entry(cfg, c, 1)->rule, 2, "v6only second");
+		ASSERT_EQ(entry(cfg, c, 1)->flags, FG_M_V6, "family ipv6 flag");
 	}
-	ASSERT_EQ(cfg.pol.rules[0].action, FG_ACT_PASS, "action pass");
-	ASSERT_EQ(cfg.pol.rules[0].src.inc, 0, "pass: no limit");
-	ASSERT_EQ(cfg.pol.rules[2].action, FG_ACT_DROP, "action drop");
-	fg_config_free(&cfg);
+	ASSERT_EQ(cfg->pol.rules[0].action, FG_ACT_PASS, "action pass");
+	ASSERT_EQ(cfg->pol.rules[0].src.inc, 0, "pass: no limit");
+	ASSERT_EQ(cfg->pol.rules[2].action, FG_ACT_DROP, "action drop");
 }
 
-static void test_port_cross_product(void)
+POLICY_TEST(test_port_cross_product, "port_cross")
 {
 	static const __u16 exp[4][4] = {
 		{ 1, 1, 3, 3 }, { 1, 1, 10, 20 }, { 2, 2, 3, 3 }, { 2, 2, 10, 20 },
 	};
-	struct fg_config cfg;
 	int i;
 
-	if (!ASSERT_OK(parse_ok(policy("port_cross"), &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 5, "4 entries + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 5, "4 entries + fragments");
 	for (i = 0; i < 4; i++) {
-		const struct fg_match *m = entry(&cfg, FG_CLASS_TCP, i);
+		const struct fg_match *m = entry(cfg, FG_CLASS_TCP, i);
 
 		ASSERT_EQ(m->sport_lo, exp[i][0], "sport_lo");
 		ASSERT_EQ(m->sport_hi, exp[i][1], "sport_hi");
@@ -324,12 +330,11 @@ static void test_port_cross_product(void)
 		ASSERT_EQ(m->dport_hi, exp[i][3], "dport_hi");
 		ASSERT_EQ(m->rule, 0, "rule");
 	}
-	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_lo, 1024, "range lo");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_hi, 65535, "range hi");
-	ASSERT_EQ(cfg.pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
-	ASSERT_EQ(cfg.pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
-	ASSERT_EQ(cfg.pol.rules[1].agg.inc, TU, "1/s");
-	fg_config_free(&cfg);
+	ASSERT_EQ(entry(cfg, FG_CLASS_UDP, 0)->dport_lo, 1024, "range lo");
+	ASSERT_EQ(entry(cfg, FG_CLASS_UDP, 0)->dport_hi, 65535, "range hi");
+	ASSERT_EQ(cfg->pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
+	ASSERT_EQ(cfg->pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
+	ASSERT_EQ(cfg->pol.rules[1].agg.inc, TU, "1/s");
 }
 
 static void test_tcp_flags_forms(void)
@@ -369,38 +374,34 @@ static void test_tcp_flags_forms(void)
 	}
 }
 
-static void test_icmp_and_numeric_proto(void)
+POLICY_TEST(test_icmp_and_numeric_proto, "icmp")
 {
-	struct fg_config cfg;
 	const struct fg_match *m;
 
-	if (!ASSERT_OK(parse_ok(policy("icmp"), &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 4, "icmp class: 3 + fragments");
-	m = entry(&cfg, FG_CLASS_ICMP, 0);
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_ICMP], 4, "icmp class: 3 + fragments");
+	m = entry(cfg, FG_CLASS_ICMP, 0);
 	ASSERT_EQ(m->proto, 1, "echo4 proto");
 	ASSERT_EQ(m->icmp_type, 8, "echo4 type");
 	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V4, "echo4 flags");
-	m = entry(&cfg, FG_CLASS_ICMP, 1);
+	m = entry(cfg, FG_CLASS_ICMP, 1);
 	ASSERT_EQ(m->proto, 58, "echo6 proto");
 	ASSERT_EQ(m->icmp_type, 128, "echo6 type");
 	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V6, "echo6 flags");
-	m = entry(&cfg, FG_CLASS_ICMP, 2);
+	m = entry(cfg, FG_CLASS_ICMP, 2);
 	ASSERT_EQ(m->proto, 1, "proto 1 is icmp");
 	ASSERT_EQ(m->flags, FG_M_V4, "icmp implies v4, no L4");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 3, "other: gre, sctp6, fragments");
-	m = entry(&cfg, FG_CLASS_OTHER, 0);
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_OTHER], 3, "other: gre, sctp6, fragments");
+	m = entry(cfg, FG_CLASS_OTHER, 0);
 	ASSERT_EQ(m->proto, 47, "gre proto");
 	ASSERT_EQ(m->flags, FG_M_V4, "gre v4");
-	ASSERT_EQ(cfg.pol.rules[3].src.inc, TU * 60, "1/m");
-	m = entry(&cfg, FG_CLASS_OTHER, 1);
+	ASSERT_EQ(cfg->pol.rules[3].src.inc, TU * 60, "1/m");
+	m = entry(cfg, FG_CLASS_OTHER, 1);
 	ASSERT_EQ(m->proto, 132, "sctp proto");
 	ASSERT_EQ(m->flags, FG_M_V6, "sctp v6");
-	ASSERT_EQ(cfg.pol.rules[4].src.inc, TU * 1800, "2/h");
-	m = entry(&cfg, FG_CLASS_TCP, 0);
+	ASSERT_EQ(cfg->pol.rules[4].src.inc, TU * 1800, "2/h");
+	m = entry(cfg, FG_CLASS_TCP, 0);
 	ASSERT_EQ(m->proto, 6, "numeric tcp lands in tcp class");
 	ASSERT_EQ(m->dport_lo, 80, "numeric tcp takes ports");
-	fg_config_free(&cfg);
 }
 
 static void test_rate_units(void)
@@ -474,22 +475,18 @@ static void test_masks(void)
 	}
 }
 
-static void test_rule_options(void)
+POLICY_TEST(test_rule_options, "rule_options")
 {
-	struct fg_config cfg;
 	const struct fg_rule *r;
 
-	if (!ASSERT_OK(parse_ok(policy("rule_options"), &cfg), "parse"))
-		return;
-	r = &cfg.pol.rules[0];
+	r = &cfg->pol.rules[0];
 	ASSERT_EQ(r->ovf.inc, TU / 100, "explicit overflow inc");
 	ASSERT_EQ(r->ovf.tau, 100 * (TU / 100), "explicit overflow tau");
-	ASSERT_EQ(cfg.pol.rules[1].on_full, FG_FULL_CLOSED, "closed");
-	ASSERT_EQ(cfg.pol.rules[2].on_full, FG_FULL_OPEN, "open");
-	ASSERT_EQ(cfg.pol.nrules, 4, "nrules");
-	ASSERT_EQ(cfg.pol.rules[3].action, FG_ACT_DROP, "fragments: drop");
-	ASSERT_EQ(cfg.pol.rules[3].src.inc, 0, "fragments drop: no limit");
-	fg_config_free(&cfg);
+	ASSERT_EQ(cfg->pol.rules[1].on_full, FG_FULL_CLOSED, "closed");
+	ASSERT_EQ(cfg->pol.rules[2].on_full, FG_FULL_OPEN, "open");
+	ASSERT_EQ(cfg->pol.nrules, 4, "nrules");
+	ASSERT_EQ(cfg->pol.rules[3].action, FG_ACT_DROP, "fragments: drop");
+	ASSERT_EQ(cfg->pol.rules[3].src.inc, 0, "fragments drop: no limit");
 }
 
 /* ---- source sets and flattening -------------------------------------------- */
