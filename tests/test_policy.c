@@ -46,17 +46,29 @@ static int parse_ok(const char *yaml, struct fg_config *cfg)
 	return r;
 }
 
-/* parse_ok on a policy built from a format. */
-static int __attribute__((format(printf, 2, 3))) parse_okf(struct fg_config *cfg, const char *fmt, ...)
+/* The policy of one rule, "rules:\n  - name: NAME\n" and the rule's lines
+ * from a format, parsed into *cfg: ASSERT_OK(..., what). */
+static int __attribute__((format(printf, 4, 5)))
+parse_rule_okf(struct fg_config *cfg, const char *what, const char *name, const char *fmt, ...)
 {
 	char y[1024];
+	int off = snprintf(y, sizeof(y), "rules:\n  - name: %s\n", name);
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(y, sizeof(y), fmt, ap);
+	vsnprintf(y + off, sizeof(y) - (size_t)off, fmt, ap);
 	va_end(ap);
-	return parse_ok(y, cfg);
+	return ASSERT_OK(parse_ok(y, cfg), what);
 }
+
+/* For each row i of table t: the one-rule policy of parse_rule_okf(&cfg,
+ * ...) and, when it parsed, the statement that follows on cfg; then cfg is
+ * freed. */
+#define FOR_EACH_RULE_ROW(t, i, cfg, ...)					\
+	for (size_t i = 0; i < sizeof(t) / sizeof((t)[0]); i++)			\
+		for (struct fg_config cfg, *cfg##_parsed =				\
+			     parse_rule_okf(&cfg, __VA_ARGS__) ? &cfg : NULL;		\
+		     cfg##_parsed; fg_config_free(&cfg), cfg##_parsed = NULL)
 
 static const struct fg_match *entry(const struct fg_config *cfg, int cls, int i)
 {
@@ -356,21 +368,12 @@ static void test_tcp_flags_forms(void)
 		  FG_TCP_SYN | FG_TCP_ACK },
 		{ "ece+cwr", FG_TCP_ECE | FG_TCP_CWR, FG_TCP_ECE | FG_TCP_CWR },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: f\n"
-					 "    match: {proto: tcp, tcp_flags: %s}\n"
-					 "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags), t[i].flags))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, t[i].flags, "f",
+			  "    match: {proto: tcp, tcp_flags: %s}\n"
+			  "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags) {
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_mask, t[i].mask, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_val, t[i].val, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->flags, FG_M_L4, "flags need L4");
-		fg_config_free(&cfg);
 	}
 }
 
@@ -426,21 +429,11 @@ static void test_rate_units(void)
 		{ "64000000000/s", "1", 1, 1, FG_COST_PKTS },		/* the fastest */
 		{ "1.5 MB/s", "1.5MB", 42667, 1500000ull * 42667, FG_COST_BYTES },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: r\n"
-					 "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
-					 t[i].rate, t[i].burst), t[i].rate))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, t[i].rate, "r", "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
+			  t[i].rate, t[i].burst) {
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, t[i].inc, t[i].rate);
 		ASSERT_EQ(cfg.pol.rules[0].src.tau, t[i].tau, t[i].burst);
 		ASSERT_EQ(cfg.pol.rules[0].cost, t[i].cost, "cost");
-		fg_config_free(&cfg);
 	}
 }
 
@@ -456,22 +449,12 @@ static void test_masks(void)
 		{ 32, 96, 0xffffffff, { 0xffffffff, 0xffffffff, 0xffffffff, 0 } },
 		{ 17, 1, 0xffff8000, { 0x80000000, 0, 0, 0 } },
 	};
-	size_t i;
-	int k;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: r\n"
-					 "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
-					 t[i].p4, t[i].p6), "parse"))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, "parse", "r",
+			  "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
+			  t[i].p4, t[i].p6) {
 		ASSERT_EQ(cfg.pol.rules[0].mask4, htonl(t[i].m4), "mask4");
-		for (k = 0; k < 4; k++)
+		for (int k = 0; k < 4; k++)
 			ASSERT_EQ(cfg.pol.rules[0].mask6[k], htonl(t[i].m6[k]), "mask6");
-		fg_config_free(&cfg);
 	}
 }
 
