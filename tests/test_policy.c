@@ -3,7 +3,9 @@
  * Policy compiler tests: good policies compile to the exact fg_policy the
  * XDP program expects, bad ones fail at the exact line:col with a message
  * that names the problem, and prefix flattening agrees with a brute-force
- * reference on random nested lists.
+ * reference on random nested lists. The longer policies, good and bad, are
+ * YAML in tests/policies/cases/ (the format: tests/polcase.h); "spec" there
+ * is the format's reference example.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -85,9 +87,7 @@ static int rule_index(const struct fg_config *cfg, const char *name)
 	return -1;
 }
 
-/* ---- the format's reference example -------------------------------------- */
-
-/* tests/policies/cases/policy.cases, read by main */
+/* The named policies of tests/policies/cases/policy.cases, read by main. */
 static struct pc_file policies;
 
 /* The policy called name there; "" (which fails to parse) if it has none. */
@@ -120,6 +120,8 @@ static void policy_test(const char *name, void (*checks)(const struct fg_config 
 		policy_test(name, test##_checks);			\
 	}								\
 	static void test##_checks(const struct fg_config *cfg)
+
+/* ---- the format's reference example -------------------------------------- */
 
 static void test_spec_globals(void)
 {
