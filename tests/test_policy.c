@@ -3,7 +3,9 @@
  * Policy compiler tests: good policies compile to the exact fg_policy the
  * XDP program expects, bad ones fail at the exact line:col with a message
  * that names the problem, and prefix flattening agrees with a brute-force
- * reference on random nested lists.
+ * reference on random nested lists. The longer policies, good and bad, are
+ * YAML in tests/policies/cases/ (the format: tests/polcase.h); "spec" there
+ * is the format's reference example.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +25,7 @@
 #include "conn.h"
 #include "sysutil.h"
 #include "mapimg.h"
-#include "polfix.h"
+#include "polcase.h"
 
 #define TU FG_TU_PER_SEC
 
@@ -46,17 +48,29 @@ static int parse_ok(const char *yaml, struct fg_config *cfg)
 	return r;
 }
 
-/* parse_ok on a policy built from a format. */
-static int __attribute__((format(printf, 2, 3))) parse_okf(struct fg_config *cfg, const char *fmt, ...)
+/* The policy of one rule, "rules:\n  - name: NAME\n" and the rule's lines
+ * from a format, parsed into *cfg: ASSERT_OK(..., what). */
+static int __attribute__((format(printf, 4, 5)))
+parse_rule_okf(struct fg_config *cfg, const char *what, const char *name, const char *fmt, ...)
 {
 	char y[1024];
+	int off = snprintf(y, sizeof(y), "rules:\n  - name: %s\n", name);
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(y, sizeof(y), fmt, ap);
+	vsnprintf(y + off, sizeof(y) - (size_t)off, fmt, ap);
 	va_end(ap);
-	return parse_ok(y, cfg);
+	return ASSERT_OK(parse_ok(y, cfg), what);
 }
+
+/* For each row i of table t: the one-rule policy of parse_rule_okf(&cfg,
+ * ...) and, when it parsed, the statement that follows on cfg; then cfg is
+ * freed. */
+#define FOR_EACH_RULE_ROW(t, i, cfg, ...)					\
+	for (size_t i = 0; i < sizeof(t) / sizeof((t)[0]); i++)			\
+		for (struct fg_config cfg, *cfg##_parsed =				\
+			     parse_rule_okf(&cfg, __VA_ARGS__) ? &cfg : NULL;		\
+		     cfg##_parsed; fg_config_free(&cfg), cfg##_parsed = NULL)
 
 static const struct fg_match *entry(const struct fg_config *cfg, int cls, int i)
 {
@@ -73,39 +87,47 @@ static int rule_index(const struct fg_config *cfg, const char *name)
 	return -1;
 }
 
-/* ---- the format's reference example -------------------------------------- */
+/* The named policies of tests/policies/cases/policy.cases, read by main. */
+static struct pc_file policies;
 
-static const char *spec_policy =
-	"interfaces: [eth0]\n"
-	"xdp_mode: native\n"
-	"mode: shadow\n"
-	"max_sources: 1048576\n"
-	"metrics: \"127.0.0.1:9100\"\n"
-	"detach_on_exit: false\n"
-	"allow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
-	"deny: [192.0.2.0/24]\n"
-	"malformed: pass\n"
-	"default: drop\n"
-	"fragments: {per_source: {rate: 50/s, burst: 70}}\n"
-	"admission: {rate: 50000/s, burst: 1000}\n"
-	"rules:\n"
-	"  - name: ssh-syn\n"
-	"    match: {proto: tcp, dport: 22, tcp_flags: syn}\n"
-	"    per_source: {rate: 10/s, burst: 20}\n"
-	"  - name: dns-reflection\n"
-	"    match: {proto: udp, sport: [53, 123, 1900, 11211]}\n"
-	"    per_source: {rate: 1000/s, burst: 2000, prefix_v4: 24, prefix_v6: 64}\n"
-	"    aggregate: {rate: 50000/s, burst: 100000}\n"
-	"  - name: udp-bulk\n"
-	"    mode: shadow\n"
-	"    match: {proto: udp}\n"
-	"    per_source: {rate: 10MB/s, burst: 20MB}\n";
+/* The policy called name there; "" (which fails to parse) if it has none. */
+static const char *policy(const char *name)
+{
+	const char *y = pc_yaml(&policies, name);
+
+	if (!y)
+		fg_test_fail(__FILE__, __LINE__, "no policy \"%s\" in tests/policies/cases/policy.cases", name);
+	return y ? y : "";
+}
+
+/* A test of one policy from policy.cases: parsed (checked as "parse"), its
+ * checks run on the result, then freed. */
+static void policy_test(const char *name, void (*checks)(const struct fg_config *cfg))
+{
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(policy(name), &cfg), "parse"))
+		return;
+	checks(&cfg);
+	fg_config_free(&cfg);
+}
+
+/* The test function test, of policy name; the checks' body follows, on cfg. */
+#define POLICY_TEST(test, name)						\
+	static void test##_checks(const struct fg_config *cfg);		\
+	static void test(void)						\
+	{								\
+		policy_test(name, test##_checks);			\
+	}								\
+	static void test##_checks(const struct fg_config *cfg)
+
+/* ---- the format's reference example -------------------------------------- */
 
 static void test_spec_globals(void)
 {
 	struct fg_config cfg;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
+	if (!ASSERT_OK(parse_ok(policy("spec"), &cfg), "parse"))
 		return;
 	ASSERT_EQ(cfg.n_ifs, 1, "n_ifs");
 	ASSERT_STR_CONTAINS(cfg.ifaces[0], "eth0", "ifaces[0]");
@@ -130,16 +152,13 @@ static void test_spec_globals(void)
 	ASSERT_TRUE(cfg.pfx == NULL, "free clears pfx");
 }
 
-static void test_spec_limits(void)
+POLICY_TEST(test_spec_limits, "spec")
 {
-	struct fg_config cfg;
 	const struct fg_rule *r;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
-		return;
-	r = &cfg.pol.rules[0];
-	ASSERT_TRUE(!strcmp(cfg.rules[0].name, "ssh-syn"), "rule 0 name");
-	ASSERT_EQ(cfg.rules[0].line, 14, "rule 0 line");
+	r = &cfg->pol.rules[0];
+	ASSERT_TRUE(!strcmp(cfg->rules[0].name, "ssh-syn"), "rule 0 name");
+	ASSERT_EQ(cfg->rules[0].line, 14, "rule 0 line");
 	ASSERT_EQ(r->src.inc, TU / 10, "ssh inc = TU/10");
 	ASSERT_EQ(r->src.tau, 20 * (TU / 10), "ssh tau = 20 inc");
 	ASSERT_EQ(r->ovf.inc, r->src.inc, "overflow defaults to per_source inc");
@@ -157,46 +176,42 @@ static void test_spec_limits(void)
 	ASSERT_EQ(r->id, 0, "id left to the daemon");
 	ASSERT_EQ(r->gen, 0, "gen left to the daemon");
 
-	r = &cfg.pol.rules[1];
+	r = &cfg->pol.rules[1];
 	ASSERT_EQ(r->src.inc, TU / 1000, "dns inc");
 	ASSERT_EQ(r->src.tau, 2000 * (TU / 1000), "dns tau");
 	ASSERT_EQ(r->agg.inc, TU / 50000, "dns agg inc");
 	ASSERT_EQ(r->agg.tau, 100000 * (TU / 50000), "dns agg tau");
 	ASSERT_EQ(r->mask4, htonl(0xffffff00), "dns mask4 /24");
-	ASSERT_EQ(cfg.rules[1].plen4, 24, "plen4");
-	ASSERT_EQ(cfg.rules[1].plen6, 64, "plen6");
-	ASSERT_EQ((long long)cfg.rules[1].aggregate.rate, 50000, "aggregate.rate as written");
+	ASSERT_EQ(cfg->rules[1].plen4, 24, "plen4");
+	ASSERT_EQ(cfg->rules[1].plen6, 64, "plen6");
+	ASSERT_EQ((long long)cfg->rules[1].aggregate.rate, 50000, "aggregate.rate as written");
 
-	r = &cfg.pol.rules[2];
+	r = &cfg->pol.rules[2];
 	ASSERT_EQ(r->cost, FG_COST_BYTES, "udp-bulk cost bytes");
 	ASSERT_EQ(r->mode, FG_MODE_SHADOW, "udp-bulk shadow");
 	ASSERT_EQ(r->src.inc, TU / 10000000, "10MB/s inc = 6400");
 	ASSERT_EQ(r->src.tau, 20000000ull * 6400, "20MB tau");
-	ASSERT_EQ((long long)cfg.rules[2].per_source.rate, 10000000, "per_source.rate in B/s");
+	ASSERT_EQ((long long)cfg->rules[2].per_source.rate, 10000000, "per_source.rate in B/s");
 
-	r = &cfg.pol.rules[3];
-	ASSERT_TRUE(!strcmp(cfg.rules[3].name, "fragments"), "fragments last");
-	ASSERT_EQ(cfg.rules[3].implicit, 1, "fragments implicit");
+	r = &cfg->pol.rules[3];
+	ASSERT_TRUE(!strcmp(cfg->rules[3].name, "fragments"), "fragments last");
+	ASSERT_EQ(cfg->rules[3].implicit, 1, "fragments implicit");
 	ASSERT_EQ(r->src.inc, TU / 50, "fragments from fragments: key");
 	ASSERT_EQ(r->src.tau, 70 * (TU / 50), "fragments tau");
-	fg_config_free(&cfg);
 }
 
-static void test_spec_match(void)
+POLICY_TEST(test_spec_match, "spec")
 {
-	struct fg_config cfg;
 	const struct fg_match *m;
 	static const __u16 dns[] = { 53, 123, 1900, 11211 };
 	int i;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 2, "tcp: ssh + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 2, "tcp: ssh + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
 
-	m = entry(&cfg, FG_CLASS_TCP, 0);
+	m = entry(cfg, FG_CLASS_TCP, 0);
 	ASSERT_EQ(m->rule, 0, "tcp[0] rule");
 	ASSERT_EQ(m->proto, 6, "tcp[0] proto");
 	ASSERT_EQ(m->dport_lo, 22, "dport_lo");
@@ -209,7 +224,7 @@ static void test_spec_match(void)
 	ASSERT_EQ(m->sets, 0, "no sets");
 
 	for (i = 0; i < 4; i++) {
-		m = entry(&cfg, FG_CLASS_UDP, i);
+		m = entry(cfg, FG_CLASS_UDP, i);
 		ASSERT_EQ(m->rule, 1, "dns entries first, in order");
 		ASSERT_EQ(m->sport_lo, dns[i], "dns sport_lo");
 		ASSERT_EQ(m->sport_hi, dns[i], "dns sport_hi");
@@ -218,20 +233,19 @@ static void test_spec_match(void)
 		ASSERT_EQ(m->flags, FG_M_L4, "dns L4");
 		ASSERT_EQ(m->proto, 17, "dns proto");
 	}
-	m = entry(&cfg, FG_CLASS_UDP, 4);
+	m = entry(cfg, FG_CLASS_UDP, 4);
 	ASSERT_EQ(m->rule, 2, "udp-bulk after dns");
 	ASSERT_EQ(m->flags, 0, "udp-bulk: no L4 (fragments of it match)");
 	ASSERT_EQ(m->proto, 17, "udp-bulk proto");
 
 	for (i = 0; i < FG_NCLASS; i++) {
-		m = entry(&cfg, i, cfg.pol.nmatch[i] - 1);
+		m = entry(cfg, i, cfg->pol.nmatch[i] - 1);
 		ASSERT_EQ(m->rule, 3, "fragments entry last in class");
 		ASSERT_EQ(m->flags, FG_M_FRAG, "fragments flags");
 		ASSERT_EQ(m->proto, 0, "fragments proto 0");
 		ASSERT_EQ(m->sport_hi, 65535, "fragments sport_hi");
 		ASSERT_EQ(m->dport_hi, 65535, "fragments dport_hi");
 	}
-	fg_config_free(&cfg);
 }
 
 /* ---- defaults and expansion ------------------------------------------------- */
@@ -292,60 +306,37 @@ static void test_defaults(void)
 	fg_config_free(&cfg);
 }
 
-static void test_proto_any_every_class(void)
+POLICY_TEST(test_proto_any_every_class, "proto_any")
 {
-	struct fg_config cfg;
 	int c;
 
-	if (!ASSERT_OK(parse_ok(
-		"rules:\n"
-		"  - name: first\n"
-		"    match: {proto: tcp}\n"
-		"    action: pass\n"
-		"  - name: everything\n"
-		"    per_source: {rate: 5/s, burst: 5}\n"
-		"  - name: v6only\n"
-		"    match: {family: ipv6}\n"
-		"    action: drop\n", &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 1)->rule, 1, "tcp order 1");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 2)->rule, 2, "tcp order 2");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 1)->rule, 1, "tcp order 1");
+	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 2)->rule, 2, "tcp order 2");
 	for (c = FG_CLASS_UDP; c < FG_NCLASS; c++) {
-		ASSERT_EQ(cfg.pol.nmatch[c], 3, "other classes: everything, v6only, fragments");
-		ASSERT_EQ(entry(&cfg, c, 0)->rule, 1, "everything first");
-		ASSERT_EQ(entry(&cfg, c, 0)->proto, 0, "any: proto 0");
-		ASSERT_EQ(entry(&cfg, c, 0)->flags, 0, "any: no flags");
-		ASSERT_EQ(entry(&cfg, c, 1)->rule, 2, "v6only second");
-		ASSERT_EQ(entry(&cfg, c, 1)->flags, FG_M_V6, "family ipv6 flag");
+		ASSERT_EQ(cfg->pol.nmatch[c], 3, "other classes: everything, v6only, fragments");
+		ASSERT_EQ(entry(cfg, c, 0)->rule, 1, "everything first");
+		ASSERT_EQ(entry(cfg, c, 0)->proto, 0, "any: proto 0");
+		ASSERT_EQ(entry(cfg, c, 0)->flags, 0, "any: no flags");
+		ASSERT_EQ(entry(cfg, c, 1)->rule, 2, "v6only second");
+		ASSERT_EQ(entry(cfg, c, 1)->flags, FG_M_V6, "family ipv6 flag");
 	}
-	ASSERT_EQ(cfg.pol.rules[0].action, FG_ACT_PASS, "action pass");
-	ASSERT_EQ(cfg.pol.rules[0].src.inc, 0, "pass: no limit");
-	ASSERT_EQ(cfg.pol.rules[2].action, FG_ACT_DROP, "action drop");
-	fg_config_free(&cfg);
+	ASSERT_EQ(cfg->pol.rules[0].action, FG_ACT_PASS, "action pass");
+	ASSERT_EQ(cfg->pol.rules[0].src.inc, 0, "pass: no limit");
+	ASSERT_EQ(cfg->pol.rules[2].action, FG_ACT_DROP, "action drop");
 }
 
-static void test_port_cross_product(void)
+POLICY_TEST(test_port_cross_product, "port_cross")
 {
 	static const __u16 exp[4][4] = {
 		{ 1, 1, 3, 3 }, { 1, 1, 10, 20 }, { 2, 2, 3, 3 }, { 2, 2, 10, 20 },
 	};
-	struct fg_config cfg;
 	int i;
 
-	if (!ASSERT_OK(parse_ok(
-		"rules:\n"
-		"  - name: x\n"
-		"    match: {proto: tcp, sport: [1, \"2\"], dport: [3, \"10-20\"]}\n"
-		"    per_source: {rate: 1/s, burst: 1}\n"
-		"  - name: y\n"
-		"    match: {proto: udp, dport: 1024-65535}\n"
-		"    aggregate: {rate: 1/s, burst: 1}\n", &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_TCP], 5, "4 entries + fragments");
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 5, "4 entries + fragments");
 	for (i = 0; i < 4; i++) {
-		const struct fg_match *m = entry(&cfg, FG_CLASS_TCP, i);
+		const struct fg_match *m = entry(cfg, FG_CLASS_TCP, i);
 
 		ASSERT_EQ(m->sport_lo, exp[i][0], "sport_lo");
 		ASSERT_EQ(m->sport_hi, exp[i][1], "sport_hi");
@@ -353,12 +344,11 @@ static void test_port_cross_product(void)
 		ASSERT_EQ(m->dport_hi, exp[i][3], "dport_hi");
 		ASSERT_EQ(m->rule, 0, "rule");
 	}
-	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_lo, 1024, "range lo");
-	ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 0)->dport_hi, 65535, "range hi");
-	ASSERT_EQ(cfg.pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
-	ASSERT_EQ(cfg.pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
-	ASSERT_EQ(cfg.pol.rules[1].agg.inc, TU, "1/s");
-	fg_config_free(&cfg);
+	ASSERT_EQ(entry(cfg, FG_CLASS_UDP, 0)->dport_lo, 1024, "range lo");
+	ASSERT_EQ(entry(cfg, FG_CLASS_UDP, 0)->dport_hi, 65535, "range hi");
+	ASSERT_EQ(cfg->pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
+	ASSERT_EQ(cfg->pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
+	ASSERT_EQ(cfg->pol.rules[1].agg.inc, TU, "1/s");
 }
 
 static void test_tcp_flags_forms(void)
@@ -380,75 +370,43 @@ static void test_tcp_flags_forms(void)
 		  FG_TCP_SYN | FG_TCP_ACK },
 		{ "ece+cwr", FG_TCP_ECE | FG_TCP_CWR, FG_TCP_ECE | FG_TCP_CWR },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: f\n"
-					 "    match: {proto: tcp, tcp_flags: %s}\n"
-					 "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags), t[i].flags))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, t[i].flags, "f",
+			  "    match: {proto: tcp, tcp_flags: %s}\n"
+			  "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags) {
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_mask, t[i].mask, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_val, t[i].val, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->flags, FG_M_L4, "flags need L4");
-		fg_config_free(&cfg);
 	}
 }
 
-static void test_icmp_and_numeric_proto(void)
+POLICY_TEST(test_icmp_and_numeric_proto, "icmp")
 {
-	struct fg_config cfg;
 	const struct fg_match *m;
 
-	if (!ASSERT_OK(parse_ok(
-		"rules:\n"
-		"  - name: echo4\n"
-		"    match: {proto: icmp, icmp_type: 8}\n"
-		"    per_source: {rate: 100/s, burst: 200}\n"
-		"  - name: echo6\n"
-		"    match: {proto: icmpv6, icmp_type: 128}\n"
-		"    per_source: {rate: 100/s, burst: 200}\n"
-		"  - name: any-icmp\n"
-		"    match: {proto: 1}\n"
-		"    per_source: {rate: 100/s, burst: 200}\n"
-		"  - name: gre\n"
-		"    match: {proto: 47, family: ipv4}\n"
-		"    per_source: {rate: 1/m, burst: 3}\n"
-		"  - name: sctp6\n"
-		"    match: {proto: 132, family: ipv6}\n"
-		"    per_source: {rate: 2/h, burst: 3}\n"
-		"  - name: tcp-num\n"
-		"    match: {proto: 6, dport: 80}\n"
-		"    per_source: {rate: 1/s, burst: 3}\n", &cfg), "parse"))
-		return;
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_ICMP], 4, "icmp class: 3 + fragments");
-	m = entry(&cfg, FG_CLASS_ICMP, 0);
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_ICMP], 4, "icmp class: 3 + fragments");
+	m = entry(cfg, FG_CLASS_ICMP, 0);
 	ASSERT_EQ(m->proto, 1, "echo4 proto");
 	ASSERT_EQ(m->icmp_type, 8, "echo4 type");
 	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V4, "echo4 flags");
-	m = entry(&cfg, FG_CLASS_ICMP, 1);
+	m = entry(cfg, FG_CLASS_ICMP, 1);
 	ASSERT_EQ(m->proto, 58, "echo6 proto");
 	ASSERT_EQ(m->icmp_type, 128, "echo6 type");
 	ASSERT_EQ(m->flags, FG_M_L4 | FG_M_ICMP_TYPE | FG_M_V6, "echo6 flags");
-	m = entry(&cfg, FG_CLASS_ICMP, 2);
+	m = entry(cfg, FG_CLASS_ICMP, 2);
 	ASSERT_EQ(m->proto, 1, "proto 1 is icmp");
 	ASSERT_EQ(m->flags, FG_M_V4, "icmp implies v4, no L4");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], 3, "other: gre, sctp6, fragments");
-	m = entry(&cfg, FG_CLASS_OTHER, 0);
+	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_OTHER], 3, "other: gre, sctp6, fragments");
+	m = entry(cfg, FG_CLASS_OTHER, 0);
 	ASSERT_EQ(m->proto, 47, "gre proto");
 	ASSERT_EQ(m->flags, FG_M_V4, "gre v4");
-	ASSERT_EQ(cfg.pol.rules[3].src.inc, TU * 60, "1/m");
-	m = entry(&cfg, FG_CLASS_OTHER, 1);
+	ASSERT_EQ(cfg->pol.rules[3].src.inc, TU * 60, "1/m");
+	m = entry(cfg, FG_CLASS_OTHER, 1);
 	ASSERT_EQ(m->proto, 132, "sctp proto");
 	ASSERT_EQ(m->flags, FG_M_V6, "sctp v6");
-	ASSERT_EQ(cfg.pol.rules[4].src.inc, TU * 1800, "2/h");
-	m = entry(&cfg, FG_CLASS_TCP, 0);
+	ASSERT_EQ(cfg->pol.rules[4].src.inc, TU * 1800, "2/h");
+	m = entry(cfg, FG_CLASS_TCP, 0);
 	ASSERT_EQ(m->proto, 6, "numeric tcp lands in tcp class");
 	ASSERT_EQ(m->dport_lo, 80, "numeric tcp takes ports");
-	fg_config_free(&cfg);
 }
 
 static void test_rate_units(void)
@@ -473,21 +431,11 @@ static void test_rate_units(void)
 		{ "64000000000/s", "1", 1, 1, FG_COST_PKTS },		/* the fastest */
 		{ "1.5 MB/s", "1.5MB", 42667, 1500000ull * 42667, FG_COST_BYTES },
 	};
-	size_t i;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: r\n"
-					 "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
-					 t[i].rate, t[i].burst), t[i].rate))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, t[i].rate, "r", "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
+			  t[i].rate, t[i].burst) {
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, t[i].inc, t[i].rate);
 		ASSERT_EQ(cfg.pol.rules[0].src.tau, t[i].tau, t[i].burst);
 		ASSERT_EQ(cfg.pol.rules[0].cost, t[i].cost, "cost");
-		fg_config_free(&cfg);
 	}
 }
 
@@ -503,52 +451,27 @@ static void test_masks(void)
 		{ 32, 96, 0xffffffff, { 0xffffffff, 0xffffffff, 0xffffffff, 0 } },
 		{ 17, 1, 0xffff8000, { 0x80000000, 0, 0, 0 } },
 	};
-	size_t i;
-	int k;
-
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct fg_config cfg;
-
-		if (!ASSERT_OK(parse_okf(&cfg,
-					 "rules:\n"
-					 "  - name: r\n"
-					 "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
-					 t[i].p4, t[i].p6), "parse"))
-			continue;
+	FOR_EACH_RULE_ROW(t, i, cfg, "parse", "r",
+			  "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
+			  t[i].p4, t[i].p6) {
 		ASSERT_EQ(cfg.pol.rules[0].mask4, htonl(t[i].m4), "mask4");
-		for (k = 0; k < 4; k++)
+		for (int k = 0; k < 4; k++)
 			ASSERT_EQ(cfg.pol.rules[0].mask6[k], htonl(t[i].m6[k]), "mask6");
-		fg_config_free(&cfg);
 	}
 }
 
-static void test_rule_options(void)
+POLICY_TEST(test_rule_options, "rule_options")
 {
-	struct fg_config cfg;
 	const struct fg_rule *r;
 
-	if (!ASSERT_OK(parse_ok(
-		"rules:\n"
-		"  - name: a\n"
-		"    per_source: {rate: 10/s, burst: 10}\n"
-		"    overflow: {rate: 100/s, burst: 100}\n"
-		"  - name: b\n"
-		"    per_source: {rate: 10/s, burst: 10}\n"
-		"    on_full: closed\n"
-		"  - name: c\n"
-		"    per_source: {rate: 10/s, burst: 10}\n"
-		"    on_full: open\n"
-		"fragments: {action: drop}\n", &cfg), "parse"))
-		return;
-	r = &cfg.pol.rules[0];
+	r = &cfg->pol.rules[0];
 	ASSERT_EQ(r->ovf.inc, TU / 100, "explicit overflow inc");
 	ASSERT_EQ(r->ovf.tau, 100 * (TU / 100), "explicit overflow tau");
-	ASSERT_EQ(cfg.pol.rules[1].on_full, FG_FULL_CLOSED, "closed");
-	ASSERT_EQ(cfg.pol.rules[2].on_full, FG_FULL_OPEN, "open");
-	ASSERT_EQ(cfg.pol.nrules, 4, "nrules");
-	ASSERT_EQ(cfg.pol.rules[3].action, FG_ACT_DROP, "fragments: drop");
-	ASSERT_EQ(cfg.pol.rules[3].src.inc, 0, "fragments drop: no limit");
-	fg_config_free(&cfg);
+	ASSERT_EQ(cfg->pol.rules[1].on_full, FG_FULL_CLOSED, "closed");
+	ASSERT_EQ(cfg->pol.rules[2].on_full, FG_FULL_OPEN, "open");
+	ASSERT_EQ(cfg->pol.nrules, 4, "nrules");
+	ASSERT_EQ(cfg->pol.rules[3].action, FG_ACT_DROP, "fragments: drop");
+	ASSERT_EQ(cfg->pol.rules[3].src.inc, 0, "fragments drop: no limit");
 }
 
 /* ---- source sets and flattening -------------------------------------------- */
@@ -592,19 +515,7 @@ static void test_flatten_nested(void)
 	struct fg_config cfg;
 	const struct fg_match *m;
 
-	if (!ASSERT_OK(parse_ok(
-		"deny: [10.0.0.0/8, 10.1.2.0/24, \"192.168.1.1\", 2001:db8::/32]\n"
-		"allow: [10.1.0.0/16, 192.168.0.0/16, \"2001:db8:1::/48\", 10.1.0.0/16]\n"
-		"rules:\n"
-		"  - name: a\n"
-		"    match: {src: [172.16.0.0/12, 10.1.2.128/25]}\n"
-		"    per_source: {rate: 1/s, burst: 1}\n"
-		"  - name: b\n"
-		"    match: {src: [172.16.5.0/24, \"2001:db8::/32\", \"2001:db8:0:1::/64\"]}\n"
-		"    per_source: {rate: 1/s, burst: 1}\n"
-		"  - name: c\n"
-		"    match: {src: [10.1.2.128/25, 172.16.7.7/12]}\n"
-		"    per_source: {rate: 1/s, burst: 1}\n", &cfg), "parse"))
+	if (!ASSERT_OK(parse_ok(policy("flatten_nested"), &cfg), "parse"))
 		return;
 	ASSERT_EQ(cfg.n_allow, 4, "n_allow as written");
 	ASSERT_EQ(cfg.n_deny, 4, "n_deny as written");
@@ -848,16 +759,7 @@ static void test_concurrency(void)
 	const struct fg_rule *r;
 	char why[FG_CONN_WHY_LEN];
 
-	if (!ASSERT_OK(parse_ok("rules:\n"
-				"  - name: web\n"
-				"    match: {proto: tcp, dport: [80, 443, 8000-8099]}\n"
-				"    per_source: {concurrency: 10, prefix_v4: 24, prefix_v6: 48}\n"
-				"  - name: ssh\n"
-				"    match: {proto: tcp, dport: 22, tcp_flags: syn, family: ipv6}\n"
-				"    per_source: {rate: 10/s, burst: 20, concurrency: 3, handshake_timeout: 750ms}\n"
-				"  - name: udp\n"
-				"    match: {proto: udp}\n"
-				"    per_source: {rate: 10/s, burst: 20}\n", &cfg), "parse"))
+	if (!ASSERT_OK(parse_ok(policy("concurrency"), &cfg), "parse"))
 		return;
 	r = &cfg.pol.rules[0];
 	ASSERT_EQ(r->conn_cap, 10, "web: cap alone");
@@ -913,168 +815,9 @@ static void test_concurrency(void)
 
 /* ---- bad policies ------------------------------------------------------- */
 
-static const struct pf_bad bad[] = {
-	/* YAML itself */
-	{ "rules: [\n", 2, 1, "YAML" },
-	{ "a: b\n  c: d\n", 2, 4, "YAML: mapping values are not allowed" },
-	{ "", 1, 1, "empty policy" },
-	{ "mode: enforce\n---\nmode: shadow\n", 3, 1, "second" },
-	{ "- a\n- b\n", 1, 1, "expected a mapping" },
-	/* top-level keys and values */
-	{ "mode: enforce\nbogus: 1\n", 2, 1, "unknown key \"bogus\"" },
-	{ "mode: enforce\nmode: shadow\n", 2, 1, "duplicate key \"mode\" in policy (first at line 1)" },
-	{ "mode: bogus\n", 1, 7, "expected enforce | shadow" },
-	{ "xdp_mode: generic\n", 1, 11, "native" },
-	{ "default: maybe\n", 1, 10, "pass | drop" },
-	{ "malformed: [drop]\n", 1, 12, "expected a scalar" },
-	{ "detach_on_exit: perhaps\n", 1, 17, "true or false" },
-	{ "max_sources: 1023\n", 1, 14, "out of range 1024..16777216" },
-	{ "max_sources: 16777217\n", 1, 14, "out of range" },
-	{ "max_sources: 99999999999999999999999\n", 1, 14, "out of range" },
-	{ "max_sources: 1e6\n", 1, 14, "expected a number" },
-	{ "max_sources: -5\n", 1, 14, "expected a number" },
-	{ "metrics: 9100\n", 1, 10, "host:port" },
-	{ "metrics: \"localhost:0\"\n", 1, 10, "host:port" },
-	{ "metrics: \"::1:9100\"\n", 1, 10, "[::1]:9100" },
-	{ "metrics: {max_connections: 10}\n", 1, 10, "missing listen" },
-	{ "metrics: {listen: \"127.0.0.1:9100\", max_conn: 10}\n", 1, 37, "unknown key \"max_conn\"" },
-	{ "metrics: {listen: \"127.0.0.1:9100\", max_connections: 0}\n", 1, 54, "out of range 1..65536" },
-	{ "metrics: {listen: \"127.0.0.1:9100\", per_client: 9, max_connections: 8}\n", 1, 49, "per_client 9 is more than max_connections 8" },
-	{ "metrics: {listen: \"127.0.0.1:9100\", timeout: 1500ms}\n", 1, 46, "whole seconds" },
-	{ "metrics: {listen: \"127.0.0.1:9100\", timeout: 301s}\n", 1, 46, "from 1s to 300s" },
-	{ "metrics: {listen: 9100}\n", 1, 19, "host:port" },
-	{ "interfaces: eth0\n", 1, 13, "expected a list" },
-	{ "interfaces: [eth0, abcdefghijklmnop]\n", 1, 20, "1..15 characters" },
-	{ "interfaces: [eth0, \"\"]\n", 1, 20, "1..15 characters" },
-	{ "interfaces: [eth0, eth0]\n", 1, 20, "listed twice" },
-	{ "interfaces: [\"a/b\"]\n", 1, 14, "not a valid interface name" },
-	{ "interfaces: [{a: 1}]\n", 1, 14, "expected a scalar" },
-	{ "{[a]: 1}\n", 1, 2, "a key must be a word" },
-	/* prefixes */
-	{ "allow: [10.0.0.0/8, 10.0.0.0/33]\n", 1, 21, "prefix length must be 0..32" },
-	{ "allow: [\"::/129\"]\n", 1, 9, "0..128" },
-	{ "deny:\n  - 10.0.0.0/8\n  - 10.0.0/8\n", 3, 5, "bad prefix \"10.0.0/8\"" },
-	{ "deny: [10.0.0.0/]\n", 1, 8, "bad prefix" },
-	{ "deny: [10.0.0.0/-1]\n", 1, 8, "bad prefix" },
-	{ "deny: [10.0.0.0/+8]\n", 1, 8, "bad prefix" },
-	{ "deny: [\"10.0.0.0/8 \"]\n", 1, 8, "bad prefix" },
-	{ "deny: [\"1:2:3:4:5:6:7:8:9\"]\n", 1, 8, "bad prefix" },
-	{ "deny: [hello]\n", 1, 8, "not an IPv4 or IPv6 address" },
-	{ "deny: {a: 1}\n", 1, 7, "expected a list" },
-	{ "deny: [\"10.0.0.1\\0\"]\n", 1, 8, "NUL" },
-	/* rules */
-	{ "rules: {a: 1}\n", 1, 8, "rules: expected a list" },
-	{ "rules:\n  - 5\n", 2, 5, "expected a mapping" },
-	{ "rules:\n  - match: {proto: tcp}\n    per_source: {rate: 1/s, burst: 1}\n", 2, 5, "rule without a name" },
-	{ "rules:\n  - name: a b\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "bad rule name" },
-	{ "rules:\n  - name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "1..47 characters" },
-	{ "rules:\n  - name: fragments\n    per_source: {rate: 1/s, burst: 1}\n", 2, 11, "reserved" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n",
-	  4, 11, "duplicate rule name \"a\" (first at line 2)" },
-	{ "rules:\n  - name: a\n    name: b\n", 3, 5, "duplicate key \"name\" in rule" },
-	{ "rules:\n  - name: a\n    colour: red\n", 3, 5, "unknown key \"colour\" in rule" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n", 2, 5, "needs per_source, aggregate, fleet and/or pool" },
-	{ "rules:\n  - name: a\n    action: pass\n    per_source: {rate: 1/s, burst: 1}\n", 4, 17, "takes no limits" },
-	{ "rules:\n  - name: a\n    action: maybe\n", 3, 13, "limit | pass | drop" },
-	{ "rules:\n  - name: a\n    mode: loud\n", 3, 11, "enforce | shadow" },
-	{ "rules:\n  - name: a\n    on_full: spill\n    per_source: {rate: 1/s, burst: 1}\n", 3, 14, "overflow | open | closed" },
-	{ "rules:\n  - name: a\n    on_full: open\n    aggregate: {rate: 1/s, burst: 1}\n", 3, 14, "on_full needs per_source" },
-	{ "rules:\n  - name: a\n    overflow: {rate: 1/s, burst: 1}\n    aggregate: {rate: 1/s, burst: 1}\n", 3, 15, "overflow needs per_source" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n    on_full: open\n    overflow: {rate: 1/s, burst: 1}\n",
-	  5, 15, "only used with on_full: overflow" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 2KB}\n    aggregate: {rate: 1/s, burst: 1}\n", 4, 16,
-	  "aggregate is in packets but per_source is in bytes" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n    overflow: {rate: 1MB/s, burst: 2MB}\n", 4, 15,
-	  "overflow is in bytes but per_source is in packets" },
-	/* limits */
-	{ "rules:\n  - name: a\n    per_source: 10/s\n", 3, 17, "per_source: expected a mapping" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s}\n", 3, 17, "missing burst" },
-	{ "rules:\n  - name: a\n    per_source: {burst: 1}\n", 3, 17, "missing rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, colour: 2}\n", 3, 39, "unknown key \"colour\" in per_source" },
-	{ "rules:\n  - name: a\n    aggregate: {rate: 1/s, burst: 1, prefix_v4: 24}\n", 3, 38, "unknown key \"prefix_v4\" in aggregate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, rate: 2/s, burst: 1}\n", 3, 29, "duplicate key \"rate\"" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 0/s, burst: 1}\n", 3, 24, "rate must be above 0" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 10, burst: 1}\n", 3, 24, "bad rate \"10\"" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 10/d, burst: 1}\n", 3, 24, "bad rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 10Mb/s, burst: 1}\n", 3, 24, "bad rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: -1/s, burst: 1}\n", 3, 24, "bad rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1./s, burst: 1}\n", 3, 24, "bad rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 99999999999999999999/s, burst: 1}\n", 3, 24, "number too large" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 64000000001/s, burst: 1}\n", 3, 24, "rate too high" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 3GB/s, burst: 10MB}\n", 3, 24, "resolution" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 0.00000000001/h, burst: 1}\n", 3, 24, "rate too low" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 0}\n", 3, 36, "at least 1 packet" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1.5}\n", 3, 36, "whole number of packets" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1x}\n", 3, 36, "bad burst" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 99999999999999999999}\n", 3, 36, "number too large" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/h, burst: 1000000000}\n", 3, 36, "burst too large for this rate" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1KB}\n", 3, 36, "burst is in bytes but rate is in packets" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 20}\n", 3, 38, "burst is in packets but rate is in bytes" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 63B}\n", 3, 38, "smallest frame" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1KB/s, burst: 1500B}\n", 3, 38, "a full-size frame could never pass" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, prefix_v4: 33}\n", 3, 50, "prefix_v4: 33 is out of range 0..32" },
-	{ "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1, prefix_v6: 129}\n", 3, 50, "out of range 0..128" },
-	{ "rules:\n  - name: a\n    per_source: {rate: [1/s], burst: 1}\n", 3, 24, "rate: expected a scalar" },
-	/* match */
-	{ "rules:\n  - name: a\n    match: tcp\n    per_source: {rate: 1/s, burst: 1}\n", 3, 12, "match: expected a mapping" },
-	{ "rules:\n  - name: a\n    match: {proto: sctp}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "bad value \"sctp\"" },
-	{ "rules:\n  - name: a\n    match: {proto: 256}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "bad value \"256\"" },
-	{ "rules:\n  - name: a\n    match: {proto: 0}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "use any" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, port: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 25, "unknown key \"port\" in match" },
-	{ "rules:\n  - name: a\n    match: {dport: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 20, "dport needs proto: tcp or udp" },
-	{ "rules:\n  - name: a\n    match: {proto: icmp, sport: 22}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 33, "sport needs proto: tcp or udp" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: 65536}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "bad port \"65536\"" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, 20-10]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "bad port \"20-10\"" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, \"2-\"]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "bad port" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: []}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "empty port list" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: {a: 1}}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 32, "dport: expected a list" },
-	{ "rules:\n  - name: a\n    match: {proto: udp, tcp_flags: syn}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags needs proto: tcp" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: syn+bogus}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags: bad" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: SA/S}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "outside its mask" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: [syn, nope]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 42, "unknown flag \"nope\"" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: \"syn+\"}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "tcp_flags: bad" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, icmp_type: 8}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 36, "icmp_type needs proto: icmp" },
-	{ "rules:\n  - name: a\n    match: {proto: icmp, icmp_type: 300}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 37, "out of range 0..255" },
-	{ "rules:\n  - name: a\n    match: {proto: icmp, family: ipv6}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 34, "contradicts" },
-	{ "rules:\n  - name: a\n    match: {family: ipv5}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 21, "ipv4 | ipv6" },
-	{ "rules:\n  - name: a\n    match: {src: []}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 18, "empty prefix list" },
-	{ "rules:\n  - name: a\n    match: {src: [10.0.0.0/8, 300.0.0.0/8]}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 31, "bad prefix \"300.0.0.0/8\"" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, proto: udp}\n    per_source: {rate: 1/s, burst: 1}\n", 3, 25, "duplicate key \"proto\" in match" },
-	/* fragments and admission */
-	{ "fragments: {name: x}\n", 1, 19, "always \"fragments\"" },
-	{ "fragments: {match: {proto: tcp}}\n", 1, 20, "takes no match" },
-	{ "fragments: {mode: shadow}\n", 1, 12, "needs per_source, aggregate, fleet and/or pool" },
-	{ "fragments: 5\n", 1, 12, "fragments: expected a mapping" },
-	{ "admission: {rate: 1MB/s, burst: 2MB}\n", 1, 12, "not bytes" },
-	{ "admission: {rate: 1/s}\n", 1, 12, "missing burst" },
-	/* concurrency caps */
-	{ "rules:\n  - name: a\n    match: {proto: udp, dport: 53}\n    per_source: {concurrency: 5}\n", 4, 31, "count TCP connections" },
-	{ "rules:\n  - name: a\n    per_source: {concurrency: 5}\n", 3, 31, "needs match: {proto: tcp}" },
-	{ "rules:\n  - name: a\n    match: {proto: icmp}\n    per_source: {rate: 1/s, burst: 1, concurrency: 5}\n", 4, 52, "count TCP connections" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 0}\n", 4, 31, "concurrency: 0 is out of range 1..1048576" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: ten}\n", 4, 31, "expected a number" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {rate: 1/s, burst: 1, handshake_timeout: 5s}\n", 4, 58, "belongs to a concurrency cap" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 5ms}\n", 4, 53, "out of range 10ms..300s" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 10m}\n", 4, 53, "out of range" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, handshake_timeout: 5x}\n", 4, 53, "bad duration" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5, rate: 1/s}\n", 4, 17, "missing burst" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, dport: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n    per_source: {concurrency: 5}\n", 4, 31, "at most 8 destination-port ranges" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: rst}\n    per_source: {concurrency: 5}\n", 4, 31, "never match a SYN" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp, tcp_flags: syn+ack}\n    per_source: {concurrency: 5}\n", 4, 31, "never match a SYN" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    aggregate: {rate: 1/s, burst: 1, concurrency: 5}\n", 4, 38, "unknown key \"concurrency\" in aggregate" },
-	{ "rules:\n  - name: a\n    action: pass\n    match: {proto: tcp}\n    per_source: {concurrency: 5}\n", 5, 17, "takes no limits" },
-	{ "rules:\n  - name: a\n    match: {proto: tcp}\n    per_source: {concurrency: 5}\n    overflow: {rate: 1/s, burst: 1}\n", 5, 15, "overflow needs per_source" },
-	{ "fragments: {per_source: {concurrency: 5}}\n", 1, 39, "no concurrency cap" },
-	{ "concurrency: {reconcile: 0s}\n", 1, 26, "reconcile: 0s is out of range 1000ms..3600s" },
-	{ "concurrency: {reconcile: 2h}\n", 1, 26, "out of range" },
-	{ "concurrency: {max_keys: 10}\n", 1, 25, "max_keys: 10 is out of range 1024..16777216" },
-	{ "concurrency: {colour: 1}\n", 1, 15, "unknown key \"colour\" in concurrency" },
-	{ "concurrency: 10s\n", 1, 14, "concurrency: expected a mapping" },
-};
-
 static void test_bad_policies(void)
 {
-	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
+	pc_check_refused("tests/policies/cases/refused.cases", "bad");
 }
 
 static void test_error_format(void)
@@ -1266,14 +1009,7 @@ static void test_admission(void)
 	double r;
 
 	/* longest refill 2 s (ssh: 20 at 10/s; fragments 70 at 50/s is 1.4 s) */
-	if (!ASSERT_OK(parse_ok(
-		"max_sources: 1048576\n"
-		"fragments: {per_source: {rate: 50/s, burst: 70}}\n"
-		"rules:\n"
-		"  - name: ssh\n"
-		"    per_source: {rate: 10/s, burst: 20}\n"
-		"  - name: agg\n"
-		"    aggregate: {rate: 1/s, burst: 1000}\n", &cfg), "parse"))
+	if (!ASSERT_OK(parse_ok(policy("admission"), &cfg), "parse"))
 		return;
 	r = fg_policy_set_admission(&cfg);
 	/* 1048576 / (2 * 2 s) = 262144/s: no LRU slack, both tables are set-associative */
@@ -1377,7 +1113,7 @@ static void test_print(void)
 		{ "overlap the default ephemeral range", "ephemeral note" },
 	};
 
-	CHECK_PRINTED(spec_policy, "parse", spec_print);
+	CHECK_PRINTED(policy("spec"), "parse", spec_print);
 	/* a cap, with the note about the ephemeral port range */
 	CHECK_PRINTED("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
 		      "    per_source: {concurrency: 7, handshake_timeout: 2s}\n", "parse cap", cap_print);
@@ -1620,7 +1356,7 @@ static void test_fleet_absent(void)
 	static const char zlocal[sizeof(((struct fg_config *)0)->fleet_local)];
 	struct fg_config cfg;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+	if (!ASSERT_OK(parse_ok(policy("spec"), &cfg), "spec policy"))
 		return;
 	ASSERT_EQ(cfg.has_fleet, 0, "no fleet section");
 	ASSERT_EQ(memcmp(&cfg.fleet, zero, sizeof(zero)), 0, "fleet conf all zero");
@@ -1639,57 +1375,9 @@ static void test_fleet_absent(void)
 	}
 }
 
-#define R1(lim) FLEET_SEC "rules:\n  - name: a\n    " lim "\n"
-static const struct pf_bad fleet_bad[] = {
-	/* the section */
-	{ "fleet: 5\n", 1, 8, "fleet: expected a mapping" },
-	{ "fleet: {node: a}\n", 1, 8, "fleet: missing redis" },
-	{ "fleet: {redis: unix:/r.sock, interval: 1s}\n", 1, 30, "unknown key \"interval\"" },
-	{ "fleet: {redis: rediss://h:6379}\n", 1, 16, "fleet: redis: rediss:// (TLS) needs hiredis >= 1.0" },
-	{ "fleet: {redis: http://h}\n", 1, 16, "fleet: redis: a redis URL starts with redis:// or unix:/" },
-	{ "fleet: {redis: unix:r.sock}\n", 1, 16, "absolute socket path" },
-	{ "fleet: {redis: \"redis://h:99999\"}\n", 1, 16, "port must be 1..65535" },
-	{ "fleet: {redis: unix:/r.sock, db: 70000}\n", 1, 34, "out of range 0..65535" },
-	{ "fleet: {redis: unix:/r.sock, password: \"\"}\n", 1, 40, "password must be 1..255 characters" },
-	{ "fleet: {redis: unix:/r.sock, node: \"a b\"}\n", 1, 36, "fleet: node \"a b\"" },
-	{ "fleet: {redis: unix:/r.sock, prefix: \"x:y\"}\n", 1, 38, "fleet: prefix \"x:y\"" },
-	{ "fleet: {redis: unix:/r.sock, lease_interval: 10ms}\n", 1, 46, "out of range (20 ms .. 10000 ms)" },
-	{ "fleet: {redis: unix:/r.sock, lease_interval: 200}\n", 1, 46, "200 is out of range" },
-	{ "fleet: {redis: unix:/r.sock, lease_interval: 1.5s}\n", 1, 46, "bad duration \"1.5s\"" },
-	{ "fleet: {redis: unix:/r.sock, lease_interval: 200500us}\n", 1, 46, "not a whole number of milliseconds" },
-	{ "fleet: {redis: unix:/r.sock, deadline: 200ms}\n", 1, 40, "deadline 200 ms must be shorter than lease_interval (200 ms)" },
-	{ "fleet: {redis: unix:/r.sock, lease_interval: 34ms}\n", 1, 8, "lease 68 ms must exceed lease_interval + deadline + 5 ms (69 ms)" },
-	{ "fleet: {redis: unix:/r.sock, lease: 220ms}\n", 1, 37, "must exceed lease_interval + deadline + 5 ms (235 ms)" },
-	{ "fleet: {redis: unix:/r.sock, lease: 3s}\n", 1, 37, "more than 10 lease intervals" },
-	/* a rule's fleet limit */
-	{ "rules:\n  - name: a\n    fleet: {rate: 1/s, burst: 1}\n", 3, 12, "a fleet limit needs the top-level fleet: section" },
-	{ "fleet:\nrules:\n  - name: a\n    fleet: {rate: 1/s, burst: 1}\n", 4, 12, "a fleet limit needs the top-level fleet: section" },
-	{ R1("fleet: {burst: 1}"), 4, 12, "fleet: missing rate" },
-	{ R1("fleet: {rate: 1/s}"), 4, 12, "fleet: missing burst" },
-	{ R1("fleet: {rate: 1/s, burst: 1, share: 2}"), 4, 34, "unknown key \"share\" in fleet" },
-	{ R1("fleet: {rate: 1/s, burst: 1KB}"), 4, 31, "burst is in bytes but rate is in packets" },
-	{ R1("fleet: {rate: 1KB/s, burst: 500B}"), 4, 33, "a full-size frame could never pass" },
-	{ R1("fleet: {rate: 0.0001/s, burst: 1}"), 4, 19, "fleet: rate must be 0.001/s .. 1e15/s" },
-	{ R1("fleet: {rate: 1000000000/s, burst: 2000000000000000}"), 4, 40, "fleet: burst must be at most 1e15" },
-	{ R1("fleet: {rate: 1/s, burst: 1, on_loss: maybe}"), 4, 43, "bad value \"maybe\"" },
-	{ R1("fleet: {rate: 1/s, burst: 1, on_loss: open, local_rate: 1/s}"), 4, 61, "local_rate is only used with on_loss: local" },
-	{ R1("fleet: {rate: 1/s, burst: 1, local_burst: 1}"), 4, 47, "local_burst needs local_rate" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 20/s}"), 4, 48, "local_rate is above the fleet's rate" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1KB/s}"), 4, 48, "local_rate is in bytes but rate is in packets" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: x}"), 4, 48, "bad local_rate \"x\"" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 11}"), 4, 66, "local_burst is above the fleet's burst" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 2KB}"), 4, 66, "local_burst is in bytes but rate is in packets" },
-	{ R1("fleet: {rate: 10/s, burst: 10, local_rate: 1/s, local_burst: 1.5}"), 4, 66, "whole number of packets" },
-	{ R1("per_source: {rate: 1/s, burst: 1}\n    fleet: {rate: 1KB/s, burst: 2KB}"), 5, 12, "fleet is in bytes but per_source is in packets" },
-	{ R1("aggregate: {rate: 1KB/s, burst: 2KB}\n    fleet: {rate: 1/s, burst: 2}"), 5, 12, "fleet is in packets but aggregate is in bytes" },
-	{ R1("action: pass\n    fleet: {rate: 1/s, burst: 2}"), 5, 12, "action pass takes no limits" },
-	{ R1("fleet: [1/s, 2]"), 4, 12, "fleet: expected a mapping" },
-};
-#undef R1
-
 static void test_fleet_bad(void)
 {
-	pf_check_refused(fleet_bad, sizeof(fleet_bad) / sizeof(fleet_bad[0]), "fleet_bad");
+	pc_check_refused("tests/policies/cases/fleet_refused.cases", "fleet_bad");
 }
 
 /* `floodgate check`: the lease arithmetic of docs/fleet.md, for the defaults. */
@@ -1724,7 +1412,7 @@ static void test_fleet_print(void)
 			  "  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
 			  "parse", fleet_print, fleet_secret);
 	/* without fleet: says so */
-	CHECK_PRINTED(spec_policy, "spec policy", fleet_off);
+	CHECK_PRINTED(policy("spec"), "spec policy", fleet_off);
 }
 
 /* ---- load shedding: pools, tiers, shedding: (docs/shedding.md) ------------- */
@@ -1821,7 +1509,7 @@ static void test_shed_absent(void)
 	static const char zshed[sizeof(struct fg_shed_cfg)];
 	struct fg_config cfg;
 
-	if (!ASSERT_OK(parse_ok(spec_policy, &cfg), "spec policy"))
+	if (!ASSERT_OK(parse_ok(policy("spec"), &cfg), "spec policy"))
 		return;
 	ASSERT_EQ(cfg.pol.npools, 0, "no pools");
 	ASSERT_EQ(memcmp(cfg.pol.pools, zpools, sizeof(zpools)), 0, "pools all zero");
@@ -1840,57 +1528,9 @@ static void test_shed_absent(void)
 	}
 }
 
-#define P1 "pools:\n  - {name: p, rate: 100/s, burst: 100, reserve: 20%}\n"
-#define TR "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n"
-static const struct pf_bad shed_bad[] = {
-	/* pools */
-	{ "pools: {name: p}\n", 1, 8, "pools: expected a list" },
-	{ "pools:\n  - {rate: 1/s, burst: 1}\n", 2, 5, "pool without a name" },
-	{ "pools:\n  - {name: \"a b\", rate: 1/s, burst: 1}\n", 2, 12, "bad pool name \"a b\"" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1}\n  - {name: p, rate: 1/s, burst: 1}\n", 3, 12,
-	  "duplicate pool name \"p\" (first at line 2)" },
-	{ "pools:\n  - {name: p, burst: 1}\n", 2, 5, "pool p: missing rate" },
-	{ "pools:\n  - {name: p, rate: 1/s}\n", 2, 5, "pool p: missing burst" },
-	{ "pools:\n  - {name: p, rate: fast, burst: 1}\n", 2, 21, "bad rate \"fast\"" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1KB}\n", 2, 33, "burst is in bytes but rate is in packets" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: lots}\n", 2, 45, "pool p: bad reserve \"lots\"" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: -5%}\n", 2, 45, "pool p: bad reserve \"-5%\"" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 10, reserve: 100%}\n", 2, 46, "reserve must be at least 0% and below 100%" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, reserve: 50%}\n", 2, 45, "leaves the other tiers less than one unit" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, shedding: maybe}\n", 2, 46, "shedding: expected true or false" },
-	{ "pools:\n  - {name: p, rate: 1/s, burst: 1, size: 2}\n", 2, 36, "unknown key \"size\" in pool" },
-	/* a rule's tier and pool */
-	{ "rules:\n  - name: a\n    tier: gold\n    per_source: {rate: 1/s, burst: 1}\n", 3, 11,
-	  "bad tier \"gold\" (critical, normal, bulk or best-effort)" },
-	{ "rules:\n  - name: a\n    pool: p\n", 3, 11, "no pool \"p\": the policy has no pools: list" },
-	{ P1 "rules:\n  - name: a\n    pool: q\n", 5, 11, "no pool \"q\" in pools:" },
-	{ P1 "rules:\n  - name: a\n    action: pass\n    pool: p\n", 6, 11, "action pass takes no pool" },
-	{ "rules:\n  - name: a\n    action: drop\n    tier: bulk\n", 4, 11, "action drop takes no tier" },
-	{ "rules:\n  - name: a\n    tier: bulk\n", 2, 5, "needs per_source, aggregate, fleet and/or pool" },
-	/* shedding: */
-	{ "shedding: cpu\n" TR, 1, 11, "shedding: expected a mapping" },
-	{ "shedding: {interval: 1s}\n" TR, 1, 11, "shedding: missing signal" },
-	{ "shedding: {signal: load}\n" TR, 1, 20, "shedding: signal:" },
-	{ "shedding: {signal: \"accept_queue:99999\"}\n" TR, 1, 20, "shedding: signal:" },
-	{ "shedding: {signal: cpu, interval: soon}\n" TR, 1, 35, "shedding: interval: bad duration \"soon\"" },
-	{ "shedding: {signal: cpu, delay: 2d}\n" TR, 1, 32, "shedding: delay: 2d is longer than a day" },
-	{ "shedding: {signal: cpu, ramp: 0s}\n" TR, 1, 31, "shedding: ramp: bad duration \"0s\"" },
-	{ "shedding: {signal: cpu, good: 1.5}\n" TR, 1, 31, "shedding: good: 1.5 is outside 0..1" },
-	{ "shedding: {signal: cpu, bad: high}\n" TR, 1, 30, "shedding: bad: bad utilization \"high\"" },
-	{ "shedding: {signal: cpu, mode: loud}\n" TR, 1, 31, "bad value \"loud\"" },
-	{ "shedding: {signal: cpu, rate: 1}\n" TR, 1, 25, "unknown key \"rate\" in shedding" },
-	{ "shedding: {signal: cpu, good: 0.8, bad: 0.8}\n" TR, 1, 11, "shedding: " },
-	{ "shedding: {signal: cpu, ramp: 4s}\n" TR, 1, 11, "shedding: " },
-	{ "shedding: {signal: cpu, bad: 1}\n" TR, 1, 11, "shedding: " },
-	{ "shedding: {signal: cpu}\nrules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", 1, 11,
-	  "shedding: no rule has a tier it could shed" },
-};
-#undef P1
-#undef TR
-
 static void test_shed_bad(void)
 {
-	pf_check_refused(shed_bad, sizeof(shed_bad) / sizeof(shed_bad[0]), "shed_bad");
+	pc_check_refused("tests/policies/cases/shed_refused.cases", "shed_bad");
 }
 
 /* `floodgate check`: pools, what each tier may take, the controller, and
@@ -1923,7 +1563,7 @@ static void test_shed_print(void)
 	};
 
 	CHECK_PRINTED(SHED_POLICY, "parse", shed_print);
-	CHECK_PRINTED_NOT(spec_policy, "spec policy", shed_off, no_tier);
+	CHECK_PRINTED_NOT(policy("spec"), "spec policy", shed_off, no_tier);
 }
 
 /* The first entry of class c holding both ports, by a scan; -1 for none. */
@@ -2003,7 +1643,13 @@ out:
 
 int main(int argc, char **argv)
 {
+	int err;
+
 	fg_test_init(argc, argv);
+	err = pc_load("tests/policies/cases/policy.cases", &policies);
+	if (err)
+		return FG_FAIL_ALL("policies", "tests/policies/cases/policy.cases: %s (run from the repo root)",
+				   strerror(-err));
 	FG_RUN(test_spec_globals);
 	FG_RUN(test_spec_limits);
 	FG_RUN(test_spec_match);
@@ -2041,5 +1687,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_bad);
 	FG_RUN(test_shed_print);
 	FG_RUN(test_rules_max_compile);
+	pc_free(&policies);
 	return fg_test_summary();
 }

@@ -15,7 +15,7 @@
 #include "fgtest.h"
 #include "attach.h"
 #include "policy.h"
-#include "polfix.h"
+#include "polcase.h"
 #include "xdpattach.h"
 
 static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
@@ -71,22 +71,7 @@ static void test_good(void)
 
 static void test_bad(void)
 {
-	static const struct pf_bad bad[] = {
-		{ "xdp_attach: shared\n", 1, 13, "expected auto | libxdp | exclusive" },
-		{ "xdp_attach: [libxdp]\n", 1, 13, "expected a scalar" },
-		{ "xdp_priority: 1001\n", 1, 15, "out of range 0..1000" },
-		{ "xdp_priority: -1\n", 1, 15, "xdp_priority" },
-		{ "xdp_priority: first\n", 1, 15, "xdp_priority" },
-		{ "xdp_chain: pass\n", 1, 12, "xdp_chain" },
-		{ "xdp_chain: []\n", 1, 12, "name at least one verdict" },
-		{ "xdp_chain: [pass, jump]\n", 1, 19, "expected aborted | drop | pass | tx | redirect" },
-		{ "xdp_chain: [pass, pass]\n", 1, 19, "pass is listed twice" },
-		{ "xdp_attach: exclusive\nxdp_priority: 5\n", 2, 15, "exclusive has none" },
-		{ "xdp_attach: exclusive\nxdp_chain: [pass]\n", 2, 12, "exclusive has none" },
-		{ "xdp_attach: libxdp\nxdp_attach: exclusive\n", 2, 1, "duplicate key \"xdp_attach\"" },
-	};
-
-	pf_check_refused(bad, sizeof(bad) / sizeof(bad[0]), "bad");
+	pc_check_refused("tests/policies/cases/xdp_refused.cases", "bad");
 }
 
 static void test_print(void)
