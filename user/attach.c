@@ -95,30 +95,57 @@ static void follow_device(struct fg_iface *ifc, int ifindex)
 	ifc->change |= FG_IF_RENAMED;
 }
 
+/* fn(path, ifname, arg) of a link_<ifname> pin (ifname may be empty); nonzero stops the walk. */
+typedef int link_pin_fn(const char *path, const char *ifn, void *arg);
+
+struct link_walk {
+	link_pin_fn *fn;
+	void *arg;
+};
+
+static int link_entry(const char *dir, const struct dirent *de, void *arg)
+{
+	const struct link_walk *w = arg;
+	size_t plen = strlen(FG_LINK_PREFIX);
+	char path[FG_LINK_PATH_LEN];
+
+	if (strncmp(de->d_name, FG_LINK_PREFIX, plen) ||
+	    fg_link_path(path, sizeof(path), dir, de->d_name + plen))
+		return 0;
+	return w->fn(path, de->d_name + plen, w->arg);
+}
+
+/* Each link_* pin of dir through fn: as fg_dir_each. */
+static int each_link_pin(const char *dir, link_pin_fn *fn, void *arg)
+{
+	struct link_walk w = { .fn = fn, .arg = arg };
+
+	return fg_dir_each(dir, link_entry, &w);
+}
+
+struct link_by_ifindex {
+	int ifindex;
+	char *name;
+};
+
+static int link_is_ifindex(const char *path, const char *ifn, void *arg)
+{
+	const struct link_by_ifindex *q = arg;
+
+	if (!*ifn || strlen(ifn) >= IF_NAMESIZE || pinned_link_here(path) != q->ifindex)
+		return 0;
+	memcpy(q->name, ifn, strlen(ifn) + 1);
+	return 1;
+}
+
 /* The name of the live link_* pin in dir that holds ifindex, into name
  * (IF_NAMESIZE bytes); -ENOENT when there is none. */
 static int find_link_by_ifindex(const char *dir, int ifindex, char *name)
 {
-	size_t plen = strlen(FG_LINK_PREFIX);
-	char path[FG_LINK_PATH_LEN];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int err = -ENOENT;
+	struct link_by_ifindex q = { .ifindex = ifindex, .name = name };
+	int ret = each_link_pin(dir, link_is_ifindex, &q);
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		const char *ifn = de->d_name + plen;
-
-		if (strncmp(de->d_name, FG_LINK_PREFIX, plen) || !*ifn || strlen(ifn) >= IF_NAMESIZE ||
-		    fg_link_path(path, sizeof(path), dir, ifn) || pinned_link_here(path) != ifindex)
-			continue;
-		memcpy(name, ifn, strlen(ifn) + 1);
-		err = 0;
-		break;
-	}
-	closedir(d);
-	return err;
+	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
 int fg_iface_init(struct fg_iface *ifc, const char *dir, const char *conf)
@@ -484,29 +511,29 @@ int fg_watch_ifaces(struct fg_iface *ifs, int n, struct floodgate_bpf *skel, con
 	return changed;
 }
 
+struct stale_links {
+	const struct fg_iface *ifs;
+	int n;
+	void (*gone)(const char *ifname, int err);
+};
+
+static int drop_if_stale(const char *path, const char *ifn, void *arg)
+{
+	const struct stale_links *st = arg;
+
+	for (int i = 0; i < st->n; i++)
+		if (!strcmp(st->ifs[i].conf, ifn))
+			return 0;
+	st->gone(ifn, unlink(path) ? -errno : 0);
+	return 0;
+}
+
 void fg_drop_stale_links(const char *dir, const struct fg_iface *ifs, int n,
 			 void (*gone)(const char *ifname, int err))
 {
-	size_t plen = strlen(FG_LINK_PREFIX);
-	char path[FG_LINK_PATH_LEN];
-	struct dirent *de;
-	DIR *d = opendir(dir);
+	struct stale_links st = { .ifs = ifs, .n = n, .gone = gone };
 
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		const char *ifn = de->d_name + plen;
-		bool ours = false;
-
-		if (strncmp(de->d_name, FG_LINK_PREFIX, plen))
-			continue;
-		for (int i = 0; i < n; i++)
-			ours |= !strcmp(ifs[i].conf, ifn);
-		if (ours || fg_link_path(path, sizeof(path), dir, ifn))
-			continue;
-		gone(ifn, unlink(path) ? -errno : 0);
-	}
-	closedir(d);
+	each_link_pin(dir, drop_if_stale, &st);
 }
 
 void fg_detach_ifaces(const struct fg_iface *ifs, int n,
@@ -551,35 +578,40 @@ static bool link_is_ours(int fd)
 	return ours;
 }
 
+struct pinned_detach {
+	int n, err;
+	char *why;
+};
+
+/* Detach the pinned link at path if it is floodgate's and still attached; stop at a failure. */
+static int detach_pinned(const char *path, const char *ifn, void *arg)
+{
+	struct pinned_detach *pd = arg;
+	int fd;
+
+	if (!*ifn)
+		return 0;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;	/* not a BPF object: fg_pin_dir_remove says so */
+	if (link_is_ours(fd) && fg_link_ifindex(fd)) {
+		pd->err = bpf_link_detach(fd) ? -errno : 0;
+		if (pd->err)
+			fg_why(pd->why, "%s: BPF_LINK_DETACH: %s", path, strerror(-pd->err));
+		pd->n += !pd->err;
+	}
+	close(fd);
+	return pd->err != 0;
+}
+
 int fg_detach_pinned_links(const char *dir, char *why)
 {
-	size_t plen = strlen(FG_LINK_PREFIX);
-	char path[FG_LINK_PATH_LEN];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int n = 0, err = 0;
+	struct pinned_detach pd = { .why = why };
+	int ret = each_link_pin(dir, detach_pinned, &pd);
 
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while (!err && (de = readdir(d))) {
-		int fd;
-
-		if (strncmp(de->d_name, FG_LINK_PREFIX, plen) || !de->d_name[plen] ||
-		    fg_link_path(path, sizeof(path), dir, de->d_name + plen))
-			continue;
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			continue;	/* not a BPF object: fg_pin_dir_remove says so */
-		if (link_is_ours(fd) && fg_link_ifindex(fd)) {
-			err = bpf_link_detach(fd) ? -errno : 0;
-			if (err)
-				fg_why(why, "%s: BPF_LINK_DETACH: %s", path, strerror(-err));
-			n += !err;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return err ? err : n;
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	return pd.err ? pd.err : pd.n;
 }
 
 int fg_detach_unlinked(int ctl_fd, char *why)

@@ -434,35 +434,58 @@ int fg_found_maps(const struct fg_found_if *at, struct fg_maps *m, unsigned int 
 	return fg_maps_open_fds(m, fd, where, why);
 }
 
-static int find_pinned(const char *dir, int depth, __u32 ctl_id, char *out, size_t len)
+int fg_dir_each(const char *dir, fg_dirent_fn *fn, void *arg)
 {
-	char p[PATH_MAX];
 	struct dirent *de;
 	DIR *d = opendir(dir);
-	int err = -ENOENT;
+	int ret = 0;
 
 	if (!d)
-		return -ENOENT;
-	while (err && (de = readdir(d))) {
-		if (de->d_name[0] == '.' ||
-		    snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
-			continue;
-		if (de->d_type == DT_DIR) {
-			if (depth > 0)
-				err = find_pinned(p, depth - 1, ctl_id, out, len);
-		} else if (!strcmp(de->d_name, "fg_ctl")) {
-			int fd = bpf_obj_get(p);
-
-			if (fd >= 0 && fg_obj_id(fd) == ctl_id) {
-				snprintf(out, len, "%s", dir);
-				err = 0;
-			}
-			if (fd >= 0)
-				close(fd);
-		}
-	}
+		return -errno;
+	while (!ret && (de = readdir(d)))
+		ret = fn(dir, de, arg);
 	closedir(d);
-	return err;
+	return ret;
+}
+
+/* What find_pinned looks for below a dir. */
+struct pinned_find {
+	int depth;		/* levels of subdirectories still to enter */
+	__u32 ctl_id;
+	char *out;
+	size_t len;
+};
+
+static int find_pinned(const char *dir, int depth, __u32 ctl_id, char *out, size_t len);
+
+/* One entry of a dir under PIN_ROOT: 1 when it is (or its subtree holds) the fg_ctl sought. */
+static int pinned_entry(const char *dir, const struct dirent *de, void *arg)
+{
+	const struct pinned_find *f = arg;
+	char p[PATH_MAX];
+	int fd, found;
+
+	if (de->d_name[0] == '.' ||
+	    snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
+		return 0;
+	if (de->d_type == DT_DIR)
+		return f->depth > 0 && !find_pinned(p, f->depth - 1, f->ctl_id, f->out, f->len);
+	if (strcmp(de->d_name, "fg_ctl"))
+		return 0;
+	fd = bpf_obj_get(p);
+	found = fd >= 0 && fg_obj_id(fd) == f->ctl_id;
+	if (found)
+		snprintf(f->out, f->len, "%s", dir);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+static int find_pinned(const char *dir, int depth, __u32 ctl_id, char *out, size_t len)
+{
+	struct pinned_find f = { .depth = depth, .ctl_id = ctl_id, .out = out, .len = len };
+
+	return fg_dir_each(dir, pinned_entry, &f) > 0 ? 0 : -ENOENT;
 }
 
 int fg_found_pinned_at(__u32 ctl_id, char *dir, size_t len)

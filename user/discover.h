@@ -59,6 +59,13 @@ struct fg_found {
 /* The id of any BPF object fd (map, program, link); 0 on error. */
 __u32 fg_obj_id(int fd);
 
+/* Each entry of the directory dir (".", ".." and dotfiles included) through fn(dir, de, arg)
+ * until fn returns nonzero: that value, 0 after the last entry, or -errno when dir does not
+ * open. fn may unlink the entry it is given. */
+struct dirent;
+typedef int fg_dirent_fn(const char *dir, const struct dirent *de, void *arg);
+int fg_dir_each(const char *dir, fg_dirent_fn *fn, void *arg);
+
 /* "program 12, bpf_link 3" (or netlink, or a dispatcher) into buf. */
 const char *fg_found_how_str(const struct fg_found_if *at, char *buf, size_t len);
 

@@ -448,29 +448,51 @@ static const char *label(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-/* The engine's per-rule counters (struct fg_fleet_stats), one metric each. */
-static const struct {
-	const char *name, *help;
-	size_t off;
-} fleet_counters[] = {
-	{ "granted_total", "Tokens Redis granted this node.",
-	  offsetof(struct fg_fleet_stats, granted) },
-	{ "returned_total", "Tokens handed back to the fleet bucket.",
-	  offsetof(struct fg_fleet_stats, returned) },
-	{ "discarded_total", "Tokens taken back and not returned (stale, or Redis down).",
-	  offsetof(struct fg_fleet_stats, discarded) },
-	{ "debt_total", "Cost admitted under on_loss, charged to the bucket on recovery.",
-	  offsetof(struct fg_fleet_stats, debt) },
-	{ "grace_total", "Entries into grace (Redis failed, the lease still runs).",
-	  offsetof(struct fg_fleet_stats, grace_entries) },
-	{ "fallbacks_total", "Entries into fallback (the lease ran out: on_loss applies).",
-	  offsetof(struct fg_fleet_stats, fallbacks) },
-	{ "rounds_total", "Lease rounds the rule took part in.",
-	  offsetof(struct fg_fleet_stats, rounds) },
-	{ "failed_total", "Rounds without an answer for the rule.",
-	  offsetof(struct fg_fleet_stats, failed) },
-	{ "timeouts_total", "Rounds that ended at the deadline.",
-	  offsetof(struct fg_fleet_stats, timeouts) },
+/* How a per-rule fleet metric shows its field of struct fg_fleet_rule_status. */
+enum rule_val {
+	RV_COUNT,	/* an unsigned integer as it is */
+	RV_SIGNED,	/* a signed 64-bit integer */
+	RV_LEFT,	/* a CLOCK_MONOTONIC ns deadline: the seconds left, 0 when past */
+	RV_SECONDS,	/* ns, as seconds */
+	RV_PPM,		/* parts per million, as a fraction */
+	RV_STATE,	/* enum fg_fleet_state: a line per state, 1 for the rule's own */
+	RV_LOSS,	/* a rule id: its packets decided under on_loss (fg_stats) */
+};
+
+struct rule_metric {
+	const char *name, *type, *help;
+	enum rule_val how;
+	size_t off, size;	/* the field in struct fg_fleet_rule_status */
+};
+
+#define RULE_METRIC(name, type, how, field, help)					\
+	{ name, type, help, how, offsetof(struct fg_fleet_rule_status, field),		\
+	  sizeof(((struct fg_fleet_rule_status *)0)->field) }
+
+/* The per-rule fleet metrics, floodgate_fleet_<name>{rule="..."}, in page order: the lease
+ * the program spends and what it decided without one, then the engine's state ... */
+static const struct rule_metric rule_metrics[] = {
+	RULE_METRIC("lease_seconds", "gauge", RV_LEFT, lease.lease_expires, "Time left of the lease the program spends (0: on_loss applies)."),
+	RULE_METRIC("tokens", "gauge", RV_SIGNED, lease.tokens, "Tokens the program holds (cost units)."),
+	RULE_METRIC("loss_packets_total", "counter", RV_LOSS, id, "Packets the program decided under on_loss (event fleet_loss), daemon or not."),
+	RULE_METRIC("state", "gauge", RV_STATE, st.state, "1 for the rule's state: init ok grace fallback recovering."),
+	RULE_METRIC("nodes", "gauge", RV_COUNT, st.nodes, "Nodes with this rule, last known."),
+	RULE_METRIC("share", "gauge", RV_PPM, st.share_ppm, "This node's share of the fleet's demand (0..1)."),
+	RULE_METRIC("fallback_seconds_total", "counter", RV_SECONDS, st.fallback_ns, "Time spent in fallback, the current spell included."),
+};
+
+/* ... and its counters (struct fg_fleet_stats), after them. */
+#define FLEET_COUNTER(name, field, help) RULE_METRIC(name, "counter", RV_COUNT, st.field, help)
+static const struct rule_metric rule_counters[] = {
+	FLEET_COUNTER("granted_total", granted, "Tokens Redis granted this node."),
+	FLEET_COUNTER("returned_total", returned, "Tokens handed back to the fleet bucket."),
+	FLEET_COUNTER("discarded_total", discarded, "Tokens taken back and not returned (stale, or Redis down)."),
+	FLEET_COUNTER("debt_total", debt, "Cost admitted under on_loss, charged to the bucket on recovery."),
+	FLEET_COUNTER("grace_total", grace_entries, "Entries into grace (Redis failed, the lease still runs)."),
+	FLEET_COUNTER("fallbacks_total", fallbacks, "Entries into fallback (the lease ran out: on_loss applies)."),
+	FLEET_COUNTER("rounds_total", rounds, "Lease rounds the rule took part in."),
+	FLEET_COUNTER("failed_total", failed, "Rounds without an answer for the rule."),
+	FLEET_COUNTER("timeouts_total", timeouts, "Rounds that ended at the deadline."),
 };
 
 static void fleet_head(struct buf *b, const char *name, const char *type, const char *help)
@@ -479,69 +501,78 @@ static void fleet_head(struct buf *b, const char *name, const char *type, const 
 		type);
 }
 
-/* The lease the program spends, and what it decided without one. */
-static void render_fleet_lease(struct buf *b, const struct fg_metrics_snap *s)
+/* The metric's field of rs, widened (the fields are integers of 1, 4 or 8 bytes). */
+static __u64 rule_field(const struct fg_fleet_rule_status *rs, const struct rule_metric *m)
 {
-	const struct fg_fleet_status *fs = s->fleet;
-	__u64 now = fg_redis_now_ns();
-	char lb[2 * FG_NAME_LEN + 4];
+	const char *p = (const char *)rs + m->off;
+	__u64 v64;
+	__u32 v32;
 
-	fleet_head(b, "lease_seconds", "gauge", "Time left of the lease the program spends (0: on_loss applies).");
-	for (__u32 i = 0; i < fs->nrules; i++) {
-		__u64 exp = fs->rule[i].lease.lease_expires;
-
-		bprintf(b, "floodgate_fleet_lease_seconds{rule=\"%s\"} %.3f\n",
-			label(fs->rule[i].name, lb, sizeof(lb)), exp > now ? (exp - now) / 1e9 : 0.0);
+	if (m->size == sizeof(__u8))
+		return *(const __u8 *)p;
+	if (m->size == sizeof(v32)) {
+		memcpy(&v32, p, sizeof(v32));
+		return v32;
 	}
-	fleet_head(b, "tokens", "gauge", "Tokens the program holds (cost units).");
-	for (__u32 i = 0; i < fs->nrules; i++)
-		bprintf(b, "floodgate_fleet_tokens{rule=\"%s\"} %lld\n",
-			label(fs->rule[i].name, lb, sizeof(lb)), (long long)fs->rule[i].lease.tokens);
-	fleet_head(b, "loss_packets_total", "counter",
-		   "Packets the program decided under on_loss (event fleet_loss), daemon or not.");
-	for (__u32 i = 0; i < fs->nrules; i++) {
-		__u32 id = fs->rule[i].id;
+	memcpy(&v64, p, sizeof(v64));
+	return v64;
+}
 
-		bprintf(b, "floodgate_fleet_loss_packets_total{rule=\"%s\"} %llu\n",
-			label(fs->rule[i].name, lb, sizeof(lb)),
-			(unsigned long long)(id < FG_MAX_IDS ? s->rows[id].ev[FG_EV_FLEET_LOSS] : 0));
+/* One rule's line of metric m (a line per state for RV_STATE). */
+static void render_rule_value(struct buf *b, const struct fg_metrics_snap *s,
+			      const struct rule_metric *m, const char *rule, __u64 v, __u64 now)
+{
+	if (m->how == RV_STATE) {
+		for (int k = 0; k < FG_FLEET_NSTATES; k++)
+			bprintf(b, "floodgate_fleet_%s{rule=\"%s\",state=\"%s\"} %d\n", m->name, rule,
+				fg_fleet_state_name(k), v == (__u64)k);
+		return;
+	}
+	bprintf(b, "floodgate_fleet_%s{rule=\"%s\"} ", m->name, rule);
+	switch (m->how) {
+	case RV_SIGNED:
+		bprintf(b, "%lld\n", (long long)v);
+		break;
+	case RV_LEFT:
+		bprintf(b, "%.3f\n", v > now ? (v - now) / 1e9 : 0.0);
+		break;
+	case RV_SECONDS:
+		bprintf(b, "%.3f\n", v / 1e9);
+		break;
+	case RV_PPM:
+		bprintf(b, "%.6f\n", v / 1e6);
+		break;
+	case RV_LOSS:
+		bprintf(b, "%llu\n",
+			(unsigned long long)(v < FG_MAX_IDS ? s->rows[v].ev[FG_EV_FLEET_LOSS] : 0));
+		break;
+	default:
+		bprintf(b, "%llu\n", (unsigned long long)v);
 	}
 }
 
-/* The engine's state machine and its counters, per rule. */
-static void render_fleet_engine(struct buf *b, const struct fg_fleet_status *fs)
+/* Each metric of table (n of them) with its head and a line per rule. */
+static void render_rule_metrics(struct buf *b, const struct fg_metrics_snap *s,
+				const struct rule_metric *table, size_t n, __u64 now)
 {
+	const struct fg_fleet_status *fs = s->fleet;
 	char lb[2 * FG_NAME_LEN + 4];
 
-	fleet_head(b, "state", "gauge", "1 for the rule's state: init ok grace fallback recovering.");
-	for (__u32 i = 0; i < fs->nrules; i++)
-		for (int k = 0; k < FG_FLEET_NSTATES; k++)
-			bprintf(b, "floodgate_fleet_state{rule=\"%s\",state=\"%s\"} %d\n",
-				label(fs->rule[i].name, lb, sizeof(lb)), fg_fleet_state_name(k),
-				fs->rule[i].st.state == k);
-	fleet_head(b, "nodes", "gauge", "Nodes with this rule, last known.");
-	for (__u32 i = 0; i < fs->nrules; i++)
-		bprintf(b, "floodgate_fleet_nodes{rule=\"%s\"} %u\n",
-			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.nodes);
-	fleet_head(b, "share", "gauge", "This node's share of the fleet's demand (0..1).");
-	for (__u32 i = 0; i < fs->nrules; i++)
-		bprintf(b, "floodgate_fleet_share{rule=\"%s\"} %.6f\n",
-			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.share_ppm / 1e6);
-	fleet_head(b, "fallback_seconds_total", "counter", "Time spent in fallback, the current spell included.");
-	for (__u32 i = 0; i < fs->nrules; i++)
-		bprintf(b, "floodgate_fleet_fallback_seconds_total{rule=\"%s\"} %.3f\n",
-			label(fs->rule[i].name, lb, sizeof(lb)), fs->rule[i].st.fallback_ns / 1e9);
-	for (size_t c = 0; c < sizeof(fleet_counters) / sizeof(fleet_counters[0]); c++) {
-		fleet_head(b, fleet_counters[c].name, "counter", fleet_counters[c].help);
-		for (__u32 i = 0; i < fs->nrules; i++) {
-			const char *st = (const char *)&fs->rule[i].st;
-			__u64 v;
-
-			memcpy(&v, st + fleet_counters[c].off, sizeof(v));
-			bprintf(b, "floodgate_fleet_%s{rule=\"%s\"} %llu\n", fleet_counters[c].name,
-				label(fs->rule[i].name, lb, sizeof(lb)), (unsigned long long)v);
-		}
+	for (const struct rule_metric *m = table; m < table + n; m++) {
+		fleet_head(b, m->name, m->type, m->help);
+		for (__u32 i = 0; i < fs->nrules; i++)
+			render_rule_value(b, s, m, label(fs->rule[i].name, lb, sizeof(lb)),
+					  rule_field(&fs->rule[i], m), now);
 	}
+}
+
+/* Every per-rule fleet metric. */
+static void render_fleet_rules(struct buf *b, const struct fg_metrics_snap *s)
+{
+	__u64 now = fg_redis_now_ns();
+
+	render_rule_metrics(b, s, rule_metrics, sizeof(rule_metrics) / sizeof(rule_metrics[0]), now);
+	render_rule_metrics(b, s, rule_counters, sizeof(rule_counters) / sizeof(rule_counters[0]), now);
 }
 
 /* The Redis connection: one per daemon. */
@@ -710,8 +741,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		    "# TYPE floodgate_throttle_events_total counter\n"
 		    "floodgate_throttle_events_total %llu\n", (unsigned long long)s->throttle_events);
 	if (s->fleet) {
-		render_fleet_lease(&b, s);
-		render_fleet_engine(&b, s->fleet);
+		render_fleet_rules(&b, s);
 		render_fleet_conn(&b, &s->fleet->cs);
 	}
 	if (s->extra && s->extra_len)

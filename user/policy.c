@@ -418,18 +418,17 @@ static int parse_plen(struct pol_ctx *c, yaml_node_t *n, const char *what, int m
 static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
 		    __u64 *ms)
 {
-	const char *s;
+	char beyond[64];
 	__u64 ns;
-	int err = pol_parse_duration(c, n, "", what, "expected e.g. 5s, 500ms, 2m", POL_DUR_WHOLE_MS,
-				     &s, &ns);
+	int err;
 
-	if (err)
-		return err;
-	*ms = ns / 1000000;
-	if (*ms < lo || *ms > hi)
-		return FAIL(c, n, "%s: %.64s is out of range %llums..%llus", what, s,
-			    (unsigned long long)lo, (unsigned long long)(hi / 1000));
-	return 0;
+	snprintf(beyond, sizeof(beyond), "out of range %llums..%llus", (unsigned long long)lo,
+		 (unsigned long long)(hi / 1000));
+	err = pol_parse_duration_in(c, n, "", what, "expected e.g. 5s, 500ms, 2m", POL_DUR_WHOLE_MS,
+				    lo * 1000000, hi * 1000000, beyond, &ns);
+	if (!err)
+		*ms = ns / 1000000;
+	return err;
 }
 
 /* per_source's concurrency: N and handshake_timeout: (docs/concurrency.md). */
@@ -932,7 +931,6 @@ static const char *const conn_keys[] = { "reconcile", "max_keys" };
 static int parse_concurrency(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct pol_keys ks = KEYS("concurrency", conn_keys);
-	__u64 v;
 	int err;
 
 	err = pol_read_map(c, n, "concurrency", "{reconcile: 10s, max_keys: 65536}", &ks);
@@ -941,13 +939,8 @@ static int parse_concurrency(struct pol_ctx *c, yaml_node_t *n)
 	if (ks.val[0] && (err = parse_ms(c, ks.val[0], "reconcile", FG_CONN_RECONCILE_MIN_MS,
 					 FG_CONN_RECONCILE_MAX_MS, &c->cfg->conn_reconcile_ms)))
 		return err;
-	if (ks.val[1]) {
-		err = pol_parse_uint(c, ks.val[1], "max_keys", FG_CONN_KEYS_MIN, FG_CONN_KEYS_MAX, &v);
-		if (err)
-			return err;
-		c->cfg->conn_max_keys = (__u32)v;
-	}
-	return 0;
+	return pol_parse_u32_opt(c, ks.val[1], "max_keys", FG_CONN_KEYS_MIN, FG_CONN_KEYS_MAX,
+				 &c->cfg->conn_max_keys);
 }
 
 static int parse_root(struct pol_ctx *c, yaml_node_t *root)

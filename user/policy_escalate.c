@@ -16,19 +16,12 @@ enum { EK_AFTER, EK_FOR };
 static const char *const esc_keys[] = { "max_entries" };
 enum { EK_MAX };
 
-/* A duration key of escalate: within [lo, hi] ns. */
+/* A duration key of escalate: within [lo, hi] ns (beyond: "out of range (1s..1d)"). */
 static int esc_duration(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
-			const char *range, __u64 *out)
+			const char *beyond, __u64 *out)
 {
-	const char *s;
-	int err = pol_parse_duration(c, n, "escalate: ", what, "e.g. 30s, 10m, 1h",
-				     POL_DUR_NONZERO, &s, out);
-
-	if (err)
-		return err;
-	if (*out < lo || *out > hi)
-		return FAIL(c, n, "escalate: %s: %.64s is out of range (%s)", what, s, range);
-	return 0;
+	return pol_parse_duration_in(c, n, "escalate: ", what, "e.g. 30s, 10m, 1h", POL_DUR_NONZERO,
+				     lo, hi, beyond, out);
 }
 
 int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_rate)
@@ -49,11 +42,11 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 			    "escalated for being throttled by its own bucket");
 	if (ks.val[EK_AFTER] &&
 	    (err = esc_duration(c, ks.val[EK_AFTER], "after", FG_ESC_AFTER_MIN_NS,
-				FG_ESC_AFTER_MAX_NS, "1s..1d", &e.after_ns)))
+				FG_ESC_AFTER_MAX_NS, "out of range (1s..1d)", &e.after_ns)))
 		return err;
 	if (ks.val[EK_FOR] &&
 	    (err = esc_duration(c, ks.val[EK_FOR], "for", FG_ESC_FOR_MIN_NS, FG_ESC_FOR_MAX_NS,
-				"1s..7d", &e.for_ns)))
+				"out of range (1s..7d)", &e.for_ns)))
 		return err;
 	c->cfg->esc[idx] = e;
 	return 0;
@@ -62,18 +55,8 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 int pol_parse_escalation(struct pol_ctx *c, yaml_node_t *n)
 {
 	struct pol_keys ks = KEYS("escalation", esc_keys);
-	__u64 v;
-	int err;
+	int err = pol_read_map(c, n, "escalation", "{max_entries: 256}", &ks);
 
-	err = pol_read_map(c, n, "escalation", "{max_entries: 256}", &ks);
-	if (err)
-		return err;
-	if (ks.val[EK_MAX]) {
-		err = pol_parse_uint(c, ks.val[EK_MAX], "escalation: max_entries", 1, FG_ESC_MAX_MAX,
-				     &v);
-		if (err)
-			return err;
-		c->cfg->esc_max = (__u32)v;
-	}
-	return 0;
+	return err ? err : pol_parse_u32_opt(c, ks.val[EK_MAX], "escalation: max_entries", 1,
+					     FG_ESC_MAX_MAX, &c->cfg->esc_max);
 }

@@ -93,6 +93,33 @@ int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const c
 int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		   __u64 lo, __u64 hi, __u64 *out);
 
+/* An optional key: n (NULL when absent: *out is left as it is) as a number lo..hi (at most
+ * UINT32_MAX) into *out; written only when it parses. */
+static inline int pol_parse_u32_opt(struct pol_ctx *c, yaml_node_t *n, const char *what,
+				    __u32 lo, __u32 hi, __u32 *out)
+{
+	__u64 v;
+	int err = n ? pol_parse_uint(c, n, what, lo, hi, &v) : 0;
+
+	if (n && !err)
+		*out = (__u32)v;
+	return err;
+}
+
+/* pol_parse_duration, then lo..hi ns: outside, it fails as "<sec><what>: text is <beyond>"
+ * (beyond: the range as the section words it, e.g. "out of range (1s..1d)"). */
+static inline int pol_parse_duration_in(struct pol_ctx *c, yaml_node_t *n, const char *sec,
+					const char *what, const char *eg, unsigned int flags,
+					__u64 lo, __u64 hi, const char *beyond, __u64 *ns)
+{
+	const char *s;
+	int err = pol_parse_duration(c, n, sec, what, eg, flags, &s, ns);
+
+	if (!err && (*ns < lo || *ns > hi))
+		err = FAIL(c, n, "%s%s: %.64s is %s", sec, what, s, beyond);
+	return err;
+}
+
 /* --- policy.c: prefix lists ------------------------------------------------- */
 
 /* A list of prefixes (or a single one), each marked allow and/or deny:

@@ -135,17 +135,14 @@ int pol_parse_pools(struct pol_ctx *c, yaml_node_t *n)
 /* A duration in seconds, > 0 and at most a day. */
 static int parse_secs(struct pol_ctx *c, yaml_node_t *n, const char *what, double *out)
 {
-	const char *s;
 	__u64 ns;
-	int err = pol_parse_duration(c, n, "shedding: ", what, "e.g. 8s, 500ms or 2m", POL_DUR_NONZERO,
-				     &s, &ns);
+	int err = pol_parse_duration_in(c, n, "shedding: ", what, "e.g. 8s, 500ms or 2m",
+					POL_DUR_NONZERO, 0, 86400ull * 1000000000ull,
+					"longer than a day", &ns);
 
-	if (err)
-		return err;
-	if (ns > 86400ull * 1000000000ull)
-		return FAIL(c, n, "shedding: %s: %s is longer than a day", what, s);
-	*out = (double)ns / 1e9;
-	return 0;
+	if (!err)
+		*out = (double)ns / 1e9;
+	return err;
 }
 
 /* A utilization in [0, 1], as 0.8 or 80%. */
