@@ -150,4 +150,54 @@ int fg_test_contains_all(const char *file, int line, const char *hay,
 				    name, ___g, ___e, ___t);		\
 	   ___ok; })
 
+/* ---- data-path test helpers (dupa) ---- */
+
+/*
+ * A test binary's tests as a table, run in order by fg_test_main_bpf.
+ * setup (optional) runs first and, when it fails, has said why with a failed
+ * check: the test is not run. teardown (optional) runs after a test whose
+ * setup held. FG_CASE(fn) names the case after its function, as FG_RUN does.
+ */
+struct fg_test_case {
+	const char *name;
+	void (*fn)(void);
+	int (*setup)(void);
+	void (*teardown)(void);
+};
+
+#define FG_CASE(fn)			{ #fn, fn, NULL, NULL }
+#define FG_CASE_FIXTURE(fn, su, td)	{ #fn, fn, su, td }
+
+/* main() of a test binary that needs root and BPF: fg_test_init_bpf (without
+ * root every test is skipped, saying why under name), then each case the
+ * filter selects, then the summary line; main's exit status. */
+static inline int fg_test_main_bpf(int argc, char **argv, const char *name, const char *why,
+				   const struct fg_test_case *cases, size_t n)
+{
+	if (fg_test_init_bpf(argc, argv, name, why))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct fg_test_case *c = &cases[i];
+
+		if (!fg_test_selected(c->name))
+			continue;
+		fg_test_begin(c->name);
+		if (!c->setup || !c->setup()) {
+			c->fn();
+			if (c->teardown)
+				c->teardown();
+		}
+		fg_test_end();
+	}
+	return fg_test_summary();
+}
+
+/* int main() running the array cases through fg_test_main_bpf. */
+#define FG_MAIN_BPF(name, why, cases)					\
+	int main(int argc, char **argv)					\
+	{								\
+		return fg_test_main_bpf(argc, argv, name, why, cases,	\
+					sizeof(cases) / sizeof((cases)[0])); \
+	}
+
 #endif /* FG_TEST_H */

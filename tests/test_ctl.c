@@ -797,17 +797,15 @@ static void test_rule_ovr_count(void)
 	dp_close(&D);
 }
 
-int main(int argc, char **argv)
-{
-	if (fg_test_init_bpf(argc, argv, "test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN"))
-		return 0;
-	FG_RUN(test_bad_input);
-	FG_RUN(test_stamp_keeps_operator_fields);
-	FG_RUN(test_switches_store_their_fields);
-	FG_RUN(test_concurrent_writers);
-	FG_RUN(test_program_never_sees_torn_bypass);
-	FG_RUN(test_bypass_while_pin_dir_locked);
-	FG_RUN(test_meta_reload_fields_whole);
-	FG_RUN(test_rule_ovr_count);
-	return fg_test_summary();
-}
+static const struct fg_test_case cases[] = {
+	FG_CASE(test_bad_input),
+	FG_CASE(test_stamp_keeps_operator_fields),
+	FG_CASE(test_switches_store_their_fields),
+	FG_CASE(test_concurrent_writers),
+	FG_CASE(test_program_never_sees_torn_bypass),
+	FG_CASE(test_bypass_while_pin_dir_locked),
+	FG_CASE(test_meta_reload_fields_whole),
+	FG_CASE(test_rule_ovr_count),
+};
+
+FG_MAIN_BPF("test_ctl", "needs root for BPF maps and BPF_PROG_TEST_RUN", cases)

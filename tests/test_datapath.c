@@ -26,14 +26,47 @@ static int setup(__u32 max_sources)
 	return dp_check_open(&D, max_sources);
 }
 
-/* A fresh program with the one rule r for every packet, applied. */
-static int setup_one(const struct fg_rule *r)
+/* A grant of n tokens to rule 0's lease, running 400 ms from now, one node. */
+static void lease_grant(__s64 n)
+{
+	dp_lease_renew(&D, 0, n, dp_now(&D) + 400 * MS, 1);
+}
+
+/* What a test's program holds besides its one rule for every packet. */
+struct extras {
+	double pool_burst;	/* > 0: pool 0 (rule.pool = 1) at 1/s with this burst, no reserve */
+	int lease;		/* 1: rule 0's lease entry (dp_lease_init), no lease yet, */
+	__u16 gen;		/*    with this gen, on_loss and local share */
+	__u8 on_loss;
+	struct fg_limit local;
+	__s64 grant;		/* > 0: after the flip, lease_grant(grant) */
+};
+
+/* A fresh program with the one rule r for every packet and what x (may be
+ * NULL) adds, applied. */
+static int setup_with(const struct fg_rule *r, const struct extras *x)
 {
 	if (setup(1024))
 		return -1;
+	if (x && x->pool_burst > 0) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "pool 1/s, burst %g", x->pool_burst);
+		ASSERT_OK(dp_pool(&D, 0, 1, x->pool_burst, 0, 0), name);
+	}
 	dp_rule(&D, r, &M_ANY, C_ALL);
+	if (x && x->lease)
+		dp_lease_init(&D, 0, x->gen, x->on_loss, x->local);
 	dp_apply(&D);
+	if (x && x->grant > 0)
+		lease_grant(x->grant);
 	return 0;
+}
+
+/* setup_with, the rule alone. */
+static int setup_one(const struct fg_rule *r)
+{
+	return setup_with(r, NULL);
 }
 
 static struct fg_rule limit_rule(double rate, double burst)
@@ -42,6 +75,47 @@ static struct fg_rule limit_rule(double rate, double burst)
 
 	r.src = dp_lim(rate, burst);
 	return r;
+}
+
+/* setup_one with limit_rule(rate, burst). */
+static int setup_limit(double rate, double burst)
+{
+	struct fg_rule r = limit_rule(rate, burst);
+
+	return setup_one(&r);
+}
+
+/* A UDP entry on sport lo..hi and dport dlo..dhi. */
+static struct fg_match udp_ports(__u16 slo, __u16 shi, __u16 dlo, __u16 dhi)
+{
+	struct fg_match m = M_ANY;
+
+	m.proto = 17;
+	m.flags = FG_M_L4;
+	m.sport_lo = slo;
+	m.sport_hi = shi;
+	m.dport_lo = dlo;
+	m.dport_hi = dhi;
+	return m;
+}
+
+/* An entry on destination port `port` alone, any protocol. */
+static struct fg_match to_port(__u16 port)
+{
+	struct fg_match m = M_ANY;
+
+	m.dport_lo = m.dport_hi = port;
+	return m;
+}
+
+/* Rule a for every packet to port pa, then rule b for every packet to port pb. */
+static void rules_by_port(const struct fg_rule *a, __u16 pa, const struct fg_rule *b, __u16 pb)
+{
+	struct fg_match m = to_port(pa);
+
+	dp_rule(&D, a, &m, C_ALL);
+	m = to_port(pb);
+	dp_rule(&D, b, &m, C_ALL);
 }
 
 static struct pkt_spec udp4(const char *src, uint16_t dport)
@@ -136,9 +210,8 @@ static void test_parse_cases(void)
 		{ "tcp data offset 4", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_DOFF4, FG_OUT_MALFORMED, XDP_DROP },
 		{ "tcp header cut by ip length", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_SHORT, FG_OUT_MALFORMED, XDP_DROP },
 	};
-	struct fg_rule r = limit_rule(1000, 1000);
 
-	if (setup_one(&r))
+	if (setup_limit(1000, 1000))
 		return;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct parse_case *c = &cases[i];
@@ -156,19 +229,26 @@ static void test_parse_cases(void)
 	dp_close(&D);
 }
 
+/* s built and read by the userspace parser into *p: an IP packet, the check
+ * `name`; 1 when it held. */
+static int parse_ip(const struct pkt_spec *s, struct fg_pkt *p, const char *name)
+{
+	uint8_t buf[4096];
+	int len = pkt_build(s, buf, sizeof(buf));
+
+	memset(p, 0, sizeof(*p));
+	return ASSERT_EQ(fg_parse(buf, buf + len, len, p), FG_P_IP, name);
+}
+
 /* The parser compiled for userspace: fields, not just outcomes. */
 static void test_parse_fields(void)
 {
-	uint8_t buf[4096];
 	struct fg_pkt p;
 	struct pkt_spec s;
-	int len;
 
 	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 6, .sport = 1234, .dport = 22,
 			       .tcp_flags = 0x12, .tcp_flags_set = 1, .nvlan = 2, .ip_opt_len = 8 };
-	len = pkt_build(&s, buf, sizeof(buf));
-	memset(&p, 0, sizeof(p));
-	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "qinq tcp parses");
+	parse_ip(&s, &p, "qinq tcp parses");
 	ASSERT_EQ(p.family, 4, "family");
 	ASSERT_EQ(p.proto, 6, "proto");
 	ASSERT_EQ(p.sport, 1234, "sport");
@@ -177,9 +257,7 @@ static void test_parse_fields(void)
 	ASSERT_EQ(p.saddr[0], inet_addr("198.51.100.7"), "saddr");
 
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8:1:2::99", .proto = 58, .icmp_type = 135, .ext_hdrs = 3 };
-	len = pkt_build(&s, buf, sizeof(buf));
-	memset(&p, 0, sizeof(p));
-	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "icmpv6 behind 3 ext headers");
+	parse_ip(&s, &p, "icmpv6 behind 3 ext headers");
 	ASSERT_EQ(p.proto, 58, "proto after ext headers");
 	ASSERT_EQ(p.icmp_type, 135, "icmp type");
 	uint8_t a6[16];
@@ -187,9 +265,7 @@ static void test_parse_fields(void)
 	ASSERT_EQ(memcmp(p.saddr, a6, 16), 0, "ipv6 saddr");
 
 	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 17, .frag_off = 8, .payload = 64 };
-	len = pkt_build(&s, buf, sizeof(buf));
-	memset(&p, 0, sizeof(p));
-	ASSERT_EQ(fg_parse(buf, buf + len, len, &p), FG_P_IP, "non-first fragment parses");
+	parse_ip(&s, &p, "non-first fragment parses");
 	ASSERT_EQ(p.frag, 1, "frag flag");
 	ASSERT_EQ(p.dport, 0, "no port read from a fragment");
 	ASSERT_EQ(p.saddr[0], inet_addr("198.51.100.7"), "fragment saddr");
@@ -207,10 +283,9 @@ static void test_truncation(void)
 		{ .family = 6, .src = "2001:db8::9", .proto = 17, .frag_off = 64, .payload = 16, .nvlan = 1 },
 		{ .family = 6, .src = "2001:db8::9", .proto = 58, .icmp_type = 128, .nvlan = 2, .ext_hdrs = 1 },
 	};
-	struct fg_rule r = limit_rule(1e6, 1e6);
 	int runs = 0;
 
-	if (setup_one(&r))
+	if (setup_limit(1e6, 1e6))
 		return;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		uint8_t full[512], cut[512];
@@ -260,16 +335,13 @@ static void test_outcomes_and_lists(void)
 {
 	struct fg_rule r = limit_rule(10, 2);
 	struct fg_rule drop = { .action = FG_ACT_DROP };
-	struct fg_match m = M_ANY;
+	struct fg_match m = udp_ports(0, 65535, 53, 53);
 	struct pkt_spec s;
 	__u32 row;
 	int v;
 
 	if (setup(1024))
 		return;
-	m.proto = 17;
-	m.dport_lo = m.dport_hi = 53;
-	m.flags = FG_M_L4;
 	dp_rule(&D, &r, &m, 1u << FG_CLASS_UDP);
 	dp_rule(&D, &drop, &M_ANY, 1u << FG_CLASS_TCP);
 	ASSERT_OK(dp_pfx(&D, "10.0.0.0/8", FG_LIST_DENY, 0), "deny 10/8");
@@ -523,15 +595,12 @@ static void test_source_sets_and_prefixes(void)
 static void test_fragments(void)
 {
 	struct fg_rule dns = limit_rule(1, 1), frag = limit_rule(1, 3);
-	struct fg_match m = M_ANY, f = M_ANY;
+	struct fg_match m = udp_ports(0, 65535, 53, 53), f = M_ANY;
 	struct pkt_spec s;
 	__u32 row;
 
 	if (setup(1024))
 		return;
-	m.proto = 17;
-	m.dport_lo = m.dport_hi = 53;
-	m.flags = FG_M_L4;
 	dp_rule(&D, &dns, &m, 1u << FG_CLASS_UDP);
 	f.flags = FG_M_FRAG;
 	dp_rule(&D, &frag, &f, C_ALL);
@@ -575,11 +644,10 @@ static int burst_at(const struct pkt_spec *s, __u64 now, int max)
 
 static void test_burst_and_refill(void)
 {
-	struct fg_rule r = limit_rule(10, 20);
 	struct pkt_spec s = udp4("192.0.2.10", 7);
 	__u64 t;
 
-	if (setup_one(&r))
+	if (setup_limit(10, 20))
 		return;
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 100), 20, "burst exactly 20 at one instant");
@@ -600,19 +668,16 @@ static void test_burst_and_refill(void)
  * no fresh burst, the new rate at once. */
 static void test_reload_rate_change(void)
 {
-	struct fg_rule r = limit_rule(10, 20);
 	struct pkt_spec s = udp4("192.0.2.12", 7);
-	__u64 t;
 
-	if (setup_one(&r))
+	if (setup_limit(10, 20))
 		return;
-	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 100), 20, "burst at 10/s");
 	D.pol.rules[0].src = dp_lim(100, 20);
 	D.pol.rules[0].ovf = D.pol.rules[0].src;
 	ASSERT_OK(dp_apply(&D), "reload at 100/s");
 	ASSERT_EQ(burst_of(&s, 100), 0, "kept bucket: no fresh burst");
-	ASSERT_EQ(burst_at(&s, t + 100 * MS, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
+	ASSERT_EQ(burst_at(&s, dp_now(&D) + 100 * MS, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
 	ASSERT_EQ(dp_count_src4(&D), 1, "one bucket throughout");
 	dp_close(&D);
 }
@@ -730,13 +795,12 @@ static void test_shadow_equals_enforce(void)
 
 static void test_bypass(void)
 {
-	struct fg_rule r = limit_rule(1, 2);
 	struct pkt_spec s = udp4("192.0.2.30", 7);
 	struct fg_bucket before, after;
 	__u64 t;
 	__u32 row;
 
-	if (setup_one(&r))
+	if (setup_limit(1, 2))
 		return;
 	t = dp_now(&D);
 	ASSERT_EQ(burst_of(&s, 5), 2, "burst before bypass");
@@ -903,6 +967,27 @@ static void test_mode_overrides(void)
 	dp_close(&D);
 }
 
+/* FG_MAX_RULES copies of r: rule i on UDP port 1000 + i, with id base + i. */
+static void rules_per_port(const struct fg_rule *r, int base)
+{
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_match m = udp_ports(0, 65535, 1000 + i, 1000 + i);
+
+		dp_rule_id(&D, r, &m, 1u << FG_CLASS_UDP, (__u16)(base + i));
+	}
+}
+
+/* Four frames from 192.0.2.60 to each port of rules_per_port. */
+static void four_to_each_port(void)
+{
+	for (int i = 0; i < FG_MAX_RULES; i++) {
+		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
+
+		for (int k = 0; k < 4; k++)
+			dp_send(&D, &s);
+	}
+}
+
 /*
  * A reload that replaces every rule at once (item 9): policy A has 64
  * rules with ids 0..63; policy B, 64 new rules with ids 64..127, what
@@ -913,29 +998,17 @@ static void test_mode_overrides(void)
  */
 static void test_ids_64_to_127(void)
 {
+	struct fg_rule r = { .action = FG_ACT_LIMIT };
 	struct fg_stats st;
 	struct fg_bucket b;
 	char name[96];
 
 	if (setup(1024))
 		return;
-	for (int i = 0; i < FG_MAX_RULES; i++) {
-		struct fg_rule r = { .action = FG_ACT_LIMIT };
-		struct fg_match m = M_ANY;
-
-		r.agg = dp_lim(1, 3);
-		m.proto = 17;
-		m.flags = FG_M_L4;
-		m.dport_lo = m.dport_hi = 1000 + i;
-		dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)i);
-	}
+	r.agg = dp_lim(1, 3);
+	rules_per_port(&r, 0);
 	ASSERT_OK(dp_apply(&D), "policy A: ids 0..FG_MAX_RULES-1");
-	for (int i = 0; i < FG_MAX_RULES; i++) {
-		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
-
-		for (int k = 0; k < 4; k++)
-			dp_send(&D, &s);
-	}
+	four_to_each_port();
 	for (int i = 0; i < FG_MAX_RULES; i++) {
 		snprintf(name, sizeof(name), "A: row %d", i);
 		ASSERT_OK(dp_read_stats(&D, i, &st), name);
@@ -944,27 +1017,15 @@ static void test_ids_64_to_127(void)
 	}
 
 	dp_pol_reset(&D);
-	for (int i = 0; i < FG_MAX_RULES; i++) {
-		struct fg_rule r = limit_rule(1, 2);
-		struct fg_match m = M_ANY;
-
-		r.agg = dp_lim(1, 3);
-		r.ovf = dp_lim(1, 2);
-		r.gen = 1;
-		m.proto = 17;
-		m.flags = FG_M_L4;
-		m.dport_lo = m.dport_hi = 1000 + i;
-		dp_rule_id(&D, &r, &m, 1u << FG_CLASS_UDP, (__u16)(FG_MAX_RULES + i));
-	}
+	r = limit_rule(1, 2);
+	r.agg = dp_lim(1, 3);
+	r.ovf = dp_lim(1, 2);
+	r.gen = 1;
+	rules_per_port(&r, FG_MAX_RULES);
 	D.pol.ins.inc = 1;	/* no new source gets a bucket: all go to overflow */
 	D.pol.ins.tau = 0;
 	ASSERT_OK(dp_apply(&D), "policy B: ids FG_MAX_RULES..FG_MAX_IDS-1, every rule new");
-	for (int i = 0; i < FG_MAX_RULES; i++) {
-		struct pkt_spec s = udp4("192.0.2.60", 1000 + i);
-
-		for (int k = 0; k < 4; k++)
-			dp_send(&D, &s);
-	}
+	four_to_each_port();
 	for (int i = 0; i < FG_MAX_RULES; i++) {
 		int id = FG_MAX_RULES + i;
 
@@ -988,8 +1049,7 @@ static void test_ids_64_to_127(void)
 
 	/* a per-source bucket keyed by id 127 */
 	dp_pol_reset(&D);
-	struct fg_rule r = limit_rule(1, 2);
-
+	r = limit_rule(1, 2);
 	r.gen = 1;
 	dp_rule_id(&D, &r, &M_ANY, C_ALL, FG_MAX_IDS - 1);
 	ASSERT_OK(dp_apply(&D), "policy C: one rule, the last id");
@@ -1156,13 +1216,10 @@ static void test_counters_add_up(void)
 {
 	__u64 sent[FG_NROWS] = {0};
 	struct fg_rule a = limit_rule(1, 2), b = limit_rule(1, 2), p = { .action = FG_ACT_PASS };
-	struct fg_match ma = M_ANY, mb = M_ANY;
+	struct fg_match ma = udp_ports(0, 65535, 53, 53), mb = M_ANY;
 
 	if (setup(1024))
 		return;
-	ma.proto = 17;
-	ma.flags = FG_M_L4;
-	ma.dport_lo = ma.dport_hi = 53;
 	dp_rule(&D, &a, &ma, 1u << FG_CLASS_UDP);
 	mb.proto = 6;
 	dp_rule(&D, &b, &mb, 1u << FG_CLASS_TCP);
@@ -1278,9 +1335,7 @@ static void test_two_cpus_one_key(void)
 		return;
 	}
 	/* frozen time: exactly the burst is admitted, however the CPUs race */
-	struct fg_rule r = limit_rule(1000, burst);
-
-	if (setup_one(&r))
+	if (setup_limit(1000, burst))
 		return;
 	for (int i = 0; i < 2; i++) {
 		memset(&h[i], 0, sizeof(h[i]));
@@ -1309,9 +1364,8 @@ static void test_two_cpus_one_key(void)
 	 * once (3x what the step refills), then the next step. */
 	const double rate = 100000;
 	const __u64 b2 = 1000, steps = 300;
-	struct fg_rule r2 = limit_rule(rate, b2);
 
-	if (setup_one(&r2))
+	if (setup_limit(rate, b2))
 		return;
 	__u64 t0 = dp_now(&D);
 	pthread_barrier_init(&step_bar, NULL, 3);
@@ -1343,21 +1397,13 @@ static void test_two_cpus_one_key(void)
 
 /* ---- the eviction invariant --------------------------------------------- */
 
-/* Throttle S, spray `spray` spoofed sources over `over_ns`, resume S at
- * once: how many does S get? Both families: the set-associative tables
- * (which evict only full buckets), with or without the admission limit;
- * *refused counts the spray's sources that got no way (set full or
- * admission). */
-static int eviction_run(int family, int with_admission, int spray, __u64 over_ns,
-			__u64 *refused)
+/* The spray tests' program: a 4,096-source table, one rule of 10/s with
+ * burst 20 (T_refill = 2 s) for every packet and, with_admission, the
+ * admission limit for that table; applied. */
+static int setup_spray(int with_admission)
 {
 	const __u32 table = 4096;
-	struct fg_rule r = limit_rule(10, 20);	/* T_refill = 2 s */
-	struct pkt_spec s = family == 4 ? udp4("192.0.2.77", 7) : udp6("2001:db8:77::1", 7);
-	struct pkt_spec sp = family == 4 ? udp4("198.18.0.1", 7) : udp6("2001:db8:1::1", 7);
-	uint8_t buf[512];
-	__u64 t;
-	int got;
+	struct fg_rule r = limit_rule(10, 20);
 
 	if (setup(table))
 		return -1;
@@ -1367,6 +1413,25 @@ static int eviction_run(int family, int with_admission, int spray, __u64 over_ns
 		return -1;
 	}
 	dp_apply(&D);
+	return 0;
+}
+
+/* Throttle S, spray `spray` spoofed sources over `over_ns`, resume S at
+ * once: how many does S get? Both families: the set-associative tables
+ * (which evict only full buckets), with or without the admission limit;
+ * *refused counts the spray's sources that got no way (set full or
+ * admission). */
+static int eviction_run(int family, int with_admission, int spray, __u64 over_ns,
+			__u64 *refused)
+{
+	struct pkt_spec s = family == 4 ? udp4("192.0.2.77", 7) : udp6("2001:db8:77::1", 7);
+	struct pkt_spec sp = family == 4 ? udp4("198.18.0.1", 7) : udp6("2001:db8:1::1", 7);
+	uint8_t buf[512];
+	__u64 t;
+	int got;
+
+	if (setup_spray(with_admission))
+		return -1;
 	t = dp_now(&D);
 	if (burst_of(&s, 40) != 20)
 		fg_test_fail(__FILE__, __LINE__, "S should first get its burst of 20");
@@ -1395,21 +1460,13 @@ static int eviction_run(int family, int with_admission, int spray, __u64 over_ns
  * overflow bucket: the control shows the test can see that. */
 static int client_under_spray(int with_admission, __u64 *limited)
 {
-	const __u32 table = 4096;
-	struct fg_rule r = limit_rule(10, 20);
 	struct pkt_spec c = udp4("192.0.2.88", 7), sp = udp4("198.18.0.1", 7);
 	uint8_t cbuf[512], buf[512];
 	int clen, len, ok = 0;
 	__u64 t;
 
-	if (setup(table))
+	if (setup_spray(with_admission))
 		return -1;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	if (with_admission && !ASSERT_OK(dp_set_admission(&D, table), "admission limit")) {
-		dp_close(&D);
-		return -1;
-	}
-	dp_apply(&D);
 	clen = pkt_build(&c, cbuf, sizeof(cbuf));
 	len = pkt_build(&sp, buf, sizeof(buf));
 	t = dp_now(&D);
@@ -1520,17 +1577,13 @@ static int spread_of(const struct pkt_spec *tmpl, int n)
 static void test_fleet_lease_exact(void)
 {
 	struct fg_rule r = fleet_rule(), plain = limit_rule(1000, 1000);
-	struct fg_match m7 = M_ANY, m9 = M_ANY;
 	struct pkt_spec s = udp4("198.51.100.1", 7), s9 = udp4("198.51.100.1", 9);
 	struct fg_stats st;
 	__u64 t;
 
 	if (setup(1024))
 		return;
-	m7.dport_lo = m7.dport_hi = 7;
-	m9.dport_lo = m9.dport_hi = 9;
-	dp_rule(&D, &r, &m7, C_ALL);
-	dp_rule(&D, &plain, &m9, C_ALL);
+	rules_by_port(&r, 7, &plain, 9);
 	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
 	ASSERT_OK(dp_apply(&D), "apply");
 	t = dp_now(&D);
@@ -1557,12 +1610,8 @@ static void test_fleet_lease_exact(void)
 
 	/* bytes: the lease is in the rule's unit */
 	r.cost = FG_COST_BYTES;
-	if (setup(1024))
+	if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = 3500 }))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
-	dp_apply(&D);
-	dp_lease_renew(&D, 0, 3500, dp_now(&D) + 400 * MS, 1);
 	s.payload = 1000 - 42;	/* 1000-byte frames */
 	ASSERT_EQ(spread_of(&s, 10), 3, "a lease of 3500 bytes: three 1000-byte frames");
 	ASSERT_EQ(D.lease[0].tokens, 500, "500 bytes left");
@@ -1581,22 +1630,18 @@ static void test_fleet_refund(void)
 	struct fg_bucket src, agg;
 	__u64 now_tu;
 
-	if (setup(1024))
-		return;
 	r.agg = dp_lim(1, 100);
 	r.fleet = 1;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
-	dp_apply(&D);
+	if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = 3 }))
+		return;
 	now_tu = dp_now(&D) << FG_TU_SHIFT;
-	dp_lease_renew(&D, 0, 3, dp_now(&D) + 400 * MS, 1);
 	ASSERT_EQ(burst_of(&s, 5), 3, "3 tokens of lease: 3 of 5");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_DROP), 2, "2 fleet drops");
 	ASSERT_OK(dp_bucket4(&D, "198.51.100.20", 0, 0, &src), "source bucket");
 	ASSERT_OK(dp_agg(&D, FG_AGG_IDX(0), &agg), "aggregate bucket");
 	ASSERT_EQ(src.tat, now_tu + 3 * r.src.inc, "per-source bucket charged for 3 only");
 	ASSERT_EQ(agg.tat, now_tu + 3 * r.agg.inc, "aggregate charged for 3 only");
-	dp_lease_renew(&D, 0, 10, dp_now(&D) + 400 * MS, 1);
+	lease_grant(10);
 	ASSERT_EQ(burst_of(&s, 5), 2, "the source still has the 2 refunded tokens");
 	ASSERT_EQ(D.lease[0].tokens, 8, "per-source drops do not spend the lease");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_DROP), 2, "per-source drops are no fleet drops");
@@ -1617,11 +1662,8 @@ static void test_fleet_on_loss(void)
 		char name[128];
 		__u64 t;
 
-		if (setup(1024))
+		if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = (__u8)mode, .local = local }))
 			return;
-		dp_rule(&D, &r, &M_ANY, C_ALL);
-		dp_lease_init(&D, 0, 0, (__u8)mode, local);
-		dp_apply(&D);
 		t = dp_now(&D);
 		dp_lease_renew(&D, 0, 100, t + 400 * MS, 4);
 		dp_set_now(&D, t + 399 * MS);
@@ -1670,20 +1712,17 @@ static void test_fleet_gen_mismatch(void)
 	struct fg_rule r = fleet_rule();
 	struct pkt_spec s = udp4("198.51.100.40", 7);
 
-	if (setup(1024))
-		return;
 	r.gen = 2;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 1, FG_LOSS_OPEN, no_local);	/* the previous rule of this id */
-	dp_apply(&D);
-	dp_lease_renew(&D, 0, 100, dp_now(&D) + 400 * MS, 1);
+	/* the lease entry of the previous rule of this id */
+	if (setup_with(&r, &(struct extras){ .lease = 1, .gen = 1, .on_loss = FG_LOSS_OPEN, .grant = 100 }))
+		return;
 	ASSERT_EQ(spread_of(&s, 10), 0, "another generation's lease: dropped");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_LOSS), 10, "counted as FG_EV_FLEET_LOSS");
 	ASSERT_EQ(D.lease[0].tokens, 100, "and not spent");
 	dp_set_now(&D, dp_now(&D) + 1 * NS);
 	ASSERT_EQ(spread_of(&s, 10), 0, "expired too: still closed, not its on_loss open");
 	dp_lease_init(&D, 0, 2, FG_LOSS_OPEN, no_local);
-	dp_lease_renew(&D, 0, 4, dp_now(&D) + 400 * MS, 1);
+	lease_grant(4);
 	ASSERT_EQ(spread_of(&s, 10), 4, "this generation's lease: spent");
 	dp_close(&D);
 }
@@ -1696,16 +1735,13 @@ static void test_fleet_shadow(void)
 		struct pkt_spec s = udp4("198.51.100.50", 7);
 		struct fg_stats st;
 
-		if (setup(1024))
+		if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED }))
 			return;
-		dp_rule(&D, &r, &M_ANY, C_ALL);
-		dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
-		dp_apply(&D);
 		if (mode == 0)
 			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
 		else
 			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "rule override shadow");
-		dp_lease_renew(&D, 0, 2, dp_now(&D) + 400 * MS, 1);
+		lease_grant(2);
 		ASSERT_EQ(spread_of(&s, 5), 5, mode ? "rule shadow: all pass" : "global shadow: all pass");
 		dp_read_stats(&D, 0, &st);
 		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, "2 admitted by the lease");
@@ -1726,12 +1762,8 @@ static void test_fleet_bypass(void)
 	struct pkt_spec s = udp4("198.51.100.60", 7);
 	struct fg_stats st;
 
-	if (setup(1024))
+	if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = 5 }))
 		return;
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
-	dp_apply(&D);
-	dp_lease_renew(&D, 0, 5, dp_now(&D) + 400 * MS, 1);
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
 	ASSERT_EQ(spread_of(&s, 20), 20, "bypass: everything passes");
 	ASSERT_EQ(D.lease[0].tokens, 5, "the lease untouched");
@@ -1778,12 +1810,8 @@ static void test_fleet_two_cpus(void)
 		volatile int stop = 0;
 		int rounds = 0;
 
-		if (setup(1024))
+		if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = (__s64)lease }))
 			return;
-		dp_rule(&D, &r, &M_ANY, C_ALL);
-		dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, no_local);
-		dp_apply(&D);
-		dp_lease_renew(&D, 0, (__s64)lease, dp_now(&D) + 400 * MS, 1);
 		for (int i = 0; i < 2; i++) {
 			memset(&h[i], 0, sizeof(h[i]));
 			h[i].cpu = i;
@@ -1795,7 +1823,7 @@ static void test_fleet_two_cpus(void)
 		/* pass 1: a daemon's rounds while both CPUs spend, then they
 		 * drain the lease and flood past it (bounded waits: 10 s each) */
 		for (; pass && rounds < 400; rounds++) {
-			dp_lease_renew(&D, 0, 1000, dp_now(&D) + 400 * MS, 1);
+			lease_grant(1000);
 			granted += 1000;
 			if (rounds % 4 == 3)
 				taken += lease_take_back(&D.lease[0], 700);
@@ -1876,7 +1904,7 @@ static __u64 count_out(const struct pkt_spec *s, int n, __u32 row, __u32 out)
 static void test_shed_pool_reserve(void)
 {
 	struct fg_rule crit = shed_rule(FG_TIER_CRITICAL, 1), low = shed_rule(FG_TIER_NORMAL, 1);
-	struct fg_match mc = M_ANY, ml = M_ANY;
+	struct fg_match mc = to_port(2), ml = to_port(1);
 	struct pkt_spec sc = udp4("192.0.2.1", 2), sl = udp4("192.0.2.2", 1);
 	const __u64 T = 3 * NS, lo_gap = NS / 30000, cr_gap = NS / 1000;
 	__u64 t0, tl, tc, low_ok = 0, crit_ok = 0, crit_n = 0, low_n = 0;
@@ -1885,8 +1913,6 @@ static void test_shed_pool_reserve(void)
 	if (setup(1024))
 		return;
 	t0 = tl = tc = dp_now(&D);
-	mc.dport_lo = mc.dport_hi = 2;
-	ml.dport_lo = ml.dport_hi = 1;
 	ASSERT_OK(dp_pool(&D, 0, 10000, 1000, 20, 0), "pool 10,000/s, burst 1,000, 20% reserve");
 	dp_rule(&D, &crit, &mc, 1u << FG_CLASS_UDP);
 	dp_rule(&D, &low, &ml, 1u << FG_CLASS_UDP);
@@ -1928,14 +1954,11 @@ static void test_shed_pool_refund(void)
 	struct fg_bucket src, agg, pool;
 	__u64 now_tu;
 
-	if (setup(1024))
-		return;
-	now_tu = dp_now(&D) << FG_TU_SHIFT;
 	r.agg = dp_lim(1, 100);
 	r.pool = 1;
-	ASSERT_OK(dp_pool(&D, 0, 1, 5, 0, 0), "pool 1/s, burst 5, no reserve");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
+	if (setup_with(&r, &(struct extras){ .pool_burst = 5 }))
+		return;
+	now_tu = dp_now(&D) << FG_TU_SHIFT;
 	ASSERT_EQ(burst_of(&s, 8), 5, "the pool's burst: 5 of 8");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 3, "3 shed");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SHED_POOL), 3, "by the pool");
@@ -1948,14 +1971,11 @@ static void test_shed_pool_refund(void)
 	dp_close(&D);
 
 	/* over the quota first: a drop, and the pool untouched */
-	if (setup(1024))
-		return;
-	now_tu = dp_now(&D) << FG_TU_SHIFT;
 	r = limit_rule(1, 2);
 	r.pool = 1;
-	ASSERT_OK(dp_pool(&D, 0, 1, 100, 0, 0), "pool with room");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
+	if (setup_with(&r, &(struct extras){ .pool_burst = 100 }))	/* room */
+		return;
+	now_tu = dp_now(&D) << FG_TU_SHIFT;
 	ASSERT_EQ(burst_of(&s, 6), 2, "per-source burst 2 of 6");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), 4, "4 dropped (quota)");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 0, "none shed");
@@ -1964,26 +1984,18 @@ static void test_shed_pool_refund(void)
 	dp_close(&D);
 
 	/* a fleet rule: the lease's tokens go back too */
-	if (setup(1024))
-		return;
 	r = (struct fg_rule){ .action = FG_ACT_LIMIT, .fleet = 1, .pool = 1 };
-	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 0, FG_LOSS_CLOSED, (struct fg_limit){ 0 });
-	dp_apply(&D);
-	dp_lease_renew(&D, 0, 10, dp_now(&D) + 400 * MS, 1);
+	if (setup_with(&r, &(struct extras){ .pool_burst = 3, .lease = 1, .on_loss = FG_LOSS_CLOSED,
+					    .grant = 10 }))
+		return;
 	ASSERT_EQ(burst_of(&s, 5), 3, "the pool's 3 of 5");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 2, "2 shed");
 	ASSERT_EQ(D.lease[0].tokens, 7, "the lease spent only for the 3 admitted");
 	dp_close(&D);
 
 	/* ... but what on_loss admitted took no tokens, and gets none back */
-	if (setup(1024))
+	if (setup_with(&r, &(struct extras){ .pool_burst = 3, .lease = 1, .on_loss = FG_LOSS_OPEN }))
 		return;
-	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_lease_init(&D, 0, 0, FG_LOSS_OPEN, (struct fg_limit){ 0 });
-	dp_apply(&D);
 	ASSERT_EQ(burst_of(&s, 5), 3, "on_loss open, the pool's 3 of 5");
 	ASSERT_EQ(D.lease[0].tokens, 0, "no tokens given to an expired lease");
 	dp_close(&D);
@@ -1994,7 +2006,6 @@ static void test_shed_pool_refund(void)
 static void test_shed_tier_fraction(void)
 {
 	struct fg_rule be = limit_rule(1e6, 1e6), crit = shed_rule(FG_TIER_CRITICAL, 0);
-	struct fg_match m1 = M_ANY, m2 = M_ANY;
 	struct pkt_spec s = udp4("198.51.100.40", 1), sc = udp4("198.51.100.41", 2);
 	struct fg_bucket b;
 	__u64 n;
@@ -2002,10 +2013,7 @@ static void test_shed_tier_fraction(void)
 	if (setup(1024))
 		return;
 	be.tier = FG_TIER_BEST_EFFORT;
-	m1.dport_lo = m1.dport_hi = 1;
-	m2.dport_lo = m2.dport_hi = 2;
-	dp_rule(&D, &be, &m1, C_ALL);
-	dp_rule(&D, &crit, &m2, C_ALL);
+	rules_by_port(&be, 1, &crit, 2);
 	dp_apply(&D);
 	shed_hold();
 	ASSERT_EQ(count_out(&s, 500, 0, FG_OUT_SHED), 0, "threshold 0: nothing shed");
@@ -2095,17 +2103,13 @@ static void test_shed_decay(void)
 static void test_shed_shadow_and_off(void)
 {
 	struct fg_rule r = limit_rule(1, 5), np = shed_rule(FG_TIER_BEST_EFFORT, 1);
-	struct fg_match m1 = M_ANY, m2 = M_ANY;
 	struct pkt_spec s = udp4("198.51.100.70", 1), s2 = udp4("198.51.100.71", 2);
 
 	if (setup(1024))
 		return;
 	r.tier = FG_TIER_BEST_EFFORT;
-	m1.dport_lo = m1.dport_hi = 1;
-	m2.dport_lo = m2.dport_hi = 2;
 	ASSERT_OK(dp_pool(&D, 0, 1e6, 1e6, 0, FG_POOL_NOSHED), "a pool with shedding: off");
-	dp_rule(&D, &r, &m1, C_ALL);
-	dp_rule(&D, &np, &m2, C_ALL);
+	rules_by_port(&r, 1, &np, 2);
 	dp_apply(&D);
 	shed_hold();
 	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE);
@@ -2134,12 +2138,9 @@ static void test_shed_pool_shadow(void)
 	struct fg_rule r = shed_rule(FG_TIER_CRITICAL, 1);
 	struct pkt_spec s = udp4("198.51.100.80", 1);
 
-	if (setup(1024))
-		return;
 	r.mode = FG_MODE_SHADOW;
-	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
+	if (setup_with(&r, &(struct extras){ .pool_burst = 3 }))
+		return;
 	ASSERT_EQ(burst_of(&s, 7), 7, "shadow rule: all pass");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_PASS), 3, "3 within the pool");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED_SHADOW), 4, "4 would-shed");
@@ -2154,11 +2155,8 @@ static void test_shed_bypass(void)
 	struct pkt_spec s = udp4("198.51.100.90", 1);
 	struct fg_bucket pool;
 
-	if (setup(1024))
+	if (setup_with(&r, &(struct extras){ .pool_burst = 3 }))
 		return;
-	ASSERT_OK(dp_pool(&D, 0, 1, 3, 0, 0), "pool 1/s, burst 3");
-	dp_rule(&D, &r, &M_ANY, C_ALL);
-	dp_apply(&D);
 	shed_hold();
 	shed_all_kinds(FG_TIER_BEST_EFFORT, FG_SHED_ONE);
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 1, 0), "bypass on");
@@ -2270,20 +2268,6 @@ out:
 }
 
 /* ---- FG_MAX_RULES rules: the bitmap index ------------------------------------ */
-
-/* A UDP entry on sport lo..hi and dport dlo..dhi. */
-static struct fg_match udp_ports(__u16 slo, __u16 shi, __u16 dlo, __u16 dhi)
-{
-	struct fg_match m = M_ANY;
-
-	m.proto = 17;
-	m.flags = FG_M_L4;
-	m.sport_lo = slo;
-	m.sport_hi = shi;
-	m.dport_lo = dlo;
-	m.dport_hi = dhi;
-	return m;
-}
 
 /* The policy of test_rules_max: rule i (id base + i) has three UDP entries,
  * sport 2000 + i; dport 3000 + i; dport 5000..5000 + i (rules k.. all hold
@@ -2498,54 +2482,52 @@ out:
 	dp_close(&D);
 }
 
-int main(int argc, char **argv)
-{
-	if (fg_test_init_bpf(argc, argv, "test_datapath", "needs root for BPF_PROG_TEST_RUN"))
-		return 0;
-	FG_RUN(test_parse_cases);
-	FG_RUN(test_parse_fields);
-	FG_RUN(test_truncation);
-	FG_RUN(test_outcomes_and_lists);
-	FG_RUN(test_lists_dir_vs_reference);
-	FG_RUN(test_first_match);
-	FG_RUN(test_rule_index_vs_reference);
-	FG_RUN(test_source_sets_and_prefixes);
-	FG_RUN(test_fragments);
-	FG_RUN(test_burst_and_refill);
-	FG_RUN(test_reload_rate_change);
-	FG_RUN(test_bytes_cost);
-	FG_RUN(test_aggregate_and_refund);
-	FG_RUN(test_shadow_equals_enforce);
-	FG_RUN(test_bypass);
-	FG_RUN(test_bypass_live_and_expired);
-	FG_RUN(test_mode_overrides);
-	FG_RUN(test_ids_64_to_127);
-	FG_RUN(test_prefix_tries_sized);
-	FG_RUN(test_prefix_tries_full);
-	FG_RUN(test_table_full_v6);
-	FG_RUN(test_table_full_v4);
-	FG_RUN(test_counters_add_up);
-	FG_RUN(test_two_cpus_one_key);
-	FG_RUN(test_eviction_invariant);
-	FG_RUN(test_client_keeps_way_under_spray);
-	FG_RUN(test_fleet_lease_exact);
-	FG_RUN(test_fleet_refund);
-	FG_RUN(test_fleet_on_loss);
-	FG_RUN(test_fleet_gen_mismatch);
-	FG_RUN(test_fleet_shadow);
-	FG_RUN(test_fleet_bypass);
-	FG_RUN(test_fleet_two_cpus);
-	FG_RUN(test_shed_pool_reserve);
-	FG_RUN(test_shed_pool_refund);
-	FG_RUN(test_shed_tier_fraction);
-	FG_RUN(test_shed_syn_first);
-	FG_RUN(test_shed_decay);
-	FG_RUN(test_shed_shadow_and_off);
-	FG_RUN(test_shed_pool_shadow);
-	FG_RUN(test_shed_bypass);
-	FG_RUN(test_throttle_events);
-	FG_RUN(test_rules_max);
-	FG_RUN(test_rules_max_vs_reference);
-	FG_RUN(test_rules_max_protocols);
-	return fg_test_summary();
-}
+static const struct fg_test_case cases[] = {
+	FG_CASE(test_parse_cases),
+	FG_CASE(test_parse_fields),
+	FG_CASE(test_truncation),
+	FG_CASE(test_outcomes_and_lists),
+	FG_CASE(test_lists_dir_vs_reference),
+	FG_CASE(test_first_match),
+	FG_CASE(test_rule_index_vs_reference),
+	FG_CASE(test_source_sets_and_prefixes),
+	FG_CASE(test_fragments),
+	FG_CASE(test_burst_and_refill),
+	FG_CASE(test_reload_rate_change),
+	FG_CASE(test_bytes_cost),
+	FG_CASE(test_aggregate_and_refund),
+	FG_CASE(test_shadow_equals_enforce),
+	FG_CASE(test_bypass),
+	FG_CASE(test_bypass_live_and_expired),
+	FG_CASE(test_mode_overrides),
+	FG_CASE(test_ids_64_to_127),
+	FG_CASE(test_prefix_tries_sized),
+	FG_CASE(test_prefix_tries_full),
+	FG_CASE(test_table_full_v6),
+	FG_CASE(test_table_full_v4),
+	FG_CASE(test_counters_add_up),
+	FG_CASE(test_two_cpus_one_key),
+	FG_CASE(test_eviction_invariant),
+	FG_CASE(test_client_keeps_way_under_spray),
+	FG_CASE(test_fleet_lease_exact),
+	FG_CASE(test_fleet_refund),
+	FG_CASE(test_fleet_on_loss),
+	FG_CASE(test_fleet_gen_mismatch),
+	FG_CASE(test_fleet_shadow),
+	FG_CASE(test_fleet_bypass),
+	FG_CASE(test_fleet_two_cpus),
+	FG_CASE(test_shed_pool_reserve),
+	FG_CASE(test_shed_pool_refund),
+	FG_CASE(test_shed_tier_fraction),
+	FG_CASE(test_shed_syn_first),
+	FG_CASE(test_shed_decay),
+	FG_CASE(test_shed_shadow_and_off),
+	FG_CASE(test_shed_pool_shadow),
+	FG_CASE(test_shed_bypass),
+	FG_CASE(test_throttle_events),
+	FG_CASE(test_rules_max),
+	FG_CASE(test_rules_max_vs_reference),
+	FG_CASE(test_rules_max_protocols),
+};
+
+FG_MAIN_BPF("test_datapath", "needs root for BPF_PROG_TEST_RUN", cases)

@@ -18,6 +18,7 @@
 #include "dpcheck.h"
 
 #define NS 1000000000ull
+#define ANY (-1)	/* a verdict or row a check leaves open */
 
 static struct dp D;
 static struct fg_rt_maps RT;
@@ -68,7 +69,7 @@ static void file_policy(void)
 	ASSERT_OK(dp_apply(&D), "apply");
 }
 
-/* setup() with file_policy() applied. */
+/* setup() with file_policy() applied: the fixture of the FILE_CASE tests. */
 static int setup_file(void)
 {
 	if (setup())
@@ -80,12 +81,26 @@ static int setup_file(void)
 /* The longest runtime prefix decides, over the file's lists, both ways. */
 static void test_longest_prefix_over_file(void)
 {
+	/* with the runtime entries below: a frame from each source, and what
+	 * the program makes of it (ANY: not checked) */
+	static const struct frame_want {
+		const char *src;
+		int out, verdict, row;
+		const char *name;
+	} frames[] = {
+		{ "10.2.0.1", FG_OUT_RT_ALLOW, XDP_PASS, FG_ROW_GLOBAL, "runtime allow over the file's deny" },
+		{ "10.1.5.9", FG_OUT_RT_DENY, XDP_DROP, FG_ROW_GLOBAL, "runtime deny over the file's allow" },
+		{ "10.1.6.9", FG_OUT_ALLOW, ANY, ANY, "outside the runtime /24: the file's allow" },
+		{ "10.3.0.1", FG_OUT_DENY, ANY, ANY, "outside the runtime /16: the file's deny" },
+		{ "192.0.2.1", FG_OUT_RT_DENY, XDP_DROP, ANY, "192.0.2.1: the /24 deny" },
+		{ "192.0.2.200", FG_OUT_RT_ALLOW, XDP_PASS, ANY,
+		  "192.0.2.200: the longer /25 allow, although the drop rule matches it" },
+		{ "198.51.100.1", FG_OUT_DROP, ANY, 0, "no list at all: the drop rule, in its row" },
+	};
 	struct pkt_spec s;
 	__u32 row;
 	int v;
 
-	if (setup_file())
-		return;
 	s = udp4("10.2.0.1");
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "no runtime entries: the file denies 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.2.0.0/16", FG_LIST_ALLOW, 0), "runtime allow 10.2/16");
@@ -94,26 +109,21 @@ static void test_longest_prefix_over_file(void)
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.128/25", FG_LIST_ALLOW, 0), "runtime allow inside it");
 	ASSERT_EQ(dp_rt_active(&D), 4, "rt_active counts the 4 entries");
 
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_ALLOW, "runtime allow over the file's deny");
-	ASSERT_EQ(v, XDP_PASS, "runtime allow passes");
-	ASSERT_EQ(row, FG_ROW_GLOBAL, "counted in the global row");
-	s = udp4("10.1.5.9");
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "runtime deny over the file's allow");
-	ASSERT_EQ(v, XDP_DROP, "runtime deny drops");
-	ASSERT_EQ(row, FG_ROW_GLOBAL, "counted in the global row");
-	s = udp4("10.1.6.9");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "outside the runtime /24: the file's allow");
-	s = udp4("10.3.0.1");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "outside the runtime /16: the file's deny");
-	s = udp4("192.0.2.1");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "192.0.2.1: the /24 deny");
-	ASSERT_EQ(v, XDP_DROP, "dropped");
-	s = udp4("192.0.2.200");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "192.0.2.200: the longer /25 allow");
-	ASSERT_EQ(v, XDP_PASS, "passed, although the drop rule matches it");
-	s = udp4("198.51.100.1");
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "no list at all: the drop rule");
-	ASSERT_EQ(row, 0, "in the rule's row");
+	for (size_t i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
+		const struct frame_want *f = &frames[i];
+		char name[128];
+
+		s = udp4(f->src);
+		ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), f->out, f->name);
+		if (f->verdict != ANY) {
+			snprintf(name, sizeof(name), "%s: verdict", f->name);
+			ASSERT_EQ(v, f->verdict, name);
+		}
+		if (f->row != ANY) {
+			snprintf(name, sizeof(name), "%s: row", f->name);
+			ASSERT_EQ(row, f->row, name);
+		}
+	}
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 2, "rt_deny counted twice");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_ALLOW), 2, "rt_allow counted twice");
 
@@ -123,7 +133,6 @@ static void test_longest_prefix_over_file(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "bypass before the runtime deny");
 	ASSERT_EQ(v, XDP_PASS, "bypass passes");
 	ASSERT_OK(fg_switch_bypass(&D.cm, false, 0), "bypass off");
-	teardown();
 }
 
 /*
@@ -138,8 +147,6 @@ static void test_expiry_in_the_program(void)
 	unsigned int removed = 9;
 	int v;
 
-	if (setup_file())
-		return;
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, t + 2 * NS), "deny 10.1/16 for 2 s");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.3.0/24", FG_LIST_ALLOW, t + NS), "allow 10.1.3/24 for 1 s");
@@ -176,7 +183,6 @@ static void test_expiry_in_the_program(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "allowed");
 	dp_set_now(&D, dp_now(&D) + NS);
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DROP, "over: the drop rule judges it");
-	teardown();
 }
 
 /* The walk past expired entries is bounded: FG_RT_DEPTH lookups. With
@@ -189,8 +195,6 @@ static void test_expired_walk_bounded(void)
 	__u64 t;
 	int v;
 
-	if (setup_file())
-		return;
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, 0), "live deny /16");
 	for (int plen = 32; plen > 32 - (FG_RT_DEPTH - 1); plen--) {
@@ -204,7 +208,6 @@ static void test_expired_walk_bounded(void)
 	ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), "one more nested entry");
 	dp_set_now(&D, t + NS);
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "FG_RT_DEPTH expired: the walk stops, the file decides");
-	teardown();
 }
 
 /* rt_active 0: the program does not look (an entry it is not told of is
@@ -215,8 +218,6 @@ static void test_rt_active_gates_lookup(void)
 	struct pkt_spec s = udp4("10.1.7.7");
 	int v;
 
-	if (setup_file())
-		return;
 	ASSERT_OK(dp_rt_raw(&D, &e), "entry straight into fg_rt4, rt_active left 0");
 	ASSERT_EQ(dp_rt_active(&D), 0, "rt_active 0");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "rt_active 0: not looked up, the file's allow");
@@ -225,7 +226,6 @@ static void test_rt_active_gates_lookup(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "rt_active 1: looked up, denied");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(fg_switch_rt_active(&D.cm, 2), -EINVAL, "only +1 and -1");
-	teardown();
 }
 
 /* FG_RT_MAX per family: one more is refused with the reason, nothing changes;
@@ -237,8 +237,6 @@ static void test_bound(void)
 	bool updated;
 	__u64 t;
 
-	if (setup_file())
-		return;
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_fill4(&D, FG_RT_MAX - 1, FG_LIST_DENY), "fill FG_RT_MAX - 1 IPv4 entries");
 	ASSERT_OK(dp_rt_add(&D, &RT, "203.0.113.0/24", FG_LIST_DENY, t + NS), "entry FG_RT_MAX (expires)");
@@ -269,7 +267,6 @@ static void test_bound(void)
 	/* the map refuses on its own what a racing writer would push past the count */
 	e = dp_rt_entry("192.0.2.0/24", FG_LIST_DENY, 0, NULL);
 	ASSERT_EQ(dp_rt_raw(&D, &e), -ENOSPC, "fg_rt4 max_entries is the hard stop");
-	teardown();
 }
 
 /* Global shadow: a runtime deny is counted as rt_deny and passed. */
@@ -279,8 +276,6 @@ static void test_shadow(void)
 	__u32 row;
 	int v;
 
-	if (setup_file())
-		return;
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_SHADOW), "file mode shadow");
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "counted as rt_deny in shadow");
@@ -294,7 +289,6 @@ static void test_shadow(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "enforce");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 3, "all three counted");
-	teardown();
 }
 
 static void test_ipv6(void)
@@ -303,8 +297,6 @@ static void test_ipv6(void)
 	__u64 t;
 	int v;
 
-	if (setup_file())
-		return;
 	t = dp_now(&D);
 	s = udp6("2001:db8:bad:1::9");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "the file denies 2001:db8::/32");
@@ -321,7 +313,6 @@ static void test_ipv6(void)
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 1, "expired /64 counted");
 	s = udp4("10.1.5.9");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "IPv4 is not in fg_rt6: the file's allow");
-	teardown();
 }
 
 /* add, update, del and list as the CLI uses them; bad input changes nothing. */
@@ -333,8 +324,6 @@ static void test_api(void)
 	bool updated, expired;
 	__u64 t;
 
-	if (setup_file())
-		return;
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.0/24", FG_LIST_DENY, t + 5 * NS), "deny for 5 s");
 	e = dp_rt_entry("192.0.2.0/24", FG_LIST_DENY, t + 10 * NS, "longer");
@@ -398,7 +387,6 @@ static void test_api(void)
 	ASSERT_OK(fg_rt_list(&RT, FG_LIST_NONE, dp_now(&D), &v, &n, NULL, NULL), "list all");
 	ASSERT_EQ(n, 0, "empty");
 	ASSERT_TRUE(v == NULL, "nothing allocated");
-	teardown();
 }
 
 /* Writers on two CPUs adding, updating, deleting and sweeping the same
@@ -478,18 +466,19 @@ static void test_count_exact_under_concurrency(void)
 	teardown();
 }
 
-int main(int argc, char **argv)
-{
-	if (fg_test_init_bpf(argc, argv, "test_rtlist", "needs root for BPF_PROG_TEST_RUN"))
-		return 0;
-	FG_RUN(test_longest_prefix_over_file);
-	FG_RUN(test_expiry_in_the_program);
-	FG_RUN(test_expired_walk_bounded);
-	FG_RUN(test_rt_active_gates_lookup);
-	FG_RUN(test_bound);
-	FG_RUN(test_shadow);
-	FG_RUN(test_ipv6);
-	FG_RUN(test_api);
-	FG_RUN(test_count_exact_under_concurrency);
-	return fg_test_summary();
-}
+/* The tests that start from setup_file() and end with teardown(). */
+#define FILE_CASE(fn) FG_CASE_FIXTURE(fn, setup_file, teardown)
+
+static const struct fg_test_case cases[] = {
+	FILE_CASE(test_longest_prefix_over_file),
+	FILE_CASE(test_expiry_in_the_program),
+	FILE_CASE(test_expired_walk_bounded),
+	FILE_CASE(test_rt_active_gates_lookup),
+	FILE_CASE(test_bound),
+	FILE_CASE(test_shadow),
+	FILE_CASE(test_ipv6),
+	FILE_CASE(test_api),
+	FG_CASE(test_count_exact_under_concurrency),
+};
+
+FG_MAIN_BPF("test_rtlist", "needs root for BPF_PROG_TEST_RUN", cases)
