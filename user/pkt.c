@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Test frames: Ethernet, VLAN, IPv4/IPv6 and L4 headers built byte by byte. */
+/* Frames for tests and tools: Ethernet, VLAN, IPv4/IPv6 and L4 headers built byte by byte. */
 #include <string.h>
 #include <arpa/inet.h>
 #include "pkt.h"
@@ -29,7 +29,7 @@ int pkt_build(const struct pkt_spec *s, uint8_t *buf, size_t cap)
 	size_t l4len, iplen;
 	int i;
 
-	if (cap < 14 + 12 + 60 + 40 + 8 * 8 + 60 + (size_t)s->payload)
+	if (cap < PKT_MIN_CAP + (size_t)s->payload)
 		return -1;
 	memset(buf, 0, cap);
 	memcpy(p, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
