@@ -105,24 +105,40 @@ static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 /* The active policy's rule with id (a copy in *out), -ENOENT if none. */
 static int active_rule(struct fg_maps *m, __u32 id, struct fg_rule *out)
 {
-	struct fg_policy *pol = malloc(sizeof(*pol));
-	int err;
+	static struct fg_policy pol;	/* too large for the stack; fgdump is one thread */
+	int err = fg_policy_read_active(m, &pol);
 
-	if (!pol)
-		return -ENOMEM;
-	err = fg_policy_read_active(m, pol);
 	if (err)
-		goto out;
-	err = -ENOENT;
-	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++) {
-		if (pol->rules[r].id == id) {
-			*out = pol->rules[r];
-			err = 0;
+		return err;
+	for (__u32 r = 0; r < pol.nrules && r < FG_MAX_RULES; r++) {
+		if (pol.rules[r].id == id) {
+			*out = pol.rules[r];
+			return 0;
 		}
 	}
-out:
-	free(pol);
-	return err;
+	return -ENOENT;
+}
+
+/* What a source key of ADDR (IPv4 or IPv6, by family) under rule id is made
+ * of: ADDR's bytes into a, the active rule and fg_ctl, its table size checked.
+ * 0, -EINVAL (ADDR or id), -ENOENT (no such rule), -EPROTO or -errno. */
+static int key_parts(struct fg_maps *m, int family, const char *addr, __u32 id, void *a,
+		     struct fg_rule *rule, struct fg_ctl *ctl)
+{
+	bool v4 = family == AF_INET;
+	int err;
+
+	if (inet_pton(family, addr, a) != 1 || id >= FG_MAX_IDS)
+		return -EINVAL;
+	err = active_rule(m, id, rule);
+	if (!err)
+		err = fg_ctl_read(m, ctl);
+	if (err)
+		return err;
+	if (v4 ? ctl->src4_bits < FG_SRC4_MIN_BITS || ctl->src4_bits > FG_SRC4_MAX_BITS
+	       : ctl->src6_bits < FG_SRC6_MIN_BITS || ctl->src6_bits > FG_SRC6_MAX_BITS)
+		return -EPROTO;
+	return 0;
 }
 
 /* The set and key word of ADDR under rule id, from the active policy (mask,
@@ -133,44 +149,22 @@ static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src
 		struct fg_wkey4 s;
 		__u64 u;
 	} k = {};
-	const struct fg_rule *rule = NULL;
-	struct fg_policy *pol;
+	struct fg_rule rule;
 	struct fg_ctl ctl;
 	__be32 a;
 	int err;
 
-	if (inet_pton(AF_INET, addr, &a) != 1 || id >= FG_MAX_IDS)
-		return -EINVAL;
-	pol = malloc(sizeof(*pol));
-	if (!pol)
-		return -ENOMEM;
-	err = fg_policy_read_active(m, pol);
+	err = key_parts(m, AF_INET, addr, id, &a, &rule, &ctl);
 	if (err)
-		goto out;
-	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++)
-		if (pol->rules[r].id == id)
-			rule = &pol->rules[r];
-	if (!rule) {
-		err = -ENOENT;
-		goto out;
-	}
-	err = fg_ctl_read(m, &ctl);
-	if (err)
-		goto out;
-	if (ctl.src4_bits < FG_SRC4_MIN_BITS || ctl.src4_bits > FG_SRC4_MAX_BITS) {
-		err = -EPROTO;
-		goto out;
-	}
-	k.s.addr = a & rule->mask4;
+		return err;
+	k.s.addr = a & rule.mask4;
 	k.s.rule = (__u16)(FG_WKEY4_USED | id);
-	k.s.gen = rule->gen;
+	k.s.gen = rule.gen;
 	ref->fd = m->fd[FGM_SRC4];
 	ref->set = fg_hash4(k.u, ctl.seed4, ctl.src4_bits);
 	ref->key = k.u;
-	ref->gen = rule->gen;
-out:
-	free(pol);
-	return err;
+	ref->gen = rule.gen;
+	return 0;
 }
 
 /* The way of ref in its set: 0 and *found, or 0 and !*found, or -errno. */
@@ -312,15 +306,9 @@ static int src6_find(struct fg_maps *m, const char *addr, __u32 id, struct src6_
 	int err;
 
 	memset(ref, 0, sizeof(*ref));
-	if (inet_pton(AF_INET6, addr, who.addr) != 1 || id >= FG_MAX_IDS)
-		return -EINVAL;
-	err = active_rule(m, id, &rule);
-	if (!err)
-		err = fg_ctl_read(m, &ctl);
+	err = key_parts(m, AF_INET6, addr, id, who.addr, &rule, &ctl);
 	if (err)
 		return err;
-	if (ctl.src6_bits < FG_SRC6_MIN_BITS || ctl.src6_bits > FG_SRC6_MAX_BITS)
-		return -EPROTO;
 	for (int i = 0; i < 4; i++)
 		who.addr[i] &= rule.mask6[i];
 	who.gen = rule.gen;
