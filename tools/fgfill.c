@@ -17,7 +17,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +30,6 @@
 #include "fgmaps.h"
 #include "opts.h"
 #include "pkt.h"
-
-#define EXIT_USAGE	2
 
 struct fill_opts {
 	const char *dir;
@@ -129,47 +126,37 @@ static int fill(const struct fill_opts *o, int pfd)
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: fgfill [-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]\n"
-		   "  -p DIR     pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")\n"
-		   "  -n COUNT   distinct sources, 1..16777216\n"
-		   "  -s FIRST   the first source (default 10.128.0.0, 2001:db8::1)\n"
-		   "  -r REPEAT  echo requests per source, 1..100000 (default 1)\n"
-		   "  -d DST     destination (default 10.0.0.1, 2001:db8:ffff::1)\n");
-}
+#define O struct fill_opts
+static const struct fg_opt fill_opts[] = {
+	FG_OPT_STR("pin-dir", 'p', O, dir, "DIR",
+		   "pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")"),
+	FG_OPT_CHOICE(NULL, '4', O, family, 4, "-4 and -6 exclude each other", "IPv4 sources"),
+	FG_OPT_CHOICE(NULL, '6', O, family, 6, "-4 and -6 exclude each other", "IPv6 sources"),
+	FG_OPT_U64("count", 'n', O, count, "COUNT", 1, 1u << 24, "a count", "distinct sources"),
+	FG_OPT_STR("first", 's', O, first, "FIRST", "the first source (default 10.128.0.0, 2001:db8::1)"),
+	FG_OPT_U64("repeat", 'r', O, repeat, "REPEAT", 1, 100000, "a count",
+		   "echo requests per source (default 1)"),
+	FG_OPT_STR("dst", 'd', O, dst, "DST", "destination (default 10.0.0.1, 2001:db8:ffff::1)"),
+	FG_OPT_HELP_END("this help"),
+};
+#undef O
+
+FG_DEFINE_PROG(fill_prog, "fgfill", "[-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]",
+	       fill_opts, .help = "Send COUNT new sources one echo request each (or REPEAT) through the "
+				  "program attached from the pin dir.");
 
 int main(int argc, char **argv)
 {
 	struct fill_opts o = { .repeat = 1 };
-	int c, pfd, err;
+	struct fg_parsed p;
+	int rc, pfd, err;
 
-	while ((c = getopt(argc, argv, "p:46n:s:r:d:h")) != -1) {
-		switch (c) {
-		case 'p': o.dir = optarg; break;
-		case '4': o.family = 4; break;
-		case '6': o.family = 6; break;
-		case 'n':
-			if (fg_opt_parse_u64(optarg, 1, 1u << 24, &o.count)) {
-				fprintf(stderr, "fgfill: -n: not a count 1..16777216: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'r':
-			if (fg_opt_parse_u64(optarg, 1, 100000, &o.repeat)) {
-				fprintf(stderr, "fgfill: -r: not a count 1..100000: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 's': o.first = optarg; break;
-		case 'd': o.dst = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
-		}
-	}
-	if (!o.family || !o.count || optind != argc) {
-		usage(stderr);
-		return EXIT_USAGE;
+	rc = fg_prog_args(&fill_prog, argc, argv, &o, &p);
+	if (rc >= 0)
+		return rc;
+	if (!o.family || !o.count) {
+		fprintf(stderr, "fgfill: -4 or -6, and -n COUNT, are required ('fgfill --help')\n");
+		return FG_EXIT_USAGE;
 	}
 	if (!o.first)
 		o.first = o.family == 4 ? "10.128.0.0" : "2001:db8::1";
@@ -185,7 +172,7 @@ int main(int argc, char **argv)
 	close(pfd);
 	if (err == -EINVAL) {
 		fprintf(stderr, "fgfill: -s %s / -d %s: not IPv%d addresses\n", o.first, o.dst, o.family);
-		return EXIT_USAGE;
+		return FG_EXIT_USAGE;
 	}
 	if (err) {
 		fprintf(stderr, "fgfill: BPF_PROG_TEST_RUN: %s\n", strerror(-err));
