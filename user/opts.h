@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Declared options and subcommands, shared by floodgate, floodgated, fgen
- * and fgbench (in the manner of xdp-tools' lib/util/params.c): each program
+ * Declared options and subcommands, shared by floodgate, floodgated and the
+ * tools fgen, fgbench, fgdump and fgfill (in the manner of xdp-tools' lib/util/params.c): each program
  * describes its options once, in a typed table that points into its own
  * options struct, and gets parsing, errors and --help from here.
  *
