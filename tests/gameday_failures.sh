@@ -210,31 +210,29 @@ fi
 # =========================================================================
 # 5. the source table full: on_full
 # =========================================================================
-gd_policy full <<'YAML'
-max_sources: 1024
-rules:
-  - name: ovf
-    match: {proto: udp, dport: 101}
-    per_source: {rate: 1/s, burst: 5}
-  - name: open
-    match: {proto: udp, dport: 102}
-    per_source: {rate: 1/s, burst: 5}
-    on_full: open
-  - name: closed
-    match: {proto: udp, dport: 103}
-    per_source: {rate: 1/s, burst: 5}
-    on_full: closed
-YAML
+# RULE:DPORT[:ON_FULL] of the three rules, each 1/s burst 5 per source on udp
+# DPORT (ovf: on_full's default, overflow)
+FULL_RULES="ovf:101 open:102:open closed:103:closed"
+{
+	echo "max_sources: 1024"
+	echo "rules:"
+	for r in $FULL_RULES; do
+		IFS=: read -r rule port on_full <<< "$r"
+		fg_policy_rule "$rule" "proto: udp, dport: $port" "rate: 1/s, burst: 5" \
+			${on_full:+"on_full: $on_full"}
+	done
+} | gd_policy full
+FULL_KEYS="total pass drop ev:insert ev:insert_limited ev:insert_fail ev:overflow ev:full_open ev:full_closed"
 # admission (automatic): 1024 / (2 x 5 s refill), burst 64
 if ! gd_start full; then
 	bad "table full: floodgated starts: $(tail -3 "$GD_LOG")"
 else
 	n=3000; [ "$GD_LONG" = 1 ] && n=20000
 	base=20
-	for rule in ovf open closed; do
-		case $rule in ovf) port=101 ;; open) port=102 ;; closed) port=103 ;; esac
+	for r in $FULL_RULES; do
+		IFS=: read -r rule port _ <<< "$r"
 		fg_snap "$GD_PIN"
-		for k in total pass drop ev:insert ev:insert_limited ev:insert_fail ev:overflow ev:full_open ev:full_closed; do
+		for k in $FULL_KEYS; do
 			eval "b_${k#ev:}=$(fg_stat "$FG_SNAP" $rule $k)"
 		done
 		t0=$(date +%s.%N)
@@ -242,7 +240,7 @@ else
 		secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 		base=$((base + 1)); sleep 0.2
 		fg_snap "$GD_PIN"
-		for k in total pass drop ev:insert ev:insert_limited ev:insert_fail ev:overflow ev:full_open ev:full_closed; do
+		for k in $FULL_KEYS; do
 			v=$(fg_stat "$FG_SNAP" $rule $k); eval "b=\$b_${k#ev:}"; eval "x_${k#ev:}=$((v - b))"
 		done
 		# shellcheck disable=SC2154

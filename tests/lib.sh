@@ -551,3 +551,14 @@ for m in root.get("members", []):
 print("fg_btf_member: no member %s in %s" % (sys.argv[3], root.get("name")), file=sys.stderr)
 sys.exit(1)' "$FG_TMP/btf-value.json" "$FG_TMP/btf-all.json" "$2"
 }
+
+# --- policies ----------------------------------------------------------------------
+
+# fg_policy_rule NAME MATCH PER_SOURCE [LINE...]: one entry of a policy's
+# rules: list; MATCH and PER_SOURCE are what goes between the braces
+# ("proto: udp, dport: 9"), each LINE ("on_full: open") a key of the rule.
+fg_policy_rule() {
+	printf '  - name: %s\n    match: {%s}\n    per_source: {%s}\n' "$1" "$2" "$3"
+	shift 3
+	[ $# -eq 0 ] || printf '    %s\n' "$@"
+}

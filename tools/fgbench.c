@@ -1931,13 +1931,8 @@ static const struct fg_cmd bench_cmds[] = {
 	{ NULL },
 };
 
-static const struct fg_prog bench_prog = {
-	.name = "fgbench",
-	.usage = "COMMAND [OPTIONS]",
-	.help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.",
-	.opts = bench_opts,
-	.cmds = bench_cmds,
-};
+FG_DEFINE_PROG(bench_prog, "fgbench", "COMMAND [OPTIONS]", bench_opts, .cmds = bench_cmds,
+	       .help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.");
 
 int main(int argc, char **argv)
 {

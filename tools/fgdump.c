@@ -27,7 +27,6 @@
  * Exit status: 0, 1 on an error, 2 on a usage error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +40,8 @@
 
 #include "floodgate.h"
 #include "fgmaps.h"
+#include "opts.h"
 
-#define EXIT_USAGE	2
 #define WATCH_SLEEP_NS	200000L		/* between two samples */
 
 static volatile sig_atomic_t stop;
@@ -105,24 +104,40 @@ static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 /* The active policy's rule with id (a copy in *out), -ENOENT if none. */
 static int active_rule(struct fg_maps *m, __u32 id, struct fg_rule *out)
 {
-	struct fg_policy *pol = malloc(sizeof(*pol));
-	int err;
+	static struct fg_policy pol;	/* too large for the stack; fgdump is one thread */
+	int err = fg_policy_read_active(m, &pol);
 
-	if (!pol)
-		return -ENOMEM;
-	err = fg_policy_read_active(m, pol);
 	if (err)
-		goto out;
-	err = -ENOENT;
-	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++) {
-		if (pol->rules[r].id == id) {
-			*out = pol->rules[r];
-			err = 0;
+		return err;
+	for (__u32 r = 0; r < pol.nrules && r < FG_MAX_RULES; r++) {
+		if (pol.rules[r].id == id) {
+			*out = pol.rules[r];
+			return 0;
 		}
 	}
-out:
-	free(pol);
-	return err;
+	return -ENOENT;
+}
+
+/* What a source key of ADDR (IPv4 or IPv6, by family) under rule id is made
+ * of: ADDR's bytes into a, the active rule and fg_ctl, its table size checked.
+ * 0, -EINVAL (ADDR or id), -ENOENT (no such rule), -EPROTO or -errno. */
+static int key_parts(struct fg_maps *m, int family, const char *addr, __u32 id, void *a,
+		     struct fg_rule *rule, struct fg_ctl *ctl)
+{
+	bool v4 = family == AF_INET;
+	int err;
+
+	if (inet_pton(family, addr, a) != 1 || id >= FG_MAX_IDS)
+		return -EINVAL;
+	err = active_rule(m, id, rule);
+	if (!err)
+		err = fg_ctl_read(m, ctl);
+	if (err)
+		return err;
+	if (v4 ? ctl->src4_bits < FG_SRC4_MIN_BITS || ctl->src4_bits > FG_SRC4_MAX_BITS
+	       : ctl->src6_bits < FG_SRC6_MIN_BITS || ctl->src6_bits > FG_SRC6_MAX_BITS)
+		return -EPROTO;
+	return 0;
 }
 
 /* The set and key word of ADDR under rule id, from the active policy (mask,
@@ -133,44 +148,22 @@ static int src4_locate(struct fg_maps *m, const char *addr, __u32 id, struct src
 		struct fg_wkey4 s;
 		__u64 u;
 	} k = {};
-	const struct fg_rule *rule = NULL;
-	struct fg_policy *pol;
+	struct fg_rule rule;
 	struct fg_ctl ctl;
 	__be32 a;
 	int err;
 
-	if (inet_pton(AF_INET, addr, &a) != 1 || id >= FG_MAX_IDS)
-		return -EINVAL;
-	pol = malloc(sizeof(*pol));
-	if (!pol)
-		return -ENOMEM;
-	err = fg_policy_read_active(m, pol);
+	err = key_parts(m, AF_INET, addr, id, &a, &rule, &ctl);
 	if (err)
-		goto out;
-	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++)
-		if (pol->rules[r].id == id)
-			rule = &pol->rules[r];
-	if (!rule) {
-		err = -ENOENT;
-		goto out;
-	}
-	err = fg_ctl_read(m, &ctl);
-	if (err)
-		goto out;
-	if (ctl.src4_bits < FG_SRC4_MIN_BITS || ctl.src4_bits > FG_SRC4_MAX_BITS) {
-		err = -EPROTO;
-		goto out;
-	}
-	k.s.addr = a & rule->mask4;
+		return err;
+	k.s.addr = a & rule.mask4;
 	k.s.rule = (__u16)(FG_WKEY4_USED | id);
-	k.s.gen = rule->gen;
+	k.s.gen = rule.gen;
 	ref->fd = m->fd[FGM_SRC4];
 	ref->set = fg_hash4(k.u, ctl.seed4, ctl.src4_bits);
 	ref->key = k.u;
-	ref->gen = rule->gen;
-out:
-	free(pol);
-	return err;
+	ref->gen = rule.gen;
+	return 0;
 }
 
 /* The way of ref in its set: 0 and *found, or 0 and !*found, or -errno. */
@@ -312,15 +305,9 @@ static int src6_find(struct fg_maps *m, const char *addr, __u32 id, struct src6_
 	int err;
 
 	memset(ref, 0, sizeof(*ref));
-	if (inet_pton(AF_INET6, addr, who.addr) != 1 || id >= FG_MAX_IDS)
-		return -EINVAL;
-	err = active_rule(m, id, &rule);
-	if (!err)
-		err = fg_ctl_read(m, &ctl);
+	err = key_parts(m, AF_INET6, addr, id, who.addr, &rule, &ctl);
 	if (err)
 		return err;
-	if (ctl.src6_bits < FG_SRC6_MIN_BITS || ctl.src6_bits > FG_SRC6_MAX_BITS)
-		return -EPROTO;
 	for (int i = 0; i < 4; i++)
 		who.addr[i] &= rule.mask6[i];
 	who.gen = rule.gen;
@@ -378,111 +365,134 @@ static int cmd_bucket6(struct fg_maps *m, const char *addr, const char *rule)
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: fgdump [-p DIR] bucket4 ADDR RULE\n"
-		"       fgdump [-p DIR] bucket6 ADDR RULE\n"
-		"       fgdump [-p DIR] watch ROW STOPFILE [--quiet SECS] [--source ADDR]\n"
-		"  -p, --pin-dir DIR   pin dir (default $" FG_PIN_DIR_ENV ", else "
-		FG_PIN_DIR_DEFAULT ")\n"
-		"  --quiet SECS        watch: stop once STOPFILE exists and the row has\n"
-		"                      not moved for SECS (default 0.3, at most 60)\n"
-		"  --source ADDR       watch: also sample ADDR's IPv4 bucket of rule ROW\n");
-}
+/* The command line: the pin dir, the command's words, watch's options. */
+struct dump_args {
+	const char *pin_dir;
+	const char *pos[2];
+	struct watch_opts w;
+};
 
-int main(int argc, char **argv)
+/* Opens the pin dir, runs fn on it with what, closes it: the exit status, after
+ * saying what failed (fn's -ENOENT as missing). */
+static int with_maps(const struct dump_args *a, const char *cmd, const char *missing,
+		     int (*fn)(struct fg_maps *m, const struct dump_args *a, int what), int what)
 {
-	static const struct option opts[] = {
-		{ "pin-dir", required_argument, NULL, 'p' },
-		{ "quiet", required_argument, NULL, 'q' },
-		{ "source", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct watch_opts w = { .quiet_ns = 300000000ull };
-	bool watch_opts = false;
-	const char *dir_arg = NULL, *cmd, *dir;
+	const char *dir = fg_pin_dir_choose(a->pin_dir);
 	char why[FG_WHY_LEN] = "";
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	struct fg_maps m;
-	int c, nargs, err;
+	int err;
 
-	while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			dir_arg = optarg;
-			break;
-		case 'q': {
-			char *end;
-			double s;
-
-			errno = 0;
-			s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(s >= 0 && s <= 60)) {
-				fprintf(stderr, "fgdump: --quiet: \"%s\" is not 0..60 seconds\n", optarg);
-				return EXIT_USAGE;
-			}
-			w.quiet_ns = (__u64)(s * 1e9);
-			watch_opts = true;
-			break;
-		}
-		case 's':
-			w.source = optarg;
-			watch_opts = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	nargs = argc - optind;
-	cmd = nargs > 0 ? argv[optind] : "";
-	bool bucket = !strcmp(cmd, "bucket4") || !strcmp(cmd, "bucket6");
-
-	if (!((bucket && nargs == 3 && !watch_opts) ||
-	      (!strcmp(cmd, "watch") && nargs == 3))) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (!strcmp(cmd, "watch")) {
-		struct in_addr a;
-
-		if (parse_u32(argv[optind + 1], FG_NROWS - 1, &w.row)) {
-			fprintf(stderr, "fgdump: watch: \"%s\" is not a stats row (0..%d)\n",
-				argv[optind + 1], FG_NROWS - 1);
-			return EXIT_USAGE;
-		}
-		if (w.source && (w.row >= FG_MAX_IDS || inet_pton(AF_INET, w.source, &a) != 1)) {
-			fprintf(stderr, "fgdump: watch: --source needs an IPv4 address and a rule row\n");
-			return EXIT_USAGE;
-		}
-		w.stopfile = argv[optind + 2];
-	}
-	dir = fg_pin_dir_choose(dir_arg);
 	err = fg_maps_open(&m, dir, why);
 	if (err) {
 		fprintf(stderr, "fgdump: %s: %s\n", dir, why[0] ? why : strerror(-err));
 		return 1;
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	if (!strcmp(cmd, "bucket4"))
-		err = cmd_bucket4(&m, argv[optind + 1], argv[optind + 2]);
-	else if (!strcmp(cmd, "bucket6"))
-		err = cmd_bucket6(&m, argv[optind + 1], argv[optind + 2]);
-	else
-		err = cmd_watch(&m, &w);
+	err = fn(&m, a, what);
 	fg_maps_close(&m);
-	if (err == -ENOENT && bucket)
-		fprintf(stderr, "fgdump %s: no rule named \"%s\" in the active policy\n",
-			cmd, argv[optind + 2]);
-	else if (err == -ENOENT)
-		fprintf(stderr, "fgdump watch: no rule with id %u in the active policy\n", w.row);
+	if (err == -ENOENT)
+		fprintf(stderr, "fgdump %s: %s in the active policy\n", cmd, missing);
 	else if (err)
 		fprintf(stderr, "fgdump %s: %s\n", cmd, strerror(-err));
 	return err ? 1 : 0;
+}
+
+static int bucket(struct fg_maps *m, const struct dump_args *a, int family)
+{
+	return family == AF_INET ? cmd_bucket4(m, a->pos[0], a->pos[1])
+				 : cmd_bucket6(m, a->pos[0], a->pos[1]);
+}
+
+static int run_bucket(const struct dump_args *a, int family)
+{
+	char missing[FG_NAME_LEN + 32];
+
+	snprintf(missing, sizeof(missing), "no rule named \"%s\"", a->pos[1]);
+	return with_maps(a, family == AF_INET ? "bucket4" : "bucket6", missing, bucket, family);
+}
+static int run_bucket4(void *cfg) { return run_bucket(cfg, AF_INET); }
+static int run_bucket6(void *cfg) { return run_bucket(cfg, AF_INET6); }
+
+static int watch(struct fg_maps *m, const struct dump_args *a, int unused)
+{
+	(void)unused;
+	return cmd_watch(m, &a->w);
+}
+
+static int run_watch(void *cfg)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	struct dump_args *a = cfg;
+	char missing[48];
+	struct in_addr ad;
+
+	if (parse_u32(a->pos[0], FG_NROWS - 1, &a->w.row)) {
+		fprintf(stderr, "fgdump: watch: \"%s\" is not a stats row (0..%d)\n", a->pos[0],
+			FG_NROWS - 1);
+		return FG_EXIT_USAGE;
+	}
+	if (a->w.source && (a->w.row >= FG_MAX_IDS || inet_pton(AF_INET, a->w.source, &ad) != 1)) {
+		fprintf(stderr, "fgdump: watch: --source needs an IPv4 address and a rule row\n");
+		return FG_EXIT_USAGE;
+	}
+	a->w.stopfile = a->pos[1];
+	snprintf(missing, sizeof(missing), "no rule with id %u", a->w.row);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	return with_maps(a, "watch", missing, watch, 0);
+}
+
+static int opt_quiet(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct dump_args *a = cfg;
+	char *end;
+	double s;
+
+	(void)opt;
+	errno = 0;
+	s = strtod(val, &end);
+	if (errno || end == val || *end || !(s >= 0 && s <= 60))
+		return fg_opt_fail(why, len, "\"%s\" is not 0..60 seconds", val);
+	a->w.quiet_ns = (__u64)(s * 1e9);
+	return 0;
+}
+
+#define A struct dump_args
+static const struct fg_opt dump_opts[] = {
+	FG_OPT_STR("pin-dir", 'p', A, pin_dir, "DIR",
+		   "pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")"),
+	FG_OPT_HELP_END("help for the command"),
+};
+static const struct fg_opt watch_opts[] = {
+	FG_OPT_FUNC("quiet", 0, opt_quiet, 0, "SECS",
+		    "stop once STOPFILE exists and the row has not moved for SECS (default 0.3, at most 60)"),
+	FG_OPT_STR("source", 0, A, w.source, "ADDR", "also sample ADDR's IPv4 bucket of rule ROW"),
+	FG_OPT_END,
+};
+#undef A
+
+static const struct fg_cmd dump_cmds[] = {
+	{ "bucket4", "ADDR RULE", "ADDR's IPv4 source bucket under the rule named RULE (JSON)", 2, 2,
+	  NULL, run_bucket4 },
+	{ "bucket6", "ADDR RULE", "the same for an IPv6 source, with its key and owner", 2, 2, NULL,
+	  run_bucket6 },
+	{ "watch", "ROW STOPFILE [--quiet SECS] [--source ADDR]",
+	  "sample stats row ROW about every 0.2 ms, until STOPFILE exists and the row is quiet", 2, 2,
+	  watch_opts, run_watch },
+	{ NULL },
+};
+
+FG_DEFINE_PROG(dump_prog, "fgdump", "[-p DIR] COMMAND [ARGS]", dump_opts, .cmds = dump_cmds);
+
+int main(int argc, char **argv)
+{
+	struct dump_args a = { .w.quiet_ns = 300000000ull };
+	struct fg_parsed p;
+	int rc;
+
+	rc = fg_prog_args(&dump_prog, argc, argv, &a, &p);
+	if (rc >= 0)
+		return rc;
+	a.pos[0] = p.pos[0];
+	a.pos[1] = p.pos[1];
+	return p.cmd->fn(&a);
 }

@@ -587,6 +587,75 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+static void set_source_config(const struct opts *o, struct fgen_bpf *skel)
+{
+	bool v6 = o->family == AF_INET6;
+	int alen = v6 ? 16 : 4, bits, i;
+	__u8 hm[16] = {};
+
+	skel->rodata->is_v6 = v6;
+	memcpy((void *)skel->rodata->base, o->src, alen);
+	if (o->random && !o->nsrc) {
+		skel->rodata->src_mode = SRC_RAND_PFX;
+		bits = o->src_plen < 0 ? 0 : o->src_plen;
+		for (i = 0; i < alen * 8; i++)
+			if (i >= bits)
+				hm[i / 8] |= (__u8)(0x80 >> (i % 8));
+		memcpy((void *)skel->rodata->hostmask, hm, alen);
+	} else if (o->nsrc > 1) {
+		skel->rodata->src_mode = o->random ? SRC_RAND_N : SRC_SEQ;
+		skel->rodata->nsrc = o->nsrc;
+	} else {
+		skel->rodata->src_mode = SRC_FIXED;
+	}
+}
+
+/* The generator's settings for template f: its source addresses and checksum offsets. */
+static void gen_config(const struct opts *o, const struct frame *f, struct fgen_bpf *skel)
+{
+	set_source_config(o, skel);
+	skel->rodata->saddr_off = f->saddr_off;
+	skel->rodata->ipcsum_off = f->ipcsum_off;
+	skel->rodata->l4csum_off = f->l4csum_off;
+	skel->rodata->l4_is_udp = f->l4_is_udp;
+	skel->rodata->ip_sum0 = f->ip_sum0;
+	skel->rodata->l4_sum0 = f->l4_sum0;
+	if (o->nvlan) {
+		/* see head_fix in bpf/fgen.bpf.c */
+		skel->rodata->head_fix = 1;
+		memcpy((void *)skel->rodata->head, f->buf, sizeof(skel->rodata->head));
+	}
+	bpf_program__set_autoload(skel->progs.fgen_sink, false);
+}
+
+/* fgen's BPF object opened, set up to generate f (or, f NULL, as the sink) and
+ * loaded into *out. 0 or -errno, said on stderr. */
+static int skel_load(const struct opts *o, const struct frame *f, struct fgen_bpf **out)
+{
+	struct fgen_bpf *skel = fgen_bpf__open();
+	int err;
+
+	if (!skel) {
+		err = -errno;
+		fprintf(stderr, "fgen: opening the BPF skeleton: %s\n", strerror(-err));
+		return err;
+	}
+	if (f) {
+		gen_config(o, f, skel);
+	} else {
+		skel->rodata->sink_verdict = o->sink_drop ? XDP_DROP : XDP_PASS;
+		skel->rodata->sink_track = o->sink_track;
+	}
+	err = fgen_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "fgen: loading the BPF program%s: %s\n", f ? "" : "s", strerror(-err));
+		fgen_bpf__destroy(skel);
+		return err;
+	}
+	*out = skel;
+	return 0;
+}
+
 static int run_sink(const struct opts *o, int ifindex)
 {
 	struct fgen_bpf *skel = NULL;
@@ -597,19 +666,9 @@ static int run_sink(const struct opts *o, int ifindex)
 	struct timespec ts, *tsp = NULL;
 	sigset_t set;
 
-	skel = fgen_bpf__open();
-	if (!skel) {
-		err = -errno;
-		fprintf(stderr, "fgen: opening the BPF skeleton: %s\n", strerror(-err));
+	err = skel_load(o, NULL, &skel);
+	if (err)
 		goto cleanup;
-	}
-	skel->rodata->sink_verdict = o->sink_drop ? XDP_DROP : XDP_PASS;
-	skel->rodata->sink_track = o->sink_track;
-	err = fgen_bpf__load(skel);
-	if (err) {
-		fprintf(stderr, "fgen: loading the BPF programs: %s\n", strerror(-err));
-		goto cleanup;
-	}
 	link = bpf_program__attach_xdp(skel->progs.fgen_sink, ifindex);
 	if (!link) {
 		err = -errno;
@@ -674,29 +733,6 @@ cleanup:
 	return err;
 }
 
-static void set_source_config(const struct opts *o, struct fgen_bpf *skel)
-{
-	bool v6 = o->family == AF_INET6;
-	int alen = v6 ? 16 : 4, bits, i;
-	__u8 hm[16] = {};
-
-	skel->rodata->is_v6 = v6;
-	memcpy((void *)skel->rodata->base, o->src, alen);
-	if (o->random && !o->nsrc) {
-		skel->rodata->src_mode = SRC_RAND_PFX;
-		bits = o->src_plen < 0 ? 0 : o->src_plen;
-		for (i = 0; i < alen * 8; i++)
-			if (i >= bits)
-				hm[i / 8] |= (__u8)(0x80 >> (i % 8));
-		memcpy((void *)skel->rodata->hostmask, hm, alen);
-	} else if (o->nsrc > 1) {
-		skel->rodata->src_mode = o->random ? SRC_RAND_N : SRC_SEQ;
-		skel->rodata->nsrc = o->nsrc;
-	} else {
-		skel->rodata->src_mode = SRC_FIXED;
-	}
-}
-
 /*
  * Each BPF_PROG_RUN puts the program into the XDP dispatcher and takes it
  * out again (bpf_prog_change_xdp() in bpf_prog_test_run_xdp), and each
@@ -743,30 +779,9 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	memcpy(data_in, &magic, 4);
 	memcpy(data_in + 4, f->buf, f->len);
 
-	skel = fgen_bpf__open();
-	if (!skel) {
-		err = -errno;
-		fprintf(stderr, "fgen: opening the BPF skeleton: %s\n", strerror(-err));
+	err = skel_load(o, f, &skel);
+	if (err)
 		goto cleanup;
-	}
-	set_source_config(o, skel);
-	skel->rodata->saddr_off = f->saddr_off;
-	skel->rodata->ipcsum_off = f->ipcsum_off;
-	skel->rodata->l4csum_off = f->l4csum_off;
-	skel->rodata->l4_is_udp = f->l4_is_udp;
-	skel->rodata->ip_sum0 = f->ip_sum0;
-	skel->rodata->l4_sum0 = f->l4_sum0;
-	if (o->nvlan) {
-		/* see head_fix in bpf/fgen.bpf.c */
-		skel->rodata->head_fix = 1;
-		memcpy((void *)skel->rodata->head, f->buf, sizeof(skel->rodata->head));
-	}
-	bpf_program__set_autoload(skel->progs.fgen_sink, false);
-	err = fgen_bpf__load(skel);
-	if (err) {
-		fprintf(stderr, "fgen: loading the BPF program: %s\n", strerror(-err));
-		goto cleanup;
-	}
 	prog_fd = bpf_program__fd(skel->progs.fgen);
 	if (!o->no_attach) {
 		link_fd = keep_dispatcher(prog_fd, ifindex);
@@ -901,26 +916,42 @@ cleanup:
 
 /* --- options (declared through user/opts.h) ------------------------------------ */
 
-static int opt_src(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+/* The options whose value a parser reads into struct opts, each with a flag
+ * that says it was given; opt_parsed's ival is the index here. */
+enum { PO_SRC, PO_DST, PO_TCP_FLAGS, PO_DMAC };
+static const struct {
+	const char *noun, *want;	/* "bad <noun> 'VALUE': want <want>" */
+	size_t given;			/* offsetof the flag */
+} parsed_opts[] = {
+	[PO_SRC] = { "source", "an address or ADDR/PLEN", offsetof(struct opts, have_src) },
+	[PO_DST] = { "destination", "an IPv4 or IPv6 address", offsetof(struct opts, have_dst) },
+	[PO_TCP_FLAGS] = { "TCP flags", "letters of FSRPAUEC", offsetof(struct opts, tcp_flags_set) },
+	[PO_DMAC] = { "MAC", "xx:xx:xx:xx:xx:xx", offsetof(struct opts, have_dmac) },
+};
+
+static int opt_parsed(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
 {
 	struct opts *o = cfg;
+	int err, plen;
 
-	(void)opt;
-	if (parse_addr(val, &o->src_family, o->src, &o->src_plen, true))
-		return fg_opt_fail(why, len, "bad source '%s': want an address or ADDR/PLEN", val);
-	o->have_src = true;
-	return 0;
-}
-
-static int opt_dst(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
-{
-	struct opts *o = cfg;
-	int plen;
-
-	(void)opt;
-	if (parse_addr(val, &o->dst_family, o->dst, &plen, false))
-		return fg_opt_fail(why, len, "bad destination '%s': want an IPv4 or IPv6 address", val);
-	o->have_dst = true;
+	switch (opt->ival) {
+	case PO_SRC:
+		err = parse_addr(val, &o->src_family, o->src, &o->src_plen, true);
+		break;
+	case PO_DST:
+		err = parse_addr(val, &o->dst_family, o->dst, &plen, false);
+		break;
+	case PO_TCP_FLAGS:
+		err = parse_tcp_flags(val, &o->tcp_flags);
+		break;
+	default:
+		err = parse_mac(val, o->dmac);
+		break;
+	}
+	if (err)
+		return fg_opt_fail(why, len, "bad %s '%s': want %s", parsed_opts[opt->ival].noun, val,
+				   parsed_opts[opt->ival].want);
+	*(bool *)((char *)o + parsed_opts[opt->ival].given) = true;
 	return 0;
 }
 
@@ -933,18 +964,6 @@ static int opt_proto(const struct fg_opt *opt, const char *val, void *cfg, char 
 		return fg_opt_fail(why, len, "give one of --udp, --syn, --tcp, --icmp");
 	o->proto_set = true;
 	o->proto = opt->ival;
-	return 0;
-}
-
-static int opt_tcp_flags(const struct fg_opt *opt, const char *val, void *cfg, char *why,
-			 size_t len)
-{
-	struct opts *o = cfg;
-
-	(void)opt;
-	if (parse_tcp_flags(val, &o->tcp_flags))
-		return fg_opt_fail(why, len, "bad TCP flags '%s': want letters of FSRPAUEC", val);
-	o->tcp_flags_set = true;
 	return 0;
 }
 
@@ -990,17 +1009,6 @@ static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *w
 	return 0;
 }
 
-static int opt_dmac(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
-{
-	struct opts *o = cfg;
-
-	(void)opt;
-	if (parse_mac(val, o->dmac))
-		return fg_opt_fail(why, len, "bad MAC '%s': want xx:xx:xx:xx:xx:xx", val);
-	o->have_dmac = true;
-	return 0;
-}
-
 #define O struct opts
 static const struct fg_opt fgen_opts[] = {
 	FG_OPT_STR("interface", 'i', O, ifname, "DEV",
@@ -1012,10 +1020,10 @@ static const struct fg_opt fgen_opts[] = {
 	FG_OPT_FUNC("syn", 0, opt_proto, P_TCP, NULL, "TCP SYN"),
 	FG_OPT_FUNC("tcp", 0, opt_proto, P_TCP, NULL, "TCP (flags: --tcp-flags, default S)"),
 	FG_OPT_FUNC("icmp", 0, opt_proto, P_ICMP, NULL, "ICMP or ICMPv6 echo request"),
-	FG_OPT_FUNC("tcp-flags", 0, opt_tcp_flags, 0, "F", "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
-	FG_OPT_FUNC("src", 's', opt_src, 0, "A[/PLEN]",
+	FG_OPT_FUNC("tcp-flags", 0, opt_parsed, PO_TCP_FLAGS, "F", "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
+	FG_OPT_FUNC("src", 's', opt_parsed, PO_SRC, "A[/PLEN]",
 		    "source address or prefix (default: DEV's address)"),
-	FG_OPT_FUNC("dst", 'd', opt_dst, 0, "A", "destination address"),
+	FG_OPT_FUNC("dst", 'd', opt_parsed, PO_DST, "A", "destination address"),
 	FG_OPT_U32("sources", 0, O, nsrc, "N", 1, UINT32_MAX, "a number of sources",
 		   "N sources SRC..SRC+N-1, in turn (or at random with --random)"),
 	FG_OPT_BOOL("random", 0, O, random,
@@ -1038,7 +1046,7 @@ static const struct fg_opt fgen_opts[] = {
 		   "N IPv6 destination-options headers (<= 16)"),
 	FG_OPT_FUNC("frag-offset", 0, opt_multiple, 8, "N",
 		    "send non-first fragments at byte offset N (multiple of 8)"),
-	FG_OPT_FUNC("dst-mac", 0, opt_dmac, 0, "MAC", "destination MAC (default: broadcast)"),
+	FG_OPT_FUNC("dst-mac", 0, opt_parsed, PO_DMAC, "MAC", "destination MAC (default: broadcast)"),
 	FG_OPT_STR("peer-ns", 0, O, peer_ns, "NS",
 		   "with --peer-dev: take the destination MAC from DEV in namespace NS"),
 	FG_OPT_STR("peer-dev", 0, O, peer_dev, "DEV", "see --peer-ns"),
@@ -1053,18 +1061,13 @@ static const struct fg_opt fgen_opts[] = {
 		    "(sink) count distinct source addresses (up to 131072)"),
 	FG_OPT_BOOL("json", 0, O, json, "print the result as one JSON object"),
 	FG_OPT_BOOL("verbose", 'v', O, verbose, "show libbpf's messages"),
-	FG_OPT_HELP("this help"),
-	FG_OPT_END,
+	FG_OPT_HELP_END("this help"),
 };
 #undef O
 
-static const struct fg_prog fgen_prog = {
-	.name = "fgen",
-	.usage = "-i DEV -d DST [options]",
-	.help = "Generate frames out of DEV; or, as a receiver:\n"
-		"  fgen --sink -i DEV [--drop] [--track] [-t SECONDS] [--json]",
-	.opts = fgen_opts,
-};
+FG_DEFINE_PROG(fgen_prog, "fgen", "-i DEV -d DST [options]", fgen_opts,
+	       .help = "Generate frames out of DEV; or, as a receiver:\n"
+		       "  fgen --sink -i DEV [--drop] [--track] [-t SECONDS] [--json]");
 
 /* What the table cannot check: options that go together or exclude each other. */
 static int check_opts(struct opts *o)

@@ -17,22 +17,19 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <linux/if_ether.h>
 #include <bpf/bpf.h>
 
 #include "floodgate.h"
 #include "attach.h"
 #include "fgmaps.h"
 #include "opts.h"
-
-#define EXIT_USAGE	2
+#include "pkt.h"
 
 struct fill_opts {
 	const char *dir;
@@ -66,49 +63,20 @@ static int prog_of_pin_dir(const char *dir)
 	return pfd;
 }
 
-static __u16 csum(const void *p, size_t n)
+/* An echo request (16 bytes of payload) from src to dst into f (cap bytes);
+ * its length, or -1. */
+static int frame(__u8 *f, size_t cap, int family, const __u8 *src, const char *dst)
 {
-	const __u8 *b = p;
-	__u32 s = 0;
+	char a[INET6_ADDRSTRLEN];
+	struct pkt_spec s = {
+		.family = family, .src = a, .dst = dst, .payload = 16,
+		.proto = family == 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6,
+		.icmp_type = family == 4 ? 8 : 128,
+	};
 
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (__u32)b[i] << 8 | b[i + 1];
-	if (n & 1)
-		s += (__u32)b[n - 1] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return htons((__u16)~s);
-}
-
-/* An echo request from src to dst; returns its length. */
-static size_t frame(__u8 *f, int family, const __u8 *src, const __u8 *dst)
-{
-	size_t l3 = family == 4 ? 20 : 40, n = ETH_HLEN + l3 + 8 + 16;
-	__u8 *ip = f + ETH_HLEN, *icmp = ip + l3;
-
-	memset(f, 0, n);
-	memset(f, 0x02, 12);
-	f[12] = family == 4 ? 0x08 : 0x86;
-	f[13] = family == 4 ? 0x00 : 0xdd;
-	if (family == 4) {
-		ip[0] = 0x45;
-		ip[3] = (__u8)(l3 + 24);
-		ip[8] = 64;
-		ip[9] = IPPROTO_ICMP;
-		memcpy(ip + 12, src, 4);
-		memcpy(ip + 16, dst, 4);
-		*(__u16 *)(ip + 10) = csum(ip, 20);
-		icmp[0] = 8;
-	} else {
-		ip[0] = 0x60;
-		ip[5] = 24;
-		ip[6] = IPPROTO_ICMPV6;
-		ip[7] = 64;
-		memcpy(ip + 8, src, 16);
-		memcpy(ip + 24, dst, 16);
-		icmp[0] = 128;
-	}
-	return n;
+	if (!inet_ntop(family == 4 ? AF_INET : AF_INET6, src, a, sizeof(a)))
+		return -1;
+	return pkt_build(&s, f, cap);
 }
 
 static void next_source(int family, const __u8 *first, __u64 i, __u8 *out)
@@ -123,7 +91,7 @@ static void next_source(int family, const __u8 *first, __u64 i, __u8 *out)
 
 static int fill(const struct fill_opts *o, int pfd)
 {
-	__u8 first[16], dst[16], src[16], f[128];
+	__u8 first[16], dst[16], src[16], f[PKT_MIN_CAP + 16];
 	__u64 pass = 0, drop = 0;
 	struct timespec t0, t1;
 
@@ -132,10 +100,12 @@ static int fill(const struct fill_opts *o, int pfd)
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (__u64 i = 0; i < o->count; i++) {
-		size_t n;
+		int n;
 
 		next_source(o->family, first, i, src);
-		n = frame(f, o->family, src, dst);
+		n = frame(f, sizeof(f), o->family, src, o->dst);
+		if (n < 0)
+			return -EINVAL;
 		for (__u64 r = 0; r < o->repeat; r++) {
 			/* repeat 1 a call: no dispatcher swap per call (bpf_prog_test_run_xdp) */
 			LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = f, .data_size_in = (__u32)n,
@@ -156,47 +126,37 @@ static int fill(const struct fill_opts *o, int pfd)
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: fgfill [-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]\n"
-		   "  -p DIR     pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")\n"
-		   "  -n COUNT   distinct sources, 1..16777216\n"
-		   "  -s FIRST   the first source (default 10.128.0.0, 2001:db8::1)\n"
-		   "  -r REPEAT  echo requests per source, 1..100000 (default 1)\n"
-		   "  -d DST     destination (default 10.0.0.1, 2001:db8:ffff::1)\n");
-}
+#define O struct fill_opts
+static const struct fg_opt fill_opts[] = {
+	FG_OPT_STR("pin-dir", 'p', O, dir, "DIR",
+		   "pin dir (default $" FG_PIN_DIR_ENV ", else " FG_PIN_DIR_DEFAULT ")"),
+	FG_OPT_CHOICE(NULL, '4', O, family, 4, "-4 and -6 exclude each other", "IPv4 sources"),
+	FG_OPT_CHOICE(NULL, '6', O, family, 6, "-4 and -6 exclude each other", "IPv6 sources"),
+	FG_OPT_U64("count", 'n', O, count, "COUNT", 1, 1u << 24, "a count", "distinct sources"),
+	FG_OPT_STR("first", 's', O, first, "FIRST", "the first source (default 10.128.0.0, 2001:db8::1)"),
+	FG_OPT_U64("repeat", 'r', O, repeat, "REPEAT", 1, 100000, "a count",
+		   "echo requests per source (default 1)"),
+	FG_OPT_STR("dst", 'd', O, dst, "DST", "destination (default 10.0.0.1, 2001:db8:ffff::1)"),
+	FG_OPT_HELP_END("this help"),
+};
+#undef O
+
+FG_DEFINE_PROG(fill_prog, "fgfill", "[-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]",
+	       fill_opts, .help = "Send COUNT new sources one echo request each (or REPEAT) through the "
+				  "program attached from the pin dir.");
 
 int main(int argc, char **argv)
 {
 	struct fill_opts o = { .repeat = 1 };
-	int c, pfd, err;
+	struct fg_parsed p;
+	int rc, pfd, err;
 
-	while ((c = getopt(argc, argv, "p:46n:s:r:d:h")) != -1) {
-		switch (c) {
-		case 'p': o.dir = optarg; break;
-		case '4': o.family = 4; break;
-		case '6': o.family = 6; break;
-		case 'n':
-			if (fg_opt_parse_u64(optarg, 1, 1u << 24, &o.count)) {
-				fprintf(stderr, "fgfill: -n: not a count 1..16777216: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'r':
-			if (fg_opt_parse_u64(optarg, 1, 100000, &o.repeat)) {
-				fprintf(stderr, "fgfill: -r: not a count 1..100000: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 's': o.first = optarg; break;
-		case 'd': o.dst = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
-		}
-	}
-	if (!o.family || !o.count || optind != argc) {
-		usage(stderr);
-		return EXIT_USAGE;
+	rc = fg_prog_args(&fill_prog, argc, argv, &o, &p);
+	if (rc >= 0)
+		return rc;
+	if (!o.family || !o.count) {
+		fprintf(stderr, "fgfill: -4 or -6, and -n COUNT, are required ('fgfill --help')\n");
+		return FG_EXIT_USAGE;
 	}
 	if (!o.first)
 		o.first = o.family == 4 ? "10.128.0.0" : "2001:db8::1";
@@ -212,7 +172,7 @@ int main(int argc, char **argv)
 	close(pfd);
 	if (err == -EINVAL) {
 		fprintf(stderr, "fgfill: -s %s / -d %s: not IPv%d addresses\n", o.first, o.dst, o.family);
-		return EXIT_USAGE;
+		return FG_EXIT_USAGE;
 	}
 	if (err) {
 		fprintf(stderr, "fgfill: BPF_PROG_TEST_RUN: %s\n", strerror(-err));

@@ -51,8 +51,7 @@ static const struct fg_opt global_opts[] = {
 	FG_OPT_BOOL("verbose", 'v', A, verbose, "debug output"),
 	FG_OPT_STR("interface", 'i', A, iface, "IF",
 		   "without a pin dir: the filter running on IF (when several lost their pins)"),
-	FG_OPT_HELP("help for the command"),
-	FG_OPT_END,
+	FG_OPT_HELP_END("help for the command"),
 };
 
 #define OPT_JSON FG_OPT_BOOL("json", 'j', A, json, "JSON output (schema in floodgate(8))")
@@ -118,12 +117,7 @@ static const struct fg_cmd cmds[] = {
 	{ NULL },
 };
 
-static const struct fg_prog prog = {
-	.name = "floodgate",
-	.usage = "[--pin-dir DIR] COMMAND [ARGS]",
-	.opts = global_opts,
-	.cmds = cmds,
-};
+FG_DEFINE_PROG(prog, "floodgate", "[--pin-dir DIR] COMMAND [ARGS]", global_opts, .cmds = cmds);
 
 int main(int argc, char **argv)
 {

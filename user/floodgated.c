@@ -119,19 +119,14 @@ static const struct fg_opt daemon_opts[] = {
 	FG_OPT_BOOL("foreground", 'f', O, foreground, "stay in the foreground, log to stderr"),
 	FG_OPT_BOOL("keep", 'k', O, keep, "leave the filter attached and pinned on SIGTERM"),
 	FG_OPT_COUNT("verbose", 'v', O, verbose, "debug logging (libbpf too)"),
-	FG_OPT_HELP("this help"),
-	FG_OPT_END,
+	FG_OPT_HELP_END("this help"),
 };
 #undef O
 
-static const struct fg_prog prog = {
-	.name = "floodgated",
-	.usage = "--config FILE [options]",
-	.help = "Load the floodgate XDP rate limiter, apply FILE and keep it current.",
-	.opts = daemon_opts,
-	.epilog = "Signals: HUP reloads FILE; TERM/INT detach and exit (unless --keep);\n"
-		  "after KILL the filter stays attached and the next start adopts it.\n",
-};
+FG_DEFINE_PROG(prog, "floodgated", "--config FILE [options]", daemon_opts,
+	       .help = "Load the floodgate XDP rate limiter, apply FILE and keep it current.",
+	       .epilog = "Signals: HUP reloads FILE; TERM/INT detach and exit (unless --keep);\n"
+			 "after KILL the filter stays attached and the next start adopts it.\n");
 
 /* --- start ------------------------------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Declared options and subcommands, shared by floodgate, floodgated, fgen
- * and fgbench (in the manner of xdp-tools' lib/util/params.c): each program
+ * Declared options and subcommands, shared by floodgate, floodgated and the
+ * tools fgen, fgbench, fgdump and fgfill (in the manner of xdp-tools' lib/util/params.c): each program
  * describes its options once, in a typed table that points into its own
  * options struct, and gets parsing, errors and --help from here.
  *
@@ -97,6 +97,8 @@ struct fg_opt {
 	  .what = wh, .min = lo, .max = hi }
 #define FG_OPT_HELP(h) { .name = "help", .sname = 'h', .kind = FGO_HELP, .help = h }
 #define FG_OPT_END { .kind = FGO_END }
+/* How a program's own table ends: -h/--help (h is its line in the help), then the end. */
+#define FG_OPT_HELP_END(h) FG_OPT_HELP(h), FG_OPT_END
 
 /* A subcommand. fn gets the program's options struct. */
 struct fg_cmd {
@@ -117,6 +119,11 @@ struct fg_prog {
 	int min_pos, max_pos;	/* positional words, for a program without commands */
 	const char *epilog;	/* printed after the program's help */
 };
+
+/* Defines the program var: named n, synopsis u, its own options o; the rest, if
+ * any, are designated initializers (.help, .cmds, .epilog, ...), as LIBBPF_OPTS. */
+#define FG_DEFINE_PROG(var, n, u, o, ...) \
+	static const struct fg_prog var = { .name = n, .usage = u, .opts = o, __VA_ARGS__ }
 
 #define FG_MAX_POS	8
 

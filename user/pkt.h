@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Test frame builder: Ethernet (+VLAN tags), IPv4/IPv6 (+options,
- * extension headers, fragments), TCP/UDP/ICMP/ICMPv6. */
-#ifndef FG_TEST_PKT_H
-#define FG_TEST_PKT_H
+/* Frame builder for the tests and the tools that drive the program through
+ * BPF_PROG_TEST_RUN: Ethernet (+VLAN tags), IPv4/IPv6 (+options, extension
+ * headers, fragments), TCP/UDP/ICMP/ICMPv6. */
+#ifndef FG_PKT_H
+#define FG_PKT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +27,9 @@ struct pkt_spec {
 	uint16_t ethertype;	/* override (e.g. 0x0806 ARP): raw frame, no IP */
 };
 
-/* Builds into buf (cap bytes); returns frame length or -1. */
+/* Builds into buf (cap bytes, at least PKT_MIN_CAP + payload); returns the
+ * frame's length or -1. */
+#define PKT_MIN_CAP	(14 + 12 + 60 + 40 + 8 * 8 + 60)
 int pkt_build(const struct pkt_spec *s, uint8_t *buf, size_t cap);
 
-#endif
+#endif /* FG_PKT_H */
