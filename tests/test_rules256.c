@@ -273,20 +273,21 @@ int main(int argc, char **argv)
 
 	if (fg_test_init_root(argc, argv, "rules256", "needs root to create BPF maps"))
 		return 0;
-	skel = floodgate_bpf__open();
-	if (!skel || bpf_map__set_max_entries(skel->maps.fg_src4, 1024) ||
-	    bpf_map__set_max_entries(skel->maps.fg_src6, 1024) || floodgate_bpf__load(skel) ||
-	    (err = fg_maps_scratch(&maps, skel, tmpdir))) {
-		err = FG_FAIL_ALL("setup", "skeleton load and scratch maps: %s", strerror(errno));
-		floodgate_bpf__destroy(skel);
-		return err;
+	skel = floodgate_bpf__open_and_load();	/* the map definitions' sizes: 8192 sets a family */
+	if (!skel)
+		return FG_FAIL_ALL("setup", "skeleton load: %s", strerror(errno));
+	err = fg_maps_scratch(&maps, skel, tmpdir);
+	if (err) {	/* the process ends: whatever it opened goes with it */
+		err = FG_FAIL_ALL("setup", "scratch maps: %s", strerror(-err));
+	} else {
+		FG_RUN(test_256_rules_load_and_limit);
+		FG_RUN(test_257_refused_changes_nothing);
+		FG_RUN(test_rename_all_256);
+		FG_RUN(test_batch_read_matches_rows);
+		err = fg_test_summary();
+		fg_maps_close(&maps);
 	}
-	FG_RUN(test_256_rules_load_and_limit);
-	FG_RUN(test_257_refused_changes_nothing);
-	FG_RUN(test_rename_all_256);
-	FG_RUN(test_batch_read_matches_rows);
-	fg_maps_close(&maps);
 	floodgate_bpf__destroy(skel);
 	rmdir(tmpdir);
-	return fg_test_summary();
+	return err;
 }
