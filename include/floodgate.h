@@ -19,8 +19,15 @@
 #endif
 
 #define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	6u
+#define FG_ABI_VERSION	7u
 /*
+ * ABI 7, from 6:
+ * - FG_MAX_FILE_RULES 256 written rules, FG_MAX_RULES 257 with the implicit fragments rule
+ *   (fg_policy.rules grows by one), FG_MAX_IDS 1024: fg_stats 1025 rows, fg_names and
+ *   fg_lease 1024, fg_agg 2 * 1024 + 1 + 2 * FG_POOL_IDS + 1 buckets
+ * - fg_ctl: rule_ovr_set and rule_ovr_shadow are 16 words each, at 64 and 192; ovr_since at
+ *   320, seed6 at 328; 216 -> 344 bytes (the first cache line is unchanged)
+ *
  * ABI 6, from 5:
  * - fg_policy.pool_names[FG_MAX_POOLS] after pad2 (the program never reads it): pool bucket
  *   ids are kept by name across reloads and adoption (user/apply.c), status and metrics name pools
@@ -68,19 +75,24 @@
  */
 
 /*
- * Rules and rule ids. A policy has at most FG_MAX_RULES rules; a rule keeps
- * its id (stats row, buckets, name) across reloads while its name stays.
- * There are twice as many ids, so a reload can replace every rule at once:
- * the old policy's ids stay in use until the slot flip, and the new rules
- * still find free ones. Everything indexed by rule (stats rows, fg_names,
- * fg_agg buckets, the override bitmaps in fg_ctl) is indexed by id.
+ * Rules and rule ids. A policy file writes at most FG_MAX_FILE_RULES rules;
+ * the compiler appends the implicit "fragments" rule, so a policy has at
+ * most FG_MAX_RULES. A rule keeps its id (stats row, buckets, name) across
+ * reloads while its name stays. There are at least twice as many ids, so a
+ * reload can replace every rule at once: the old policy's ids stay in use
+ * until the slot flip, and the new rules still find free ones. Everything
+ * indexed by rule (stats rows, fg_names, fg_agg buckets, the override
+ * bitmaps in fg_ctl) is indexed by id.
  */
-#define FG_MAX_RULES	256	/* rules per policy (fg_policy.rules) */
-#define FG_MAX_IDS	(2 * FG_MAX_RULES)	/* rule ids 0..511 */
+#define FG_MAX_FILE_RULES 256	/* rules a policy file may write */
+#define FG_MAX_RULES	(FG_MAX_FILE_RULES + 1)	/* rules per policy (fg_policy.rules), fragments included */
+#define FG_MAX_IDS	1024	/* rule ids 0..1023 */
 #define FG_ROW_GLOBAL	FG_MAX_IDS	/* stats row for pre-rule outcomes */
 #define FG_NROWS	(FG_MAX_IDS + 1)
 #define FG_OVR_WORDS	(FG_MAX_IDS / 64)	/* u64 words of a bitmap by rule id */
-_Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0, "the program masks ids with FG_MAX_IDS - 1");
+_Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0 && FG_MAX_IDS % 64 == 0,
+	       "the program masks ids with FG_MAX_IDS - 1 and reads bitmaps by word");
+_Static_assert(FG_MAX_IDS >= 2 * FG_MAX_RULES, "a reload that renames every rule finds free ids");
 #define FG_MAX_MATCH	1024	/* compiled match entries per protocol class */
 #define FG_MATCH_WORDS	(FG_MAX_MATCH / 64)	/* u64 words of a bitmap by match entry */
 _Static_assert(FG_MATCH_WORDS <= 16 && (FG_MAX_MATCH & (FG_MAX_MATCH - 1)) == 0,
@@ -247,12 +259,13 @@ struct fg_ctl {
 	__u32 src6_bits;	/* 52 fg_src6 has 1 << src6_bits sets (init) */
 	__u64 pad1;		/* 56 */
 	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 64 bit per rule id: the operator set its mode (CLI) */
-	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 128 ... to shadow (1) or enforce (0); meaningful where set */
-	__u64 ovr_since;	/* 192 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
-	__u64 seed6[2];		/* 200 fg_src6 digest key (SipHash), random per pin dir (init); IPv6 only */
+	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 192 ... to shadow (1) or enforce (0); meaningful where set */
+	__u64 ovr_since;	/* 320 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
+	__u64 seed6[2];		/* 328 fg_src6 digest key (SipHash), random per pin dir (init); IPv6 only */
 };
 _Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_set) == 64 &&
-	       __builtin_offsetof(struct fg_ctl, seed6) == 200 && sizeof(struct fg_ctl) == 216,
+	       __builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 + 8 * FG_OVR_WORDS &&
+	       __builtin_offsetof(struct fg_ctl, seed6) == 328 && sizeof(struct fg_ctl) == 344,
 	       "fg_ctl: the per-packet fields fill the first cache line, the bitmaps follow");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);

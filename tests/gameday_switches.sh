@@ -11,7 +11,7 @@
 #   c. the file's mode is what runs: an adoption applies the file's enforce
 #      over a shadow state; a CLI override survives a reload and a restart,
 #      `mode file` clears it, a new rule inherits none; status shows both
-#   d. every rule replaced in one reload: 255 rules (256 with fragments) all
+#   d. every rule replaced in one reload: 256 rules (257 with fragments) all
 #      renamed under a flood: one reload, the untouched rule's counters kept,
 #      not one flood packet unmatched
 #   e. an adopting restart with max_sources changed in the file stays up,
@@ -320,19 +320,19 @@ gd_stop
 # =========================================================================
 # d. every rule replaced in one reload, under a flood
 # =========================================================================
-# rules_file PREFIX: 255 rules PREFIX0..PREFIX254 on udp ports 1000..1254 (the
-# policy's 256th rule is the implicit fragments)
+# rules_file PREFIX: 256 rules PREFIX0..PREFIX255 on udp ports 1000..1255 (the
+# policy's 257th rule is the implicit fragments)
 rules_file() {
 	echo "max_sources: 4096"
 	echo "rules:"
-	for i in $(seq 0 254); do
+	for i in $(seq 0 255); do
 		printf '  - name: %s%d\n    match: {proto: udp, dport: %d}\n    per_source: {rate: 100000/s, burst: 100000}\n' \
 			"$1" "$i" $((1000 + i))
 	done
 }
 rules_file old | gd_policy rules
 if ! gd_start rules; then
-	bad "d: floodgated starts with 256 rules: $(tail -3 "$GD_LOG")"
+	bad "d: floodgated starts with 257 rules: $(tail -3 "$GD_LOG")"
 	fg_finish
 fi
 gd_fgen -d "$GD_RX_IP" -s "$FLOOD_SRC" --frag-offset 64 -n 50 > /dev/null
@@ -356,11 +356,11 @@ touch "$GD_TMP/watch.stop"
 o=$("$FGDUMP" -p "$GD_PIN" watch "$oid" "$GD_TMP/watch.stop" | tail -n 1 | awk '{ print $3 }')
 o=${o:-0}
 n=$(fg_stat "$FG_SNAP" new0 total)
-nid=$(fg_rule_id "$FG_SNAP" new254)
-expect "d: one reload renames all 255 rules (256 with fragments)" \
+nid=$(fg_rule_id "$FG_SNAP" new255)
+expect "d: one reload renames all 256 rules (257 with fragments)" \
 	"[ $rc = 0 ] && [ '$(version)' = $((v + 1)) ] && ! grep -q 'no free rule id' '$GD_LOG'" \
-	"a file with 255 new names" "version $((v + 1)), no refusal" \
-	"reload wait $rc, version $(version), ids: new254 is $nid"
+	"a file with 256 new names" "version $((v + 1)), no refusal" \
+	"reload wait $rc, version $(version), ids: new255 is $nid"
 expect "d: no flood packet unmatched across the reload" \
 	"[ ${sent:-0} -gt 1000 ] && [ $o -gt 0 ] && [ $n -gt 0 ] && [ $((o + n)) = ${sent:-0} ]" \
 	"${sent:-?} packets to port 1000 at 2000/s" "old0 + new0 = sent, both > 0" \
@@ -371,8 +371,8 @@ expect "d: the untouched rule keeps its id and counters" \
 	"50 fragments before" "fragments: same id, counters >= 50" \
 	"id $fid -> $(fg_rule_id "$FG_SNAP" fragments), total $f0 -> $f1"
 status_json
-check_cmp "d: status lists 256 named rules, ids above 255 included" \
-	"$(fg_json_get "$GD_TMP/status.json" policy.rules.254.name) $([ "${nid:-0}" -ge 256 ] && echo high-id)" = "new254 high-id"
+check_cmp "d: status lists 257 named rules, ids above 511 included" \
+	"$(fg_json_get "$GD_TMP/status.json" policy.rules.255.name) $([ "${nid:-0}" -ge 512 ] && echo high-id)" = "new255 high-id"
 gd_stop
 
 # =========================================================================

@@ -1024,7 +1024,7 @@ static void test_ids_64_to_127(void)
 	rules_per_port(&r, FG_MAX_RULES);
 	D.pol.ins.inc = 1;	/* no new source gets a bucket: all go to overflow */
 	D.pol.ins.tau = 0;
-	ASSERT_OK(dp_apply(&D), "policy B: ids FG_MAX_RULES..FG_MAX_IDS-1, every rule new");
+	ASSERT_OK(dp_apply(&D), "policy B: ids FG_MAX_RULES..2 * FG_MAX_RULES - 1, every rule new");
 	four_to_each_port();
 	for (int i = 0; i < FG_MAX_RULES; i++) {
 		int id = FG_MAX_RULES + i;
@@ -2323,12 +2323,15 @@ static int rules_max_wrong(int kind, __u32 base)
  * rule is reached by each of its entries, the first of several matching
  * rules wins (overlapping ranges; a sport entry against a dport entry of
  * an earlier rule), the last rule is matched, nothing else is. Then a
- * reload that replaces every rule: ids FG_MAX_RULES..FG_MAX_IDS-1, counted
- * in rows of their own.
+ * reload that replaces every rule: ids FG_MAX_RULES..2 * FG_MAX_RULES - 1,
+ * counted in rows of their own.
  */
 static void test_rules_max(void)
 {
 	static const char *const kinds[] = { "by sport", "by dport", "overlapping dport ranges", "icmp type" };
+	/* the last rule's packets: its three UDP kinds, and its ICMP type unless
+	 * an earlier rule holds it too (types repeat from rule 256 on) */
+	const int last = 3 + (FG_MAX_RULES <= 256);
 	struct pkt_spec s;
 	struct fg_stats st;
 	__u32 row;
@@ -2367,13 +2370,13 @@ static void test_rules_max(void)
 		goto out;
 	for (int k = 0; k < 4; k++) {
 		snprintf(name, sizeof(name), "ids %d..%d, %s: rows differing from the rule",
-			 FG_MAX_RULES, FG_MAX_IDS - 1, kinds[k]);
+			 FG_MAX_RULES, 2 * FG_MAX_RULES - 1, kinds[k]);
 		ASSERT_EQ(rules_max_wrong(k, FG_MAX_RULES), 0, name);
 	}
-	ASSERT_OK(dp_read_stats(&D, FG_MAX_IDS - 1, &st), "row of id 511");
-	ASSERT_EQ(st.pkts[FG_OUT_PASS], 4, "id 511: its four packets");
-	ASSERT_OK(dp_read_stats(&D, FG_MAX_RULES - 1, &st), "row of id 255");
-	ASSERT_EQ(st.pkts[FG_OUT_PASS], 5, "id 255: the first policy's five, no more");
+	ASSERT_OK(dp_read_stats(&D, 2 * FG_MAX_RULES - 1, &st), "row of the last id");
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], last, "the last id: its packets");
+	ASSERT_OK(dp_read_stats(&D, FG_MAX_RULES - 1, &st), "row of the first policy's last id");
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], last + 1, "the first policy's last id: its packets and the two-rule one, no more");
 out:
 	dp_close(&D);
 }

@@ -853,15 +853,15 @@ static void test_limits_on_counts(void)
 	for (i = 0; i < FG_MAX_RULES - 1; i++)
 		off += sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
 	if (ASSERT_OK(parse_ok(y, &cfg), "FG_MAX_RULES - 1 rules")) {
-		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "255 + fragments");
+		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "256 + fragments");
 		ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_OTHER], FG_MAX_RULES, "one entry each");
 	}
 	fg_config_free(&cfg);
 	sprintf(y + off, "  - {name: r%d, action: pass}\n", i);
 	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "FG_MAX_RULES rules");
-	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 256");
+	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 257");
 	ASSERT_EQ(err.col, 5, "col");
-	ASSERT_STR_CONTAINS(err.msg, "too many rules (at most 255", "msg");
+	ASSERT_STR_CONTAINS(err.msg, "too many rules (at most 256, besides the implicit fragments rule)", "msg");
 
 	/* FG_MAX_MATCH - 1 entries per class fit (one kept for fragments), one more does not */
 	off = sprintf(y, "rules:\n  - name: a\n    action: drop\n    match: {proto: udp, dport: [");
@@ -1594,8 +1594,9 @@ static int pidx_first(const struct fg_pidx *x, int c, unsigned sp, unsigned dp)
 	return -1;
 }
 
-/* FG_MAX_RULES - 1 rules with four entries each (a 2 x 2 port cross
- * product) compile, and their first-match bitmaps agree with a scan. */
+/* FG_MAX_RULES - 1 rules, all but the last with four entries each (a 2 x 2
+ * port cross product; four for the last too would pass FG_MAX_MATCH),
+ * compile, and their first-match bitmaps agree with a scan. */
 static void test_rules_max_compile(void)
 {
 	size_t len = 128 + (size_t)FG_MAX_RULES * 128, off;
@@ -1607,17 +1608,21 @@ static void test_rules_max_compile(void)
 	if (!ASSERT_TRUE(y && x, "buffers"))
 		goto out;
 	off = (size_t)snprintf(y, len, "rules:\n");
-	for (int i = 0; i < FG_MAX_RULES - 1; i++)
+	for (int i = 0; i < FG_MAX_RULES - 2; i++)
 		off += (size_t)snprintf(y + off, len - off,
 					"  - {name: r%d, action: drop, match: {proto: udp, sport: [%d, %d], dport: [%d, \"%d-%d\"]}}\n",
 					i, 2000 + i, 9000 + i / 2, 3000 + i, 5000, 5000 + i);
-	if (!ASSERT_OK(parse_ok(y, &cfg), "255 rules of 4 entries"))
+	off += (size_t)snprintf(y + off, len - off, "  - {name: r%d, action: drop, match: {proto: udp, dport: 7}}\n",
+				FG_MAX_RULES - 2);
+	if (!ASSERT_OK(parse_ok(y, &cfg), "255 rules of 4 entries and one of 1"))
 		goto out;
-	ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "255 + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 4 * (FG_MAX_RULES - 1) + 1, "4 a rule + fragments");
-	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 1) - 1].rule, FG_MAX_RULES - 2,
+	ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "256 + fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 4 * (FG_MAX_RULES - 2) + 2, "4 a rule, 1, fragments");
+	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 2) - 1].rule, FG_MAX_RULES - 3,
 		  "the last rule's last entry");
-	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 1)].rule, FG_MAX_RULES - 1,
+	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 2)].rule, FG_MAX_RULES - 2,
+		  "the one-entry rule after it");
+	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 2) + 1].rule, FG_MAX_RULES - 1,
 		  "fragments last");
 	if (!ASSERT_OK(fg_pidx_build(&cfg.pol, x), "fg_pidx image"))
 		goto out;
@@ -1629,8 +1634,9 @@ static void test_rules_max_compile(void)
 		wrong += pidx_first(x, FG_CLASS_UDP, sp, dp) != pidx_ref(&cfg.pol, FG_CLASS_UDP, sp, dp);
 	}
 	ASSERT_EQ(wrong, 0, "ports whose first candidate differs from a scan");
-	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 2000 + FG_MAX_RULES - 2, 3000 + FG_MAX_RULES - 2),
-		  4 * (FG_MAX_RULES - 2), "the last rule by its first entry");
+	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 2000 + FG_MAX_RULES - 3, 3000 + FG_MAX_RULES - 3),
+		  4 * (FG_MAX_RULES - 3), "the last rule by its first entry");
+	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 1, 7), 4 * (FG_MAX_RULES - 2), "the 256th rule");
 	ASSERT_EQ(x->cls[FG_CLASS_TCP][0][80], x->cls[FG_CLASS_TCP][0][0], "tcp: one class of ports");
 	fg_config_free(&cfg);
 	/* one more rule is one too many, and says how many fit */

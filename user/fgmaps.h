@@ -113,6 +113,11 @@ void fg_maps_unlock(struct fg_maps *m);
 int fg_array_read(struct fg_maps *m, enum fg_map_id id, __u32 idx, void *val);
 int fg_array_write(struct fg_maps *m, enum fg_map_id id, __u32 idx, const void *val);
 int fg_map_max_entries(struct fg_maps *m, enum fg_map_id id, __u32 *max);
+/* Rows first..first+n-1 of an array map into vals, as the kernel copies
+ * them: a row is the value (per-CPU maps: ncpus values, each rounded up to
+ * 8 bytes). One BPF_MAP_LOOKUP_BATCH, or one lookup per row where the
+ * kernel refuses batch operations (logged once, at debug). */
+int fg_array_read_rows(struct fg_maps *m, enum fg_map_id id, __u32 first, __u32 n, void *vals);
 
 /* A copy of fg_ctl; it is written only through ctl.h, and by fg_ctl_init. */
 int fg_ctl_read(struct fg_maps *m, struct fg_ctl *ctl);

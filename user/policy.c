@@ -796,8 +796,8 @@ static int rule_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
 
 static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 {
-	int count, err = pol_each_item(c, n, "rules", FG_MAX_RULES - 1,
-				       "; one id is kept for fragments", rule_item, NULL, &count);
+	int count, err = pol_each_item(c, n, "rules", FG_MAX_FILE_RULES,
+				       ", besides the implicit fragments rule", rule_item, NULL, &count);
 
 	if (!err)
 		c->cfg->pol.nrules = (__u32)count;
