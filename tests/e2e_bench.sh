@@ -89,8 +89,8 @@ s50 = sh.get("tier_shed_50", {}).get("share", -1)
 print(("OK" if 0.45 <= s50 <= 0.55 else "BAD") + f" the bulk tier at 50% shed sheds about half: share {s50}")
 z = [sh.get(k, {}).get("shed", -1) for k in ("plain", "pooled", "tier_shed_0")]
 print(("OK" if z == [0, 0, 0] else "BAD") + f" plain, pooled and the tier at 0% shed nothing: {z}")
-nb = [r for r in chk if r["what"].startswith("new buckets during the 1-source")]
-print(("OK" if nb and nb[0]["count"] == 0 else "BAD") + f" 1-source point: every packet hit its prefilled bucket (new buckets {nb and nb[0]['count']})")
+nb = [r for r in chk if r["what"].startswith("frames without a prefilled bucket during the 1-source")]
+print(("OK" if nb and nb[0]["count"] == 0 else "BAD") + f" 1-source point: every packet hit its prefilled bucket (frames without one {nb and nb[0]['count']})")
 PY
 
 "$FGBENCH" sweep --curve nonsense > /dev/null 2> "$FG_TMP/err"; rc=$?
