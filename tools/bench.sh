@@ -13,11 +13,15 @@
 #                at a few source counts (floodgate, floor, nftables, hashlimit)
 #   4. accuracy  one source at 10x its rate from both CPUs
 #   5. daemon    floodgated's CPU (utime + stime over a window) at 10k, 100k
-#                and 1M tracked sources of each family, filled through its own
-#                program (fgbench fill); status and top latency there
+#                and 1M tracked sources of each family (one daemon: the IPv6
+#                points have the IPv4 sources beside them), each table filled
+#                through its own program until it holds the count (fgbench
+#                fill --tracked); status and top latency there (best of 3)
 #   6. dispatch  floodgate inside libxdp's dispatcher next to alone, or the
 #                reason this kernel cannot build one (fgbench dispatch)
-#   7. memory    map bytes per tracked source (micro, daemon)
+#   7. memory    map bytes per tracked source: each of the daemon's tables
+#                offered as many distinct sources as it has ways, memlock
+#                over what it then holds (part daemon)
 # Every figure is min/median/max over BENCH_PASSES interleaved passes: pass 1
 # runs every competitor, then pass 2 runs them all again, ...
 #
@@ -654,11 +658,11 @@ else:
 for mm in res["memory"]:
     t = (f"memory: IPv{mm['family']} <= 64 bytes of map memory per tracked source (fg_src{mm['family']}, "
          "memlock / sources held after as many distinct ones as ways were offered)")
-    at1m = next((d for d in res["daemon"] if d["family"] == mm["family"] and d["target"] == 1000000), None)
+    pt1m = next((d for d in res["daemon"] if d["family"] == mm["family"] and d["target"] == 1000000), None)
     goal(t, mm["bytes_per_tracked"] is not None and mm["bytes_per_tracked"] <= 64,
          f"{mm['bytes_per_tracked'] or 0:.1f} B per tracked source ({mm['tracked']} held of {mm['offered']} offered, "
          f"{mm['memlock']} B memlock); {mm['bytes_per_way']:.1f} B per way of {mm['ways']}"
-         + (f"; {at1m['bytes_per_tracked']:.1f} B per tracked with the table at {at1m['tracked']}" if at1m else ""))
+         + (f"; {pt1m['bytes_per_tracked']:.1f} B per tracked with the table at {pt1m['tracked']}" if pt1m else ""))
 for fam in (4, 6):
     if not any(mm["family"] == fam for mm in res["memory"]):
         notrun(f"memory: IPv{fam} <= 64 bytes of map memory per tracked source", "daemon")

@@ -6,7 +6,7 @@
  *   fgbench micro --policy FILE [--cpu N] [--passes P] [--repeat R]
  *       BPF_PROG_TEST_RUN on one CPU, wall-clock ns per packet, one JSON
  *       line per figure and pass on stdout, passes interleaved (pass 1 runs
- *       every scenario, then pass 2, ...). Also the map memory per source.
+ *       every scenario, then pass 2, ...).
  *   fgbench rules [--cpu N] [--passes P] [--repeat R]
  *       the cost of the first-match rule search against the number of rules
  *       (1, 16, 64, 256, capped at the policy limit), the matching rule
@@ -290,17 +290,25 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 	return err ? err : (long)n4;
 }
 
-/* Over every row: the count of event ev, or (ev < 0) the frames with outcome out. */
+/* Over every row of m: the count of event ev, or (ev < 0) the frames with
+ * outcome out, in *sum. 0 or -errno. */
+static int stats_sum(struct fg_maps *m, int ev, int out, __u64 *sum)
+{
+	static struct fg_stats rows[FG_NROWS];
+	int err = fg_stats_read(m, rows);
+
+	*sum = 0;
+	for (int r = 0; !err && r < FG_NROWS; r++)
+		*sum += ev >= 0 ? rows[r].ev[ev] : rows[r].pkts[out];
+	return err;
+}
+
+/* stats_sum of an instance, 0 if unreadable. */
 static __u64 fgi_sum(struct fgi *g, int ev, int out)
 {
-	struct fg_stats rows[FG_NROWS];
-	__u64 s = 0;
+	__u64 s;
 
-	if (fg_stats_read(&g->maps, rows))
-		return 0;
-	for (int r = 0; r < FG_NROWS; r++)
-		s += ev >= 0 ? rows[r].ev[ev] : rows[r].pkts[out];
-	return s;
+	return stats_sum(&g->maps, ev, out, &s) ? 0 : s;
 }
 
 static __u64 fgi_ev(struct fgi *g, int ev)
@@ -1405,14 +1413,10 @@ static int fill_send(int prog, __u64 fam, __u64 from, __u64 n)
 static int fill_events(struct fg_maps *m, __u64 ev[3])
 {
 	static const int which[3] = { FG_EV_INSERT, FG_EV_INSERT_LIMITED, FG_EV_INSERT_FAIL };
-	static struct fg_stats rows[FG_NROWS];
-	int err = fg_stats_read(m, rows);
+	int err = 0;
 
-	for (int i = 0; i < 3; i++) {
-		ev[i] = 0;
-		for (int r = 0; !err && r < FG_NROWS; r++)
-			ev[i] += rows[r].ev[which[i]];
-	}
+	for (int i = 0; i < 3 && !err; i++)
+		err = stats_sum(m, which[i], 0, &ev[i]);
 	return err;
 }
 
