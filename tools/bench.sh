@@ -589,8 +589,9 @@ def notrun(text, part):
 def med(c, n, k="cost_ns"):
     try: return res["live"][c][str(n)][k]["median"]
     except (KeyError, TypeError): return None
-def netr(a, b, n):  # ratio net of the generator's share, when the denominator is not noise
-    g = med("bare", n)
+def netr(a, b, n):  # ratio net of the generator's share (median of the passes'), when the denominator is not noise
+    sh = [b0["cost_ns"] for p in {x["pass"] for x in live.get(("bare", n), [])} for b0 in [run_of("bare", n, p)]]
+    g = statistics.median(sh) if sh else None
     if g is None or (b - g) < 5:
         return "n/a (within noise of the bare run)"
     return f"{(a - g) / (b - g):.2f}x"
