@@ -6,7 +6,7 @@
  *   fgbench micro --policy FILE [--cpu N] [--passes P] [--repeat R]
  *       BPF_PROG_TEST_RUN on one CPU, wall-clock ns per packet, one JSON
  *       line per figure and pass on stdout, passes interleaved (pass 1 runs
- *       every scenario, then pass 2, ...). Also the map memory per source.
+ *       every scenario, then pass 2, ...).
  *   fgbench rules [--cpu N] [--passes P] [--repeat R]
  *       the cost of the first-match rule search against the number of rules
  *       (1, 16, 64, 256, capped at the policy limit), the matching rule
@@ -19,9 +19,10 @@
  *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
  *   fgbench sweep [--curve sources|rules|prefixes|shed|all] [--quick] ...
  *       the cost curves, each point next to the floor (section "sweep").
- *   fgbench fill --pin-dir DIR -i DEV --family 4|6 --sources N [--start S]
+ *   fgbench fill --pin-dir DIR -i DEV --family 4|6 [--sources N] [--tracked T] [--start S]
  *       one frame from each of N new sources through floodgated's program,
- *       for the daemon's CPU curve (section "fill").
+ *       then more until T are tracked, for the daemon's CPU curve and the
+ *       memory per tracked source (fill).
  *   fgbench dispatch -i DEV
  *       floodgate alone and inside libxdp's dispatcher, or the reason this
  *       kernel cannot build one (section "dispatch").
@@ -93,7 +94,7 @@ struct bench_opts {
 	const char *curve;			/* sweep */
 	bool quick;				/* sweep */
 	const char *pin_dir;			/* fill */
-	__u64 family, sources, start;		/* fill; sources also micro6 */
+	__u64 family, sources, start, tracked;	/* fill; sources also micro6 */
 	__u64 max_sources;			/* micro6 */
 };
 
@@ -289,16 +290,37 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 	return err ? err : (long)n4;
 }
 
+/* Over every row of m: the count of event ev, or (ev < 0) the frames with
+ * outcome out, in *sum. 0 or -errno. */
+static int stats_sum(struct fg_maps *m, int ev, int out, __u64 *sum)
+{
+	static struct fg_stats rows[FG_NROWS];
+	int err = fg_stats_read(m, rows);
+
+	*sum = 0;
+	for (int r = 0; !err && r < FG_NROWS; r++)
+		*sum += ev >= 0 ? rows[r].ev[ev] : rows[r].pkts[out];
+	return err;
+}
+
+/* stats_sum of an instance, 0 if unreadable. */
+static __u64 fgi_sum(struct fgi *g, int ev, int out)
+{
+	__u64 s;
+
+	return stats_sum(&g->maps, ev, out, &s) ? 0 : s;
+}
+
 static __u64 fgi_ev(struct fgi *g, int ev)
 {
-	struct fg_stats rows[FG_NROWS];
-	__u64 s = 0;
+	return fgi_sum(g, ev, 0);
+}
 
-	if (fg_stats_read(&g->maps, rows))
-		return 0;
-	for (int r = 0; r < FG_NROWS; r++)
-		s += rows[r].ev[ev];
-	return s;
+/* Frames that did not find a bucket of their own already there: a new one,
+ * the overflow bucket or none (on_full: closed). */
+static __u64 fgi_missed(struct fgi *g)
+{
+	return fgi_ev(g, FG_EV_INSERT) + fgi_ev(g, FG_EV_OVERFLOW) + fgi_ev(g, FG_EV_FULL_CLOSED);
 }
 
 /* Where the last frames went: the (row, outcome) with the most packets. */
@@ -592,23 +614,40 @@ static int real_rule(struct fgi *g)
 	return -1;
 }
 
-/* One throttled UDP rule over a table for n sources (the next power of two
- * past n + n/32, in *tab), prefilled with n sources from SRC_BASE (*have:
- * the entries the table holds); skip as fgi_open_ex. 0 or -errno. */
+/* A table (a power of two, as fg_src4's sets are) of at least 4n ways: at
+ * that load a set of FG_WAYS4 ways overflows for about 1 source in 10,000
+ * (Poisson), so the points measure lookups, not the overflow path (checked
+ * after each point). */
+static __u32 table_for(__u64 n)
+{
+	__u64 tab = 2048;
+
+	while (tab < 4 * n)
+		tab <<= 1;
+	return tab > FG_MAX_SOURCES_BENCH ? FG_MAX_SOURCES_BENCH : (__u32)tab;
+}
+
+/* One throttled UDP rule over a table for n sources (table_for(n), in *tab:
+ * as the sweep's sources curve, so the n sources fit; the few a full set
+ * leaves out are dropped too, on_full: closed, and counted). Its rate is 1/h:
+ * the prefill's tat, an hour ahead, is then within tau, not clamped to
+ * now + tau as stale (fg_gcra.h), and no source refills during a run (at
+ * 1/s a million sources got a million frames a second through). Prefilled with n
+ * sources from SRC_BASE (*have: the entries the table holds); skip as
+ * fgi_open_ex. 0 or -errno. */
 static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long *have)
 {
 	char y[512];
 	int err;
 
-	*tab = 2048;
-	while (*tab < n + n / 32)
-		*tab <<= 1;
+	*tab = table_for(n);
 	snprintf(y, sizeof(y),
 		 "max_sources: %u\n"
 		 "rules:\n"
 		 "  - name: throttled\n"
 		 "    match: {proto: udp}\n"
-		 "    per_source: {rate: 1/s, burst: 1}\n", *tab);
+		 "    per_source: {rate: 1/h, burst: 1}\n"
+		 "    on_full: closed\n", *tab);
 	err = fgi_open_ex(g, y, NULL, skip, 0, 0);
 	if (err)
 		return err;
@@ -724,25 +763,6 @@ static int micro(void *cfg)
 			goto out;
 		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n",
 		       n, tab, have);
-		/* Map memory per tracked source, from the kernel's own accounting
-		 * (fdinfo memlock = map_mem_usage), at the largest table. */
-		if (i == 2) {
-			for (int f = 0; f < 2; f++) {
-				unsigned long long memlock =
-					map_memlock(many[i].maps.fd[f ? FGM_SRC6 : FGM_SRC4]);
-
-				/* fg_src4: tab ways in sets of FG_WAYS4, 8-byte key and
-				 * 16 bytes of state (tat, drops) per way; fg_src6: an
-				 * 8-byte digest, tat, drops and the owner's copy */
-				printf("{\"kind\":\"mem\",\"map\":\"%s\",\"max_entries\":%u,"
-				       "\"entries\":%ld,\"memlock\":%llu,\"key\":%zu,\"value\":%zu,"
-				       "\"bytes_per_entry\":%.2f,\"bytes_per_tracked\":%.2f}\n",
-				       f ? "fg_src6" : "fg_src4", tab, f ? 0 : have, memlock,
-				       f ? sizeof(__u64) : sizeof(struct fg_wkey4),
-				       f ? sizeof(struct fg_set6) / FG_WAYS6 - sizeof(__u64) : 2 * sizeof(__u64),
-				       (double)memlock / tab, (double)memlock / n);
-			}
-		}
 	}
 
 	for (int i = 0; i < 2 && nmany; i++) {
@@ -794,10 +814,10 @@ static int micro(void *cfg)
 		if (sc[s].g && !sc[s].nsrc)
 			run_once(sc[s].prog, frame, 64, &ns, &rv, NULL);
 	}
-	__u64 ins0[3];
+	__u64 ins0[3], pass0[3];
 
 	for (int i = 0; i < nmany; i++)
-		ins0[i] = fgi_ev(&many[i], FG_EV_INSERT) + fgi_ev(&many[i], FG_EV_OVERFLOW);
+		ins0[i] = fgi_missed(&many[i]), pass0[i] = fgi_sum(&many[i], -1, FG_OUT_PASS);
 
 	for (unsigned long pass = 1; pass <= passes; pass++) {
 		for (int s = 0; s < S_N; s++)
@@ -866,10 +886,11 @@ static int micro(void *cfg)
 		       "SYNs (0: judged on the source's count entry)\",\"count\":%d}\n",
 		       fgi_pending(&one));
 		for (int i = 0; i < nmany; i++)
-			printf("{\"kind\":\"check\",\"what\":\"new buckets during the %s-source runs\","
-			       "\"count\":%llu}\n", i == 2 ? "1M" : i ? "100k" : "1k",
-			       (unsigned long long)(fgi_ev(&many[i], FG_EV_INSERT) +
-						    fgi_ev(&many[i], FG_EV_OVERFLOW) - ins0[i]));
+			printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket "
+			       "during the %s-source runs\",\"count\":%llu,\"passed\":%llu}\n",
+			       i == 2 ? "1M" : i ? "100k" : "1k",
+			       (unsigned long long)(fgi_missed(&many[i]) - ins0[i]),
+			       (unsigned long long)(fgi_sum(&many[i], -1, FG_OUT_PASS) - pass0[i]));
 	}
 out:
 	fgi_close(&one);
@@ -937,19 +958,6 @@ static void ybuf_free(struct ybuf *y)
 		fclose(y->f);
 	free(y->s);
 	memset(y, 0, sizeof(*y));
-}
-
-/* A table (a power of two, as fg_src4's sets are) of at least 4n ways: at
- * that load a set of FG_WAYS4 ways overflows for about 1 source in 10,000
- * (Poisson), so the points measure lookups, not the overflow path (checked
- * after each point). */
-static __u32 table_for(__u64 n)
-{
-	__u64 tab = 2048;
-
-	while (tab < 4 * n)
-		tab <<= 1;
-	return tab > FG_MAX_SOURCES_BENCH ? FG_MAX_SOURCES_BENCH : (__u32)tab;
 }
 
 struct curve_ctx {
@@ -1023,35 +1031,27 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 {
 	int flr = bpf_program__fd(c->bf->progs.floor), vry = bpf_program__fd(c->bf->progs.vary);
 	static struct fgi g;
-	char y[256], extra[200];
-	__u32 tab = table_for(n);
+	char extra[200];
 	__u8 frame[64];
+	__u32 tab;
 	long have;
 	int err;
 
-	snprintf(y, sizeof(y), "max_sources: %u\nrules:\n  - name: throttled\n"
-		 "    match: {proto: udp}\n    per_source: {rate: 1/s, burst: 1}\n", tab);
-	if ((err = fgi_open(&g, y, NULL)))
+	if ((err = fgi_open_filled(&g, n, 0, &tab, &have)))
 		goto out;
-	have = fgi_prefill(&g, 0, SRC_BASE, n);
-	if (have < 0) {
-		err = (int)have;
-		fprintf(stderr, "fgbench: prefilling %u sources: %s\n", n, strerror(-err));
-		goto out;
-	}
 	printf("{\"kind\":\"prefill\",\"curve\":\"sources\",\"sources\":%u,\"table\":%u,"
 	       "\"entries\":%ld}\n", n, tab, have);
-	__u64 ins0 = fgi_ev(&g, FG_EV_INSERT) + fgi_ev(&g, FG_EV_OVERFLOW);
+	__u64 ins0 = fgi_missed(&g);
 
 	build_frame(frame, SRC_BASE, 9);
-	/* the verdict is the last frame's: a source its full set left out of
-	 * the prefill is admitted once (counted by the check below) */
+	/* every frame dropped: by its throttled bucket or, a source its full
+	 * set left out of the prefill, by on_full: closed (counted below) */
 	for (unsigned long pass = 1; pass <= c->b->passes; pass++) {
 		double raw, vfl, fns;
 		__u32 kraw, kv, kf;
 
 		if ((err = vary_to(c->bf, g.prog, n)) ||
-		    (err = measure_as(vry, frame, c->repeat, -1, "sources", &raw, &kraw)) ||
+		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "sources", &raw, &kraw)) ||
 		    (err = vary_to(c->bf, flr, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
@@ -1063,9 +1063,9 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 			    fns, kf, extra);
 	}
 	/* honesty: every packet hit a prefilled bucket (the table held them all) */
-	printf("{\"kind\":\"check\",\"what\":\"new buckets during the %u-source curve point\","
-	       "\"count\":%llu}\n", n, (unsigned long long)(fgi_ev(&g, FG_EV_INSERT) +
-							    fgi_ev(&g, FG_EV_OVERFLOW) - ins0));
+	printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket during the "
+	       "%u-source curve point\",\"count\":%llu}\n", n,
+	       (unsigned long long)(fgi_missed(&g) - ins0));
 out:
 	fgi_close(&g);
 	return err;
@@ -1341,11 +1341,14 @@ static int sweep(void *cfg)
 
 /* ---- fill: tracked sources for the daemon CPU curve --------------------------
  *
- * fgbench fill --pin-dir DIR -i DEV --family 4|6 --sources N [--start S]
+ * fgbench fill --pin-dir DIR -i DEV --family 4|6 [--sources N] [--tracked T] [--start S]
  * sends one UDP frame from each of N new sources (S .. S+N-1) through the
  * program floodgated attached to DEV (found by its pinned link), by
  * BPF_PROG_TEST_RUN with repeat 1 (no dispatcher swap, so ~1 us a frame),
- * then prints the tracked sources of both tables and their map memory.
+ * then (--tracked) more new ones until the family's table holds T; prints
+ * the tracked sources of both tables, their map memory, the index after the
+ * last source sent (next) and the new-key events the frames caused: a
+ * source refused by the admission limit or finding no way is not tracked.
  */
 
 /* A 64-byte Ethernet/IPv6/UDP frame from 2001:db8:II:II::1 (i in the top
@@ -1386,18 +1389,56 @@ static int pinned_prog(const char *dir, const char *ifname)
 	return fd;
 }
 
+/* One frame from each of the sources from .. from + n - 1 of family fam. */
+static int fill_send(int prog, __u64 fam, __u64 from, __u64 n)
+{
+	__u8 frame[64];
+
+	for (__u64 i = from; i < from + n; i++) {
+		double ns;
+		__u32 rv;
+		int err;
+
+		if (fam == 4)
+			build_frame(frame, SRC_FILL4 + (__u32)i, 9);
+		else
+			build_frame6(frame, (__u32)i);
+		if ((err = run_once(prog, frame, 1, &ns, &rv, NULL)))
+			return err;
+	}
+	return 0;
+}
+
+/* The new-key events of every row: inserted, refused by admission, no way. */
+static int fill_events(struct fg_maps *m, __u64 ev[3])
+{
+	static const int which[3] = { FG_EV_INSERT, FG_EV_INSERT_LIMITED, FG_EV_INSERT_FAIL };
+	int err = 0;
+
+	for (int i = 0; i < 3 && !err; i++)
+		err = stats_sum(m, which[i], 0, &ev[i]);
+	return err;
+}
+
+#define FILL_ROUNDS	8	/* --tracked: rounds of new sources at the most */
+
+/* --sources N new sources, then (--tracked T) as many more as the family's
+ * table is short of T, until it holds T or FILL_ROUNDS rounds were sent:
+ * a source can take the way of an older, full one, so N new sources need
+ * not add N tracked. The table's own count decides, not the number sent. */
 static int fill(void *cfg)
 {
 	const struct bench_opts *b = cfg;
 	struct fg_maps m = { .dirfd = -1 };
 	char why[FG_WHY_LEN] = "";
-	size_t n4 = 0, n6 = 0;
-	__u64 t0, sent = 0;
-	__u8 frame[64];
-	int prog, err;
+	size_t n4 = 0, n6 = 0, have;
+	__u64 t0, send_ns = 0, next = b->start, want = b->sources, ev0[3], ev1[3];
+	int prog, err, round = 0;
 
-	if (!b->pin_dir || !b->ifname || (b->family != 4 && b->family != 6) || !b->sources) {
-		fprintf(stderr, "fgbench: fill: needs --pin-dir DIR, -i DEV, --family 4|6 and --sources N\n");
+	if (!b->pin_dir || !b->ifname || (b->family != 4 && b->family != 6) ||
+	    (!b->sources && !b->tracked)) {
+		fprintf(stderr, "fgbench: fill: needs --pin-dir DIR, -i DEV, --family 4|6 and "
+			"--sources N or --tracked T\n");
 		return FG_EXIT_USAGE;
 	}
 	prog = pinned_prog(b->pin_dir, b->ifname);
@@ -1406,36 +1447,47 @@ static int fill(void *cfg)
 			b->pin_dir, FG_LINK_PREFIX, b->ifname, strerror(-prog));
 		return 1;
 	}
-	t0 = now_ns();
-	for (__u64 i = b->start; i < b->start + b->sources; i++) {
-		double ns;
-		__u32 rv;
-
-		if (b->family == 4)
-			build_frame(frame, SRC_FILL4 + (__u32)i, 9);
-		else
-			build_frame6(frame, (__u32)i);
-		if ((err = run_once(prog, frame, 1, &ns, &rv, NULL))) {
-			fprintf(stderr, "fgbench: fill: test_run: %s\n", strerror(-err));
-			close(prog);
-			return 1;
-		}
-		sent++;
-	}
-	close(prog);
 	err = fg_maps_open(&m, b->pin_dir, why);
 	if (!err)
+		err = fill_events(&m, ev0);
+	if (!err)
 		err = fg_sources_count(&m, &n4, &n6);
+	have = b->family == 4 ? n4 : n6;
+	if (!err && !want)
+		want = b->tracked > have ? b->tracked - have : 0;
+	while (!err && want) {
+		t0 = now_ns();
+		if ((err = fill_send(prog, b->family, next, want))) {
+			fprintf(stderr, "fgbench: fill: test_run: %s\n", strerror(-err));
+			break;
+		}
+		send_ns += now_ns() - t0;
+		next += want;
+		round++;
+		if ((err = fg_sources_count(&m, &n4, &n6)))
+			break;
+		have = b->family == 4 ? n4 : n6;
+		want = have < b->tracked && round < FILL_ROUNDS ? b->tracked - have : 0;
+		if (next + want > UINT32_MAX)
+			want = next < UINT32_MAX ? UINT32_MAX - next : 0;
+	}
+	close(prog);
+	if (!err)
+		err = fill_events(&m, ev1);
 	if (err) {
-		fprintf(stderr, "fgbench: fill: counting the sources of %s: %s\n", b->pin_dir,
+		fprintf(stderr, "fgbench: fill: the sources of %s: %s\n", b->pin_dir,
 			why[0] ? why : strerror(-err));
 		fg_maps_close(&m);
 		return 1;
 	}
-	printf("{\"kind\":\"fill\",\"family\":%llu,\"sent\":%llu,\"ms\":%.1f,\"tracked4\":%zu,"
-	       "\"tracked6\":%zu,\"memlock4\":%llu,\"memlock6\":%llu}\n",
-	       (unsigned long long)b->family, (unsigned long long)sent, (now_ns() - t0) / 1e6,
-	       n4, n6, map_memlock(m.fd[FGM_SRC4]), map_memlock(m.fd[FGM_SRC6]));
+	printf("{\"kind\":\"fill\",\"family\":%llu,\"sent\":%llu,\"next\":%llu,\"rounds\":%d,"
+	       "\"ms\":%.1f,\"tracked4\":%zu,\"tracked6\":%zu,\"memlock4\":%llu,\"memlock6\":%llu,"
+	       "\"inserted\":%llu,\"insert_limited\":%llu,\"insert_fail\":%llu}\n",
+	       (unsigned long long)b->family, (unsigned long long)(next - b->start),
+	       (unsigned long long)next, round, send_ns / 1e6, n4, n6,
+	       map_memlock(m.fd[FGM_SRC4]), map_memlock(m.fd[FGM_SRC6]),
+	       (unsigned long long)(ev1[0] - ev0[0]), (unsigned long long)(ev1[1] - ev0[1]),
+	       (unsigned long long)(ev1[2] - ev0[2]));
 	fg_maps_close(&m);
 	return 0;
 }
@@ -1841,24 +1893,23 @@ out:
 /* ---- options ---------------------------------------------------------------- */
 
 #define B struct bench_opts
+/* The options of every command that times BPF_PROG_TEST_RUN: its CPU, its
+ * passes (at most pmax, described by phelp) and the short call's repeat. */
+#define RUN_OPTS(pmax, phelp, rmax)							\
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"), \
+	FG_OPT_U64("passes", 'P', B, passes, "P", 1, pmax, "a number of passes", phelp),	\
+	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, rmax, "a repeat count",		\
+		   "packets per run of the short call (default 1048576)")
 static const struct fg_opt micro_opts[] = {
 	FG_OPT_STR("policy", 'p', B, policy, "FILE", "the realistic policy (required)"),
-	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
-	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
-		   "interleaved passes (default 3)"),
-	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
-		   "packets per run of the short call (default 1048576)"),
+	RUN_OPTS(1000000, "interleaved passes (default 3)", 1u << 30),
 	FG_OPT_U64("sources", 's', B, maxsrc, "N", 1000000, UINT32_MAX, "a number of sources",
 		   "sources of the largest table (default 1000000)"),
 	FG_OPT_STR("only", 'o', B, only, "NAME", "only the figure NAME (profiling)"),
 	FG_OPT_END,
 };
 static const struct fg_opt rules_opts[] = {
-	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
-	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
-		   "interleaved passes (default 3)"),
-	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
-		   "packets per run of the short call (default 1048576)"),
+	RUN_OPTS(1000000, "interleaved passes (default 3)", 1u << 30),
 	FG_OPT_END,
 };
 static const struct fg_opt xdp_opts[] = {
@@ -1868,11 +1919,7 @@ static const struct fg_opt xdp_opts[] = {
 };
 static const struct fg_opt sweep_opts[] = {
 	FG_OPT_STR("curve", 'C', B, curve, "NAME", "sources, rules, prefixes, shed or all (default)"),
-	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
-	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000000, "a number of passes",
-		   "passes per point, each floodgate then the floor (default 3)"),
-	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 30, "a repeat count",
-		   "packets per run of the short call (default 1048576)"),
+	RUN_OPTS(1000000, "passes per point, each floodgate then the floor (default 3)", 1u << 30),
 	FG_OPT_BOOL("quick", 'q', B, quick, "sources up to 100,000, prefixes up to 10,000"),
 	FG_OPT_END,
 };
@@ -1881,16 +1928,15 @@ static const struct fg_opt fill_opts[] = {
 	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device floodgated is attached to (required)"),
 	FG_OPT_U64("family", 'f', B, family, "4|6", 4, 6, "4 or 6", "the address family (required)"),
 	FG_OPT_U64("sources", 's', B, sources, "N", 1, 1u << 24, "a number of sources",
-		   "new sources to send one frame each (required)"),
+		   "new sources to send one frame each (this or --tracked)"),
+	FG_OPT_U64("tracked", 't', B, tracked, "T", 1, 1u << 24, "a number of sources",
+		   "then new sources until the family's table holds T (at most 8 rounds)"),
 	FG_OPT_U64("start", 'S', B, start, "S", 0, UINT32_MAX - (1u << 24), "a source index",
 		   "index of the first source (default 0)"),
 	FG_OPT_END,
 };
 static const struct fg_opt micro6_opts[] = {
-	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"),
-	FG_OPT_U64("passes", 'P', B, passes, "P", 1, 1000, "a number of passes", "passes (default 3)"),
-	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, 1u << 28, "a repeat count",
-		   "packets per run of the short call (default 1048576)"),
+	RUN_OPTS(1000, "passes (default 3)", 1u << 28),
 	FG_OPT_U64("sources", 's', B, sources, "N", 1, 1u << 26, "a number of sources",
 		   "distinct /64s sent into the table (default 1000000)"),
 	FG_OPT_U64("max-sources", 'm', B, max_sources, "N", 1024, 1ull << 27, "a table size",
@@ -1903,6 +1949,7 @@ static const struct fg_opt dispatch_opts[] = {
 		   "packets per run of the short call (default 1048576)"),
 	FG_OPT_END,
 };
+#undef RUN_OPTS
 #undef B
 static const struct fg_opt bench_opts[] = {
 	FG_OPT_HELP("help for the command"),
