@@ -230,6 +230,9 @@ int fg_array_read_rows(struct fg_maps *m, enum fg_map_id id, __u32 first, __u32 
 	    (map_defs[id].type != BPF_MAP_TYPE_ARRAY && map_defs[id].type != BPF_MAP_TYPE_PERCPU_ARRAY))
 		return -EINVAL;	/* rows of an array, keyed by index */
 	rsz = row_size(m, id);
+	/* defined even where the kernel wrote nothing, and for valgrind, which
+	 * does not know that a batch lookup writes its values */
+	memset(vals, 0, (size_t)n * rsz);
 	err = rows_batch(m->fd[id], first, n, vals, rsz);
 	if (!batch_refused(err))
 		return err;
