@@ -24,6 +24,7 @@
 #define FG_CONN_BPF_H
 
 #include "fg_conn.h"
+#include "fg_common.bpf.h"
 
 #define FG_CONN_CAS	8	/* compare-and-swap attempts per claim */
 /* The maps' size before userspace sets it (or shares them: the XDP
@@ -37,22 +38,14 @@
  * only by bpf/fgconn.bpf.c when a handshake completes (or a reconcile finds
  * a socket), never by a SYN, so spoofed sources cannot fill it; entries at
  * zero are deleted by the reconcile. Sized by userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FG_CONN_MAP_ENTRIES);
-	__type(key, struct fg_conn_key);
-	__type(value, struct fg_conn_val);
-} fgc_count SEC(".maps");
+FG_MAP(fgc_count, BPF_MAP_TYPE_HASH, FG_CONN_MAP_ENTRIES, 0, struct fg_conn_key,
+       struct fg_conn_val);
 
 /* Pending slots of keys that have no fgc_count entry yet (a source's first
  * handshakes), created by XDP. LRU: what a spoofed flood evicts is a
  * pending place, given back early; never an established count. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FG_CONN_MAP_ENTRIES);
-	__type(key, struct fg_conn_key);
-	__type(value, struct fg_conn_val);
-} fgc_pend SEC(".maps");
+FG_MAP(fgc_pend, BPF_MAP_TYPE_LRU_HASH, FG_CONN_MAP_ENTRIES, 0, struct fg_conn_key,
+       struct fg_conn_val);
 
 /* The key of a source under a rule: its address masked as the rule groups
  * sources. family 4: saddr[0] only. */
@@ -61,14 +54,7 @@ static __always_inline void fg_conn_key_make(struct fg_conn_key *k, int family,
 					     const __be32 mask6[4], __u16 rule, __u16 gen)
 {
 	__builtin_memset(k, 0, sizeof(*k));
-	if (family == 4) {
-		k->addr[0] = saddr[0] & mask4;
-	} else {
-		k->addr[0] = saddr[0] & mask6[0];
-		k->addr[1] = saddr[1] & mask6[1];
-		k->addr[2] = saddr[2] & mask6[2];
-		k->addr[3] = saddr[3] & mask6[3];
-	}
+	fg_mask_src(k->addr, family, saddr, mask4, mask6);
 	k->rule = rule;
 	k->gen = gen;
 	k->family = family;

@@ -30,6 +30,7 @@
 #include "floodgate.h"
 #include "fg_parse.h"
 #include "fg_gcra.h"
+#include "fg_common.bpf.h"
 /* Concurrency caps: fgc_count and fgc_pend are placeholders here, small
  * unless shared: floodgated makes them bpf/fgconn.bpf.c's maps
  * (bpf_map__reuse_fd before load; docs/concurrency.md). */
@@ -61,47 +62,21 @@ const volatile __u32 fg_trie4 = 0;
 
 /* Runtime switches; mmapped and stored field by field by floodgated and
  * the CLI (user/ctl.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct fg_ctl);
-} fg_ctl SEC(".maps");
+FG_MAP(fg_ctl, BPF_MAP_TYPE_ARRAY, 1, BPF_F_MMAPABLE, __u32, struct fg_ctl);
 
 /* Two policy slots; fg_ctl.slot names the active one. Written by userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct fg_policy);
-} fg_policy SEC(".maps");
+FG_MAP(fg_policy, BPF_MAP_TYPE_ARRAY, 2, 0, __u32, struct fg_policy);
 
 /* Where the rule scan starts, per slot, class and destination port. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct fg_pidx);
-} fg_pidx SEC(".maps");
+FG_MAP(fg_pidx, BPF_MAP_TYPE_ARRAY, 2, 0, __u32, struct fg_pidx);
 
 /* Allow/deny lists and source sets, IPv4, keyed by (slot, prefix); sized
  * for both slots of the largest policy (FG_PFX_ENTRIES). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FG_PFX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fg_lpm4);
-	__type(value, struct fg_pfx);
-} fg_pfx4 SEC(".maps");
+FG_MAP(fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, FG_PFX_ENTRIES, BPF_F_NO_PREALLOC, struct fg_lpm4,
+       struct fg_pfx);
 
 /* IPv4 lists, first level of DIR-16-8-8 by slot (struct fg_dir4). Written by userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct fg_dir4);
-} fg_dir4 SEC(".maps");
+FG_MAP(fg_dir4, BPF_MAP_TYPE_ARRAY, 2, 0, __u32, struct fg_dir4);
 
 /* Its 256-entry blocks: per slot, an inner array that userspace creates at
  * apply as large as the policy needs (BPF_F_INNER_MAP: any size). */
@@ -121,109 +96,58 @@ struct {
 } fg_blk4 SEC(".maps");
 
 /* Same for IPv6. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FG_PFX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fg_lpm6);
-	__type(value, struct fg_pfx);
-} fg_pfx6 SEC(".maps");
+FG_MAP(fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, FG_PFX_ENTRIES, BPF_F_NO_PREALLOC, struct fg_lpm6,
+       struct fg_pfx);
 
 /* Runtime allow/deny entries, IPv4, keyed by prefix alone (struct fg_rt):
  * added and deleted by the CLI, expired ones removed by the CLI and the
  * daemon; whether an entry's time is over is judged here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FG_RT_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fg_rt_key4);
-	__type(value, struct fg_rt);
-} fg_rt4 SEC(".maps");
+FG_MAP(fg_rt4, BPF_MAP_TYPE_LPM_TRIE, FG_RT_MAX, BPF_F_NO_PREALLOC, struct fg_rt_key4,
+       struct fg_rt);
 
 /* Same for IPv6. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FG_RT_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fg_rt_key6);
-	__type(value, struct fg_rt);
-} fg_rt6 SEC(".maps");
+FG_MAP(fg_rt6, BPF_MAP_TYPE_LPM_TRIE, FG_RT_MAX, BPF_F_NO_PREALLOC, struct fg_rt_key6,
+       struct fg_rt);
 
 /* Per-source buckets, IPv4: set-associative, see struct fg_set4. Filled
  * by this program; 1 << fg_ctl.src4_bits sets, sized by userspace from
  * max_sources. Mmapable, so that sets start on a page (hence cache line)
  * boundary and userspace can scan it without a syscall per set. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 13);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct fg_set4);
-} fg_src4 SEC(".maps");
+FG_MAP(fg_src4, BPF_MAP_TYPE_ARRAY, 1 << 13, BPF_F_MMAPABLE, __u32, struct fg_set4);
 
 /* Per-source buckets, IPv6 (prefix-grouped): set-associative by digest,
  * see struct fg_set6. Filled by this program; 1 << fg_ctl.src6_bits sets,
  * sized by userspace from max_sources; mmapable as fg_src4. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 13);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct fg_set6);
-} fg_src6 SEC(".maps");
+FG_MAP(fg_src6, BPF_MAP_TYPE_ARRAY, 1 << 13, BPF_F_MMAPABLE, __u32, struct fg_set6);
 
 /* Aggregate, overflow and admission buckets, a cache line each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_NAGG);
-	__type(key, __u32);
-	__type(value, struct fg_agg);
-} fg_agg SEC(".maps");
+FG_MAP(fg_agg, BPF_MAP_TYPE_ARRAY, FG_NAGG, 0, __u32, struct fg_agg);
 
 /* Fleet leases by rule id (struct fg_lease): floodgated writes them through
  * an mmap; this program spends their tokens. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_MAX_IDS);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct fg_lease);
-} fg_lease SEC(".maps");
+FG_MAP(fg_lease, BPF_MAP_TYPE_ARRAY, FG_MAX_IDS, BPF_F_MMAPABLE, __u32, struct fg_lease);
 
 /* The adaptive shedder's thresholds and deadline (struct fg_shed_ctl):
  * floodgated stores them through an mmap every sample, the CLI its off
  * switch; read here by packets of tiered rules only. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct fg_shed_ctl);
-} fg_shed SEC(".maps");
+FG_MAP(fg_shed, BPF_MAP_TYPE_ARRAY, 1, BPF_F_MMAPABLE, __u32, struct fg_shed_ctl);
 
 /* Counters per CPU, per rule id (+ global row). Read by userspace. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FG_NROWS);
-	__type(key, __u32);
-	__type(value, struct fg_stats);
-} fg_stats SEC(".maps");
+FG_MAP(fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, FG_NROWS, 0, __u32, struct fg_stats);
 
 /* Rule id -> name; written by userspace, never read here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_MAX_IDS);
-	__type(key, __u32);
-	__type(value, struct fg_name);
-} fg_names SEC(".maps");
+FG_MAP(fg_names, BPF_MAP_TYPE_ARRAY, FG_MAX_IDS, 0, __u32, struct fg_name);
 
 /* Daemon metadata for `floodgate status`; never read here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fg_meta);
-} fg_meta SEC(".maps");
+FG_MAP(fg_meta, BPF_MAP_TYPE_ARRAY, 1, 0, __u32, struct fg_meta);
+
+/* fg_now_ns's cache of the coarse clock, per CPU: this program's own,
+ * not pinned. */
+struct fg_clk {
+	__u64 jiffies;		/* bpf_jiffies64 when ns was read */
+	__u64 ns;		/* bpf_ktime_get_coarse_ns then */
+};
+FG_MAP(fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 1, 0, __u32, struct fg_clk);
 
 /* Throttle events (struct fg_tev, floodgate.h): written here, rate-capped
  * by fg_agg[FG_TEV_IDX]; read by floodgated's tick. */
@@ -273,26 +197,68 @@ static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl,
 	return r->mode;
 }
 
+/*
+ * The coarse clock, called once per tick per CPU: the helper is a call
+ * (~17 ns here, docs/concurrency.md; SRSO makes every return dear) while
+ * bpf_jiffies64 is one load (the verifier inlines it on x86-64) and the
+ * coarse clock only moves when jiffies does, both at the tick. A CPU
+ * reuses its cached time while jiffies reads as when it was cached, so
+ * every value is one the helper returned this tick. A read in the window
+ * where jiffies has moved and the timekeeper not yet (same ns as cached)
+ * leaves the cache as it is, so the next packet asks again. The hit is
+ * inline in fg_now_ns (a call and its return cost ~8 ns here); the refresh
+ * is a global function, verified once (all of it inline took clang 14's
+ * count from 326k to 564k; this way 459k, clang-19's 404k).
+ */
+__noinline __u64 fg_coarse_refresh(void)
+{
+	struct fg_clk *c;
+	__u32 k = 0;
+	__u64 j, ns;
+
+	c = bpf_map_lookup_elem(&fg_clk, &k);
+	j = bpf_jiffies64();
+	ns = bpf_ktime_get_coarse_ns();
+	if (c && ns != c->ns) {
+		c->jiffies = j;
+		c->ns = ns;
+	}
+	return ns;
+}
+
 static __always_inline __u64 fg_now_ns(void)
 {
+	struct fg_clk *c;
+	__u32 k = 0;
+
 	if (fg_clock == FG_CLOCK_TEST)
 		return fake_now;
 	if (fg_clock == FG_CLOCK_PRECISE)
 		return bpf_ktime_get_ns();
-	return bpf_ktime_get_coarse_ns();
+	c = bpf_map_lookup_elem(&fg_clk, &k);
+	if (c && c->jiffies == bpf_jiffies64())
+		return c->ns;
+	return fg_coarse_refresh();
 }
 
+/* A refusal counted as out and dropped; in shadow counted as out_shadow
+ * and passed. */
+static __always_inline void fg_refuse(struct fg_verd *v, int shadow, __u32 out,
+				      __u32 out_shadow)
+{
+	if (shadow) {
+		v->out = out_shadow;
+		v->verdict = XDP_PASS;
+	} else {
+		v->out = out;
+		v->verdict = XDP_DROP;
+	}
+}
 
 /* A drop: in shadow it is counted as would-drop and passed. */
 static __always_inline void fg_drop(struct fg_verd *v, int shadow)
 {
-	if (shadow) {
-		v->out = FG_OUT_SHADOW;
-		v->verdict = XDP_PASS;
-	} else {
-		v->out = FG_OUT_DROP;
-		v->verdict = XDP_DROP;
-	}
+	fg_refuse(v, shadow, FG_OUT_DROP, FG_OUT_SHADOW);
 }
 
 static __always_inline struct fg_bucket *fg_agg_bucket(__u32 idx)
@@ -329,14 +295,7 @@ __noinline __u32 fg_tev_emit(__u64 *drops, const struct fg_rule *r, const struct
 	if (!e)
 		return 1u << FG_EV_TEV_LOST;
 	__builtin_memset(e, 0, sizeof(*e));
-	if (p->family == 4) {
-		*(__u32 *)e->addr = p->saddr[0] & r->mask4;
-	} else {
-		((__u32 *)e->addr)[0] = p->saddr[0] & r->mask6[0];
-		((__u32 *)e->addr)[1] = p->saddr[1] & r->mask6[1];
-		((__u32 *)e->addr)[2] = p->saddr[2] & r->mask6[2];
-		((__u32 *)e->addr)[3] = p->saddr[3] & r->mask6[3];
-	}
+	fg_mask_src((__be32 *)e->addr, p->family, p->saddr, r->mask4, r->mask6);
 	e->rule = r->id;
 	e->gen = r->gen;
 	e->family = p->family;
@@ -380,28 +339,27 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 }
 
 /*
- * A source's way in fg_src4: its own, else (through the admission limit)
- * an empty way or the oldest full one (the eviction invariant, floodgate.h).
- * Returns the way, or -1 (counted) when there is none to take.
+ * A source's way in a set of FG_WAYS4 (== FG_WAYS6) ways whose way i has
+ * its key word at key[i * stride] and its tat at tat[i * stride]: its own,
+ * else (through the admission limit) an empty way or the oldest full one
+ * (the eviction invariant, floodgate.h). Returns the way, or -1 (counted)
+ * when there is none to take; a claim is counted as FG_EV_INSERT.
  */
-static __always_inline int fg_src4_way_in(const struct fg_policy *pol,
-					  struct fg_set4 *set, __u64 key,
-					  __u64 now, struct fg_verd *v)
+_Static_assert(FG_WAYS4 == FG_WAYS6, "fg_way_in serves both tables");
+static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __u64 *tat,
+				     const int stride, __u64 *drops, __u64 want, __u64 now,
+				     struct fg_verd *v)
 {
-	__u64 *keys, oldest = now, victim_key = 0;
+	__u64 oldest = now, victim_key = 0;
 	int i, victim = -1;
-
-	if (!pol || !set)
-		return -1;
-	keys = (__u64 *)set->key;
 
 FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++)
-		if (keys[i] == key)
+		if (key[i * stride] == want)
 			return i;
 FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++) {
-		__u64 k = keys[i], t = set->tat[i];
+		__u64 k = key[i * stride], t = tat[i * stride];
 
 		if (!k) {
 			victim = i;
@@ -420,12 +378,12 @@ FG_UNROLL
 	}
 	if (!fg_admit_new(pol, now, v))
 		return -1;
-	if (__sync_val_compare_and_swap(&keys[victim], victim_key, key) == victim_key) {
+	if (__sync_val_compare_and_swap(&key[victim * stride], victim_key, want) == victim_key) {
 		v->ev |= 1u << FG_EV_INSERT;
-		set->drops[victim] = 0;
+		drops[victim] = 0;
 		return victim;
 	}
-	if (keys[victim] == key)
+	if (key[victim * stride] == want)
 		return victim;	/* another CPU claimed it for this source */
 	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
 	return -1;
@@ -439,61 +397,12 @@ __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
 			   __u64 key, __u64 now, __u32 *ev)
 {
 	struct fg_verd v = {};
-	int w = fg_src4_way_in(pol, set, key, now, &v);
+	int w = pol && set ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops,
+				       key, now, &v) : -1;
 
 	if (ev)
 		*ev |= v.ev;
 	return w;
-}
-
-/*
- * fg_src4_way_in for fg_src6 (struct fg_set6): the same rule, the key a
- * digest; a claimer then writes its copy of the source (who).
- */
-static __always_inline int fg_src6_way_in(const struct fg_policy *pol,
-					  struct fg_set6 *set, const struct fg_who6 *who,
-					  __u64 key, __u64 now, struct fg_verd *v)
-{
-	__u64 oldest = now, victim_key = 0;
-	int i, victim = -1;
-
-	if (!pol || !set || !who)
-		return -1;
-FG_UNROLL
-	for (i = 0; i < FG_WAYS6; i++)
-		if (set->way[i].key == key)
-			return i;
-FG_UNROLL
-	for (i = 0; i < FG_WAYS6; i++) {
-		__u64 k = set->way[i].key, t = set->way[i].tat;
-
-		if (!k) {
-			victim = i;
-			victim_key = 0;
-			break;
-		}
-		if (t <= oldest) {	/* full, and the oldest so far */
-			oldest = t;
-			victim = i;
-			victim_key = k;
-		}
-	}
-	if (victim < 0 || victim >= FG_WAYS6) {
-		v->ev |= 1u << FG_EV_INSERT_FAIL;
-		return -1;
-	}
-	if (!fg_admit_new(pol, now, v))
-		return -1;
-	if (__sync_val_compare_and_swap(&set->way[victim].key, victim_key, key) == victim_key) {
-		v->ev |= 1u << FG_EV_INSERT;
-		set->drops[victim] = 0;
-		set->who[victim] = *who;	/* after the CAS: readers check it, floodgate.h */
-		return victim;
-	}
-	if (set->way[victim].key == key)
-		return victim;	/* another CPU claimed it for this source */
-	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
-	return -1;
 }
 
 /* What a claim of a way in fg_src6 needs (one argument: a global
@@ -504,16 +413,72 @@ struct fg_claim6 {
 	__u64 now;		/* time units */
 };
 
-/* Global, as fg_src4_way: verified once, on its own. */
+/* Global, as fg_src4_way; the key is a digest, so a claimer then writes
+ * its copy of the source (who: after the CAS, readers check it, floodgate.h). */
 __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
 			   const struct fg_claim6 *c, __u32 *ev)
 {
 	struct fg_verd v = {};
-	int w = c ? fg_src6_way_in(pol, set, &c->who, c->key, c->now, &v) : -1;
+	int w = pol && set && c ? fg_way_in(pol, &set->way[0].key, &set->way[0].tat,
+					    sizeof(set->way[0]) / sizeof(__u64), set->drops,
+					    c->key, c->now, &v) : -1;
 
+	if (w >= 0 && w < FG_WAYS6 && (v.ev & (1u << FG_EV_INSERT)))
+		set->who[w] = c->who;
 	if (ev)
 		*ev |= v.ev;
 	return w;
+}
+
+/* Start the load of p's cache line now, so that its miss overlaps what
+ * follows (the empty asm keeps the value live: clang cannot drop the load
+ * or sink it to the first use). */
+static __always_inline void fg_touch(const __u64 *p)
+{
+	__u64 x = *(const volatile __u64 *)p;
+
+	asm volatile("" : : "r"(x));
+}
+
+/* The set of fg_src4 that holds p's bucket under r, its key in *key;
+ * NULL when fg_ctl's size is out of range. */
+static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
+						   const struct fg_rule *r,
+						   const struct fg_pkt *p, __u64 *key)
+{
+	union {
+		struct fg_wkey4 s;
+		__u64 u;
+	} k = { .s = {
+		.addr = p->saddr[0] & r->mask4,
+		.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
+		.gen = r->gen,
+	} };
+	__u32 bits = ctl->src4_bits, idx;
+
+	*key = k.u;
+	if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
+		return NULL;
+	idx = fg_hash4(k.u, ctl->seed4, bits);
+	return bpf_map_lookup_elem(&fg_src4, &idx);
+}
+
+/* A per-source limit's IPv4 set: its two lines' misses (keys, tats) start
+ * as soon as the rule is known, and overlap the rule's mode, the counters'
+ * lookup and the clock read on the way to fg_src_bucket. */
+static __always_inline void fg_src4_prefetch(const struct fg_ctl *ctl, const struct fg_rule *r,
+					     const struct fg_pkt *p)
+{
+	struct fg_set4 *set;
+	__u64 key;
+
+	if (p->family != 4 || !r->src.inc || (fg_skip & FG_SKIP_SRC))
+		return;
+	set = fg_src4_set(ctl, r, p, &key);
+	if (!set)
+		return;
+	fg_touch((const __u64 *)set->key);
+	fg_touch(set->tat);
 }
 
 /* The source's own bucket (its tat and drops words), or NULL when it has
@@ -524,26 +489,14 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 	      struct fg_verd *v, __u64 **drops)
 {
 	if (p->family == 4) {
-		union {
-			struct fg_wkey4 s;
-			__u64 u;
-		} k = { .s = {
-			.addr = p->saddr[0] & r->mask4,
-			.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
-			.gen = r->gen,
-		} };
-		__u32 bits = ctl->src4_bits, ev = 0;
-		struct fg_set4 *set;
-		__u32 idx;
+		__u32 ev = 0;
+		__u64 key;
+		struct fg_set4 *set = fg_src4_set(ctl, r, p, &key);
 		int w;
 
-		if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
-			return NULL;
-		idx = fg_hash4(k.u, ctl->seed4, bits);
-		set = bpf_map_lookup_elem(&fg_src4, &idx);
 		if (!set)
 			return NULL;
-		w = fg_src4_way(pol, set, k.u, now, &ev);
+		w = fg_src4_way(pol, set, key, now, &ev);
 		v->ev |= ev;
 		if (w < 0 || w >= FG_WAYS4)
 			return NULL;
@@ -558,10 +511,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 
 		if (bits < FG_SRC6_MIN_BITS || bits > FG_SRC6_MAX_BITS)
 			return NULL;
-		c.who.addr[0] = p->saddr[0] & r->mask6[0];
-		c.who.addr[1] = p->saddr[1] & r->mask6[1];
-		c.who.addr[2] = p->saddr[2] & r->mask6[2];
-		c.who.addr[3] = p->saddr[3] & r->mask6[3];
+		fg_mask_src(c.who.addr, 6, p->saddr, r->mask4, r->mask6);
 		c.key = fg_digest6(c.who.addr, c.who.rule, c.who.gen, FG_READ_ONCE(ctl->seed6[0]),
 				   FG_READ_ONCE(ctl->seed6[1]));
 		idx = fg_set6_of(c.key, bits);
@@ -651,13 +601,7 @@ enum {
  * in shadow counted as would-shed and passed. */
 static __always_inline void fg_shed_verdict(struct fg_verd *v, int shadow)
 {
-	if (shadow) {
-		v->out = FG_OUT_SHED_SHADOW;
-		v->verdict = XDP_PASS;
-	} else {
-		v->out = FG_OUT_SHED;
-		v->verdict = XDP_DROP;
-	}
+	fg_refuse(v, shadow, FG_OUT_SHED, FG_OUT_SHED_SHADOW);
 }
 
 /*
@@ -1269,6 +1213,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	}
 
 	r = &pol->rules[ri];
+	fg_src4_prefetch(ctl, r, &p);
 	v->row = r->id & (FG_MAX_IDS - 1);
 	k = v->row;
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * BPF-only pieces that bpf/floodgate.bpf.c and bpf/fg_conn.bpf.h (hence
+ * bpf/fgconn.bpf.c) share: the BTF map definition every plain map repeats,
+ * and a source address masked as a rule groups sources. Include after
+ * vmlinux.h and bpf_helpers.h.
+ */
+#ifndef FG_COMMON_BPF_H
+#define FG_COMMON_BPF_H
+
+/* A BTF-style map (type, size, flags, key and value types); maps with
+ * inner maps, sizes instead of types or no key are written out. */
+#define FG_MAP(_name, _type, _entries, _flags, _key, _value)	\
+	struct {						\
+		__uint(type, _type);				\
+		__uint(max_entries, _entries);			\
+		__uint(map_flags, _flags);			\
+		__type(key, _key);				\
+		__type(value, _value);				\
+	} _name SEC(".maps")
+
+/* saddr masked by mask4 (family 4: out[0] only, out[1..3] untouched) or
+ * by mask6. */
+static __always_inline void fg_mask_src(__be32 *out, int family, const __be32 *saddr,
+					__be32 mask4, const __be32 *mask6)
+{
+	int i;
+
+	if (family == 4) {
+		out[0] = saddr[0] & mask4;
+		return;
+	}
+	for (i = 0; i < 4; i++)
+		out[i] = saddr[i] & mask6[i];
+}
+
+#endif /* FG_COMMON_BPF_H */
