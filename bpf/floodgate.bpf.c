@@ -325,7 +325,7 @@ static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v, int 
 
 /* The admission limit on new source keys: the eviction invariant, floodgate.h. */
 static __always_inline int fg_admit_new(const struct fg_policy *pol,
-					__u64 now, struct fg_verd *v)
+					__u64 now, __u32 *ev)
 {
 	struct fg_bucket *b;
 
@@ -334,7 +334,7 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 	b = fg_agg_bucket(FG_INS_IDX);
 	if (b && fg_gcra_spend(&b->tat, now, pol->ins.inc, pol->ins.tau) == 1)
 		return 1;
-	v->ev |= 1u << FG_EV_INSERT_LIMITED;
+	*ev |= 1u << FG_EV_INSERT_LIMITED;
 	return 0;
 }
 
@@ -348,7 +348,7 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 _Static_assert(FG_WAYS4 == FG_WAYS6, "fg_way_in serves both tables");
 static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __u64 *tat,
 				     const int stride, __u64 *drops, __u64 want, __u64 now,
-				     struct fg_verd *v)
+				     __u32 *ev)
 {
 	__u64 oldest = now, victim_key = 0;
 	int i, victim = -1;
@@ -373,19 +373,19 @@ FG_UNROLL
 		}
 	}
 	if (victim < 0 || victim >= FG_WAYS4) {
-		v->ev |= 1u << FG_EV_INSERT_FAIL;
+		*ev |= 1u << FG_EV_INSERT_FAIL;
 		return -1;
 	}
-	if (!fg_admit_new(pol, now, v))
+	if (!fg_admit_new(pol, now, ev))
 		return -1;
 	if (__sync_val_compare_and_swap(&key[victim * stride], victim_key, want) == victim_key) {
-		v->ev |= 1u << FG_EV_INSERT;
+		*ev |= 1u << FG_EV_INSERT;
 		drops[victim] = 0;
 		return victim;
 	}
 	if (key[victim * stride] == want)
 		return victim;	/* another CPU claimed it for this source */
-	v->ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
+	*ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
 	return -1;
 }
 
@@ -396,12 +396,12 @@ FG_UNROLL
 __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
 			   __u64 key, __u64 now, __u32 *ev)
 {
-	struct fg_verd v = {};
+	__u32 got = 0;
 	int w = pol && set ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops,
-				       key, now, &v) : -1;
+				       key, now, &got) : -1;
 
 	if (ev)
-		*ev |= v.ev;
+		*ev |= got;
 	return w;
 }
 
@@ -413,20 +413,21 @@ struct fg_claim6 {
 	__u64 now;		/* time units */
 };
 
-/* Global, as fg_src4_way; the key is a digest, so a claimer then writes
- * its copy of the source (who: after the CAS, readers check it, floodgate.h). */
+/* Global, as fg_src4_way; the key is a digest, so the caller of a claim
+ * (FG_EV_INSERT in *ev) then writes its copy of the source (who: after the
+ * CAS, readers check it, floodgate.h). The write is the caller's so that
+ * this frame need not keep set and c live: 160 bytes of stack, against the
+ * 512 the caller's frame and this one share. */
 __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
 			   const struct fg_claim6 *c, __u32 *ev)
 {
-	struct fg_verd v = {};
+	__u32 got = 0;
 	int w = pol && set && c ? fg_way_in(pol, &set->way[0].key, &set->way[0].tat,
 					    sizeof(set->way[0]) / sizeof(__u64), set->drops,
-					    c->key, c->now, &v) : -1;
+					    c->key, c->now, &got) : -1;
 
-	if (w >= 0 && w < FG_WAYS6 && (v.ev & (1u << FG_EV_INSERT)))
-		set->who[w] = c->who;
 	if (ev)
-		*ev |= v.ev;
+		*ev |= got;
 	return w;
 }
 
@@ -522,6 +523,8 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		v->ev |= ev;
 		if (w < 0 || w >= FG_WAYS6)
 			return NULL;
+		if (ev & (1u << FG_EV_INSERT))	/* claimed: who, after the CAS */
+			set->who[w] = c.who;
 		*drops = &set->drops[w];
 		return &set->way[w].tat;
 	}
