@@ -818,8 +818,7 @@ static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt 
 		return;
 	fg_conn_key_make(&k, p->family, p->saddr, r->mask4, r->mask6, r->id, r->gen);
 	cv = fg_conn_find(&k, &est);
-	/* over its established count: refused before the clock is read (a
-	 * helper call, ~17 ns here) */
+	/* over its established count: refused before the clock is read */
 	rc = est >= (__s64)r->conn_cap ? FG_CONN_AT_CAP :
 	     fg_conn_admit_at(&k, cv, est, fg_conn_hsid(p->saddr, p->sport), r->conn_cap,
 			      now, (__u64)r->conn_ttl_ms * 1000000);
