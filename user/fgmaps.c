@@ -590,6 +590,26 @@ static void stats_add(struct fg_stats *sum, const struct fg_stats *pc)
 #define STATS_BATCH_BYTES	(64u << 10)
 _Static_assert(sizeof(struct fg_stats) % 8 == 0, "per-CPU values are 8-byte aligned as copied");
 
+int fg_stats_read_row(struct fg_maps *m, __u32 row, struct fg_stats *st)
+{
+	struct fg_stats *pc;
+	int err;
+
+	if (m->ncpus <= 0)
+		return m->ncpus ? m->ncpus : -EINVAL;
+	if (row >= FG_NROWS)
+		return -ERANGE;
+	pc = calloc((size_t)m->ncpus, sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	memset(st, 0, sizeof(*st));
+	err = fg_array_read(m, FGM_STATS, row, pc);
+	for (int c = 0; c < m->ncpus && !err; c++)
+		stats_add(st, &pc[c]);
+	free(pc);
+	return err;
+}
+
 int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS])
 {
 	size_t rsz = row_size(m, FGM_STATS);

@@ -132,6 +132,8 @@ int fg_policy_read_active(struct fg_maps *m, struct fg_policy *pol);
 
 /* Per-CPU counters summed over CPUs, all FG_NROWS rows. */
 int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS]);
+/* One row of them: one lookup, for a reader that must be quick (a sample). */
+int fg_stats_read_row(struct fg_maps *m, __u32 row, struct fg_stats *st);
 
 /* Names for labels and JSON: "pass", "drop", ...; "insert", "overflow", ... */
 extern const char *const fg_outcome_names[FG_OUT_MAX];
