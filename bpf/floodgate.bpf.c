@@ -142,7 +142,7 @@ FG_MAP(fg_names, BPF_MAP_TYPE_ARRAY, FG_MAX_IDS, 0, __u32, struct fg_name);
 FG_MAP(fg_meta, BPF_MAP_TYPE_ARRAY, 1, 0, __u32, struct fg_meta);
 
 /* fg_now_ns's cache of the coarse clock, per CPU: this program's own,
- * not pinned. */
+ * not pinned (adoption knows it by name: user/xdpattach.c is_own_state). */
 struct fg_clk {
 	__u64 jiffies;		/* bpf_jiffies64 when ns was read */
 	__u64 ns;		/* bpf_ktime_get_coarse_ns then */

@@ -651,6 +651,15 @@ static bool is_rodata(const char *map_name)
 	return dot && !strcmp(dot, ".rodata");
 }
 
+/* A map each loaded copy of the program has of its own, never pinned:
+ * .bss and .data, and the per-CPU clock cache (fg_clk, bpf/floodgate.bpf.c).
+ * Its contents are the running copy's; they say nothing of its maps. */
+static bool is_own_state(const char *map_name)
+{
+	return strstr(map_name, ".bss") || strstr(map_name, ".data") ||
+	       !strcmp(map_name, "fg_clk");
+}
+
 static int map_value_eq(int a_fd, int b_fd, __u32 value_size)
 {
 	char a[4096], b[4096];
@@ -664,8 +673,8 @@ static int map_value_eq(int a_fd, int b_fd, __u32 value_size)
 }
 
 /* Is program running_id the same code over the same maps as p's program,
- * with the same rodata? Then replacing it would change nothing. .bss and
- * .data are the running copy's own (floodgate keeps no state there). */
+ * with the same rodata? Then replacing it would change nothing. Maps of
+ * is_own_state are the running copy's own (no policy or source state). */
 static bool same_program(const struct fg_xdp_prog *p, __u32 running_id)
 {
 	__u32 rmaps[MAX_PROG_MAPS], pmaps[MAX_PROG_MAPS];
@@ -703,7 +712,7 @@ static bool same_program(const struct fg_xdp_prog *p, __u32 running_id)
 			close(mfd);
 			goto out;
 		}
-		if (strstr(mi.name, ".bss") || strstr(mi.name, ".data")) {
+		if (is_own_state(mi.name)) {
 			close(mfd);
 			continue;
 		}
