@@ -494,8 +494,10 @@ else
 	# exactness: a window inside the flood (0.5 s in from both ends). Every
 	# admitted packet moves the bucket's tat by exactly 1/rate while the
 	# bucket is in debt, so the pass counter must grow by what tat moved:
-	# a double spend between CPUs would pass more. Counters and tat are
-	# read a few microseconds apart: -+ rate x read time + 2.
+	# a double spend between CPUs would pass more. Each end reads the row,
+	# then tat, inside its timed read, so each end's skew is at most rate x
+	# its read time; the two can add: -+ rate x (both read times) + 2 (a
+	# packet per CPU between its tat CAS and its counter).
 	# Each admission sets tat = max(tat, now) + 1/rate, so pass <= tat
 	# advance always; equal when the bucket never went idle in the window,
 	# which needs every pause in arrivals below burst/rate.
@@ -506,16 +508,16 @@ else
 	elif [ "$windebt" != 1 ]; then
 		skip "hot key window" "the bucket was not in debt at both ends of the window (senders paused): exactness not measurable this run"
 	else
-		ttol=$(calc "$HOT_RATE * $wread / 1000 + 2")
+		ttol=$(calc "$HOT_RATE * 2 * $wread / 1000 + 2")	# wread: the mean of the two, ms
 		idle_ms=$(calc "$HOT_BURST * 1000 / $HOT_RATE")
 		if awk -v g="$gap" -v m="$idle_ms" 'BEGIN { exit !(g < m) }'; then
 			expect "hot key: admission exact over a ${wsecs}s window (pass counter vs bucket tat)" \
 				"[ $wpass -ge $((wtat - ttol)) ] && [ $wpass -le $((wtat + ttol)) ]" \
-				"$s0 + $s1" "pass = tat advance / (1/rate) = $wtat -+ $ttol" "pass $wpass"
+				"$s0 + $s1" "pass = tat advance / (1/rate) = $wtat -+ $ttol (reads ${wread} ms each on average)" "pass $wpass"
 		else
 			expect "hot key: no double spend over a ${wsecs}s window (pass counter vs bucket tat; senders paused ${gap} ms > burst/rate ${idle_ms} ms, so only <=)" \
 				"[ $wpass -le $((wtat + ttol)) ]" \
-				"$s0 + $s1" "pass <= tat advance / (1/rate) = $wtat + $ttol" "pass $wpass"
+				"$s0 + $s1" "pass <= tat advance / (1/rate) = $wtat + $ttol (reads ${wread} ms each on average)" "pass $wpass"
 		fi
 	fi
 	gd_stop
