@@ -141,12 +141,7 @@ FG_MAP(fg_names, BPF_MAP_TYPE_ARRAY, FG_MAX_IDS, 0, __u32, struct fg_name);
 /* Daemon metadata for `floodgate status`; never read here. */
 FG_MAP(fg_meta, BPF_MAP_TYPE_ARRAY, 1, 0, __u32, struct fg_meta);
 
-/* fg_now_ns's cache of the coarse clock, per CPU: this program's own,
- * not pinned (adoption knows it by name: user/xdpattach.c is_own_state). */
-struct fg_clk {
-	__u64 jiffies;		/* bpf_jiffies64 when ns was read */
-	__u64 ns;		/* bpf_ktime_get_coarse_ns then */
-};
+/* fg_now_ns's cache of the coarse clock, per CPU (struct fg_clk, floodgate.h); pinned. */
 FG_MAP(fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 1, 0, __u32, struct fg_clk);
 
 /* Throttle events (struct fg_tev, floodgate.h): written here, rate-capped

@@ -22,6 +22,7 @@
 #define FG_ABI_VERSION	7u
 /*
  * ABI 7, from 6:
+ * - new pinned map fg_clk (PERCPU_ARRAY, 1 entry, struct fg_clk): the coarse clock cached per CPU
  * - FG_MAX_FILE_RULES 256 written rules, FG_MAX_RULES 257 with the implicit fragments rule
  *   (fg_policy.rules grows by one), FG_MAX_IDS 1024: fg_stats 1025 rows, fg_names and
  *   fg_lease 1024, fg_agg 2 * 1024 + 1 + 2 * FG_POOL_IDS + 1 buckets
@@ -949,6 +950,14 @@ _Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(s
 #define FG_TEV_TAG_MASK	((__u64)(FG_DROP_SAMPLE - 1))	/* drops: the low bits, sampled drops above */
 #define FG_TEV_EPOCH_SHIFT (30 + FG_TU_SHIFT)	/* an epoch: 2^30 ns, in time units */
 #define FG_TEV_TAG(now_tu) (8u | (((now_tu) >> FG_TEV_EPOCH_SHIFT) & 7u))
+/* The program's cache of the coarse clock, per CPU (bpf/floodgate.bpf.c
+ * fg_now_ns): pinned like every map, so a restarted daemon that keeps the
+ * running program keeps it on the same maps. */
+struct fg_clk {
+	__u64 jiffies;		/* bpf_jiffies64 when ns was read */
+	__u64 ns;		/* bpf_ktime_get_coarse_ns then */
+};
+
 #define FG_TEV_RATE	4096	/* events a second, all sources */
 #define FG_TEV_BURST	4096
 #define FG_TEV_RING	(512 * 1024)	/* bytes: two seconds of events at the cap, 40 bytes each */

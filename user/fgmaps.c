@@ -57,7 +57,8 @@
 	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, \
 	  BPF_F_MMAPABLE)							\
 	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)		\
-	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)
+	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)		\
+	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)
 
 static const struct {
 	const char *name;

@@ -45,6 +45,7 @@ enum fg_map_id {
 	FGM_SHED,
 	FGM_TEV,	/* ring buffer of throttle events (struct fg_tev) */
 	FGM_BLK4,	/* IPv4 list blocks, an inner array per slot (struct fg_blk4) */
+	FGM_CLK,	/* the program's per-CPU clock cache (struct fg_clk) */
 	FGM_NMAPS,
 };
 

@@ -652,12 +652,11 @@ static bool is_rodata(const char *map_name)
 }
 
 /* A map each loaded copy of the program has of its own, never pinned:
- * .bss and .data, and the per-CPU clock cache (fg_clk, bpf/floodgate.bpf.c).
+ * .bss and .data (every other map, fg_clk included, is pinned and shared).
  * Its contents are the running copy's; they say nothing of its maps. */
 static bool is_own_state(const char *map_name)
 {
-	return strstr(map_name, ".bss") || strstr(map_name, ".data") ||
-	       !strcmp(map_name, "fg_clk");
+	return strstr(map_name, ".bss") || strstr(map_name, ".data");
 }
 
 static int map_value_eq(int a_fd, int b_fd, __u32 value_size)
