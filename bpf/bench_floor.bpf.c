@@ -16,7 +16,16 @@
  *            would under a many-source flood, instead of hitting one hot
  *            bucket R times.
  *
- * floor and vary are xdp.frags like floodgate: a tail call needs the same
+ * memfloor   floor plus the one memory access a per-source table of a given
+ *            size cannot avoid: the IPv4 source's set in mem_sets, an array
+ *            of struct fg_set4 laid out and indexed as fg_src4 is
+ *            (fg_hash4 of the key word, 1 << mem_bits sets), its key line
+ *            and its tat line read as floodgate reads them. vary ->
+ *            memfloor against vary -> floodgate with a table of as many
+ *            sets splits floodgate's cost at N random sources into the
+ *            machine's (the random read of a table that size) and its own.
+ *
+ * floor, memfloor and vary are xdp.frags like floodgate: a tail call needs the same
  * frags flag on both sides, and attaching the floor where floodgate
  * attaches must accept the same frames.
  */
@@ -34,6 +43,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } floor_cnt SEC(".maps");
+
+/* memfloor's table: sized (set_max_entries before load) by fgbench sweep
+ * to the largest sources point's sets; the first 1 << mem_bits are used. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_set4);
+} mem_sets SEC(".maps");
+
+__u32 mem_bits;		/* 0: no table, memfloor is the floor */
+__u64 mem_seed = 0x9e3779b97f4a7c15ull;
+__u64 mem_hits;		/* keeps the comparisons' results live */
 
 /* vary's tail-call target, slot 0; set by fgbench. */
 struct {
@@ -69,6 +91,42 @@ int floor(struct xdp_md *ctx)
 
 	/* the verdict is ignored on purpose: parse, count, drop everything */
 	fg_parse(data, data_end, len, &p);
+	c = bpf_map_lookup_elem(&floor_cnt, &k);
+	if (c)
+		(*c)++;
+	return XDP_DROP;
+}
+
+/* The floor, plus the random read of the source's set in mem_sets (see the
+ * top of the file): both lines' loads issued before either is used, as
+ * fg_src4_prefetch issues them, then the keys compared as a way search
+ * compares them. */
+SEC("xdp.frags")
+int memfloor(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u32 bits = mem_bits, k = 0, idx, i;
+	struct fg_pkt p = {};
+	struct fg_set4 *set;
+	__u64 key, hit = 0;
+	__u64 *c;
+
+	fg_parse(data, data_end, len, &p);
+	key = (__u64)p.saddr[0] | (__u64)FG_WKEY4_USED << 32;
+	if (p.family == 4 && bits >= FG_SRC4_MIN_BITS && bits <= FG_SRC4_MAX_BITS) {
+		idx = fg_hash4(key, mem_seed, bits);
+		set = bpf_map_lookup_elem(&mem_sets, &idx);
+		if (set) {
+			__u64 t = *(volatile __u64 *)&set->tat[0];
+
+			for (i = 0; i < FG_WAYS4; i++)
+				hit += *(volatile __u64 *)&set->key[i] == key;
+			hit += t > key;
+		}
+	}
+	mem_hits += hit;
 	c = bpf_map_lookup_elem(&floor_cnt, &k);
 	if (c)
 		(*c)++;

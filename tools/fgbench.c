@@ -1026,19 +1026,29 @@ static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog,
 	return 0;
 }
 
-/* Sources: n throttled sources prefilled, a random one per packet. */
+/*
+ * Sources: n throttled sources prefilled, a random one per packet. Next to
+ * it, memfloor through the same harness over a table of as many sets
+ * (mem_ns, net of the harness as ns is): the floor plus the random read of
+ * the set that any table of that size costs on this machine. ns - mem_ns
+ * is floodgate's own cost above that read ("above_mem_ns").
+ */
 static int curve_sources_point(struct curve_ctx *c, __u32 n)
 {
 	int flr = bpf_program__fd(c->bf->progs.floor), vry = bpf_program__fd(c->bf->progs.vary);
+	int mfl = bpf_program__fd(c->bf->progs.memfloor);
 	static struct fgi g;
-	char extra[200];
+	char extra[320];
 	__u8 frame[64];
-	__u32 tab;
+	__u32 tab, bits = 0;
 	long have;
 	int err;
 
 	if ((err = fgi_open_filled(&g, n, 0, &tab, &have)))
 		goto out;
+	while ((1u << bits) < tab / FG_WAYS4)
+		bits++;
+	c->bf->bss->mem_bits = bits;
 	printf("{\"kind\":\"prefill\",\"curve\":\"sources\",\"sources\":%u,\"table\":%u,"
 	       "\"entries\":%ld}\n", n, tab, have);
 	__u64 ins0 = fgi_missed(&g);
@@ -1047,18 +1057,22 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	/* every frame dropped: by its throttled bucket or, a source its full
 	 * set left out of the prefill, by on_full: closed (counted below) */
 	for (unsigned long pass = 1; pass <= c->b->passes; pass++) {
-		double raw, vfl, fns;
-		__u32 kraw, kv, kf;
+		double raw, vfl, fns, mraw;
+		__u32 kraw, kv, kf, km;
 
 		if ((err = vary_to(c->bf, g.prog, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "sources", &raw, &kraw)) ||
+		    (err = vary_to(c->bf, mfl, n)) ||
+		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "memfloor", &mraw, &km)) ||
 		    (err = vary_to(c->bf, flr, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
 			goto out;
 		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
-			 "\"harness_kernel_ns\":%.1f,\"table\":%u", raw, vfl - fns,
-			 (double)kv - kf, tab);
+			 "\"harness_kernel_ns\":%.1f,\"table\":%u,\"mem_ns\":%.3f,"
+			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f", raw, vfl - fns,
+			 (double)kv - kf, tab, mraw - (vfl - fns), (double)km - ((double)kv - kf),
+			 raw - mraw);
 		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
 			    fns, kf, extra);
 	}
@@ -1304,9 +1318,18 @@ static int sweep(void *cfg)
 	}
 	if (pin_to_cpu(b->cpu))
 		return 1;
-	c.bf = bench_floor_bpf__open_and_load();
-	if (!c.bf) {
+	/* memfloor's table: as many sets as the largest sources point's */
+	__u32 msets = 1;
+
+	for (size_t i = 0; (all || !strcmp(want, "sources")) &&
+			   i < sizeof(src_pts) / sizeof(src_pts[0]); i++)
+		if (src_pts[i] <= maxsrc && table_for(src_pts[i]) / FG_WAYS4 > msets)
+			msets = table_for(src_pts[i]) / FG_WAYS4;
+	c.bf = bench_floor_bpf__open();
+	if (!c.bf || bpf_map__set_max_entries(c.bf->maps.mem_sets, msets) ||
+	    bench_floor_bpf__load(c.bf)) {
 		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(errno));
+		bench_floor_bpf__destroy(c.bf);
 		return 1;
 	}
 	char why[512];
