@@ -93,6 +93,7 @@ struct bench_opts {
 	const char *ifname, *prog;		/* xdp; ifname also fill, dispatch */
 	const char *curve;			/* sweep */
 	bool quick;				/* sweep */
+	__u64 point;				/* sweep: 0, or the one sources point */
 	const char *pin_dir;			/* fill */
 	__u64 family, sources, start, tracked;	/* fill; sources also micro6 */
 	__u64 max_sources;			/* micro6 */
@@ -1307,6 +1308,15 @@ static int sweep(void *cfg)
 	struct curve_ctx c = { .b = b, .repeat = (__u32)b->repeat };
 	const char *want = b->curve ? b->curve : "all";
 	__u32 maxsrc = b->quick ? 100000 : UINT32_MAX, maxpfx = b->quick ? 10000 : UINT32_MAX;
+	static __u32 one_pt[1];
+	const __u32 *spts = src_pts;
+	size_t nspts = sizeof(src_pts) / sizeof(src_pts[0]);
+
+	if (b->point) {
+		one_pt[0] = (__u32)b->point;
+		spts = one_pt;
+		nspts = 1;
+	}
 	bool all = !strcmp(want, "all");
 	int err = 0;
 
@@ -1321,10 +1331,9 @@ static int sweep(void *cfg)
 	/* memfloor's table: as many sets as the largest sources point's */
 	__u32 msets = 1;
 
-	for (size_t i = 0; (all || !strcmp(want, "sources")) &&
-			   i < sizeof(src_pts) / sizeof(src_pts[0]); i++)
-		if (src_pts[i] <= maxsrc && table_for(src_pts[i]) / FG_WAYS4 > msets)
-			msets = table_for(src_pts[i]) / FG_WAYS4;
+	for (size_t i = 0; (all || !strcmp(want, "sources")) && i < nspts; i++)
+		if (spts[i] <= maxsrc && table_for(spts[i]) / FG_WAYS4 > msets)
+			msets = table_for(spts[i]) / FG_WAYS4;
 	c.bf = bench_floor_bpf__open();
 	if (!c.bf || bpf_map__set_max_entries(c.bf->maps.mem_sets, msets) ||
 	    bench_floor_bpf__load(c.bf)) {
@@ -1340,10 +1349,9 @@ static int sweep(void *cfg)
 	       FG_MAX_SOURCES_BENCH);
 	json_str_body(why);
 	printf("\"}\n");
-	for (size_t i = 0; !err && (all || !strcmp(want, "sources")) &&
-			   i < sizeof(src_pts) / sizeof(src_pts[0]); i++)
-		if (src_pts[i] <= maxsrc)
-			err = curve_sources_point(&c, src_pts[i]);
+	for (size_t i = 0; !err && (all || !strcmp(want, "sources")) && i < nspts; i++)
+		if (spts[i] <= maxsrc)
+			err = curve_sources_point(&c, spts[i]);
 	/* rules: the points below the most the compiler takes, then that */
 	for (size_t i = 0; !err && (all || !strcmp(want, "rules")) &&
 			   i < sizeof(rule_pts) / sizeof(rule_pts[0]); i++)
@@ -1944,6 +1952,8 @@ static const struct fg_opt sweep_opts[] = {
 	FG_OPT_STR("curve", 'C', B, curve, "NAME", "sources, rules, prefixes, shed or all (default)"),
 	RUN_OPTS(1000000, "passes per point, each floodgate then the floor (default 3)", 1u << 30),
 	FG_OPT_BOOL("quick", 'q', B, quick, "sources up to 100,000, prefixes up to 10,000"),
+	FG_OPT_U64("point", 'n', B, point, "N", 1, 4000000, "a number of sources",
+		   "the sources curve: its point N alone (profiling)"),
 	FG_OPT_END,
 };
 static const struct fg_opt fill_opts[] = {
