@@ -1028,11 +1028,60 @@ static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog,
 }
 
 /*
+ * This machine's latency of one random read in bytes of memory, with no BPF
+ * in the way: a pointer chase (each read's address is the previous read's
+ * value) through every cache line of a buffer that size in one random cycle
+ * (Sattolo's shuffle), ns per read, or a negative errno. The least any
+ * table of that size costs per lookup here, before any work.
+ */
+static double chase_ns(size_t bytes)
+{
+	size_t lines = bytes / 64, steps = 1u << 21;
+	__u64 *buf = NULL, x = 0x2545f4914f6cdd1dull, t0;
+	__u32 *perm;
+	size_t at = 0;
+
+	if (lines < 2)
+		return -EINVAL;
+	perm = malloc(lines * sizeof(*perm));
+	if (!perm || posix_memalign((void **)&buf, 4096, lines * 64)) {
+		free(perm);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < lines; i++)
+		perm[i] = (__u32)i;
+	for (size_t i = lines - 1; i > 0; i--) {	/* Sattolo: one cycle through all */
+		size_t j;
+		__u32 tmp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % i;
+		tmp = perm[i];
+		perm[i] = perm[j];
+		perm[j] = tmp;
+	}
+	for (size_t i = 0; i < lines; i++)
+		buf[(size_t)perm[i] * 8] = (size_t)perm[(i + 1) % lines] * 8;
+	free(perm);
+	for (size_t i = 0; i < steps / 8; i++)	/* warm: the first reads fault nothing */
+		at = buf[at];
+	t0 = now_ns();
+	for (size_t i = 0; i < steps; i++)
+		at = *(volatile __u64 *)&buf[at];
+	t0 = now_ns() - t0;
+	free(buf);
+	return at == (size_t)-1 ? -EIO : (double)t0 / steps;
+}
+
+/*
  * Sources: n throttled sources prefilled, a random one per packet. Next to
  * it, memfloor through the same harness over a table of as many sets
  * (mem_ns, net of the harness as ns is): the floor plus the random read of
  * the set that any table of that size costs on this machine. ns - mem_ns
- * is floodgate's own cost above that read ("above_mem_ns").
+ * is floodgate's own cost above that read ("above_mem_ns"); chase_ns, the
+ * machine's latency of one random read in as much memory ("chase_ns").
  */
 static int curve_sources_point(struct curve_ctx *c, __u32 n)
 {
@@ -1050,6 +1099,13 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	while ((1u << bits) < tab / FG_WAYS4)
 		bits++;
 	c->bf->bss->mem_bits = bits;
+	double chase = chase_ns((size_t)(tab / FG_WAYS4) * sizeof(struct fg_set4));
+
+	if (chase < 0) {
+		err = (int)chase;
+		fprintf(stderr, "fgbench: the memory latency at %u sources: %s\n", n, strerror(-err));
+		goto out;
+	}
 	printf("{\"kind\":\"prefill\",\"curve\":\"sources\",\"sources\":%u,\"table\":%u,"
 	       "\"entries\":%ld}\n", n, tab, have);
 	__u64 ins0 = fgi_missed(&g);
@@ -1071,9 +1127,9 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 			goto out;
 		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
 			 "\"harness_kernel_ns\":%.1f,\"table\":%u,\"mem_ns\":%.3f,"
-			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f", raw, vfl - fns,
-			 (double)kv - kf, tab, mraw - (vfl - fns), (double)km - ((double)kv - kf),
-			 raw - mraw);
+			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f", raw,
+			 vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
+			 (double)km - ((double)kv - kf), raw - mraw, chase);
 		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
 			    fns, kf, extra);
 	}
