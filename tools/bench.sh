@@ -490,6 +490,9 @@ for cname, pts in res["curves"].items():
             e["raw_ns"] = st([p["raw_ns"] for p in runs])
             e["harness_ns"] = st([p["harness_ns"] for p in runs])
             e["table"] = runs[0]["table"]
+        for k in ("mem_ns", "mem_kernel_ns", "above_mem_ns", "chase_ns"):
+            if k in runs[0]:
+                e[k] = st([p[k] for p in runs])
         pts[x] = e
     res["curves"][cname] = dict(sorted(pts.items(), key=lambda kv: kv[1]["x"]))
 res["limits"] = (kinds("limits") or [None])[0]
@@ -639,7 +642,17 @@ if c1m or "fg_src_1m_net" in m:
     v = c1m["ns"]["median"] if c1m else m["fg_src_1m_net"]["median"]
     also = f"; micro's fg_src_1m_net {m['fg_src_1m_net']['median']:.1f} ns" if c1m and "fg_src_1m_net" in m else ""
     also += f"; by the kernel's means {c1m['kernel_ns']['median']:.0f} ns" if c1m else ""
+    if c1m and "chase_ns" in c1m:
+        also += (f"; below this machine's floor: one random read in a table that size costs {c1m['chase_ns']['median']:.0f} ns"
+                 f" here (pointer chase), and {c1m['mem_ns']['median']:.0f} ns in a program that only parses, counts and reads it (memfloor)")
     goal(t, v <= 100, f"{v:.1f} ns (" + ("sweep, sources curve" if c1m else "micro") + f"){also}")
+else:
+    notrun(t, "sweep")
+t = "micro: 1,000,000 random sources cost one source's figure plus at most one memory latency (+10%): a cache miss and little else"
+c1 = res["curves"].get("sources", {}).get("1")
+if c1m and c1 and "chase_ns" in c1m:
+    d, lat = c1m["ns"]["median"] - c1["ns"]["median"], c1m["chase_ns"]["median"]
+    goal(t, d <= 1.1 * lat, f"{c1m['ns']['median']:.1f} - {c1['ns']['median']:.1f} = {d:.1f} ns more than 1 source, against {lat:.1f} ns for one random read in {c1m['table'] * 24 / 2**20:.0f} MB (pointer chase); floodgate above memfloor: {c1m['above_mem_ns']['median']:.1f} ns at 1M, {c1['above_mem_ns']['median']:.1f} at 1")
 else:
     notrun(t, "sweep")
 for name, e in res["ratios"].items():
@@ -721,7 +734,12 @@ for cname, pts in res["curves"].items():
         label = e.get("name", x)
         T.append(f"  {label:>12s}  {f3(e['ns']):26s} {e['floor_ns']['median']:6.1f} x{(e['ratio'] or {}).get('median', float('nan')):6.2f}"
                  f"   {e['kernel_ns']['median']:9.1f} {e['floor_kernel_ns']['median']:6.1f} x{(e['kernel_ratio'] or {}).get('median', float('nan')):6.2f}"
-                 + (f"  (raw {e['raw_ns']['median']:.1f}, harness {e['harness_ns']['median']:.1f}, table {e['table']})" if "raw_ns" in e else ""))
+                 + (f"  (raw {e['raw_ns']['median']:.1f}, harness {e['harness_ns']['median']:.1f}, table {e['table']})" if "raw_ns" in e else "")
+                 + (f"  memfloor {e['mem_ns']['median']:.1f}, chase {e['chase_ns']['median']:.1f}" if "mem_ns" in e else ""))
+    if cname == "sources" and any("mem_ns" in e for e in pts.values()):
+        T.append("  memfloor: the floor plus the random read of the source's set in a table of as many sets, through the")
+        T.append("  same harness (the least a table that size costs in a program doing nothing else); chase: this machine's")
+        T.append("  latency of one random read in as much memory (a pointer chase in userspace, no BPF), ns per read")
     T.append("")
 T.append("LIVE (64-byte frames, veth, generator + receiver on one core; CPU ns per delivered packet, min / median / max)")
 T.append(f"  {'competitor':34s} {'sources':>7s}  {'cost ns (gen incl.)':24s} {'net of gen':10s} {'Mpps':>6s} {'drop frac':>9s} {'passed/allowance':>16s}")
@@ -794,11 +812,14 @@ with open(f"{out}/bench-have.gp", "w") as f:
 # the curves: x, floodgate median min max, floor median, ratio median
 for cname in ("sources", "rules", "prefixes"):
     with open(f"{out}/bench-{cname}.dat", "w") as f:
-        f.write(f"# {cname}: x, the kernel's ns: fg_median fg_min fg_max floor_median ratio_median, then the slope's: fg_median floor_median ratio_median\n")
+        f.write(f"# {cname}: x, the kernel's ns: fg_median fg_min fg_max floor_median ratio_median, then the slope's: fg_median floor_median ratio_median"
+                + (", then memfloor (the kernel's ns) and one random read (pointer chase ns)" if cname == "sources" else "") + "\n")
         for x, e in res["curves"].get(cname, {}).items():
             k, kf = e["kernel_ns"], e["floor_kernel_ns"]
             f.write(f"{x} {k['median']:.2f} {k['min']:.2f} {k['max']:.2f} {kf['median']:.2f} {(e['kernel_ratio'] or {}).get('median', float('nan')):.3f}"
-                    f" {e['ns']['median']:.2f} {e['floor_ns']['median']:.2f} {(e['ratio'] or {}).get('median', float('nan')):.3f}\n")
+                    f" {e['ns']['median']:.2f} {e['floor_ns']['median']:.2f} {(e['ratio'] or {}).get('median', float('nan')):.3f}"
+                    + (f" {(e.get('mem_kernel_ns') or {}).get('median', float('nan')):.2f} {(e.get('chase_ns') or {}).get('median', float('nan')):.2f}" if cname == "sources" else "")
+                    + "\n")
 # live points on the sources curve: CPU ns per packet net of the generator's share
 with open(f"{out}/bench-live-sources.dat", "w") as f:
     f.write("# sources floor floodgate nftables hashlimit: live CPU ns/packet, median, net of the bare XDP_DROP run\n")
