@@ -416,6 +416,18 @@ FG_UNROLL
 	return -1;
 }
 
+/* fg_src4_own for fg_src6: the way whose digest is key, or -1. */
+static __always_inline int fg_src6_own(const struct fg_set6 *set, __u64 key)
+{
+	int i;
+
+FG_UNROLL
+	for (i = 0; i < FG_WAYS6; i++)
+		if (set->way[i].key == key)
+			return i;
+	return -1;
+}
+
 /* What a claim of a way in fg_src6 needs (one argument: a global
  * function takes at most five). */
 struct fg_claim6 {
@@ -533,8 +545,11 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		set = bpf_map_lookup_elem(&fg_src6, &idx);
 		if (!set)
 			return NULL;
-		w = fg_src6_way(pol, set, &c, &ev);
-		v->ev |= ev;
+		w = fg_src6_own(set, c.key);
+		if (w < 0) {
+			w = fg_src6_way(pol, set, &c, &ev);
+			v->ev |= ev;
+		}
 		if (w < 0 || w >= FG_WAYS6)
 			return NULL;
 		if (ev & (1u << FG_EV_INSERT))	/* claimed: who, after the CAS */
