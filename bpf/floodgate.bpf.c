@@ -957,6 +957,44 @@ __noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i,
 }
 
 /*
+ * fg_find_rule's first step, inline (most packets stop here, and a global
+ * function's call and return cost ~8 ns a packet here): the first candidate
+ * of the packet's class, when the class has at most 64 entries. Its rule
+ * index, or -1: then fg_find_rule decides (from the start: it finds the
+ * same first candidate and goes on).
+ */
+static __always_inline int fg_find_first(const struct fg_policy *pol, const struct fg_pkt *p,
+					 __u32 sets, __u32 slot)
+{
+	const struct fg_pidx *x;
+	const struct fg_match *m;
+	__u32 cls, n, bd, bs, i;
+	__u64 c;
+
+	if (fg_skip & FG_SKIP_SCAN)
+		return -1;
+	cls = fg_class(p->proto);
+	n = pol->nmatch[cls];
+	if (cls >= FG_NPCLASS || !n || n > 64)
+		return -1;
+	x = bpf_map_lookup_elem(&fg_pidx, &slot);
+	if (!x)
+		return -1;
+	bd = x->cls[cls & 1][0][p->dport];
+	bs = x->cls[cls & 1][1][p->sport];
+	if (bd >= FG_PBM_N || bs >= FG_PBM_N)
+		return -1;
+	c = x->bm[bd].w[0] & x->bm[bs].w[0];
+	if (!c)
+		return -1;
+	i = fg_ctz(c);
+	if (i >= n)
+		return -1;
+	m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
+	return fg_match(m, p, sets) ? (int)m->rule : -1;
+}
+
+/*
  * First match within the packet's protocol class, by bitmap intersection
  * (struct fg_pidx): the entries that hold both the packet's ports (or its
  * ICMP type, or its protocol), lowest first, each tested in full; an entry
@@ -1235,7 +1273,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 		sets = lst->sets;
 	}
 
-	ri = fg_find_rule(pol, &p, sets, k);
+	rc = fg_find_first(pol, &p, sets, k);
+	ri = rc >= 0 ? (__u32)rc : fg_find_rule(pol, &p, sets, k);
 	if (ri >= FG_MAX_RULES) {
 		/* unmatched: the policy's default verdict, global row */
 		if (pol->default_verdict == FG_DROP)
