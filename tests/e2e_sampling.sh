@@ -14,8 +14,6 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 fg_init --root --pin smp "$FGD" "$FG" "$FGEN"
-export FLOODGATE_RUN_DIR=$FG_TMP/run	# the daemon's state files, removed with FG_TMP
-mkdir -p "$FLOODGATE_RUN_DIR"
 fg_pair -q a v0 10.77.0.1/24 b v1 10.77.0.2/24
 cat > "$FG_TMP/policy.yaml" <<YAML
 interfaces: [v1]
