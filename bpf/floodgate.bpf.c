@@ -300,8 +300,9 @@ __noinline __u32 fg_tev_emit(__u64 *drops, const struct fg_rule *r, const struct
 }
 
 /* Bucket drop counts are sampled 1 in FG_DROP_SAMPLE per CPU (see
- * floodgate.h): the drop path writes the shared bucket line rarely. A
- * sample whose bucket has not been reported this epoch reports it. */
+ * floodgate.h, FG_DROP_SAMPLED): the drop path writes the shared bucket
+ * line rarely. A sample whose bucket has not been reported this epoch
+ * reports it. */
 static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v, int shadow,
 					   const struct fg_rule *r, const struct fg_pkt *p,
 					   __u64 now)
@@ -311,7 +312,7 @@ static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v, int 
 	if (!v->st)
 		return;
 	n = shadow ? v->st->pkts[FG_OUT_SHADOW] : v->st->pkts[FG_OUT_DROP];
-	if ((n & (FG_DROP_SAMPLE - 1)) == 0) {
+	if (FG_DROP_SAMPLED(n, now)) {
 		old = __sync_fetch_and_add(drops, FG_DROP_SAMPLE);
 		if ((old & FG_TEV_TAG_MASK) != FG_TEV_TAG(now))
 			v->ev |= fg_tev_emit(drops, r, p, now);

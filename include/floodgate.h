@@ -814,12 +814,25 @@ static inline __attribute__((always_inline)) __u32 fg_set6_of(__u64 key, __u32 b
  * A token bucket in GCRA form: one theoretical arrival time. Admit a cost c
  * at time now iff max(tat, now) + c*inc - now <= tau, and then store that
  * sum as the new tat with compare-and-swap. A drop writes nothing, except
- * that 1 drop in FG_DROP_SAMPLE (per CPU) adds FG_DROP_SAMPLE to drops, so
+ * that 1 drop in FG_DROP_SAMPLE (per CPU, FG_DROP_SAMPLED) adds FG_DROP_SAMPLE to drops, so
  * the drop path stays read-only for the shared line while `top` can still
  * rank sources; exact totals are in the per-rule counters. The word's low
  * 4 bits are the throttle-event tag (FG_TEV_TAG_MASK, below): FG_DROPS().
  */
 #define FG_DROP_SAMPLE	16
+/*
+ * Is a CPU's n-th drop of a row sampled at now_tu? One in each run of
+ * FG_DROP_SAMPLE drops, at a place that moves with the clock (a hash of
+ * now / 2^22 ns, a ~4 ms tick). A fixed place (n % 16 == 0) aliased with
+ * sources sent in turn: of 32 in rotation 2 (test_datapath
+ * test_drop_sample_rotation), or 18 with real frames (e2e_sampling), were
+ * ever sampled; the others were never reported, tracked or escalated.
+ */
+#define FG_DROP_PHASE(now_tu) \
+	((__u32)((((now_tu) >> (22 + FG_TU_SHIFT)) * 0x9E3779B97F4A7C15ull) >> 32) & (FG_DROP_SAMPLE - 1))
+#define FG_DROP_SAMPLED(n, now_tu) \
+	((((n) + FG_DROP_PHASE(now_tu)) & (FG_DROP_SAMPLE - 1)) == 0)
+
 struct fg_bucket {
 	__u64 tat;		/* time units */
 	__u64 drops;		/* sampled, see above */

@@ -2189,7 +2189,7 @@ static int tev_cb(void *ctx, void *data, size_t len)
 
 /* Distinct IPv4 sources 10.9.x.y, i = 0.., each sent 17 packets at one
  * instant with burst 1: one pass, 16 drops, so exactly one sampled drop
- * each (the row's drop count passes one multiple of 16 every 16 drops). */
+ * each (at one instant FG_DROP_SAMPLED takes one of every 16 drops). */
 static void spray(int from, int n)
 {
 	char a[32];
@@ -2236,7 +2236,12 @@ static void test_throttle_events(void)
 	ASSERT_EQ(seen.last.drops, FG_DROP_SAMPLE, "drops after the first sample");
 	if (ASSERT_OK(dp_bucket4(&D, "192.0.2.77", 0, r.gen, &b), "bucket")) {
 		ASSERT_EQ(b.drops & FG_TEV_TAG_MASK, FG_TEV_TAG(t << FG_TU_SHIFT), "this epoch's tag");
-		ASSERT_EQ(FG_DROPS(b.drops), 13 * FG_DROP_SAMPLE, "13 samples of drops 0..198");
+		__u64 want_n = 0, got_n = FG_DROPS(b.drops) / FG_DROP_SAMPLE;
+
+		for (__u64 n = 0; n < 199; n++)
+			want_n += FG_DROP_SAMPLED(n, t << FG_TU_SHIFT);
+		ASSERT_EQ(got_n, want_n, "samples of drops 0..198: FG_DROP_SAMPLED's");
+		ASSERT_TRUE(got_n == 12 || got_n == 13, "one in each 16 drops at one instant");
 	}
 	dp_set_now(&D, t + (1ull << 30) + 10 * MS);
 	for (int i = 0; i < 200; i++)
@@ -2485,6 +2490,73 @@ out:
 	dp_close(&D);
 }
 
+/* ---- drop sampling against sources sent in turn --------------------------------- */
+
+enum { ROT_SRCS = 32, ROT_ROUNDS = 256 };	/* 256 rounds, 1 ms apart: ~61 clock ticks */
+
+/*
+ * ROT_SRCS sources sent in turn, one packet each per round, 1 ms a round,
+ * all over their rate after the first round: every one of them gets
+ * sampled drops (so a throttle event, the daemon's tracking, escalation
+ * and `top`), and the samples stay one in FG_DROP_SAMPLE drops, give or
+ * take one a clock tick. A fixed place in each 16 drops sampled 2 of the
+ * 32, every time. On one CPU: the sampling counts drops per CPU.
+ */
+static void test_drop_sample_rotation(void)
+{
+	struct fg_rule r = limit_rule(1, 1);	/* 1/s, burst 1: 0.26 tokens in the run */
+	cpu_set_t was, one;
+	struct fg_stats st;
+	__u64 t0, samples = 0, ticks;
+	int sampled = 0, pinned, cpu = sched_getcpu();
+	char a[ROT_SRCS][32];
+
+	if (cpu < 0)
+		cpu = 0;
+	pinned = !sched_getaffinity(0, sizeof(was), &was);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (!ASSERT_OK(pinned ? sched_setaffinity(0, sizeof(one), &one) : -1, "pinned to one CPU"))
+		return;
+	if (setup_one(&r))
+		goto unpin;
+	t0 = dp_now(&D);
+	for (int i = 0; i < ROT_SRCS; i++)
+		snprintf(a[i], sizeof(a[i]), "10.8.0.%d", i + 1);
+	for (int k = 0; k < ROT_ROUNDS; k++) {
+		dp_set_now(&D, t0 + (__u64)k * MS);
+		for (int i = 0; i < ROT_SRCS; i++) {
+			struct pkt_spec s = udp4(a[i], 7);
+
+			dp_send(&D, &s);
+		}
+	}
+	for (int i = 0; i < ROT_SRCS; i++) {
+		struct fg_bucket b;
+
+		if (!ASSERT_OK(dp_bucket4(&D, a[i], 0, r.gen, &b), "the source's bucket"))
+			goto out;
+		sampled += FG_DROPS(b.drops) > 0;
+		samples += FG_DROPS(b.drops) / FG_DROP_SAMPLE;
+	}
+	printf("  %d sources in turn, %d rounds: %d with sampled drops, %llu samples\n", ROT_SRCS,
+	       ROT_ROUNDS, sampled, (unsigned long long)samples);
+	ASSERT_EQ(sampled, ROT_SRCS, "sources in turn with sampled drops");
+	if (ASSERT_OK(dp_read_stats(&D, 0, &st), "the rule's counters")) {
+		__u64 drops = st.pkts[FG_OUT_DROP], want = drops / FG_DROP_SAMPLE;
+
+		ASSERT_EQ(drops, (__u64)ROT_SRCS * (ROT_ROUNDS - 1), "every packet after the first round dropped");
+		/* the place moves at most once a tick: one sample more or fewer each time */
+		ticks = ((t0 + ROT_ROUNDS * MS) >> 22) - (t0 >> 22) + 1;
+		ASSERT_TRUE(samples + ticks >= want && samples <= want + ticks,
+			    "one sample in FG_DROP_SAMPLE drops, give or take one a tick");
+	}
+out:
+	dp_close(&D);
+unpin:
+	sched_setaffinity(0, sizeof(was), &was);
+}
+
 static const struct fg_test_case cases[] = {
 	FG_CASE(test_parse_cases),
 	FG_CASE(test_parse_fields),
@@ -2531,6 +2603,7 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_rules_max),
 	FG_CASE(test_rules_max_vs_reference),
 	FG_CASE(test_rules_max_protocols),
+	FG_CASE(test_drop_sample_rotation),
 };
 
 FG_MAIN_BPF("test_datapath", "needs root for BPF_PROG_TEST_RUN", cases)

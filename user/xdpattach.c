@@ -653,7 +653,15 @@ static bool is_rodata(const char *map_name)
 
 /* A map each loaded copy of the program has of its own, never pinned:
  * .bss and .data (every other map, fg_clk included, is pinned and shared).
- * Its contents are the running copy's; they say nothing of its maps. */
+ * Its contents are the running copy's; they say nothing of its maps.
+ * fg_clk stays pinned, not named here: then every map a kept program runs
+ * on is one the restarted daemon opened, with no list of exceptions to
+ * keep in step with the object. (Named here, as in bfe21e5, it was
+ * harmless: nothing in userspace reads it and it caches only what the
+ * clock helper returned this jiffy. e2e_escalate's restart check that
+ * failed then was drop-sampling aliasing, FG_DROP_SAMPLED in floodgate.h;
+ * an exclusive attach, auto's choice where freplace is refused, never
+ * keeps a program: adopt_link in attach.c swaps it into the link.) */
 static bool is_own_state(const char *map_name)
 {
 	return strstr(map_name, ".bss") || strstr(map_name, ".data");
