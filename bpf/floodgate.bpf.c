@@ -344,7 +344,7 @@ static __always_inline int fg_admit_new(const struct fg_policy *pol,
 _Static_assert(FG_WAYS4 == FG_WAYS6, "fg_way_in serves both tables");
 static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __u64 *tat,
 				     const int stride, __u64 *drops, __u64 want, __u64 now,
-				     __u32 *ev)
+				     __u32 *ev, int pref)
 {
 	__u64 oldest = now, victim_key = 0;
 	int i, victim = -1;
@@ -353,6 +353,10 @@ FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++)
 		if (key[i * stride] == want)
 			return i;
+	if (pref >= 0 && pref < FG_WAYS4 && !key[pref * stride]) {
+		victim = pref;	/* its own way, empty: a lookup's first read */
+		goto claim;
+	}
 FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++) {
 		__u64 k = key[i * stride], t = tat[i * stride];
@@ -372,6 +376,9 @@ FG_UNROLL
 		*ev |= 1u << FG_EV_INSERT_FAIL;
 		return -1;
 	}
+claim:
+	if (victim < 0 || victim >= FG_WAYS4)
+		return -1;
 	if (!fg_admit_new(pol, now, ev))
 		return -1;
 	if (__sync_val_compare_and_swap(&key[victim * stride], victim_key, want) == victim_key) {
@@ -393,8 +400,11 @@ __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
 			   __u64 key, __u64 now, __u32 *ev)
 {
 	__u32 got = 0;
-	int w = pol && set ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops,
-				       key, now, &got) : -1;
+	__u32 z = 0;
+	const struct fg_ctl *ctl = bpf_map_lookup_elem(&fg_ctl, &z);
+	int w = pol && set && ctl ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops,
+					      key, now, &got,
+					      (int)fg_way4_pref(key, ctl->seed4)) : -1;
 
 	if (ev)
 		*ev |= got;
@@ -402,9 +412,8 @@ __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
 }
 
 /* The way of set that holds key, or -1: inline, the hit needs no call (a
- * global function's call and return cost ~8 ns here, and at a million
- * sources, where the set's line is a miss, ~30: SRSO's safe return). A
- * miss goes on to fg_src4_way, which looks again and claims a way. */
+ * global function's call and its SRSO-safe return cost ~8 ns here). A miss
+ * goes on to fg_src4_way, which looks again and claims a way. */
 static __always_inline int fg_src4_own(const struct fg_set4 *set, __u64 key)
 {
 	const __u64 *k = (const __u64 *)set->key;
@@ -448,7 +457,8 @@ __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
 	__u32 got = 0;
 	int w = pol && set && c ? fg_way_in(pol, &set->way[0].key, &set->way[0].tat,
 					    sizeof(set->way[0]) / sizeof(__u64), set->drops,
-					    c->key, c->now, &got) : -1;
+					    c->key, c->now, &got,
+					    (int)fg_way6_pref(c->key)) : -1;
 
 	if (ev)
 		*ev |= got;
@@ -469,7 +479,8 @@ static __always_inline void fg_touch(const __u64 *p)
  * NULL when fg_ctl's size is out of range. */
 static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
 						   const struct fg_rule *r,
-						   const struct fg_pkt *p, __u64 *key)
+						   const struct fg_pkt *p, __u64 *key,
+						   __u32 *pref)
 {
 	union {
 		struct fg_wkey4 s;
@@ -481,10 +492,13 @@ static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
 	} };
 	__u32 bits = ctl->src4_bits, idx;
 
+	__u64 x = fg_mix4(k.u, ctl->seed4);
+
 	*key = k.u;
+	*pref = (__u32)x & (FG_WAYS4 - 1);	/* fg_way4_pref */
 	if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return NULL;
-	idx = fg_hash4(k.u, ctl->seed4, bits);
+	idx = (__u32)(x >> (64 - bits));	/* fg_hash4 */
 	return bpf_map_lookup_elem(&fg_src4, &idx);
 }
 
@@ -495,11 +509,12 @@ static __always_inline void fg_src4_prefetch(const struct fg_ctl *ctl, const str
 					     const struct fg_pkt *p)
 {
 	struct fg_set4 *set;
+	__u32 pref;
 	__u64 key;
 
 	if (p->family != 4 || !r->src.inc || (fg_skip & FG_SKIP_SRC))
 		return;
-	set = fg_src4_set(ctl, r, p, &key);
+	set = fg_src4_set(ctl, r, p, &key, &pref);
 	if (!set)
 		return;
 	fg_touch((const __u64 *)set->key);
@@ -516,12 +531,17 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 	if (p->family == 4) {
 		__u32 ev = 0;
 		__u64 key;
-		struct fg_set4 *set = fg_src4_set(ctl, r, p, &key);
+		__u32 pref;
+		struct fg_set4 *set = fg_src4_set(ctl, r, p, &key, &pref);
 		int w;
 
 		if (!set)
 			return NULL;
-		w = fg_src4_own(set, key);
+		/* its own way first: no compare the miss must answer before the
+		 * tat's address is known, and one that is right when predicted */
+		w = (int)(pref & (FG_WAYS4 - 1));
+		if (((const __u64 *)set->key)[w] != key)
+			w = fg_src4_own(set, key);
 		if (w < 0) {
 			w = fg_src4_way(pol, set, key, now, &ev);
 			v->ev |= ev;
@@ -546,7 +566,9 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		set = bpf_map_lookup_elem(&fg_src6, &idx);
 		if (!set)
 			return NULL;
-		w = fg_src6_own(set, c.key);
+		w = (int)fg_way6_pref(c.key);	/* its own way first, as IPv4's */
+		if (set->way[w & (FG_WAYS6 - 1)].key != c.key)
+			w = fg_src6_own(set, c.key);
 		if (w < 0) {
 			w = fg_src6_way(pol, set, &c, &ev);
 			v->ev |= ev;

@@ -640,6 +640,12 @@ struct fg_blk4 {
  * IPv4 source buckets: a set-associative table in an array map (fg_src4),
  * 1 << fg_ctl.src4_bits sets of FG_WAYS4 ways. A source's set is
  * fg_hash4(key ^ fg_ctl.seed4); a lookup reads one cache line of keys.
+ * Each key has its own way in the set (fg_way4_pref, other bits of the same
+ * hash): a claim takes it when it is empty, and a lookup reads it first, so
+ * that a hit at a random set needs no compare of the other keys before its
+ * tat's address is known (at a million sources, where the set's lines are
+ * a miss, that compare was a mispredicted branch after the miss). A source
+ * whose own way was taken lives in another and is found by the full search.
  *
  * The eviction invariant, by construction: a way is taken over only if it
  * is empty or its bucket is full (tat <= now). A full bucket holds exactly
@@ -694,8 +700,8 @@ struct fg_set4 {
 	__u64 drops[FG_WAYS4];		/* sampled, see FG_DROP_SAMPLE */
 };
 
-/* The set of a key: murmur3's 64-bit finaliser over key ^ seed, top bits. */
-static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 seed, __u32 bits)
+/* murmur3's 64-bit finaliser over key ^ seed. */
+static inline __attribute__((always_inline)) __u64 fg_mix4(__u64 key, __u64 seed)
 {
 	__u64 x = key ^ seed;
 
@@ -704,7 +710,20 @@ static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 see
 	x ^= x >> 33;
 	x *= 0xc4ceb9fe1a85ec53ull;
 	x ^= x >> 33;
-	return (__u32)(x >> (64 - bits));
+	return x;
+}
+
+/* The set of a key: fg_mix4's top bits. */
+static inline __attribute__((always_inline)) __u32 fg_hash4(__u64 key, __u64 seed, __u32 bits)
+{
+	return (__u32)(fg_mix4(key, seed) >> (64 - bits));
+}
+
+/* A key's own way in its set, the one a claim takes when it is empty:
+ * fg_mix4's low bits (below the set's, which are the top ones). */
+static inline __attribute__((always_inline)) __u32 fg_way4_pref(__u64 key, __u64 seed)
+{
+	return (__u32)fg_mix4(key, seed) & (FG_WAYS4 - 1);
 }
 
 /*
@@ -808,6 +827,13 @@ fg_who6_digest(const struct fg_who6 *w, const __u64 seed6[2])
 static inline __attribute__((always_inline)) __u32 fg_set6_of(__u64 key, __u32 bits)
 {
 	return (__u32)(key >> (64 - bits));
+}
+
+/* A key's own way in its set (fg_way4_pref for fg_src6): the bits above
+ * its lowest, which is always set (the used bit, fg_digest6). */
+static inline __attribute__((always_inline)) __u32 fg_way6_pref(__u64 key)
+{
+	return (__u32)(key >> 1) & (FG_WAYS6 - 1);
 }
 
 /*

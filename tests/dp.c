@@ -2,6 +2,7 @@
 /* The data-path test fixture: load, policies, frames, counters; see dp.h. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -422,29 +423,79 @@ static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
 	return bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_src4), &idx, set) ? -errno : 0;
 }
 
-int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
+int dp_where4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct dp_where *at,
+	      struct fg_set4 *set)
 {
 	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = FG_WKEY4_USED | rule, .gen = gen } };
-	struct fg_set4 set;
 	struct fg_ctl c;
 	__u32 z = 0;
 
 	inet_pton(AF_INET, addr, &k.s.addr);
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_ctl), &z, &c))
 		return -errno;
-	if (dp_set4(d, fg_hash4(k.u, c.seed4, c.src4_bits), &set))
+	at->key = k.u;
+	at->set = fg_hash4(k.u, c.seed4, c.src4_bits);
+	at->pref = fg_way4_pref(k.u, c.seed4);
+	at->way = -1;
+	if (dp_set4(d, at->set, set))
 		return -errno;
 	for (int w = 0; w < FG_WAYS4; w++) {
 		__u64 kw;
 
-		memcpy(&kw, &set.key[w], sizeof(kw));
-		if (kw == k.u) {
-			b->tat = set.tat[w];
-			b->drops = set.drops[w];
-			return 0;
-		}
+		memcpy(&kw, &set->key[w], sizeof(kw));
+		if (kw == k.u)
+			at->way = w;
 	}
-	return -ENOENT;
+	return 0;
+}
+
+int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b)
+{
+	struct dp_where at;
+	struct fg_set4 set;
+	int err = dp_where4(d, addr, rule, gen, &at, &set);
+
+	if (err)
+		return err;
+	if (at.way < 0)
+		return -ENOENT;
+	b->tat = set.tat[at.way];
+	b->drops = set.drops[at.way];
+	return 0;
+}
+
+void dp_claim_seen(struct dp_claims *c, __u8 *used, __u32 ways, __u32 pref, int got)
+{
+	int want = dp_model_claim(used, ways, pref);
+
+	c->wrong += got != want;
+	c->own += want >= 0 && (__u32)want == pref;
+	c->other += want >= 0 && (__u32)want != pref;
+	c->none += want < 0;
+}
+
+int dp_claims_check(const struct dp_claims *c, const char *what, __u64 inserts)
+{
+	printf("  %s: %d in their own way, %d in another, %d without (set full), %d not where "
+	       "the model puts them; %llu inserts\n", what, c->own, c->other, c->none, c->wrong,
+	       (unsigned long long)inserts);
+	if (c->wrong || !c->own || !c->other || inserts != (__u64)(c->own + c->other))
+		return -EPROTO;
+	return 0;
+}
+
+int dp_model_claim(__u8 *used, __u32 ways, __u32 pref)
+{
+	if (pref < ways && !used[pref]) {
+		used[pref] = 1;
+		return (int)pref;
+	}
+	for (__u32 w = 0; w < ways; w++)
+		if (!used[w]) {
+			used[w] = 1;
+			return (int)w;
+		}
+	return -1;
 }
 
 int dp_agg(struct dp *d, __u32 idx, struct fg_bucket *b)

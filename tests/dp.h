@@ -87,6 +87,30 @@ int dp_outcome_of(struct dp *d, const struct pkt_spec *s, __u32 *row, int *verdi
 __u64 dp_row_pkts(struct dp *d, __u32 row, __u32 out);
 __u64 dp_row_ev(struct dp *d, __u32 row, __u32 ev);
 int dp_bucket4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct fg_bucket *b);
+/* Where addr's bucket under rule/gen lives in fg_src4: its key, set, own
+ * way (fg_way4_pref) and the way that holds it (-1: none); the set in *set. */
+struct dp_where {
+	__u64 key;
+	__u32 set, pref;
+	int way;
+};
+int dp_where4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct dp_where *at,
+	      struct fg_set4 *set);
+/* The claim rule of fg_way_in on a set with no full bucket, as a model:
+ * the key's own way pref if empty, else the first empty one; marks it in
+ * used[0..ways-1] and returns it, or -1 when every way is used. */
+int dp_model_claim(__u8 *used, __u32 ways, __u32 pref);
+/* Claims seen against that model: in the key's own way, in another, none
+ * (set full), and not where the model puts them. */
+struct dp_claims {
+	int own, other, none, wrong;
+};
+/* One new key: the model's way for it (used, ways, pref) against got. */
+void dp_claim_seen(struct dp_claims *c, __u8 *used, __u32 ways, __u32 pref, int got);
+/* Prints c for what; 0 when every claim was where the model put it, both
+ * kinds (own way, another) were seen and inserts (FG_EV_INSERT) counts
+ * one per claim; else -EPROTO, saying which. */
+int dp_claims_check(const struct dp_claims *c, const char *what, __u64 inserts);
 /* fg_agg[idx] (FG_AGG_IDX, FG_OVF_IDX, FG_INS_IDX). */
 int dp_agg(struct dp *d, __u32 idx, struct fg_bucket *b);
 __u32 dp_count_src4(struct dp *d);

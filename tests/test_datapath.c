@@ -2557,6 +2557,53 @@ unpin:
 	sched_setaffinity(0, sizeof(was), &was);
 }
 
+/*
+ * A new IPv4 source takes its own way (fg_way4_pref) when that way is
+ * empty, else the first empty one: 600 sources into 1,024 ways (128 sets),
+ * each found where a model of that rule puts it (dp_model_claim); then
+ * every one, in its own way or not, is found again with no second claim.
+ */
+#define OWN_SRCS 600
+static void test_own_way_v4(void)
+{
+	static __u8 used[128][FG_WAYS4];
+	struct fg_rule r = limit_rule(1, 2);
+	struct dp_claims c = {};
+	__u64 ins;
+
+	memset(used, 0, sizeof(used));
+	if (setup_one(&r))
+		return;
+	for (int i = 0; i < OWN_SRCS; i++) {
+		char a[32];
+		struct pkt_spec s;
+		struct dp_where at;
+		struct fg_set4 set;
+
+		snprintf(a, sizeof(a), "10.9.%d.%d", i / 200, i % 200 + 1);
+		s = udp4(a, 7);
+		dp_send(&D, &s);
+		if (!ASSERT_OK(dp_where4(&D, a, 0, r.gen, &at, &set), "the source's set") ||
+		    !ASSERT_LE(at.set, 127, "a set of the 1,024-way table"))
+			goto out;
+		dp_claim_seen(&c, used[at.set], FG_WAYS4, at.pref, at.way);
+	}
+	ins = dp_row_ev(&D, 0, FG_EV_INSERT);
+	ASSERT_OK(dp_claims_check(&c, "600 sources", ins),
+		  "each claim where the model puts it, own ways and others, one insert each");
+	for (int i = 0; i < OWN_SRCS; i++) {
+		char a[32];
+		struct pkt_spec s;
+
+		snprintf(a, sizeof(a), "10.9.%d.%d", i / 200, i % 200 + 1);
+		s = udp4(a, 7);
+		dp_send(&D, &s);
+	}
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), ins, "found again, in any way: no second claim");
+out:
+	dp_close(&D);
+}
+
 static const struct fg_test_case cases[] = {
 	FG_CASE(test_parse_cases),
 	FG_CASE(test_parse_fields),
@@ -2604,6 +2651,7 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_rules_max_vs_reference),
 	FG_CASE(test_rules_max_protocols),
 	FG_CASE(test_drop_sample_rotation),
+	FG_CASE(test_own_way_v4),
 };
 
 FG_MAIN_BPF("test_datapath", "needs root for BPF_PROG_TEST_RUN", cases)

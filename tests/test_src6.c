@@ -632,6 +632,59 @@ static void test_digest(void)
 	ASSERT_EQ(fg_who6_digest(&x, kk), 0xc0dc2f46a6cce041ull, "SipHash-1-3 known answer (| 1)");
 }
 
+/*
+ * fg_src6 claims as fg_src4 does (test_datapath test_own_way_v4): a new
+ * /64 takes its own way (fg_way6_pref of its digest) when empty, else the
+ * first empty one, each where dp_model_claim puts it; then every one is
+ * found again with no second claim.
+ */
+static void test_own_way_v6(void)
+{
+	struct fg_rule r = limit_rule(1, 2, 64);
+	static __u8 used[1024][FG_WAYS6];
+	struct dp_claims c = {};
+	struct fg_set6 set;
+	__u32 nsets;
+	__u64 ins;
+
+	memset(used, 0, sizeof(used));
+	if (setup(1024))
+		return;
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	dp_apply(&D);
+	nsets = bpf_map__max_entries(D.skel->maps.fg_src6);
+	if (!ASSERT_LE(nsets, 1024, "the model covers every set"))
+		goto out;
+	for (__u32 i = 0; i < 600; i++) {
+		char a[64];
+		struct pkt_spec s;
+		__u32 idx;
+		__u64 key;
+
+		snprintf(a, sizeof(a), "2001:db8:9:%x::1", i);
+		s = udp6(a, 7);
+		dp_send(&D, &s);
+		key = key_of(a, 64, 0, 0, &idx);
+		if (!ASSERT_LE(idx + 1, nsets, "a set of the table"))
+			goto out;
+		dp_claim_seen(&c, used[idx], FG_WAYS6, fg_way6_pref(key), way_of(a, 64, 0, 0, &set));
+	}
+	ins = dp_row_ev(&D, 0, FG_EV_INSERT);
+	ASSERT_OK(dp_claims_check(&c, "600 /64s", ins),
+		  "each claim where the model puts it, own ways and others, one insert each");
+	for (__u32 i = 0; i < 600; i++) {
+		char a[64];
+		struct pkt_spec s;
+
+		snprintf(a, sizeof(a), "2001:db8:9:%x::1", i);
+		s = udp6(a, 7);
+		dp_send(&D, &s);
+	}
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), ins, "found again, in any way: no second claim");
+out:
+	dp_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
@@ -647,5 +700,6 @@ int main(int argc, char **argv)
 	FG_RUN(test_prefix_grouping);
 	FG_RUN(test_sources_read_v6);
 	FG_RUN(test_two_cpus_claim);
+	FG_RUN(test_own_way_v6);
 	return fg_test_summary();
 }

@@ -272,7 +272,19 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 			.addr = htonl(base + i) & r->mask4, .rule = FG_WKEY4_USED | r->id, .gen = r->gen,
 		} };
 		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
+		__u64 *keys = (__u64 *)set->key;
+		__u32 pref = fg_way4_pref(k.u, ctl.seed4);
+		int seen = 0;
 
+		/* as the program claims: the key's own way if empty, else the first empty */
+		for (int w = 0; w < FG_WAYS4; w++)
+			seen |= keys[w] == k.u;
+		if (!seen && !keys[pref]) {
+			set->tat[pref] = tat;
+			set->drops[pref] = 0;
+			keys[pref] = k.u;
+			continue;
+		}
 		for (int w = 0; w < FG_WAYS4; w++) {
 			__u64 *kw = (__u64 *)&set->key[w];
 
