@@ -32,6 +32,8 @@ BPF_CFLAGS   := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -D__BPF__ \
 CFLAGS       ?= -O2 -g
 USER_CFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Ibpf \
 		-Iinclude -Iuser -I$(OUTPUT) -D_GNU_SOURCE $(COMMON_FLAGS)
+# code the tools and the tests share (frames built byte by byte); never shipped
+TOOL_CFLAGS  := $(USER_CFLAGS) -Itools/lib
 USER_LDLIBS  := -lbpf -lxdp -lelf -lz -lyaml -lmicrohttpd -lsystemd -ljson-c -lhiredis -lpthread -lm
 
 ifeq ($(ASAN),1)
@@ -44,16 +46,24 @@ USER_LDFLAGS += -fsanitize=undefined
 endif
 
 # --- sources -----------------------------------------------------------------
-BPF_SRCS   := $(wildcard bpf/*.bpf.c)
-BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
-SKELS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-MAINS      := user/floodgated.c user/floodgate.c
-LIB_SRCS   := $(filter-out $(MAINS),$(wildcard user/*.c))
+# bpf/: the programs floodgate ships; tools/bpf/: the generator's and the
+# benchmark's; tests/bpf/: small programs for the tests
+BPF_DIRS   := bpf tools/bpf tests/bpf
+BPF_SRCS   := $(foreach d,$(BPF_DIRS),$(wildcard $(d)/*.bpf.c))
+BPF_NAMES  := $(basename $(basename $(notdir $(BPF_SRCS))))
+BPF_OBJS   := $(patsubst %,$(OUTPUT)/%.bpf.o,$(BPF_NAMES))
+SKELS      := $(patsubst %,$(OUTPUT)/%.skel.h,$(BPF_NAMES))
+vpath %.bpf.c $(BPF_DIRS)
+MAINS      := user/daemon/floodgated.c user/cli/floodgate.c
+LIB_SRCS   := $(filter-out $(MAINS),$(wildcard user/*/*.c))
 LIB_OBJS   := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 LIB        := $(OUTPUT)/libfg.a
-BINS       := $(patsubst user/%.c,$(OUTPUT)/%,$(wildcard $(MAINS)))
+BINS       := $(foreach m,$(MAINS),$(OUTPUT)/$(basename $(notdir $(m))))
 TOOL_SRCS  := $(wildcard tools/*.c)
 TOOLS      := $(patsubst tools/%.c,$(OUTPUT)/%,$(TOOL_SRCS))
+TOOLLIB_SRCS := $(wildcard tools/lib/*.c)
+TOOLLIB_OBJS := $(patsubst tools/lib/%.c,$(OUTPUT)/tools/lib/%.o,$(TOOLLIB_SRCS))
+TOOLLIB    := $(OUTPUT)/libfgtools.a
 TEST_SRCS  := $(wildcard tests/test_*.c)
 TESTS      := $(patsubst tests/%.c,$(OUTPUT)/tests/%,$(TEST_SRCS))
 TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS) $(wildcard tests/fuzz_*.c),$(wildcard tests/*.c))
@@ -63,7 +73,7 @@ FUZZERS    := $(patsubst tests/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 DEPS_STAMP := $(OUTPUT)/.deps-ok
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.tmp.o,$(BPF_SRCS))
+.SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
 .PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
@@ -87,11 +97,11 @@ deps $(DEPS_STAMP):
 	$(Q)tools/deps.sh
 	$(Q)mkdir -p $(OUTPUT) && touch $(DEPS_STAMP)
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests $(OUTPUT)/fuzz/obj:
+$(OUTPUT) $(OUTPUT)/tests $(OUTPUT)/fuzz/obj:
 	$(Q)mkdir -p $@
 
 # --- BPF: clang -> strip DWARF (keep BTF) -> bpftool gen object -> skeleton --
-$(OUTPUT)/%.tmp.o: bpf/%.bpf.c | $(OUTPUT) $(DEPS_STAMP)
+$(OUTPUT)/%.tmp.o: %.bpf.c | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(OUTPUT)/$*.bpf.d -MT $@ -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -108,7 +118,8 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 # The skeletons are order-only prerequisites: they must exist before the first
 # compile, but which of them an object really includes is in its -MMD .d file,
 # so editing one BPF program rebuilds only the objects that embed its skeleton.
-$(OUTPUT)/user/%.o: user/%.c | $(SKELS) $(OUTPUT)/user $(DEPS_STAMP)
+$(OUTPUT)/user/%.o: user/%.c | $(SKELS) $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
@@ -118,24 +129,32 @@ $(LIB): $(LIB_OBJS)
 
 # static pattern rules (not `$(OUTPUT)/%:`): their objects are explicit
 # prerequisites, so make never deletes them as chain intermediates
-$(BINS): $(OUTPUT)/%: $(OUTPUT)/user/%.o $(LIB)
+$(OUTPUT)/floodgated: $(OUTPUT)/user/daemon/floodgated.o $(LIB)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
+
+$(OUTPUT)/floodgate: $(OUTPUT)/user/cli/floodgate.o $(LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
 $(OUTPUT)/tools/%.o: tools/%.c | $(SKELS) $(DEPS_STAMP)
-	$(Q)mkdir -p $(OUTPUT)/tools
+	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(TOOL_CFLAGS) -c $< -o $@
 
-$(TOOLS): $(OUTPUT)/%: $(OUTPUT)/tools/%.o $(LIB)
+$(TOOLLIB): $(TOOLLIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TOOLS): $(OUTPUT)/%: $(OUTPUT)/tools/%.o $(TOOLLIB) $(LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
 $(OUTPUT)/tests/%.o: tests/%.c | $(SKELS) $(OUTPUT)/tests $(DEPS_STAMP)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Itests -c $< -o $@
+	$(Q)$(CC) $(TOOL_CFLAGS) -Itests -c $< -o $@
 
-$(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
+$(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(TOOLLIB) $(LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(USER_LDFLAGS) $^ $(USER_LDLIBS) -o $@
 
@@ -144,11 +163,12 @@ $(TESTS): $(OUTPUT)/tests/%: $(OUTPUT)/tests/%.o $(TEST_HELPER_OBJS) $(LIB)
 # per source so that each has its own .d file (one clang call over many
 # sources writes the dependencies of the last one only).
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -Iinclude -Iuser -Ibpf -Itests -I$(OUTPUT) \
+FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -Iinclude -Iuser -Ibpf -Itests -Itools/lib -I$(OUTPUT) \
 	       -D_GNU_SOURCE -DFG_FUZZ $(COMMON_FLAGS)
 FUZZ_LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/obj/%.o,$(LIB_SRCS))
 
 $(OUTPUT)/fuzz/obj/%.o: user/%.c | $(SKELS) $(OUTPUT)/fuzz/obj $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -203,5 +223,6 @@ clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT)
 
-DEPS := $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/fuzz/obj/*.d)
+DEPS := $(wildcard $(OUTPUT)/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tools/lib/*.d \
+	$(OUTPUT)/tests/*.d $(OUTPUT)/fuzz/obj/*.d $(OUTPUT)/fuzz/obj/*/*.d)
 -include $(DEPS)

@@ -40,7 +40,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* One load, not merged with or moved across another FG_READ_ONCE: fields
- * of fg_ctl change under the program (user/ctl.h). */
+ * of fg_ctl change under the program (user/maps/ctl.h). */
 #define FG_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 
 /* Load-time: which clock (enum fg_clock). Coarse by default, see README. */
@@ -57,11 +57,11 @@ const volatile __u32 fg_skip_rule = 0;
  * DIR-16-8-8 walk, which falls back to it past the block budget, replaced),
  * to time both in one run.
  * The reference also keeps fg_pfx4 among the program's maps, by which
- * user/discover.c finds a pin dir's maps from an attached program. */
+ * user/attach/discover.c finds a pin dir's maps from an attached program. */
 const volatile __u32 fg_trie4 = 0;
 
 /* Runtime switches; mmapped and stored field by field by floodgated and
- * the CLI (user/ctl.h). */
+ * the CLI (user/maps/ctl.h). */
 FG_MAP(fg_ctl, BPF_MAP_TYPE_ARRAY, 1, BPF_F_MMAPABLE, __u32, struct fg_ctl);
 
 /* Two policy slots; fg_ctl.slot names the active one. Written by userspace. */

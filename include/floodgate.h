@@ -31,7 +31,7 @@
  *
  * ABI 6, from 5:
  * - fg_policy.pool_names[FG_MAX_POOLS] after pad2 (the program never reads it): pool bucket
- *   ids are kept by name across reloads and adoption (user/apply.c), status and metrics name pools
+ *   ids are kept by name across reloads and adoption (user/maps/apply.c), status and metrics name pools
  * - throttle events (docs/operators-guide.md, "The daemon's own cost"): ring buffer map
  *   fg_tev (struct fg_tev records), its rate cap fg_agg[FG_TEV_IDX] (FG_NAGG grows by 1),
  *   events FG_EV_TEV_CAPPED and FG_EV_TEV_LOST (fg_stats grows); the low 4 bits of a
@@ -55,7 +55,7 @@
  *   slot's fg_pfx4 (past the block budget, or beyond FG_DIR4_LEAVES values); nothing is refused
  *
  * ABI 5, from 4:
- * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/ctl.h), never whole after init
+ * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/maps/ctl.h), never whole after init
  * - fg_ctl: mode_ovr (was pad), rule_ovr_set/rule_ovr_shadow, ovr_since; 48 -> 88 bytes
  * - FG_MAX_IDS = 128 rule ids: fg_stats 129 rows, fg_names 128, fg_agg 257 buckets
  * - struct fg_slot4 is struct fg_wkey4 (same layout)
@@ -69,7 +69,7 @@
  * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
  *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
  *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
- * - load shedding (docs/shedding.md): enum fg_tier, fg_shed_kind, FG_SHED_ONE (from user/shed.h);
+ * - load shedding (docs/shedding.md): enum fg_tier, fg_shed_kind, FG_SHED_ONE (from user/shed/shed.h);
  *   fg_rule.tier and .pool (were tail padding); struct fg_pool, fg_policy.pools[FG_MAX_POOLS] and
  *   npools; two fg_agg buckets per pool id (FG_NAGG grows); outcomes FG_OUT_SHED, FG_OUT_SHED_SHADOW;
  *   events FG_EV_SHED_TIER, _CAP, _POOL; map fg_shed (struct fg_shed_ctl, one entry, mmapable)
@@ -222,7 +222,7 @@ enum fg_event {
  * Writers. The map is BPF_F_MMAPABLE. fg_ctl_init writes the whole value of
  * a fresh pin dir before any program is attached; after that nobody
  * rewrites it whole: every writer maps it and stores only its own fields
- * with atomic stores (user/ctl.h), so concurrent writers never lose each
+ * with atomic stores (user/maps/ctl.h), so concurrent writers never lose each
  * other's fields and none waits for a lock. Policy apply (daemon) stores
  * slot and mode; the operator (CLI) stores bypass_until then bypass, and the
  * overrides. rt_active is only ever changed by atomic add and subtract

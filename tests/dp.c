@@ -9,13 +9,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "dp.h"
-#include "shed.h"
-#include "fgmaps.h"
-#include "admission.h"
-#include "dir4map.h"
+#include "shed/shed.h"
+#include "maps/fgmaps.h"
+#include "policy/admission.h"
+#include "maps/dir4map.h"
 
 /* What fg_ctl_init does for a fresh pin dir: the whole value, once, before
- * the first packet; from then on only user/ctl.h writes it. */
+ * the first packet; from then on only user/maps/ctl.h writes it. */
 static int dp_ctl_init(struct dp *d, __u32 max_sources)
 {
 	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,

@@ -4,7 +4,7 @@
  * with the test clock (fake_now), unpinned; policies built by hand so each
  * test controls every field; frames run through BPF_PROG_TEST_RUN. fg_ctl
  * is written the way floodgate writes it: whole once at open, then field by
- * field through user/ctl.h (d->cm).
+ * field through user/maps/ctl.h (d->cm).
  */
 #ifndef FG_TEST_DP_H
 #define FG_TEST_DP_H
@@ -14,9 +14,9 @@
 #include <bpf/bpf.h>
 #include "floodgate.h"
 #include "floodgate.skel.h"
-#include "ctl.h"
+#include "maps/ctl.h"
 #include "pkt.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 struct dp {
 	struct floodgate_bpf *skel;

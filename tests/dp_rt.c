@@ -5,8 +5,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include "dp_rt.h"
-#include "fgmaps.h"
-#include "prefix.h"
+#include "maps/fgmaps.h"
+#include "lib/prefix.h"
 
 int dp_rt_open(struct dp *d, struct fg_rt_maps *rt)
 {

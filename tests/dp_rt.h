@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The runtime lists in the data-path fixture (tests/dp.h): user/rtlist.h on
+ * The runtime lists in the data-path fixture (tests/dp.h): user/lists/rtlist.h on
  * the skeleton's fg_rt4/fg_rt6 and fg_ctl, and a few ways to read or fill
  * them behind its back, for the tests that need a state rtlist.h would not
  * make (an entry the count does not know of, a full family).
@@ -9,7 +9,7 @@
 #define FG_TEST_DP_RT_H
 
 #include "dp.h"
-#include "rtlist.h"
+#include "lists/rtlist.h"
 
 /* rtlist.h on d's maps. */
 int dp_rt_open(struct dp *d, struct fg_rt_maps *rt);

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "policy.h"
+#include "policy/admission.h"
+#include "policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "apply.h"
+#include "maps/apply.h"
 #include "fgtest.h"
 #include "polfix.h"
 

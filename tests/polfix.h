@@ -9,8 +9,8 @@
 #define FG_TEST_POLFIX_H
 
 #include <stddef.h>
-#include "fgmaps.h"
-#include "policy.h"
+#include "maps/fgmaps.h"
+#include "policy/policy.h"
 
 /* txt ("test.yaml") into *cfg, zeroed first; 0 or -errno. */
 int pf_parse(const char *txt, struct fg_config *cfg);

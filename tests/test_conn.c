@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The concurrency counter (bpf/fgconn.bpf.c, user/conn.c) against real TCP
+ * The concurrency counter (bpf/fgconn.bpf.c, user/conn/conn.c) against real TCP
  * sockets: the test process moves into a network namespace of its own
  * (unshare), so no other socket of the machine is counted, and drives
  * listeners and clients on its loopback, IPv4 and IPv6. The pending-slot
@@ -30,7 +30,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
-#include "conn.h"
+#include "conn/conn.h"
 #include "dp.h"
 #include "fgconn.skel.h"
 
@@ -1129,7 +1129,7 @@ static void test_helper_cost(void)
 /*
  * The real XDP program, loaded as floodgated loads it: its fgc_count and
  * fgc_pend are the counter's (bpf_map__reuse_fd), fg_ctl stamped once,
- * then written through user/ctl.h (tests/dp.h). Rule id 3 gen 7 (CAP's)
+ * then written through user/maps/ctl.h (tests/dp.h). Rule id 3 gen 7 (CAP's)
  * on ports 7100-7199 with a cap of 10 (and, rate > 0, a per-source rate of
  * burst `burst`); rule id 5 on PORTX, cap 100 (more than the pending slots).
  */

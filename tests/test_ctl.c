@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * user/ctl.c, the lock-free switches, against the real fg_ctl map of the
+ * user/maps/ctl.c, the lock-free switches, against the real fg_ctl map of the
  * real program (tests/dp.c loads it with the test clock): concurrent
  * writers lose nothing, no reader (a thread, or the program itself) sees a
  * torn kill switch, and the kill switch takes effect at once while another
@@ -21,7 +21,7 @@
 #include "fgtest.h"
 #include "dp.h"
 #include "dpcheck.h"
-#include "ctl.h"
+#include "maps/ctl.h"
 
 #define NS		1000000000ull
 #define N_WRITES	100000

@@ -19,12 +19,12 @@
 #include "pkt.h"
 #include "floodgate.h"
 #include "floodgate.skel.h"
-#include "apply.h"
-#include "ctl.h"
-#include "dir4map.h"
-#include "fgmaps.h"
-#include "mapimg.h"
-#include "policy.h"
+#include "maps/apply.h"
+#include "maps/ctl.h"
+#include "maps/dir4map.h"
+#include "maps/fgmaps.h"
+#include "maps/mapimg.h"
+#include "policy/policy.h"
 
 static __u64 rng = 0x9e3779b97f4a7c15ull;
 

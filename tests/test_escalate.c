@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Escalation (user/escalate.c, user/policy_escalate.c): the policy keys
+ * Escalation (user/lists/escalate.c, user/policy/policy_escalate.c): the policy keys
  * escalate: and escalation: (defaults, bad input refused at line:col), and
  * the decision over the real throttle tracker with a fake clock and a fake
  * runtime list: after, for, the prefix, logged once, the cap (counted once
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include "fgtest.h"
 #include "trfix.h"
-#include "escalate.h"
-#include "log.h"
-#include "policy.h"
-#include "prefix.h"
+#include "lists/escalate.h"
+#include "lib/log.h"
+#include "policy/policy.h"
+#include "lib/prefix.h"
 
 #define SEC 1000000000ull
 

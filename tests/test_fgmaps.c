@@ -15,13 +15,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
-#include "apply.h"
-#include "ctl.h"
-#include "fgmaps.h"
-#include "sources.h"
-#include "srcwalk.h"
+#include "maps/apply.h"
+#include "maps/ctl.h"
+#include "maps/fgmaps.h"
+#include "sources/sources.h"
+#include "sources/srcwalk.h"
 #include "floodgate.skel.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "polfix.h"
 
 static struct floodgate_bpf *skel;
@@ -465,7 +465,7 @@ static __u32 set_of(const struct fg_ctl *ctl, __u32 addr, const struct fg_rule *
 
 /* The daemon's incremental walk counts what a full walk counts, one slice
  * at a time, and its point lookups find a source as the program does,
- * with the throttle-event tag masked out of drops (user/srcwalk.h). */
+ * with the throttle-event tag masked out of drops (user/sources/srcwalk.h). */
 /* Puts a source into a free way of its fg_src6 set, as the program claims
  * one (the key, then the copy of its owner); *idx: the set. */
 static void put6(const struct fg_ctl *ctl, const __u8 addr[16], const struct fg_rule *r,

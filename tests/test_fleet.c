@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The fleet lease engine (user/fleet.c) against a real redis-server that
+ * The fleet lease engine (user/fleet/fleet.c) against a real redis-server that
  * this test starts on a Unix socket in a temporary directory and stops by
  * PID, also on failure. Nodes are simulated in-process: each has its own
  * engine and connection and a model of the program's token balance, which
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "fgtest.h"
-#include "fleet.h"
+#include "fleet/fleet.h"
 
 #ifndef REDIS_BIN
 #define REDIS_BIN	"/usr/bin/redis-server"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The Prometheus page (user/metrics.c, fg_metrics_render) from a snapshot
+ * The Prometheus page (user/daemon/metrics.c, fg_metrics_render) from a snapshot
  * built here: each per-rule fleet metric says what the snapshot holds for
  * each rule, every family has one HELP and one TYPE before its samples, and
  * no sample is written twice. Needs no root and touches no map.
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fgtest.h"
-#include "fleet_redis.h"
-#include "fleet_status.h"
-#include "metrics.h"
+#include "fleet/fleet_redis.h"
+#include "fleet/fleet_status.h"
+#include "daemon/metrics.h"
 
 #define NRULES 3
 

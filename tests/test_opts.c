@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The option and subcommand layer (user/opts.c) on its own, table-driven:
+ * The option and subcommand layer (user/lib/opts.c) on its own, table-driven:
  * long and short forms, "=" and attached values, unique prefixes and
  * ambiguity, missing values, unknown options, positional limits, "--",
  * optional values, callbacks, and the generated help. No root needed.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "fgtest.h"
-#include "opts.h"
+#include "lib/opts.h"
 
 struct tcfg {
 	const char *dir;

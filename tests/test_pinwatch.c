@@ -16,9 +16,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
-#include "discover.h"
-#include "fgmaps.h"
-#include "pinwatch.h"
+#include "attach/discover.h"
+#include "maps/fgmaps.h"
+#include "attach/pinwatch.h"
 #include "floodgate.skel.h"
 
 #define SEC_NS	1000000000ull

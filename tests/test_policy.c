@@ -19,12 +19,12 @@
 #include <sys/stat.h>
 
 #include "fgtest.h"
-#include "policy.h"
-#include "admission.h"
-#include "units.h"
-#include "conn.h"
-#include "sysutil.h"
-#include "mapimg.h"
+#include "policy/policy.h"
+#include "policy/admission.h"
+#include "lib/units.h"
+#include "conn/conn.h"
+#include "lib/sysutil.h"
+#include "maps/mapimg.h"
 #include "polcase.h"
 
 #define TU FG_TU_PER_SEC

@@ -2,7 +2,7 @@
 /*
  * The runtime allow/deny lists: the real XDP program through
  * BPF_PROG_TEST_RUN on the test clock (tests/dp.h), with the entries
- * written by user/rtlist.h as the CLI writes them. Longest prefix over the
+ * written by user/lists/rtlist.h as the CLI writes them. Longest prefix over the
  * file's lists, expiry judged by the program alone, the rt_active gate,
  * the bound, shadow, IPv6, and the count kept exact by concurrent writers.
  * FG_NEEDS_ROOT.

@@ -17,11 +17,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
-#include "apply.h"
-#include "fgmaps.h"
+#include "maps/apply.h"
+#include "maps/fgmaps.h"
 #include "floodgate.skel.h"
 #include "pkt.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 static struct floodgate_bpf *skel;
 static struct fg_maps maps;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The adaptive shedder's controller (user/shed.c) on a simulated clock, the
+ * The adaptive shedder's controller (user/shed/shed.c) on a simulated clock, the
  * dead-daemon decay the program will compute, and reserved capacity pools
  * simulated with the program's own bucket arithmetic (bpf/fg_gcra.h).
  * Expected figures are worked out by hand from the configuration, not from
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include "fgtest.h"
 #include "fg_gcra.h"
-#include "shed.h"
+#include "shed/shed.h"
 
 #define ASSERT_DLE(got, lim, name)					\
 	({ double ___g = (got), ___l = (lim);				\

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Pool bucket ids by name across applies (user/apply.c, docs/shedding.md
+ * Pool bucket ids by name across applies (user/maps/apply.c, docs/shedding.md
  * section 5): two pools swapped in the file keep their own shared tat and
  * cap; a new pool gets an id the active policy does not use, its buckets
  * zeroed; a rule's pool index follows its pool's new place. Loads the real
@@ -12,11 +12,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
-#include "apply.h"
-#include "ctl.h"
-#include "fgmaps.h"
+#include "maps/apply.h"
+#include "maps/ctl.h"
+#include "maps/fgmaps.h"
 #include "floodgate.skel.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "polfix.h"
 
 static struct floodgate_bpf *skel;

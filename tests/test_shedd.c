@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * user/shedd.c, the daemon's shedder loop, against real BPF maps (fg_shed
+ * user/daemon/shedd.c, the daemon's shedder loop, against real BPF maps (fg_shed
  * and fg_ctl made here, not pinned) and a file signal, on a simulated
  * clock: sampling on the interval, the thresholds and deadline it stores,
  * the program's decay after the last store, bypass and off holding it at
@@ -17,9 +17,9 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "fgtest.h"
-#include "metrics.h"
-#include "sysutil.h"
-#include "shedd.h"
+#include "daemon/metrics.h"
+#include "lib/sysutil.h"
+#include "daemon/shedd.h"
 
 #define MS	1000000ull
 #define T0	(1000ull * 1000 * MS)	/* 1000 s: any monotonic start */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The shedder's utilization signals (user/fgsignal.c): the parsers on
+ * The shedder's utilization signals (user/shed/fgsignal.c): the parsers on
  * sample texts, then each reader on the real thing: /proc/stat with a busy
  * thread of our own, /proc/pressure/cpu under contention we make, a
  * listener on 127.0.0.1 whose accept queue we fill, and files. No root
@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include "fgtest.h"
-#include "fgsignal.h"
+#include "shed/fgsignal.h"
 
 static void sleep_ms(long ms)
 {

@@ -5,7 +5,7 @@
  * BPF_PROG_TEST_RUN and the test clock: the eviction invariant under a
  * spoofed spray, idle ways reused, sources of one set kept apart, rule and
  * generation separation, the on_full paths, prefix grouping, and the
- * owner's copy as userspace reads it (user/sources.c). FG_NEEDS_ROOT.
+ * owner's copy as userspace reads it (user/sources/sources.c). FG_NEEDS_ROOT.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,9 +16,9 @@
 #include "fgtest.h"
 #include "dp.h"
 #include "dpcheck.h"
-#include "fgmaps.h"
-#include "prefix.h"
-#include "sources.h"
+#include "maps/fgmaps.h"
+#include "lib/prefix.h"
+#include "sources/sources.h"
 
 #define NS 1000000000ull
 #define MS 1000000ull
@@ -421,7 +421,7 @@ static void test_prefix_grouping(void)
 }
 
 /*
- * Userspace reads fg_src6 through its mmap (user/sources.c): every way is
+ * Userspace reads fg_src6 through its mmap (user/sources/sources.c): every way is
  * counted, each shown with its owner's prefix, rule and drops; a way whose
  * copy does not match its key (a claim in progress) is counted and not
  * shown. Bad seed in fg_ctl: every way is "being claimed", none invented.

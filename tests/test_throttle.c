@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * floodgated's throttle log (user/throttle.c) on synthetic throttle events
+ * floodgated's throttle log (user/sources/throttle.c) on synthetic throttle events
  * and a fake bucket table: when a source starts and stops being throttled,
  * an evicted bucket, the line limit per tick, the bound on tracked sources,
  * that a source is found again whatever the order of its events, and that
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include "fgtest.h"
 #include "trfix.h"
-#include "log.h"
-#include "throttle.h"
-#include "sources.h"
+#include "lib/log.h"
+#include "sources/throttle.h"
+#include "sources/sources.h"
 
 static struct fg_name names[FG_MAX_IDS];
 

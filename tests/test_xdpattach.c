@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * user/xdpattach.c against this kernel and Debian's xdp-tools: floodgate
+ * user/attach/xdpattach.c against this kernel and Debian's xdp-tools: floodgate
  * beside xdp-filter through libxdp's dispatcher, or alone where the kernel
  * cannot run one, and the exclusive bpf_link. FG_NEEDS_ROOT.
  *
@@ -41,7 +41,7 @@
 #include <xdp/prog_dispatcher.h>
 #include "fgtest.h"
 #include "dp.h"
-#include "xdpattach.h"
+#include "attach/xdpattach.h"
 #include "fgtest_xdp.skel.h"
 
 #define DEV0 "fgx0"	/* the programs' side */

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <linux/bpf.h>
 #include "fgtest.h"
-#include "attach.h"
-#include "policy.h"
+#include "attach/attach.h"
+#include "policy/policy.h"
 #include "polcase.h"
-#include "xdpattach.h"
+#include "attach/xdpattach.h"
 
 static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
 {

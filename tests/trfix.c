@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fgtest.h"
-#include "log.h"
+#include "lib/log.h"
 #include "trfix.h"
 
 static char logbuf[1 << 16];

@@ -8,7 +8,7 @@
 #ifndef FG_TEST_TRFIX_H
 #define FG_TEST_TRFIX_H
 
-#include "policy.h"
+#include "policy/policy.h"
 
 /* fg_test_init, logging at info as prog, and names[1] in use as rule (generation 1). */
 void tf_init(int argc, char **argv, const char *prog, struct fg_name *names, const char *rule);

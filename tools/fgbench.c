@@ -70,16 +70,16 @@
 #include "floodgate.skel.h"
 #include "bench_floor.skel.h"
 #include "fgtest_xdp.skel.h"
-#include "attach.h"
-#include "conn.h"
-#include "ctl.h"
-#include "fgmaps.h"
-#include "opts.h"
-#include "policy.h"
-#include "apply.h"
-#include "sources.h"
-#include "mapimg.h"
-#include "xdpattach.h"
+#include "attach/attach.h"
+#include "conn/conn.h"
+#include "maps/ctl.h"
+#include "maps/fgmaps.h"
+#include "lib/opts.h"
+#include "policy/policy.h"
+#include "maps/apply.h"
+#include "sources/sources.h"
+#include "maps/mapimg.h"
+#include "attach/xdpattach.h"
 
 #define NSEC 1000000000ull
 #define FG_SKIP_NOCLOCK	(1u << 31)	/* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
@@ -416,7 +416,7 @@ static int measure(int prog, const __u8 *frame, __u32 R, double *slope, double *
 #define SRC_ONE		0x0a010203u	/* 10.1.2.3 */
 #define SRC_BASE	0x0a000000u	/* 10.0.0.0: N-source scenarios */
 #define SRC_FILL4	0x0b000000u	/* 11.0.0.0: fill's IPv4 sources */
-#define FG_MAX_SOURCES_BENCH (1u << 24)	/* max_sources' upper limit (user/policy.c) */
+#define FG_MAX_SOURCES_BENCH (1u << 24)	/* max_sources' upper limit (user/policy/policy.c) */
 
 /* Throttled (dport 9) and allowed (dport 7) rules, one table. */
 static const char *pol_one =

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * fgdump: what the shell tests read from a pin dir besides `floodgate stats
- * --json`, through the project's own library (user/fgmaps.h) and ABI header,
+ * --json`, through the project's own library (user/maps/fgmaps.h) and ABI header,
  * so that no test carries a second copy of struct layouts or of fg_hash4.
  *
  *   fgdump [-p DIR] bucket4 ADDR RULE
@@ -39,8 +39,8 @@
 #include <json-c/json.h>
 
 #include "floodgate.h"
-#include "fgmaps.h"
-#include "opts.h"
+#include "maps/fgmaps.h"
+#include "lib/opts.h"
 
 #define WATCH_SLEEP_NS	200000L		/* between two samples */
 

@@ -84,7 +84,7 @@
 #include <bpf/libbpf.h>
 
 #include "fgen.skel.h"
-#include "opts.h"
+#include "lib/opts.h"
 
 #define FGEN_MAX_FRAME	9018
 #define FGEN_MAX_VLAN	4
@@ -914,7 +914,7 @@ cleanup:
 	return err;
 }
 
-/* --- options (declared through user/opts.h) ------------------------------------ */
+/* --- options (declared through user/lib/opts.h) ------------------------------------ */
 
 /* The options whose value a parser reads into struct opts, each with a flag
  * that says it was given; opt_parsed's ival is the index here. */

@@ -26,9 +26,9 @@
 #include <bpf/bpf.h>
 
 #include "floodgate.h"
-#include "attach.h"
-#include "fgmaps.h"
-#include "opts.h"
+#include "attach/attach.h"
+#include "maps/fgmaps.h"
+#include "lib/opts.h"
 #include "pkt.h"
 
 struct fill_opts {

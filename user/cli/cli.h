@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The floodgate CLI's commands, by group: cli_status.c (status),
+ * cli_stats.c (stats, top), cli_switch.c (mode, bypass), cli_shed.c (shed), cli_policy.c
+ * (check, reload, detach), cli_lists.c (allow, deny), cli_conn.c (the
+ * concurrency caps' part of top and status); the helpers they share are in cli_common.c, the
+ * command table and the option tables in floodgate.c.
+ *
+ * Each command returns the process's exit status: 0 ok, 1 runtime failure,
+ * 2 (FG_EXIT_USAGE) bad usage. Commands are the CLI's top level: they log.
+ */
+#ifndef FG_CLI_H
+#define FG_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "floodgate.h"
+#include "maps/fgmaps.h"
+
+struct json_object;
+
+/* Every option of every command; each command's table says which it takes. */
+struct cli_args {
+	const char *pin_dir;	/* --pin-dir; NULL: $FLOODGATE_PIN_DIR or the default */
+	bool verbose;
+	bool json;		/* stats, top, status */
+	bool watch;		/* stats --watch */
+	__u64 watch_secs;	/* stats --watch SECS (default 1) */
+	__u64 top_n;		/* top -n (default 10) */
+	const char *rule;	/* mode --rule */
+	bool bypass_for;	/* bypass --for given */
+	__u64 bypass_ns;	/* its duration */
+	bool force;		/* detach --force */
+	bool rt_for;		/* allow/deny add --for given */
+	__u64 rt_ns;		/* its duration */
+	const char *comment;	/* allow/deny add --comment */
+	const char *pos[2];	/* positional words */
+	int npos;
+	const char *dir;	/* the pin dir in use */
+	const char *iface;	/* --interface: discovery picks the filter on it */
+};
+
+int cli_status(void *cfg);
+int cli_stats(void *cfg);
+int cli_top(void *cfg);
+int cli_mode(void *cfg);
+int cli_bypass(void *cfg);
+int cli_shed(void *cfg);
+int cli_check(void *cfg);
+int cli_reload(void *cfg);
+int cli_detach(void *cfg);
+int cli_allow(void *cfg);
+int cli_deny(void *cfg);
+
+/* --- cli_conn.c: the concurrency caps in top and status --- */
+void cli_conn_top_text(const struct cli_args *a, const struct fg_name *names);
+void cli_conn_top_json(const struct cli_args *a, const struct fg_name *names,
+		       struct json_object *root, int *err);
+void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names);
+struct json_object *cli_conn_status_json(const struct cli_args *a, const struct fg_name *names,
+					 int *err);
+
+/* --- cli_common.c --- */
+
+/* Open the pin dir's maps; logs why not. When the pin dir is missing or
+ * incomplete, the maps of the floodgate program on an interface of this
+ * network namespace instead (discover.h), saying so; m->dirfd is then -1. */
+int cli_open_maps(const struct cli_args *a, struct fg_maps *m);
+/* Take the pin dir's lock (5 s); logs why not. No pin dir (maps found
+ * through an interface): nothing to lock, 0. */
+int cli_lock_maps(struct fg_maps *m);
+/* detach without a (complete) pin dir: remove the floodgate program found
+ * on this namespace's interfaces, SIGTERM its live daemon (--force), and
+ * what is left of the pin dir; the exit status. */
+int cli_detach_found(const struct cli_args *a);
+/* detach --force: stop floodgated pid so that no signal is left pending
+ * (SIGTERM, SIGKILL if it stops or does not exit; SIGKILL at once if
+ * stopped); 0 once it is gone. */
+int cli_stop_daemon(__u32 pid);
+/* "uid 0 (root) via sudo by alice", for the audit log */
+const char *cli_who(char *buf, size_t len);
+/* 12345 -> "12345", 123456 -> "123.5k" */
+void cli_fmt_num(char *buf, size_t len, double v);
+/* A stats row's name: "_global", the rule's, or NULL for an unused id. */
+const char *cli_row_name(const struct fg_name *names, int row);
+/* The rule holding (id, gen), or NULL. */
+const char *cli_rule_name(const struct fg_name *names, __u16 id, __u16 gen);
+const char *cli_action_str(__u8 action);
+const char *cli_mode_str(__u32 mode);
+
+/*
+ * JSON output through json-c. cli_json_add and cli_json_push take ownership
+ * of val; a NULL val (json-c's allocation failed) or an earlier failure
+ * leaves -ENOMEM in *err, so a builder checks once, at the end.
+ */
+void cli_json_add(int *err, struct json_object *obj, const char *key, struct json_object *val);
+void cli_json_add_null(int *err, struct json_object *obj, const char *key);
+void cli_json_push(int *err, struct json_object *arr, struct json_object *val);
+/* Print obj as one line to stdout and release it; 0 or -ENOMEM/-EIO. */
+int cli_json_print(struct json_object *obj, int err);
+
+#endif /* FG_CLI_H */

@@ -1,0 +1,1064 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * floodgated: loads the XDP rate limiter, pins it, applies the policy file
+ * and keeps the counters and the throttle log going.
+ *
+ * Lifetime. Maps and the per-interface bpf_links are pinned in the pin dir,
+ * so the filter outlives the daemon: after SIGKILL it keeps enforcing, and
+ * the next floodgated adopts the pinned maps (libbpf reuses them through
+ * bpf_map__set_pin_path; buckets and counters survive) and swaps its
+ * program into the pinned links (attach.c). SIGTERM and SIGINT detach and
+ * unpin everything unless --keep or detach_on_exit: false. SIGHUP (or
+ * `floodgate reload`) re-reads the policy file.
+ *
+ * main() is the lifecycle; each step is a function below it in the order
+ * it runs. Elsewhere: attach.c (links), srcwatch.c (the throttle log, source counts),
+ * reload_log.c (what a reload changed), daemonize.c, metrics.c.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <systemd/sd-daemon.h>
+#include "floodgate.skel.h"
+#include "attach/attach.h"
+#include "daemon/connd.h"
+#include "daemon/daemonize.h"
+#include "attach/discover.h"
+#include "maps/fgmaps.h"
+#include "daemon/fleetd.h"
+#include "lib/log.h"
+#include "daemon/metrics.h"
+#include "lib/opts.h"
+#include "attach/pinwatch.h"
+#include "policy/policy.h"
+#include "daemon/reload_log.h"
+#include "lists/rtlist.h"
+#include "daemon/shedd.h"
+#include "sources/srcwatch.h"
+#include "lists/escalate.h"
+#include "attach/xdpattach.h"
+#include "maps/apply.h"
+#include "lib/sysutil.h"
+
+#define TICK_MS		1000
+#define TRACK_MAX	65536	/* sources with drops tracked for the throttle log */
+#define LOCK_MS		5000	/* waiting for the pin dir's lock */
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t reload_requested;
+
+struct daemon_opts {
+	const char *config;
+	const char *pin_dir;
+	const char *metrics;
+	bool foreground;
+	bool keep;
+	int verbose;
+	char ifaces[FG_MAX_IFS][IF_NAMESIZE];
+	int n_ifs;
+};
+
+struct daemon {
+	struct daemon_opts o;
+	const char *dir;
+	struct floodgate_bpf *skel;
+	struct fg_maps maps;
+	struct fg_config cfg;
+	bool have_cfg;
+	bool pin_dir_existed;	/* it held pinned maps before us: never remove it on failure */
+	bool started;		/* the pin dir is ours to clean up */
+	struct fg_iface ifs[FG_MAX_IFS];
+	int n_ifs;
+	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
+	struct fg_metrics *mx;
+	__u32 dir4[4];		/* the IPv4 lists as last applied: blocks, trie /16s, /24s, prefixes */
+	struct fg_srcwatch sw;	/* throttle log and source counts (srcwatch.h) */
+	struct fg_escd esc;	/* escalation to the runtime deny list (escalate.h) */
+	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
+	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
+	int notify_fd;		/* background start: write the status, then close */
+	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
+	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
+	struct fg_connd conn;	/* concurrency caps (connd.h) */
+	__u64 max_sources;	/* the maps' size: the file's, or as pinned when adopting */
+	int not_applied;	/* adopting start: the file was refused (-errno), the pinned policy kept */
+	char not_applied_why[FG_WHY_LEN];
+};
+
+static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+{
+	struct daemon_opts *o = cfg;
+
+	(void)opt;
+	if (o->n_ifs >= FG_MAX_IFS)
+		return fg_opt_fail(why, len, "at most %d interfaces", FG_MAX_IFS);
+	if (!*val || strlen(val) >= IF_NAMESIZE)
+		return fg_opt_fail(why, len, "bad interface name \"%s\"", val);
+	snprintf(o->ifaces[o->n_ifs++], IF_NAMESIZE, "%s", val);
+	return 0;
+}
+
+#define O struct daemon_opts
+static const struct fg_opt daemon_opts[] = {
+	FG_OPT_STR("config", 'c', O, config, "FILE", "policy file (required)"),
+	FG_OPT_STR("pin-dir", 'p', O, pin_dir, "DIR",
+		   "pin dir (default $" FG_PIN_DIR_ENV " or " FG_PIN_DIR_DEFAULT ")"),
+	FG_OPT_FUNC("interface", 'i', add_iface, 0, "IF",
+		    "attach to IF (repeatable; overrides the file's interfaces)"),
+	FG_OPT_STR("metrics", 'm', O, metrics, "ADDR:PORT",
+		   "serve Prometheus metrics (overrides the file)"),
+	FG_OPT_BOOL("foreground", 'f', O, foreground, "stay in the foreground, log to stderr"),
+	FG_OPT_BOOL("keep", 'k', O, keep, "leave the filter attached and pinned on SIGTERM"),
+	FG_OPT_COUNT("verbose", 'v', O, verbose, "debug logging (libbpf too)"),
+	FG_OPT_HELP_END("this help"),
+};
+#undef O
+
+FG_DEFINE_PROG(prog, "floodgated", "--config FILE [options]", daemon_opts,
+	       .help = "Load the floodgate XDP rate limiter, apply FILE and keep it current.",
+	       .epilog = "Signals: HUP reloads FILE; TERM/INT detach and exit (unless --keep);\n"
+			 "after KILL the filter stays attached and the next start adopts it.\n");
+
+/* --- start ------------------------------------------------------------------------ */
+
+/* -1: go on; otherwise the exit status (0 after --help, 2 on bad usage). */
+static int parse_args(int argc, char **argv, struct daemon_opts *o)
+{
+	struct fg_parsed p;
+	int rc = fg_prog_args(&prog, argc, argv, o, &p);
+
+	if (rc < 0 && !o->config) {
+		fprintf(stderr, "floodgated: --config FILE is required\n");
+		fg_prog_help(stderr, &prog, NULL);
+		return FG_EXIT_USAGE;
+	}
+	return rc;
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_requested = 1;
+	else
+		stop_signal = sig;
+}
+
+static int setup_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
+	    sigaction(SIGHUP, &sa, NULL)) {
+		int err = -errno;
+
+		pr_warn("cannot set up signal handlers: %s", strerror(-err));
+		return err;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* The policy file into cfg; a signal that stops the daemon cuts the wait
+ * short. On failure "file:line:col: why" is in msg. */
+static int load_config(const char *path, struct fg_config *cfg, char *msg, size_t len)
+{
+	struct fg_err e = {};
+	int err;
+
+	err = fg_config_load_until(path, cfg, &e, &stop_signal);
+	if (err)
+		fg_err_format(&e, msg, len);
+	return err;
+}
+
+static int load_first_config(struct daemon *d)
+{
+	char msg[1024];
+	int err = load_config(d->o.config, &d->cfg, msg, sizeof(msg));
+
+	if (err)
+		pr_warn("%s", msg);
+	else
+		d->have_cfg = true;
+	return err;
+}
+
+/*
+ * --config as an absolute path, before fg_daemonize changes to "/": the
+ * first load, every reload and fg_meta.config use it. Not realpath(): a
+ * symlinked config stays a link, so a reload reads what it points to
+ * then (deployments swap links, e.g. a Kubernetes ConfigMap).
+ */
+static int absolute_config(struct daemon *d)
+{
+	static char abs[PATH_MAX];
+	const char *rel = d->o.config;
+	char cwd[PATH_MAX];
+	int err;
+
+	if (rel[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		err = -errno;
+		pr_warn("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
+		return err;
+	}
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	if (snprintf(abs, sizeof(abs), "%s/%s", cwd, rel) >= (int)sizeof(abs)) {
+		pr_warn("--config %s: path too long once absolute", d->o.config);
+		return -ENAMETOOLONG;
+	}
+	d->o.config = abs;
+	return 0;
+}
+
+/* The command line's interfaces, else the file's; each must exist. */
+static int choose_ifaces(struct daemon *d)
+{
+	bool cli = d->o.n_ifs > 0;
+
+	d->n_ifs = cli ? d->o.n_ifs : d->cfg.n_ifs;
+	if (!d->n_ifs) {
+		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
+		return -EINVAL;
+	}
+	for (int i = 0; i < d->n_ifs; i++) {
+		const char *name = cli ? d->o.ifaces[i] : d->cfg.ifaces[i];
+		/* by name, or the device its pinned link still holds (renamed) */
+		int err = fg_iface_init(&d->ifs[i], d->dir, name);
+
+		if (err) {
+			pr_warn("interface %s: %s", name, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* -EBUSY, after saying so, when a live floodgated other than us owns m. */
+static int refuse_live_daemon(struct fg_maps *m, const char *dir, const char *hint)
+{
+	struct fg_meta meta;
+
+	if (!fg_meta_read(m, &meta) && fg_daemon_alive(meta.pid) && meta.pid != (__u32)getpid()) {
+		pr_warn("floodgated (pid %u) is already running on %s%s", meta.pid, dir, hint);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Adopting: the maps keep the size they were pinned with (fg_meta), not
+ * the file's max_sources; a file that asks for another size is refused at
+ * apply (apply.c) and the pinned policy stays in force (keep_pinned_policy).
+ */
+static int adopt_pinned_size(struct daemon *d, char *why)
+{
+	struct fg_meta meta;
+	struct fg_maps m;
+	int err = fg_maps_open(&m, d->dir, why);
+
+	if (err)
+		return err;
+	err = fg_meta_read(&m, &meta);
+	fg_maps_close(&m);
+	if (err) {
+		fg_why(why, "%s: reading fg_meta: %s", d->dir, strerror(-err));
+		return err;
+	}
+	if (meta.max_sources)
+		d->max_sources = meta.max_sources;
+	return 0;
+}
+
+/* The pin dir: bpffs, ours, compatible, not in use by a live daemon. */
+static int check_pin_dir(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_maps m;
+	int err;
+
+	err = fg_pin_dir_prepare(d->dir, why);
+	if (err)
+		goto fail;
+	d->pin_dir_existed = fg_pin_dir_populated(d->dir);
+	if (!d->pin_dir_existed) {
+		/* a filter whose pins are gone still holds our interfaces */
+		err = fg_found_orphan(d->ifs, d->n_ifs, d->dir, why);
+		if (err)
+			goto fail;
+		return 0;
+	}
+	/* a live daemon first: its pin dir is not ours to judge, and the
+	 * max_sources advice below ("detach first") would stop it */
+	err = fg_maps_open(&m, d->dir, why);
+	if (err)
+		goto fail;
+	err = refuse_live_daemon(&m, d->dir, "; use 'floodgate reload' or stop it first");
+	fg_maps_close(&m);
+	if (err)
+		return err;
+	err = adopt_pinned_size(d, why);
+	if (!err)
+		err = fg_pin_dir_check(d->dir, d->max_sources, why);
+	if (!err)
+		return 0;
+fail:
+	pr_warn("%s", why[0] ? why : strerror(-err));
+	return err;
+}
+
+static int size_maps(struct daemon *d)
+{
+	int err;
+
+	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
+	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
+	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
+					    fg_src4_sets(d->max_sources))) ||
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6,
+					    fg_src6_sets(d->max_sources))))
+		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources,
+			strerror(-err));
+	return err;
+}
+
+static int set_pin_paths(struct daemon *d)
+{
+	struct bpf_map *pinned[FGM_NMAPS];
+	char path[512];
+	int err;
+
+	fg_skel_maps(d->skel, pinned);
+	for (size_t i = 0; i < FGM_NMAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", d->dir, bpf_map__name(pinned[i]));
+		err = bpf_map__set_pin_path(pinned[i], path);
+		if (err) {
+			pr_warn("pin path %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int load_skel(struct daemon *d)
+{
+	int err = floodgate_bpf__load(d->skel);
+
+	if (err)
+		pr_warn("cannot load the BPF program: %s%s", strerror(-err),
+			d->pin_dir_existed ? " (the pinned maps may not match this version: "
+					     "'floodgate detach' and start again)" : "");
+	return err;
+}
+
+/*
+ * An adopting start whose file cannot be applied: the pinned policy stays
+ * in force and the daemon comes up to tend it, saying why once here, in
+ * fg_meta's reload fields and so in `floodgate status`; a `floodgate
+ * reload` of a fixed file applies it (issue 8: the adopting path must
+ * never be worse than the fresh one).
+ */
+static int keep_pinned_policy(struct daemon *d, int err, const char *why, __u32 slot0)
+{
+	struct fg_policy pol;
+	struct fg_ctl c1;
+	__u64 version = 0;
+	/* a failure after the slot flip leaves the file's policy in force */
+	bool flipped = !fg_ctl_read(&d->maps, &c1) && c1.slot != slot0;
+
+	if (!fg_policy_read_active(&d->maps, &pol))
+		version = pol.version;
+	d->not_applied = err;
+	snprintf(d->not_applied_why, sizeof(d->not_applied_why), "%s; policy version %llu %s",
+		 why[0] ? why : strerror(-err), (unsigned long long)version,
+		 flipped ? "from the file is in force" : "from the pinned state stays in force");
+	pr_warn("%s was NOT applied: %s; fix the file and run 'floodgate reload'", d->o.config,
+		d->not_applied_why);
+	return 0;
+}
+
+/* After a successful apply: the IPv4 lists' figures for metrics, and a log
+ * line when the trie answers part of them (floodgate.h, "the block budget"). */
+static void dir4_applied(struct daemon *d, const struct fg_inforce *was, const char *what)
+{
+	d->dir4[0] = was->dir4_blocks;
+	d->dir4[1] = was->dir4_trie16;
+	d->dir4[2] = was->dir4_trie24;
+	d->dir4[3] = was->dir4_trie_pfx;
+	if (was->dir4_note[0])
+		pr_info("%s: %s", what, was->dir4_note);
+}
+
+/* Lock the loaded pin dir, then fg_ctl and the policy; the lock is held
+ * until attach_all is done. From here on the pin dir is ours (started). */
+static int lock_and_apply(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
+	struct fg_ctl c0;
+	int err;
+
+	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
+	if (!err)
+		err = fg_fleetd_open(&d->fleet, &d->maps, d->dir);
+	if (err) {
+		pr_warn("pin dir %s: %s", d->dir, strerror(-err));
+		return err;
+	}
+	err = fg_maps_lock(&d->maps, LOCK_MS);
+	if (err) {
+		pr_warn("%s is locked by another floodgate process: %s", d->dir, strerror(-err));
+		return err;
+	}
+	/* again under the lock: two daemons started at once */
+	err = refuse_live_daemon(&d->maps, d->dir, "");
+	if (err)
+		return err;
+	d->started = true;
+	err = fg_ctl_init(&d->maps, d->cfg.mode);
+	if (err) {
+		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
+		return err;
+	}
+	if (fg_ctl_read(&d->maps, &c0))
+		c0.slot = ~0u;
+	err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
+	if (err && d->pin_dir_existed)
+		err = keep_pinned_policy(d, err, why, c0.slot);
+	else if (err)
+		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
+	else if (d->pin_dir_existed)
+		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+	if (!err)
+		dir4_applied(d, &was, d->pin_dir_existed ? "adopt" : "start");
+	fg_inforce_free(&was);
+	return err;
+}
+
+static void log_renamed(const struct fg_iface *ifc)
+{
+	if (ifc->change & FG_IF_RENAMED)
+		pr_warn("%s is now called %s (ifindex %d); still attached", ifc->was, ifc->name,
+			ifc->ifindex);
+}
+
+static void log_attached(const struct fg_iface *ifc)
+{
+	log_renamed(ifc);
+	if (ifc->severed)
+		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
+			ifc->name);
+	if (ifc->repinned)
+		pr_info("%s: our link was pinned as " FG_LINK_PREFIX "%s (the interface was renamed); "
+			"re-pinned as " FG_LINK_PREFIX "%s", ifc->name, ifc->pinned_as, ifc->conf);
+	char how[96];
+
+	fg_iface_how_str(ifc, how, sizeof(how));
+	if (ifc->how_kept)
+		pr_warn("%s: floodgate was attached as %s by an earlier daemon: kept that way "
+			"(xdp_attach takes effect after 'floodgate detach')", ifc->name, how);
+	if (ifc->adopted && ifc->how == FG_XDP_LIBXDP)
+		pr_info("%s: adopted floodgate's program (%s XDP, %s)", ifc->name,
+			ifc->xdp_mode == 1 ? "native" : "generic", how);
+	else if (ifc->adopted)
+		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
+	else
+		pr_info("%s: attached (%s XDP, %s)", ifc->name,
+			ifc->xdp_mode == 1 ? "native" : "generic", how);
+}
+
+/* xdp_attach: resolved once, and said once. */
+static int choose_attach(struct daemon *d)
+{
+	const struct fg_config *c = &d->cfg;
+	struct fg_attach_conf *ac = &d->ac;
+	int err = fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
+
+	if (err) {
+		pr_warn("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
+			strerror(-err));
+		return err;
+	}
+	if (c->xdp_attach == FG_ATTACH_EXCLUSIVE)
+		pr_info("xdp_attach: exclusive (floodgate's own pinned bpf_link)");
+	else if (ac->dispatcher)
+		pr_info("xdp_attach: %s: libxdp's dispatcher (this kernel can build one), "
+			"priority %u", fg_xdp_attach_names[c->xdp_attach], ac->run_prio);
+	else if (ac->from_auto)
+		pr_info("xdp_attach: auto: exclusive bpf_link, because %s", ac->probe);
+	else
+		pr_warn("xdp_attach: libxdp, but %s: floodgate attaches alone and no other XDP "
+			"program can join it on this kernel", ac->probe);
+	return 0;
+}
+
+static void log_stale_link(const char *ifname, int err)
+{
+	if (err)
+		pr_warn("%s: cannot unpin stale link: %s", ifname, strerror(-err));
+	else
+		pr_info("%s: no longer configured, detached", ifname);
+}
+
+static void fill_meta(struct daemon *d, struct fg_meta *meta)
+{
+	bool found = !fg_meta_read(&d->maps, meta);
+	__u32 seq = found ? meta->reload_seq : 0;
+	__u32 file_mode = found && d->not_applied ? meta->file_mode : (__u32)d->cfg.mode;
+
+	memset(meta, 0, sizeof(*meta));
+	/* `floodgate reload` waits for a change: never back to a number seen */
+	meta->reload_seq = seq;
+	meta->magic = FG_ABI_MAGIC;
+	meta->abi = FG_ABI_VERSION;
+	meta->pid = getpid();
+	meta->started = time(NULL);
+	meta->max_sources = d->max_sources;
+	meta->file_mode = file_mode;	/* as the apply just stored it, or as pinned */
+	if (d->not_applied) {
+		/* what `floodgate status` shows until a reload applies the file */
+		meta->reload_err = (__u32)-d->not_applied;
+		meta->reload_done = (__u64)time(NULL);
+		snprintf(meta->reload_msg, sizeof(meta->reload_msg), "%.*s",
+			 (int)sizeof(meta->reload_msg) - 1, d->not_applied_why);
+	}
+	meta->n_ifs = d->n_ifs;
+	for (int i = 0; i < d->n_ifs; i++) {
+		meta->ifs[i].ifindex = d->ifs[i].ifindex;
+		meta->ifs[i].xdp_mode = d->ifs[i].xdp_mode;
+		snprintf(meta->ifs[i].name, sizeof(meta->ifs[i].name), "%s", d->ifs[i].name);
+	}
+	/* absolute (absolute_config); a longer path is cut, and `reload`
+	 * then skips its check of the file */
+	memcpy(meta->config, d->o.config, strnlen(d->o.config, sizeof(meta->config) - 1));
+}
+
+/* Concurrency caps (connd.h): the counter, loaded before the XDP program
+ * so that both share its maps; started once the policy has its rule ids;
+ * the cap table again on every reload; reconciled every period. */
+static void log_conn_rec(const char *when, int err, const struct fg_conn_rec *rec, const char *why)
+{
+	char msg[256];
+
+	if (err)
+		pr_warn("concurrency caps: %s: %s", when, why && why[0] ? why : strerror(-err));
+	else if (fg_connd_rec_msg(rec, msg, sizeof(msg)))
+		pr_info("concurrency caps: %s: %s", when, msg);
+}
+
+static int open_conn(struct daemon *d)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	int err = fg_connd_open(&d->conn, d->skel, d->dir, d->cfg.conn_max_keys,
+				d->cfg.conn_reconcile_ms, why);
+
+	if (err)
+		pr_warn("concurrency caps: %s", why[0] ? why : strerror(-err));
+	return err;
+}
+
+static int start_conn(struct daemon *d)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	struct fg_conn_rec rec;
+	int err = fg_connd_start(&d->conn, &d->cfg.pol, d->dir, &rec, why);
+
+	log_conn_rec("seed", err, &rec, why);
+	return err;
+}
+
+/* A failure leaves the counter on the old cap table; XDP has the new caps. */
+static void reload_conn(struct daemon *d, const struct fg_policy *pol)
+{
+	char why[FG_CONN_WHY_LEN] = "";
+	struct fg_conn_rec rec;
+	int err = fg_connd_policy(&d->conn, pol, &rec, why);
+
+	log_conn_rec("reload", err, &rec, why);
+}
+
+static void reconcile_conn(struct daemon *d)
+{
+	struct fg_conn_rec rec;
+	int err;
+
+	/* under the lock; held by a CLI command: the next tick tries again */
+	if (!fg_connd_due(&d->conn, fg_mono_coarse_ns()) || fg_maps_lock(&d->maps, 0))
+		return;
+	err = fg_connd_reconcile(&d->conn, &rec);
+	fg_maps_unlock(&d->maps);
+	log_conn_rec("reconcile", err, &rec, NULL);
+}
+
+/* Every interface, stale links gone, fg_meta written; then unlock. */
+static int attach_all(struct daemon *d)
+{
+	struct fg_meta meta;
+	int err;
+
+	if ((err = choose_attach(d)))
+		return err;
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct fg_iface *ifc = &d->ifs[i];
+
+		err = fg_attach_iface(d->skel, d->dir, &d->ac, ifc);
+		if (err) {
+			pr_warn("%s: %s", ifc->name, ifc->why);
+			return err;
+		}
+		log_attached(ifc);
+	}
+	fg_drop_stale_links(d->dir, d->ifs, d->n_ifs, log_stale_link);
+	fill_meta(d, &meta);
+	err = fg_meta_write(&d->maps, &meta);
+	fg_maps_unlock(&d->maps);
+	if (err)
+		pr_warn("writing fg_meta: %s", strerror(-err));
+	else if ((err = fg_pinwatch_init(&d->pw, &d->maps)))
+		pr_warn("watching the pins in %s: %s", d->dir, strerror(-err));
+	return err;
+}
+
+static int start_metrics(struct daemon *d)
+{
+	struct fg_metrics_opts mo = {
+		.listen = d->o.metrics ? d->o.metrics : d->cfg.metrics,
+		.max_connections = d->cfg.metrics_max_conn,
+		.per_client = d->cfg.metrics_per_client,
+		.timeout_s = d->cfg.metrics_timeout_s,
+	};
+	char why[256];
+
+	if (!mo.listen || !*mo.listen)
+		return 0;
+	d->mx = fg_metrics_start(&mo, why, sizeof(why));
+	if (!d->mx) {
+		pr_warn("%s", why);
+		return -EADDRNOTAVAIL;
+	}
+	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "
+		"%u s per request)", mo.listen, mo.max_connections, mo.per_client, mo.timeout_s);
+	return 0;
+}
+
+static int start_fleet(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_start(d->fleet, &d->cfg, why, sizeof(why));
+
+	if (err)
+		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
+	return err;
+}
+
+static int start_shedder(struct daemon *d)
+{
+	int err = fg_shedd_start(&d->shed, &d->maps, &d->cfg, getenv("FLOODGATE_RUN_DIR"),
+				 fg_mono_coarse_ns());
+
+	if (err) {
+		char name[PATH_MAX + 32];
+
+		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
+		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
+	} else if (d->shed.on) {
+		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
+			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
+			d->shed.shadow ? ", shadow" : "");
+	}
+	return err;
+}
+
+static int start_throttle_log(struct daemon *d)
+{
+	int err = fg_srcwatch_start(&d->sw, &d->maps, TRACK_MAX);
+
+	if (err)
+		pr_warn("throttle log and source counts: %s", strerror(-err));
+	fg_escd_init(&d->esc, d->dir);
+	return err;
+}
+
+/* --- serve ------------------------------------------------------------------------ */
+
+static void rewrite_meta_ifaces(struct daemon *d)
+{
+	struct fg_meta meta;
+
+	if (fg_meta_read(&d->maps, &meta))
+		return;
+	for (int i = 0; i < d->n_ifs && i < FG_MAX_IFS; i++) {
+		meta.ifs[i].ifindex = d->ifs[i].ifindex;
+		meta.ifs[i].xdp_mode = d->ifs[i].xdp_mode;
+		memcpy(meta.ifs[i].name, d->ifs[i].name, sizeof(meta.ifs[i].name));
+	}
+	if (!fg_meta_write(&d->maps, &meta))
+		d->meta_dirty = false;
+}
+
+/* Interfaces deleted and back (attach.c), logged once each. */
+static void watch_ifaces(struct daemon *d)
+{
+	if (fg_watch_ifaces(d->ifs, d->n_ifs, d->skel, d->dir, &d->ac)) {
+		for (int i = 0; i < d->n_ifs; i++) {
+			const struct fg_iface *ifc = &d->ifs[i];
+
+			if (ifc->change & FG_IF_LOST)
+				pr_warn("%s: interface deleted: the filter is detached from it; "
+					"will attach again when an interface named %s (the "
+					"configured name) appears", ifc->name, ifc->conf);
+			if (ifc->change & FG_IF_BACK)
+				pr_info("%s: interface is back (ifindex %d): attached again",
+					ifc->name, ifc->ifindex);
+			if (ifc->change & FG_IF_FAILED)
+				pr_warn("%s: %s", ifc->name, ifc->why);
+			log_renamed(ifc);
+			/* FAILED too: status then looks at the device it tried */
+			if (ifc->change & (FG_IF_LOST | FG_IF_BACK | FG_IF_RENAMED | FG_IF_FAILED))
+				d->meta_dirty = true;
+		}
+	}
+	if (d->meta_dirty)
+		rewrite_meta_ifaces(d);
+}
+
+/* Pins removed under us: put them back from our fds, or say why not. */
+static void watch_pins(struct daemon *d)
+{
+	if (fg_pinwatch_check(&d->pw, &d->maps, d->ifs, d->n_ifs, fg_mono_coarse_ns()))
+		pr_warn("%s", d->pw.msg);
+}
+
+static void tick(struct daemon *d)
+{
+	static struct fg_stats rows[FG_NROWS];
+	struct fg_name names[FG_MAX_IDS];
+	struct fg_policy pol;
+	struct fg_ctl ctl;
+	bool swept = false;
+	int err;
+
+	if ((err = fg_ctl_read(&d->maps, &ctl)) || (err = fg_names_read(&d->maps, names)) ||
+	    (err = fg_policy_read_active(&d->maps, &pol)) ||
+	    (err = fg_stats_read(&d->maps, rows))) {
+		pr_warn("reading counters: %s", strerror(-err));
+		return;
+	}
+	if ((err = fg_srcwatch_tick(&d->sw, &pol, names)))
+		pr_warn("watching the source tables: %s", strerror(-err));
+	err = fg_escd_tick(&d->esc, &d->maps, &d->sw.tr, &d->cfg, &pol, names, &ctl, &swept);
+	if (err && !d->esc.warned)
+		pr_warn("escalation: reading the runtime lists: %s (said once)", strerror(-err));
+	d->esc.warned |= err != 0;
+	if (!swept && ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
+		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
+	fg_fleetd_tick(d->fleet);
+	if (d->mx) {
+		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
+					     .sources4 = d->sw.count4, .sources6 = d->sw.count6,
+					     .sources_at = d->sw.count_at,
+					     .source_reads = d->sw.walk.reads,
+					     .throttle_events = d->sw.events,
+					     .fleet = fg_fleetd_status(d->fleet),
+					     .shed = &d->shed, .esc = &d->esc.x.n,
+					     .ipv4_blocks = d->dir4[0], .ipv4_trie16 = d->dir4[1],
+					     .ipv4_trie24 = d->dir4[2], .ipv4_trie_pfx = d->dir4[3] };
+		char *page, *conn = NULL;
+		size_t len, clen = 0;
+
+		if (!fg_connd_metrics(&d->conn, names, &conn, &clen))
+			s.extra = conn, s.extra_len = clen;
+		if (!fg_metrics_render(&s, &page, &len))
+			fg_metrics_publish(d->mx, page, len);
+		free(conn);
+	}
+}
+
+/* Under the lock: the new policy, with the file's modes (apply.h); then
+ * what changed against what was in force. On failure msg says why and
+ * whether the running policy stayed. */
+static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, size_t len)
+{
+	char why[FG_WHY_LEN] = "";
+	struct fg_inforce was;
+	struct fg_ctl c0, c1;
+	int err;
+
+	err = fg_maps_lock(&d->maps, LOCK_MS);
+	if (err) {
+		snprintf(msg, len, "cannot lock %s: %s; the running policy is unchanged", d->dir,
+			 strerror(-err));
+		return err;
+	}
+	if (fg_ctl_read(&d->maps, &c0))
+		c0.slot = ~0u;
+	err = fg_policy_apply_ex(&d->maps, ncfg, fg_fleetd_hook(d->fleet), &was, why);
+	if (err) {
+		/* a failure after the slot flip leaves the new policy in force */
+		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->maps, &c1) && c1.slot != c0.slot;
+
+		fg_maps_unlock(&d->maps);
+		snprintf(msg, len, "%s; %s", why[0] ? why : strerror(-err),
+			 flipped ? "the new policy is in force" : "the running policy is unchanged");
+		return err;
+	}
+	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
+	fg_maps_unlock(&d->maps);
+	fg_reload_log("reload", &was, ncfg);
+	dir4_applied(d, &was, "reload");
+	fg_inforce_free(&was);
+	return 0;
+}
+
+/* fg_meta's reload fields, which `floodgate reload` waits for and prints:
+ * after every request, success or not. */
+static void report_reload(struct daemon *d, int err, const char *msg)
+{
+	struct fg_meta meta;
+	int werr = fg_meta_read(&d->maps, &meta);
+
+	if (!werr) {
+		meta.reload_seq++;
+		meta.reload_err = (__u32)(err < 0 ? -err : err);
+		meta.reload_done = (__u64)time(NULL);
+		snprintf(meta.reload_msg, sizeof(meta.reload_msg), "%s", msg);
+		werr = fg_meta_write(&d->maps, &meta);
+	}
+	if (werr)
+		pr_warn("reload: cannot record the result in fg_meta: %s ('floodgate reload' "
+			"will not see it)", strerror(-werr));
+}
+
+static void reload_fleet(struct daemon *d, const struct fg_config *ncfg)
+{
+	char why[FG_WHY_LEN] = "";
+	int err = fg_fleetd_reload(d->fleet, &d->cfg, ncfg, why, sizeof(why));
+
+	if (err < 0)
+		pr_warn("reload: fleet: %s; fleet rules apply on_loss once their leases run out",
+			why[0] ? why : strerror(-err));
+}
+
+static void do_reload(struct daemon *d)
+{
+	struct fg_config ncfg;
+	char msg[1024];
+	int err;
+
+	sd_notify(0, "RELOADING=1");
+	pr_info("reload: reading %s", d->o.config);
+	err = load_config(d->o.config, &ncfg, msg, sizeof(msg));
+	if (err) {
+		pr_warn("%s", msg);
+		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
+		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
+		report_reload(d, err, msg);
+		goto out;
+	}
+	err = reload_apply(d, &ncfg, msg, sizeof(msg));
+	if (err) {
+		fg_config_free(&ncfg);
+		pr_warn("reload: %s", msg);
+		report_reload(d, err, msg);
+		goto out;
+	}
+	reload_fleet(d, &ncfg);
+	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
+		pr_warn("reload: shedding: %s; the shedder keeps its previous settings", strerror(-err));
+	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
+	    ncfg.xdp_mode != d->cfg.xdp_mode || ncfg.xdp_attach != d->cfg.xdp_attach ||
+	    ncfg.xdp_priority != d->cfg.xdp_priority || ncfg.xdp_chain != d->cfg.xdp_chain)
+		pr_warn("reload: interfaces/xdp_mode/xdp_attach changed in the file; they take "
+			"effect on restart");
+	if (strcmp(ncfg.metrics, d->cfg.metrics) || ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
+	    ncfg.metrics_per_client != d->cfg.metrics_per_client ||
+	    ncfg.metrics_timeout_s != d->cfg.metrics_timeout_s)
+		pr_warn("reload: metrics changed in the file; it takes effect on restart");
+	snprintf(msg, sizeof(msg), "policy version %llu active", (unsigned long long)ncfg.pol.version);
+	pr_info("reload: %s", msg);
+	report_reload(d, 0, msg);
+	d->not_applied = 0;
+	fg_config_free(&d->cfg);
+	d->cfg = ncfg;
+out:
+	sd_notify(0, "READY=1");
+}
+
+/* One tick's sleep; the shedder samples on its own interval meanwhile. */
+static void rest(struct daemon *d, const struct timespec *tick_len)
+{
+	__u64 now = fg_mono_coarse_ns();
+	__u64 until = now + (__u64)tick_len->tv_sec * 1000000000ull + (__u64)tick_len->tv_nsec;
+
+	while (!stop_signal && !reload_requested && now < until) {
+		struct fg_shedd_change chg;
+		__u64 wake = until;
+		struct timespec ts;
+
+		fg_shedd_sample(&d->shed, &d->maps, now, &chg);
+		fg_shedd_log(&d->shed, &chg);
+		if (d->shed.on && d->shed.next_ns < wake)
+			wake = d->shed.next_ns;
+		if (wake > now) {
+			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+			nanosleep(&ts, NULL);	/* a signal cuts it short */
+		}
+		now = fg_mono_coarse_ns();
+	}
+}
+
+static void serve(struct daemon *d)
+{
+	if (d->not_applied)
+		pr_warn("adopted pinned state; %s NOT applied, the pinned policy in force, on %d "
+			"interface(s), pin dir %s (pid %d)", d->o.config, d->n_ifs, d->dir, getpid());
+	else
+		pr_info("%s policy version %llu from %s on %d interface(s), pin dir %s (pid %d)",
+			d->pin_dir_existed ? "adopted pinned state;" : "started;",
+			(unsigned long long)d->cfg.pol.version, d->o.config, d->n_ifs, d->dir,
+			getpid());
+	sd_notify(0, "READY=1");
+	fg_daemonize_done(&d->notify_fd, 0);
+	while (!stop_signal) {
+		struct timespec ts = { TICK_MS / 1000, (TICK_MS % 1000) * 1000000L };
+
+		if (reload_requested) {
+			reload_requested = 0;
+			do_reload(d);
+		}
+		watch_ifaces(d);
+		watch_pins(d);
+		reconcile_conn(d);
+		tick(d);
+		rest(d, &ts);
+	}
+	pr_info("signal %d: stopping", (int)stop_signal);
+	sd_notify(0, "STOPPING=1");
+}
+
+/* --- stop ------------------------------------------------------------------------- */
+
+/* Does stopping (after err) detach and unpin? */
+static bool will_detach(const struct daemon *d, int err)
+{
+	if (d->started && err)
+		return !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
+	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+}
+
+static void log_iface_detach(const struct fg_iface *ifc, int err, const char *why)
+{
+	if (err && err != -ENOENT)
+		pr_warn("%s: detaching floodgate: %s", ifc->name, why[0] ? why : strerror(-err));
+}
+
+/* Detach and unpin, or leave the filter running untended; returns err, or
+ * the removal's error if that failed after a clean run. */
+static int release_pin_dir(struct daemon *d, int err)
+{
+	bool detach = will_detach(d, err);
+	char why[FG_WHY_LEN] = "";
+	struct fg_meta meta;
+
+	if (d->started && !detach && d->maps.fd[FGM_META] >= 0 && !fg_meta_read(&d->maps, &meta) &&
+	    meta.pid == (__u32)getpid()) {
+		meta.pid = 0;	/* the filter keeps running; nobody tends it */
+		fg_meta_write(&d->maps, &meta);
+	}
+	fg_maps_close(&d->maps);
+	if (detach)
+		fg_detach_ifaces(d->ifs, d->n_ifs, log_iface_detach);
+	if (detach) {
+		int rerr = fg_pin_dir_remove(d->dir, why);
+
+		if (rerr) {
+			pr_warn("removing the pin dir %s: %s", d->dir, why[0] ? why : strerror(-rerr));
+			return err ? err : -EIO;
+		}
+		pr_info("detached and unpinned %s%s", d->dir, err ? " after the failed start" : "");
+	} else if (d->started) {
+		pr_info("left the filter attached and pinned in %s", d->dir);
+	} else if (d->dir && !d->pin_dir_existed) {
+		fg_conn_unpin(d->dir);	/* the counter loads first */
+		rmdir(d->dir);	/* a dir we made for a start that failed; only if empty */
+	}
+	return err;
+}
+
+static void init_daemon(struct daemon *d)
+{
+	d->notify_fd = -1;
+	d->maps.dirfd = -1;
+	for (int i = 0; i < FGM_NMAPS; i++)
+		d->maps.fd[i] = -1;
+	d->dir = fg_pin_dir_choose(d->o.pin_dir);
+	fg_log_init("floodgated", d->o.verbose ? FG_LOG_DEBUG : FG_LOG_INFO, !d->o.foreground);
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon dd;
+	struct daemon *d = &dd;
+	int err;
+
+	err = parse_args(argc, argv, &d->o);
+	if (err >= 0)
+		return err;
+	init_daemon(d);
+	if ((err = absolute_config(d)))
+		goto cleanup;
+	if (!d->o.foreground && (err = fg_daemonize(&d->notify_fd))) {
+		pr_warn("cannot daemonize: %s", strerror(-err));
+		goto cleanup;
+	}
+	if ((err = setup_signals()) || (err = load_first_config(d)))
+		goto cleanup;
+	d->max_sources = d->cfg.max_sources;
+	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)))
+		goto cleanup;
+	d->skel = floodgate_bpf__open();
+	if (!d->skel) {
+		err = -errno;
+		pr_warn("cannot open the BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = open_conn(d)) ||
+	    (err = load_skel(d)))
+		goto cleanup;
+	if ((err = lock_and_apply(d)) || (err = start_conn(d)) || (err = attach_all(d)))
+		goto cleanup;
+	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)) ||
+	    (err = start_shedder(d)))
+		goto cleanup;
+	serve(d);
+	err = 0;
+
+cleanup:
+	fg_shedd_stop(&d->shed);
+	fg_metrics_stop(d->mx);
+	fg_fleetd_close(d->fleet, will_detach(d, err));	/* detaching hands the leases back */
+	err = release_pin_dir(d, err);
+	for (int i = 0; i < d->n_ifs; i++)
+		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */
+	floodgate_bpf__destroy(d->skel);
+	fg_connd_close(&d->conn);	/* a pinned counter keeps counting */
+	if (d->have_cfg)
+		fg_config_free(&d->cfg);
+	fg_srcwatch_stop(&d->sw);
+	fg_escd_stop(&d->esc);
+	fg_daemonize_done(&d->notify_fd, err);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,821 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The fleet lease engine: the Lua script, one pipelined round per interval, the per-rule state machine. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fleet/fleet.h"
+#include "lib/sysutil.h"
+
+/*
+ * The lease script, run atomically by Redis for one rule and one node.
+ * docs/fleet.md derives it; keep the two in step. Numbers in ARGV are
+ * decimal strings; Redis turns the returned Lua numbers into integers.
+ */
+const char fg_fleet_lua[] =
+	"-- floodgate fleet lease v1 (docs/fleet.md): one node asks one rule's\n"
+	"-- fleet bucket for a slice in proportion to its demand, on Redis's clock.\n"
+	"-- KEYS: bucket hash {tok, ts, sum}, demand hash {node: cost/s},\n"
+	"--       zset {node: expiry us}; one hash tag, so one Cluster slot.\n"
+	"-- ARGV: node, rate (/s), burst, interval (us), lease (us), demand (/s),\n"
+	"--       want, returned, debt, flags (1 known, 2 recovering, 4 leaving)\n"
+	"local b, d, s = KEYS[1], KEYS[2], KEYS[3]\n"
+	"local node = ARGV[1]\n"
+	"local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+	"local ival, lease = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
+	"local dem, want = tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+	"local ret, debt = tonumber(ARGV[8]), tonumber(ARGV[9])\n"
+	"local flags = tonumber(ARGV[10])\n"
+	"local known, recov, leaving = flags % 2 == 1, flags % 4 >= 2, flags % 8 >= 4\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"\n"
+	"local st = redis.call('HMGET', b, 'tok', 'ts', 'sum')\n"
+	"local tok, ts, sum = tonumber(st[1]), tonumber(st[2]), tonumber(st[3])\n"
+	"if not tok then\n"
+	"  -- no bucket: idle long enough to be full, unless this node held a\n"
+	"  -- lease from it (restart, failover, eviction): then empty, no burst\n"
+	"  tok, ts, sum = known and 0 or burst, now, 0\n"
+	"  redis.call('DEL', d, s)\n"
+	"end\n"
+	"-- refill; a clock that steps back refills nothing\n"
+	"if now > ts then tok = math.min(burst, tok + rate * (now - ts) / 1e6) end\n"
+	"-- back from fallback: what accrued while nodes decided alone is no burst\n"
+	"-- to hand out, and what this node admitted alone is paid for\n"
+	"if recov then tok = math.min(tok, rate * ival / 1e6) end\n"
+	"tok = math.max(0, math.min(burst, tok + ret) - debt)\n"
+	"\n"
+	"-- nodes that stopped asking stop counting (a bounded number per call)\n"
+	"local dead = redis.call('ZRANGEBYSCORE', s, '-inf', now, 'LIMIT', 0, 32)\n"
+	"for i = 1, #dead do\n"
+	"  sum = sum - (tonumber(redis.call('HGET', d, dead[i])) or 0)\n"
+	"  redis.call('HDEL', d, dead[i])\n"
+	"  redis.call('ZREM', s, dead[i])\n"
+	"end\n"
+	"local prev = tonumber(redis.call('ZSCORE', s, node))\n"
+	"local old = tonumber(redis.call('HGET', d, node)) or 0\n"
+	"local dt = ival\n"
+	"if prev then dt = math.max(0, math.min(2 * ival, now - prev + 3 * ival)) end\n"
+	"if leaving then dem, want = 0, 0 end\n"
+	"sum = math.max(dem, sum - old + dem)\n"
+	"if dem > 0 then redis.call('HSET', d, node, dem)\n"
+	"elseif old > 0 then redis.call('HDEL', d, node) end\n"
+	"if leaving then redis.call('ZREM', s, node)\n"
+	"else redis.call('ZADD', s, now + 3 * ival, node) end\n"
+	"local nodes = redis.call('ZCARD', s)\n"
+	"\n"
+	"-- the slice: this node's share of the refill since its last call, plus\n"
+	"-- the same share of what the bucket holds beyond one interval's refill\n"
+	"local share, grant = 0, 0\n"
+	"if sum > 0 then share = dem / sum end\n"
+	"if want > 0 and share > 0 then\n"
+	"  local slice = share * rate * dt / 1e6\n"
+	"  if not recov then slice = slice + share * math.max(0, tok - rate * ival / 1e6) end\n"
+	"  grant = math.max(0, math.floor(math.min(want, tok, slice)))\n"
+	"  tok = tok - grant\n"
+	"end\n"
+	"redis.call('HSET', b, 'tok', tok, 'ts', now, 'sum', sum)\n"
+	"-- idle keys expire once the bucket would be full again anyway\n"
+	"local ttl = math.min(1e12, math.ceil(burst / rate * 1000 + 10 * ival / 1000))\n"
+	"redis.call('PEXPIRE', b, ttl)\n"
+	"redis.call('PEXPIRE', d, ttl)\n"
+	"redis.call('PEXPIRE', s, ttl)\n"
+	"return {grant, lease, nodes, math.floor(tok), math.floor(share * 1e6),\n"
+	"        tonumber(t[1]), tonumber(t[2])}\n";
+
+#define FL_NREPLY	7	/* elements of the script's answer */
+#define FL_RING		16	/* recent grants remembered per rule */
+#define FL_EVQ		256
+#define FL_F_KNOWN	1
+#define FL_F_RECOV	2
+#define FL_F_LEAVING	4
+
+struct fl_grant {
+	__u64 at_ns;
+	__u64 n;
+};
+
+struct fl_rule {
+	struct fg_fleet_rule_conf c;
+	char key[3][FG_FLEET_KEY_LEN];	/* bucket, demand, nodes */
+	int state;
+	bool known;		/* has had an answer from this bucket */
+	bool discard;		/* the last take_back was stale: do not return it */
+	__u64 last_round_ns;
+	__u64 lease_ns;		/* CLOCK_MONOTONIC deadline of the lease held */
+	__u64 since_ns;		/* start of the current grace or fallback */
+	__u64 debt;		/* unleased cost not yet charged */
+	__u32 nodes;
+	struct fl_grant ring[FL_RING];
+	int ring_next;
+	struct fg_fleet_stats st;
+	/* this round */
+	char arg[9][24];
+	int flags;
+	__u64 ret, sent_debt;
+	__s64 target;
+	redisReply *rep;
+	bool pending;		/* waiting for its reply */
+};
+
+struct fg_fleet {
+	struct fg_fleet_conf c;
+	struct fg_redis *r;
+	char sha[41];		/* "" until SCRIPT LOAD answered on this connection */
+	char urlstr[FG_REDIS_HOST_LEN + 64];
+	int nrules;
+	struct fl_rule rule[FG_FLEET_MAX_RULES];
+	struct fg_fleet_event evq[FL_EVQ];
+	int ev_head, ev_len;
+	struct fg_fleet_conn_stats cs;
+};
+
+static const char *const state_names[FG_FLEET_NSTATES] = {
+	"init", "ok", "grace", "fallback", "recovering",
+};
+
+const char *fg_fleet_state_name(int state)
+{
+	return state >= 0 && state < FG_FLEET_NSTATES ? state_names[state] : "?";
+}
+
+const char *fg_fleet_ev_name(int kind)
+{
+	static const char *const n[] = { "grace", "resumed", "fallback", "recovered" };
+
+	return kind >= 0 && kind < (int)(sizeof(n) / sizeof(n[0])) ? n[kind] : "?";
+}
+
+const char *fg_fleet_loss_name(int on_loss)
+{
+	static const char *const n[] = { "local", "open", "closed" };
+
+	return on_loss >= 0 && on_loss < 3 ? n[on_loss] : "?";
+}
+
+/* --- setup ------------------------------------------------------------------ */
+
+static int valid_node(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'))
+			return 0;
+	return 1;
+}
+
+struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t whylen)
+{
+	struct fg_fleet *f;
+	int err = -EINVAL;
+
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		fg_whyn(why, whylen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->c = *c;
+	if (!f->c.interval_ms)
+		f->c.interval_ms = FG_FLEET_INTERVAL_MS;
+	if (!f->c.deadline_ms)
+		f->c.deadline_ms = FG_FLEET_DEADLINE_MS;
+	if (!f->c.lease_ms)
+		f->c.lease_ms = 2 * f->c.interval_ms;
+	if (!f->c.prefix[0])
+		snprintf(f->c.prefix, sizeof(f->c.prefix), "floodgate");
+	if (!f->c.node[0] && gethostname(f->c.node, sizeof(f->c.node) - 1)) {
+		err = -errno;
+		fg_whyn(why, whylen, "gethostname: %s", strerror(errno));
+		goto fail;
+	}
+	f->c.node[sizeof(f->c.node) - 1] = 0;
+	f->c.prefix[sizeof(f->c.prefix) - 1] = 0;
+	if (!valid_node(f->c.node)) {
+		fg_whyn(why, whylen, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+			f->c.node, FG_FLEET_NODE_LEN - 1);
+		goto fail;
+	}
+	if (!valid_node(f->c.prefix)) {
+		fg_whyn(why, whylen, "fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+			f->c.prefix, FG_FLEET_PREFIX_LEN - 1);
+		goto fail;
+	}
+	if (f->c.interval_ms < FG_FLEET_MIN_INTERVAL_MS || f->c.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
+		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s", f->c.interval_ms,
+			FG_FLEET_MIN_INTERVAL_MS, FG_FLEET_MAX_INTERVAL_MS / 1000);
+		goto fail;
+	}
+	if (f->c.deadline_ms >= f->c.interval_ms) {
+		fg_whyn(why, whylen, "deadline %u ms: must be shorter than the lease interval (%u ms)",
+			f->c.deadline_ms, f->c.interval_ms);
+		goto fail;
+	}
+	if (f->c.lease_ms <= f->c.interval_ms + f->c.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
+	    f->c.lease_ms > 10 * f->c.interval_ms) {
+		fg_whyn(why, whylen, "lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
+			"and be at most 10 intervals", f->c.lease_ms,
+			FG_FLEET_LEASE_MARGIN_NS / 1000000,
+			(unsigned long long)(f->c.interval_ms + f->c.deadline_ms +
+					     FG_FLEET_LEASE_MARGIN_NS / 1000000));
+		goto fail;
+	}
+	f->r = fg_redis_new(&f->c.redis);
+	if (!f->r) {
+		err = -ENOMEM;
+		fg_whyn(why, whylen, "out of memory");
+		goto fail;
+	}
+	fg_redis_url_str(&f->c.redis, f->urlstr, sizeof(f->urlstr));
+	return f;
+fail:
+	explicit_bzero(f->c.redis.password, sizeof(f->c.redis.password));
+	free(f);
+	errno = -err;
+	return NULL;
+}
+
+void fg_fleet_free(struct fg_fleet *f)
+{
+	if (!f)
+		return;
+	for (int i = 0; i < f->nrules; i++)
+		if (f->rule[i].rep)
+			freeReplyObject(f->rule[i].rep);
+	fg_redis_free(f->r);
+	explicit_bzero(f->c.redis.password, sizeof(f->c.redis.password));
+	free(f);
+}
+
+/* FNV-1a, 64 bits. */
+static __u64 fnv1a(const char *s, __u64 h)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * The policy namespace: a hash of what defines the fleet bucket (schema,
+ * name, rate, burst, unit), so an edited rule starts on new keys and never
+ * inherits another definition's state; on_loss and the local rate are
+ * per-node choices and stay out of it.
+ */
+static __u64 rule_ns(const struct fg_fleet_rule_conf *rc)
+{
+	char buf[FG_NAME_LEN + 96];
+
+	snprintf(buf, sizeof(buf), "v1|%s|%.17g|%.17g|%s", rc->name, rc->rate, rc->burst,
+		 rc->cost == FG_COST_BYTES ? "bytes" : "packets");
+	return fnv1a(buf, 0xcbf29ce484222325ull);
+}
+
+int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why,
+		      size_t whylen)
+{
+	static const char sfx[3] = { 'b', 'd', 'n' };
+	struct fl_rule *r;
+	__u64 ns;
+
+	if (f->nrules >= FG_FLEET_MAX_RULES) {
+		fg_whyn(why, whylen, "more than %d fleet rules", FG_FLEET_MAX_RULES);
+		return -ENOSPC;
+	}
+	if (!valid_node(rc->name) || strnlen(rc->name, FG_NAME_LEN) >= FG_NAME_LEN) {
+		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name", rc->name);
+		return -EINVAL;
+	}
+	if (!(rc->rate >= 1e-3 && rc->rate <= 1e15) || !(rc->burst >= 1 && rc->burst <= 1e15)) {
+		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15", rc->name);
+		return -EINVAL;
+	}
+	if (rc->on_loss > FG_FLEET_LOSS_CLOSED || rc->cost > FG_COST_BYTES) {
+		fg_whyn(why, whylen, "rule %s: bad on_loss or cost unit", rc->name);
+		return -EINVAL;
+	}
+	if (rc->local_rate < 0 || rc->local_burst < 0 || !isfinite(rc->local_rate) ||
+	    !isfinite(rc->local_burst)) {
+		fg_whyn(why, whylen, "rule %s: local_rate and local_burst must be >= 0", rc->name);
+		return -EINVAL;
+	}
+	for (int i = 0; i < f->nrules; i++)
+		if (!strcmp(f->rule[i].c.name, rc->name)) {
+			fg_whyn(why, whylen, "fleet rule %s added twice", rc->name);
+			return -EINVAL;
+		}
+	r = &f->rule[f->nrules];
+	memset(r, 0, sizeof(*r));
+	r->c = *rc;
+	ns = rule_ns(rc);
+	for (int k = 0; k < 3; k++)
+		snprintf(r->key[k], sizeof(r->key[k]), "%s:{%s.%016llx}:%c", f->c.prefix, rc->name,
+			 (unsigned long long)ns, sfx[k]);
+	r->nodes = rc->nodes_hint;
+	r->lease_ns = rc->adopted_expires;
+	if (rc->adopted_expires) {
+		/* held a lease from this bucket: if it is gone, it is recreated
+		 * empty; the tokens count as granted when that lease was */
+		r->known = true;
+		__u64 at = rc->adopted_expires + FG_FLEET_LEASE_MARGIN_NS;
+
+		r->ring[0].at_ns = at > (__u64)f->c.lease_ms * 1000000ull ?
+				   at - (__u64)f->c.lease_ms * 1000000ull : 0;
+		r->ring[0].n = rc->adopted_tokens;
+		r->ring_next = 1;
+	}
+	r->state = FG_FLEET_INIT;
+	r->st.state = FG_FLEET_INIT;
+	r->st.lease_expires = rc->adopted_expires;
+	r->st.nodes = rc->nodes_hint;
+	return f->nrules++;
+}
+
+int fg_fleet_nrules(const struct fg_fleet *f)
+{
+	return f->nrules;
+}
+
+const struct fg_fleet_conf *fg_fleet_conf(const struct fg_fleet *f)
+{
+	return &f->c;
+}
+
+int fg_fleet_key(const struct fg_fleet *f, int rule, char *buf, size_t len)
+{
+	if (rule < 0 || rule >= f->nrules)
+		return -ENOENT;
+	snprintf(buf, len, "%s", f->rule[rule].key[0]);
+	return 0;
+}
+
+/* --- events and the state machine ------------------------------------------- */
+
+static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt, ...)
+{
+	struct fg_fleet_event *e;
+	va_list ap;
+
+	if (f->ev_len >= FL_EVQ) {
+		f->cs.events_lost++;
+		return;
+	}
+	e = &f->evq[(f->ev_head + f->ev_len++) % FL_EVQ];
+	memset(e, 0, sizeof(*e));
+	e->rule = rule;
+	e->kind = kind;
+	e->at_ns = now;
+	e->span_ns = span;
+	memcpy(e->name, f->rule[rule].c.name, sizeof(e->name));
+	e->name[sizeof(e->name) - 1] = 0;
+	va_start(ap, fmt);
+	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	va_end(ap);
+}
+
+int fg_fleet_next_event(struct fg_fleet *f, struct fg_fleet_event *ev)
+{
+	if (!f->ev_len)
+		return 0;
+	*ev = f->evq[f->ev_head];
+	f->ev_head = (f->ev_head + 1) % FL_EVQ;
+	f->ev_len--;
+	return 1;
+}
+
+static void enter_fallback(struct fg_fleet *f, int i, __u64 now, __u64 since, const char *why)
+{
+	struct fl_rule *r = &f->rule[i];
+
+	r->state = FG_FLEET_FALLBACK;
+	r->since_ns = since;
+	r->st.fallbacks++;
+	ev_push(f, i, FG_FLEET_EV_FALLBACK, now, 0, "%s; on_loss %s applies: %s",
+		r->lease_ns ? "the lease ran out" : "no lease yet",
+		fg_fleet_loss_name(r->c.on_loss), why);
+}
+
+static void on_failure(struct fg_fleet *f, int i, __u64 now, const char *why, int err)
+{
+	struct fl_rule *r = &f->rule[i];
+
+	r->st.failed++;
+	if (err == -ETIMEDOUT)
+		r->st.timeouts++;
+	snprintf(r->st.reason, sizeof(r->st.reason), "%s", why);
+	switch (r->state) {
+	case FG_FLEET_INIT:
+	case FG_FLEET_OK:
+	case FG_FLEET_RECOVERING:
+		if (now < r->lease_ns) {
+			r->state = FG_FLEET_GRACE;
+			r->since_ns = now;
+			r->st.grace_entries++;
+			ev_push(f, i, FG_FLEET_EV_GRACE, now, 0,
+				"spending the lease held (%llu ms left): %s",
+				(unsigned long long)((r->lease_ns - now) / 1000000), why);
+		} else {
+			enter_fallback(f, i, now, r->lease_ns ? r->lease_ns : now, why);
+		}
+		break;
+	case FG_FLEET_GRACE:
+		if (now >= r->lease_ns)
+			enter_fallback(f, i, now, r->lease_ns, why);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_answer(struct fg_fleet *f, int i, __u64 now)
+{
+	struct fl_rule *r = &f->rule[i];
+
+	switch (r->state) {
+	case FG_FLEET_FALLBACK:
+		r->st.fallback_ns += now - r->since_ns;
+		ev_push(f, i, FG_FLEET_EV_RECOVERED, now, now - r->since_ns,
+			"redis answered after %.1f s in fallback (last error: %s)",
+			(double)(now - r->since_ns) / 1e9, r->st.reason);
+		r->state = FG_FLEET_RECOVERING;
+		break;
+	case FG_FLEET_GRACE:
+		ev_push(f, i, FG_FLEET_EV_RESUMED, now, now - r->since_ns,
+			"redis answered after %llu ms; the lease never ran out",
+			(unsigned long long)((now - r->since_ns) / 1000000));
+		r->state = FG_FLEET_OK;
+		break;
+	default:
+		r->state = FG_FLEET_OK;
+		break;
+	}
+}
+
+/* --- one round ---------------------------------------------------------------- */
+
+static __u64 recent_grants(const struct fl_rule *r, __u64 now, __u64 window)
+{
+	__u64 sum = 0;
+
+	for (int k = 0; k < FL_RING; k++)
+		if (r->ring[k].n && r->ring[k].at_ns + window > now)
+			sum += r->ring[k].n;
+	return sum;
+}
+
+static __u64 u64_arg(double v)
+{
+	if (!(v > 0))
+		return 0;
+	if (v > 1e18)
+		return 1000000000000000000ull;
+	return (__u64)ceil(v);
+}
+
+/* This rule's EVALSHA arguments for a round starting at now. */
+static void prepare(struct fg_fleet *f, struct fl_rule *r, const struct fg_fleet_in *in, __u64 now,
+		    bool leaving)
+{
+	__u64 el = r->last_round_ns && now > r->last_round_ns ? now - r->last_round_ns :
+		   (__u64)f->c.interval_ms * 1000000ull;
+	double dem, target;
+	__s64 want;
+
+	if (el < 1000000)
+		el = 1000000;
+	dem = (double)in->offered * 1e9 / (double)el;
+	/* hold enough for two intervals of the demand seen: the next round
+	 * may come late by up to the deadline */
+	target = dem * 2.0 * f->c.interval_ms / 1000.0;
+	r->target = (__s64)u64_arg(target);
+	want = r->target - in->held;
+	if (want < 0 || leaving)
+		want = 0;
+	r->ret = r->discard ? 0 : in->taken;
+	if (r->discard)
+		r->st.discarded += in->taken;
+	r->discard = false;
+	r->debt += in->unleased;
+	r->sent_debt = r->debt;
+	r->flags = (r->known ? FL_F_KNOWN : 0) | (r->state == FG_FLEET_FALLBACK ? FL_F_RECOV : 0) |
+		   (leaving ? FL_F_LEAVING : 0);
+	snprintf(r->arg[0], sizeof(r->arg[0]), "%.17g", r->c.rate);
+	snprintf(r->arg[1], sizeof(r->arg[1]), "%.17g", r->c.burst);
+	snprintf(r->arg[2], sizeof(r->arg[2]), "%llu", (unsigned long long)f->c.interval_ms * 1000ull);
+	snprintf(r->arg[3], sizeof(r->arg[3]), "%llu", (unsigned long long)f->c.lease_ms * 1000ull);
+	snprintf(r->arg[4], sizeof(r->arg[4]), "%llu", (unsigned long long)(leaving ? 0 : u64_arg(dem)));
+	snprintf(r->arg[5], sizeof(r->arg[5]), "%lld", (long long)want);
+	snprintf(r->arg[6], sizeof(r->arg[6]), "%llu", (unsigned long long)r->ret);
+	snprintf(r->arg[7], sizeof(r->arg[7]), "%llu", (unsigned long long)r->sent_debt);
+	snprintf(r->arg[8], sizeof(r->arg[8]), "%d", r->flags);
+	r->last_round_ns = now;
+}
+
+static int append_eval(struct fg_fleet *f, struct fl_rule *r)
+{
+	const char *av[16];
+	size_t al[16];
+	int n = 0;
+
+	av[n++] = "EVALSHA";
+	av[n++] = f->sha;
+	av[n++] = "3";
+	for (int k = 0; k < 3; k++)
+		av[n++] = r->key[k];
+	av[n++] = f->c.node;
+	for (int k = 0; k < 9; k++)
+		av[n++] = r->arg[k];
+	for (int k = 0; k < n; k++)
+		al[k] = strlen(av[k]);
+	f->cs.commands++;
+	return fg_redis_append(f->r, n, av, al);
+}
+
+/* SCRIPT LOAD on this connection; the SHA1 it returns names the script. */
+static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t whylen)
+{
+	const char *av[3] = { "SCRIPT", "LOAD", fg_fleet_lua };
+	size_t al[3] = { 6, 4, sizeof(fg_fleet_lua) - 1 };
+	redisReply *rep = NULL;
+	int err;
+
+	f->cs.script_loads++;
+	err = fg_redis_append(f->r, 3, av, al);
+	if (!err)
+		err = fg_redis_exchange(f->r, &rep, 1, deadline, why, whylen);
+	if (err)
+		return err;
+	if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
+		fg_whyn(why, whylen, "SCRIPT LOAD: %.*s", rep->type == REDIS_REPLY_ERROR ?
+			(int)(rep->len > 120 ? 120 : rep->len) : 14,
+			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+		freeReplyObject(rep);
+		fg_redis_close(f->r);
+		return -EPROTO;
+	}
+	memcpy(f->sha, rep->str, 40);
+	f->sha[40] = 0;
+	freeReplyObject(rep);
+	return 0;
+}
+
+static int is_noscript(const redisReply *rep)
+{
+	return rep && rep->type == REDIS_REPLY_ERROR && rep->len >= 8 && !strncmp(rep->str, "NOSCRIPT", 8);
+}
+
+/* Send EVALSHA for every pending rule and collect the replies; after
+ * NOSCRIPT (script cache flushed, a failover) load it again and resend
+ * those, within the same deadline. */
+static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t whylen)
+{
+	redisReply *rep[FG_FLEET_MAX_RULES];
+	int idx[FG_FLEET_MAX_RULES];
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int n = 0, noscript = 0, err;
+
+		for (int i = 0; i < f->nrules; i++) {
+			if (!f->rule[i].pending)
+				continue;
+			err = append_eval(f, &f->rule[i]);
+			if (err) {
+				fg_redis_close(f->r);
+				fg_whyn(why, whylen, "queueing EVALSHA: %s", strerror(-err));
+				return err;
+			}
+			idx[n++] = i;
+		}
+		if (!n)
+			return 0;
+		err = fg_redis_exchange(f->r, rep, n, deadline, why, whylen);
+		if (err)
+			return err;
+		for (int k = 0; k < n; k++) {
+			struct fl_rule *r = &f->rule[idx[k]];
+
+			if (is_noscript(rep[k])) {
+				f->cs.noscript++;
+				noscript++;
+				freeReplyObject(rep[k]);
+				continue;
+			}
+			r->rep = rep[k];
+			r->pending = false;
+		}
+		if (!noscript)
+			return 0;
+		if (attempt)
+			break;
+		f->sha[0] = 0;
+		err = load_script(f, deadline, why, whylen);
+		if (err)
+			return err;
+	}
+	fg_whyn(why, whylen, "NOSCRIPT again right after SCRIPT LOAD");
+	return -EPROTO;
+}
+
+/* Parse one rule's answer; 0, or -EPROTO with the reason. */
+static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why, size_t whylen)
+{
+	if (rep->type == REDIS_REPLY_ERROR) {
+		fg_whyn(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len), rep->str);
+		return -EPROTO;
+	}
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != FL_NREPLY) {
+		fg_whyn(why, whylen, "unexpected reply to the lease script (type %d)", rep->type);
+		return -EPROTO;
+	}
+	for (int k = 0; k < FL_NREPLY; k++) {
+		if (rep->element[k]->type != REDIS_REPLY_INTEGER || rep->element[k]->integer < 0) {
+			fg_whyn(why, whylen, "unexpected element %d in the lease script's reply", k);
+			return -EPROTO;
+		}
+		v[k] = rep->element[k]->integer;
+	}
+	return 0;
+}
+
+static void local_limit(const struct fl_rule *r, struct fg_fleet_out *o)
+{
+	double n = r->nodes ? r->nodes : 1;
+
+	o->local_rate = r->c.local_rate > 0 ? r->c.local_rate : r->c.rate / n;
+	o->local_burst = r->c.local_burst > 0 ? r->c.local_burst : o->local_rate * r->c.burst / r->c.rate;
+	if (o->local_burst < 1)
+		o->local_burst = 1;
+}
+
+/* Redis answered for rule i: grant, take back, renew. */
+static void answered(struct fg_fleet *f, int i, const long long v[FL_NREPLY], __u64 t_send,
+		     __u64 now, const struct fg_fleet_in *in, struct fg_fleet_out *o)
+{
+	struct fl_rule *r = &f->rule[i];
+	__u64 lease_ns = (__u64)v[1] * 1000ull;
+	__u64 window = (__u64)f->c.lease_ms * 1000000ull;
+	bool was_fallback = r->state == FG_FLEET_FALLBACK;
+	__s64 keep;
+
+	r->known = true;
+	r->nodes = (__u32)v[2];
+	r->st.answered++;
+	r->st.returned += r->ret;
+	r->st.debt += r->sent_debt;
+	r->debt -= r->sent_debt;
+	r->st.granted += (__u64)v[0];
+	r->st.last_grant = (__u64)v[0];
+	r->st.bucket = v[3];
+	r->st.share_ppm = (__u32)v[4];
+	r->st.redis_time_us = (__u64)v[5] * 1000000ull + (__u64)v[6];
+	r->st.last_answer_ns = now;
+	/* tokens the program holds that were not granted within the last
+	 * lease are stale and go back; so do those beyond twice the target
+	 * (demand fell). After a fallback everything held is stale. */
+	if (was_fallback) {
+		keep = 0;
+		r->discard = true;
+	} else {
+		keep = (__s64)recent_grants(r, t_send, window);
+		if (keep > 2 * r->target)
+			keep = 2 * r->target;
+	}
+	o->take_back = in->held > keep ? (__u64)(in->held - keep) : 0;
+	if (v[0]) {
+		r->ring[r->ring_next].at_ns = t_send;
+		r->ring[r->ring_next].n = (__u64)v[0];
+		r->ring_next = (r->ring_next + 1) % FL_RING;
+	}
+	o->grant = (__u64)v[0];
+	/* Redis's lease, counted from when the request left: conservative by
+	 * the round trip, and by a tick of the program's coarse clock */
+	r->lease_ns = lease_ns > FG_FLEET_LEASE_MARGIN_NS ? t_send + lease_ns - FG_FLEET_LEASE_MARGIN_NS : t_send;
+	o->renewed = 1;
+	on_answer(f, i, now);
+}
+
+static void finish(struct fg_fleet *f, int i, struct fg_fleet_out *o)
+{
+	struct fl_rule *r = &f->rule[i];
+
+	o->lease_expires = r->lease_ns;
+	o->nodes = r->nodes;
+	o->state = (__u8)r->state;
+	local_limit(r, o);
+	r->st.state = (__u8)r->state;
+	r->st.lease_expires = r->lease_ns;
+	r->st.nodes = r->nodes;
+}
+
+static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_fleet_out *out,
+		     bool leaving)
+{
+	char why[FG_FLEET_REASON_LEN] = "";
+	__u64 t_send = fg_redis_now_ns(), now;
+	__u64 deadline = t_send + (__u64)f->c.deadline_ms * 1000000ull;
+	int err = 0, first = 0;
+
+	f->cs.rounds++;
+	for (int i = 0; i < f->nrules; i++) {
+		struct fl_rule *r = &f->rule[i];
+
+		prepare(f, r, &in[i], t_send, leaving);
+		r->pending = true;
+		r->rep = NULL;
+		r->st.rounds++;
+		if (out)
+			memset(&out[i], 0, sizeof(out[i]));
+	}
+	if (!fg_redis_connected(f->r)) {
+		f->sha[0] = 0;
+		err = fg_redis_connect(f->r, deadline, why, sizeof(why));
+		if (err)
+			f->cs.connect_failures++;
+		else
+			f->cs.connects++;
+	}
+	if (!err && !f->sha[0])
+		err = load_script(f, deadline, why, sizeof(why));
+	if (!err)
+		err = exchange_evals(f, deadline, why, sizeof(why));
+	now = fg_redis_now_ns();
+	for (int i = 0; i < f->nrules; i++) {
+		struct fl_rule *r = &f->rule[i];
+		struct fg_fleet_out tmp = {};
+		struct fg_fleet_out *o = out ? &out[i] : &tmp;
+		char rwhy[FG_FLEET_REASON_LEN];
+		long long v[FL_NREPLY];
+		int rerr = err;
+
+		if (!rerr && r->rep)
+			rerr = parse_answer(r->rep, v, rwhy, sizeof(rwhy));
+		else
+			snprintf(rwhy, sizeof(rwhy), "%s", why[0] ? why : "no reply");
+		if (!rerr && !r->rep)
+			rerr = -EPROTO;
+		if (r->rep)
+			freeReplyObject(r->rep);
+		r->rep = NULL;
+		r->pending = false;
+		if (rerr) {
+			/* nothing reached Redis for sure: returns are lost, debt waits */
+			r->st.discarded += r->ret;
+			on_failure(f, i, now, rwhy, rerr);
+			if (!first)
+				first = rerr;
+		} else {
+			answered(f, i, v, t_send, now, &in[i], o);
+		}
+		finish(f, i, o);
+	}
+	f->cs.last_round_ns = now - t_send;
+	if (f->cs.last_round_ns > f->cs.max_round_ns)
+		f->cs.max_round_ns = f->cs.last_round_ns;
+	return first;
+}
+
+int fg_fleet_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_fleet_out *out)
+{
+	return run_round(f, in, out, false);
+}
+
+int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in)
+{
+	int err = run_round(f, in, NULL, true);
+
+	for (int i = 0; i < f->nrules; i++) {
+		f->rule[i].ring_next = 0;
+		memset(f->rule[i].ring, 0, sizeof(f->rule[i].ring));
+	}
+	return err;
+}
+
+int fg_fleet_stats(const struct fg_fleet *f, int rule, struct fg_fleet_stats *st)
+{
+	const struct fl_rule *r;
+
+	if (rule < 0 || rule >= f->nrules)
+		return -ENOENT;
+	r = &f->rule[rule];
+	*st = r->st;
+	if (r->state == FG_FLEET_FALLBACK) {
+		__u64 now = fg_redis_now_ns();
+
+		if (now > r->since_ns)
+			st->fallback_ns += now - r->since_ns;
+	}
+	return 0;
+}
+
+void fg_fleet_conn_stats(const struct fg_fleet *f, struct fg_fleet_conn_stats *st)
+{
+	*st = f->cs;
+}

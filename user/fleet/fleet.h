@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Fleet-wide limits: the lease engine. Every lease interval a node asks
+ * Redis, in one pipelined round trip, for a slice of each fleet rule's
+ * bucket in proportion to its demand (one Lua script per rule, run
+ * atomically on Redis's clock), and tells the caller what to write into
+ * the maps the XDP program spends from. Per rule it keeps the state machine
+ * ok -> grace (an error, the lease still runs) -> fallback (lease expired:
+ * on_loss) -> recovering -> ok, with counters, and queues one event per
+ * change for the caller to log. It never logs and never touches a map.
+ * docs/fleet.md has the protocol, the algorithm and the bound.
+ *
+ * One fg_fleet belongs to one thread: a round blocks for at most the
+ * deadline. The daemon runs it on the worker below (fg_fleet_worker_*),
+ * whose accessors never wait on Redis.
+ */
+#ifndef FG_FLEET_H
+#define FG_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "floodgate.h"
+#include "fleet/fleet_redis.h"
+
+#define FG_FLEET_INTERVAL_MS	200	/* default lease interval */
+#define FG_FLEET_DEADLINE_MS	30	/* default deadline of one round trip */
+#define FG_FLEET_MIN_INTERVAL_MS 20
+#define FG_FLEET_MAX_INTERVAL_MS 10000
+#define FG_FLEET_MAX_RULES	FG_MAX_RULES
+#define FG_FLEET_NODE_LEN	64
+#define FG_FLEET_PREFIX_LEN	32
+#define FG_FLEET_KEY_LEN	(FG_FLEET_PREFIX_LEN + FG_NAME_LEN + 32)
+#define FG_FLEET_REASON_LEN	160
+/* bpf_ktime_get_coarse_ns lags CLOCK_MONOTONIC by up to a tick (4 ms at
+ * HZ=250): leases are written this much shorter than Redis granted. */
+#define FG_FLEET_LEASE_MARGIN_NS 5000000ull
+
+/* What a rule does when its lease has run out (values proposed for the ABI
+ * as enum fg_on_loss, docs/fleet.md). */
+enum fg_fleet_loss {
+	FG_FLEET_LOSS_LOCAL = 0,	/* a static local share: local_rate, or rate / nodes */
+	FG_FLEET_LOSS_OPEN = 1,		/* only the local limits apply */
+	FG_FLEET_LOSS_CLOSED = 2,	/* drop what the rule's fleet limit would judge */
+};
+
+enum fg_fleet_state {
+	FG_FLEET_INIT = 0,	/* no answer from Redis yet */
+	FG_FLEET_OK,		/* leasing */
+	FG_FLEET_GRACE,		/* Redis failed; the program spends the lease it holds */
+	FG_FLEET_FALLBACK,	/* the lease ran out: on_loss applies (in the program) */
+	FG_FLEET_RECOVERING,	/* first answer after a fallback: no burst, debt paid */
+	FG_FLEET_NSTATES,
+};
+
+struct fg_fleet_conf {
+	struct fg_redis_url redis;
+	char node[FG_FLEET_NODE_LEN];		/* unique in the fleet; "" = host name */
+	char prefix[FG_FLEET_PREFIX_LEN];	/* key prefix; "" = "floodgate" */
+	__u32 interval_ms;	/* 0 = FG_FLEET_INTERVAL_MS */
+	__u32 deadline_ms;	/* 0 = FG_FLEET_DEADLINE_MS; < interval */
+	__u32 lease_ms;		/* 0 = 2 * interval; > interval + deadline */
+};
+
+struct fg_fleet_rule_conf {
+	char name[FG_NAME_LEN];
+	double rate;		/* cost units per second, fleet-wide */
+	double burst;		/* cost units */
+	__u8 cost;		/* enum fg_cost */
+	__u8 on_loss;		/* enum fg_fleet_loss */
+	double local_rate;	/* on_loss local: 0 = rate / last known node count */
+	double local_burst;	/* 0 = local rate * burst / rate */
+	/* adopting pinned state after a restart: the lease the program holds */
+	__u32 nodes_hint;	/* node count known from before, 0 = none */
+	__u64 adopted_expires;	/* its CLOCK_MONOTONIC expiry, 0 = none */
+	__u64 adopted_tokens;	/* its balance: kept (not taken back) while the lease runs */
+};
+
+/* What the caller read for one rule just before a round. */
+struct fg_fleet_in {
+	__u64 offered;		/* cost offered to the fleet limit since the last round */
+	__s64 held;		/* the program's token balance now (may be negative) */
+	__u64 taken;		/* tokens actually taken back after the last round */
+	__u64 unleased;		/* cost admitted under on_loss (open, local) since the last round */
+};
+
+/* What to write, in this order: take back (at most what is there, with
+ * compare-and-swap), add grant, then lease_expires and the local limit. */
+struct fg_fleet_out {
+	__u64 take_back;	/* tokens to remove first; report what was removed as .taken */
+	__u64 grant;		/* tokens to add */
+	__u64 lease_expires;	/* CLOCK_MONOTONIC ns; unchanged unless renewed */
+	double local_rate;	/* on_loss local: the limit to write (cost/s, cost) */
+	double local_burst;
+	__u32 nodes;		/* last known node count */
+	__u8 state;		/* enum fg_fleet_state after the round */
+	__u8 renewed;		/* Redis answered for this rule */
+	__u8 pad[2];
+};
+
+struct fg_fleet_stats {
+	__u64 rounds;		/* rounds this rule took part in */
+	__u64 answered;		/* ... with an answer */
+	__u64 failed;		/* ... without (timeout, connection, error reply) */
+	__u64 timeouts;		/* failed because the deadline passed */
+	__u64 granted;		/* tokens received */
+	__u64 returned;		/* tokens handed back to the fleet bucket */
+	__u64 discarded;	/* tokens taken back but not returned (stale or Redis down) */
+	__u64 debt;		/* cost admitted under on_loss, charged on recovery */
+	__u64 grace_entries;
+	__u64 fallbacks;	/* entries into fallback */
+	__u64 fallback_ns;	/* time spent in fallback, the current spell included */
+	__u64 lease_expires;	/* CLOCK_MONOTONIC ns of the lease the program holds */
+	__u64 last_answer_ns;	/* CLOCK_MONOTONIC ns of the last answer */
+	__u64 redis_time_us;	/* Redis TIME of the last answer */
+	__u64 last_grant;
+	__s64 bucket;		/* tokens left in the fleet bucket at the last answer */
+	__u32 nodes;		/* nodes with this rule, last known */
+	__u32 share_ppm;	/* this node's share of the fleet's demand */
+	__u8 state;		/* enum fg_fleet_state */
+	__u8 pad[7];
+	char reason[FG_FLEET_REASON_LEN];	/* the last failure */
+};
+
+/* Connection-level counters, for metrics. */
+struct fg_fleet_conn_stats {
+	__u64 rounds;
+	__u64 connects;		/* successful connects */
+	__u64 connect_failures;
+	__u64 script_loads;	/* SCRIPT LOAD sent (new connection or NOSCRIPT) */
+	__u64 noscript;		/* NOSCRIPT replies (script cache flushed, failover) */
+	__u64 commands;		/* EVALSHA sent */
+	__u64 last_round_ns;	/* duration of the last round */
+	__u64 max_round_ns;
+	__u64 events_lost;	/* events dropped because the queue was full */
+};
+
+enum fg_fleet_ev_kind {
+	FG_FLEET_EV_GRACE = 0,	/* Redis failed; the lease still runs */
+	FG_FLEET_EV_RESUMED,	/* Redis answered again before the lease ran out */
+	FG_FLEET_EV_FALLBACK,	/* the lease ran out: on_loss applies */
+	FG_FLEET_EV_RECOVERED,	/* left fallback */
+};
+
+struct fg_fleet_event {
+	int rule;		/* index from fg_fleet_add_rule */
+	int kind;		/* enum fg_fleet_ev_kind */
+	__u64 at_ns;		/* CLOCK_MONOTONIC */
+	__u64 span_ns;		/* RESUMED: time in grace; RECOVERED: time in fallback */
+	char name[FG_NAME_LEN];
+	char reason[FG_FLEET_REASON_LEN];
+};
+
+struct fg_fleet;
+
+/* Validate c and make an engine (no connection yet: the first round
+ * connects). NULL with errno set and the reason in why. */
+struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t whylen);
+void fg_fleet_free(struct fg_fleet *f);
+
+/* Add a fleet rule; its index (0, 1, ...) or -EINVAL (reason in why), -ENOSPC. */
+int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why,
+		      size_t whylen);
+int fg_fleet_nrules(const struct fg_fleet *f);
+
+/* One round for every rule: in[] and out[] have fg_fleet_nrules entries.
+ * Returns 0 when Redis answered for every rule, else the first -errno;
+ * out[] is filled either way (the state machine has moved). Blocks for at
+ * most the deadline (plus host name resolution on a reconnect). */
+int fg_fleet_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_fleet_out *out);
+
+/* Leave the fleet: hand back in[i].taken tokens (the caller has taken back
+ * everything the program held) and withdraw this node's demand at once.
+ * One round trip; 0 or -errno (then the tokens simply expire). */
+int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in);
+
+/* Pop the oldest queued event: 1, or 0 when there is none. */
+int fg_fleet_next_event(struct fg_fleet *f, struct fg_fleet_event *ev);
+
+int fg_fleet_stats(const struct fg_fleet *f, int rule, struct fg_fleet_stats *st);
+void fg_fleet_conn_stats(const struct fg_fleet *f, struct fg_fleet_conn_stats *st);
+
+/* The rule's Redis keys (the bucket's, KEYS[1]); all share one hash tag. */
+int fg_fleet_key(const struct fg_fleet *f, int rule, char *buf, size_t len);
+const struct fg_fleet_conf *fg_fleet_conf(const struct fg_fleet *f);
+
+const char *fg_fleet_state_name(int state);
+const char *fg_fleet_ev_name(int kind);
+const char *fg_fleet_loss_name(int on_loss);
+
+/* The Lua script, for docs and `floodgate check`. */
+extern const char fg_fleet_lua[];
+
+/*
+ * The worker: a thread that runs a round every interval on its own engine,
+ * calling ops->collect before and ops->apply after each round (on the
+ * worker thread; they read and write the maps). The main loop polls events
+ * and stats: those copy a snapshot under a mutex the worker never holds
+ * across network I/O, so they never wait on Redis.
+ */
+struct fg_fleet_ops {
+	/* fill in[0..n): counters since the last call, the balance, and in
+	 * .taken what the last apply took back; non-zero skips this round
+	 * (the program's lease then runs out on its own) */
+	int (*collect)(void *ctx, struct fg_fleet_in *in, int n);
+	/* write out[0..n) into the maps, in the order struct fg_fleet_out says */
+	void (*apply)(void *ctx, const struct fg_fleet_out *out, int n);
+	/* on stop with release: take back everything into in[i].taken */
+	int (*take_all)(void *ctx, struct fg_fleet_in *in, int n);
+};
+
+struct fg_fleet_worker;
+
+/* Takes ownership of f. NULL with errno. */
+struct fg_fleet_worker *fg_fleet_worker_start(struct fg_fleet *f, const struct fg_fleet_ops *ops,
+					      void *ctx);
+/* Copy up to max queued events out; the number copied. */
+int fg_fleet_worker_events(struct fg_fleet_worker *w, struct fg_fleet_event *ev, int max);
+int fg_fleet_worker_stats(struct fg_fleet_worker *w, int rule, struct fg_fleet_stats *st);
+void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_stats *st);
+/* Stop and join (waits at most one round). release: hand the leases back
+ * (detaching); otherwise they run out in the program (restart, adopt).
+ * Frees the engine; returns the release's result. */
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release);
+
+#endif /* FG_FLEET_H */

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* The fleet's Redis client: URLs, a non-blocking connection, deadline-bound pipelines. */
+#include <errno.h>
+#include <stdarg.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "fleet/fleet_redis.h"
+#include "lib/sysutil.h"
+
+#define FG_REDIS_MAX_REPLY	(1u << 20)	/* bytes read per exchange, at most */
+#define FG_REDIS_MAX_QUEUE	(1u << 20)	/* bytes of queued commands, at most */
+
+struct fg_redis {
+	struct fg_redis_url url;
+	int fd;			/* -1 when not connected */
+	redisReader *rd;
+	char *obuf;		/* queued commands, RESP */
+	size_t olen, ocap;
+	int queued;
+};
+
+__u64 fg_redis_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* --- URLs --------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode [s, s+n) into out (NUL-terminated); -EINVAL if malformed
+ * or too long, or if it decodes to a NUL. */
+static int pct_decode(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+
+		if (c == '%') {
+			int h, l;
+
+			if (i + 2 >= n)
+				return -EINVAL;
+			h = hexval((unsigned char)s[i + 1]);
+			l = hexval((unsigned char)s[i + 2]);
+			if (h < 0 || l < 0)
+				return -EINVAL;
+			c = h * 16 + l;
+			if (!c)
+				return -EINVAL;
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -EINVAL;
+		out[o++] = (char)c;
+	}
+	out[o] = 0;
+	return 0;
+}
+
+/* Strict decimal in [lo, hi] over [s, s+n). */
+static int parse_dec(const char *s, size_t n, long lo, long hi, long *out)
+{
+	long v = 0;
+
+	if (!n || n > 9)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int valid_hostname(const char *h)
+{
+	if (!*h)
+		return 0;
+	for (const char *p = h; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
+			return 0;
+	return 1;
+}
+
+static int valid_v6(const char *h)
+{
+	struct in6_addr a;
+
+	return inet_pton(AF_INET6, h, &a) == 1;
+}
+
+static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+{
+	const char *q = strchr(s, '?');
+	size_t plen = q ? (size_t)(q - s) : strlen(s);
+	long db;
+
+	if (!plen || s[0] != '/') {
+		fg_whyn(why, whylen, "unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
+		return -EINVAL;
+	}
+	if (plen >= sizeof(u->path)) {
+		fg_whyn(why, whylen, "unix socket path is longer than %zu bytes", sizeof(u->path) - 1);
+		return -EINVAL;
+	}
+	memcpy(u->path, s, plen);
+	u->path[plen] = 0;
+	u->is_unix = true;
+	if (!q)
+		return 0;
+	if (strncmp(q, "?db=", 4) || parse_dec(q + 4, strlen(q + 4), 0, FG_REDIS_MAX_DB, &db)) {
+		fg_whyn(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)", FG_REDIS_MAX_DB);
+		return -EINVAL;
+	}
+	u->db = (int)db;
+	return 0;
+}
+
+static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+{
+	const char *slash = strchr(s, '/');
+	const char *end = slash ? slash : s + strlen(s);
+	const char *at = NULL, *hp, *colon = NULL;
+	long v;
+
+	for (const char *p = s; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at) {
+		const char *c = memchr(s, ':', (size_t)(at - s));
+
+		if (!c) {
+			fg_whyn(why, whylen, "redis URL: write the password as :password@host "
+				"(or user:password@host)");
+			return -EINVAL;
+		}
+		if (pct_decode(s, (size_t)(c - s), u->user, sizeof(u->user))) {
+			fg_whyn(why, whylen, "redis URL: bad or too long user name");
+			return -EINVAL;
+		}
+		if (pct_decode(c + 1, (size_t)(at - c - 1), u->password, sizeof(u->password)) ||
+		    !u->password[0]) {
+			fg_whyn(why, whylen, "redis URL: bad, empty or too long password "
+				"(percent-encode '@', '/' and '%%')");
+			return -EINVAL;
+		}
+		hp = at + 1;
+	} else {
+		hp = s;
+	}
+	if (hp < end && *hp == '[') {
+		const char *rb = memchr(hp, ']', (size_t)(end - hp));
+		size_t hl;
+
+		if (!rb) {
+			fg_whyn(why, whylen, "redis URL: IPv6 address without its closing ']'");
+			return -EINVAL;
+		}
+		hl = (size_t)(rb - hp - 1);
+		if (hl >= sizeof(u->host)) {
+			fg_whyn(why, whylen, "redis URL: host too long");
+			return -EINVAL;
+		}
+		memcpy(u->host, hp + 1, hl);
+		u->host[hl] = 0;
+		if (!valid_v6(u->host)) {
+			fg_whyn(why, whylen, "redis URL: \"%s\" is not an IPv6 address", u->host);
+			return -EINVAL;
+		}
+		if (rb + 1 < end) {
+			if (rb[1] != ':') {
+				fg_whyn(why, whylen, "redis URL: expected :port after the IPv6 address");
+				return -EINVAL;
+			}
+			colon = rb + 1;
+		}
+	} else {
+		size_t hl;
+
+		colon = memchr(hp, ':', (size_t)(end - hp));
+		hl = (size_t)((colon ? colon : end) - hp);
+		if (hl >= sizeof(u->host)) {
+			fg_whyn(why, whylen, "redis URL: host too long");
+			return -EINVAL;
+		}
+		memcpy(u->host, hp, hl);
+		u->host[hl] = 0;
+		if (!valid_hostname(u->host)) {
+			fg_whyn(why, whylen, "redis URL: missing or bad host name \"%.64s\"", u->host);
+			return -EINVAL;
+		}
+	}
+	u->port = FG_REDIS_PORT;
+	if (colon) {
+		if (parse_dec(colon + 1, (size_t)(end - colon - 1), 1, 65535, &v)) {
+			fg_whyn(why, whylen, "redis URL: the port must be 1..65535");
+			return -EINVAL;
+		}
+		u->port = (__u16)v;
+	}
+	if (slash && slash[1]) {
+		if (parse_dec(slash + 1, strlen(slash + 1), 0, FG_REDIS_MAX_DB, &v)) {
+			fg_whyn(why, whylen, "redis URL: the database after '/' must be 0..%d", FG_REDIS_MAX_DB);
+			return -EINVAL;
+		}
+		u->db = (int)v;
+	}
+	return 0;
+}
+
+int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+{
+	struct fg_redis_url t = {};
+	int err;
+
+	if (!s || !*s) {
+		fg_whyn(why, whylen, "empty redis URL");
+		return -EINVAL;
+	}
+	if (!strncmp(s, "unix:", 5))
+		err = parse_unix(s + 5, &t, why, whylen);
+	else if (!strncmp(s, "redis://", 8))
+		err = parse_tcp(s + 8, &t, why, whylen);
+	else if (!strncmp(s, "rediss://", 9)) {
+		fg_whyn(why, whylen, "rediss:// (TLS) needs hiredis >= 1.0 built with SSL; "
+			"this build has hiredis %d.%d: use a unix socket or a TLS tunnel",
+			HIREDIS_MAJOR, HIREDIS_MINOR);
+		err = -EINVAL;
+	} else {
+		fg_whyn(why, whylen, "a redis URL starts with redis:// or unix:/");
+		err = -EINVAL;
+	}
+	if (!err)
+		*u = t;
+	return err;
+}
+
+void fg_redis_url_str(const struct fg_redis_url *u, char *buf, size_t len)
+{
+	const char *auth = u->password[0] ? "***@" : "";
+
+	if (u->is_unix)
+		snprintf(buf, len, "unix:%s%s", u->path, u->db ? "?db=" : "");
+	else if (strchr(u->host, ':'))
+		snprintf(buf, len, "redis://%s%s%s[%s]:%u", u->user, u->user[0] ? ":" : "", auth,
+			 u->host, u->port);
+	else
+		snprintf(buf, len, "redis://%s%s%s%s:%u", u->user, u->user[0] ? ":" : "", auth,
+			 u->host, u->port);
+	if (u->db) {
+		size_t l = strlen(buf);
+
+		snprintf(buf + l, len > l ? len - l : 0, u->is_unix ? "%d" : "/%d", u->db);
+	}
+}
+
+/* --- the connection ------------------------------------------------------- */
+
+struct fg_redis *fg_redis_new(const struct fg_redis_url *u)
+{
+	struct fg_redis *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->url = *u;
+	r->fd = -1;
+	return r;
+}
+
+bool fg_redis_connected(const struct fg_redis *r)
+{
+	return r->fd >= 0;
+}
+
+void fg_redis_close(struct fg_redis *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	if (r->rd)
+		redisReaderFree(r->rd);
+	r->rd = NULL;
+	r->olen = 0;
+	r->queued = 0;
+}
+
+void fg_redis_free(struct fg_redis *r)
+{
+	if (!r)
+		return;
+	fg_redis_close(r);
+	free(r->obuf);
+	explicit_bzero(r->url.password, sizeof(r->url.password));
+	free(r);
+}
+
+/* Wait for events on fd until deadline; 0 = ready, -ETIMEDOUT, -errno. */
+static int wait_fd(int fd, short events, __u64 deadline_ns, short *revents)
+{
+	for (;;) {
+		__u64 now = fg_redis_now_ns();
+		struct pollfd p = { .fd = fd, .events = events };
+		struct timespec ts;
+		int n;
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000ull);
+		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000ull);
+		n = ppoll(&p, 1, &ts, NULL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ETIMEDOUT;
+		*revents = p.revents;
+		return 0;
+	}
+}
+
+/* A non-blocking connect to one address, finished before deadline. */
+static int connect_addr(int family, const struct sockaddr *sa, socklen_t salen,
+			__u64 deadline_ns, int *fdp)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int err = 0, one = 1;
+	socklen_t elen = sizeof(err);
+	short rev = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, sa, salen) < 0) {
+		if (errno != EINPROGRESS) {
+			err = -errno;
+			goto fail;
+		}
+		err = wait_fd(fd, POLLOUT, deadline_ns, &rev);
+		if (err)
+			goto fail;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) {
+			err = -errno;
+			goto fail;
+		}
+		if (err) {
+			err = -err;
+			goto fail;
+		}
+	}
+	if (family != AF_UNIX) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	}
+	*fdp = fd;
+	return 0;
+fail:
+	close(fd);
+	return err;
+}
+
+static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why, size_t whylen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL, *ai;
+	char port[8];
+	int err, gai;
+
+	if (u->is_unix) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		memcpy(sun.sun_path, u->path, sizeof(u->path) < sizeof(sun.sun_path) ?
+		       sizeof(u->path) : sizeof(sun.sun_path));
+		sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
+		err = connect_addr(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), deadline_ns, fdp);
+		if (err)
+			fg_whyn(why, whylen, "connect unix:%s: %s", u->path,
+				err == -ETIMEDOUT ? "timed out" : strerror(-err));
+		return err;
+	}
+	snprintf(port, sizeof(port), "%u", u->port);
+	gai = getaddrinfo(u->host, port, &hints, &res);
+	if (gai) {
+		fg_whyn(why, whylen, "resolving %s: %s", u->host, gai_strerror(gai));
+		return gai == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	}
+	err = -EHOSTUNREACH;
+	for (ai = res; ai; ai = ai->ai_next) {
+		err = connect_addr(ai->ai_family, ai->ai_addr, ai->ai_addrlen, deadline_ns, fdp);
+		if (!err || err == -ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(res);
+	if (err)
+		fg_whyn(why, whylen, "connect %s:%u: %s", u->host, u->port,
+			err == -ETIMEDOUT ? "timed out" : strerror(-err));
+	return err;
+}
+
+int fg_redis_append(struct fg_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+
+	if (n < 0)
+		return -ENOMEM;
+	if (r->olen + (size_t)n > FG_REDIS_MAX_QUEUE) {
+		redisFreeCommand(cmd);
+		return -E2BIG;
+	}
+	if (r->olen + (size_t)n > r->ocap) {
+		size_t cap = r->ocap ? r->ocap : 4096;
+		char *nb;
+
+		while (cap < r->olen + (size_t)n)
+			cap *= 2;
+		nb = realloc(r->obuf, cap);
+		if (!nb) {
+			redisFreeCommand(cmd);
+			return -ENOMEM;
+		}
+		r->obuf = nb;
+		r->ocap = cap;
+	}
+	memcpy(r->obuf + r->olen, cmd, (size_t)n);
+	r->olen += (size_t)n;
+	r->queued++;
+	redisFreeCommand(cmd);
+	return 0;
+}
+
+static void free_replies(redisReply **rep, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (rep[i])
+			freeReplyObject(rep[i]);
+		rep[i] = NULL;
+	}
+}
+
+int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns,
+		      char *why, size_t whylen)
+{
+	size_t off = 0, nread = 0;
+	int got = 0, err = 0;
+
+	for (int i = 0; i < n; i++)
+		rep[i] = NULL;
+	if (r->fd < 0 || !r->rd) {
+		fg_whyn(why, whylen, "not connected");
+		r->olen = 0;
+		r->queued = 0;
+		return -ENOTCONN;
+	}
+	while (got < n) {
+		short rev = 0;
+
+		while (off < r->olen) {
+			ssize_t w = send(r->fd, r->obuf + off, r->olen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (w < 0) {
+				err = -errno;
+				fg_whyn(why, whylen, "send: %s", strerror(errno));
+				goto fail;
+			}
+			off += (size_t)w;
+		}
+		for (;;) {
+			void *rp = NULL;
+
+			if (got >= n)
+				break;
+			if (redisReaderGetReply(r->rd, &rp) != REDIS_OK) {
+				err = -EPROTO;
+				fg_whyn(why, whylen, "protocol error: %s", r->rd->errstr);
+				goto fail;
+			}
+			if (!rp)
+				break;
+			rep[got++] = rp;
+		}
+		if (got >= n)
+			break;
+		err = wait_fd(r->fd, (short)(POLLIN | (off < r->olen ? POLLOUT : 0)), deadline_ns, &rev);
+		if (err) {
+			if (err == -ETIMEDOUT)
+				fg_whyn(why, whylen, "no answer within the deadline (%d of %d replies)", got, n);
+			else
+				fg_whyn(why, whylen, "poll: %s", strerror(-err));
+			goto fail;
+		}
+		if (rev & (POLLIN | POLLHUP | POLLERR)) {
+			char buf[16384];
+			ssize_t rd = recv(r->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+			if (rd < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+				continue;
+			if (rd < 0) {
+				err = -errno;
+				fg_whyn(why, whylen, "recv: %s", strerror(errno));
+				goto fail;
+			}
+			if (rd == 0) {
+				err = -ECONNRESET;
+				fg_whyn(why, whylen, "connection closed by the server");
+				goto fail;
+			}
+			nread += (size_t)rd;
+			if (nread > FG_REDIS_MAX_REPLY) {
+				err = -EMSGSIZE;
+				fg_whyn(why, whylen, "replies larger than %u bytes", FG_REDIS_MAX_REPLY);
+				goto fail;
+			}
+			if (redisReaderFeed(r->rd, buf, (size_t)rd) != REDIS_OK) {
+				err = -ENOMEM;
+				fg_whyn(why, whylen, "reader: %s", r->rd->errstr);
+				goto fail;
+			}
+		}
+	}
+	r->olen = 0;
+	r->queued = 0;
+	return 0;
+fail:
+	free_replies(rep, got);
+	fg_redis_close(r);
+	return err;
+}
+
+/* AUTH and SELECT, pipelined, as the URL says. */
+static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t whylen)
+{
+	redisReply *rep[2] = {};
+	char db[16];
+	int n = 0, err;
+
+	if (r->url.password[0]) {
+		const char *av[3] = { "AUTH", r->url.user, r->url.password };
+		size_t al[3] = { 4, strlen(r->url.user), strlen(r->url.password) };
+
+		if (r->url.user[0])
+			err = fg_redis_append(r, 3, av, al);
+		else {
+			av[1] = r->url.password;
+			al[1] = al[2];
+			err = fg_redis_append(r, 2, av, al);
+		}
+		if (err)
+			return err;
+		n++;
+	}
+	if (r->url.db > 0) {
+		const char *av[2] = { "SELECT", db };
+		size_t al[2] = { 6, 0 };
+
+		al[1] = (size_t)snprintf(db, sizeof(db), "%d", r->url.db);
+		err = fg_redis_append(r, 2, av, al);
+		if (err)
+			return err;
+		n++;
+	}
+	if (!n)
+		return 0;
+	err = fg_redis_exchange(r, rep, n, deadline_ns, why, whylen);
+	if (err)
+		return err;
+	for (int i = 0; i < n; i++) {
+		if (rep[i]->type == REDIS_REPLY_ERROR) {
+			int auth = r->url.password[0] && i == 0;
+
+			fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
+				(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
+			err = auth ? -EACCES : -EINVAL;
+			break;
+		}
+	}
+	free_replies(rep, n);
+	if (err)
+		fg_redis_close(r);
+	return err;
+}
+
+int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why, size_t whylen)
+{
+	int err, fd = -1;
+
+	fg_redis_close(r);
+	err = open_socket(&r->url, deadline_ns, &fd, why, whylen);
+	if (err)
+		return err;
+	r->rd = redisReaderCreate();
+	if (!r->rd) {
+		close(fd);
+		fg_whyn(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	return handshake(r, deadline_ns, why, whylen);
+}

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* fg_config_print: a compiled policy, human readable (`floodgate check`). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "policy/admission.h"
+#include "conn/conn.h"
+#include "fleet/fleet.h"
+#include "daemon/metrics.h"
+#include "policy/policy.h"
+#include "lib/units.h"
+
+#define MAX_SHOWN	8	/* match entries printed per rule */
+/* One Redis executes about this many lease scripts a second (docs/fleet.md
+ * section 7, the planning figure). */
+#define REDIS_SCRIPTS_LO	20000
+#define REDIS_SCRIPTS_HI	30000
+#define BOUND_T			10	/* seconds, for the printed bound */
+
+static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
+			const struct fg_limit *l, int bytes)
+{
+	char r[48], b[48];
+
+	if (!s->set)
+		return;
+	fg_format_amount(r, sizeof(r), s->rate, bytes);
+	fg_format_amount(b, sizeof(b), s->burst, bytes);
+	fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n",
+		what, r, b, (unsigned long long)l->inc, (unsigned long long)l->tau,
+		(double)l->tau / (double)FG_TU_PER_SEC);
+}
+
+static void print_flags(FILE *f, __u8 mask, __u8 val)
+{
+	size_t i;
+
+	for (i = 0; i < FG_NTCP_FLAGS; i++)
+		if (val & fg_tcp_flags[i].bit)
+			fputc(fg_tcp_flags[i].letter, f);
+	fputc('/', f);
+	for (i = 0; i < FG_NTCP_FLAGS; i++)
+		if (mask & fg_tcp_flags[i].bit)
+			fputc(fg_tcp_flags[i].letter, f);
+}
+
+static void print_entry(FILE *f, int cls, const struct fg_match *e)
+{
+	fprintf(f, "      match %s", fg_class_names[cls]);
+	if (e->proto)
+		fprintf(f, " proto %u", e->proto);
+	if (e->flags & FG_M_FRAG)
+		fprintf(f, " non-first-fragments");
+	if (e->sport_lo != 0 || e->sport_hi != 65535)
+		fprintf(f, " sport %u-%u", e->sport_lo, e->sport_hi);
+	if (e->dport_lo != 0 || e->dport_hi != 65535)
+		fprintf(f, " dport %u-%u", e->dport_lo, e->dport_hi);
+	if (e->tcp_mask) {
+		fprintf(f, " flags ");
+		print_flags(f, e->tcp_mask, e->tcp_val);
+	}
+	if (e->flags & FG_M_ICMP_TYPE)
+		fprintf(f, " icmp_type %u", e->icmp_type);
+	if (e->flags & FG_M_V4)
+		fprintf(f, " ipv4");
+	if (e->flags & FG_M_V6)
+		fprintf(f, " ipv6");
+	if (e->sets)
+		fprintf(f, " src-sets 0x%x", e->sets);
+	fputc('\n', f);
+}
+
+static void print_globals(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_policy *pol = &cfg->pol;
+	size_t n4, n6;
+	int k;
+
+	fprintf(f, "policy %s\n", cfg->path[0] ? cfg->path : "(inline)");
+	fprintf(f, "  interfaces:  ");
+	if (!cfg->n_ifs)
+		fprintf(f, "(none; set on the command line)");
+	for (k = 0; k < cfg->n_ifs; k++)
+		fprintf(f, "%s%s", k ? ", " : "", cfg->ifaces[k]);
+	fprintf(f, "\n  xdp_mode:    %s\n",
+		cfg->xdp_mode >= 0 && cfg->xdp_mode <= 2 ? fg_xdp_mode_names[cfg->xdp_mode] : "?");
+	fprintf(f, "  xdp_attach:  %s", cfg->xdp_attach >= 0 && cfg->xdp_attach <= 2 ?
+		fg_xdp_attach_names[cfg->xdp_attach] : "?");
+	if (cfg->xdp_attach != FG_ATTACH_EXCLUSIVE) {
+		fprintf(f, " (priority %u, chain on", cfg->xdp_priority);
+		for (k = 0; k < 5; k++)
+			if (cfg->xdp_chain & (1u << k))
+				fprintf(f, " %s", fg_xdp_action_names[k]);
+		fprintf(f, ")");
+	}
+	fprintf(f, "\n");
+	fprintf(f, "  mode:        %s\n", cfg->mode == FG_MODE_SHADOW ? "shadow" : "enforce");
+	fprintf(f, "  max_sources: %llu per family\n", (unsigned long long)cfg->max_sources);
+	if (cfg->metrics[0])
+		fprintf(f, "  metrics:     %s (max_connections %u, per_client %u, timeout %us)\n",
+			cfg->metrics,
+			cfg->metrics_max_conn ? cfg->metrics_max_conn : FG_METRICS_MAX_CONN,
+			cfg->metrics_per_client ? cfg->metrics_per_client : FG_METRICS_PER_CLIENT,
+			cfg->metrics_timeout_s ? cfg->metrics_timeout_s : FG_METRICS_TIMEOUT_S);
+	else
+		fprintf(f, "  metrics:     off\n");
+	fprintf(f, "  detach_on_exit: %s\n", cfg->detach_on_exit ? "yes" : "no");
+	fprintf(f, "  default:     %s, malformed: %s\n",
+		pol->default_verdict == FG_DROP ? "drop" : "pass",
+		pol->malformed_verdict == FG_DROP ? "drop" : "pass");
+	fg_pfx_count(cfg->pfx, cfg->n_pfx, &n4, &n6);
+	fprintf(f, "  prefixes:    %zu allow, %zu deny as written; %zu flattened entries (%zu IPv4, %zu IPv6)\n",
+		cfg->n_allow, cfg->n_deny, cfg->n_pfx, n4, n6);
+}
+
+/* What the admission limit would be, computed on a copy (cfg is const). */
+static void print_admission(FILE *f, const struct fg_config *cfg)
+{
+	struct fg_config *tmp = malloc(sizeof(*tmp));
+	double rate;
+
+	if (!tmp)
+		return;
+	*tmp = *cfg;
+	if (cfg->admission.set) {
+		rate = fg_policy_set_admission(tmp);
+		fprintf(f, "  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
+			rate, cfg->admission.burst,
+			(unsigned long long)tmp->pol.ins.inc,
+			(unsigned long long)tmp->pol.ins.tau);
+	} else {
+		rate = fg_policy_set_admission(tmp);
+		fprintf(f, "  admission:   %.6g new sources/s (automatic; inc %llu, tau %llu)\n",
+			rate,
+			(unsigned long long)tmp->pol.ins.inc,
+			(unsigned long long)tmp->pol.ins.tau);
+	}
+	free(tmp);
+}
+
+/* A concurrency cap: what the cap table gets (user/conn/conn.h). */
+static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
+{
+	const struct fg_rule *ru = &pol->rules[r];
+	struct fg_conn_cap cap;
+	int eph = 0;
+
+	if (!ru->conn_cap)
+		return;
+	fprintf(f, "      %-10s %u connections per source, handshake_timeout %u ms",
+		"concurrency", ru->conn_cap, ru->conn_ttl_ms);
+	if (fg_conn_cap_of_rule(pol, r, &cap, NULL)) {
+		fputc('\n', f);
+		return;
+	}
+	fprintf(f, "; counts TCP%s to ports", cap.families == FG_CONN_F_V4 ? " over IPv4" :
+		cap.families == FG_CONN_F_V6 ? " over IPv6" : "");
+	for (__u32 j = 0; j < cap.nranges; j++) {
+		const struct fg_conn_range *d = &cap.dport[j];
+
+		fprintf(f, d->lo == d->hi ? "%s%u" : "%s%u-%u", j ? "," : " ", d->lo, d->hi);
+		eph |= d->hi >= 32768 && d->lo <= 60999;
+	}
+	fputc('\n', f);
+	if (eph)
+		fprintf(f, "      note: these ports overlap the default ephemeral range 32768-60999: "
+			"this host's own outgoing connections from them count too\n");
+}
+
+static int n_fleet_rules(const struct fg_config *cfg)
+{
+	int n = 0;
+
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		n += cfg->pol.rules[r].fleet;
+	return n;
+}
+
+/* The fleet: section and the Redis load it makes (docs/fleet.md section 7). */
+static void print_fleet(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_fleet_conf *fc = &cfg->fleet;
+	double per_node;
+	char url[512];
+	int n;
+
+	if (!cfg->has_fleet) {
+		fprintf(f, "  fleet:       off (no fleet: section; no Redis needed)\n");
+		return;
+	}
+	n = n_fleet_rules(cfg);
+	fg_redis_url_str(&fc->redis, url, sizeof(url));
+	fprintf(f, "  fleet:       redis %s%s, node %s, key prefix %s\n", url,
+		fc->redis.password[0] ? " (with a password)" : "", fc->node, fc->prefix);
+	fprintf(f, "               lease_interval %u ms, deadline %u ms, lease %u ms; %d fleet rule%s\n",
+		fc->interval_ms, fc->deadline_ms, fc->lease_ms, n, n == 1 ? "" : "s");
+	if (!n || !fc->interval_ms)
+		return;
+	per_node = n * 1000.0 / fc->interval_ms;
+	fprintf(f, "               redis load: %.4g scripts/s per node in %.4g round trips/s "
+		"(%d rules / %u ms); a Redis at %d-%d scripts/s serves about %.0f-%.0f such nodes\n",
+		per_node, 1000.0 / fc->interval_ms, n, fc->interval_ms, REDIS_SCRIPTS_LO,
+		REDIS_SCRIPTS_HI, REDIS_SCRIPTS_LO / per_node, REDIS_SCRIPTS_HI / per_node);
+}
+
+/* A fleet rule's lease arithmetic (docs/fleet.md sections 3 and 6). */
+static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
+			     int fi)
+{
+	const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[r];
+	const struct fg_fleet_conf *fc = &cfg->fleet;
+	const struct fg_limit *loc = &cfg->fleet_local[r];
+	int bytes = rc->cost == FG_COST_BYTES;
+	double i_s = fc->interval_ms / 1000.0, l_s = fc->lease_ms / 1000.0;
+	double w_s = l_s + (l_s > 2 * i_s ? l_s : 2 * i_s);
+	double ideal = rc->burst + rc->rate * BOUND_T, out = rc->rate * w_s;
+	char a[48], b[48], c[48], d[48], key[FG_FLEET_KEY_LEN];
+
+	fg_format_amount(a, sizeof(a), rc->rate, bytes);
+	fg_format_amount(b, sizeof(b), rc->burst, bytes);
+	fprintf(f, "      %-10s %s/s burst %s fleet-wide, on_loss %s\n", "fleet", a, b,
+		fg_on_loss_names[rc->on_loss < 3 ? rc->on_loss : 0]);
+	if (fl && !fg_fleet_key(fl, fi, key, sizeof(key)))
+		fprintf(f, "        key        %s (and :d, :n)\n", key);
+	fg_format_amount(a, sizeof(a), rc->rate * i_s, bytes);
+	fg_format_amount(b, sizeof(b), out, bytes);
+	fprintf(f, "        lease      refill %s per interval (rate x %u ms); outstanding at most %s "
+		"(rate x W, W = L + max(L, 2 I) = %.0f ms)\n", a, fc->interval_ms, b, w_s * 1000);
+	fg_format_amount(a, sizeof(a), ideal + out, bytes);
+	fg_format_amount(b, sizeof(b), rc->burst, bytes);
+	fg_format_amount(c, sizeof(c), rc->rate * BOUND_T, bytes);
+	fg_format_amount(d, sizeof(d), out, bytes);
+	fprintf(f, "        bound      over any %d s the fleet admits at most %s = burst %s + "
+		"rate x %d s %s + outstanding %s (+%.1f%%)\n", BOUND_T, a, b, BOUND_T, c, d,
+		100 * out / ideal);
+	switch (rc->on_loss) {
+	case FG_LOSS_LOCAL:
+		if (loc->inc) {
+			fg_format_amount(a, sizeof(a), rc->local_rate, bytes);
+			fg_format_amount(b, sizeof(b), (double)loc->tau / (double)loc->inc, bytes);
+			fprintf(f, "        on_loss    local: this node alone %s/s burst %s "
+				"(inc %llu, tau %llu)\n", a, b, (unsigned long long)loc->inc,
+				(unsigned long long)loc->tau);
+		} else {
+			fg_format_amount(a, sizeof(a), rc->rate / 10, bytes);
+			fg_format_amount(b, sizeof(b), rc->burst / 10, bytes);
+			fprintf(f, "        on_loss    local: rate and burst / the last known node count "
+				"(%s/s burst %s with 10 nodes)\n", a, b);
+		}
+		break;
+	case FG_LOSS_OPEN:
+		fprintf(f, "        on_loss    open: during an outage only the local limits apply\n");
+		break;
+	default:
+		fprintf(f, "        on_loss    closed: during an outage what reaches the fleet check is dropped\n");
+	}
+	fprintf(f, "        redis      %.4g scripts/s per node\n", 1000.0 / fc->interval_ms);
+}
+
+/* The pools (docs/shedding.md section 4): what each tier may take. */
+static void print_pools(FILE *f, const struct fg_config *cfg)
+{
+	if (!cfg->pol.npools) {
+		fprintf(f, "  pools:       none\n");
+		return;
+	}
+	fprintf(f, "  pools (%u):\n", cfg->pol.npools);
+	for (__u32 i = 0; i < cfg->pol.npools && i < FG_MAX_POOLS; i++) {
+		const struct fg_pool_src *ps = &cfg->pools[i];
+		const struct fg_pool *pl = &cfg->pol.pools[i];
+		double keep = 1 - ps->reserve / 100;
+		char r[48], b[48], lr[48], lb[48];
+		int nr = 0;
+
+		for (__u32 k = 0; k < cfg->pol.nrules && k < FG_MAX_RULES; k++)
+			nr += cfg->pol.rules[k].pool == i + 1;
+		fg_format_amount(r, sizeof(r), ps->lim.rate, ps->bytes);
+		fg_format_amount(b, sizeof(b), ps->lim.burst, ps->bytes);
+		fg_format_amount(lr, sizeof(lr), ps->lim.rate * keep, ps->bytes);
+		fg_format_amount(lb, sizeof(lb), (double)pl->tau_low / (double)pl->inc, ps->bytes);
+		fprintf(f, "    %-20s %s/s burst %s, reserve %g%%, shedding %s; %d rule%s\n", ps->name,
+			r, b, ps->reserve, ps->noshed ? "off" : "on", nr, nr == 1 ? "" : "s");
+		fprintf(f, "      critical   the whole pool (inc %llu, tau %llu)\n",
+			(unsigned long long)pl->inc, (unsigned long long)pl->tau);
+		fprintf(f, "      others     together at most %s/s, and only while more than the reserve "
+			"is left (burst %s; cap inc %llu, tau_low %llu)\n", lr, lb,
+			(unsigned long long)pl->cap.inc, (unsigned long long)pl->tau_low);
+	}
+}
+
+/* The shedding: section and the controller's figures (docs/shedding.md section 2). */
+static void print_shedding(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_shed_cfg *sc = &cfg->shed;
+	char sig[PATH_MAX + 32];
+	__u32 h = FG_SHED_HSHIFT_MIN;
+	int sep = 0;
+
+	if (!cfg->has_shedding) {
+		fprintf(f, "  shedding:    off (no shedding: section; tiers are never shed)\n");
+		return;
+	}
+	fg_signal_name(&cfg->shed_signal, sig, sizeof(sig));
+	fprintf(f, "  shedding:    signal %s, %s; tiers shed in order:", sig,
+		fg_mode_names[cfg->shed_mode == FG_MODE_SHADOW]);
+	for (int t = FG_NTIERS - 1; t > FG_TIER_CRITICAL; t--)
+		if (sc->tiers & FG_TIER_BIT(t))
+			fprintf(f, "%s %s", sep++ ? "," : "", fg_tier_name(t));
+	fprintf(f, "; critical never\n");
+	fprintf(f, "               interval %gs, delay %gs, ramp %gs, decay %gs, good %g, bad %g\n",
+		sc->interval, sc->delay, sc->ramp, sc->decay, sc->good, sc->bad);
+	while (h < FG_SHED_HSHIFT_MAX && (double)(1ull << h) < sc->orphan * 1e9)
+		h++;
+	fprintf(f, "               full shed after %gs at utilization 1; a dead daemon's shedding "
+		"ends within %gs + %.3gs (orphan %gs, rounded up to 2^%u ns)\n", sc->delay + sc->ramp,
+		2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
+}
+
+static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
+		       int fi)
+{
+	const struct fg_policy *pol = &cfg->pol;
+	const struct fg_rule *ru = &pol->rules[r];
+	const struct fg_rule_src *rs = &cfg->rules[r];
+	int bytes = ru->cost == FG_COST_BYTES;
+	int k, cls, shown = 0;
+
+	fprintf(f, "    %2u %-20s %s %s%s", r, rs->name,
+		ru->mode == FG_MODE_SHADOW ? "shadow" : "enforce",
+		ru->action < 3 ? fg_action_names[ru->action] : "?",
+		rs->implicit ? " (implicit)" : "");
+	if (ru->action == FG_ACT_LIMIT)
+		fprintf(f, " by %s, source /%d (v4) /%d (v6), on_full %s",
+			bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
+			ru->on_full < 3 ? fg_on_full_names[ru->on_full] : "?");
+	if (ru->tier != FG_TIER_CRITICAL || ru->pool != FG_POOL_NONE)
+		fprintf(f, ", tier %s", fg_tier_name(ru->tier));
+	if (ru->pool != FG_POOL_NONE && ru->pool <= cfg->pol.npools)
+		fprintf(f, ", pool %s", cfg->pools[ru->pool - 1].name);
+	fputc('\n', f);
+	for (cls = 0; cls < FG_NCLASS; cls++) {
+		for (k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
+			if (pol->match[cls][k].rule != r)
+				continue;
+			if (shown++ < MAX_SHOWN)
+				print_entry(f, cls, &pol->match[cls][k]);
+		}
+	}
+	if (shown > MAX_SHOWN)
+		fprintf(f, "      ... %d match entries in all\n", shown);
+	print_limit(f, "per_source", &rs->per_source, &ru->src, bytes);
+	print_limit(f, "aggregate", &rs->aggregate, &ru->agg, bytes);
+	if (rs->per_source.set && ru->on_full == FG_FULL_OVERFLOW)
+		print_limit(f, "overflow", &rs->overflow, &ru->ovf, bytes);
+	print_cap(f, pol, r);
+	if (ru->fleet)
+		print_fleet_rule(f, cfg, r, fl, fi);
+	if (cfg->esc[r].set)
+		fprintf(f, "      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
+			"/%d (v6) on the runtime deny list for %.6g s\n", "escalate",
+			cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6, cfg->esc[r].for_ns / 1e9);
+}
+
+/* The engine the daemon would make, for the keys (it makes no connection). */
+static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
+{
+	struct fg_fleet *fl;
+	char why[256];
+
+	if (!cfg->has_fleet)
+		return NULL;
+	fl = fg_fleet_new(&cfg->fleet, why, sizeof(why));
+	for (__u32 r = 0; fl && r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		if (cfg->pol.rules[r].fleet && fg_fleet_add_rule(fl, &cfg->fleet_rules[r], why,
+								  sizeof(why)) < 0) {
+			fg_fleet_free(fl);
+			fl = NULL;
+		}
+	return fl;
+}
+
+void fg_config_print(FILE *f, const struct fg_config *cfg)
+{
+	struct fg_fleet *fl = fleet_engine(cfg);
+	__u32 caps = 0, escs = 0;
+	int fi = 0;
+
+	print_globals(f, cfg);
+	print_admission(f, cfg);
+	print_fleet(f, cfg);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		caps += cfg->pol.rules[r].conn_cap != 0;
+	if (caps)
+		fprintf(f, "  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
+			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
+	print_pools(f, cfg);
+	print_shedding(f, cfg);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
+		escs += cfg->esc[r].set != 0;
+	if (escs)
+		fprintf(f, "  escalation:  %u rules escalate; at most %u escalated entries at once "
+			"(both families)\n", escs, cfg->esc_max);
+	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
+	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
+		print_rule(f, cfg, r, fl, fi);
+		fi += cfg->pol.rules[r].fleet;
+	}
+	fg_fleet_free(fl);
+}
