@@ -74,7 +74,8 @@ DEPS_STAMP := $(OUTPUT)/.deps-ok
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang
+.PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang \
+	format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
 
@@ -90,6 +91,7 @@ help:
 	@echo '  fuzz           build the libFuzzer targets'
 	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'
 	@echo '  install        PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=...'
+	@echo '  format         apply .clang-format to every C file (format-check: only list)'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
 
@@ -218,6 +220,14 @@ install: all
 	install -d $(DESTDIR)$(SYSCONFDIR)/floodgate
 	test -e $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml || \
 		install -m 0644 examples/policy.yaml $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml
+
+# --- style (.clang-format) ------------------------------------------------------
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux.h$$')
+format:
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+format-check:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

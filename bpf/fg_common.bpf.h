@@ -10,19 +10,19 @@
 
 /* A BTF-style map (type, size, flags, key and value types); maps with
  * inner maps, sizes instead of types or no key are written out. */
-#define FG_MAP(_name, _type, _entries, _flags, _key, _value)	\
-	struct {						\
-		__uint(type, _type);				\
-		__uint(max_entries, _entries);			\
-		__uint(map_flags, _flags);			\
-		__type(key, _key);				\
-		__type(value, _value);				\
+#define FG_MAP(_name, _type, _entries, _flags, _key, _value) \
+	struct {                                             \
+		__uint(type, _type);                         \
+		__uint(max_entries, _entries);               \
+		__uint(map_flags, _flags);                   \
+		__type(key, _key);                           \
+		__type(value, _value);                       \
 	} _name SEC(".maps")
 
 /* saddr masked by mask4 (family 4: out[0] only, out[1..3] untouched) or
  * by mask6. */
-static __always_inline void fg_mask_src(__be32 *out, int family, const __be32 *saddr,
-					__be32 mask4, const __be32 *mask6)
+static __always_inline void fg_mask_src(__be32 *out, int family, const __be32 *saddr, __be32 mask4,
+					const __be32 *mask6)
 {
 	int i;
 

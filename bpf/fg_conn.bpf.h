@@ -26,13 +26,13 @@
 #include "fg_conn.h"
 #include "fg_common.bpf.h"
 
-#define FG_CONN_CAS	8	/* compare-and-swap attempts per claim */
+#define FG_CONN_CAS 8 /* compare-and-swap attempts per claim */
 /* The maps' size before userspace sets it (or shares them: the XDP
  * program's own copies are placeholders, see bpf/floodgate.bpf.c). */
 #ifndef FG_CONN_MAP_ENTRIES
-#define FG_CONN_MAP_ENTRIES	65536
+#define FG_CONN_MAP_ENTRIES 65536
 #endif
-#define FG_CONN_EEXIST	17
+#define FG_CONN_EEXIST 17
 
 /* Established counts and their handshakes' pending slots, per key. Created
  * only by bpf/fgconn.bpf.c when a handshake completes (or a reconcile finds
@@ -67,7 +67,7 @@ static __always_inline void fg_conn_key_make(struct fg_conn_key *k, int family,
  * claim loop below another), so the verifier checks each loop once and
  * not once per retry or per path of the XDP program.
  */
-#define FG_CONN_SCAN_RETX	0x10000
+#define FG_CONN_SCAN_RETX 0x10000
 __noinline int fg_conn_scan(const struct fg_conn_val *s, __u32 hsid, __u32 now_tu)
 {
 	int i, live = 0, fr = 0xff;
@@ -103,8 +103,7 @@ __noinline int fg_conn_scan(const struct fg_conn_val *s, __u32 hsid, __u32 now_t
  * retransmitted SYN (same hsid, still live) is not counted again; it
  * renews its slot's expiry if the CAS allows.
  */
-__noinline int fg_conn_claim(struct fg_conn_val *s, __s64 est, __u32 hsid,
-			     __u32 cap, __u64 tw)
+__noinline int fg_conn_claim(struct fg_conn_val *s, __s64 est, __u32 hsid, __u32 cap, __u64 tw)
 {
 	__u32 now_tu = (__u32)tw, exp_tu = (__u32)(tw >> 32);
 	__u64 nw = ((__u64)exp_tu << 32) | hsid, w;
@@ -140,8 +139,7 @@ __noinline int fg_conn_claim(struct fg_conn_val *s, __s64 est, __u32 hsid,
 /* The key's record: its fgc_count entry, else its fgc_pend entry, else
  * NULL; *est gets the established count. One lookup for a source that
  * holds connections. */
-static __always_inline struct fg_conn_val *fg_conn_find(const struct fg_conn_key *k,
-							 __s64 *est)
+static __always_inline struct fg_conn_val *fg_conn_find(const struct fg_conn_key *k, __s64 *est)
 {
 	struct fg_conn_val *v = bpf_map_lookup_elem(&fgc_count, k);
 
@@ -155,8 +153,8 @@ static __always_inline struct fg_conn_val *fg_conn_find(const struct fg_conn_key
 
 /* Read only: is a new handshake of this source over its cap? A retransmit
  * of a handshake already pending is not (it holds its place already). */
-static __always_inline int fg_conn_at_cap(const struct fg_conn_key *k, __u32 hsid,
-					  __u32 cap, __u64 now_ns)
+static __always_inline int fg_conn_at_cap(const struct fg_conn_key *k, __u32 hsid, __u32 cap,
+					  __u64 now_ns)
 {
 	__u32 now_tu = fg_conn_tu(now_ns);
 	__s64 est;
@@ -204,8 +202,8 @@ static __always_inline int fg_conn_admit_at(const struct fg_conn_key *k, struct 
 }
 
 /* The same, looking the key up. */
-static __always_inline int fg_conn_admit(const struct fg_conn_key *k, __u32 hsid,
-					 __u32 cap, __u64 now_ns, __u64 ttl_ns)
+static __always_inline int fg_conn_admit(const struct fg_conn_key *k, __u32 hsid, __u32 cap,
+					 __u64 now_ns, __u64 ttl_ns)
 {
 	__s64 est;
 	struct fg_conn_val *v = fg_conn_find(k, &est);

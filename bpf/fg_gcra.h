@@ -41,7 +41,7 @@
  * keeps a reader whose clock lags the writer's (timekeeper update between
  * CPUs) from clamping, i.e. from gaining tokens.
  */
-#define FG_STALE_SLACK	(8000000ull << FG_TU_SHIFT)	/* 8 ms */
+#define FG_STALE_SLACK (8000000ull << FG_TU_SHIFT) /* 8 ms */
 
 static __always_inline int fg_gcra_stale(__u64 tat, __u64 now, __u64 tau)
 {
@@ -49,8 +49,7 @@ static __always_inline int fg_gcra_stale(__u64 tat, __u64 now, __u64 tau)
 }
 
 /* Pure decision: returns 1 and sets *next if admitted, 0 if not. */
-static __always_inline int fg_gcra_step(__u64 tat, __u64 now, __u64 inc,
-					__u64 tau, __u64 *next)
+static __always_inline int fg_gcra_step(__u64 tat, __u64 now, __u64 inc, __u64 tau, __u64 *next)
 {
 	__u64 t0 = tat > now ? tat : now;
 	__u64 nt = t0 + inc;
@@ -68,8 +67,7 @@ static __always_inline int fg_gcra_step(__u64 tat, __u64 now, __u64 inc,
  * Two CPUs never both spend the last token: only the CAS that finds tat
  * unchanged since its read stores, the loser re-reads and re-decides.
  */
-static __always_inline int fg_gcra_spend(__u64 *tatp, __u64 now, __u64 inc,
-					 __u64 tau)
+static __always_inline int fg_gcra_spend(__u64 *tatp, __u64 now, __u64 inc, __u64 tau)
 {
 	int i;
 

@@ -27,37 +27,37 @@
 #define FG_UNROLL
 #endif
 
-#define FG_P_IP		0
-#define FG_P_NONIP	1
-#define FG_P_MALFORMED	2
+#define FG_P_IP	       0
+#define FG_P_NONIP     1
+#define FG_P_MALFORMED 2
 
 #define FG_ETH_P_IP	0x0800
 #define FG_ETH_P_IPV6	0x86DD
 #define FG_ETH_P_8021Q	0x8100
-#define FG_ETH_P_8021AD	0x88A8
+#define FG_ETH_P_8021AD 0x88A8
 
-#define FG_IPPROTO_HOPOPTS	0
-#define FG_IPPROTO_ICMP		1
-#define FG_IPPROTO_TCP		6
-#define FG_IPPROTO_UDP		17
-#define FG_IPPROTO_ROUTING	43
-#define FG_IPPROTO_FRAGMENT	44
-#define FG_IPPROTO_AH		51
-#define FG_IPPROTO_ICMPV6	58
-#define FG_IPPROTO_DSTOPTS	60
+#define FG_IPPROTO_HOPOPTS  0
+#define FG_IPPROTO_ICMP	    1
+#define FG_IPPROTO_TCP	    6
+#define FG_IPPROTO_UDP	    17
+#define FG_IPPROTO_ROUTING  43
+#define FG_IPPROTO_FRAGMENT 44
+#define FG_IPPROTO_AH	    51
+#define FG_IPPROTO_ICMPV6   58
+#define FG_IPPROTO_DSTOPTS  60
 
 /* The largest offset a cursor may reach; keeps every variable offset
  * bounded for the verifier (a frame's linear part is at most a page). */
-#define FG_MAX_HDR_OFF	4096
+#define FG_MAX_HDR_OFF 4096
 
 struct fg_pkt {
-	__u32 saddr[4];		/* network order; IPv4 in saddr[0] */
-	__u16 sport, dport;	/* host order, 0 when there is no L4 header */
-	__u8 family;		/* 4 or 6 */
-	__u8 proto;		/* L4 protocol (after IPv6 extension headers) */
+	__u32 saddr[4];	    /* network order; IPv4 in saddr[0] */
+	__u16 sport, dport; /* host order, 0 when there is no L4 header */
+	__u8 family;	    /* 4 or 6 */
+	__u8 proto;	    /* L4 protocol (after IPv6 extension headers) */
 	__u8 tcp_flags;
 	__u8 icmp_type;
-	__u8 frag;		/* non-first fragment: no L4 header */
+	__u8 frag; /* non-first fragment: no L4 header */
 	__u8 pad[3];
 };
 
@@ -67,8 +67,8 @@ static __always_inline __u16 fg_get16(const __u8 *p)
 }
 
 /* L4 header at cur, l4len bytes of IP payload from cur on (per IP header). */
-static __always_inline int fg_parse_l4(const __u8 *cur, const __u8 *end,
-				       __u32 l4len, struct fg_pkt *p)
+static __always_inline int fg_parse_l4(const __u8 *cur, const __u8 *end, __u32 l4len,
+				       struct fg_pkt *p)
 {
 	switch (p->proto) {
 	case FG_IPPROTO_TCP: {
@@ -104,8 +104,8 @@ static __always_inline int fg_parse_l4(const __u8 *cur, const __u8 *end,
 /* cur points at the IPv4 header; avail = bytes of the whole frame from cur
  * (linear part and fragments: the IP total length may exceed the linear
  * part of a multi-buffer frame). */
-static __always_inline int fg_parse_ip4(const __u8 *cur, const __u8 *end,
-					__u32 avail, struct fg_pkt *p)
+static __always_inline int fg_parse_ip4(const __u8 *cur, const __u8 *end, __u32 avail,
+					struct fg_pkt *p)
 {
 	__u32 ihl, tot, off;
 
@@ -134,8 +134,8 @@ static __always_inline int fg_parse_ip4(const __u8 *cur, const __u8 *end,
 	return fg_parse_l4(cur + ihl, end, tot - ihl, p);
 }
 
-static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end,
-					__u32 avail, struct fg_pkt *p)
+static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end, __u32 avail,
+					struct fg_pkt *p)
 {
 	__u32 plen, hlen;
 	__u8 nh;
@@ -156,13 +156,11 @@ static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end,
 
 	/* FG_MAX_EXTHDR headers may precede the L4 header; one more is
 	 * malformed: never passed unmetered, never walked without bound */
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i <= FG_MAX_EXTHDR; i++) {
-		if (i == FG_MAX_EXTHDR && (nh == FG_IPPROTO_HOPOPTS ||
-					   nh == FG_IPPROTO_ROUTING ||
-					   nh == FG_IPPROTO_DSTOPTS ||
-					   nh == FG_IPPROTO_AH ||
-					   nh == FG_IPPROTO_FRAGMENT))
+		if (i == FG_MAX_EXTHDR &&
+		    (nh == FG_IPPROTO_HOPOPTS || nh == FG_IPPROTO_ROUTING ||
+		     nh == FG_IPPROTO_DSTOPTS || nh == FG_IPPROTO_AH || nh == FG_IPPROTO_FRAGMENT))
 			return FG_P_MALFORMED;
 		switch (nh) {
 		case FG_IPPROTO_HOPOPTS:
@@ -197,7 +195,7 @@ FG_UNROLL
 		nh = cur[0];
 		cur += hlen;
 	}
-	return FG_P_MALFORMED;	/* not reached */
+	return FG_P_MALFORMED; /* not reached */
 l4:
 	return fg_parse_l4(cur, end, plen, p);
 }
@@ -206,8 +204,8 @@ l4:
  * data..end is the linear part of the frame; frame_len is its whole length
  * (bpf_xdp_get_buff_len). Fills *p, returns FG_P_*.
  */
-static __always_inline int fg_parse(const void *data, const void *end,
-				    __u32 frame_len, struct fg_pkt *p)
+static __always_inline int fg_parse(const void *data, const void *end, __u32 frame_len,
+				    struct fg_pkt *p)
 {
 	const __u8 *cur = (const __u8 *)data;
 	const __u8 *e = (const __u8 *)end;
@@ -216,10 +214,10 @@ static __always_inline int fg_parse(const void *data, const void *end,
 	int i;
 
 	if (cur + 14 > e)
-		return FG_P_MALFORMED;	/* not even an Ethernet header */
+		return FG_P_MALFORMED; /* not even an Ethernet header */
 	proto = fg_get16(cur + 12);
 	cur += 14;
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i < FG_MAX_VLAN; i++) {
 		if (proto != FG_ETH_P_8021Q && proto != FG_ETH_P_8021AD)
 			break;
@@ -230,7 +228,7 @@ FG_UNROLL
 		off += 4;
 	}
 	if (proto == FG_ETH_P_8021Q || proto == FG_ETH_P_8021AD)
-		return FG_P_MALFORMED;	/* a third tag */
+		return FG_P_MALFORMED; /* a third tag */
 	if (frame_len < off)
 		return FG_P_MALFORMED;
 	if (proto == FG_ETH_P_IP)

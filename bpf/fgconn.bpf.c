@@ -29,7 +29,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define FGC_AF_INET	2
 #define FGC_AF_INET6	10
-#define FGC_IPPROTO_TCP	6
+#define FGC_IPPROTO_TCP 6
 
 /* Sweep parameters (userspace, before each run): now for slot expiry (0 =
  * the real clock) and whether to print the keys left at zero. */
@@ -37,7 +37,7 @@ __u64 sweep_now = 0;
 __u32 sweep_emit = 0;
 /* fgc_test, FGC_TEST_BURST: run number; claims won per CPU parity and
  * key group; other verdicts */
-#define FGC_TEST_GROUPS	1024
+#define FGC_TEST_GROUPS 1024
 __u64 test_seq = 0;
 __u32 test_won[2][FGC_TEST_GROUPS] = {};
 __u64 test_verdicts[8] = {};
@@ -72,8 +72,8 @@ struct {
 /* Scratch: the keys a socket should have (too big for the stack next to
  * the rest). [0] fgc_walk, [1] fgc_state: the tracepoint can interrupt
  * the walk on its CPU, neither can interrupt itself. */
-#define FGC_SCR_WALK	0
-#define FGC_SCR_STATE	1
+#define FGC_SCR_WALK  0
+#define FGC_SCR_STATE 1
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
@@ -91,10 +91,10 @@ struct {
 
 /* What a socket is, for the cap table: the remote end is the source. */
 struct fgc_id {
-	__be32 addr[4];		/* remote address; family 4: addr[0] */
-	__u16 lport;		/* local port, host order */
-	__u16 rport;		/* remote port, host order */
-	__u8 family;		/* 4 or 6; 0 = not counted (other family or netns) */
+	__be32 addr[4]; /* remote address; family 4: addr[0] */
+	__u16 lport;	/* local port, host order */
+	__u16 rport;	/* remote port, host order */
+	__u8 family;	/* 4 or 6; 0 = not counted (other family or netns) */
 };
 
 static __always_inline void fgc_ev(__u32 e, __u64 n)
@@ -222,8 +222,7 @@ static __always_inline int fgc_slot_free(struct fg_conn_val *v, __u32 hsid)
 	for (i = 0; i < FG_CONN_SLOTS; i++) {
 		__u64 w = *(volatile __u64 *)&v->slot[i];
 
-		if (w && (__u32)w == hsid &&
-		    __sync_val_compare_and_swap(&v->slot[i], w, 0) == w)
+		if (w && (__u32)w == hsid && __sync_val_compare_and_swap(&v->slot[i], w, 0) == w)
 			return 1;
 	}
 	return 0;
@@ -386,13 +385,13 @@ int BPF_PROG(fgc_state, const struct sock *sk, const int oldstate, const int new
 	fgc_id_read(&sk->__sk_common, ctl->netns, &id);
 	fgc_keys(caps, &id, want);
 	if (!want->n)
-		return 0;	/* no capped rule: no storage either */
+		return 0; /* no capped rule: no storage either */
 	m = bpf_sk_storage_get(&fgc_mark, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!m) {
 		fgc_ev(FGC_EV_NO_STORAGE, 1);
 		return 0;
 	}
-	if (m->n)	/* cannot happen (it was not in a counted state); be exact anyway */
+	if (m->n) /* cannot happen (it was not in a counted state); be exact anyway */
 		fgc_uncount(m, ctl->epoch);
 	*m = *want;
 	fgc_count_keys(m, ctl->epoch, fg_conn_hsid(id.addr, id.rport));
@@ -566,7 +565,7 @@ int fgc_test(struct xdp_md *ctx)
 	k = t->key;
 	hsid = fg_conn_hsid(t->saddr, t->sport);
 	if (t->op == FGC_TEST_NOP) {
-		t->verdict = hsid & 1;	/* the test run's own cost, for comparison */
+		t->verdict = hsid & 1; /* the test run's own cost, for comparison */
 	} else if (t->op == FGC_TEST_READ) {
 		t->verdict = fg_conn_at_cap(&k, hsid, t->cap, t->now_ns);
 	} else if (t->op == FGC_TEST_BURST) {

@@ -152,11 +152,11 @@ struct {
 } fg_tev SEC(".maps");
 
 struct fg_verd {
-	struct fg_stats *st;	/* row's counters, once known */
+	struct fg_stats *st; /* row's counters, once known */
 	__u32 row;
-	__u32 out;		/* enum fg_outcome */
-	__u32 ev;		/* bit per enum fg_event */
-	__u32 verdict;		/* XDP_PASS / XDP_DROP */
+	__u32 out;     /* enum fg_outcome */
+	__u32 ev;      /* bit per enum fg_event */
+	__u32 verdict; /* XDP_PASS / XDP_DROP */
 };
 
 /*
@@ -182,8 +182,8 @@ static __always_inline __u32 fg_global_mode(const struct fg_ctl *ctl)
  * the first cache line, are read only while rule_ovr_n says some bit may
  * be; the shadow bit only then; set before shadow, the CLI stores them in
  * the other order), else the rule's mode from the file. */
-static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl,
-					  const struct fg_rule *r, __u32 id)
+static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl, const struct fg_rule *r,
+					  __u32 id)
 {
 	__u32 w = (id >> 6) & (FG_OVR_WORDS - 1), b = id & 63;
 
@@ -238,8 +238,7 @@ static __always_inline __u64 fg_now_ns(void)
 
 /* A refusal counted as out and dropped; in shadow counted as out_shadow
  * and passed. */
-static __always_inline void fg_refuse(struct fg_verd *v, int shadow, __u32 out,
-				      __u32 out_shadow)
+static __always_inline void fg_refuse(struct fg_verd *v, int shadow, __u32 out, __u32 out_shadow)
 {
 	if (shadow) {
 		v->out = out_shadow;
@@ -285,7 +284,7 @@ __noinline __u32 fg_tev_emit(__u64 *drops, const struct fg_rule *r, const struct
 	old = *(volatile __u64 *)drops;
 	if ((old & FG_TEV_TAG_MASK) == tag ||
 	    __sync_val_compare_and_swap(drops, old, FG_DROPS(old) | tag) != old)
-		return 0;	/* another CPU reports it (or a racing drop: the next sample) */
+		return 0; /* another CPU reports it (or a racing drop: the next sample) */
 	e = bpf_ringbuf_reserve(&fg_tev, sizeof(*e), 0);
 	if (!e)
 		return 1u << FG_EV_TEV_LOST;
@@ -320,8 +319,7 @@ static __always_inline void fg_sample_drop(__u64 *drops, struct fg_verd *v, int 
 }
 
 /* The admission limit on new source keys: the eviction invariant, floodgate.h. */
-static __always_inline int fg_admit_new(const struct fg_policy *pol,
-					__u64 now, __u32 *ev)
+static __always_inline int fg_admit_new(const struct fg_policy *pol, __u64 now, __u32 *ev)
 {
 	struct fg_bucket *b;
 
@@ -349,15 +347,15 @@ static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __
 	__u64 oldest = now, victim_key = 0;
 	int i, victim = -1;
 
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++)
 		if (key[i * stride] == want)
 			return i;
 	if (pref >= 0 && pref < FG_WAYS4 && !key[pref * stride]) {
-		victim = pref;	/* its own way, empty: a lookup's first read */
+		victim = pref; /* its own way, empty: a lookup's first read */
 		goto claim;
 	}
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++) {
 		__u64 k = key[i * stride], t = tat[i * stride];
 
@@ -366,7 +364,7 @@ FG_UNROLL
 			victim_key = 0;
 			break;
 		}
-		if (t <= oldest) {	/* full, and the oldest so far */
+		if (t <= oldest) { /* full, and the oldest so far */
 			oldest = t;
 			victim = i;
 			victim_key = k;
@@ -387,8 +385,8 @@ claim:
 		return victim;
 	}
 	if (key[victim * stride] == want)
-		return victim;	/* another CPU claimed it for this source */
-	*ev |= 1u << FG_EV_INSERT_FAIL;	/* lost a race for the way */
+		return victim;		/* another CPU claimed it for this source */
+	*ev |= 1u << FG_EV_INSERT_FAIL; /* lost a race for the way */
 	return -1;
 }
 
@@ -396,15 +394,15 @@ claim:
  * once per path of the caller. It gets no pointer to the caller's fg_verd
  * (which holds a pointer: after a global call the verifier no longer
  * trusts stack memory the callee could have written). */
-__noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set,
-			   __u64 key, __u64 now, __u32 *ev)
+__noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set, __u64 key, __u64 now,
+			   __u32 *ev)
 {
 	__u32 got = 0;
 	__u32 z = 0;
 	const struct fg_ctl *ctl = bpf_map_lookup_elem(&fg_ctl, &z);
-	int w = pol && set && ctl ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops,
-					      key, now, &got,
-					      (int)fg_way4_pref(key, ctl->seed4)) : -1;
+	int w = pol && set && ctl ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops, key,
+					      now, &got, (int)fg_way4_pref(key, ctl->seed4)) :
+				    -1;
 
 	if (ev)
 		*ev |= got;
@@ -419,7 +417,7 @@ static __always_inline int fg_src4_own(const struct fg_set4 *set, __u64 key)
 	const __u64 *k = (const __u64 *)set->key;
 	int i;
 
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i < FG_WAYS4; i++)
 		if (k[i] == key)
 			return i;
@@ -431,7 +429,7 @@ static __always_inline int fg_src6_own(const struct fg_set6 *set, __u64 key)
 {
 	int i;
 
-FG_UNROLL
+	FG_UNROLL
 	for (i = 0; i < FG_WAYS6; i++)
 		if (set->way[i].key == key)
 			return i;
@@ -442,8 +440,8 @@ FG_UNROLL
  * function takes at most five). */
 struct fg_claim6 {
 	struct fg_who6 who;
-	__u64 key;		/* fg_digest6 of who */
-	__u64 now;		/* time units */
+	__u64 key; /* fg_digest6 of who */
+	__u64 now; /* time units */
 };
 
 /* Global, as fg_src4_way; the key is a digest, so the caller of a claim
@@ -456,9 +454,9 @@ __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
 {
 	__u32 got = 0;
 	int w = pol && set && c ? fg_way_in(pol, &set->way[0].key, &set->way[0].tat,
-					    sizeof(set->way[0]) / sizeof(__u64), set->drops,
-					    c->key, c->now, &got,
-					    (int)fg_way6_pref(c->key)) : -1;
+					    sizeof(set->way[0]) / sizeof(__u64), set->drops, c->key,
+					    c->now, &got, (int)fg_way6_pref(c->key)) :
+				  -1;
 
 	if (ev)
 		*ev |= got;
@@ -478,27 +476,26 @@ static __always_inline void fg_touch(const __u64 *p)
 /* The set of fg_src4 that holds p's bucket under r, its key in *key;
  * NULL when fg_ctl's size is out of range. */
 static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
-						   const struct fg_rule *r,
-						   const struct fg_pkt *p, __u64 *key,
-						   __u32 *pref)
+						   const struct fg_rule *r, const struct fg_pkt *p,
+						   __u64 *key, __u32 *pref)
 {
 	union {
 		struct fg_wkey4 s;
 		__u64 u;
 	} k = { .s = {
-		.addr = p->saddr[0] & r->mask4,
-		.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
-		.gen = r->gen,
-	} };
+			.addr = p->saddr[0] & r->mask4,
+			.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
+			.gen = r->gen,
+		} };
 	__u32 bits = ctl->src4_bits, idx;
 
 	__u64 x = fg_mix4(k.u, ctl->seed4);
 
 	*key = k.u;
-	*pref = (__u32)x & (FG_WAYS4 - 1);	/* fg_way4_pref */
+	*pref = (__u32)x & (FG_WAYS4 - 1); /* fg_way4_pref */
 	if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return NULL;
-	idx = (__u32)(x >> (64 - bits));	/* fg_hash4 */
+	idx = (__u32)(x >> (64 - bits)); /* fg_hash4 */
 	return bpf_map_lookup_elem(&fg_src4, &idx);
 }
 
@@ -523,10 +520,9 @@ static __always_inline void fg_src4_prefetch(const struct fg_ctl *ctl, const str
 
 /* The source's own bucket (its tat and drops words), or NULL when it has
  * none: from the set-associative fg_src4 or fg_src6 (floodgate.h). */
-static __always_inline __u64 *
-fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
-	      const struct fg_rule *r, const struct fg_pkt *p, __u64 now,
-	      struct fg_verd *v, __u64 **drops)
+static __always_inline __u64 *fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
+					    const struct fg_rule *r, const struct fg_pkt *p,
+					    __u64 now, struct fg_verd *v, __u64 **drops)
 {
 	if (p->family == 4) {
 		__u32 ev = 0;
@@ -566,7 +562,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		set = bpf_map_lookup_elem(&fg_src6, &idx);
 		if (!set)
 			return NULL;
-		w = (int)fg_way6_pref(c.key);	/* its own way first, as IPv4's */
+		w = (int)fg_way6_pref(c.key); /* its own way first, as IPv4's */
 		if (set->way[w & (FG_WAYS6 - 1)].key != c.key)
 			w = fg_src6_own(set, c.key);
 		if (w < 0) {
@@ -575,7 +571,7 @@ fg_src_bucket(const struct fg_ctl *ctl, const struct fg_policy *pol,
 		}
 		if (w < 0 || w >= FG_WAYS6)
 			return NULL;
-		if (ev & (1u << FG_EV_INSERT))	/* claimed: who, after the CAS */
+		if (ev & (1u << FG_EV_INSERT)) /* claimed: who, after the CAS */
 			set->who[w] = c.who;
 		*drops = &set->drops[w];
 		return &set->way[w].tat;
@@ -647,9 +643,9 @@ static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, _
 
 /* fg_charge's results */
 enum {
-	FG_CHARGE_DROP = 0,	/* over a quota: a drop */
-	FG_CHARGE_OK = 1,	/* admitted */
-	FG_CHARGE_SHED = 2,	/* the pool refused: a shed */
+	FG_CHARGE_DROP = 0, /* over a quota: a drop */
+	FG_CHARGE_OK = 1,   /* admitted */
+	FG_CHARGE_SHED = 2, /* the pool refused: a shed */
 };
 
 /* A shed (the host is short of capacity, not the source over its quota):
@@ -672,7 +668,10 @@ static __always_inline void fg_shed_verdict(struct fg_verd *v, int shadow)
  * packet goes on through its buckets: fg_decide counts it as shed_shadow
  * if they admit it, so shadow shedding opens no hole in the quotas.
  */
-enum { FG_SHED_MARK = 1, FG_SHED_REAL = 3 };
+enum {
+	FG_SHED_MARK = 1,
+	FG_SHED_REAL = 3
+};
 __noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r,
 			    const struct fg_pkt *p, int shadow, __u64 now)
 {
@@ -687,11 +686,11 @@ __noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r
 	if (pi < FG_MAX_POOLS && pi < pol->npools && (pol->pools[pi].flags & FG_POOL_NOSHED))
 		return 0;
 	if (p->proto == FG_IPPROTO_TCP)
-		kind = (p->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN ?
-		       FG_SHED_NEW : FG_SHED_EST;
+		kind = (p->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN ? FG_SHED_NEW :
+										  FG_SHED_EST;
 	thr = FG_READ_ONCE(sh->thr[r->tier & (FG_NTIERS - 1)][kind]);
 	if (!thr)
-		return 0;	/* nothing shed: the usual case, no clock, no random */
+		return 0; /* nothing shed: the usual case, no clock, no random */
 	thr = fg_shed_decayed(thr, FG_READ_ONCE(sh->end), FG_READ_ONCE(sh->hshift), now);
 	if ((bpf_get_prandom_u32() >> 1) >= thr)
 		return 0;
@@ -706,8 +705,8 @@ __noinline int fg_shed_tier(const struct fg_policy *pol, const struct fg_rule *r
  * if the pool refuses. 1 = admitted, 0 = shed. A refusal writes neither line.
  * Global: verified once, on its own.
  */
-__noinline int fg_pool_spend(const struct fg_policy *pol, const struct fg_rule *r,
-			     __u64 len, __u64 now, __u32 *ev)
+__noinline int fg_pool_spend(const struct fg_policy *pol, const struct fg_rule *r, __u64 len,
+			     __u64 now, __u32 *ev)
 {
 	__u32 pi, id;
 	const struct fg_pool *pl;
@@ -720,7 +719,7 @@ __noinline int fg_pool_spend(const struct fg_policy *pol, const struct fg_rule *
 	pi = r->pool - 1;
 	crit = r->tier == FG_TIER_CRITICAL;
 	if (pi >= FG_MAX_POOLS || pi >= pol->npools)
-		return 1;	/* no such pool: as without one */
+		return 1; /* no such pool: as without one */
 	pl = &pol->pools[pi];
 	if (!pl->inc)
 		return 1;
@@ -760,10 +759,8 @@ static __always_inline void fg_fleet_refund(const struct fg_rule *r, __u64 cost)
 }
 
 /* Charge a packet to the rule's buckets, then its pool: FG_CHARGE_*. */
-static __always_inline int fg_charge(const struct fg_ctl *ctl,
-				     const struct fg_policy *pol,
-				     const struct fg_rule *r,
-				     const struct fg_pkt *p, __u64 len,
+static __always_inline int fg_charge(const struct fg_ctl *ctl, const struct fg_policy *pol,
+				     const struct fg_rule *r, const struct fg_pkt *p, __u64 len,
 				     struct fg_verd *v, int shadow, __u64 now_ns)
 {
 	__u64 now = now_ns << FG_TU_SHIFT, cost = 1, spent = 0;
@@ -790,7 +787,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 				v->ev |= 1u << FG_EV_OVERFLOW;
 				a = fg_agg_bucket(FG_OVF_IDX(r->id & (FG_MAX_IDS - 1)));
 				if (a)
-					tat = &a->tat;	/* its drops word is not counted: fg_agg */
+					tat = &a->tat; /* its drops word is not counted: fg_agg */
 				lim = &r->ovf;
 			}
 		}
@@ -799,7 +796,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl,
 			if (rc != 1) {
 				if (rc < 0)
 					v->ev |= 1u << FG_EV_CONTENDED;
-				if (drops)	/* the source's own, which top ranks by */
+				if (drops) /* the source's own, which top ranks by */
 					fg_sample_drop(drops, v, shadow, r, p, now);
 				return 0;
 			}
@@ -871,9 +868,10 @@ static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt 
 	fg_conn_key_make(&k, p->family, p->saddr, r->mask4, r->mask6, r->id, r->gen);
 	cv = fg_conn_find(&k, &est);
 	/* over its established count: refused before the clock is read */
-	rc = est >= (__s64)r->conn_cap ? FG_CONN_AT_CAP :
-	     fg_conn_admit_at(&k, cv, est, fg_conn_hsid(p->saddr, p->sport), r->conn_cap,
-			      now, (__u64)r->conn_ttl_ms * 1000000);
+	rc = est >= (__s64)r->conn_cap ?
+		     FG_CONN_AT_CAP :
+		     fg_conn_admit_at(&k, cv, est, fg_conn_hsid(p->saddr, p->sport), r->conn_cap,
+				      now, (__u64)r->conn_ttl_ms * 1000000);
 	if (rc == FG_CONN_ADMIT || rc == FG_CONN_RETX)
 		return;
 	if (rc == FG_CONN_AT_CAP) {
@@ -903,8 +901,7 @@ static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt 
  * span 0..65535, so the port tests need no flag first; likewise the TCP
  * flag test (mask 0 outside TCP). The rarer conditions sit behind flags.
  */
-static __always_inline int fg_match(const struct fg_match *m,
-				    const struct fg_pkt *p, __u32 sets)
+static __always_inline int fg_match(const struct fg_match *m, const struct fg_pkt *p, __u32 sets)
 {
 	__u8 f;
 
@@ -954,12 +951,11 @@ static __always_inline __u32 fg_class(__u8 proto)
 /* The index of the lowest set bit of x != 0 (x & -x times a de Bruijn
  * sequence: its top 6 bits are distinct for each power of two). */
 static const __u8 fg_ctz_tab[64] = {
-	0, 1, 2, 53, 3, 7, 54, 27, 4, 38, 41, 8, 34, 55, 48, 28,
-	62, 5, 39, 46, 44, 42, 22, 9, 24, 35, 59, 56, 49, 18, 29, 11,
-	63, 52, 6, 26, 37, 40, 33, 47, 61, 45, 43, 21, 23, 58, 17, 10,
-	51, 25, 36, 32, 60, 20, 57, 16, 50, 31, 19, 15, 30, 14, 13, 12,
+	0,  1,	2,  53, 3,  7,	54, 27, 4,  38, 41, 8,	34, 55, 48, 28, 62, 5,	39, 46, 44, 42,
+	22, 9,	24, 35, 59, 56, 49, 18, 29, 11, 63, 52, 6,  26, 37, 40, 33, 47, 61, 45, 43, 21,
+	23, 58, 17, 10, 51, 25, 36, 32, 60, 20, 57, 16, 50, 31, 19, 15, 30, 14, 13, 12,
 };
-#define FG_DEBRUIJN64	0x022fdd63cc95386dull
+#define FG_DEBRUIJN64 0x022fdd63cc95386dull
 
 static __always_inline __u32 fg_ctz(__u64 x)
 {
@@ -968,8 +964,8 @@ static __always_inline __u32 fg_ctz(__u64 x)
 
 /* Entry i of class cls: its rule index if it matches, else -1. A global
  * function, verified once: fg_find_rule's candidate loop calls it. */
-__noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i,
-			   const struct fg_pkt *p, __u32 sets)
+__noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i, const struct fg_pkt *p,
+			   __u32 sets)
 {
 	const struct fg_match *m;
 
@@ -1025,8 +1021,8 @@ static __always_inline int fg_find_first(const struct fg_policy *pol, const stru
  * instead of once per parse path of the caller. Returns the rule index, or
  * FG_MAX_RULES when nothing matched.
  */
-__noinline int fg_find_rule(const struct fg_policy *pol,
-			    const struct fg_pkt *p, __u32 sets, __u32 slot)
+__noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p, __u32 sets,
+			    __u32 slot)
 {
 	const struct fg_pidx *x;
 	__u32 cls, n, bd, bs, top, i, j, k, b;
@@ -1211,8 +1207,7 @@ static __always_inline struct fg_pfx *fg_dir4_lookup(__u32 slot, __be32 saddr)
 	return &dir->leaf[e & (FG_DIR4_LEAVES - 1)];
 }
 
-static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
-				      struct fg_verd *v)
+static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_verd *v)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -1222,7 +1217,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	struct fg_pkt p = {};
 	struct fg_ctl *ctl;
 	__u32 k = 0, ri, sets = 0;
-	__u64 now = 0;	/* ns: read for the runtime lists or a limit rule, once */
+	__u64 now = 0; /* ns: read for the runtime lists or a limit rule, once */
 	int shadow, rc;
 
 	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
@@ -1310,7 +1305,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 	v->row = r->id & (FG_MAX_IDS - 1);
 	k = v->row;
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);
-	shadow |= fg_rule_mode(ctl, r, k) == FG_MODE_SHADOW;	/* global shadow wins */
+	shadow |= fg_rule_mode(ctl, r, k) == FG_MODE_SHADOW; /* global shadow wins */
 
 	switch (r->action) {
 	case FG_ACT_PASS:
@@ -1345,7 +1340,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len,
 			if (r->conn_cap)
 				fg_cap(r, &p, v, shadow, now);
 			if (v->out == FG_OUT_PASS && (v->ev & (1u << FG_EV_SHED_TIER)))
-				v->out = FG_OUT_SHED_SHADOW;	/* would have been shed (shadow) */
+				v->out = FG_OUT_SHED_SHADOW; /* would have been shed (shadow) */
 		}
 	}
 }

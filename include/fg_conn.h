@@ -18,18 +18,18 @@
 #include <linux/types.h>
 #endif
 
-#define FG_CONN_ABI_MAGIC	0x46474343u	/* "FGCC" */
-#define FG_CONN_ABI_VERSION	1u
+#define FG_CONN_ABI_MAGIC   0x46474343u /* "FGCC" */
+#define FG_CONN_ABI_VERSION 1u
 
-#define FG_CONN_MAX_CAPS	64	/* capped rules in one cap table (of the FG_MAX_RULES a policy has) */
-#define FG_CONN_RANGES		8	/* destination-port ranges per capped rule */
-#define FG_CONN_PER_SOCK	4	/* capped rules one socket is counted under, at most */
-#define FG_CONN_SLOTS		15	/* pending handshakes tracked per key */
-#define FG_CONN_TSHIFT		20	/* slot clock unit: 2^20 ns (1.05 ms) */
-#define FG_CONN_TTL_DEFAULT_MS	5000	/* a pending handshake's place, unless refreshed */
+#define FG_CONN_MAX_CAPS       64 /* capped rules in one cap table (of the FG_MAX_RULES a policy has) */
+#define FG_CONN_RANGES	       8    /* destination-port ranges per capped rule */
+#define FG_CONN_PER_SOCK       4    /* capped rules one socket is counted under, at most */
+#define FG_CONN_SLOTS	       15   /* pending handshakes tracked per key */
+#define FG_CONN_TSHIFT	       20   /* slot clock unit: 2^20 ns (1.05 ms) */
+#define FG_CONN_TTL_DEFAULT_MS 5000 /* a pending handshake's place, unless refreshed */
 
-#define FG_CONN_F_V4		0x01	/* fg_conn_cap.families */
-#define FG_CONN_F_V6		0x02
+#define FG_CONN_F_V4 0x01 /* fg_conn_cap.families */
+#define FG_CONN_F_V6 0x02
 
 /*
  * Which TCP states hold a place (bit per enum of include/net/tcp_states.h):
@@ -39,22 +39,21 @@
  * the pending slots' job), not TIME_WAIT (a timewait mini-socket, nobody
  * holds it), not CLOSE, LISTEN or NEW_SYN_RECV. docs/concurrency.md: why.
  */
-#define FG_TCP_ESTABLISHED	1
-#define FG_TCP_SYN_SENT		2
-#define FG_TCP_SYN_RECV		3
-#define FG_TCP_FIN_WAIT1	4
-#define FG_TCP_FIN_WAIT2	5
-#define FG_TCP_TIME_WAIT	6
-#define FG_TCP_CLOSE		7
-#define FG_TCP_CLOSE_WAIT	8
-#define FG_TCP_LAST_ACK		9
-#define FG_TCP_LISTEN		10
-#define FG_TCP_CLOSING		11
-#define FG_TCP_NEW_SYN_RECV	12
-#define FG_CONN_COUNTED_STATES						\
-	((1u << FG_TCP_ESTABLISHED) | (1u << FG_TCP_FIN_WAIT1) |	\
-	 (1u << FG_TCP_FIN_WAIT2) | (1u << FG_TCP_CLOSE_WAIT) |		\
-	 (1u << FG_TCP_LAST_ACK) | (1u << FG_TCP_CLOSING))
+#define FG_TCP_ESTABLISHED  1
+#define FG_TCP_SYN_SENT	    2
+#define FG_TCP_SYN_RECV	    3
+#define FG_TCP_FIN_WAIT1    4
+#define FG_TCP_FIN_WAIT2    5
+#define FG_TCP_TIME_WAIT    6
+#define FG_TCP_CLOSE	    7
+#define FG_TCP_CLOSE_WAIT   8
+#define FG_TCP_LAST_ACK	    9
+#define FG_TCP_LISTEN	    10
+#define FG_TCP_CLOSING	    11
+#define FG_TCP_NEW_SYN_RECV 12
+#define FG_CONN_COUNTED_STATES                                                              \
+	((1u << FG_TCP_ESTABLISHED) | (1u << FG_TCP_FIN_WAIT1) | (1u << FG_TCP_FIN_WAIT2) | \
+	 (1u << FG_TCP_CLOSE_WAIT) | (1u << FG_TCP_LAST_ACK) | (1u << FG_TCP_CLOSING))
 
 static inline __attribute__((always_inline)) int fg_conn_counted(int state)
 {
@@ -71,7 +70,7 @@ struct fg_conn_key {
 	__be32 addr[4];
 	__u16 rule;
 	__u16 gen;
-	__u8 family;		/* 4 or 6 */
+	__u8 family; /* 4 or 6 */
 	__u8 pad[3];
 };
 
@@ -101,8 +100,8 @@ struct fg_conn_val {
 	__u64 slot[FG_CONN_SLOTS];
 };
 
-#define FG_CONN_EST_BIAS	0x80000000u
-#define FG_CONN_EST_ZERO	(((__u64)FG_CONN_EST_BIAS << 32) | FG_CONN_EST_BIAS)
+#define FG_CONN_EST_BIAS 0x80000000u
+#define FG_CONN_EST_ZERO (((__u64)FG_CONN_EST_BIAS << 32) | FG_CONN_EST_BIAS)
 
 /* What to add to est for one connection in half h (negate to remove). */
 static inline __attribute__((always_inline)) __u64 fg_conn_est_one(__u32 h)
@@ -130,8 +129,7 @@ static inline __attribute__((always_inline)) __u64 fg_conn_est_set(__u64 est, __
 
 /* A handshake's id: the client's port and a 16-bit fold of its whole
  * address, so two clients behind one prefix key rarely share an id. */
-static inline __attribute__((always_inline))
-__u32 fg_conn_hsid(const __be32 saddr[4], __u16 sport)
+static inline __attribute__((always_inline)) __u32 fg_conn_hsid(const __be32 saddr[4], __u16 sport)
 {
 	__u32 x = saddr[0] ^ saddr[1] ^ saddr[2] ^ saddr[3];
 
@@ -150,74 +148,74 @@ static inline __attribute__((always_inline)) int fg_conn_slot_live(__u64 w, __u3
 
 /* What fg_conn_admit (bpf/fg_conn.bpf.h) decided for a SYN. */
 enum fg_conn_verdict {
-	FG_CONN_ADMIT = 0,	/* under the cap: a pending slot was claimed */
-	FG_CONN_RETX,		/* a retransmit of a pending handshake: pass, nothing claimed */
-	FG_CONN_AT_CAP,		/* established + pending >= cap: refuse; nothing written */
-	FG_CONN_NOSLOT,		/* under the cap but FG_CONN_SLOTS handshakes in flight */
-	FG_CONN_CONTENDED,	/* FG_MAX_CAS-style retries all lost races */
-	FG_CONN_NOMEM,		/* no fgc_pend entry could be created for a new key */
+	FG_CONN_ADMIT = 0, /* under the cap: a pending slot was claimed */
+	FG_CONN_RETX,	   /* a retransmit of a pending handshake: pass, nothing claimed */
+	FG_CONN_AT_CAP,	   /* established + pending >= cap: refuse; nothing written */
+	FG_CONN_NOSLOT,	   /* under the cap but FG_CONN_SLOTS handshakes in flight */
+	FG_CONN_CONTENDED, /* FG_MAX_CAS-style retries all lost races */
+	FG_CONN_NOMEM,	   /* no fgc_pend entry could be created for a new key */
 };
 
 /* One capped rule, as the daemon compiles it into the cap table. */
 struct fg_conn_range {
-	__u16 lo, hi;		/* host order, inclusive */
+	__u16 lo, hi; /* host order, inclusive */
 };
 
 struct fg_conn_cap {
-	__be32 mask4;		/* source grouping, as fg_rule.mask4 */
-	__be32 mask6[4];	/* as fg_rule.mask6 */
-	__u16 rule;		/* fg_rule.id */
-	__u16 gen;		/* fg_rule.gen */
-	__u8 families;		/* FG_CONN_F_V4 | FG_CONN_F_V6 */
-	__u8 nranges;		/* 1..FG_CONN_RANGES */
+	__be32 mask4;	 /* source grouping, as fg_rule.mask4 */
+	__be32 mask6[4]; /* as fg_rule.mask6 */
+	__u16 rule;	 /* fg_rule.id */
+	__u16 gen;	 /* fg_rule.gen */
+	__u8 families;	 /* FG_CONN_F_V4 | FG_CONN_F_V6 */
+	__u8 nranges;	 /* 1..FG_CONN_RANGES */
 	__u16 pad;
-	__u32 cap;		/* for readers (CLI, top); XDP takes its own from fg_rule */
+	__u32 cap; /* for readers (CLI, top); XDP takes its own from fg_rule */
 	struct fg_conn_range dport[FG_CONN_RANGES];
 };
 
 /* fgc_caps[slot]: the cap table; fg_conn_ctl.slot names the active one.
  * Userspace writes the inactive slot, then flips. */
 struct fg_conn_caps {
-	__u32 n;		/* entries used in cap[] */
+	__u32 n; /* entries used in cap[] */
 	__u32 pad;
-	__u64 version;		/* increases with every write */
+	__u64 version; /* increases with every write */
 	struct fg_conn_cap cap[FG_CONN_MAX_CAPS];
 };
 
 /* fgc_ctl[0] (mmapable: userspace stores slot and epoch atomically). */
 struct fg_conn_ctl {
-	__u32 magic;		/* FG_CONN_ABI_MAGIC */
-	__u32 abi;		/* FG_CONN_ABI_VERSION */
-	__u32 slot;		/* active fgc_caps slot, 0 or 1 */
-	__u32 epoch;		/* reconcile epoch; est's half epoch & 1 takes new counts */
-	__u32 netns;		/* inode of the network namespace counted */
+	__u32 magic; /* FG_CONN_ABI_MAGIC */
+	__u32 abi;   /* FG_CONN_ABI_VERSION */
+	__u32 slot;  /* active fgc_caps slot, 0 or 1 */
+	__u32 epoch; /* reconcile epoch; est's half epoch & 1 takes new counts */
+	__u32 netns; /* inode of the network namespace counted */
 	__u32 pad;
-	__u64 reconciles;	/* completed reconciles */
+	__u64 reconciles; /* completed reconciles */
 };
 
 /* fgc_mark (socket storage): what a socket is counted under. Written only
  * with the socket locked (tracepoint, iterator), so it needs no atomics. */
 struct fg_conn_mark {
-	__u32 epoch;		/* fg_conn_ctl.epoch when last counted */
-	__u8 n;			/* keys in key[]; 0 = not counted */
+	__u32 epoch; /* fg_conn_ctl.epoch when last counted */
+	__u8 n;	     /* keys in key[]; 0 = not counted */
 	__u8 pad[3];
 	struct fg_conn_key key[FG_CONN_PER_SOCK];
 };
 
 /* fgc_stats (per CPU): events of the counting side. */
 enum fg_conn_event {
-	FGC_EV_OPEN = 0,	/* a socket entered a counted state and was counted */
-	FGC_EV_CLOSE,		/* a counted socket left the counted states */
-	FGC_EV_CONVERT,		/* ... and its handshake's pending slot was found and freed */
-	FGC_EV_SEED,		/* reconcile walk counted a socket nobody had counted */
-	FGC_EV_REKEY,		/* reconcile walk moved a socket to new keys (cap table changed) */
-	FGC_EV_FIX,		/* reconcile sweep found a key's count wrong and fixed it */
-	FGC_EV_FIX_CONNS,	/* ... by this many connections in all */
-	FGC_EV_STALE,		/* a mark whose counts a sweep had already removed */
-	FGC_EV_NOKEY,		/* a decrement found no count entry */
-	FGC_EV_MAP_FULL,	/* fgc_count full: a socket went uncounted */
-	FGC_EV_NO_STORAGE,	/* no socket storage: a socket went uncounted */
-	FGC_EV_MULTI,		/* more than FG_CONN_PER_SOCK capped rules matched */
+	FGC_EV_OPEN = 0,   /* a socket entered a counted state and was counted */
+	FGC_EV_CLOSE,	   /* a counted socket left the counted states */
+	FGC_EV_CONVERT,	   /* ... and its handshake's pending slot was found and freed */
+	FGC_EV_SEED,	   /* reconcile walk counted a socket nobody had counted */
+	FGC_EV_REKEY,	   /* reconcile walk moved a socket to new keys (cap table changed) */
+	FGC_EV_FIX,	   /* reconcile sweep found a key's count wrong and fixed it */
+	FGC_EV_FIX_CONNS,  /* ... by this many connections in all */
+	FGC_EV_STALE,	   /* a mark whose counts a sweep had already removed */
+	FGC_EV_NOKEY,	   /* a decrement found no count entry */
+	FGC_EV_MAP_FULL,   /* fgc_count full: a socket went uncounted */
+	FGC_EV_NO_STORAGE, /* no socket storage: a socket went uncounted */
+	FGC_EV_MULTI,	   /* more than FG_CONN_PER_SOCK capped rules matched */
 	FGC_EV_MAX,
 };
 
@@ -233,18 +231,23 @@ struct fg_conn_stats {
  * handshake n for key group n / sport (in key.addr[3]) and counts the
  * verdicts in the program's test_won[cpu & 1][group] and test_verdicts[].
  */
-enum { FGC_TEST_ADMIT = 0, FGC_TEST_READ = 1, FGC_TEST_BURST = 2, FGC_TEST_NOP = 3 };
+enum {
+	FGC_TEST_ADMIT = 0,
+	FGC_TEST_READ = 1,
+	FGC_TEST_BURST = 2,
+	FGC_TEST_NOP = 3
+};
 
 struct fg_conn_test {
 	struct fg_conn_key key;
-	__be32 saddr[4];	/* the whole source address */
+	__be32 saddr[4]; /* the whole source address */
 	__u64 now_ns;
 	__u64 ttl_ns;
 	__u32 cap;
 	__u16 sport;
-	__u8 op;		/* FGC_TEST_* */
+	__u8 op; /* FGC_TEST_* */
 	__u8 pad;
-	__s32 verdict;		/* out: enum fg_conn_verdict, or at_cap 0/1 */
+	__s32 verdict; /* out: enum fg_conn_verdict, or at_cap 0/1 */
 	__u32 pad2;
 };
 

@@ -15,11 +15,11 @@
 /* vmlinux.h provides the __u* types and struct bpf_spin_lock on the BPF side */
 #else
 #include <linux/types.h>
-#include <linux/bpf.h>	/* struct bpf_spin_lock */
+#include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
 
-#define FG_ABI_MAGIC	0x46474154u	/* "FGAT" */
-#define FG_ABI_VERSION	7u
+#define FG_ABI_MAGIC   0x46474154u /* "FGAT" */
+#define FG_ABI_VERSION 7u
 /*
  * ABI 7, from 6:
  * - new pinned map fg_clk (PERCPU_ARRAY, 1 entry, struct fg_clk): the coarse clock cached per CPU
@@ -85,25 +85,26 @@
  * indexed by rule (stats rows, fg_names, fg_agg buckets, the override
  * bitmaps in fg_ctl) is indexed by id.
  */
-#define FG_MAX_FILE_RULES 256	/* rules a policy file may write */
-#define FG_MAX_RULES	(FG_MAX_FILE_RULES + 1)	/* rules per policy (fg_policy.rules), fragments included */
-#define FG_MAX_IDS	1024	/* rule ids 0..1023 */
-#define FG_ROW_GLOBAL	FG_MAX_IDS	/* stats row for pre-rule outcomes */
-#define FG_NROWS	(FG_MAX_IDS + 1)
-#define FG_OVR_WORDS	(FG_MAX_IDS / 64)	/* u64 words of a bitmap by rule id */
+#define FG_MAX_FILE_RULES 256 /* rules a policy file may write */
+#define FG_MAX_RULES \
+	(FG_MAX_FILE_RULES + 1)	 /* rules per policy (fg_policy.rules), fragments included */
+#define FG_MAX_IDS    1024	 /* rule ids 0..1023 */
+#define FG_ROW_GLOBAL FG_MAX_IDS /* stats row for pre-rule outcomes */
+#define FG_NROWS      (FG_MAX_IDS + 1)
+#define FG_OVR_WORDS  (FG_MAX_IDS / 64) /* u64 words of a bitmap by rule id */
 _Static_assert((FG_MAX_IDS & (FG_MAX_IDS - 1)) == 0 && FG_MAX_IDS % 64 == 0,
 	       "the program masks ids with FG_MAX_IDS - 1 and reads bitmaps by word");
 _Static_assert(FG_MAX_IDS >= 2 * FG_MAX_RULES, "a reload that renames every rule finds free ids");
-#define FG_MAX_MATCH	1024	/* compiled match entries per protocol class */
-#define FG_MATCH_WORDS	(FG_MAX_MATCH / 64)	/* u64 words of a bitmap by match entry */
+#define FG_MAX_MATCH   1024		   /* compiled match entries per protocol class */
+#define FG_MATCH_WORDS (FG_MAX_MATCH / 64) /* u64 words of a bitmap by match entry */
 _Static_assert(FG_MATCH_WORDS <= 16 && (FG_MAX_MATCH & (FG_MAX_MATCH - 1)) == 0,
 	       "fg_pidx.sum has a bit per word; the program masks entries with FG_MAX_MATCH - 1");
-#define FG_MAX_SETS	32	/* source prefix sets (bit per set) */
-#define FG_NAME_LEN	48
-#define FG_MAX_IFS	16
-#define FG_MAX_VLAN	2	/* 802.1Q / 802.1ad tags parsed; a third is malformed */
-#define FG_MAX_EXTHDR	8	/* IPv6 extension headers walked; more is malformed */
-#define FG_MAX_CAS	8	/* compare-and-swap retries before giving up */
+#define FG_MAX_SETS   32 /* source prefix sets (bit per set) */
+#define FG_NAME_LEN   48
+#define FG_MAX_IFS    16
+#define FG_MAX_VLAN   2 /* 802.1Q / 802.1ad tags parsed; a third is malformed */
+#define FG_MAX_EXTHDR 8 /* IPv6 extension headers walked; more is malformed */
+#define FG_MAX_CAS    8 /* compare-and-swap retries before giving up */
 
 /*
  * Time. Buckets keep a theoretical arrival time (GCRA) in "time units" of
@@ -112,26 +113,26 @@ _Static_assert(FG_MATCH_WORDS <= 16 && (FG_MAX_MATCH & (FG_MAX_MATCH - 1)) == 0,
  * more than 0.25%. now_tu = ktime_ns << 6 wraps after 2^58 ns, 9.1 years of
  * uptime.
  */
-#define FG_TU_SHIFT	6
-#define FG_TU_PER_SEC	(1000000000ull << FG_TU_SHIFT)
-#define FG_MAX_COST	(1u << 20)	/* one frame never costs more than 1 MiB */
-#define FG_MAX_TAU	(1ull << 62)	/* burst * inc must stay below this */
+#define FG_TU_SHIFT   6
+#define FG_TU_PER_SEC (1000000000ull << FG_TU_SHIFT)
+#define FG_MAX_COST   (1u << 20)   /* one frame never costs more than 1 MiB */
+#define FG_MAX_TAU    (1ull << 62) /* burst * inc must stay below this */
 
 /* Which clock the program reads (load-time, rodata). */
 enum fg_clock {
-	FG_CLOCK_COARSE = 0,	/* bpf_ktime_get_coarse_ns: ~3 ns, 1 tick (4 ms) granularity */
-	FG_CLOCK_PRECISE = 1,	/* bpf_ktime_get_ns: ~25 ns, exact */
-	FG_CLOCK_TEST = 2,	/* tests only: fake_now in .bss */
+	FG_CLOCK_COARSE = 0,  /* bpf_ktime_get_coarse_ns: ~3 ns, 1 tick (4 ms) granularity */
+	FG_CLOCK_PRECISE = 1, /* bpf_ktime_get_ns: ~25 ns, exact */
+	FG_CLOCK_TEST = 2,    /* tests only: fake_now in .bss */
 };
 
 /* Benchmark ablations (rodata fg_skip, tools/fgbench.c): each bit removes
  * one step of the program, so that its cost is the difference; never set
  * by floodgated. */
 /* (no clock read: load with fg_clock = FG_CLOCK_TEST, one .bss load) */
-#define FG_SKIP_LISTS	0x02	/* no allow/deny/set lookup */
-#define FG_SKIP_SCAN	0x04	/* no rule scan: rodata fg_skip_rule is the match */
-#define FG_SKIP_SRC	0x08	/* no per-source bucket: as if the rule had none */
-#define FG_SKIP_STATS	0x10	/* no counters at the exit */
+#define FG_SKIP_LISTS 0x02 /* no allow/deny/set lookup */
+#define FG_SKIP_SCAN  0x04 /* no rule scan: rodata fg_skip_rule is the match */
+#define FG_SKIP_SRC   0x08 /* no per-source bucket: as if the rule had none */
+#define FG_SKIP_STATS 0x10 /* no counters at the exit */
 
 enum fg_mode {
 	FG_MODE_ENFORCE = 0,
@@ -140,7 +141,7 @@ enum fg_mode {
 
 /* An operator's mode override (fg_ctl.mode_ovr, and per rule id). */
 enum fg_ovr {
-	FG_OVR_NONE = 0,	/* the policy file decides */
+	FG_OVR_NONE = 0, /* the policy file decides */
 	FG_OVR_ENFORCE = 1,
 	FG_OVR_SHADOW = 2,
 };
@@ -152,67 +153,67 @@ enum fg_verdict {
 
 /* What a rule does with packets it matches. */
 enum fg_action {
-	FG_ACT_LIMIT = 0,	/* token buckets decide */
-	FG_ACT_PASS = 1,	/* always pass (an exemption) */
-	FG_ACT_DROP = 2,	/* always drop */
+	FG_ACT_LIMIT = 0, /* token buckets decide */
+	FG_ACT_PASS = 1,  /* always pass (an exemption) */
+	FG_ACT_DROP = 2,  /* always drop */
 };
 
 enum fg_cost {
 	FG_COST_PKTS = 0,
-	FG_COST_BYTES = 1,	/* whole frame, all fragments of a multi-buffer frame */
+	FG_COST_BYTES = 1, /* whole frame, all fragments of a multi-buffer frame */
 };
 
 /* What happens when a source cannot get its own bucket (table full, or
  * new-key admission limited). */
 enum fg_on_full {
-	FG_FULL_OVERFLOW = 0,	/* charge the rule's shared overflow bucket */
-	FG_FULL_OPEN = 1,	/* pass without a per-source charge (aggregate still applies) */
-	FG_FULL_CLOSED = 2,	/* drop */
+	FG_FULL_OVERFLOW = 0, /* charge the rule's shared overflow bucket */
+	FG_FULL_OPEN = 1,     /* pass without a per-source charge (aggregate still applies) */
+	FG_FULL_CLOSED = 2,   /* drop */
 };
 
 /* Exclusive outcomes: every packet is counted in exactly one. */
 enum fg_outcome {
-	FG_OUT_PASS = 0,	/* admitted by a rule, or unmatched with default pass */
-	FG_OUT_DROP,		/* dropped by a rule, or unmatched with default drop */
-	FG_OUT_SHADOW,		/* would have been dropped; passed because of shadow mode */
-	FG_OUT_ALLOW,		/* allowlisted source */
-	FG_OUT_DENY,		/* denylisted source */
-	FG_OUT_BYPASS,		/* kill switch on */
-	FG_OUT_MALFORMED,	/* unparseable IP packet (verdict: policy's malformed) */
-	FG_OUT_NONIP,		/* ARP, LLDP, ... always passed */
-	FG_OUT_RT_ALLOW,	/* on a runtime allow list (floodgate allow add) */
-	FG_OUT_RT_DENY,		/* on a runtime deny list (floodgate deny add); passed in shadow */
-	FG_OUT_CAP,		/* SYN refused: its source holds the rule's concurrency cap */
-	FG_OUT_SHED,		/* shed: the host is overloaded (tier shedding, or its pool refused) */
-	FG_OUT_SHED_SHADOW,	/* would have been shed; passed (shadow) */
+	FG_OUT_PASS = 0,    /* admitted by a rule, or unmatched with default pass */
+	FG_OUT_DROP,	    /* dropped by a rule, or unmatched with default drop */
+	FG_OUT_SHADOW,	    /* would have been dropped; passed because of shadow mode */
+	FG_OUT_ALLOW,	    /* allowlisted source */
+	FG_OUT_DENY,	    /* denylisted source */
+	FG_OUT_BYPASS,	    /* kill switch on */
+	FG_OUT_MALFORMED,   /* unparseable IP packet (verdict: policy's malformed) */
+	FG_OUT_NONIP,	    /* ARP, LLDP, ... always passed */
+	FG_OUT_RT_ALLOW,    /* on a runtime allow list (floodgate allow add) */
+	FG_OUT_RT_DENY,	    /* on a runtime deny list (floodgate deny add); passed in shadow */
+	FG_OUT_CAP,	    /* SYN refused: its source holds the rule's concurrency cap */
+	FG_OUT_SHED,	    /* shed: the host is overloaded (tier shedding, or its pool refused) */
+	FG_OUT_SHED_SHADOW, /* would have been shed; passed (shadow) */
 	FG_OUT_MAX,
 };
 
 /* Events: counted in addition to the outcome. */
 enum fg_event {
-	FG_EV_INSERT = 0,	/* new source bucket created */
-	FG_EV_OVERFLOW,		/* charged to the rule's overflow bucket */
-	FG_EV_INSERT_LIMITED,	/* new key refused by the admission limiter */
-	FG_EV_INSERT_FAIL,	/* map update failed (table full, ENOMEM) */
-	FG_EV_FULL_OPEN,	/* passed without per-source charge (on_full: open) */
-	FG_EV_FULL_CLOSED,	/* dropped because no bucket (on_full: closed) */
-	FG_EV_CONTENDED,	/* CAS retries exhausted: dropped */
-	FG_EV_AGG_DROP,		/* dropped by the aggregate bucket */
-	FG_EV_FRAG,		/* non-first fragment */
-	FG_EV_BYPASS_EXPIRED,	/* bypass set but its time was over */
-	FG_EV_RT_EXPIRED,	/* a runtime list entry matched but its time was over: ignored */
-	FG_EV_FLEET_DROP,	/* fleet lease exhausted: dropped (or would-drop in shadow) */
-	FG_EV_FLEET_LOSS,	/* decided under on_loss (lease expired, or stale: gen mismatch) */
+	FG_EV_INSERT = 0,     /* new source bucket created */
+	FG_EV_OVERFLOW,	      /* charged to the rule's overflow bucket */
+	FG_EV_INSERT_LIMITED, /* new key refused by the admission limiter */
+	FG_EV_INSERT_FAIL,    /* map update failed (table full, ENOMEM) */
+	FG_EV_FULL_OPEN,      /* passed without per-source charge (on_full: open) */
+	FG_EV_FULL_CLOSED,    /* dropped because no bucket (on_full: closed) */
+	FG_EV_CONTENDED,      /* CAS retries exhausted: dropped */
+	FG_EV_AGG_DROP,	      /* dropped by the aggregate bucket */
+	FG_EV_FRAG,	      /* non-first fragment */
+	FG_EV_BYPASS_EXPIRED, /* bypass set but its time was over */
+	FG_EV_RT_EXPIRED,     /* a runtime list entry matched but its time was over: ignored */
+	FG_EV_FLEET_DROP,     /* fleet lease exhausted: dropped (or would-drop in shadow) */
+	FG_EV_FLEET_LOSS,     /* decided under on_loss (lease expired, or stale: gen mismatch) */
 	/* concurrency caps (a capped rule's SYN, after every other check passed) */
-	FG_EV_CAP_SHADOW,	/* at the cap, passed because of shadow mode (outcome shadow) */
-	FG_EV_CAP_NOSLOT,	/* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
-	FG_EV_CAP_CONTENDED,	/* pending-slot CAS retries exhausted: dropped */
-	FG_EV_CAP_NOMEM,	/* no pending entry for a new source: per on_full (closed drops) */
-	FG_EV_SHED_TIER,	/* shed (or would-shed) by the adaptive shedder */
-	FG_EV_SHED_CAP,		/* non-critical over its (1 - reserve) share of a pool */
-	FG_EV_SHED_POOL,	/* the pool (or its part above the reserve) was empty */
-	FG_EV_TEV_CAPPED,	/* a throttle event refused by the ring's rate cap (FG_TEV_RATE) */
-	FG_EV_TEV_LOST,		/* a throttle event lost: the ring fg_tev was full */
+	FG_EV_CAP_SHADOW,    /* at the cap, passed because of shadow mode (outcome shadow) */
+	FG_EV_CAP_NOSLOT,    /* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
+	FG_EV_CAP_CONTENDED, /* pending-slot CAS retries exhausted: dropped */
+	FG_EV_CAP_NOMEM,     /* no pending entry for a new source: per on_full (closed drops) */
+	FG_EV_SHED_TIER,     /* shed (or would-shed) by the adaptive shedder */
+	FG_EV_SHED_CAP,	     /* non-critical over its (1 - reserve) share of a pool */
+	FG_EV_SHED_POOL,     /* the pool (or its part above the reserve) was empty */
+	FG_EV_TEV_CAPPED,    /* a throttle event refused by the ring's rate cap (FG_TEV_RATE) */
+	FG_EV_TEV_LOST,	     /* a throttle event lost: the ring fg_tev was full */
 	FG_EV_MAX,
 };
 
@@ -246,27 +247,30 @@ enum fg_event {
  * bit was set already) and subtracts 1 only for a bit it cleared.
  */
 struct fg_ctl {
-	__u32 magic;		/*  0 FG_ABI_MAGIC */
-	__u32 abi;		/*  4 FG_ABI_VERSION */
-	__u32 slot;		/*  8 active fg_policy slot, 0 or 1 (apply) */
-	__u32 mode;		/* 12 enum fg_mode: the policy file's global mode (apply) */
-	__u32 bypass;		/* 16 kill switch: 1 = pass everything, touch nothing (CLI) */
-	__u32 mode_ovr;		/* 20 enum fg_ovr: the operator's global mode (CLI) */
-	__u64 bypass_until;	/* 24 CLOCK_MONOTONIC ns, 0 = until switched off; read only while bypass is 1 */
-	__u64 seed4;		/* 32 fg_src4 hash seed, random per pin dir (init) */
-	__u32 src4_bits;	/* 40 fg_src4 has 1 << src4_bits sets (init) */
-	__u32 rt_active;	/* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
-	__u32 rule_ovr_n;	/* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
-	__u32 src6_bits;	/* 52 fg_src6 has 1 << src6_bits sets (init) */
-	__u64 pad1;		/* 56 */
-	__u64 rule_ovr_set[FG_OVR_WORDS];	/* 64 bit per rule id: the operator set its mode (CLI) */
-	__u64 rule_ovr_shadow[FG_OVR_WORDS];	/* 192 ... to shadow (1) or enforce (0); meaningful where set */
-	__u64 ovr_since;	/* 320 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
-	__u64 seed6[2];		/* 328 fg_src6 digest key (SipHash), random per pin dir (init); IPv6 only */
+	__u32 magic;	/*  0 FG_ABI_MAGIC */
+	__u32 abi;	/*  4 FG_ABI_VERSION */
+	__u32 slot;	/*  8 active fg_policy slot, 0 or 1 (apply) */
+	__u32 mode;	/* 12 enum fg_mode: the policy file's global mode (apply) */
+	__u32 bypass;	/* 16 kill switch: 1 = pass everything, touch nothing (CLI) */
+	__u32 mode_ovr; /* 20 enum fg_ovr: the operator's global mode (CLI) */
+	__u64 bypass_until; /* 24 CLOCK_MONOTONIC ns, 0 = until switched off; read only while bypass is 1 */
+	__u64 seed4;	 /* 32 fg_src4 hash seed, random per pin dir (init) */
+	__u32 src4_bits; /* 40 fg_src4 has 1 << src4_bits sets (init) */
+	__u32 rt_active; /* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
+	__u32 rule_ovr_n; /* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
+	__u32 src6_bits;		  /* 52 fg_src6 has 1 << src6_bits sets (init) */
+	__u64 pad1;			  /* 56 */
+	__u64 rule_ovr_set[FG_OVR_WORDS]; /* 64 bit per rule id: the operator set its mode (CLI) */
+	__u64 rule_ovr_shadow
+		[FG_OVR_WORDS]; /* 192 ... to shadow (1) or enforce (0); meaningful where set */
+	__u64 ovr_since; /* 320 CLOCK_REALTIME s of the last override change, 0 = never (CLI) */
+	__u64 seed6[2]; /* 328 fg_src6 digest key (SipHash), random per pin dir (init); IPv6 only */
 };
 _Static_assert(__builtin_offsetof(struct fg_ctl, rule_ovr_set) == 64 &&
-	       __builtin_offsetof(struct fg_ctl, rule_ovr_shadow) == 64 + 8 * FG_OVR_WORDS &&
-	       __builtin_offsetof(struct fg_ctl, seed6) == 328 && sizeof(struct fg_ctl) == 344,
+		       __builtin_offsetof(struct fg_ctl, rule_ovr_shadow) ==
+			       64 + 8 * FG_OVR_WORDS &&
+		       __builtin_offsetof(struct fg_ctl, seed6) == 328 &&
+		       sizeof(struct fg_ctl) == 344,
 	       "fg_ctl: the per-packet fields fill the first cache line, the bitmaps follow");
 
 /* A GCRA limit. inc = time units per cost unit (FG_TU_PER_SEC / rate);
@@ -281,27 +285,28 @@ struct fg_limit {
  * a rule that survives a reload keeps its buckets and a reused id does not
  * inherit a deleted rule's buckets. */
 struct fg_rule {
-	struct fg_limit src;	/* per source (key = masked saddr) */
-	struct fg_limit agg;	/* all sources together */
-	struct fg_limit ovf;	/* shared bucket for sources without their own */
-	__be32 mask4;		/* source grouping mask, IPv4 */
-	__be32 mask6[4];	/* source grouping mask, IPv6 */
-	__u16 id;		/* 0..FG_MAX_IDS-1 */
-	__u16 gen;		/* bumped when an id is given to a new rule */
-	__u8 action;		/* enum fg_action */
-	__u8 mode;		/* enum fg_mode */
-	__u8 cost;		/* enum fg_cost */
-	__u8 on_full;		/* enum fg_on_full */
-	__u8 fleet;		/* 1: after the local buckets, spend from fg_lease[id] */
-	__u8 tier;		/* enum fg_tier; 0 (critical) = never shed, as without shedding */
-	__u8 pool;		/* 1 + index into fg_policy.pools; FG_POOL_NONE (0) = none */
+	struct fg_limit src; /* per source (key = masked saddr) */
+	struct fg_limit agg; /* all sources together */
+	struct fg_limit ovf; /* shared bucket for sources without their own */
+	__be32 mask4;	     /* source grouping mask, IPv4 */
+	__be32 mask6[4];     /* source grouping mask, IPv6 */
+	__u16 id;	     /* 0..FG_MAX_IDS-1 */
+	__u16 gen;	     /* bumped when an id is given to a new rule */
+	__u8 action;	     /* enum fg_action */
+	__u8 mode;	     /* enum fg_mode */
+	__u8 cost;	     /* enum fg_cost */
+	__u8 on_full;	     /* enum fg_on_full */
+	__u8 fleet;	     /* 1: after the local buckets, spend from fg_lease[id] */
+	__u8 tier;	     /* enum fg_tier; 0 (critical) = never shed, as without shedding */
+	__u8 pool;	     /* 1 + index into fg_policy.pools; FG_POOL_NONE (0) = none */
 	__u8 pad;
 	/* concurrency cap (docs/concurrency.md): a TCP SYN is refused while its
 	 * source holds conn_cap connections and pending handshakes */
-	__u32 conn_cap;		/* 0 = no cap */
-	__u32 conn_ttl_ms;	/* how long an admitted handshake holds its place */
+	__u32 conn_cap;	   /* 0 = no cap */
+	__u32 conn_ttl_ms; /* how long an admitted handshake holds its place */
 };
-_Static_assert(sizeof(struct fg_rule) == 88, "fg_rule: fleet, tier and pool fill the tail padding, the concurrency cap adds 8");
+_Static_assert(sizeof(struct fg_rule) == 88,
+	       "fg_rule: fleet, tier and pool fill the tail padding, the concurrency cap adds 8");
 
 /*
  * Load shedding (docs/shedding.md). A rule has a tier; 0 is the default,
@@ -319,14 +324,14 @@ enum fg_tier {
 /* Per tier, three thresholds, so that a tier sheds new TCP work before
  * admitted work (docs/shedding.md section 1). */
 enum fg_shed_kind {
-	FG_SHED_ANY = 0,	/* not TCP */
-	FG_SHED_NEW = 1,	/* TCP SYN without ACK: a new connection */
-	FG_SHED_EST = 2,	/* any other TCP packet */
+	FG_SHED_ANY = 0, /* not TCP */
+	FG_SHED_NEW = 1, /* TCP SYN without ACK: a new connection */
+	FG_SHED_EST = 2, /* any other TCP packet */
 	FG_SHED_NKIND = 3,
 };
 /* The program sheds iff (bpf_get_prandom_u32() >> 1) < thr: 31 random bits
  * against thr in [0, FG_SHED_ONE], exact at both ends. */
-#define FG_SHED_ONE	(1u << 31)
+#define FG_SHED_ONE (1u << 31)
 
 /*
  * A capacity pool (docs/shedding.md section 4): one shared GCRA tat,
@@ -336,19 +341,20 @@ enum fg_shed_kind {
  * fg_agg[FG_CAP_IDX(id)], which bounds their rate to (1 - reserve) of the
  * pool's. A refusal is a shed, not a drop.
  */
-#define FG_MAX_POOLS	16	/* pools per policy (fg_policy.pools) */
-#define FG_POOL_IDS	(2 * FG_MAX_POOLS)	/* bucket ids, as for rules: room for a reload */
-#define FG_POOL_NONE	0	/* fg_rule.pool: the rule draws from no pool, as an all-zero rule */
-#define FG_POOL_NOSHED	0x01	/* fg_pool.flags: the adaptive shedder leaves its rules alone */
+#define FG_MAX_POOLS   16		  /* pools per policy (fg_policy.pools) */
+#define FG_POOL_IDS    (2 * FG_MAX_POOLS) /* bucket ids, as for rules: room for a reload */
+#define FG_POOL_NONE   0    /* fg_rule.pool: the rule draws from no pool, as an all-zero rule */
+#define FG_POOL_NOSHED 0x01 /* fg_pool.flags: the adaptive shedder leaves its rules alone */
 struct fg_pool {
-	__u64 inc;		/*  0 time units per cost unit: 1 / rate */
-	__u64 tau;		/*  8 critical: burst * inc, the whole pool */
-	__u64 tau_low;		/* 16 other tiers: tau * (1 - reserve) */
-	struct fg_limit cap;	/* 24 other tiers together: (1 - reserve) of rate and burst; inc 0 = none */
-	__u16 id;		/* 40 bucket id, 0..FG_POOL_IDS-1, kept by name across reloads (apply) */
-	__u8 cost;		/* 42 enum fg_cost: the pool's unit, whatever its rules' */
-	__u8 flags;		/* 43 FG_POOL_* */
-	__u32 pad;		/* 44 */
+	__u64 inc;     /*  0 time units per cost unit: 1 / rate */
+	__u64 tau;     /*  8 critical: burst * inc, the whole pool */
+	__u64 tau_low; /* 16 other tiers: tau * (1 - reserve) */
+	struct fg_limit
+		cap; /* 24 other tiers together: (1 - reserve) of rate and burst; inc 0 = none */
+	__u16 id;    /* 40 bucket id, 0..FG_POOL_IDS-1, kept by name across reloads (apply) */
+	__u8 cost;   /* 42 enum fg_cost: the pool's unit, whatever its rules' */
+	__u8 flags;  /* 43 FG_POOL_* */
+	__u32 pad;   /* 44 */
 };
 _Static_assert(sizeof(struct fg_pool) == 48, "fg_pool layout");
 
@@ -366,23 +372,23 @@ _Static_assert(sizeof(struct fg_pool) == 48, "fg_pool layout");
  * is shed.
  */
 struct fg_shed_ctl {
-	__u32 thr[FG_NTIERS][FG_SHED_NKIND];	/*  0 [FG_TIER_CRITICAL] stays 0 (daemon) */
-	__u64 end;		/* 48 CLOCK_MONOTONIC ns; thresholds are 0 from here on (daemon) */
-	__u32 hshift;		/* 56 ... and fall linearly over the 2^hshift ns before end (daemon) */
-	__u32 shadow;		/* 60 1: count what would be shed, shed nothing (daemon, policy) */
-	__u32 off;		/* 64 1: no adaptive shedding at all; pools still apply (CLI) */
-	__u32 pad;		/* 68 */
+	__u32 thr[FG_NTIERS][FG_SHED_NKIND]; /*  0 [FG_TIER_CRITICAL] stays 0 (daemon) */
+	__u64 end;    /* 48 CLOCK_MONOTONIC ns; thresholds are 0 from here on (daemon) */
+	__u32 hshift; /* 56 ... and fall linearly over the 2^hshift ns before end (daemon) */
+	__u32 shadow; /* 60 1: count what would be shed, shed nothing (daemon, policy) */
+	__u32 off;    /* 64 1: no adaptive shedding at all; pools still apply (CLI) */
+	__u32 pad;    /* 68 */
 };
 _Static_assert(sizeof(struct fg_shed_ctl) == 72, "fg_shed_ctl layout");
 
-#define FG_SHED_GRAIN		10	/* ns >> 10: ~1 us steps, keeps thr * rem below 2^61 */
-#define FG_SHED_HSHIFT_MIN	(FG_SHED_GRAIN + 1)
-#define FG_SHED_HSHIFT_MAX	40	/* 2^40 ns: 18 min */
+#define FG_SHED_GRAIN	   10 /* ns >> 10: ~1 us steps, keeps thr * rem below 2^61 */
+#define FG_SHED_HSHIFT_MIN (FG_SHED_GRAIN + 1)
+#define FG_SHED_HSHIFT_MAX 40 /* 2^40 ns: 18 min */
 
 /* A threshold as the program applies it at now_ns: a subtraction, two
  * compares, a multiply, two shifts. A corrupt hshift fails open. */
-static inline __attribute__((always_inline)) __u32
-fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns)
+static inline __attribute__((always_inline)) __u32 fg_shed_decayed(__u32 thr, __u64 end,
+								   __u32 hshift, __u64 now_ns)
 {
 	__u64 rem;
 
@@ -400,40 +406,40 @@ fg_shed_decayed(__u32 thr, __u64 end, __u32 hshift, __u64 now_ns)
 enum fg_class {
 	FG_CLASS_TCP = 0,
 	FG_CLASS_UDP,
-	FG_CLASS_ICMP,		/* ICMP and ICMPv6 */
-	FG_CLASS_OTHER,		/* any other IP protocol, incl. ESP, no-next-header */
+	FG_CLASS_ICMP,	/* ICMP and ICMPv6 */
+	FG_CLASS_OTHER, /* any other IP protocol, incl. ESP, no-next-header */
 	FG_NCLASS,
 };
 
 /* fg_match.flags */
-#define FG_M_L4		0x01	/* needs the L4 header: never matches non-first fragments */
-#define FG_M_ICMP_TYPE	0x02	/* icmp_type must be equal */
-#define FG_M_V4		0x04	/* IPv4 only */
-#define FG_M_V6		0x08	/* IPv6 only */
-#define FG_M_FRAG	0x10	/* matches non-first fragments only */
+#define FG_M_L4	       0x01 /* needs the L4 header: never matches non-first fragments */
+#define FG_M_ICMP_TYPE 0x02 /* icmp_type must be equal */
+#define FG_M_V4	       0x04 /* IPv4 only */
+#define FG_M_V6	       0x08 /* IPv6 only */
+#define FG_M_FRAG      0x10 /* matches non-first fragments only */
 
 /* TCP flag bits as in the header's 13th byte */
-#define FG_TCP_FIN	0x01
-#define FG_TCP_SYN	0x02
-#define FG_TCP_RST	0x04
-#define FG_TCP_PSH	0x08
-#define FG_TCP_ACK	0x10
-#define FG_TCP_URG	0x20
-#define FG_TCP_ECE	0x40
-#define FG_TCP_CWR	0x80
+#define FG_TCP_FIN 0x01
+#define FG_TCP_SYN 0x02
+#define FG_TCP_RST 0x04
+#define FG_TCP_PSH 0x08
+#define FG_TCP_ACK 0x10
+#define FG_TCP_URG 0x20
+#define FG_TCP_ECE 0x40
+#define FG_TCP_CWR 0x80
 
 /* One compiled match entry; a rule with a port list compiles to several. */
 struct fg_match {
-	__u16 sport_lo, sport_hi;	/* host order, inclusive; 0..65535 = any */
+	__u16 sport_lo, sport_hi; /* host order, inclusive; 0..65535 = any */
 	__u16 dport_lo, dport_hi;
-	__u32 sets;		/* source sets, any of; 0 = any source */
-	__u8 proto;		/* IP protocol; 0 = any within the class */
-	__u8 tcp_mask;		/* (flags & tcp_mask) == tcp_val */
+	__u32 sets;    /* source sets, any of; 0 = any source */
+	__u8 proto;    /* IP protocol; 0 = any within the class */
+	__u8 tcp_mask; /* (flags & tcp_mask) == tcp_val */
 	__u8 tcp_val;
 	__u8 icmp_type;
-	__u8 flags;		/* FG_M_* */
+	__u8 flags; /* FG_M_* */
 	__u8 pad;
-	__u16 rule;		/* index into fg_policy.rules (not an id) */
+	__u16 rule; /* index into fg_policy.rules (not an id) */
 };
 _Static_assert(sizeof(struct fg_match) == 20, "fg_match layout");
 
@@ -453,17 +459,17 @@ _Static_assert(sizeof(struct fg_match) == 20, "fg_match layout");
  * candidates, 0..255 into at most 256; FG_PBM_N is enough for every
  * dimension at FG_MAX_MATCH entries plus one all[] bitmap per class.
  */
-#define FG_NPCLASS	2	/* FG_CLASS_TCP, FG_CLASS_UDP */
-#define FG_PCLS		(2 * FG_MAX_MATCH + 1)	/* bitmaps per class and port dimension */
-#define FG_PBM_N	(2 * FG_NPCLASS * FG_PCLS + FG_NCLASS + 2 * 256)
+#define FG_NPCLASS 2			  /* FG_CLASS_TCP, FG_CLASS_UDP */
+#define FG_PCLS	   (2 * FG_MAX_MATCH + 1) /* bitmaps per class and port dimension */
+#define FG_PBM_N   (2 * FG_NPCLASS * FG_PCLS + FG_NCLASS + 2 * 256)
 struct fg_pbm {
-	__u64 w[FG_MATCH_WORDS];	/* bit i of word j: entry 64 * j + i */
+	__u64 w[FG_MATCH_WORDS]; /* bit i of word j: entry 64 * j + i */
 };
 struct fg_pidx {
-	__u16 cls[FG_NPCLASS][2][65536];	/* [class][0 dport, 1 sport][port]: index into bm */
-	__u16 all[FG_NCLASS];		/* the bitmap of every entry of a class */
-	__u16 k8[2][256];		/* [0] ICMP type, [1] IP protocol (FG_CLASS_OTHER) -> index into bm */
-	__u16 sum[FG_PBM_N];		/* bit j: bm[b].w[j] != 0 */
+	__u16 cls[FG_NPCLASS][2][65536]; /* [class][0 dport, 1 sport][port]: index into bm */
+	__u16 all[FG_NCLASS];		 /* the bitmap of every entry of a class */
+	__u16 k8[2][256];    /* [0] ICMP type, [1] IP protocol (FG_CLASS_OTHER) -> index into bm */
+	__u16 sum[FG_PBM_N]; /* bit j: bm[b].w[j] != 0 */
 	struct fg_pbm bm[FG_PBM_N];
 };
 _Static_assert(__builtin_offsetof(struct fg_pidx, bm) % 8 == 0, "fg_pidx: bitmaps are u64-aligned");
@@ -473,20 +479,21 @@ _Static_assert(__builtin_offsetof(struct fg_pidx, bm) % 8 == 0, "fg_pidx: bitmap
  * (membarrier(MEMBARRIER_CMD_GLOBAL) calls synchronize_rcu()) before that
  * slot may be written again: no packet is judged by two policies. */
 struct fg_policy {
-	__u64 version;		/* increases with every apply */
-	struct fg_limit ins;	/* admission of new source keys (all rules) */
+	__u64 version;	     /* increases with every apply */
+	struct fg_limit ins; /* admission of new source keys (all rules) */
 	__u32 nrules;
 	__u8 default_verdict;	/* enum fg_verdict, unmatched packets */
-	__u8 malformed_verdict;	/* enum fg_verdict */
+	__u8 malformed_verdict; /* enum fg_verdict */
 	__u8 lists;		/* bit 0: fg_pfx4 has entries, bit 1: fg_pfx6 */
 	__u8 pad;
 	__u16 nmatch[FG_NCLASS];
 	struct fg_rule rules[FG_MAX_RULES];
 	struct fg_match match[FG_NCLASS][FG_MAX_MATCH];
-	struct fg_pool pools[FG_MAX_POOLS];	/* fg_rule.pool indexes these */
+	struct fg_pool pools[FG_MAX_POOLS]; /* fg_rule.pool indexes these */
 	__u32 npools;
 	__u32 pad2;
-	char pool_names[FG_MAX_POOLS][FG_NAME_LEN];	/* pools[i]'s name, NUL-terminated: ids by name (userspace only) */
+	char pool_names[FG_MAX_POOLS]
+		       [FG_NAME_LEN]; /* pools[i]'s name, NUL-terminated: ids by name (userspace only) */
 };
 
 /* Allow/deny lists and source sets share one LPM trie per family. The key
@@ -513,24 +520,24 @@ enum fg_list {
  * intermediate nodes: at most 128 bytes a prefix, 128 MB per million
  * (measured on 6.18: 127.9 bytes a prefix for 200,000 random /24../32).
  */
-#define FG_MAX_PREFIXES	(1u << 20)
+#define FG_MAX_PREFIXES (1u << 20)
 #define FG_PFX_ENTRIES	(2 * FG_MAX_PREFIXES)
 
 struct fg_lpm4 {
-	__u32 prefixlen;	/* 32 (slot) + prefix length */
+	__u32 prefixlen; /* 32 (slot) + prefix length */
 	__u32 slot;
 	__be32 addr;
 };
 
 struct fg_lpm6 {
-	__u32 prefixlen;	/* 32 (slot) + prefix length */
+	__u32 prefixlen; /* 32 (slot) + prefix length */
 	__u32 slot;
 	__u8 addr[16];
 };
 
 struct fg_pfx {
-	__u32 list;		/* enum fg_list */
-	__u32 sets;		/* source sets containing this prefix */
+	__u32 list; /* enum fg_list */
+	__u32 sets; /* source sets containing this prefix */
 };
 
 /*
@@ -554,29 +561,29 @@ struct fg_pfx {
  * nodes (as for fg_pfx4) of 24 + key + 128 + 8 bytes, kmalloc-192: 1.5 MB
  * per family when full.
  */
-#define FG_RT_MAX	4096	/* entries per family (fg_rt4, fg_rt6) */
-#define FG_RT_DEPTH	8	/* nested expired entries the program looks past */
+#define FG_RT_MAX   4096 /* entries per family (fg_rt4, fg_rt6) */
+#define FG_RT_DEPTH 8	 /* nested expired entries the program looks past */
 
 struct fg_rt_key4 {
-	__u32 prefixlen;	/* 0..32 */
+	__u32 prefixlen; /* 0..32 */
 	__be32 addr;
 };
 
 struct fg_rt_key6 {
-	__u32 prefixlen;	/* 0..128 */
+	__u32 prefixlen; /* 0..128 */
 	__u8 addr[16];
 };
 
 /* The program reads the first 16 bytes; the rest is for floodgate deny list. */
 struct fg_rt {
-	__u32 list;		/*  0 FG_LIST_ALLOW or FG_LIST_DENY */
-	__u32 plen;		/*  4 = the key's prefix length (every writer sets it): the program
+	__u32 list;	  /*  0 FG_LIST_ALLOW or FG_LIST_DENY */
+	__u32 plen;	  /*  4 = the key's prefix length (every writer sets it): the program
 				 *    looks on past an expired entry from it, userspace tells an
 				 *    exact match from a covering one by it */
-	__u64 expires;		/*  8 CLOCK_MONOTONIC ns (the program's clock), 0 = until deleted */
-	__u64 created;		/* 16 CLOCK_REALTIME s */
-	char who[40];		/* 24 who added it (uid, user, sudo user), NUL-terminated */
-	char comment[64];	/* 64 the operator's comment, NUL-terminated */
+	__u64 expires;	  /*  8 CLOCK_MONOTONIC ns (the program's clock), 0 = until deleted */
+	__u64 created;	  /* 16 CLOCK_REALTIME s */
+	char who[40];	  /* 24 who added it (uid, user, sudo user), NUL-terminated */
+	char comment[64]; /* 64 the operator's comment, NUL-terminated */
 };
 _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
 
@@ -621,11 +628,11 @@ _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
  * painted FG_DIR4_TRIE the same way. Apply logs the counts ("N of M /24
  * ranges answered by the trie: the block budget is B"), so does check.
  */
-#define FG_DIR4_BITS	16
-#define FG_DIR4_BLK	(1u << 31)	/* entry: a block index, not a leaf */
-#define FG_DIR4_TRIE	(1u << 30)	/* entry: ask the slot's fg_pfx4 */
-#define FG_DIR4_LEAVES	4096		/* distinct (list, sets) values per slot */
-#define FG_BLK4_MAX	(1u << 17)	/* blocks per slot: 128 MB */
+#define FG_DIR4_BITS   16
+#define FG_DIR4_BLK    (1u << 31) /* entry: a block index, not a leaf */
+#define FG_DIR4_TRIE   (1u << 30) /* entry: ask the slot's fg_pfx4 */
+#define FG_DIR4_LEAVES 4096	  /* distinct (list, sets) values per slot */
+#define FG_BLK4_MAX    (1u << 17) /* blocks per slot: 128 MB */
 _Static_assert((FG_DIR4_LEAVES & (FG_DIR4_LEAVES - 1)) == 0, "the program masks leaf indices");
 _Static_assert(FG_BLK4_MAX <= FG_DIR4_TRIE && FG_DIR4_LEAVES <= FG_DIR4_TRIE, "entry kinds apart");
 struct fg_dir4 {
@@ -680,24 +687,24 @@ struct fg_blk4 {
  * nothing away. Both tables are set-associative, so there is no LRU slack
  * (per-CPU free lists) to subtract. Sources refused are charged per on_full.
  */
-#define FG_WAYS4	8
-#define FG_SRC4_MIN_BITS 7	/* 128 sets, 1024 ways */
+#define FG_WAYS4	 8
+#define FG_SRC4_MIN_BITS 7 /* 128 sets, 1024 ways */
 #define FG_SRC4_MAX_BITS 24
 /* A way's key: one 64-bit word, claimed with one compare-and-swap. An
  * all-zero key is an empty way; a claimed one has FG_WKEY4_USED in rule. */
-#define FG_WKEY4_USED	0x8000u
+#define FG_WKEY4_USED 0x8000u
 struct fg_wkey4 {
-	__be32 addr;		/* masked source */
-	__u16 rule;		/* FG_WKEY4_USED | rule id */
-	__u16 gen;		/* rule generation */
+	__be32 addr; /* masked source */
+	__u16 rule;  /* FG_WKEY4_USED | rule id */
+	__u16 gen;   /* rule generation */
 };
 _Static_assert(sizeof(struct fg_wkey4) == 8 && FG_MAX_IDS <= FG_WKEY4_USED,
 	       "fg_wkey4: one CAS word, the rule id below the used bit");
 
 struct fg_set4 {
-	struct fg_wkey4 key[FG_WAYS4];	/* one cache line, read by every lookup */
-	__u64 tat[FG_WAYS4];		/* GCRA state of each way */
-	__u64 drops[FG_WAYS4];		/* sampled, see FG_DROP_SAMPLE */
+	struct fg_wkey4 key[FG_WAYS4]; /* one cache line, read by every lookup */
+	__u64 tat[FG_WAYS4];	       /* GCRA state of each way */
+	__u64 drops[FG_WAYS4];	       /* sampled, see FG_DROP_SAMPLE */
 };
 
 /* murmur3's 64-bit finaliser over key ^ seed. */
@@ -749,28 +756,28 @@ static inline __attribute__((always_inline)) __u32 fg_way4_pref(__u64 key, __u64
  * of who), 48 bytes per way, against 104 for an LRU hash element. A lookup
  * reads the first two.
  */
-#define FG_WAYS6	8
-#define FG_SRC6_MIN_BITS 7	/* 128 sets, 1024 ways */
+#define FG_WAYS6	 8
+#define FG_SRC6_MIN_BITS 7 /* 128 sets, 1024 ways */
 #define FG_SRC6_MAX_BITS 24
 
 struct fg_who6 {
-	__be32 addr[4];		/* masked source */
-	__u16 rule;		/* rule id */
-	__u16 gen;		/* rule generation */
+	__be32 addr[4]; /* masked source */
+	__u16 rule;	/* rule id */
+	__u16 gen;	/* rule generation */
 	__u32 pad;
 };
 
 /* A way's key beside its tat: a lookup's two lines are independent loads
  * (one miss's latency, not two in a row), and a hit finds its tat there. */
 struct fg_way6 {
-	__u64 key;		/* fg_digest6, 0 = empty */
-	__u64 tat;		/* GCRA state */
+	__u64 key; /* fg_digest6, 0 = empty */
+	__u64 tat; /* GCRA state */
 };
 
 struct fg_set6 {
-	struct fg_way6 way[FG_WAYS6];	/*   0 two cache lines, read by every lookup */
-	__u64 drops[FG_WAYS6];		/* 128 sampled, see FG_DROP_SAMPLE */
-	struct fg_who6 who[FG_WAYS6];	/* 192 the owner, written after the claim */
+	struct fg_way6 way[FG_WAYS6]; /*   0 two cache lines, read by every lookup */
+	__u64 drops[FG_WAYS6];	      /* 128 sampled, see FG_DROP_SAMPLE */
+	struct fg_who6 who[FG_WAYS6]; /* 192 the owner, written after the claim */
 };
 _Static_assert(sizeof(struct fg_set6) == 384 && sizeof(struct fg_set6) / FG_WAYS6 <= 64,
 	       "fg_set6: six cache lines, at most 64 bytes per tracked source");
@@ -780,25 +787,36 @@ static inline __attribute__((always_inline)) __u64 fg_rotl64(__u64 x, int b)
 	return (x << b) | (x >> (64 - b));
 }
 
-#define FG_SIPROUND(v0, v1, v2, v3) do {					\
-	v0 += v1; v1 = fg_rotl64(v1, 13); v1 ^= v0; v0 = fg_rotl64(v0, 32);	\
-	v2 += v3; v3 = fg_rotl64(v3, 16); v3 ^= v2;				\
-	v0 += v3; v3 = fg_rotl64(v3, 21); v3 ^= v0;				\
-	v2 += v1; v1 = fg_rotl64(v1, 17); v1 ^= v2; v2 = fg_rotl64(v2, 32);	\
-} while (0)
+#define FG_SIPROUND(v0, v1, v2, v3)     \
+	do {                            \
+		v0 += v1;               \
+		v1 = fg_rotl64(v1, 13); \
+		v1 ^= v0;               \
+		v0 = fg_rotl64(v0, 32); \
+		v2 += v3;               \
+		v3 = fg_rotl64(v3, 16); \
+		v3 ^= v2;               \
+		v0 += v3;               \
+		v3 = fg_rotl64(v3, 21); \
+		v3 ^= v0;               \
+		v2 += v1;               \
+		v1 = fg_rotl64(v1, 17); \
+		v1 ^= v2;               \
+		v2 = fg_rotl64(v2, 32); \
+	} while (0)
 
 /*
  * fg_src6's key: SipHash-1-3 under (k0, k1) of the 20-byte message (addr,
  * rule, gen), the words as this host loads them (the program and its
  * readers run on one host), with the used bit set.
  */
-static inline __attribute__((always_inline)) __u64
-fg_digest6(const __be32 a[4], __u16 rule, __u16 gen, __u64 k0, __u64 k1)
+static inline __attribute__((always_inline)) __u64 fg_digest6(const __be32 a[4], __u16 rule,
+							      __u16 gen, __u64 k0, __u64 k1)
 {
 	__u64 v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
 	__u64 v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
 	__u64 m0 = (__u64)a[0] | (__u64)a[1] << 32, m1 = (__u64)a[2] | (__u64)a[3] << 32;
-	__u64 m2 = (__u64)rule | (__u64)gen << 16 | 20ull << 56;	/* last block: length on top */
+	__u64 m2 = (__u64)rule | (__u64)gen << 16 | 20ull << 56; /* last block: length on top */
 
 	v3 ^= m0;
 	FG_SIPROUND(v0, v1, v2, v3);
@@ -817,8 +835,8 @@ fg_digest6(const __be32 a[4], __u16 rule, __u16 gen, __u64 k0, __u64 k1)
 }
 
 /* The key a way's copy of its owner stands for (readers: see above). */
-static inline __attribute__((always_inline)) __u64
-fg_who6_digest(const struct fg_who6 *w, const __u64 seed6[2])
+static inline __attribute__((always_inline)) __u64 fg_who6_digest(const struct fg_who6 *w,
+								  const __u64 seed6[2])
 {
 	return fg_digest6(w->addr, w->rule, w->gen, seed6[0], seed6[1]);
 }
@@ -845,7 +863,7 @@ static inline __attribute__((always_inline)) __u32 fg_way6_pref(__u64 key)
  * rank sources; exact totals are in the per-rule counters. The word's low
  * 4 bits are the throttle-event tag (FG_TEV_TAG_MASK, below): FG_DROPS().
  */
-#define FG_DROP_SAMPLE	16
+#define FG_DROP_SAMPLE 16
 /*
  * Is a CPU's n-th drop of a row sampled at now_tu? One in each run of
  * FG_DROP_SAMPLE drops, at a place that moves with the clock (a hash of
@@ -854,14 +872,14 @@ static inline __attribute__((always_inline)) __u32 fg_way6_pref(__u64 key)
  * test_drop_sample_rotation), or 18 with real frames (e2e_sampling), were
  * ever sampled; the others were never reported, tracked or escalated.
  */
-#define FG_DROP_PHASE(now_tu) \
-	((__u32)((((now_tu) >> (22 + FG_TU_SHIFT)) * 0x9E3779B97F4A7C15ull) >> 32) & (FG_DROP_SAMPLE - 1))
-#define FG_DROP_SAMPLED(n, now_tu) \
-	((((n) + FG_DROP_PHASE(now_tu)) & (FG_DROP_SAMPLE - 1)) == 0)
+#define FG_DROP_PHASE(now_tu)                                                        \
+	((__u32)((((now_tu) >> (22 + FG_TU_SHIFT)) * 0x9E3779B97F4A7C15ull) >> 32) & \
+	 (FG_DROP_SAMPLE - 1))
+#define FG_DROP_SAMPLED(n, now_tu) ((((n) + FG_DROP_PHASE(now_tu)) & (FG_DROP_SAMPLE - 1)) == 0)
 
 struct fg_bucket {
-	__u64 tat;		/* time units */
-	__u64 drops;		/* sampled, see above */
+	__u64 tat;   /* time units */
+	__u64 drops; /* sampled, see above */
 };
 
 /* Aggregate, overflow, admission and pool buckets live in one array, a
@@ -869,13 +887,13 @@ struct fg_bucket {
  * their tat is used: nothing reads their drops word, so the drop path
  * does not write it (no atomic add on the most shared line); the exact
  * drop totals are the per-rule counters. */
-#define FG_AGG_IDX(id)	(id)
-#define FG_OVF_IDX(id)	(FG_MAX_IDS + (id))
-#define FG_INS_IDX	(2 * FG_MAX_IDS)
-#define FG_POOL_IDX(p)	(FG_INS_IDX + 1 + 2 * (p))	/* the pool's shared tat */
-#define FG_CAP_IDX(p)	(FG_INS_IDX + 2 + 2 * (p))	/* its cap for the non-critical tiers */
-#define FG_TEV_IDX	(2 * FG_MAX_IDS + 1 + 2 * FG_POOL_IDS)	/* the throttle events' rate cap */
-#define FG_NAGG		(FG_TEV_IDX + 1)
+#define FG_AGG_IDX(id) (id)
+#define FG_OVF_IDX(id) (FG_MAX_IDS + (id))
+#define FG_INS_IDX     (2 * FG_MAX_IDS)
+#define FG_POOL_IDX(p) (FG_INS_IDX + 1 + 2 * (p)) /* the pool's shared tat */
+#define FG_CAP_IDX(p)  (FG_INS_IDX + 2 + 2 * (p)) /* its cap for the non-critical tiers */
+#define FG_TEV_IDX     (2 * FG_MAX_IDS + 1 + 2 * FG_POOL_IDS) /* the throttle events' rate cap */
+#define FG_NAGG	       (FG_TEV_IDX + 1)
 struct fg_agg {
 	struct fg_bucket b;
 	__u64 pad[6];
@@ -888,8 +906,8 @@ struct fg_stats {
 	__u64 pkts[FG_OUT_MAX];
 	__u64 bytes[FG_OUT_MAX];
 	__u64 ev[FG_EV_MAX];
-	__u64 fleet_offered;	/* cost that reached the fleet check (the node's demand) */
-	__u64 fleet_unleased;	/* cost admitted under on_loss open or local (the debt) */
+	__u64 fleet_offered;  /* cost that reached the fleet check (the node's demand) */
+	__u64 fleet_unleased; /* cost admitted under on_loss open or local (the debt) */
 };
 
 /*
@@ -899,9 +917,9 @@ struct fg_stats {
  * daemon or not.
  */
 enum fg_on_loss {
-	FG_LOSS_LOCAL = 0,	/* spend the static local share, fg_lease.local */
-	FG_LOSS_OPEN = 1,	/* the fleet limit does not apply; local limits do */
-	FG_LOSS_CLOSED = 2,	/* drop what reaches the fleet check */
+	FG_LOSS_LOCAL = 0,  /* spend the static local share, fg_lease.local */
+	FG_LOSS_OPEN = 1,   /* the fleet limit does not apply; local limits do */
+	FG_LOSS_CLOSED = 2, /* drop what reaches the fleet check */
 };
 
 /*
@@ -914,15 +932,15 @@ enum fg_on_loss {
  * An entry whose gen is not the rule's is stale: treated as closed.
  */
 struct fg_lease {
-	__s64 tokens;		/*  0 cost units; program: add -cost; daemon: add grants, CAS take-backs */
-	__u64 lease_expires;	/*  8 CLOCK_MONOTONIC ns; tokens are spendable only before it; 0 = none */
-	__u64 tat;		/* 16 GCRA state of the local share; daemon: (lease_expires << FG_TU_SHIFT) + local.tau */
-	struct fg_limit local;	/* 24 on_loss local: this node's static share (inc 0: drop) */
-	__u16 gen;		/* 40 == fg_rule.gen, else stale */
-	__u8 on_loss;		/* 42 enum fg_on_loss */
-	__u8 pad;		/* 43 */
-	__u32 nodes;		/* 44 last known node count (status, adoption) */
-	__u64 pad2[2];		/* 48 */
+	__s64 tokens; /*  0 cost units; program: add -cost; daemon: add grants, CAS take-backs */
+	__u64 lease_expires; /*  8 CLOCK_MONOTONIC ns; tokens are spendable only before it; 0 = none */
+	__u64 tat; /* 16 GCRA state of the local share; daemon: (lease_expires << FG_TU_SHIFT) + local.tau */
+	struct fg_limit local; /* 24 on_loss local: this node's static share (inc 0: drop) */
+	__u16 gen;	       /* 40 == fg_rule.gen, else stale */
+	__u8 on_loss;	       /* 42 enum fg_on_loss */
+	__u8 pad;	       /* 43 */
+	__u32 nodes;	       /* 44 last known node count (status, adoption) */
+	__u64 pad2[2];	       /* 48 */
 };
 _Static_assert(sizeof(struct fg_lease) == 64 && __builtin_offsetof(struct fg_lease, gen) == 40,
 	       "fg_lease: one cache line");
@@ -942,31 +960,32 @@ struct fg_name {
  * reader sees the reload fields of one update, never half of two. */
 struct fg_meta_if {
 	__u32 ifindex;
-	__u32 xdp_mode;		/* 1 native (drv), 2 generic (skb) */
+	__u32 xdp_mode; /* 1 native (drv), 2 generic (skb) */
 	char name[16];
 };
 
 struct fg_meta {
-	__u32 magic;		/*   0 */
-	__u32 abi;		/*   4 */
-	__u32 pid;		/*   8 daemon pid, 0 when none */
-	__u32 n_ifs;		/*  12 */
-	__u64 started;		/*  16 CLOCK_REALTIME s when the daemon started */
-	__u64 max_sources;	/*  24 */
-	struct fg_meta_if ifs[FG_MAX_IFS];	/*  32, 24 bytes each */
-	char config[256];	/* 416 */
-	__u32 reload_seq;	/* 672 +1 each time the daemon has finished handling a reload request, success or not */
-	__u32 reload_err;	/* 676 that request's result: 0, or a positive errno */
-	__u64 reload_done;	/* 680 CLOCK_REALTIME s when it finished */
-	__u32 file_mode;	/* 688 enum fg_mode: the file's global mode as last applied */
-	struct bpf_spin_lock lock;	/* 692 for BPF_F_LOCK lookups and updates */
-	char reload_msg[256];	/* 696 the daemon's reason, or "policy version N active" */
+	__u32 magic;			   /*   0 */
+	__u32 abi;			   /*   4 */
+	__u32 pid;			   /*   8 daemon pid, 0 when none */
+	__u32 n_ifs;			   /*  12 */
+	__u64 started;			   /*  16 CLOCK_REALTIME s when the daemon started */
+	__u64 max_sources;		   /*  24 */
+	struct fg_meta_if ifs[FG_MAX_IFS]; /*  32, 24 bytes each */
+	char config[256];		   /* 416 */
+	__u32 reload_seq; /* 672 +1 each time the daemon has finished handling a reload request, success or not */
+	__u32 reload_err;	   /* 676 that request's result: 0, or a positive errno */
+	__u64 reload_done;	   /* 680 CLOCK_REALTIME s when it finished */
+	__u32 file_mode;	   /* 688 enum fg_mode: the file's global mode as last applied */
+	struct bpf_spin_lock lock; /* 692 for BPF_F_LOCK lookups and updates */
+	char reload_msg[256];	   /* 696 the daemon's reason, or "policy version N active" */
 	/* the daemon's incremental walk of the source tables (status reads these, not the tables) */
-	__u64 src_count4;	/* 952 used ways of fg_src4 at the last complete pass */
-	__u64 src_count6;	/* 960 entries of fg_src6 at the last complete pass */
-	__u64 src_count_at;	/* 968 CLOCK_REALTIME s when those passes ended, 0 = never */
+	__u64 src_count4;   /* 952 used ways of fg_src4 at the last complete pass */
+	__u64 src_count6;   /* 960 entries of fg_src6 at the last complete pass */
+	__u64 src_count_at; /* 968 CLOCK_REALTIME s when those passes ended, 0 = never */
 };
-_Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(struct fg_meta) == 976,
+_Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 &&
+		       sizeof(struct fg_meta) == 976,
 	       "fg_meta layout");
 
 /*
@@ -986,30 +1005,31 @@ _Static_assert(__builtin_offsetof(struct fg_meta, reload_msg) == 696 && sizeof(s
  * reported on a later sampled drop. The daemon looks up only the sources
  * it was told about, to log when they stop.
  */
-#define FG_TEV_TAG_MASK	((__u64)(FG_DROP_SAMPLE - 1))	/* drops: the low bits, sampled drops above */
-#define FG_TEV_EPOCH_SHIFT (30 + FG_TU_SHIFT)	/* an epoch: 2^30 ns, in time units */
+#define FG_TEV_TAG_MASK	   ((__u64)(FG_DROP_SAMPLE - 1)) /* drops: the low bits, sampled drops above */
+#define FG_TEV_EPOCH_SHIFT (30 + FG_TU_SHIFT)		 /* an epoch: 2^30 ns, in time units */
 #define FG_TEV_TAG(now_tu) (8u | (((now_tu) >> FG_TEV_EPOCH_SHIFT) & 7u))
 /* The program's cache of the coarse clock, per CPU (bpf/floodgate.bpf.c
  * fg_now_ns): pinned like every map, so a restarted daemon that keeps the
  * running program keeps it on the same maps. */
 struct fg_clk {
-	__u64 jiffies;		/* bpf_jiffies64 when ns was read */
-	__u64 ns;		/* bpf_ktime_get_coarse_ns then */
+	__u64 jiffies; /* bpf_jiffies64 when ns was read */
+	__u64 ns;      /* bpf_ktime_get_coarse_ns then */
 };
 
-#define FG_TEV_RATE	4096	/* events a second, all sources */
-#define FG_TEV_BURST	4096
-#define FG_TEV_RING	(512 * 1024)	/* bytes: two seconds of events at the cap, 40 bytes each */
-#define FG_DROPS(w)	((w) & ~FG_TEV_TAG_MASK)	/* a drops word without its tag */
-_Static_assert(FG_DROP_SAMPLE == 16, "the event tag takes the 4 low bits that sampling leaves at zero");
+#define FG_TEV_RATE  4096 /* events a second, all sources */
+#define FG_TEV_BURST 4096
+#define FG_TEV_RING  (512 * 1024) /* bytes: two seconds of events at the cap, 40 bytes each */
+#define FG_DROPS(w)  ((w) & ~FG_TEV_TAG_MASK) /* a drops word without its tag */
+_Static_assert(FG_DROP_SAMPLE == 16,
+	       "the event tag takes the 4 low bits that sampling leaves at zero");
 
 struct fg_tev {
-	__u8 addr[16];		/*  0 the masked source (the bucket's key); IPv4 in addr[0..3] */
-	__u16 rule;		/* 16 rule id */
-	__u16 gen;		/* 18 its generation */
-	__u8 family;		/* 20 4 or 6 */
-	__u8 pad[3];		/* 21 */
-	__u64 drops;		/* 24 the bucket's sampled drops after this one (tag masked) */
+	__u8 addr[16]; /*  0 the masked source (the bucket's key); IPv4 in addr[0..3] */
+	__u16 rule;    /* 16 rule id */
+	__u16 gen;     /* 18 its generation */
+	__u8 family;   /* 20 4 or 6 */
+	__u8 pad[3];   /* 21 */
+	__u64 drops;   /* 24 the bucket's sampled drops after this one (tag masked) */
 };
 _Static_assert(sizeof(struct fg_tev) == 32, "fg_tev layout");
 

@@ -18,7 +18,8 @@
  * the first packet; from then on only user/maps/ctl.h writes it. */
 static int dp_ctl_init(struct dp *d, __u32 max_sources)
 {
-	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
+	struct fg_ctl c = { .magic = FG_ABI_MAGIC,
+			    .abi = FG_ABI_VERSION,
 			    .seed4 = 0x5eed5eed5eed5eedull };
 	__u32 k = 0, sets = fg_src4_sets(max_sources), sets6 = fg_src6_sets(max_sources);
 
@@ -67,7 +68,7 @@ int dp_open(struct dp *d, __u32 max_sources)
 		dp_close(d);
 		return err;
 	}
-	dp_set_now(d, 1000000000ull);	/* t = 1 s */
+	dp_set_now(d, 1000000000ull); /* t = 1 s */
 	dp_pol_reset(d);
 	err = dp_ctl_init(d, max_sources);
 	if (!err)
@@ -181,14 +182,13 @@ void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes)
 	}
 }
 
-int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
-	    unsigned classes)
+int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m, unsigned classes)
 {
 	return dp_rule_id(d, r, m, classes, (__u16)d->pol.nrules);
 }
 
-int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
-	       unsigned classes, __u16 id)
+int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m, unsigned classes,
+	       __u16 id)
 {
 	int idx = d->pol.nrules++;
 	struct fg_rule *n = &d->pol.rules[idx];
@@ -314,11 +314,7 @@ int dp_pfx(struct dp *d, const char *cidr, __u32 list, __u32 sets)
 
 int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o,
-		.data_in = pkt,
-		.data_size_in = len,
-		.repeat = 1,
-	);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt, .data_size_in = len, .repeat = 1, );
 	int err = bpf_prog_test_run_opts(d->prog, &o);
 
 	if (err)
@@ -393,7 +389,7 @@ int dp_outcome_of(struct dp *d, const struct pkt_spec *s, __u32 *row, int *verdi
 	__u32 r = 0, o = 0;
 	int v;
 
-	dp_outcome(d, &r, &o);	/* snapshot */
+	dp_outcome(d, &r, &o); /* snapshot */
 	v = dp_send(d, s);
 	if (verdict)
 		*verdict = v;
@@ -426,7 +422,10 @@ static int dp_set4(struct dp *d, __u32 idx, struct fg_set4 *set)
 int dp_where4(struct dp *d, const char *addr, __u16 rule, __u16 gen, struct dp_where *at,
 	      struct fg_set4 *set)
 {
-	union { struct fg_wkey4 s; __u64 u; } k = { .s = { .rule = FG_WKEY4_USED | rule, .gen = gen } };
+	union {
+		struct fg_wkey4 s;
+		__u64 u;
+	} k = { .s = { .rule = FG_WKEY4_USED | rule, .gen = gen } };
 	struct fg_ctl c;
 	__u32 z = 0;
 
@@ -477,8 +476,8 @@ void dp_claim_seen(struct dp_claims *c, __u8 *used, __u32 ways, __u32 pref, int 
 int dp_claims_check(const struct dp_claims *c, const char *what, __u64 inserts)
 {
 	printf("  %s: %d in their own way, %d in another, %d without (set full), %d not where "
-	       "the model puts them; %llu inserts\n", what, c->own, c->other, c->none, c->wrong,
-	       (unsigned long long)inserts);
+	       "the model puts them; %llu inserts\n",
+	       what, c->own, c->other, c->none, c->wrong, (unsigned long long)inserts);
 	if (c->wrong || !c->own || !c->other || inserts != (__u64)(c->own + c->other))
 		return -EPROTO;
 	return 0;

@@ -22,14 +22,14 @@ struct dp {
 	struct floodgate_bpf *skel;
 	int prog;
 	int ncpu;
-	struct fg_ctl_map cm;	/* fg_ctl, mapped */
-	struct fg_policy pol;	/* the policy being built */
-	struct fg_stats snap[FG_NROWS];	/* for dp_outcome() */
+	struct fg_ctl_map cm;		/* fg_ctl, mapped */
+	struct fg_policy pol;		/* the policy being built */
+	struct fg_stats snap[FG_NROWS]; /* for dp_outcome() */
 	struct fg_pfx_entry pfx[128];	/* what dp_pfx wrote, for fg_dir4 */
 	int npfx;
-	struct fg_lease *lease;	/* fg_lease, mapped: FG_MAX_IDS entries */
+	struct fg_lease *lease; /* fg_lease, mapped: FG_MAX_IDS entries */
 	size_t lease_len;
-	struct fg_shed_ctl *shed;	/* fg_shed, mapped: one entry */
+	struct fg_shed_ctl *shed; /* fg_shed, mapped: one entry */
 };
 
 int dp_open(struct dp *d, __u32 max_sources);
@@ -42,15 +42,14 @@ void dp_pol_reset(struct dp *d);
 struct fg_limit dp_lim(double rate, double burst);
 /* Adds a rule; its match m goes into every class whose bit is set in
  * classes (1 << FG_CLASS_*). Returns the rule index (= id). */
-int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
-	    unsigned classes);
+int dp_rule(struct dp *d, const struct fg_rule *r, const struct fg_match *m, unsigned classes);
 /* The same with a rule id of the caller's choice (0..FG_MAX_IDS-1);
  * returns the rule index. */
-int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m,
-	       unsigned classes, __u16 id);
+int dp_rule_id(struct dp *d, const struct fg_rule *r, const struct fg_match *m, unsigned classes,
+	       __u16 id);
 /* Adds one more match entry for rule idx. */
 void dp_match(struct dp *d, int idx, const struct fg_match *m, unsigned classes);
-int dp_apply(struct dp *d);	/* write inactive slot, flip (fg_switch_slot) */
+int dp_apply(struct dp *d); /* write inactive slot, flip (fg_switch_slot) */
 /* The new-key admission limit floodgated sets for the policy being built
  * and max_sources (fg_policy_set_admission, the daemon's own code). */
 int dp_set_admission(struct dp *d, __u64 max_sources);
@@ -77,7 +76,7 @@ int dp_pool(struct dp *d, int i, double rate, double burst, double reserve_pct, 
 
 /* running */
 int dp_run(struct dp *d, const uint8_t *pkt, int len, __u32 *retval);
-int dp_send(struct dp *d, const struct pkt_spec *s);	/* returns XDP verdict or -errno */
+int dp_send(struct dp *d, const struct pkt_spec *s); /* returns XDP verdict or -errno */
 int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out);
 /* Which (row, outcome) changed since the last call; -1 if none or several. */
 int dp_outcome(struct dp *d, __u32 *row, __u32 *out);

@@ -44,7 +44,8 @@ int dp_rt_add(struct dp *d, struct fg_rt_maps *rt, const char *cidr, __u32 list,
 
 __u32 dp_rt_count(struct dp *d, int family)
 {
-	int fd = family == 4 ? bpf_map__fd(d->skel->maps.fg_rt4) : bpf_map__fd(d->skel->maps.fg_rt6);
+	int fd = family == 4 ? bpf_map__fd(d->skel->maps.fg_rt4) :
+			       bpf_map__fd(d->skel->maps.fg_rt6);
 	struct fg_rt_key6 k, next;
 	__u32 n = 0;
 
@@ -73,12 +74,14 @@ int dp_rt_raw(struct dp *d, const struct fg_rt_entry *e)
 		struct fg_rt_key4 k = { .prefixlen = e->plen };
 
 		memcpy(&k.addr, e->addr, 4);
-		return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_rt4), &k, &v, 0) ? -errno : 0;
+		return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_rt4), &k, &v, 0) ? -errno :
+											   0;
 	} else {
 		struct fg_rt_key6 k = { .prefixlen = e->plen };
 
 		memcpy(k.addr, e->addr, 16);
-		return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_rt6), &k, &v, 0) ? -errno : 0;
+		return bpf_map_update_elem(bpf_map__fd(d->skel->maps.fg_rt6), &k, &v, 0) ? -errno :
+											   0;
 	}
 }
 

@@ -15,10 +15,13 @@ int dp_check_open(struct dp *d, __u32 max_sources)
 	return 0;
 }
 
-void dp_check_on_full(struct dp *d, const char *what, int mode, __u64 passed, __u64 sent,
-		      __u64 own, __u64 refused, __u64 ovf_burst)
+void dp_check_on_full(struct dp *d, const char *what, int mode, __u64 passed, __u64 sent, __u64 own,
+		      __u64 refused, __u64 ovf_burst)
 {
-	static const struct { const char *pass, *count; __u32 ev; } m[] = {
+	static const struct {
+		const char *pass, *count;
+		__u32 ev;
+	} m[] = {
 		[FG_FULL_OVERFLOW] = { "own buckets pass, the rest share the overflow's burst",
 				       "overflow charges counted", FG_EV_OVERFLOW },
 		[FG_FULL_OPEN] = { "fail open passes all", "fail-open counted", FG_EV_FULL_OPEN },

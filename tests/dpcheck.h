@@ -15,7 +15,7 @@ int dp_check_open(struct dp *d, __u32 max_sources);
  * `own` got one), row 0 passed what on_full mode says (FG_FULL_*: overflow
  * own + ovf_burst, open all `sent`, closed only `own`) and counted its event
  * once per refused source. Check names start with what. */
-void dp_check_on_full(struct dp *d, const char *what, int mode, __u64 passed, __u64 sent,
-		      __u64 own, __u64 refused, __u64 ovf_burst);
+void dp_check_on_full(struct dp *d, const char *what, int mode, __u64 passed, __u64 sent, __u64 own,
+		      __u64 refused, __u64 ovf_burst);
 
 #endif

@@ -106,8 +106,8 @@ int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why)
 	return 0;
 }
 
-int fg_test_contains_all(const char *file, int line, const char *hay,
-			 const struct fg_want *want, size_t n)
+int fg_test_contains_all(const char *file, int line, const char *hay, const struct fg_want *want,
+			 size_t n)
 {
 	int all = 1;
 

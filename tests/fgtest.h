@@ -29,7 +29,7 @@ void fg_test_end(void);
 
 static inline void fg_test_run_each(const char *names, const fg_test_fn *fn, size_t n)
 {
-	static char name[128];	/* fg_test_begin keeps the pointer */
+	static char name[128]; /* fg_test_begin keeps the pointer */
 
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
@@ -46,8 +46,8 @@ static inline void fg_test_run_each(const char *names, const fg_test_fn *fn, siz
 	}
 }
 
-#define FG_RUN_EACH(...)						\
-	fg_test_run_each(#__VA_ARGS__, (const fg_test_fn[]){ __VA_ARGS__ },	\
+#define FG_RUN_EACH(...)                                                    \
+	fg_test_run_each(#__VA_ARGS__, (const fg_test_fn[]){ __VA_ARGS__ }, \
 			 sizeof((const fg_test_fn[]){ __VA_ARGS__ }) / sizeof(fg_test_fn))
 /* ---- end of unit test helpers (dupb2) ---- */
 
@@ -63,7 +63,7 @@ void fg_test_fail(const char *file, int line, const char *fmt, ...)
 void fg_test_begin(const char *name);
 void fg_test_end(void);
 int fg_test_summary(void);
-void fg_test_init(int argc, char **argv);	/* argv[1]: substring filter */
+void fg_test_init(int argc, char **argv); /* argv[1]: substring filter */
 int fg_test_selected(const char *name);
 /* The whole binary skips, saying why under `name`; prints the summary line and returns 0, main's exit status. */
 int fg_test_skip_all(const char *name, const char *why, ...) __attribute__((format(printf, 2, 3)));
@@ -72,63 +72,92 @@ int fg_test_init_root(int argc, char **argv, const char *name, const char *why);
 /* fg_test_init_root, then libbpf's own messages silenced (the BPF tests). */
 int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why);
 
-#define FG_RUN(fn)							\
-	do {								\
-		if (!fg_test_selected(#fn))				\
-			break;						\
-		fg_test_begin(#fn);					\
-		fn();							\
-		fg_test_end();						\
+#define FG_RUN(fn)                          \
+	do {                                \
+		if (!fg_test_selected(#fn)) \
+			break;              \
+		fg_test_begin(#fn);         \
+		fn();                       \
+		fg_test_end();              \
 	} while (0)
 
 /* Setup that did not work: one failed check under `name`, then the summary; main's exit status, 1. */
-#define FG_FAIL_ALL(name, ...)						\
-	({ fg_test_begin(name);						\
-	   fg_test_fail(__FILE__, __LINE__, __VA_ARGS__);		\
-	   fg_test_end();						\
-	   fg_test_summary(); })
+#define FG_FAIL_ALL(name, ...)                                 \
+	({                                                     \
+		fg_test_begin(name);                           \
+		fg_test_fail(__FILE__, __LINE__, __VA_ARGS__); \
+		fg_test_end();                                 \
+		fg_test_summary();                             \
+	})
 
 /* Each ASSERT evaluates to 1 when it held, so a test can stop early. */
-#define ASSERT_TRUE(cond, name)						\
-	({ int ___ok = !!(cond);					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: expected true (%s)", name, #cond); \
-	   ___ok; })
+#define ASSERT_TRUE(cond, name)                                                                  \
+	({                                                                                       \
+		int ___ok = !!(cond);                                                            \
+		if (!___ok)                                                                      \
+			fg_test_fail(__FILE__, __LINE__, "%s: expected true (%s)", name, #cond); \
+		___ok;                                                                           \
+	})
 
-#define ASSERT_EQ(got, exp, name)					\
-	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
-	   int ___ok = ___g == ___e;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected %lld", name, ___g, ___e); \
-	   ___ok; })
+#define ASSERT_EQ(got, exp, name)                                                             \
+	({                                                                                    \
+		long long ___g = (long long)(got), ___e = (long long)(exp);                   \
+		int ___ok = ___g == ___e;                                                     \
+		if (!___ok)                                                                   \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected %lld", name, \
+				     ___g, ___e);                                             \
+		___ok;                                                                        \
+	})
 
-#define ASSERT_NEQ(got, exp, name)					\
-	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
-	   int ___ok = ___g != ___e;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected anything else", name, ___g); \
-	   ___ok; })
+#define ASSERT_NEQ(got, exp, name)                                                               \
+	({                                                                                       \
+		long long ___g = (long long)(got), ___e = (long long)(exp);                      \
+		int ___ok = ___g != ___e;                                                        \
+		if (!___ok)                                                                      \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected anything else", \
+				     name, ___g);                                                \
+		___ok;                                                                           \
+	})
 
-#define ASSERT_GE(got, exp, name)					\
-	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
-	   int ___ok = ___g >= ___e;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected >= %lld", name, ___g, ___e); \
-	   ___ok; })
+#define ASSERT_GE(got, exp, name)                                                                \
+	({                                                                                       \
+		long long ___g = (long long)(got), ___e = (long long)(exp);                      \
+		int ___ok = ___g >= ___e;                                                        \
+		if (!___ok)                                                                      \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected >= %lld", name, \
+				     ___g, ___e);                                                \
+		___ok;                                                                           \
+	})
 
-#define ASSERT_LE(got, exp, name)					\
-	({ long long ___g = (long long)(got), ___e = (long long)(exp);	\
-	   int ___ok = ___g <= ___e;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected <= %lld", name, ___g, ___e); \
-	   ___ok; })
+#define ASSERT_LE(got, exp, name)                                                                \
+	({                                                                                       \
+		long long ___g = (long long)(got), ___e = (long long)(exp);                      \
+		int ___ok = ___g <= ___e;                                                        \
+		if (!___ok)                                                                      \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected <= %lld", name, \
+				     ___g, ___e);                                                \
+		___ok;                                                                           \
+	})
 
-#define ASSERT_OK(err, name)						\
-	({ long long ___g = (long long)(err);				\
-	   int ___ok = ___g == 0;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: failed with %lld (%s)", name, ___g, strerror(___g < 0 ? (int)-___g : (int)___g)); \
-	   ___ok; })
+#define ASSERT_OK(err, name)                                                                      \
+	({                                                                                        \
+		long long ___g = (long long)(err);                                                \
+		int ___ok = ___g == 0;                                                            \
+		if (!___ok)                                                                       \
+			fg_test_fail(__FILE__, __LINE__, "%s: failed with %lld (%s)", name, ___g, \
+				     strerror(___g < 0 ? (int)-___g : (int)___g));                \
+		___ok;                                                                            \
+	})
 
-#define ASSERT_STR_CONTAINS(hay, needle, name)				\
-	({ const char *___h = (hay), *___n = (needle);			\
-	   int ___ok = ___h && strstr(___h, ___n);			\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", name, ___h ? ___h : "(null)", ___n); \
-	   ___ok; })
+#define ASSERT_STR_CONTAINS(hay, needle, name)                                                 \
+	({                                                                                     \
+		const char *___h = (hay), *___n = (needle);                                    \
+		int ___ok = ___h && strstr(___h, ___n);                                        \
+		if (!___ok)                                                                    \
+			fg_test_fail(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", \
+				     name, ___h ? ___h : "(null)", ___n);                      \
+		___ok;                                                                         \
+	})
 
 /* One substring a text must contain, and the name of that check. */
 struct fg_want {
@@ -137,18 +166,21 @@ struct fg_want {
 
 /* ASSERT_STR_CONTAINS(hay, w.needle, w.name) for each w of the array want;
  * 1 when all held. */
-#define ASSERT_CONTAINS_ALL(hay, want)					\
+#define ASSERT_CONTAINS_ALL(hay, want) \
 	fg_test_contains_all(__FILE__, __LINE__, (hay), (want), sizeof(want) / sizeof((want)[0]))
-int fg_test_contains_all(const char *file, int line, const char *hay,
-			 const struct fg_want *want, size_t n);
+int fg_test_contains_all(const char *file, int line, const char *hay, const struct fg_want *want,
+			 size_t n);
 
 /* |got - exp| <= tol, in doubles (the caller includes math.h). */
-#define ASSERT_NEAR(got, exp, tol, name)				\
-	({ double ___g = (got), ___e = (exp), ___t = (tol);		\
-	   int ___ok = fabs(___g - ___e) <= ___t;			\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected %.12g (+-%.3g)", \
-				    name, ___g, ___e, ___t);		\
-	   ___ok; })
+#define ASSERT_NEAR(got, exp, tol, name)                                                           \
+	({                                                                                         \
+		double ___g = (got), ___e = (exp), ___t = (tol);                                   \
+		int ___ok = fabs(___g - ___e) <= ___t;                                             \
+		if (!___ok)                                                                        \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected %.12g (+-%.3g)", \
+				     name, ___g, ___e, ___t);                                      \
+		___ok;                                                                             \
+	})
 
 /* ---- data-path test helpers (dupa) ---- */
 
@@ -165,8 +197,14 @@ struct fg_test_case {
 	void (*teardown)(void);
 };
 
-#define FG_CASE(fn)			{ #fn, fn, NULL, NULL }
-#define FG_CASE_FIXTURE(fn, su, td)	{ #fn, fn, su, td }
+#define FG_CASE(fn)                 \
+	{                           \
+#fn, fn, NULL, NULL \
+	}
+#define FG_CASE_FIXTURE(fn, su, td) \
+	{                           \
+#fn, fn, su, td     \
+	}
 
 /* main() of a test binary that needs root and BPF: fg_test_init_bpf (without
  * root every test is skipped, saying why under name), then each case the
@@ -193,10 +231,10 @@ static inline int fg_test_main_bpf(int argc, char **argv, const char *name, cons
 }
 
 /* int main() running the array cases through fg_test_main_bpf. */
-#define FG_MAIN_BPF(name, why, cases)					\
-	int main(int argc, char **argv)					\
-	{								\
-		return fg_test_main_bpf(argc, argv, name, why, cases,	\
+#define FG_MAIN_BPF(name, why, cases)                                        \
+	int main(int argc, char **argv)                                      \
+	{                                                                    \
+		return fg_test_main_bpf(argc, argv, name, why, cases,        \
 					sizeof(cases) / sizeof((cases)[0])); \
 	}
 

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 65536)
 		return 0;
-	buf = malloc(size ? size : 1);	/* exact size: overreads trap */
+	buf = malloc(size ? size : 1); /* exact size: overreads trap */
 	memcpy(buf, data, size);
 	memset(&p, 0, sizeof(p));
 	rc = fg_parse(buf, buf + size, (__u32)size, &p);

@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			abort();
 		fg_err_format(&err, buf, sizeof(buf));
 		if (cfg.pfx || cfg.pol.nrules)
-			abort();	/* no partial result */
+			abort(); /* no partial result */
 		return 0;
 	}
 	/* invariants every compiled policy keeps */

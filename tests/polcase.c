@@ -44,7 +44,7 @@ static int pc_grow(void **arr, size_t n, size_t size)
 {
 	void *p;
 
-	if (n & (n - 1))	/* room is kept in powers of two */
+	if (n & (n - 1)) /* room is kept in powers of two */
 		return 0;
 	p = realloc(*arr, (n ? 2 * n : 1) * size);
 	if (!p)
@@ -181,7 +181,8 @@ void pc_check_refused(const char *path, const char *table)
 	int err = pc_load(path, &f);
 
 	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "%s: %s (run from the repo root)", path, strerror(-err));
+		fg_test_fail(__FILE__, __LINE__, "%s: %s (run from the repo root)", path,
+			     strerror(-err));
 		return;
 	}
 	if (!f.nbad)

@@ -26,10 +26,10 @@ struct pc_named {
 };
 
 struct pc_file {
-	char *text;			/* the file, cut into the strings below */
-	struct pc_named *named;		/* the "@@ NAME" policies, in order */
+	char *text;		/* the file, cut into the strings below */
+	struct pc_named *named; /* the "@@ NAME" policies, in order */
 	size_t nnamed;
-	struct pf_bad *bad;		/* the "@@ LINE:COL: MESSAGE" policies */
+	struct pf_bad *bad; /* the "@@ LINE:COL: MESSAGE" policies */
 	size_t nbad;
 };
 

@@ -52,7 +52,8 @@ static bool pf_fails_as(const struct pf_bad *c, const char *name, struct fg_conf
 	struct fg_err err;
 
 	memset(cfg, 0xa5, sizeof(*cfg));
-	if (!ASSERT_EQ(fg_config_parse(c->yaml, strlen(c->yaml), "t.yaml", cfg, &err), -EINVAL, name))
+	if (!ASSERT_EQ(fg_config_parse(c->yaml, strlen(c->yaml), "t.yaml", cfg, &err), -EINVAL,
+		       name))
 		return false;
 	ASSERT_EQ(err.line, c->line, name);
 	ASSERT_EQ(err.col, c->col, name);
@@ -66,11 +67,13 @@ void pf_check_refused(const struct pf_bad *bad, size_t n, const char *table)
 		struct fg_config cfg;
 		char name[160];
 
-		snprintf(name, sizeof(name), "%s[%zu] line %d (%s)", table, i, bad[i].line, bad[i].msg);
+		snprintf(name, sizeof(name), "%s[%zu] line %d (%s)", table, i, bad[i].line,
+			 bad[i].msg);
 		if (!pf_fails_as(&bad[i], name, &cfg))
 			continue;
 		ASSERT_TRUE(cfg.pfx == NULL && cfg.pol.nrules == 0 && cfg.pol.npools == 0 &&
-			    !cfg.has_fleet && !cfg.has_shedding, "no partial result");
+				    !cfg.has_fleet && !cfg.has_shedding,
+			    "no partial result");
 		ASSERT_EQ(cfg.fleet.redis.password[0], 0, "no password left behind");
 	}
 }

@@ -21,8 +21,8 @@ int pf_apply(struct fg_maps *m, const char *txt, char *why);
 /* A policy that must be refused, where and with what message. */
 struct pf_bad {
 	const char *yaml;
-	int line, col;		/* of the error */
-	const char *msg;	/* a part of the error's message */
+	int line, col;	 /* of the error */
+	const char *msg; /* a part of the error's message */
 };
 
 /* Each of the n policies of table (named so in the checks), parsed into a

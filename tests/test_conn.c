@@ -34,14 +34,14 @@
 #include "dp.h"
 #include "fgconn.skel.h"
 
-#define PORT4	7101	/* IPv4 listener */
-#define PORT6	7102	/* IPv6 listener */
-#define PORTM	7103	/* dual-stack IPv6 listener, IPv4 clients */
-#define PORTC	7104	/* the cost loop */
-#define PORTX	7300	/* outside every cap */
-#define NCONN	30
-#define SEC_NS	1000000000ull
-#define MS_NS	1000000ull
+#define PORT4  7101 /* IPv4 listener */
+#define PORT6  7102 /* IPv6 listener */
+#define PORTM  7103 /* dual-stack IPv6 listener, IPv4 clients */
+#define PORTC  7104 /* the cost loop */
+#define PORTX  7300 /* outside every cap */
+#define NCONN  30
+#define SEC_NS 1000000000ull
+#define MS_NS  1000000ull
 
 static struct fg_conn C;
 static char why[FG_CONN_WHY_LEN];
@@ -50,9 +50,11 @@ static char why[FG_CONN_WHY_LEN];
 static const struct fg_conn_cap CAP = {
 	.mask4 = 0xffffffff,
 	.mask6 = { 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff },
-	.rule = 3, .gen = 7,
+	.rule = 3,
+	.gen = 7,
 	.families = FG_CONN_F_V4 | FG_CONN_F_V6,
-	.nranges = 1, .cap = 10,
+	.nranges = 1,
+	.cap = 10,
 	.dport = { { 7100, 7199 } },
 };
 
@@ -180,8 +182,8 @@ static int tcp_listen(int family, const char *addr, __u16 port, int v6only)
 
 /* A connected client (bound to src:sport when given) and the server's
  * accepted end; both blocking. */
-static int tcp_pair(int family, const char *dst, __u16 port, const char *src, __u16 sport,
-		    int lfd, int *server)
+static int tcp_pair(int family, const char *dst, __u16 port, const char *src, __u16 sport, int lfd,
+		    int *server)
 {
 	struct sockaddr_storage ss;
 	struct pollfd p = { .fd = lfd, .events = POLLIN };
@@ -259,7 +261,8 @@ static bool listen_pairs(struct pairs *p, int n, int family, const char *addr, _
 			 const char *what)
 {
 	*lfd = tcp_listen(family, addr, port, 1);
-	return ASSERT_GE(*lfd, 0, "listen") && ASSERT_OK(open_pairs(p, n, family, addr, port, *lfd), what);
+	return ASSERT_GE(*lfd, 0, "listen") &&
+	       ASSERT_OK(open_pairs(p, n, family, addr, port, *lfd), what);
 }
 
 /* The pairs and, if open, their listener. */
@@ -315,7 +318,7 @@ static void count_family(int family, const char *addr, __u16 port)
 	ASSERT_EQ(est_wait(&k, NCONN), NCONN, "30 held: count");
 	ASSERT_EQ(ev(FGC_EV_OPEN), NCONN, "open events");
 
-	for (i = 0; i < 5; i++) {		/* FIN both ways */
+	for (i = 0; i < 5; i++) { /* FIN both ways */
 		close(p.cli[i]);
 		p.cli[i] = -1;
 	}
@@ -327,13 +330,14 @@ static void count_family(int family, const char *addr, __u16 port)
 	}
 	ASSERT_EQ(est_wait(&k, 25), 25, "5 closed: count");
 
-	for (i = 5; i < 10; i++) {		/* RST from the client */
+	for (i = 5; i < 10; i++) { /* RST from the client */
 		rst_close(p.cli[i]);
 		p.cli[i] = -1;
 	}
-	ASSERT_EQ(est_wait(&k, 20), 20, "5 reset (SO_LINGER 0): count, servers still hold their fds");
+	ASSERT_EQ(est_wait(&k, 20), 20,
+		  "5 reset (SO_LINGER 0): count, servers still hold their fds");
 
-	for (i = 10; i < 15; i++) {		/* the server closes, the client never does */
+	for (i = 10; i < 15; i++) { /* the server closes, the client never does */
 		close(p.srv[i]);
 		p.srv[i] = -1;
 	}
@@ -478,7 +482,8 @@ static void test_reconcile_scale(void)
 	ASSERT_EQ(rec.seeded + rec.fixed_keys, 0, "nothing to correct");
 	ASSERT_EQ(est_of(&k), SCALE, "count kept");
 	printf("  reconcile over %d sockets: seed %.2f ms, steady %.2f ms (%.0f ns per socket)\n",
-	       2 * SCALE + 1, (t1 - t0) / 1e6, (t2 - t1) / 1e6, (double)(t2 - t1) / (2 * SCALE + 1));
+	       2 * SCALE + 1, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+	       (double)(t2 - t1) / (2 * SCALE + 1));
 close:
 	for (int i = 0; i < n; i++) {
 		close(cli[i]);
@@ -520,7 +525,7 @@ static void test_reconcile_fixes(void)
 
 	cur = C.ctl->epoch & 1;
 	if (ASSERT_OK(val_rw(&k, &v, false), "read")) {
-		v.est = fg_conn_est_set(v.est, cur, 7);	/* truth: 3 */
+		v.est = fg_conn_est_set(v.est, cur, 7); /* truth: 3 */
 		ASSERT_OK(val_rw(&k, &v, true), "corrupt the current half");
 	}
 	ASSERT_EQ(est_of(&k), 7, "corrupted");
@@ -622,13 +627,18 @@ static void test_bad_caps(void)
 
 /* ---- pending slots: the XDP helpers ------------------------------------ */
 
-static int run_test(int op, const struct fg_conn_key *k, const char *src, __u16 sport,
-		    __u32 cap, __u64 now, __u64 ttl)
+static int run_test(int op, const struct fg_conn_key *k, const char *src, __u16 sport, __u32 cap,
+		    __u64 now, __u64 ttl)
 {
-	struct fg_conn_test t = { .key = *k, .now_ns = now, .ttl_ns = ttl, .cap = cap,
-				  .sport = sport, .op = (__u8)op, .verdict = -1 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = &t, .data_size_in = sizeof(t),
-		    .data_out = &t, .data_size_out = sizeof(t), .repeat = 1);
+	struct fg_conn_test t = { .key = *k,
+				  .now_ns = now,
+				  .ttl_ns = ttl,
+				  .cap = cap,
+				  .sport = sport,
+				  .op = (__u8)op,
+				  .verdict = -1 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = &t, .data_size_in = sizeof(t), .data_out = &t,
+		    .data_size_out = sizeof(t), .repeat = 1);
 	int err;
 
 	inet_pton(strchr(src, ':') ? AF_INET6 : AF_INET, src, t.saddr);
@@ -638,8 +648,8 @@ static int run_test(int op, const struct fg_conn_key *k, const char *src, __u16 
 	return t.verdict;
 }
 
-static int admit(const struct fg_conn_key *k, const char *src, __u16 sport, __u32 cap,
-		 __u64 now, __u64 ttl)
+static int admit(const struct fg_conn_key *k, const char *src, __u16 sport, __u32 cap, __u64 now,
+		 __u64 ttl)
 {
 	return run_test(FGC_TEST_ADMIT, k, src, sport, cap, now, ttl);
 }
@@ -767,7 +777,7 @@ out:
  * 100 ns apart and race for its last place, 1,000 keys in all.
  */
 #define RACE_GROUP 40
-#define RACE_KEYS 1000
+#define RACE_KEYS  1000
 struct racer {
 	int cpu;
 	int err;
@@ -777,8 +787,11 @@ static int race_gate;
 static void *race(void *arg)
 {
 	struct racer *r = arg;
-	struct fg_conn_test t = { .now_ns = 50 * SEC_NS, .ttl_ns = 10 * SEC_NS, .cap = 10,
-				  .sport = RACE_GROUP, .op = FGC_TEST_BURST };
+	struct fg_conn_test t = { .now_ns = 50 * SEC_NS,
+				  .ttl_ns = 10 * SEC_NS,
+				  .cap = 10,
+				  .sport = RACE_GROUP,
+				  .op = FGC_TEST_BURST };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = &t, .data_size_in = sizeof(t),
 		    .repeat = RACE_GROUP * RACE_KEYS / 2);
 	cpu_set_t set;
@@ -820,8 +833,8 @@ static void test_pending_two_cpus(void)
 	ASSERT_OK(b.err, "thread on CPU 1");
 	ASSERT_EQ(C.skel->bss->test_seq, RACE_GROUP * RACE_KEYS, "runs");
 	ASSERT_EQ(C.skel->bss->test_verdicts[FG_CONN_ADMIT] +
-		  C.skel->bss->test_verdicts[FG_CONN_AT_CAP], RACE_GROUP * RACE_KEYS,
-		  "every verdict ADMIT or AT_CAP");
+			  C.skel->bss->test_verdicts[FG_CONN_AT_CAP],
+		  RACE_GROUP * RACE_KEYS, "every verdict ADMIT or AT_CAP");
 	for (int g = 0; g < RACE_KEYS; g++) {
 		__u32 w0 = C.skel->bss->test_won[0][g], w1 = C.skel->bss->test_won[1][g];
 
@@ -917,7 +930,7 @@ static void test_pin_adopt(void)
 	ASSERT_OK(fg_conn_pin(&C, dir), "pin");
 	ASSERT_OK(open_pairs(&p, 4, 4, "127.0.0.1", PORT4, lfd), "4 connections");
 	ASSERT_EQ(est_wait(&k, 4), 4, "count");
-	fg_conn_close(&C);		/* "the daemon exits" */
+	fg_conn_close(&C); /* "the daemon exits" */
 
 	/* a reader (the CLI) opens the pins without loading anything */
 	{
@@ -936,14 +949,15 @@ static void test_pin_adopt(void)
 			}
 			ASSERT_OK(fg_conn_stats_read(&r, &st), "stats");
 			ASSERT_EQ(st.ev[FGC_EV_OPEN], 4, "open events");
-			ASSERT_EQ(fg_conn_reconcile(&r, NULL), -EINVAL, "a reader cannot reconcile");
+			ASSERT_EQ(fg_conn_reconcile(&r, NULL), -EINVAL,
+				  "a reader cannot reconcile");
 			fg_conn_close(&r);
 		}
 		free(caps);
 	}
 
 	ASSERT_OK(open_pairs(&q, 2, 4, "127.0.0.1", PORT4, lfd), "2 more with no daemon");
-	for (int i = 0; i < 2; i++) {	/* and 2 of the first closed */
+	for (int i = 0; i < 2; i++) { /* and 2 of the first closed */
 		close(p.cli[i]);
 		close(p.srv[i]);
 		p.cli[i] = p.srv[i] = -1;
@@ -1011,7 +1025,7 @@ static int cmp_dbl(const void *a, const void *b)
  * attached cycles. Both runs must leave the count exactly at zero.
  */
 #define COST_BLOCKS 10
-#define COST_BLOCK 1000
+#define COST_BLOCK  1000
 static void test_cost(void)
 {
 	double on[COST_BLOCKS], off[COST_BLOCKS];
@@ -1043,7 +1057,7 @@ static void test_cost(void)
 			on[b / 2] = cycles(lfd, COST_BLOCK, &fails);
 			memset(&i1, 0, sizeof(i1));
 			len = sizeof(i1);
-			bpf_obj_get_info_by_fd(pfd, &i1, &len);	/* totals since load */
+			bpf_obj_get_info_by_fd(pfd, &i1, &len); /* totals since load */
 			runs = i1.run_cnt;
 			run_ns = i1.run_time_ns;
 		}
@@ -1060,15 +1074,15 @@ static void test_cost(void)
 	qsort(on, COST_BLOCKS, sizeof(on[0]), cmp_dbl);
 	qsort(off, COST_BLOCKS, sizeof(off[0]), cmp_dbl);
 	printf("  cost: %d cycles each way, median of %d blocks: %.0f ns without, %.0f ns with "
-	       "the counter: %+.0f ns per connection (wall clock)\n", COST_BLOCKS * COST_BLOCK,
-	       COST_BLOCKS, off[COST_BLOCKS / 2], on[COST_BLOCKS / 2],
+	       "the counter: %+.0f ns per connection (wall clock)\n",
+	       COST_BLOCKS * COST_BLOCK, COST_BLOCKS, off[COST_BLOCKS / 2], on[COST_BLOCKS / 2],
 	       on[COST_BLOCKS / 2] - off[COST_BLOCKS / 2]);
 	if (sfd >= 0 && runs)
 		printf("  cost: fgc_state ran %.1f times per connection, %.0f ns per run, %.0f ns "
 		       "per connection (BPF run-time stats, their clock reads included); "
-		       "recursion misses %llu\n", (double)runs / (COST_BLOCKS * COST_BLOCK),
-		       (double)run_ns / (double)runs, (double)run_ns / (COST_BLOCKS * COST_BLOCK),
-		       (unsigned long long)misses);
+		       "recursion misses %llu\n",
+		       (double)runs / (COST_BLOCKS * COST_BLOCK), (double)run_ns / (double)runs,
+		       (double)run_ns / (COST_BLOCKS * COST_BLOCK), (unsigned long long)misses);
 	if (sfd >= 0)
 		close(sfd);
 	fg_conn_close(&C);
@@ -1123,8 +1137,8 @@ static void test_helper_cost(void)
 
 /* ---- the XDP program: capped SYNs --------------------------------------- */
 
-#define XDP_T0	(1000 * SEC_NS)	/* the XDP program's fake clock */
-#define XDP_TTL	3000		/* handshake_timeout, ms */
+#define XDP_T0	(1000 * SEC_NS) /* the XDP program's fake clock */
+#define XDP_TTL 3000		/* handshake_timeout, ms */
 
 /*
  * The real XDP program, loaded as floodgated loads it: its fgc_count and
@@ -1142,11 +1156,15 @@ static void conn_close_test(void)
 
 static int xdp_up(struct dp *d, double rate, double burst)
 {
-	struct fg_ctl c = { .magic = FG_ABI_MAGIC, .abi = FG_ABI_VERSION,
-			    .seed4 = 0x5eed, .src4_bits = FG_SRC4_MIN_BITS,
-			    .seed6 = { 0x5eed, 0x6 }, .src6_bits = FG_SRC6_MIN_BITS };
-	struct fg_rule r = { .gen = CAP.gen, .conn_cap = CAP.cap, .conn_ttl_ms = XDP_TTL,
-			     .mask4 = CAP.mask4 };
+	struct fg_ctl c = { .magic = FG_ABI_MAGIC,
+			    .abi = FG_ABI_VERSION,
+			    .seed4 = 0x5eed,
+			    .src4_bits = FG_SRC4_MIN_BITS,
+			    .seed6 = { 0x5eed, 0x6 },
+			    .src6_bits = FG_SRC6_MIN_BITS };
+	struct fg_rule r = {
+		.gen = CAP.gen, .conn_cap = CAP.cap, .conn_ttl_ms = XDP_TTL, .mask4 = CAP.mask4
+	};
 	struct fg_match m = M_ANY;
 	__u32 k = 0;
 	int err;
@@ -1173,7 +1191,7 @@ static int xdp_up(struct dp *d, double rate, double burst)
 	dp_set_now(d, XDP_T0);
 	C.test_now = XDP_T0;
 	dp_pol_reset(d);
-	memcpy(r.mask6, CAP.mask6, sizeof(r.mask6));	/* the counter's grouping */
+	memcpy(r.mask6, CAP.mask6, sizeof(r.mask6)); /* the counter's grouping */
 	if (rate > 0)
 		r.src = dp_lim(rate, burst);
 	m.proto = IPPROTO_TCP;
@@ -1196,9 +1214,13 @@ fail:
 /* One TCP frame to the XDP program (flags 0: a SYN); its verdict. */
 static int xsend(struct dp *d, const char *src, __u16 sport, __u16 dport, __u8 flags)
 {
-	struct pkt_spec s = { .family = strchr(src, ':') ? 6 : 4, .src = src,
-			      .dst = strchr(src, ':') ? "::1" : "127.0.0.1", .proto = IPPROTO_TCP,
-			      .sport = sport, .dport = dport, .tcp_flags = flags,
+	struct pkt_spec s = { .family = strchr(src, ':') ? 6 : 4,
+			      .src = src,
+			      .dst = strchr(src, ':') ? "::1" : "127.0.0.1",
+			      .proto = IPPROTO_TCP,
+			      .sport = sport,
+			      .dport = dport,
+			      .tcp_flags = flags,
 			      .tcp_flags_set = flags != 0 };
 
 	return dp_send(d, &s);
@@ -1210,7 +1232,7 @@ static int xoutcome(struct dp *d, const char *src, __u16 sport, __u16 dport, __u
 {
 	__u32 row = 0, out = 0;
 
-	dp_outcome(d, &row, &out);	/* a fresh snapshot */
+	dp_outcome(d, &row, &out); /* a fresh snapshot */
 	*verdict = xsend(d, src, sport, dport, flags);
 	if (dp_outcome(d, &row, &out))
 		return -1;
@@ -1253,7 +1275,8 @@ static void test_xdp_cap(void)
 	ASSERT_EQ(est_wait(&k, CAP.cap), CAP.cap, "10 real connections counted");
 
 	ASSERT_OK(val_rw(&k, &before, false), "the count entry");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40000, PORT4, 0, &v), FG_OUT_CAP, "the 11th SYN: outcome cap");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40000, PORT4, 0, &v), FG_OUT_CAP,
+		  "the 11th SYN: outcome cap");
 	ASSERT_EQ(v, XDP_DROP, "... dropped");
 	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40001, PORT4 + 50, 0, &v), FG_OUT_CAP,
 		  "another port of the rule: the same key");
@@ -1266,7 +1289,8 @@ static void test_xdp_cap(void)
 	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40000, 7300 + 1, 0, &v), -1,
 		  "a port of no rule: unmatched (global row)");
 
-	ASSERT_EQ(xoutcome(&d, "127.0.0.2", 40000, PORT4, 0, &v), FG_OUT_PASS, "another source: admitted");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.2", 40000, PORT4, 0, &v), FG_OUT_PASS,
+		  "another source: admitted");
 	ASSERT_EQ(v, XDP_PASS, "... passed");
 	ASSERT_EQ(pending_of(&k2, XDP_T0), 1, "... holding a pending place");
 	ASSERT_EQ(xoutcome(&d, "127.0.0.2", 40000, PORT4, 0, &v), FG_OUT_PASS, "its retransmit");
@@ -1278,7 +1302,8 @@ static void test_xdp_cap(void)
 	p.cli[0] = p.srv[0] = -1;
 	ASSERT_EQ(est_wait(&k, CAP.cap - 1), CAP.cap - 1, "one closed: 9");
 	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40002, PORT4, 0, &v), FG_OUT_PASS, "9 + 0: admitted");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40003, PORT4, 0, &v), FG_OUT_CAP, "9 + 1 pending: at cap");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40003, PORT4, 0, &v), FG_OUT_CAP,
+		  "9 + 1 pending: at cap");
 	dp_set_now(&d, XDP_T0 + (XDP_TTL + 2) * MS_NS);
 	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40003, PORT4, 0, &v), FG_OUT_PASS,
 		  "the lost handshake's place frees after handshake_timeout");
@@ -1286,7 +1311,8 @@ static void test_xdp_cap(void)
 	/* the kill switch touches nothing */
 	ASSERT_OK(val_rw(&k, &before, false), "before bypass");
 	ASSERT_OK(dp_set_ctl(&d, FG_MODE_ENFORCE, 1, 0), "bypass on");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40004, PORT4, 0, &v), -1, "bypass: the rule is not reached");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40004, PORT4, 0, &v), -1,
+		  "bypass: the rule is not reached");
 	ASSERT_EQ(v, XDP_PASS, "bypass: passed");
 	ASSERT_OK(val_rw(&k, &after, false), "after bypass");
 	ASSERT_TRUE(!memcmp(&before, &after, sizeof(before)), "bypass wrote nothing");
@@ -1294,7 +1320,8 @@ static void test_xdp_cap(void)
 
 	/* shadow: the same decision, passed and counted */
 	ASSERT_OK(dp_set_ctl(&d, FG_MODE_SHADOW, 0, 0), "shadow");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40005, PORT4, 0, &v), FG_OUT_SHADOW, "shadow: would-drop");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40005, PORT4, 0, &v), FG_OUT_SHADOW,
+		  "shadow: would-drop");
 	ASSERT_EQ(v, XDP_PASS, "shadow: passed");
 	ASSERT_EQ(dp_row_ev(&d, CAP.rule, FG_EV_CAP_SHADOW), 1, "shadow: event cap_shadow");
 	ASSERT_OK(val_rw(&k, &after, false), "after shadow");
@@ -1327,11 +1354,13 @@ static void test_xdp_cap_order_flood(void)
 
 	if (conn_up(true))
 		return;
-	if (xdp_up(&d, 1, 1))	/* 1 SYN per second, burst 1 */
+	if (xdp_up(&d, 1, 1)) /* 1 SYN per second, burst 1 */
 		goto out_conn;
 	key_of(&k, 4, "127.0.0.3");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.3", 40000, PORT4, 0, &v), FG_OUT_PASS, "first SYN: within the rate");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.3", 40001, PORT4, 0, &v), FG_OUT_DROP, "second: the rate drops it");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.3", 40000, PORT4, 0, &v), FG_OUT_PASS,
+		  "first SYN: within the rate");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.3", 40001, PORT4, 0, &v), FG_OUT_DROP,
+		  "second: the rate drops it");
 	ASSERT_EQ(pending_of(&k, XDP_T0), 1, "the rate-dropped SYN took no place");
 
 	/* IPv6: 10 real connections from ::1 */
@@ -1339,7 +1368,7 @@ static void test_xdp_cap_order_flood(void)
 	if (!listen_pairs(&p6, (int)CAP.cap, 6, "::1", PORT6, &lfd6, "10 IPv6 connections"))
 		goto out;
 	ASSERT_EQ(est_wait(&k6, CAP.cap), CAP.cap, "IPv6 counted");
-	dp_set_now(&d, XDP_T0 + 10 * SEC_NS);	/* a full bucket again */
+	dp_set_now(&d, XDP_T0 + 10 * SEC_NS); /* a full bucket again */
 	ASSERT_EQ(xoutcome(&d, "::1", 40000, PORT6, 0, &v), FG_OUT_CAP, "IPv6 at its cap: refused");
 
 	/* a spoofed flood: 3,000 sources, each admitted once, no count entry */
@@ -1349,8 +1378,9 @@ static void test_xdp_cap_order_flood(void)
 	ASSERT_EQ(est_wait(&k, CAP.cap), CAP.cap, "the real client at its cap");
 	n0 = count_entries(C.fd[FGC_M_COUNT]);
 	for (int i = 0; i < 3000; i++) {
-		snprintf(src, sizeof(src), "10.%d.%d.%d", 100 + i / 65536, (i / 256) % 256, i % 256);
-		dp_set_now(&d, XDP_T0 + 20 * SEC_NS + (__u64)i * 2 * SEC_NS);	/* under the rate */
+		snprintf(src, sizeof(src), "10.%d.%d.%d", 100 + i / 65536, (i / 256) % 256,
+			 i % 256);
+		dp_set_now(&d, XDP_T0 + 20 * SEC_NS + (__u64)i * 2 * SEC_NS); /* under the rate */
 		passed += xsend(&d, src, 1234, PORT4, 0) == XDP_PASS;
 	}
 	ASSERT_EQ(passed, 3000, "the spoofed SYNs each pass (one per source, under the cap)");
@@ -1371,8 +1401,12 @@ out_conn:
  * passes, on one CPU through BPF_PROG_TEST_RUN with repeat. */
 static double xdp_ns(struct dp *d, const char *src, __u16 dport, __u32 out, int repeat)
 {
-	struct pkt_spec s = { .family = 4, .src = src, .dst = "127.0.0.1", .proto = IPPROTO_TCP,
-			      .sport = 40000, .dport = dport };
+	struct pkt_spec s = { .family = 4,
+			      .src = src,
+			      .dst = "127.0.0.1",
+			      .proto = IPPROTO_TCP,
+			      .sport = 40000,
+			      .dport = dport };
 	uint8_t buf[256];
 	int len = pkt_build(&s, buf, sizeof(buf));
 	__u64 n0 = dp_row_pkts(d, CAP.rule, out) + dp_row_pkts(d, 5, out);
@@ -1381,7 +1415,7 @@ static double xdp_ns(struct dp *d, const char *src, __u16 dport, __u32 out, int 
 	if (len < 0 || bpf_prog_test_run_opts(d->prog, &o))
 		return -1;
 	if (dp_row_pkts(d, CAP.rule, out) + dp_row_pkts(d, 5, out) - n0 != (__u64)repeat)
-		return -1;	/* not the outcome measured */
+		return -1; /* not the outcome measured */
 	return o.duration;
 }
 
@@ -1420,15 +1454,16 @@ static void test_xdp_cap_cost(void)
 		t = xdp_ns(&d, "127.0.0.1", PORT4, FG_OUT_CAP, rep);
 		if (t > 0 && t < cap_ns)
 			cap_ns = t;
-		t = xdp_ns(&d, "127.0.0.4", PORT4, FG_OUT_PASS, rep);	/* a pending handshake's retransmits */
+		t = xdp_ns(&d, "127.0.0.4", PORT4, FG_OUT_PASS,
+			   rep); /* a pending handshake's retransmits */
 		if (t > 0 && t < pass_ns)
 			pass_ns = t;
 	}
 	ASSERT_TRUE(cap_ns < 1e9, "at-cap SYNs measured");
 	ASSERT_TRUE(pass_ns < 1e9, "admitted SYNs measured");
 	printf("  XDP program, ns per SYN (best of 5 x %d): refused at the cap %.1f, refused by the "
-	       "rate %.1f, admitted under the cap (a retransmit, slot renewed) %.1f\n", rep, cap_ns,
-	       rate_ns, pass_ns);
+	       "rate %.1f, admitted under the cap (a retransmit, slot renewed) %.1f\n",
+	       rep, cap_ns, rate_ns, pass_ns);
 	dp_close(&d);
 out_conn:
 	fg_conn_close(&C);
@@ -1475,9 +1510,10 @@ int main(int argc, char **argv)
 	if (fg_test_init_root(argc, argv, "test_conn", "needs root (BPF, a network namespace)"))
 		return 0;
 	if (unshare(CLONE_NEWNET) || lo_up() || ephemeral_range())
-		return fg_test_skip_all("test_conn", "no private network namespace: %s", strerror(errno));
+		return fg_test_skip_all("test_conn", "no private network namespace: %s",
+					strerror(errno));
 	libbpf_set_print(NULL);
-	alarm(300);	/* a hung socket call fails the run instead of blocking it */
+	alarm(300); /* a hung socket call fails the run instead of blocking it */
 	FG_RUN(test_count_ipv4);
 	FG_RUN(test_count_ipv6);
 	FG_RUN(test_count_mapped);

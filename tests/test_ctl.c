@@ -23,8 +23,8 @@
 #include "dpcheck.h"
 #include "maps/ctl.h"
 
-#define NS		1000000000ull
-#define N_WRITES	100000
+#define NS	 1000000000ull
+#define N_WRITES 100000
 
 static struct dp D;
 
@@ -87,7 +87,8 @@ static void test_bad_input(void)
 		return;
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &before), "snapshot");
 	ASSERT_EQ(fg_switch_mode_ovr(&D.cm, 3), -EINVAL, "global override 3");
-	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, FG_MAX_IDS, FG_OVR_SHADOW), -EINVAL, "rule id FG_MAX_IDS");
+	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, FG_MAX_IDS, FG_OVR_SHADOW), -EINVAL,
+		  "rule id FG_MAX_IDS");
 	ASSERT_EQ(fg_switch_rule_ovr(&D.cm, 0, 3), -EINVAL, "rule override 3");
 	ASSERT_EQ(fg_switch_slot(&D.cm, 2), -EINVAL, "slot 2");
 	ASSERT_EQ(fg_switch_file_mode(&D.cm, 2), -EINVAL, "file mode 2");
@@ -175,7 +176,8 @@ static void test_switches_store_their_fields(void)
 	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 3, FG_OVR_SHADOW), "rule 3 shadow");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_SHADOW), "file shadow");
 	/* through the syscall, as bpftool and the CLI's status read it */
-	ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(D.skel->maps.fg_ctl), &k, &c) ? -errno : 0, "lookup");
+	ASSERT_OK(bpf_map_lookup_elem(bpf_map__fd(D.skel->maps.fg_ctl), &k, &c) ? -errno : 0,
+		  "lookup");
 	ASSERT_EQ(c.bypass, 1, "bypass");
 	ASSERT_EQ(c.bypass_until, 12345, "bypass_until");
 	ASSERT_EQ(c.mode_ovr, FG_OVR_SHADOW, "mode_ovr");
@@ -214,8 +216,8 @@ static void test_switches_store_their_fields(void)
  */
 struct race {
 	struct fg_ctl_map *cm;
-	int whole_value;	/* control: read-modify-write the whole value by syscall */
-	int bypass_first;	/* control: store bypass before bypass_until */
+	int whole_value;  /* control: read-modify-write the whole value by syscall */
+	int bypass_first; /* control: store bypass before bypass_until */
 	int ctl_fd;
 	pthread_barrier_t go;
 	__u64 seq;
@@ -229,7 +231,7 @@ struct race {
 
 static __u64 step_until(long i)
 {
-	return i % 4 == 2 ? (__u64)(1 + i) : 0;	/* expired: the test clock is at 1 s */
+	return i % 4 == 2 ? (__u64)(1 + i) : 0; /* expired: the test clock is at 1 s */
 }
 
 static int whole_rmw(struct race *r, void (*set)(struct fg_ctl *, long), long i)
@@ -331,7 +333,7 @@ static void *op_thread(void *arg)
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		r->err = op_step(r, i);
 		__atomic_store_n(&r->seq, 2 * (__u64)i + 2, __ATOMIC_RELEASE);
-		if (i % 256 == 2)	/* an even step: bypass is on until the next one */
+		if (i % 256 == 2) /* an even step: bypass is on until the next one */
 			wait_reader(r, &budget_ns);
 		r->lost_op += op_readback(r, i);
 	}
@@ -383,7 +385,7 @@ static int pass_allowed(long first, long last)
 static void *reader_thread(void *arg)
 {
 	struct race *r = arg;
-	const __u64 now = 1000000000ull;	/* the test clock */
+	const __u64 now = 1000000000ull; /* the test clock */
 
 	pthread_barrier_wait(&r->go);
 	while (__atomic_load_n(&r->writers_done, __ATOMIC_ACQUIRE) < 2) {
@@ -439,8 +441,8 @@ static void test_concurrent_writers(void)
 	ASSERT_OK(race_run(r), "both writers ran");
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
 	printf("  %d + %d writes; read back wrong: operator %ld, apply %ld; reader: %ld reads, "
-	       "%ld with bypass on, %ld torn\n", N_WRITES, N_WRITES, r->lost_op, r->lost_apply,
-	       r->reads, r->reads_on, r->torn);
+	       "%ld with bypass on, %ld torn\n",
+	       N_WRITES, N_WRITES, r->lost_op, r->lost_apply, r->reads, r->reads_on, r->torn);
 	ASSERT_EQ(r->lost_op, 0, "operator's fields read back as written, every time");
 	ASSERT_EQ(r->lost_apply, 0, "apply's fields read back as written, every time");
 	/* the last steps: operator 99998 (on until 99999 ns) and 99999 (off),
@@ -464,7 +466,8 @@ static void test_concurrent_writers(void)
 		ASSERT_OK(fg_ctl_snapshot(&D.cm, &c2), "snapshot after the race");
 		for (int w = 0; w < FG_OVR_WORDS; w++)
 			bits += (__u32)__builtin_popcountll(c2.rule_ovr_set[w]);
-		ASSERT_EQ(c2.rule_ovr_n, bits, "rule_ovr_n counts the set bits once both writers are done");
+		ASSERT_EQ(c2.rule_ovr_n, bits,
+			  "rule_ovr_n counts the set bits once both writers are done");
 	}
 	ASSERT_EQ(r->torn, 0, "no read saw a bypass pass that no overlapping step allowed");
 	ASSERT_GE(r->reads_on, 100, "the reader did see the switch on");
@@ -539,8 +542,10 @@ static void test_program_never_sees_torn_bypass(void)
 	while (!__atomic_load_n(&pr.runs, __ATOMIC_RELAXED) && !pr.err)
 		sched_yield();
 	t0 = mono_ns();
-	for (i = 0; !err && !pr.err && (i < N_WRITES || (__atomic_load_n(&pr.runs, __ATOMIC_RELAXED) < 20000 &&
-						    mono_ns() - t0 < 5 * NS)); i++)
+	for (i = 0; !err && !pr.err &&
+		    (i < N_WRITES || (__atomic_load_n(&pr.runs, __ATOMIC_RELAXED) < 20000 &&
+				      mono_ns() - t0 < 5 * NS));
+	     i++)
 		err = fg_switch_bypass(&D.cm, i % 2 == 0, 1 + (__u64)i);
 	__atomic_store_n(&pr.done, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
@@ -551,7 +556,8 @@ static void test_program_never_sees_torn_bypass(void)
 	       pr.runs, i, (unsigned long long)dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_BYPASS),
 	       (unsigned long long)dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED));
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_BYPASS), 0, "no packet bypassed");
-	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), (__u64)pr.runs, "every packet judged by the rule");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_DROP), (__u64)pr.runs,
+		  "every packet judged by the rule");
 	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1, "the program did see the switch on");
 	unpin();
 	dp_close(&D);
@@ -642,7 +648,7 @@ static void test_bypass_while_pin_dir_locked(void)
 		usleep(1000);
 	if (!ASSERT_EQ(h.held, 1, "the other writer holds the lock"))
 		goto join;
-	usleep(20000);	/* well into its policy write */
+	usleep(20000); /* well into its policy write */
 	ASSERT_EQ(locked_by_other(dir), 1, "the pin dir is locked");
 
 	t0 = mono_ns();
@@ -659,7 +665,8 @@ static void test_bypass_while_pin_dir_locked(void)
 	} while (v != XDP_PASS && tries < 1000);
 	t1 = mono_ns();
 	printf("  bypass on with the lock held: first bypassed packet after %.3f ms (%d packets), "
-	       "the other writer wrote %ld policies meanwhile\n", (t1 - t0) / 1e6, tries, h.writes);
+	       "the other writer wrote %ld policies meanwhile\n",
+	       (t1 - t0) / 1e6, tries, h.writes);
 	ASSERT_EQ(v, XDP_PASS, "the kill switch took effect");
 	ASSERT_EQ(tries, 1, "on the very next packet");
 	ASSERT_LE(t1 - t0, 10 * 1000000ull, "within 10 ms");
@@ -787,7 +794,7 @@ static void test_rule_ovr_count(void)
 	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_NONE), "clear id 0 again");
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");
 	ASSERT_EQ(c.rule_ovr_n, 2, "two left");
-	mask[300 / 64] = 1ull << (300 % 64) | 1ull << 1;	/* and an id never set */
+	mask[300 / 64] = 1ull << (300 % 64) | 1ull << 1; /* and an id never set */
 	mask[FG_OVR_WORDS - 1] = 1ull << 63;
 	ASSERT_OK(fg_switch_clear_rule_ovr_ids(&D.cm, mask), "apply forgets 300 and the last id");
 	ASSERT_OK(fg_ctl_snapshot(&D.cm, &c), "snapshot");

@@ -34,12 +34,12 @@ static void lease_grant(__s64 n)
 
 /* What a test's program holds besides its one rule for every packet. */
 struct extras {
-	double pool_burst;	/* > 0: pool 0 (rule.pool = 1) at 1/s with this burst, no reserve */
-	int lease;		/* 1: rule 0's lease entry (dp_lease_init), no lease yet, */
-	__u16 gen;		/*    with this gen, on_loss and local share */
+	double pool_burst; /* > 0: pool 0 (rule.pool = 1) at 1/s with this burst, no reserve */
+	int lease;	   /* 1: rule 0's lease entry (dp_lease_init), no lease yet, */
+	__u16 gen;	   /*    with this gen, on_loss and local share */
 	__u8 on_loss;
 	struct fg_limit local;
-	__s64 grant;		/* > 0: after the flip, lease_grant(grant) */
+	__s64 grant; /* > 0: after the flip, lease_grant(grant) */
 };
 
 /* A fresh program with the one rule r for every packet and what x (may be
@@ -120,27 +120,39 @@ static void rules_by_port(const struct fg_rule *a, __u16 pa, const struct fg_rul
 
 static struct pkt_spec udp4(const char *src, uint16_t dport)
 {
-	return (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .sport = 40000, .dport = dport };
+	return (struct pkt_spec){
+		.family = 4, .src = src, .proto = 17, .sport = 40000, .dport = dport
+	};
 }
 
 static struct pkt_spec udp6(const char *src, uint16_t dport)
 {
-	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport };
+	return (struct pkt_spec){
+		.family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport
+	};
 }
-
 
 /* ---- parsing ------------------------------------------------------------ */
 
 struct parse_case {
 	const char *name;
 	struct pkt_spec s;
-	int mangle;		/* 0 none; see below */
-	int want_out;		/* enum fg_outcome */
-	int want_verdict;	/* XDP_PASS / XDP_DROP */
+	int mangle;	  /* 0 none; see below */
+	int want_out;	  /* enum fg_outcome */
+	int want_verdict; /* XDP_PASS / XDP_DROP */
 };
 
-enum { MG_NONE, MG_IHL4, MG_TOTLEN_BIG, MG_TOTLEN_SMALL, MG_VER5, MG_V6_PLEN0,
-       MG_V6_PLEN_BIG, MG_TCP_DOFF4, MG_TCP_SHORT };
+enum {
+	MG_NONE,
+	MG_IHL4,
+	MG_TOTLEN_BIG,
+	MG_TOTLEN_SMALL,
+	MG_VER5,
+	MG_V6_PLEN0,
+	MG_V6_PLEN_BIG,
+	MG_TCP_DOFF4,
+	MG_TCP_SHORT
+};
 
 static int build_mangled(const struct parse_case *c, uint8_t *buf, size_t cap)
 {
@@ -152,7 +164,7 @@ static int build_mangled(const struct parse_case *c, uint8_t *buf, size_t cap)
 		buf[l3] = 0x44;
 		break;
 	case MG_TOTLEN_BIG:
-		buf[l3 + 2] = 0x05;	/* 1280+ > frame */
+		buf[l3 + 2] = 0x05; /* 1280+ > frame */
 		break;
 	case MG_TOTLEN_SMALL:
 		buf[l3 + 2] = 0;
@@ -184,31 +196,112 @@ static void test_parse_cases(void)
 {
 	const struct parse_case cases[] = {
 		{ "ipv4 udp", udp4("192.0.2.1", 53), 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv4 tcp syn", { .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv4 icmp", { .family = 4, .src = "192.0.2.1", .proto = 1, .icmp_type = 8 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv4 gre", { .family = 4, .src = "192.0.2.1", .proto = 47, .payload = 20 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv4 options", { .family = 4, .src = "192.0.2.1", .proto = 17, .ip_opt_len = 40 }, 0, FG_OUT_PASS, XDP_PASS },
+		{ "ipv4 tcp syn",
+		  { .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv4 icmp",
+		  { .family = 4, .src = "192.0.2.1", .proto = 1, .icmp_type = 8 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv4 gre",
+		  { .family = 4, .src = "192.0.2.1", .proto = 47, .payload = 20 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv4 options",
+		  { .family = 4, .src = "192.0.2.1", .proto = 17, .ip_opt_len = 40 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
 		{ "ipv6 udp", udp6("2001:db8::1", 53), 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv6 icmpv6", { .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 128 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv6 8 ext headers", { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 8 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv6 9 ext headers", { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 9 }, 0, FG_OUT_MALFORMED, XDP_DROP },
-		{ "ipv6 first fragment", { .family = 6, .src = "2001:db8::1", .proto = 17, .dport = 53, .frag_mf = 1, .ext_hdrs = 2 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv6 non-first fragment", { .family = 6, .src = "2001:db8::1", .proto = 17, .frag_off = 1480, .payload = 100 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "ipv4 non-first fragment", { .family = 4, .src = "192.0.2.1", .proto = 17, .frag_off = 1480, .payload = 100 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "vlan ipv4", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 1 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "qinq ipv6", { .family = 6, .src = "2001:db8::1", .proto = 17, .nvlan = 2 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "qinq 8100/8100", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 2, .vlan_tpid_outer = 0x8100 }, 0, FG_OUT_PASS, XDP_PASS },
-		{ "three vlan tags", { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 3 }, 0, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv6 icmpv6",
+		  { .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 128 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv6 8 ext headers",
+		  { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 8 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv6 9 ext headers",
+		  { .family = 6, .src = "2001:db8::1", .proto = 17, .ext_hdrs = 9 },
+		  0,
+		  FG_OUT_MALFORMED,
+		  XDP_DROP },
+		{ "ipv6 first fragment",
+		  { .family = 6,
+		    .src = "2001:db8::1",
+		    .proto = 17,
+		    .dport = 53,
+		    .frag_mf = 1,
+		    .ext_hdrs = 2 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv6 non-first fragment",
+		  { .family = 6,
+		    .src = "2001:db8::1",
+		    .proto = 17,
+		    .frag_off = 1480,
+		    .payload = 100 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "ipv4 non-first fragment",
+		  { .family = 4, .src = "192.0.2.1", .proto = 17, .frag_off = 1480, .payload = 100 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "vlan ipv4",
+		  { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 1 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "qinq ipv6",
+		  { .family = 6, .src = "2001:db8::1", .proto = 17, .nvlan = 2 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "qinq 8100/8100",
+		  { .family = 4,
+		    .src = "192.0.2.1",
+		    .proto = 17,
+		    .nvlan = 2,
+		    .vlan_tpid_outer = 0x8100 },
+		  0,
+		  FG_OUT_PASS,
+		  XDP_PASS },
+		{ "three vlan tags",
+		  { .family = 4, .src = "192.0.2.1", .proto = 17, .nvlan = 3 },
+		  0,
+		  FG_OUT_MALFORMED,
+		  XDP_DROP },
 		{ "arp", { .ethertype = 0x0806 }, 0, FG_OUT_NONIP, XDP_PASS },
 		{ "lldp on vlan", { .ethertype = 0x88cc, .nvlan = 1 }, 0, FG_OUT_NONIP, XDP_PASS },
 		{ "ipv4 ihl 4", udp4("192.0.2.1", 53), MG_IHL4, FG_OUT_MALFORMED, XDP_DROP },
-		{ "ipv4 total length past frame", udp4("192.0.2.1", 53), MG_TOTLEN_BIG, FG_OUT_MALFORMED, XDP_DROP },
-		{ "ipv4 total length < ihl", udp4("192.0.2.1", 53), MG_TOTLEN_SMALL, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv4 total length past frame", udp4("192.0.2.1", 53), MG_TOTLEN_BIG,
+		  FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv4 total length < ihl", udp4("192.0.2.1", 53), MG_TOTLEN_SMALL,
+		  FG_OUT_MALFORMED, XDP_DROP },
 		{ "ipv4 version 5", udp4("192.0.2.1", 53), MG_VER5, FG_OUT_MALFORMED, XDP_DROP },
-		{ "ipv6 payload length 0", udp6("2001:db8::1", 53), MG_V6_PLEN0, FG_OUT_MALFORMED, XDP_DROP },
-		{ "ipv6 payload length past frame", udp6("2001:db8::1", 53), MG_V6_PLEN_BIG, FG_OUT_MALFORMED, XDP_DROP },
-		{ "tcp data offset 4", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_DOFF4, FG_OUT_MALFORMED, XDP_DROP },
-		{ "tcp header cut by ip length", { .family = 4, .src = "192.0.2.1", .proto = 6 }, MG_TCP_SHORT, FG_OUT_MALFORMED, XDP_DROP },
+		{ "ipv6 payload length 0", udp6("2001:db8::1", 53), MG_V6_PLEN0, FG_OUT_MALFORMED,
+		  XDP_DROP },
+		{ "ipv6 payload length past frame", udp6("2001:db8::1", 53), MG_V6_PLEN_BIG,
+		  FG_OUT_MALFORMED, XDP_DROP },
+		{ "tcp data offset 4",
+		  { .family = 4, .src = "192.0.2.1", .proto = 6 },
+		  MG_TCP_DOFF4,
+		  FG_OUT_MALFORMED,
+		  XDP_DROP },
+		{ "tcp header cut by ip length",
+		  { .family = 4, .src = "192.0.2.1", .proto = 6 },
+		  MG_TCP_SHORT,
+		  FG_OUT_MALFORMED,
+		  XDP_DROP },
 	};
 
 	if (setup_limit(1000, 1000))
@@ -246,8 +339,15 @@ static void test_parse_fields(void)
 	struct fg_pkt p;
 	struct pkt_spec s;
 
-	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 6, .sport = 1234, .dport = 22,
-			       .tcp_flags = 0x12, .tcp_flags_set = 1, .nvlan = 2, .ip_opt_len = 8 };
+	s = (struct pkt_spec){ .family = 4,
+			       .src = "198.51.100.7",
+			       .proto = 6,
+			       .sport = 1234,
+			       .dport = 22,
+			       .tcp_flags = 0x12,
+			       .tcp_flags_set = 1,
+			       .nvlan = 2,
+			       .ip_opt_len = 8 };
 	parse_ip(&s, &p, "qinq tcp parses");
 	ASSERT_EQ(p.family, 4, "family");
 	ASSERT_EQ(p.proto, 6, "proto");
@@ -256,7 +356,9 @@ static void test_parse_fields(void)
 	ASSERT_EQ(p.tcp_flags, 0x12, "tcp flags");
 	ASSERT_EQ(p.saddr[0], inet_addr("198.51.100.7"), "saddr");
 
-	s = (struct pkt_spec){ .family = 6, .src = "2001:db8:1:2::99", .proto = 58, .icmp_type = 135, .ext_hdrs = 3 };
+	s = (struct pkt_spec){
+		.family = 6, .src = "2001:db8:1:2::99", .proto = 58, .icmp_type = 135, .ext_hdrs = 3
+	};
 	parse_ip(&s, &p, "icmpv6 behind 3 ext headers");
 	ASSERT_EQ(p.proto, 58, "proto after ext headers");
 	ASSERT_EQ(p.icmp_type, 135, "icmp type");
@@ -264,7 +366,9 @@ static void test_parse_fields(void)
 	inet_pton(AF_INET6, "2001:db8:1:2::99", a6);
 	ASSERT_EQ(memcmp(p.saddr, a6, 16), 0, "ipv6 saddr");
 
-	s = (struct pkt_spec){ .family = 4, .src = "198.51.100.7", .proto = 17, .frag_off = 8, .payload = 64 };
+	s = (struct pkt_spec){
+		.family = 4, .src = "198.51.100.7", .proto = 17, .frag_off = 8, .payload = 64
+	};
 	parse_ip(&s, &p, "non-first fragment parses");
 	ASSERT_EQ(p.frag, 1, "frag flag");
 	ASSERT_EQ(p.dport, 0, "no port read from a fragment");
@@ -276,12 +380,32 @@ static void test_parse_fields(void)
 static void test_truncation(void)
 {
 	const struct pkt_spec specs[] = {
-		{ .family = 4, .src = "203.0.113.9", .proto = 17, .dport = 53, .ip_opt_len = 12, .payload = 4 },
-		{ .family = 6, .src = "2001:db8::9", .proto = 6, .dport = 22, .ext_hdrs = 3, .frag_mf = 1 },
+		{ .family = 4,
+		  .src = "203.0.113.9",
+		  .proto = 17,
+		  .dport = 53,
+		  .ip_opt_len = 12,
+		  .payload = 4 },
+		{ .family = 6,
+		  .src = "2001:db8::9",
+		  .proto = 6,
+		  .dport = 22,
+		  .ext_hdrs = 3,
+		  .frag_mf = 1 },
 		{ .family = 4, .src = "203.0.113.9", .proto = 6, .dport = 80, .nvlan = 2 },
 		{ .family = 4, .src = "203.0.113.9", .proto = 17, .frag_off = 64, .payload = 16 },
-		{ .family = 6, .src = "2001:db8::9", .proto = 17, .frag_off = 64, .payload = 16, .nvlan = 1 },
-		{ .family = 6, .src = "2001:db8::9", .proto = 58, .icmp_type = 128, .nvlan = 2, .ext_hdrs = 1 },
+		{ .family = 6,
+		  .src = "2001:db8::9",
+		  .proto = 17,
+		  .frag_off = 64,
+		  .payload = 16,
+		  .nvlan = 1 },
+		{ .family = 6,
+		  .src = "2001:db8::9",
+		  .proto = 58,
+		  .icmp_type = 128,
+		  .nvlan = 2,
+		  .ext_hdrs = 1 },
 	};
 	int runs = 0;
 
@@ -294,7 +418,7 @@ static void test_truncation(void)
 
 		for (int n = 0; n < len; n++) {
 			struct fg_pkt p;
-			uint8_t *heap = malloc(n ? n : 1);	/* ASan sees overreads */
+			uint8_t *heap = malloc(n ? n : 1); /* ASan sees overreads */
 
 			memcpy(heap, full, n);
 			memset(&p, 0, sizeof(p));
@@ -311,7 +435,7 @@ static void test_truncation(void)
 			if (!ASSERT_OK(dp_run(&D, cut, n, &ret), name))
 				continue;
 			runs++;
-			ASSERT_TRUE(ret == XDP_DROP, name);	/* malformed: drop, never aborted */
+			ASSERT_TRUE(ret == XDP_DROP, name); /* malformed: drop, never aborted */
 			if (ASSERT_OK(dp_outcome(&D, &row, &o), name))
 				ASSERT_EQ(o, FG_OUT_MALFORMED, name);
 		}
@@ -357,14 +481,16 @@ static void test_outcomes_and_lists(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DROP, "third over burst");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	s = udp4("192.0.2.1", 54);
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_PASS, "other port: unmatched, default pass");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_PASS,
+		  "other port: unmatched, default pass");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "unmatched in the global row");
 	s = udp4("10.2.3.4", 53);
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "denylisted");
 	ASSERT_EQ(v, XDP_DROP, "deny drops");
 	s = udp4("10.1.3.4", 53);
 	for (int i = 0; i < 5; i++)
-		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "allowlisted never limited");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+			  "allowlisted never limited");
 	s = (struct pkt_spec){ .family = 4, .src = "10.1.3.4", .proto = 6, .dport = 80 };
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "allow beats a drop rule");
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.50", .proto = 6, .dport = 80 };
@@ -401,15 +527,18 @@ static void test_outcomes_and_lists(void)
 static void test_lists_dir_vs_reference(void)
 {
 	struct fg_rule pass = { .action = FG_ACT_PASS };
-	struct { __u32 net; int plen, list; } pf[60];
-	int n = 0, wrong = 0, seen[3] = {0};
+	struct {
+		__u32 net;
+		int plen, list;
+	} pf[60];
+	int n = 0, wrong = 0, seen[3] = { 0 };
 
 	if (setup(1024))
 		return;
 	dp_rule(&D, &pass, &M_ANY, C_ALL);
 	srand(3);
 	while (n < 60) {
-		int plen = 15 + rand() % 14;	/* 15..28, both sides of /16 */
+		int plen = 15 + rand() % 14; /* 15..28, both sides of /16 */
 		__u32 net = (0x0a000000u | (rand() & 0x000fffff)) & (0xffffffffu << (32 - plen));
 		char cidr[32];
 		struct in_addr ia = { .s_addr = htonl(net) };
@@ -430,9 +559,11 @@ static void test_lists_dir_vs_reference(void)
 
 		for (int j = 0; j < n; j++)
 			if ((a & (0xffffffffu << (32 - pf[j].plen))) == pf[j].net &&
-			    (best < 0 || pf[j].plen >= pf[best].plen))	/* a rewrite wins */
+			    (best < 0 || pf[j].plen >= pf[best].plen)) /* a rewrite wins */
 				best = j;
-		want = best < 0 ? FG_OUT_PASS : pf[best].list == FG_LIST_ALLOW ? FG_OUT_ALLOW : FG_OUT_DENY;
+		want = best < 0			      ? FG_OUT_PASS :
+		       pf[best].list == FG_LIST_ALLOW ? FG_OUT_ALLOW :
+							FG_OUT_DENY;
 		snprintf(src, sizeof(src), "%s", inet_ntoa(ia));
 		s = udp4(src, 7);
 		got = dp_outcome_of(&D, &s, NULL, NULL);
@@ -493,12 +624,14 @@ static void test_first_match(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "echo reply unmatched");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "global row");
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 58, .icmp_type = 8 };
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "icmpv6 type 8 is not an IPv4 echo rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS,
+		  "icmpv6 type 8 is not an IPv4 echo rule");
 	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::1", .proto = 17, .sport = 1500 };
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "v6 sport in range");
 	s.family = 4;
 	s.src = "192.0.2.1";
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "v4 not matched by a v6-only rule");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS,
+		  "v4 not matched by a v6-only rule");
 
 	/* swap the first two rules: order decides */
 	struct fg_match t0 = D.pol.match[FG_CLASS_TCP][0];
@@ -506,7 +639,8 @@ static void test_first_match(void)
 	D.pol.match[FG_CLASS_TCP][1] = t0;
 	dp_apply(&D);
 	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.1", .proto = 6, .dport = 22 };
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "after the swap the pass rule wins");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS,
+		  "after the swap the pass rule wins");
 	ASSERT_EQ(row, 1, "rule 1 first now");
 	dp_close(&D);
 }
@@ -565,8 +699,8 @@ static void test_source_sets_and_prefixes(void)
 
 	if (setup(1024))
 		return;
-	r.mask4 = htonl(0xffffff00);	/* /24 */
-	r.mask6[0] = r.mask6[1] = 0xffffffff;	/* /64 */
+	r.mask4 = htonl(0xffffff00);	      /* /24 */
+	r.mask6[0] = r.mask6[1] = 0xffffffff; /* /64 */
 	m.sets = 1u << 3;
 	dp_rule(&D, &r, &m, C_ALL);
 	ASSERT_OK(dp_pfx(&D, "198.51.100.0/24", FG_LIST_NONE, 1u << 3), "set 3 v4");
@@ -581,7 +715,8 @@ static void test_source_sets_and_prefixes(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "same /24 shares one bucket");
 	s = udp4("198.51.101.1", 9);
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "outside the set: rule does not apply");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS,
+			  "outside the set: rule does not apply");
 	s = udp6("2001:db8:5:1::1", 9);
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "v6 /64 1st");
 	s = udp6("2001:db8:5:1:ffff::2", 9);
@@ -606,18 +741,26 @@ static void test_fragments(void)
 	dp_rule(&D, &frag, &f, C_ALL);
 	dp_apply(&D);
 
-	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .frag_off = 1480, .payload = 64 };
+	s = (struct pkt_spec){
+		.family = 4, .src = "192.0.2.7", .proto = 17, .frag_off = 1480, .payload = 64
+	};
 	for (int i = 0; i < 3; i++) {
-		ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "fragment within the fragment rule");
+		ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS,
+			  "fragment within the fragment rule");
 		ASSERT_EQ(row, 1, "charged to the fragment rule, not the port rule");
 	}
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, "fragments are limited, never unmetered");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP,
+		  "fragments are limited, never unmetered");
 	ASSERT_GE(dp_row_ev(&D, 1, FG_EV_FRAG), 4, "fragment events counted");
-	s = (struct pkt_spec){ .family = 6, .src = "2001:db8::7", .proto = 17, .frag_off = 8, .payload = 64 };
+	s = (struct pkt_spec){
+		.family = 6, .src = "2001:db8::7", .proto = 17, .frag_off = 8, .payload = 64
+	};
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "v6 fragment");
 	ASSERT_EQ(row, 1, "v6 fragment to the fragment rule");
 	/* a first fragment carries ports: it is a normal packet */
-	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 17, .dport = 53, .frag_mf = 1 };
+	s = (struct pkt_spec){
+		.family = 4, .src = "192.0.2.7", .proto = 17, .dport = 53, .frag_mf = 1
+	};
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "first fragment");
 	ASSERT_EQ(row, 0, "first fragment matches the port rule");
 	dp_close(&D);
@@ -657,8 +800,10 @@ static void test_burst_and_refill(void)
 	ASSERT_EQ(burst_at(&s, t + 3600 * NS, 100), 20, "an hour idle refills to burst, no more");
 	/* time going backwards (a CPU's clock up to a tick behind another's)
 	 * counts as zero elapsed */
-	ASSERT_EQ(burst_at(&s, t + 3600 * NS - 4 * MS, 100), 0, "clock 4 ms behind the bucket: nothing more");
-	ASSERT_EQ(burst_at(&s, t + 3600 * NS + 100 * MS, 100), 1, "then refill resumes from the last tat");
+	ASSERT_EQ(burst_at(&s, t + 3600 * NS - 4 * MS, 100), 0,
+		  "clock 4 ms behind the bucket: nothing more");
+	ASSERT_EQ(burst_at(&s, t + 3600 * NS + 100 * MS, 100), 1,
+		  "then refill resumes from the last tat");
 	/* a very long idle period cannot overflow */
 	ASSERT_EQ(burst_at(&s, 1ull << 56, 100), 20, "after 2^56 ns: burst again");
 	dp_close(&D);
@@ -677,7 +822,8 @@ static void test_reload_rate_change(void)
 	D.pol.rules[0].ovf = D.pol.rules[0].src;
 	ASSERT_OK(dp_apply(&D), "reload at 100/s");
 	ASSERT_EQ(burst_of(&s, 100), 0, "kept bucket: no fresh burst");
-	ASSERT_EQ(burst_at(&s, dp_now(&D) + 100 * MS, 100), 10, "100 ms at the new 100/s: 10 (1 at the old rate)");
+	ASSERT_EQ(burst_at(&s, dp_now(&D) + 100 * MS, 100), 10,
+		  "100 ms at the new 100/s: 10 (1 at the old rate)");
 	ASSERT_EQ(dp_count_src4(&D), 1, "one bucket throughout");
 	dp_close(&D);
 }
@@ -692,13 +838,13 @@ static void test_bytes_cost(void)
 	if (setup_one(&r))
 		return;
 	t = dp_now(&D);
-	s.payload = 1000 - 42;	/* 1000-byte frames */
+	s.payload = 1000 - 42; /* 1000-byte frames */
 	ASSERT_EQ(burst_of(&s, 10), 3, "3000 bytes of burst: three 1000-byte frames");
 	ASSERT_EQ(burst_at(&s, t + 500 * MS, 10), 0, "500 bytes refilled: not enough for 1000");
 	s.payload = 500 - 42;
 	ASSERT_EQ(burst_of(&s, 10), 1, "but enough for one 500-byte frame");
 	dp_set_now(&D, t + 10 * NS);
-	s.payload = 9000 - 42;	/* a jumbo, multi-buffer frame */
+	s.payload = 9000 - 42; /* a jumbo, multi-buffer frame */
 	ASSERT_EQ(burst_of(&s, 10), 0, "a 9000-byte frame never fits a 3000-byte burst");
 	struct fg_stats st;
 	dp_read_stats(&D, 0, &st);
@@ -746,15 +892,17 @@ static void test_shadow_equals_enforce(void)
 			return;
 		r.agg = dp_lim(200, 30);
 		if (mode == 2)
-			r.mode = FG_MODE_SHADOW;	/* per-rule shadow */
+			r.mode = FG_MODE_SHADOW; /* per-rule shadow */
 		dp_rule(&D, &r, &M_ANY, C_ALL);
 		dp_apply(&D);
 		if (mode == 1)
 			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
 		if (mode == 3)
-			ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW), "global override shadow");
+			ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW),
+				  "global override shadow");
 		if (mode == 4)
-			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "rule override shadow");
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW),
+				  "rule override shadow");
 		srand(7);
 		for (int i = 0; i < 600; i++) {
 			char src[32];
@@ -776,7 +924,8 @@ static void test_shadow_equals_enforce(void)
 		}
 		if (mode) {
 			static const char *const what[5] = { "", "global shadow", "rule shadow",
-				"global shadow override", "rule shadow override" };
+							     "global shadow override",
+							     "rule shadow override" };
 			char name[96];
 
 			snprintf(name, sizeof(name), "%s decides as enforce", what[mode]);
@@ -823,7 +972,8 @@ static void test_bypass(void)
 	dp_set_now(&D, t + 5 * NS);
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "enforcing again at 5 s");
 	ASSERT_EQ(burst_of(&s, 10), 1, "bucket as it was: 2 tokens after 5 s at 1/s minus one");
-	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1, "expired bypass counted (in the row that judged the packet)");
+	ASSERT_GE(dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED), 1,
+		  "expired bypass counted (in the row that judged the packet)");
 	dp_close(&D);
 }
 
@@ -861,7 +1011,8 @@ static void test_bypass_live_and_expired(void)
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "re-armed over an expired one");
 	ASSERT_OK(fg_switch_bypass(&D.cm, true, 0), "bypass until switched off");
 	dp_set_now(&D, t + 3600 * NS);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS, "no expiry: still on an hour later");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_BYPASS,
+		  "no expiry: still on an hour later");
 
 	expired = dp_row_ev(&D, 0, FG_EV_BYPASS_EXPIRED);
 	ASSERT_OK(fg_switch_bypass(&D.cm, false, 0), "bypass off");
@@ -893,10 +1044,10 @@ static void test_mode_overrides(void)
 		{ FG_OVR_SHADOW, FG_MODE_ENFORCE, "SSSSSS", 'S' },
 		{ FG_OVR_SHADOW, FG_MODE_SHADOW, "SSSSSS", 'S' },
 	};
-	static const __u32 rovr[6] = { FG_OVR_NONE, FG_OVR_NONE, FG_OVR_ENFORCE, FG_OVR_ENFORCE,
-				       FG_OVR_SHADOW, FG_OVR_SHADOW };
-	static const __u32 rmode[6] = { FG_MODE_ENFORCE, FG_MODE_SHADOW, FG_MODE_ENFORCE,
-					FG_MODE_SHADOW, FG_MODE_ENFORCE, FG_MODE_SHADOW };
+	static const __u32 rovr[6] = { FG_OVR_NONE,    FG_OVR_NONE,   FG_OVR_ENFORCE,
+				       FG_OVR_ENFORCE, FG_OVR_SHADOW, FG_OVR_SHADOW };
+	static const __u32 rmode[6] = { FG_MODE_ENFORCE, FG_MODE_SHADOW,  FG_MODE_ENFORCE,
+					FG_MODE_SHADOW,	 FG_MODE_ENFORCE, FG_MODE_SHADOW };
 	static const char *const ovr_name[3] = { "none", "enforce", "shadow" };
 	static const __u16 ids[2] = { 5, 100 };
 	struct fg_rule drop = { .action = FG_ACT_DROP };
@@ -918,18 +1069,23 @@ static void test_mode_overrides(void)
 			ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, rovr[c]), "rule override");
 			for (size_t g = 0; g < sizeof(rows) / sizeof(rows[0]); g++) {
 				char name[160];
-				int want = rows[g].rules[c] == 'S' ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+				int want = rows[g].rules[c] == 'S' ? FG_MODE_SHADOW :
+								     FG_MODE_ENFORCE;
 				__u32 row = 0, m = 99;
 				int v, out;
 
 				ASSERT_OK(fg_switch_file_mode(&D.cm, rows[g].file), "file mode");
-				ASSERT_OK(fg_switch_mode_ovr(&D.cm, rows[g].govr), "global override");
-				snprintf(name, sizeof(name),
-					 "rule id %u: global override %s, file %s, rule override %s, rule %s",
-					 id, ovr_name[rows[g].govr], rows[g].file ? "shadow" : "enforce",
-					 ovr_name[rovr[c]], rmode[c] ? "shadow" : "enforce");
+				ASSERT_OK(fg_switch_mode_ovr(&D.cm, rows[g].govr),
+					  "global override");
+				snprintf(
+					name, sizeof(name),
+					"rule id %u: global override %s, file %s, rule override %s, rule %s",
+					id, ovr_name[rows[g].govr],
+					rows[g].file ? "shadow" : "enforce", ovr_name[rovr[c]],
+					rmode[c] ? "shadow" : "enforce");
 				out = dp_outcome_of(&D, &s, &row, &v);
-				ASSERT_EQ(out, want == FG_MODE_SHADOW ? FG_OUT_SHADOW : FG_OUT_DROP, name);
+				ASSERT_EQ(out, want == FG_MODE_SHADOW ? FG_OUT_SHADOW : FG_OUT_DROP,
+					  name);
 				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP, name);
 				ASSERT_EQ(row, id, name);
 				ASSERT_OK(fg_ctl_rule_mode(&D.cm, id, rmode[c], &m), name);
@@ -954,14 +1110,17 @@ static void test_mode_overrides(void)
 		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow");
 		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_SHADOW, "rule override shadow");
 		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_NONE), "rule override cleared");
-		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "cleared: the file's enforce");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP,
+			  "cleared: the file's enforce");
 		/* apply forgets the override of an id it hands to a new rule */
-		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW), "rule override shadow again");
+		ASSERT_OK(fg_switch_rule_ovr(&D.cm, id, FG_OVR_SHADOW),
+			  "rule override shadow again");
 		__u64 mask[FG_OVR_WORDS] = {};
 
 		mask[id / 64] = 1ull << (id % 64);
 		ASSERT_OK(fg_switch_clear_rule_ovr_ids(&D.cm, mask), "clear the id's override");
-		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP, "forgotten: the file's enforce");
+		ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_DROP,
+			  "forgotten: the file's enforce");
 	}
 	ASSERT_EQ(cases, 72, "every combination, both ids");
 	dp_close(&D);
@@ -1022,7 +1181,7 @@ static void test_ids_64_to_127(void)
 	r.ovf = dp_lim(1, 2);
 	r.gen = 1;
 	rules_per_port(&r, FG_MAX_RULES);
-	D.pol.ins.inc = 1;	/* no new source gets a bucket: all go to overflow */
+	D.pol.ins.inc = 1; /* no new source gets a bucket: all go to overflow */
 	D.pol.ins.tau = 0;
 	ASSERT_OK(dp_apply(&D), "policy B: ids FG_MAX_RULES..2 * FG_MAX_RULES - 1, every rule new");
 	four_to_each_port();
@@ -1031,7 +1190,7 @@ static void test_ids_64_to_127(void)
 
 		snprintf(name, sizeof(name), "B: row %d", id);
 		ASSERT_OK(dp_read_stats(&D, id, &st), name);
-		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, name);	/* overflow burst 2, fresh aggregate */
+		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, name); /* overflow burst 2, fresh aggregate */
 		ASSERT_EQ(st.pkts[FG_OUT_DROP], 2, name);
 		ASSERT_EQ(st.ev[FG_EV_OVERFLOW], 4, name);
 		snprintf(name, sizeof(name), "B: id %d's aggregate and overflow buckets", id);
@@ -1057,10 +1216,12 @@ static void test_ids_64_to_127(void)
 	__u64 before = dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS);
 
 	ASSERT_EQ(burst_of(&s, 5), 2, "the last id: its own burst");
-	ASSERT_OK(dp_bucket4(&D, "192.0.2.61", FG_MAX_IDS - 1, 1, &b), "source bucket of the last id");
+	ASSERT_OK(dp_bucket4(&D, "192.0.2.61", FG_MAX_IDS - 1, 1, &b),
+		  "source bucket of the last id");
 	ASSERT_EQ(dp_bucket4(&D, "192.0.2.61", (FG_MAX_IDS - 1) & (FG_MAX_RULES - 1), 1, &b),
 		  -ENOENT, "not of the id FG_MAX_RULES below");
-	ASSERT_EQ(dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS) - before, 2, "the last id's row counts it");
+	ASSERT_EQ(dp_row_pkts(&D, FG_MAX_IDS - 1, FG_OUT_PASS) - before, 2,
+		  "the last id's row counts it");
 	dp_close(&D);
 }
 
@@ -1079,10 +1240,13 @@ static void test_prefix_tries_sized(void)
 		struct bpf_map_info info = {};
 		__u32 len = sizeof(info);
 
-		if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_map__fd(tries[f]), &info, &len), "map info"))
+		if (!ASSERT_OK(bpf_obj_get_info_by_fd(bpf_map__fd(tries[f]), &info, &len),
+			       "map info"))
 			continue;
-		ASSERT_EQ(info.max_entries, FG_PFX_ENTRIES, f ? "fg_pfx6 entries" : "fg_pfx4 entries");
-		ASSERT_EQ(info.max_entries, 2 * FG_MAX_PREFIXES, "room for both slots of the largest policy");
+		ASSERT_EQ(info.max_entries, FG_PFX_ENTRIES,
+			  f ? "fg_pfx6 entries" : "fg_pfx4 entries");
+		ASSERT_EQ(info.max_entries, 2 * FG_MAX_PREFIXES,
+			  "room for both slots of the largest policy");
 		ASSERT_TRUE(info.map_flags & BPF_F_NO_PREALLOC, "memory per entry");
 	}
 	dp_close(&D);
@@ -1097,7 +1261,8 @@ static void test_prefix_tries_full(void)
 	__u32 n = 0;
 
 	if (!getenv("FG_GAMEDAY")) {
-		fg_test_skip("fills fg_pfx4 with 2^21 prefixes (~6 s, ~270 MB): FG_GAMEDAY=1 runs it");
+		fg_test_skip(
+			"fills fg_pfx4 with 2^21 prefixes (~6 s, ~270 MB): FG_GAMEDAY=1 runs it");
 		return;
 	}
 	if (setup(1024))
@@ -1105,7 +1270,9 @@ static void test_prefix_tries_full(void)
 	fd = bpf_map__fd(D.skel->maps.fg_pfx4);
 	for (__u32 slot = 0; slot < 2 && !err; slot++)
 		for (__u32 i = 0; i < FG_MAX_PREFIXES && !err; i++) {
-			struct fg_lpm4 k = { .prefixlen = 64, .slot = slot, .addr = htonl(0x0a000000u + i) };
+			struct fg_lpm4 k = { .prefixlen = 64,
+					     .slot = slot,
+					     .addr = htonl(0x0a000000u + i) };
 			struct fg_pfx v = { .list = FG_LIST_DENY };
 
 			err = bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0;
@@ -1116,7 +1283,8 @@ static void test_prefix_tries_full(void)
 	struct fg_lpm4 k = { .prefixlen = 64, .slot = 1, .addr = htonl(0x0b000000u) };
 	struct fg_pfx v = { .list = FG_LIST_DENY };
 
-	ASSERT_EQ(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0, -ENOSPC, "one more is refused");
+	ASSERT_EQ(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0, -ENOSPC,
+		  "one more is refused");
 	k.slot = 0;
 	k.addr = htonl(0x0a000000u + FG_MAX_PREFIXES - 1);
 	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &v) ? -errno : 0, "slot 0's last prefix");
@@ -1138,7 +1306,7 @@ static void test_table_full_v6(void)
 
 		if (setup(1024))
 			return;
-		r.on_full = mode;	/* overflow, open, closed */
+		r.on_full = mode; /* overflow, open, closed */
 		r.ovf = dp_lim(1, 3);
 		dp_rule(&D, &r, &M_ANY, C_ALL);
 		D.pol.ins.inc = 1;
@@ -1205,7 +1373,8 @@ static void test_table_full_v4(void)
 			dp_run(&D, buf, len, &ret);
 		}
 		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_FAIL), fails, "refilled buckets make room");
-		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), inserts + 200, "200 new sources got ways");
+		ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), inserts + 200,
+			  "200 new sources got ways");
 		dp_close(&D);
 	}
 }
@@ -1214,7 +1383,7 @@ static void test_table_full_v4(void)
 
 static void test_counters_add_up(void)
 {
-	__u64 sent[FG_NROWS] = {0};
+	__u64 sent[FG_NROWS] = { 0 };
 	struct fg_rule a = limit_rule(1, 2), b = limit_rule(1, 2), p = { .action = FG_ACT_PASS };
 	struct fg_match ma = udp_ports(0, 65535, 53, 53), mb = M_ANY;
 
@@ -1235,12 +1404,27 @@ static void test_counters_add_up(void)
 
 		snprintf(src, sizeof(src), "%s.%d", k == 5 ? "10.9.0" : "192.0.2", rand() % 50);
 		switch (k) {
-		case 0: s = udp4(src, 53); row = 0; break;
-		case 1: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 6, .dport = 80 }; row = 1; break;
-		case 2: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 1, .icmp_type = 8 }; row = 2; break;
-		case 3: s = udp4(src, 54); break;
-		case 4: s = (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .nvlan = 3 }; break;
-		default: s = udp4(src, 53); break;	/* denied */
+		case 0:
+			s = udp4(src, 53);
+			row = 0;
+			break;
+		case 1:
+			s = (struct pkt_spec){ .family = 4, .src = src, .proto = 6, .dport = 80 };
+			row = 1;
+			break;
+		case 2:
+			s = (struct pkt_spec){ .family = 4, .src = src, .proto = 1, .icmp_type = 8 };
+			row = 2;
+			break;
+		case 3:
+			s = udp4(src, 54);
+			break;
+		case 4:
+			s = (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .nvlan = 3 };
+			break;
+		default:
+			s = udp4(src, 53);
+			break; /* denied */
 		}
 		dp_set_now(&D, dp_now(&D) + (rand() % 3) * MS);
 		if (dp_send(&D, &s) < 0)
@@ -1376,8 +1560,8 @@ static void test_two_cpus_one_key(void)
 	}
 	for (__u64 k = 0; k <= steps; k++) {
 		dp_set_now(&D, t0 + k * MS);
-		pthread_barrier_wait(&step_bar);	/* go */
-		pthread_barrier_wait(&step_bar);	/* both done */
+		pthread_barrier_wait(&step_bar); /* go */
+		pthread_barrier_wait(&step_bar); /* both done */
 	}
 	for (int i = 0; i < 2; i++) {
 		pthread_join(th[i], NULL);
@@ -1421,8 +1605,7 @@ static int setup_spray(int with_admission)
  * (which evict only full buckets), with or without the admission limit;
  * *refused counts the spray's sources that got no way (set full or
  * admission). */
-static int eviction_run(int family, int with_admission, int spray, __u64 over_ns,
-			__u64 *refused)
+static int eviction_run(int family, int with_admission, int spray, __u64 over_ns, __u64 *refused)
 {
 	struct pkt_spec s = family == 4 ? udp4("192.0.2.77", 7) : udp6("2001:db8:77::1", 7);
 	struct pkt_spec sp = family == 4 ? udp4("198.18.0.1", 7) : udp6("2001:db8:1::1", 7);
@@ -1496,8 +1679,8 @@ static void test_client_keeps_way_under_spray(void)
 	int ok;
 
 	ok = client_under_spray(1, &limited);
-	printf("  with admission limit: client passed %d of 100, %llu spoofed keys refused\n",
-	       ok, (unsigned long long)limited);
+	printf("  with admission limit: client passed %d of 100, %llu spoofed keys refused\n", ok,
+	       (unsigned long long)limited);
 	ASSERT_EQ(ok, 100, "the client keeps its way and all its packets pass");
 	ASSERT_GE(limited, 700000, "the spray was mostly refused keys");
 	ok = client_under_spray(0, &limited);
@@ -1531,7 +1714,8 @@ static void test_eviction_invariant(void)
 		got = eviction_run(c[i].family, c[i].admission, 40960, 1 * NS, &refused);
 		printf("  %s: S got %d after the spray (1 s of refill at 10/s = 10), %llu %s\n",
 		       c[i].table, got, (unsigned long long)refused, c[i].refused_what);
-		snprintf(name, sizeof(name), "%s: no fresh burst for the throttled source", c[i].name);
+		snprintf(name, sizeof(name), "%s: no fresh burst for the throttled source",
+			 c[i].name);
 		ASSERT_LE(got, 10, name);
 		snprintf(name, sizeof(name), "%s: and its refill is intact", c[i].name);
 		ASSERT_GE(got, 9, name);
@@ -1605,14 +1789,16 @@ static void test_fleet_lease_exact(void)
 	dp_read_stats(&D, 1, &st);
 	ASSERT_EQ(st.fleet_offered + st.ev[FG_EV_FLEET_DROP] + st.ev[FG_EV_FLEET_LOSS], 0,
 		  "a rule without fleet counts nothing fleet");
-	ASSERT_EQ(D.lease[1].tokens + (__s64)D.lease[1].lease_expires, 0, "and its lease entry is untouched");
+	ASSERT_EQ(D.lease[1].tokens + (__s64)D.lease[1].lease_expires, 0,
+		  "and its lease entry is untouched");
 	dp_close(&D);
 
 	/* bytes: the lease is in the rule's unit */
 	r.cost = FG_COST_BYTES;
-	if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = 3500 }))
+	if (setup_with(&r,
+		       &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = 3500 }))
 		return;
-	s.payload = 1000 - 42;	/* 1000-byte frames */
+	s.payload = 1000 - 42; /* 1000-byte frames */
 	ASSERT_EQ(spread_of(&s, 10), 3, "a lease of 3500 bytes: three 1000-byte frames");
 	ASSERT_EQ(D.lease[0].tokens, 500, "500 bytes left");
 	s.payload = 500 - 42;
@@ -1662,7 +1848,8 @@ static void test_fleet_on_loss(void)
 		char name[128];
 		__u64 t;
 
-		if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = (__u8)mode, .local = local }))
+		if (setup_with(&r, &(struct extras){
+					   .lease = 1, .on_loss = (__u8)mode, .local = local }))
 			return;
 		t = dp_now(&D);
 		dp_lease_renew(&D, 0, 100, t + 400 * MS, 4);
@@ -1686,7 +1873,8 @@ static void test_fleet_on_loss(void)
 			dp_set_now(&D, t + 1000 * MS);
 			ASSERT_EQ(spread_of(&s, 20), 1, "local: 0.1 s more = 1");
 			dp_set_now(&D, t + 100 * NS);
-			ASSERT_EQ(spread_of(&s, 20), 5, "local: long idle, the local burst (5), no more");
+			ASSERT_EQ(spread_of(&s, 20), 5,
+				  "local: long idle, the local burst (5), no more");
 			sent_loss += 60;
 			want_local = 11;
 		}
@@ -1694,7 +1882,8 @@ static void test_fleet_on_loss(void)
 		snprintf(name, sizeof(name), "%s: every frame after the expiry is FG_EV_FLEET_LOSS",
 			 names[mode]);
 		ASSERT_EQ(st.ev[FG_EV_FLEET_LOSS], sent_loss, name);
-		snprintf(name, sizeof(name), "%s: fleet_unleased = what passed under on_loss", names[mode]);
+		snprintf(name, sizeof(name), "%s: fleet_unleased = what passed under on_loss",
+			 names[mode]);
 		ASSERT_EQ(st.fleet_unleased, mode == FG_LOSS_OPEN ? 20 : want_local, name);
 		ASSERT_EQ(st.ev[FG_EV_FLEET_DROP], 0, "no lease drops");
 		ASSERT_EQ(D.lease[0].tokens, 90, "an expired lease is not spent");
@@ -1714,7 +1903,8 @@ static void test_fleet_gen_mismatch(void)
 
 	r.gen = 2;
 	/* the lease entry of the previous rule of this id */
-	if (setup_with(&r, &(struct extras){ .lease = 1, .gen = 1, .on_loss = FG_LOSS_OPEN, .grant = 100 }))
+	if (setup_with(&r, &(struct extras){
+				   .lease = 1, .gen = 1, .on_loss = FG_LOSS_OPEN, .grant = 100 }))
 		return;
 	ASSERT_EQ(spread_of(&s, 10), 0, "another generation's lease: dropped");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_FLEET_LOSS), 10, "counted as FG_EV_FLEET_LOSS");
@@ -1740,9 +1930,11 @@ static void test_fleet_shadow(void)
 		if (mode == 0)
 			dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0);
 		else
-			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "rule override shadow");
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW),
+				  "rule override shadow");
 		lease_grant(2);
-		ASSERT_EQ(spread_of(&s, 5), 5, mode ? "rule shadow: all pass" : "global shadow: all pass");
+		ASSERT_EQ(spread_of(&s, 5), 5,
+			  mode ? "rule shadow: all pass" : "global shadow: all pass");
 		dp_read_stats(&D, 0, &st);
 		ASSERT_EQ(st.pkts[FG_OUT_PASS], 2, "2 admitted by the lease");
 		ASSERT_EQ(st.pkts[FG_OUT_SHADOW], 3, "3 would-drops");
@@ -1784,8 +1976,8 @@ static __s64 lease_take_back(struct fg_lease *l, __s64 n)
 		take = cur < n ? cur : n;
 		if (take <= 0)
 			return 0;
-	} while (!__atomic_compare_exchange_n(&l->tokens, &cur, cur - take, false,
-					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	} while (!__atomic_compare_exchange_n(&l->tokens, &cur, cur - take, false, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
 	return take;
 }
 
@@ -1810,7 +2002,9 @@ static void test_fleet_two_cpus(void)
 		volatile int stop = 0;
 		int rounds = 0;
 
-		if (setup_with(&r, &(struct extras){ .lease = 1, .on_loss = FG_LOSS_CLOSED, .grant = (__s64)lease }))
+		if (setup_with(&r, &(struct extras){ .lease = 1,
+						     .on_loss = FG_LOSS_CLOSED,
+						     .grant = (__s64)lease }))
 			return;
 		for (int i = 0; i < 2; i++) {
 			memset(&h[i], 0, sizeof(h[i]));
@@ -1829,7 +2023,9 @@ static void test_fleet_two_cpus(void)
 				taken += lease_take_back(&D.lease[0], 700);
 			usleep(2000);
 		}
-		for (int w = 0; pass && w < 10000 && __atomic_load_n(&D.lease[0].tokens, __ATOMIC_ACQUIRE); w++)
+		for (int w = 0;
+		     pass && w < 10000 && __atomic_load_n(&D.lease[0].tokens, __ATOMIC_ACQUIRE);
+		     w++)
 			usleep(1000);
 		for (int w = 0; pass && w < 10000 && !dp_row_ev(&D, 0, FG_EV_FLEET_DROP); w++)
 			usleep(1000);
@@ -1939,8 +2135,8 @@ static void test_shed_pool_reserve(void)
 	ASSERT_GE(low_ok, (__u64)(0.8 * 10000 * 3), "... and its 80% of the rate");
 	ASSERT_EQ(dp_row_pkts(&D, 1, FG_OUT_SHED), low_n - low_ok, "refusals counted as shed");
 	ASSERT_EQ(dp_row_pkts(&D, 1, FG_OUT_DROP), 0, "none as drop");
-	ASSERT_EQ(dp_row_ev(&D, 1, FG_EV_SHED_CAP) + dp_row_ev(&D, 1, FG_EV_SHED_POOL), low_n - low_ok,
-		  "each refusal names the cap or the pool");
+	ASSERT_EQ(dp_row_ev(&D, 1, FG_EV_SHED_CAP) + dp_row_ev(&D, 1, FG_EV_SHED_POOL),
+		  low_n - low_ok, "each refusal names the cap or the pool");
 	ASSERT_GE(dp_row_ev(&D, 1, FG_EV_SHED_CAP), 1, "the cap refused some");
 	dp_close(&D);
 }
@@ -1973,7 +2169,7 @@ static void test_shed_pool_refund(void)
 	/* over the quota first: a drop, and the pool untouched */
 	r = limit_rule(1, 2);
 	r.pool = 1;
-	if (setup_with(&r, &(struct extras){ .pool_burst = 100 }))	/* room */
+	if (setup_with(&r, &(struct extras){ .pool_burst = 100 })) /* room */
 		return;
 	now_tu = dp_now(&D) << FG_TU_SHIFT;
 	ASSERT_EQ(burst_of(&s, 6), 2, "per-source burst 2 of 6");
@@ -1985,8 +2181,10 @@ static void test_shed_pool_refund(void)
 
 	/* a fleet rule: the lease's tokens go back too */
 	r = (struct fg_rule){ .action = FG_ACT_LIMIT, .fleet = 1, .pool = 1 };
-	if (setup_with(&r, &(struct extras){ .pool_burst = 3, .lease = 1, .on_loss = FG_LOSS_CLOSED,
-					    .grant = 10 }))
+	if (setup_with(&r, &(struct extras){ .pool_burst = 3,
+					     .lease = 1,
+					     .on_loss = FG_LOSS_CLOSED,
+					     .grant = 10 }))
 		return;
 	ASSERT_EQ(burst_of(&s, 5), 3, "the pool's 3 of 5");
 	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHED), 2, "2 shed");
@@ -1994,7 +2192,8 @@ static void test_shed_pool_refund(void)
 	dp_close(&D);
 
 	/* ... but what on_loss admitted took no tokens, and gets none back */
-	if (setup_with(&r, &(struct extras){ .pool_burst = 3, .lease = 1, .on_loss = FG_LOSS_OPEN }))
+	if (setup_with(&r,
+		       &(struct extras){ .pool_burst = 3, .lease = 1, .on_loss = FG_LOSS_OPEN }))
 		return;
 	ASSERT_EQ(burst_of(&s, 5), 3, "on_loss open, the pool's 3 of 5");
 	ASSERT_EQ(D.lease[0].tokens, 0, "no tokens given to an expired lease");
@@ -2031,7 +2230,8 @@ static void test_shed_tier_fraction(void)
 	ASSERT_EQ(b.tat, (dp_now(&D) << FG_TU_SHIFT) + (500 + 4000 - n) * be.src.inc,
 		  "only the frames not shed spent tokens");
 	shed_all_kinds(FG_TIER_CRITICAL, FG_SHED_ONE);
-	ASSERT_EQ(count_out(&sc, 500, 1, FG_OUT_PASS), 500, "critical never shed, whatever fg_shed says");
+	ASSERT_EQ(count_out(&sc, 500, 1, FG_OUT_PASS), 500,
+		  "critical never shed, whatever fg_shed says");
 	dp_close(&D);
 }
 
@@ -2040,8 +2240,13 @@ static void test_shed_tier_fraction(void)
 static void test_shed_syn_first(void)
 {
 	struct fg_rule r = shed_rule(FG_TIER_BULK, 0);
-	struct pkt_spec syn = { .family = 4, .src = "198.51.100.50", .proto = 6, .sport = 40000,
-				.dport = 80, .tcp_flags = FG_TCP_SYN, .tcp_flags_set = 1 };
+	struct pkt_spec syn = { .family = 4,
+				.src = "198.51.100.50",
+				.proto = 6,
+				.sport = 40000,
+				.dport = 80,
+				.tcp_flags = FG_TCP_SYN,
+				.tcp_flags_set = 1 };
 	struct pkt_spec ack = syn, synack = syn;
 
 	ack.tcp_flags = FG_TCP_ACK;
@@ -2065,13 +2270,13 @@ static void test_shed_decay(void)
 {
 	struct fg_rule r = shed_rule(FG_TIER_NORMAL, 0);
 	struct pkt_spec s = udp4("198.51.100.60", 9);
-	const __u32 h = 30;	/* tail 2^30 ns, 1.07 s */
+	const __u32 h = 30; /* tail 2^30 ns, 1.07 s */
 	__u64 t0, end, n;
 
 	if (setup_one(&r))
 		return;
 	t0 = dp_now(&D);
-	end = t0 + 2 * NS + (1ull << h);	/* hold 2 s (2 * interval of 1 s) */
+	end = t0 + 2 * NS + (1ull << h); /* hold 2 s (2 * interval of 1 s) */
 	shed_all_kinds(FG_TIER_NORMAL, FG_SHED_ONE);
 	dp_shed_deadline(&D, end, h);
 	ASSERT_EQ(count_out(&s, 200, 0, FG_OUT_SHED), 200, "written: all shed");
@@ -2122,13 +2327,15 @@ static void test_shed_shadow_and_off(void)
 	D.shed->shadow = 0;
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_SHADOW, 0, 0), "global shadow");
 	ASSERT_EQ(dp_send(&D, &s), XDP_PASS, "global shadow: passed");
-	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHADOW), 1, "over quota as well: shadow (a would-drop)");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SHADOW), 1,
+		  "over quota as well: shadow (a would-drop)");
 	ASSERT_OK(dp_set_ctl(&D, FG_MODE_ENFORCE, 0, 0), "enforce");
 	ASSERT_EQ(count_out(&s, 10, 0, FG_OUT_SHED), 10, "enforced: shed");
 	D.shed->off = 1;
 	ASSERT_EQ(count_out(&s, 10, 0, FG_OUT_DROP), 10, "off: no shedding, the quota decides");
 	D.shed->off = 0;
-	ASSERT_EQ(count_out(&s2, 50, 1, FG_OUT_PASS), 50, "a pool with shedding: off is never tier-shed");
+	ASSERT_EQ(count_out(&s2, 50, 1, FG_OUT_PASS), 50,
+		  "a pool with shedding: off is never tier-shed");
 	dp_close(&D);
 }
 
@@ -2209,7 +2416,9 @@ static void spray(int from, int n)
  * FG_TEV_BURST at an instant, the rest counted and reported later. */
 static void test_throttle_events(void)
 {
-	enum { SPRAY = FG_TEV_BURST + 904 };
+	enum {
+		SPRAY = FG_TEV_BURST + 904
+	};
 	struct fg_rule r = limit_rule(1, 1);
 	struct pkt_spec s = udp4("192.0.2.77", 7);
 	struct tev_seen seen = {};
@@ -2218,7 +2427,7 @@ static void test_throttle_events(void)
 	__be32 want;
 	__u64 t, e;
 
-	if (setup(65536))	/* room: every spray source gets a way */
+	if (setup(65536)) /* room: every spray source gets a way */
 		return;
 	dp_rule(&D, &r, &M_ANY, C_ALL);
 	dp_apply(&D);
@@ -2235,7 +2444,8 @@ static void test_throttle_events(void)
 	ASSERT_EQ(seen.last.rule, 0, "its rule id");
 	ASSERT_EQ(seen.last.drops, FG_DROP_SAMPLE, "drops after the first sample");
 	if (ASSERT_OK(dp_bucket4(&D, "192.0.2.77", 0, r.gen, &b), "bucket")) {
-		ASSERT_EQ(b.drops & FG_TEV_TAG_MASK, FG_TEV_TAG(t << FG_TU_SHIFT), "this epoch's tag");
+		ASSERT_EQ(b.drops & FG_TEV_TAG_MASK, FG_TEV_TAG(t << FG_TU_SHIFT),
+			  "this epoch's tag");
 		__u64 want_n = 0, got_n = FG_DROPS(b.drops) / FG_DROP_SAMPLE;
 
 		for (__u64 n = 0; n < 199; n++)
@@ -2313,10 +2523,12 @@ static int rules_max_wrong(int kind, __u32 base)
 		else if (kind == 2)
 			s.dport = (uint16_t)(5000 + i);
 		else
-			s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 1,
+			s = (struct pkt_spec){ .family = 4,
+					       .src = "192.0.2.7",
+					       .proto = 1,
 					       .icmp_type = (uint8_t)(i % 256) };
 		if (kind == 3 && i >= 256)
-			want = base + (__u32)(i % 256);	/* the first rule of that type */
+			want = base + (__u32)(i % 256); /* the first rule of that type */
 		if (dp_outcome_of(&D, &s, &row, NULL) != FG_OUT_PASS || row != want)
 			wrong++;
 	}
@@ -2333,7 +2545,8 @@ static int rules_max_wrong(int kind, __u32 base)
  */
 static void test_rules_max(void)
 {
-	static const char *const kinds[] = { "by sport", "by dport", "overlapping dport ranges", "icmp type" };
+	static const char *const kinds[] = { "by sport", "by dport", "overlapping dport ranges",
+					     "icmp type" };
 	/* the last rule's packets: its three UDP kinds, and its ICMP type unless
 	 * an earlier rule holds it too (types repeat from rule 256 on) */
 	const int last = 3 + (FG_MAX_RULES <= 256);
@@ -2348,7 +2561,8 @@ static void test_rules_max(void)
 		goto out;
 	ASSERT_EQ(D.pol.nmatch[FG_CLASS_UDP], 3 * FG_MAX_RULES, "three UDP entries a rule");
 	for (int k = 0; k < 4; k++) {
-		snprintf(name, sizeof(name), "ids 0..%d, %s: rows differing from the rule", FG_MAX_RULES - 1, kinds[k]);
+		snprintf(name, sizeof(name), "ids 0..%d, %s: rows differing from the rule",
+			 FG_MAX_RULES - 1, kinds[k]);
 		ASSERT_EQ(rules_max_wrong(k, 0), 0, name);
 	}
 	/* sport of rule j, dport of rule i < j: rule i's entry comes first */
@@ -2366,7 +2580,9 @@ static void test_rules_max(void)
 	s.dport = 5000 + FG_MAX_RULES;
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "past every range");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "still the global row");
-	s = (struct pkt_spec){ .family = 4, .src = "192.0.2.7", .proto = 6, .sport = 2000, .dport = 3000 };
+	s = (struct pkt_spec){
+		.family = 4, .src = "192.0.2.7", .proto = 6, .sport = 2000, .dport = 3000
+	};
 	ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_PASS, "tcp: no rule of that class");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "tcp: the global row");
 
@@ -2381,7 +2597,8 @@ static void test_rules_max(void)
 	ASSERT_OK(dp_read_stats(&D, 2 * FG_MAX_RULES - 1, &st), "row of the last id");
 	ASSERT_EQ(st.pkts[FG_OUT_PASS], last, "the last id: its packets");
 	ASSERT_OK(dp_read_stats(&D, FG_MAX_RULES - 1, &st), "row of the first policy's last id");
-	ASSERT_EQ(st.pkts[FG_OUT_PASS], last + 1, "the first policy's last id: its packets and the two-rule one, no more");
+	ASSERT_EQ(st.pkts[FG_OUT_PASS], last + 1,
+		  "the first policy's last id: its packets and the two-rule one, no more");
 out:
 	dp_close(&D);
 }
@@ -2427,7 +2644,9 @@ static void test_rules_max_vs_reference(void)
 	if (!ASSERT_OK(dp_apply(&D), "random policy"))
 		goto out;
 	for (int k = 0; k < 3000; k++) {
-		struct pkt_spec s = { .family = 4, .src = "192.0.2.5", .proto = 6,
+		struct pkt_spec s = { .family = 4,
+				      .src = "192.0.2.5",
+				      .proto = 6,
 				      .sport = (uint16_t)(1000 + rand() % 400),
 				      .dport = (uint16_t)(rand() % 6500),
 				      .tcp_flags = rand() % 2 ? FG_TCP_SYN : FG_TCP_ACK,
@@ -2466,7 +2685,8 @@ static void test_rules_max_protocols(void)
 	for (int i = 0; i < FG_MAX_RULES - 1; i++) {
 		struct fg_match m = M_ANY;
 
-		m.proto = (__u8)(i < 100 ? 100 + i : 200 + i % 50);	/* 200..249 twice: the first wins */
+		m.proto = (__u8)(i < 100 ? 100 + i :
+					   200 + i % 50); /* 200..249 twice: the first wins */
 		dp_rule(&D, &pass, &m, 1u << FG_CLASS_OTHER);
 	}
 	dp_rule(&D, &pass, &M_ANY, 1u << FG_CLASS_OTHER);
@@ -2477,7 +2697,7 @@ static void test_rules_max_protocols(void)
 		__u32 want = FG_MAX_RULES - 1;
 
 		if (pr == 1 || pr == 6 || pr == 17 || pr == 58)
-			continue;	/* classes of their own */
+			continue; /* classes of their own */
 		if (pr >= 100 && pr < 200)
 			want = (__u32)(pr - 100);
 		else if (pr >= 200 && pr < 250)
@@ -2492,7 +2712,10 @@ out:
 
 /* ---- drop sampling against sources sent in turn --------------------------------- */
 
-enum { ROT_SRCS = 32, ROT_ROUNDS = 256 };	/* 256 rounds, 1 ms apart: ~61 clock ticks */
+enum {
+	ROT_SRCS = 32,
+	ROT_ROUNDS = 256
+}; /* 256 rounds, 1 ms apart: ~61 clock ticks */
 
 /*
  * ROT_SRCS sources sent in turn, one packet each per round, 1 ms a round,
@@ -2504,7 +2727,7 @@ enum { ROT_SRCS = 32, ROT_ROUNDS = 256 };	/* 256 rounds, 1 ms apart: ~61 clock t
  */
 static void test_drop_sample_rotation(void)
 {
-	struct fg_rule r = limit_rule(1, 1);	/* 1/s, burst 1: 0.26 tokens in the run */
+	struct fg_rule r = limit_rule(1, 1); /* 1/s, burst 1: 0.26 tokens in the run */
 	cpu_set_t was, one;
 	struct fg_stats st;
 	__u64 t0, samples = 0, ticks;
@@ -2545,7 +2768,8 @@ static void test_drop_sample_rotation(void)
 	if (ASSERT_OK(dp_read_stats(&D, 0, &st), "the rule's counters")) {
 		__u64 drops = st.pkts[FG_OUT_DROP], want = drops / FG_DROP_SAMPLE;
 
-		ASSERT_EQ(drops, (__u64)ROT_SRCS * (ROT_ROUNDS - 1), "every packet after the first round dropped");
+		ASSERT_EQ(drops, (__u64)ROT_SRCS * (ROT_ROUNDS - 1),
+			  "every packet after the first round dropped");
 		/* the place moves at most once a tick: one sample more or fewer each time */
 		ticks = ((t0 + ROT_ROUNDS * MS) >> 22) - (t0 >> 22) + 1;
 		ASSERT_TRUE(samples + ticks >= want && samples <= want + ticks,

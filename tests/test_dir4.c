@@ -47,14 +47,18 @@ static void entry4(struct fg_pfx_entry *e, __u32 net, int plen, __u32 list, __u3
 	net &= mask_of(plen);
 	e->family = 4;
 	e->plen = (__u8)plen;
-	e->addr[0] = net >> 24; e->addr[1] = net >> 16; e->addr[2] = net >> 8; e->addr[3] = net;
+	e->addr[0] = net >> 24;
+	e->addr[1] = net >> 16;
+	e->addr[2] = net >> 8;
+	e->addr[3] = net;
 	e->list = list;
 	e->sets = sets;
 }
 
 static __u32 entry_net(const struct fg_pfx_entry *e)
 {
-	return (__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 | e->addr[3];
+	return (__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 |
+	       e->addr[3];
 }
 
 /* The reference: the longest prefix covering a; of equal ones the later. */
@@ -101,7 +105,7 @@ static void random_entries(struct fg_pfx_entry *v, size_t n)
 		__u32 net = base[rnd() % 4] | (rnd() & 0x00ffffffu);
 
 		if (rnd() % 16 == 0)
-			net = rnd() << 8 ^ rnd();	/* anywhere */
+			net = rnd() << 8 ^ rnd(); /* anywhere */
 		entry4(&v[i], net, plen, rnd() % 3, rnd() % 3 ? 0 : 1u << (rnd() % 32));
 	}
 }
@@ -121,13 +125,15 @@ static void test_img_vs_reference(void)
 		if (ASSERT_OK(fg_dir4_build(v, n, &img), "fg_dir4_build")) {
 			for (int i = 0; i < 100000; i++) {
 				__u32 a = probe(v, n);
-				struct fg_pfx want = ref_lookup(v, n, a), got = fg_dir4_img_lookup(&img, a);
+				struct fg_pfx want = ref_lookup(v, n, a),
+					      got = fg_dir4_img_lookup(&img, a);
 
 				wrong += got.list != want.list || got.sets != want.sets;
 				listed += want.list != FG_LIST_NONE;
 				inset += want.sets != 0;
 			}
-			ASSERT_EQ(wrong, 0, "lookups differing from the reference longest-prefix match");
+			ASSERT_EQ(wrong, 0,
+				  "lookups differing from the reference longest-prefix match");
 			if (n > 1) {
 				ASSERT_GE(listed, 10000, "listed addresses exercised");
 				ASSERT_GE(inset, 1000, "addresses in a set exercised");
@@ -160,13 +166,14 @@ static void test_img_block_bound(void)
 	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x20010280u).list, FG_LIST_NONE, "upper half of a /24");
 	ASSERT_EQ(fg_dir4_img_lookup(&img, 0x2001027fu).list, FG_LIST_DENY, "lower half of a /24");
 	fg_dir4_img_free(&img);
-	entry4(&v[k], 0x2000ff00u, 25, FG_LIST_DENY, 0);	/* the 256th /24 of 32.0/16 */
+	entry4(&v[k], 0x2000ff00u, 25, FG_LIST_DENY, 0); /* the 256th /24 of 32.0/16 */
 	ASSERT_OK(fg_dir4_build(v, n, &img), "one block more: accepted");
 	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks used: the budget");
 	ASSERT_EQ(img.n24, n, "/24s wanting a block");
 	ASSERT_EQ(img.trie24, 1, "/24s answered by the trie");
 	ASSERT_EQ(img.trie16, 0, "/16s answered by the trie");
-	ASSERT_TRUE(!(fg_dir4_img_find(&img, 0x21fffe01u, &r)), "the last /24 by address asks the trie");
+	ASSERT_TRUE(!(fg_dir4_img_find(&img, 0x21fffe01u, &r)),
+		    "the last /24 by address asks the trie");
 	ASSERT_TRUE(fg_dir4_img_find(&img, 0x21fffd01u, &r) && r.list == FG_LIST_DENY,
 		    "the /24 before it: its block");
 	ASSERT_TRUE(fg_dir4_img_find(&img, 0x2000ff01u, &r) && r.list == FG_LIST_DENY,
@@ -175,7 +182,8 @@ static void test_img_block_bound(void)
 	ASSERT_TRUE(fg_dir4_img_find(&img, 0x21ffff01u, &r) && r.list == FG_LIST_NONE,
 		    "a /24 without prefixes in that /16: its level-2 entry");
 	fg_dir4_img_free(&img);
-	ASSERT_EQ(fg_dir4_build_budget(v, n, FG_BLK4_MAX + 1, &img), -EINVAL, "a budget past the bound");
+	ASSERT_EQ(fg_dir4_build_budget(v, n, FG_BLK4_MAX + 1, &img), -EINVAL,
+		  "a budget past the bound");
 	free(v);
 }
 
@@ -190,7 +198,7 @@ static void test_img_leaf_bound(void)
 
 	if (!ASSERT_TRUE(v, "calloc"))
 		return;
-	for (size_t i = 0; i < n; i++)	/* distinct /16s, distinct values */
+	for (size_t i = 0; i < n; i++) /* distinct /16s, distinct values */
 		entry4(&v[i], 0x30000000u + ((__u32)i << 16), 16, i % 3, (__u32)(i / 3 + 1));
 	/* a /24 in the last /16, with a value seen before: a leaf again */
 	entry4(&v[n], 0x30000000u + ((__u32)(n - 1) << 16) + 0x100, 24, FG_LIST_DENY, 1);
@@ -251,14 +259,20 @@ static void test_img_budget_vs_reference(void)
 	m16 = ranges_of(v, n, 16, k16, c16);
 	m24 = ranges_of(v, n, 8, k24, c24);
 	need = (__u32)(m16 + m24);
-	budgets[0] = 0; budgets[1] = 1; budgets[2] = (__u32)m16 / 2; budgets[3] = (__u32)m16;
-	budgets[4] = (__u32)m16 + (__u32)m24 / 3; budgets[5] = need - 1; budgets[6] = need;
+	budgets[0] = 0;
+	budgets[1] = 1;
+	budgets[2] = (__u32)m16 / 2;
+	budgets[3] = (__u32)m16;
+	budgets[4] = (__u32)m16 + (__u32)m24 / 3;
+	budgets[5] = need - 1;
+	budgets[6] = need;
 	for (int b = 0; b < 7; b++) {
 		size_t wrong = 0, trie = 0, table = 0;
 		__u32 min_kept16 = ~0u, max_trie16 = 0, min_kept24 = ~0u, max_trie24 = 0;
 		char name[96];
 
-		if (!ASSERT_OK(fg_dir4_build_budget(v, n, budgets[b], &img), "fg_dir4_build_budget"))
+		if (!ASSERT_OK(fg_dir4_build_budget(v, n, budgets[b], &img),
+			       "fg_dir4_build_budget"))
 			break;
 		snprintf(name, sizeof(name), "budget %u of %u: blocks used", budgets[b], need);
 		ASSERT_EQ(img.nblk, budgets[b] < need ? budgets[b] : need, name);
@@ -275,7 +289,8 @@ static void test_img_budget_vs_reference(void)
 			table++;
 			wrong += got.list != want.list || got.sets != want.sets;
 		}
-		ASSERT_EQ(wrong, 0, "table answers differing from the reference longest-prefix match");
+		ASSERT_EQ(wrong, 0,
+			  "table answers differing from the reference longest-prefix match");
 		ASSERT_GE(table, 10000, "probes the table answers");
 		if (budgets[b] < need)
 			ASSERT_GE(trie, 1, "probes the trie answers");
@@ -294,15 +309,17 @@ static void test_img_budget_vs_reference(void)
 			__u32 up = img.dir.e[k24[i] >> 8], e;
 
 			if (!(up & FG_DIR4_BLK))
-				continue;	/* its /16 asks the trie whole */
+				continue; /* its /16 asks the trie whole */
 			e = img.blk[up & ~FG_DIR4_BLK].e[k24[i] & 0xff];
 			if ((e & FG_DIR4_BLK) && c24[i] < min_kept24)
 				min_kept24 = c24[i];
 			if (!(e & FG_DIR4_BLK) && c24[i] > max_trie24)
 				max_trie24 = c24[i];
 		}
-		ASSERT_LE(max_trie16, min_kept16, "a fallback /16 holds no more long prefixes than a kept one");
-		ASSERT_LE(max_trie24, min_kept24, "a fallback /24 holds no more long prefixes than a kept one");
+		ASSERT_LE(max_trie16, min_kept16,
+			  "a fallback /16 holds no more long prefixes than a kept one");
+		ASSERT_LE(max_trie24, min_kept24,
+			  "a fallback /24 holds no more long prefixes than a kept one");
 		fg_dir4_img_free(&img);
 	}
 	free(v);
@@ -346,9 +363,11 @@ static size_t random_item(char *y, size_t cap, const char *indent, int lo, int h
 
 	random_entries(&e, 1);
 	net = entry_net(&e);
-	return (size_t)snprintf(y, cap, "%s- %u.%u.%u.%u/%u\n", indent, net >> 24,
-				net >> 16 & 255, net >> 8 & 255, net & 255,
-				e.plen < lo ? lo : e.plen < hi ? e.plen : hi);
+	return (size_t)snprintf(y, cap, "%s- %u.%u.%u.%u/%u\n", indent, net >> 24, net >> 16 & 255,
+				net >> 8 & 255, net & 255,
+				e.plen < lo ? lo :
+				e.plen < hi ? e.plen :
+					      hi);
 }
 
 /* A policy: random allow and deny prefixes, one rule that passes sources in
@@ -366,7 +385,8 @@ static char *policy_yaml(size_t nlist, size_t nset, int minplen, int maxplen)
 		for (size_t i = 0; i < nlist / 2; i++)
 			o += random_item(y + o, cap - o, "  ", minplen, maxplen);
 	}
-	o += (size_t)snprintf(y + o, cap - o, "default: drop\nrules:\n  - name: inset\n"
+	o += (size_t)snprintf(y + o, cap - o,
+			      "default: drop\nrules:\n  - name: inset\n"
 			      "    action: pass\n    match:\n      src:\n");
 	for (size_t i = 0; i < nset; i++)
 		o += random_item(y + o, cap - o, "        ", 8, maxplen);
@@ -392,7 +412,7 @@ static int trie_outcome(struct inst *g, __u32 slot, __u32 a)
 	struct fg_pfx v;
 
 	if (bpf_map_lookup_elem(g->maps.fd[FGM_PFX4], &k, &v))
-		return FG_OUT_DROP;	/* on no list, in no set: the default */
+		return FG_OUT_DROP; /* on no list, in no set: the default */
 	if (v.list == FG_LIST_ALLOW)
 		return FG_OUT_ALLOW;
 	if (v.list == FG_LIST_DENY)
@@ -406,9 +426,14 @@ static int prog_outcome(struct inst *g, __u32 a)
 	static struct fg_stats before[FG_NROWS], after[FG_NROWS];
 	struct in_addr ia = { .s_addr = htonl(a) };
 	char src[INET_ADDRSTRLEN];
-	struct pkt_spec s = { .family = 4, .src = src, .dst = "10.200.0.2", .proto = 17,
-			      .sport = 4000, .dport = 7, .payload = 8 };
-	__u8 buf[512];	/* pkt_build wants room for its largest frame */
+	struct pkt_spec s = { .family = 4,
+			      .src = src,
+			      .dst = "10.200.0.2",
+			      .proto = 17,
+			      .sport = 4000,
+			      .dport = 7,
+			      .payload = 8 };
+	__u8 buf[512]; /* pkt_build wants room for its largest frame */
 	int len, out = -1;
 
 	inet_ntop(AF_INET, &ia, src, sizeof(src));
@@ -430,7 +455,8 @@ static int prog_outcome(struct inst *g, __u32 a)
 }
 
 /* n probes near cfg's prefixes: the program against the trie; 0 or the mismatches. */
-static size_t check_against_trie(struct inst *g, const struct fg_config *cfg, int n, int seen[FG_OUT_MAX])
+static size_t check_against_trie(struct inst *g, const struct fg_config *cfg, int n,
+				 int seen[FG_OUT_MAX])
 {
 	struct fg_ctl ctl;
 	size_t wrong = 0;
@@ -456,7 +482,7 @@ static void test_prog_vs_trie_and_flips(void)
 	char why[FG_WHY_LEN] = "";
 	struct inst g;
 	char *y[3] = { policy_yaml(3000, 300, 1, 32), policy_yaml(40, 4, 1, 32),
-		     policy_yaml(60, 6, 1, 16) };
+		       policy_yaml(60, 6, 1, 16) };
 	int seen[FG_OUT_MAX] = { 0 }, fd;
 	__u32 k, inner;
 
@@ -485,11 +511,13 @@ static void test_prog_vs_trie_and_flips(void)
 		struct fg_ctl ctl;
 
 		ASSERT_OK(fg_ctl_read(&g.maps, &ctl), "fg_ctl");
-		k = (ctl.slot & 1) ^ 1;	/* A is active again, in the slot B had */
+		k = (ctl.slot & 1) ^ 1; /* A is active again, in the slot B had */
 	}
-	ASSERT_EQ(bpf_map_lookup_elem(fd, &k, &inner), -ENOENT, "the block-free slot's blocks are freed");
+	ASSERT_EQ(bpf_map_lookup_elem(fd, &k, &inner), -ENOENT,
+		  "the block-free slot's blocks are freed");
 	k ^= 1;
-	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &inner) ? -errno : 0, "the active slot has its blocks");
+	ASSERT_OK(bpf_map_lookup_elem(fd, &k, &inner) ? -errno : 0,
+		  "the active slot has its blocks");
 out:
 	for (int i = 0; i < 3; i++) {
 		fg_config_free(&cfg[i]);
@@ -552,7 +580,8 @@ static void test_prog_budget_flips(void)
 		if (!ASSERT_OK(apply_yaml(&g, y[p], &cfg[p], why), why))
 			break;
 		if (b == ~0u) {
-			if (!ASSERT_OK(fg_dir4_build(cfg[p].pfx, cfg[p].n_pfx, &img), "the full table"))
+			if (!ASSERT_OK(fg_dir4_build(cfg[p].pfx, cfg[p].n_pfx, &img),
+				       "the full table"))
 				break;
 			b = img.n16 + img.n24 / 2;
 			fg_dir4_img_free(&img);
@@ -567,7 +596,8 @@ static void test_prog_budget_flips(void)
 			int want = ref_outcome(&cfg[p], a), got = prog_outcome(&g, a);
 
 			if (got != want && !wrong)
-				printf("  first mismatch: %#x: program %d, reference %d\n", a, got, want);
+				printf("  first mismatch: %#x: program %d, reference %d\n", a, got,
+				       want);
 			wrong += got != want || trie_outcome(&g, ctl.slot & 1, a) != want;
 			if (fg_dir4_img_find(&img, a, &dummy))
 				table++;
@@ -576,7 +606,8 @@ static void test_prog_budget_flips(void)
 			if (want >= 0 && want < FG_OUT_MAX)
 				seen[want]++;
 		}
-		ASSERT_EQ(wrong, 0, "outcomes differing from the longest-prefix match (program or trie)");
+		ASSERT_EQ(wrong, 0,
+			  "outcomes differing from the longest-prefix match (program or trie)");
 		ASSERT_GE(trie, 200, "probes in ranges that ask the trie");
 		ASSERT_GE(table, 200, "probes the table answers");
 		if (budget[step] == ~0u) {
@@ -649,7 +680,8 @@ static void test_apply_1m_random32(void)
 		o += (size_t)snprintf(y + o, cap - o, "%s%u.%u.%u.%u", i ? "," : "", addr[i] >> 24,
 				      addr[i] >> 16 & 255, addr[i] >> 8 & 255, addr[i] & 255);
 	}
-	o += (size_t)snprintf(y + o, cap - o, "]\nrules:\n  - name: r\n    action: pass\n"
+	o += (size_t)snprintf(y + o, cap - o,
+			      "]\nrules:\n  - name: r\n    action: pass\n"
 			      "    match: {proto: udp}\n");
 	if (!ASSERT_OK(fg_config_parse(y, o, "<test_dir4 1M>", &cfg, &e), "parse 1M /32s"))
 		goto out;
@@ -663,7 +695,8 @@ static void test_apply_1m_random32(void)
 	ASSERT_EQ(img.nblk, FG_BLK4_MAX, "blocks: the whole budget");
 	ASSERT_EQ(active_blocks(&g), FG_BLK4_MAX, "the active slot's inner map");
 	printf("  1M random /32s: %u /16s and %u /24s want a block; %u /24s ask the trie; "
-	       "%zu MB a slot\n", img.n16, img.n24, img.trie24,
+	       "%zu MB a slot\n",
+	       img.n16, img.n24, img.trie24,
 	       ((size_t)img.nblk * sizeof(struct fg_blk4) + sizeof(struct fg_dir4)) >> 20);
 	qsort(addr, n, sizeof(*addr), cmp_u32);
 	for (int i = 0; i < 4000; i++) {

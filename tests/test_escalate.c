@@ -27,8 +27,8 @@ static struct fg_name names[FG_MAX_IDS];
 
 #define FAKE_MAX 128
 struct fake {
-	struct fg_rt_entry list[FAKE_MAX];	/* what is "on the runtime lists" */
-	int n, room;				/* entries; add fails with -ENOSPC at room */
+	struct fg_rt_entry list[FAKE_MAX]; /* what is "on the runtime lists" */
+	int n, room;			   /* entries; add fails with -ENOSPC at room */
 	int adds, add_calls;
 };
 
@@ -80,7 +80,7 @@ struct rig {
 };
 
 static struct rig R;
-static __u64 drops4[256];	/* each source's sampled drops, growing */
+static __u64 drops4[256]; /* each source's sampled drops, growing */
 
 static void rig_init(__u32 max)
 {
@@ -138,7 +138,7 @@ static void test_after_and_for(void)
 
 	rig_init(8);
 	tf_begin();
-	flood4(7, 100, 129);	/* one stretch: since stays 100 */
+	flood4(7, 100, 129); /* one stretch: since stays 100 */
 	ASSERT_EQ(step_at(129), 0, "throttled 29 s of after: 30s: nothing yet");
 	ASSERT_EQ(step_at(140), 0, "tracked for 40 s but its last drops at 29 s: nothing yet");
 	event4(7, 130);
@@ -179,8 +179,9 @@ static void test_break_resets_since(void)
 		fg_throttle_begin(&R.t);
 	fg_throttle_recheck(&R.t, 100, lookup_gone, NULL, names);
 	ASSERT_EQ(R.t.n, 0, "the quiet source with no bucket is forgotten: the stretch ended");
-	flood4(3, 120, 140);	/* throttled again: a new stretch from 120 */
-	ASSERT_EQ(step_at(140), 0, "40 s after the first event, 20 s into the new stretch: nothing");
+	flood4(3, 120, 140); /* throttled again: a new stretch from 120 */
+	ASSERT_EQ(step_at(140), 0,
+		  "40 s after the first event, 20 s into the new stretch: nothing");
 	flood4(3, 141, 150);
 	ASSERT_EQ(step_at(150), 1, "30 s into the new stretch: escalated");
 	tf_end();
@@ -192,9 +193,9 @@ static void test_still_dropping(void)
 	tf_begin();
 	flood4(4, 0, 30);
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS; i++)
-		fg_throttle_begin(&R.t);	/* no new drops for 3 ticks: tracked, but quiet */
+		fg_throttle_begin(&R.t); /* no new drops for 3 ticks: tracked, but quiet */
 	ASSERT_EQ(step_at(33), 0, "a source that stopped dropping is not escalated");
-	event4(4, 34);		/* it drops again, the same stretch */
+	event4(4, 34); /* it drops again, the same stretch */
 	ASSERT_EQ(step_at(34), 1, "dropping again within the stretch: escalated");
 	tf_end();
 }
@@ -223,7 +224,7 @@ static void test_cap(void)
 	ASSERT_EQ(R.x.n.refused, 3, "retrying it counts no new refusal");
 	ASSERT_EQ(R.v.live, 2, "back at the cap");
 	ASSERT_EQ(step_at(41), 0, "and no more");
-	flood4(9, 11, 41);	/* a new source at the cap again */
+	flood4(9, 11, 41); /* a new source at the cap again */
 	ASSERT_EQ(step_at(41), 0, "a new source at the cap: refused");
 	ASSERT_EQ(R.x.n.refused, 4, "and counted");
 	log = tf_end();
@@ -274,7 +275,7 @@ static void test_shadow(void)
 	ASSERT_EQ(R.f.add_calls, 0, "the list was never written");
 	ASSERT_EQ(R.x.n.shadow, 2, "two would-escalate, counted once each");
 	ASSERT_EQ(tf_count(log, "would escalate 10.1."), 2, "logged as would escalate");
-	R.v.rule[1].shadow = 0;	/* the operator: floodgate mode enforce */
+	R.v.rule[1].shadow = 0; /* the operator: floodgate mode enforce */
 	tf_begin();
 	ASSERT_EQ(step_at(32), 2, "enforcing again: both escalate");
 	tf_end();
@@ -303,7 +304,7 @@ static void test_allow_listed(void)
 	a.addr[0] = 10;
 	a.addr[1] = 1;
 	a.addr[2] = 5;
-	a.addr[3] = 9;		/* a partner's host inside 10.1.5.0/24 */
+	a.addr[3] = 9; /* a partner's host inside 10.1.5.0/24 */
 	a.val.list = FG_LIST_ALLOW;
 	R.f.list[R.f.n++] = a;
 	tf_begin();
@@ -349,8 +350,8 @@ static void test_rules_and_generations(void)
 	for (int i = 0; i <= 1; i++) {
 		R.t.now_ns = i * 3600 * SEC;
 		e.drops = o.drops = 16 * (i + 1);
-		fg_throttle_event(&R.t, &e, names);	/* a reused id's new rule: another generation */
-		fg_throttle_event(&R.t, &o, names);	/* a rule without escalate: */
+		fg_throttle_event(&R.t, &e, names); /* a reused id's new rule: another generation */
+		fg_throttle_event(&R.t, &o, names); /* a rule without escalate: */
 	}
 	ASSERT_EQ(step_at(3600), 0, "neither escalates");
 	tf_end();
@@ -400,14 +401,11 @@ static void test_sorted_overlap(void)
 		const char *p;
 		bool overlaps;
 	} q[] = {
-		{ "10.9.9.0/24", true },	/* inside the /8 */
-		{ "192.0.2.0/24", true },	/* holds the /32 */
-		{ "192.0.3.0/24", false },
-		{ "198.51.100.0/24", true },	/* the same prefix */
-		{ "198.51.101.0/24", false },
-		{ "2001:db8:1::/48", true },
-		{ "2001:db9::/64", false },
-		{ "11.0.0.0/8", false },
+		{ "10.9.9.0/24", true },				   /* inside the /8 */
+		{ "192.0.2.0/24", true },				   /* holds the /32 */
+		{ "192.0.3.0/24", false },    { "198.51.100.0/24", true }, /* the same prefix */
+		{ "198.51.101.0/24", false }, { "2001:db8:1::/48", true },
+		{ "2001:db9::/64", false },   { "11.0.0.0/8", false },
 	};
 	struct fg_esc_pfx v[4], k;
 	struct fg_pfx_src ps;
@@ -439,15 +437,18 @@ static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
 	return fg_config_parse(yaml, strlen(yaml), "t.yaml", cfg, err);
 }
 
-#define RULE "rules:\n  - name: u\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
+#define RULE \
+	"rules:\n  - name: u\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
 
 static void test_policy_keys(void)
 {
 	static struct fg_config cfg;
 	struct fg_err err;
 
-	if (!ASSERT_EQ(parse(RULE "    escalate: {after: 5s, for: 2m}\nescalation: {max_entries: 16}\n",
-			     &cfg, &err), 0, err.msg))
+	if (!ASSERT_EQ(parse(RULE
+			     "    escalate: {after: 5s, for: 2m}\nescalation: {max_entries: 16}\n",
+			     &cfg, &err),
+		       0, err.msg))
 		return;
 	ASSERT_EQ(cfg.esc[0].set, 1, "the rule escalates");
 	ASSERT_EQ(cfg.esc[0].after_ns, 5 * SEC, "after");
@@ -474,16 +475,19 @@ static void test_policy_errors(void)
 		int line, col;
 	} bad[] = {
 		{ RULE "    escalate: {after: 5s, fr: 1m}\n", "unknown key", 5, 27 },
-		{ RULE "    escalate: {after: 5x}\n", "escalate: after: bad duration \"5x\"", 5, 23 },
+		{ RULE "    escalate: {after: 5x}\n", "escalate: after: bad duration \"5x\"", 5,
+		  23 },
 		{ RULE "    escalate: {after: 2d}\n", "after: 2d is out of range (1s..1d)", 5, 23 },
 		{ RULE "    escalate: {for: 0s}\n", "escalate: for: bad duration", 5, 21 },
 		{ RULE "    escalate: {for: 8d}\n", "for: 8d is out of range (1s..7d)", 5, 21 },
 		{ RULE "    escalate: 30s\n", "escalate", 5, 15 },
 		{ "rules:\n  - name: u\n    match: {proto: udp}\n    aggregate: {rate: 10/s, burst: 10}\n"
-		  "    escalate: {after: 5s}\n", "escalate needs action: limit with a per_source rate", 5, 15 },
+		  "    escalate: {after: 5s}\n",
+		  "escalate needs action: limit with a per_source rate", 5, 15 },
 		{ "rules:\n  - name: u\n    action: drop\n    escalate: {after: 5s}\n",
 		  "escalate needs action: limit", 4, 15 },
-		{ "escalation: {max_entries: 0}\n", "max_entries: 0 is out of range 1..2048", 1, 27 },
+		{ "escalation: {max_entries: 0}\n", "max_entries: 0 is out of range 1..2048", 1,
+		  27 },
 		{ "escalation: {max_entries: 4096}\n", "out of range 1..2048", 1, 27 },
 		{ "escalation: {max: 5}\n", "unknown key", 1, 14 },
 	};

@@ -50,7 +50,10 @@ static const char pol_c[] =
 	"  - name: a\n    match: {proto: udp}\n    per_source: {rate: 10/s, burst: 10}\n"
 	"  - name: b\n    match: {proto: tcp}\n    per_source: {rate: 20/s, burst: 20}\n";
 
-static int apply(const char *txt, char *why) { return pf_apply(&maps, txt, why); }
+static int apply(const char *txt, char *why)
+{
+	return pf_apply(&maps, txt, why);
+}
 
 static int find_id(const char *name)
 {
@@ -236,7 +239,8 @@ static char *many_rules(const char *prefix, int n)
 	for (int i = 0; i < n; i++)
 		off += snprintf(t + off, len - off,
 				"  - name: %s%d\n    match: {proto: udp, dport: %d}\n"
-				"    per_source: {rate: 10/s, burst: 10}\n", prefix, i, 1000 + i);
+				"    per_source: {rate: 10/s, burst: 10}\n",
+				prefix, i, 1000 + i);
 	return t;
 }
 
@@ -282,15 +286,15 @@ out:
 /* Prefixes: what was in force is read back from the trie. */
 static void test_inforce_prefixes(void)
 {
-	static const char two[] =
-		"max_sources: 1024\nallow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
-		"deny: [192.0.2.0/24]\nrules: []\n";
+	static const char two[] = "max_sources: 1024\nallow: [10.0.0.0/8, \"2001:db8::/32\"]\n"
+				  "deny: [192.0.2.0/24]\nrules: []\n";
 	static struct fg_config cfg;
 	char why[FG_WHY_LEN] = "";
 	struct fg_inforce was;
 	int allow = 0, deny = 0, v6 = 0;
 
-	if (!ASSERT_OK(apply(two, why), "apply lists") || !ASSERT_OK(pf_parse(pol_b_only, &cfg), "parse"))
+	if (!ASSERT_OK(apply(two, why), "apply lists") ||
+	    !ASSERT_OK(pf_parse(pol_b_only, &cfg), "parse"))
 		return;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
 	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "apply without lists");
@@ -383,8 +387,7 @@ static void test_failures_after_the_flip(void)
 }
 
 /* A way of fg_src4's set 0, as the XDP program would have written it. */
-static void set_way(struct fg_set4 *set, int k, __u32 addr, const struct fg_rule *r,
-		    __u64 tat)
+static void set_way(struct fg_set4 *set, int k, __u32 addr, const struct fg_rule *r, __u64 tat)
 {
 	set->key[k].addr = htonl(addr);
 	set->key[k].rule = (__u16)(FG_WKEY4_USED | r->id);
@@ -419,9 +422,9 @@ static void test_sources_limited(void)
 	if (!ASSERT_NEQ(r->src.inc, 0, "rule 0 has a per-source limit"))
 		return;
 	set_way(&set, 0, 0x0a000001, r, now - 1);			/* full */
-	set_way(&set, 1, 0x0a000002, r, now + r->src.tau - r->src.inc);	/* one token */
+	set_way(&set, 1, 0x0a000002, r, now + r->src.tau - r->src.inc); /* one token */
 	set_way(&set, 2, 0x0a000003, r, now + r->src.tau - r->src.inc + 1);
-	set_way(&set, 3, 0x0a000004, r, now + r->src.tau);		/* empty */
+	set_way(&set, 3, 0x0a000004, r, now + r->src.tau); /* empty */
 	if (!ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC4], &key, &set, BPF_ANY), "write set"))
 		return;
 	ASSERT_OK(fg_sources_count(&maps, &n4, &n6), "count");
@@ -458,7 +461,9 @@ static __u32 set_of(const struct fg_ctl *ctl, __u32 addr, const struct fg_rule *
 	union {
 		struct fg_wkey4 k;
 		__u64 u;
-	} key = { .k = { .addr = htonl(addr), .rule = (__u16)(FG_WKEY4_USED | r->id), .gen = r->gen } };
+	} key = {
+		.k = { .addr = htonl(addr), .rule = (__u16)(FG_WKEY4_USED | r->id), .gen = r->gen }
+	};
 
 	return fg_hash4(key.u, ctl->seed4, ctl->src4_bits);
 }
@@ -468,8 +473,8 @@ static __u32 set_of(const struct fg_ctl *ctl, __u32 addr, const struct fg_rule *
  * with the throttle-event tag masked out of drops (user/sources/srcwalk.h). */
 /* Puts a source into a free way of its fg_src6 set, as the program claims
  * one (the key, then the copy of its owner); *idx: the set. */
-static void put6(const struct fg_ctl *ctl, const __u8 addr[16], const struct fg_rule *r,
-		 __u64 tat, __u64 drops, __u32 *idx)
+static void put6(const struct fg_ctl *ctl, const __u8 addr[16], const struct fg_rule *r, __u64 tat,
+		 __u64 drops, __u32 *idx)
 {
 	struct fg_who6 who = { .rule = r->id, .gen = r->gen };
 	struct fg_set6 set = {};
@@ -518,13 +523,14 @@ static void test_srcwalk_counts_and_lookups(void)
 		for (int k = 0; k < FG_WAYS4; k++) {
 			if (set.key[k].rule & FG_WKEY4_USED)
 				continue;
-			set_way(&set, k, addrs[i], r, now + r->src.tau);	/* empty: limited */
-			set.drops[k] = FG_DROP_SAMPLE + 9;	/* a tag in the low bits */
+			set_way(&set, k, addrs[i], r, now + r->src.tau); /* empty: limited */
+			set.drops[k] = FG_DROP_SAMPLE + 9;		 /* a tag in the low bits */
 			break;
 		}
-		ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC4], &idx[i], &set, BPF_ANY), "write set");
+		ASSERT_OK(bpf_map_update_elem(maps.fd[FGM_SRC4], &idx[i], &set, BPF_ANY),
+			  "write set");
 	}
-	for (int i = 0; i < 2; i++)	/* a full bucket, a tag in the drops word */
+	for (int i = 0; i < 2; i++) /* a full bucket, a tag in the drops word */
 		put6(&ctl, a6[i], r, now - 1, 2 * FG_DROP_SAMPLE + 9, &idx6[i]);
 	ASSERT_OK(fg_sources_count(&maps, &n4, &n6), "full count");
 	if (!ASSERT_OK(fg_srcwalk_open(&w, &maps), "open"))

@@ -23,19 +23,19 @@
 #include "fleet/fleet.h"
 
 #ifndef REDIS_BIN
-#define REDIS_BIN	"/usr/bin/redis-server"
+#define REDIS_BIN "/usr/bin/redis-server"
 #endif
-#define IVAL_MS		50
-#define DEADLINE_MS	40	/* generous: this VM's two cores are shared */
-#define FAST_DEADLINE_MS 20	/* where the deadline itself is measured */
-#define LEASE_MS	(2 * IVAL_MS)
-#define RATE		2000.0
-#define BURST		1000.0
-#define MS		1000000ull
+#define IVAL_MS		 50
+#define DEADLINE_MS	 40 /* generous: this VM's two cores are shared */
+#define FAST_DEADLINE_MS 20 /* where the deadline itself is measured */
+#define LEASE_MS	 (2 * IVAL_MS)
+#define RATE		 2000.0
+#define BURST		 1000.0
+#define MS		 1000000ull
 
 static char tmpdir[64];
-static __u32 sim_lease_ms = LEASE_MS;	/* lease of the engines sim_init makes */
-static __u32 sim_deadline_ms = DEADLINE_MS;	/* and their deadline */
+static __u32 sim_lease_ms = LEASE_MS;	    /* lease of the engines sim_init makes */
+static __u32 sim_deadline_ms = DEADLINE_MS; /* and their deadline */
 static char sock_path[FG_REDIS_PATH_LEN];
 static volatile pid_t redis_pid;
 static int redis_stopped;
@@ -69,7 +69,7 @@ static struct fg_redis_url test_url(void)
 	return u;
 }
 
-static char admin_path[FG_REDIS_PATH_LEN];	/* "" = sock_path */
+static char admin_path[FG_REDIS_PATH_LEN]; /* "" = sock_path */
 
 /* One command on a fresh connection (1 s deadline); NULL on failure. */
 static redisReply *admin(int argc, const char **argv)
@@ -147,8 +147,8 @@ static int redis_start(void)
 		(void)lf;
 		dup2(1, 2);
 		execl(REDIS_BIN, REDIS_BIN, "--port", "0", "--unixsocket", sock_path,
-		      "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-		      "--daemonize", "no", "--dir", tmpdir, "--logfile", "", (char *)NULL);
+		      "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--daemonize",
+		      "no", "--dir", tmpdir, "--logfile", "", (char *)NULL);
 		_exit(127);
 	}
 	redis_pid = pid;
@@ -226,12 +226,12 @@ static void flushall(void)
 struct sim {
 	struct fg_fleet *f;
 	const char *node;
-	double demand;		/* offered cost per second */
+	double demand; /* offered cost per second */
 	double carry;
 	__u64 last_ns;
-	__u64 offered;		/* since the last round */
-	__s64 tokens;		/* the program's balance */
-	__u64 expires;		/* the program's lease_expires */
+	__u64 offered; /* since the last round */
+	__s64 tokens;  /* the program's balance */
+	__u64 expires; /* the program's lease_expires */
 	__u64 taken, unleased;
 	int on_loss;
 	double lrate, lburst, ltok;
@@ -240,13 +240,15 @@ struct sim {
 	__u64 admitted, admitted_fallback;
 	struct fg_fleet_out out;
 	int err;
-	__u64 round_ns;		/* duration of the last round */
+	__u64 round_ns; /* duration of the last round */
 };
 
 static struct fg_fleet *engine(const char *node, __u32 ival, __u32 lease)
 {
-	struct fg_fleet_conf c = { .redis = test_url(), .interval_ms = ival,
-				   .deadline_ms = sim_deadline_ms, .lease_ms = lease };
+	struct fg_fleet_conf c = { .redis = test_url(),
+				   .interval_ms = ival,
+				   .deadline_ms = sim_deadline_ms,
+				   .lease_ms = lease };
 	char why[160];
 	struct fg_fleet *f;
 
@@ -345,14 +347,17 @@ static int sim_step(struct sim *s)
 	__u64 take;
 
 	sim_spend(s, now);
-	in = (struct fg_fleet_in){ .offered = s->offered, .held = s->tokens, .taken = s->taken,
-				   .unleased = s->unleased };
+	in = (struct fg_fleet_in){
+		.offered = s->offered, .held = s->tokens, .taken = s->taken, .unleased = s->unleased
+	};
 	s->offered = 0;
 	s->unleased = 0;
 	t0 = now_ns();
 	s->err = fg_fleet_round(s->f, &in, &s->out);
 	s->round_ns = now_ns() - t0;
-	take = s->tokens > 0 ? ((__u64)s->tokens < s->out.take_back ? (__u64)s->tokens : s->out.take_back) : 0;
+	take = s->tokens > 0 ?
+		       ((__u64)s->tokens < s->out.take_back ? (__u64)s->tokens : s->out.take_back) :
+		       0;
 	s->tokens -= (__s64)take;
 	s->taken = take;
 	s->tokens += (__s64)s->out.grant;
@@ -441,18 +446,27 @@ static int drain_events(struct fg_fleet *f, int kind)
 
 static void test_url_parsing(void)
 {
-	static const struct { const char *url; int is_unix; const char *host, *path; int port, db;
-			      const char *user, *pass; } good[] = {
+	static const struct {
+		const char *url;
+		int is_unix;
+		const char *host, *path;
+		int port, db;
+		const char *user, *pass;
+	} good[] = {
 		{ "redis://127.0.0.1:6379", 0, "127.0.0.1", NULL, 6379, 0, "", "" },
 		{ "redis://localhost", 0, "localhost", NULL, 6379, 0, "", "" },
-		{ "redis://:secret@cache.example:6380/2", 0, "cache.example", NULL, 6380, 2, "", "secret" },
+		{ "redis://:secret@cache.example:6380/2", 0, "cache.example", NULL, 6380, 2, "",
+		  "secret" },
 		{ "redis://fg:p%40ss%2Fw@[::1]:7000/3", 0, "::1", NULL, 7000, 3, "fg", "p@ss/w" },
 		{ "redis://[2001:db8::7]", 0, "2001:db8::7", NULL, 6379, 0, "", "" },
 		{ "redis://10.0.0.1:1/", 0, "10.0.0.1", NULL, 1, 0, "", "" },
 		{ "unix:/run/redis/redis.sock", 1, NULL, "/run/redis/redis.sock", 0, 0, "", "" },
 		{ "unix:/tmp/r.sock?db=4", 1, NULL, "/tmp/r.sock", 0, 4, "", "" },
 	};
-	static const struct { const char *url; const char *why; } bad[] = {
+	static const struct {
+		const char *url;
+		const char *why;
+	} bad[] = {
 		{ "", "empty" },
 		{ "http://x:1", "starts with" },
 		{ "redis://", "host" },
@@ -515,7 +529,8 @@ static void test_url_parsing(void)
 	ASSERT_EQ(fg_redis_url_parse("redis://:hunter2@host:99999", &u, why, sizeof(why)), -EINVAL,
 		  "bad port after a password");
 	ASSERT_TRUE(!strstr(why, "hunter2"), "the reason does not show the password");
-	ASSERT_OK(fg_redis_url_parse("redis://:hunter2@host:7/1", &u, why, sizeof(why)), "parse with password");
+	ASSERT_OK(fg_redis_url_parse("redis://:hunter2@host:7/1", &u, why, sizeof(why)),
+		  "parse with password");
 	fg_redis_url_str(&u, shown, sizeof(shown));
 	ASSERT_TRUE(!strstr(shown, "hunter2"), "the printed URL hides the password");
 	ASSERT_STR_CONTAINS(shown, "host:7/1", "the printed URL");
@@ -549,7 +564,8 @@ static void test_config_refused(void)
 	ASSERT_EQ(fg_fleet_nrules(f), 0, "a refused rule is not added");
 	rc.rate = 10;
 	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), 0, "first rule gets index 0");
-	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), -EINVAL, "the same rule twice is refused");
+	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), -EINVAL,
+		  "the same rule twice is refused");
 	fg_fleet_free(f);
 }
 
@@ -562,7 +578,8 @@ static void test_noscript_reload(void)
 	struct sim a;
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "n1", "noscript", RATE, BURST, 5000, FG_FLEET_LOSS_CLOSED), "init"))
+	if (!ASSERT_OK(sim_init(&a, "n1", "noscript", RATE, BURST, 5000, FG_FLEET_LOSS_CLOSED),
+		       "init"))
 		return;
 	ASSERT_OK(sim_step(&a), "first round");
 	ASSERT_TRUE(a.out.grant > 0, "first round grants");
@@ -585,7 +602,9 @@ static void test_noscript_reload(void)
 static void test_extreme_limits(void)
 {
 	struct fg_fleet_rule_conf slow = { .name = "slow", .rate = 1e-3, .burst = 1e15 };
-	struct fg_fleet_rule_conf fast = { .name = "fast", .rate = 1e15, .burst = 1, .cost = FG_COST_BYTES };
+	struct fg_fleet_rule_conf fast = {
+		.name = "fast", .rate = 1e15, .burst = 1, .cost = FG_COST_BYTES
+	};
 	struct fg_fleet_in in[2] = { { .offered = 1000 }, { .offered = 1000 } };
 	struct fg_fleet_out out[2];
 	struct fg_fleet *f;
@@ -621,8 +640,10 @@ static void test_share_by_demand(void)
 	double ratio;
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "big", "share", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED), "a") ||
-	    !ASSERT_OK(sim_init(&b, "small", "share", RATE, BURST, 2000, FG_FLEET_LOSS_CLOSED), "b") ||
+	if (!ASSERT_OK(sim_init(&a, "big", "share", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED),
+		       "a") ||
+	    !ASSERT_OK(sim_init(&b, "small", "share", RATE, BURST, 2000, FG_FLEET_LOSS_CLOSED),
+		       "b") ||
 	    !ASSERT_OK(sim_init(&c, "idle", "share", RATE, BURST, 0, FG_FLEET_LOSS_CLOSED), "c"))
 		return;
 	run_rounds(n, 3, 30, g, NULL);
@@ -642,7 +663,8 @@ static void test_share_by_demand(void)
 	ASSERT_EQ(gc, 0, "a node with no demand gets nothing");
 	ASSERT_EQ(c.tokens, 0, "and holds nothing");
 	ASSERT_EQ(sim_stats(&a).nodes, 3, "three nodes known");
-	ASSERT_TRUE(ga + gb >= 0.9 * RATE * 20 * IVAL_MS / 1000.0, "the two busy nodes use the rate");
+	ASSERT_TRUE(ga + gb >= 0.9 * RATE * 20 * IVAL_MS / 1000.0,
+		    "the two busy nodes use the rate");
 	ASSERT_TRUE(ga_all >= BURST, "the first node took the initial burst");
 	sim_free(&a);
 	sim_free(&b);
@@ -657,24 +679,30 @@ static void test_join_no_burst(void)
 	struct sim *n[2] = { &a, &b };
 	static __u64 g[40][4];
 	__u64 ra = 0, rb = 0;
-	double slice = RATE * IVAL_MS / 1000.0;	/* one interval's refill: 100 */
+	double slice = RATE * IVAL_MS / 1000.0; /* one interval's refill: 100 */
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "old", "join", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED), "a") ||
+	if (!ASSERT_OK(sim_init(&a, "old", "join", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED),
+		       "a") ||
 	    !ASSERT_OK(sim_init(&b, "new", "join", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED), "b"))
 		return;
-	run_rounds(n, 1, 12, NULL, NULL);	/* a alone drains the burst */
+	run_rounds(n, 1, 12, NULL, NULL); /* a alone drains the burst */
 	run_rounds(n, 2, 12, g, NULL);
 	printf("  joining node's first grants: %llu %llu %llu (one interval's refill: %.0f)\n",
-	       (unsigned long long)g[0][1], (unsigned long long)g[1][1], (unsigned long long)g[2][1], slice);
-	ASSERT_LE(g[0][1], (long long)(0.6 * slice + 1), "first grant: at most its share of one interval");
-	ASSERT_LE(g[0][0] + g[0][1], (long long)(1.3 * slice + 1), "the join round hands out no burst");
+	       (unsigned long long)g[0][1], (unsigned long long)g[1][1],
+	       (unsigned long long)g[2][1], slice);
+	ASSERT_LE(g[0][1], (long long)(0.6 * slice + 1),
+		  "first grant: at most its share of one interval");
+	ASSERT_LE(g[0][0] + g[0][1], (long long)(1.3 * slice + 1),
+		  "the join round hands out no burst");
 	for (int r = 3; r < 12; r++) {
 		ra += g[r][0];
 		rb += g[r][1];
 	}
-	printf("  after 3 intervals: %llu : %llu\n", (unsigned long long)ra, (unsigned long long)rb);
-	ASSERT_TRUE(rb >= 0.4 * (ra + rb) && rb <= 0.6 * (ra + rb), "equal demand: 40..60% each after 3 intervals");
+	printf("  after 3 intervals: %llu : %llu\n", (unsigned long long)ra,
+	       (unsigned long long)rb);
+	ASSERT_TRUE(rb >= 0.4 * (ra + rb) && rb <= 0.6 * (ra + rb),
+		    "equal demand: 40..60% each after 3 intervals");
 	ASSERT_TRUE(ra + rb <= 1.1 * slice * 9 + 2, "the pair gets the rate, not more");
 	sim_free(&a);
 	sim_free(&b);
@@ -694,7 +722,9 @@ static void test_bound(void)
 	static __u64 rt[64], adm[64];
 	__u64 granted = 0, returned = 0, admitted = 0;
 	/* the outstanding bound in a saturated fleet: rate * W, W = L + max(L, 2I) */
-	double T, bound, slack = RATE * (LEASE_MS + (LEASE_MS > 2 * IVAL_MS ? LEASE_MS : 2 * IVAL_MS)) / 1000.0;
+	double T, bound,
+		slack = RATE * (LEASE_MS + (LEASE_MS > 2 * IVAL_MS ? LEASE_MS : 2 * IVAL_MS)) /
+			1000.0;
 	int rounds = 40, bad = 0;
 	__u64 next, failed = 0;
 
@@ -725,17 +755,21 @@ static void test_bound(void)
 	T = (double)(rt[rounds - 1] - rt[0]) / 1e6;
 	bound = BURST + RATE * T;
 	printf("  T %.3f s (Redis TIME): granted %llu - returned %llu = %llu; admitted %llu; "
-	       "burst + rate*T = %.0f\n", T, (unsigned long long)granted, (unsigned long long)returned,
+	       "burst + rate*T = %.0f\n",
+	       T, (unsigned long long)granted, (unsigned long long)returned,
 	       (unsigned long long)(granted - returned), (unsigned long long)admitted, bound);
-	ASSERT_LE(granted - returned, (long long)(bound + 1), "granted - returned <= burst + rate*T");
-	ASSERT_LE(admitted, (long long)(bound + 1), "admitted <= burst + rate*T (nothing held at the start)");
+	ASSERT_LE(granted - returned, (long long)(bound + 1),
+		  "granted - returned <= burst + rate*T");
+	ASSERT_LE(admitted, (long long)(bound + 1),
+		  "admitted <= burst + rate*T (nothing held at the start)");
 	/* a round that timed out may have been granted and lost: less is then
 	 * admitted, which is the safe side, and only this check can tell */
 	if (failed)
 		printf("  %llu rounds failed on a loaded host: the usage check does not apply\n",
 		       (unsigned long long)failed);
 	else
-		ASSERT_GE(admitted, (long long)(0.85 * bound), "the fleet uses the budget (>= 85%)");
+		ASSERT_GE(admitted, (long long)(0.85 * bound),
+			  "the fleet uses the budget (>= 85%)");
 	/* every window [round i, round j] */
 	for (int i = 0; i < rounds; i++) {
 		__u64 sum = 0;
@@ -775,7 +809,7 @@ static void test_returns(void)
 	held = (__u64)a.tokens;
 	ASSERT_TRUE(held >= 50, "a holds about two intervals of its demand");
 	a.demand = 0;
-	run_rounds(n, 1, 1, NULL, NULL);	/* offered 0: take back */
+	run_rounds(n, 1, 1, NULL, NULL); /* offered 0: take back */
 	ASSERT_EQ(a.out.take_back, held, "everything held is taken back when demand stops");
 	ASSERT_EQ(a.tokens, 0, "the program holds nothing");
 	/* empty the bucket by hand, so the return is not hidden by the cap */
@@ -783,13 +817,13 @@ static void test_returns(void)
 	tok0 = bucket_field(key, "tok");
 	ts0 = bucket_field(key, "ts");
 	ret = sim_stats(&a).returned;
-	run_rounds(n, 1, 1, NULL, NULL);	/* returns them */
+	run_rounds(n, 1, 1, NULL, NULL); /* returns them */
 	tok1 = bucket_field(key, "tok");
 	ts1 = bucket_field(key, "ts");
 	ret = sim_stats(&a).returned - ret;
 	expect = tok0 + RATE * (ts1 - ts0) / 1e6 + (double)held;
-	printf("  returned %llu: bucket %.1f -> %.1f (expected %.1f)\n", (unsigned long long)ret, tok0,
-	       tok1, expect);
+	printf("  returned %llu: bucket %.1f -> %.1f (expected %.1f)\n", (unsigned long long)ret,
+	       tok0, tok1, expect);
 	ASSERT_EQ(ret, held, "returned = what was taken back");
 	ASSERT_TRUE(fabs(tok1 - expect) <= 1.0, "the bucket got them back");
 	/* release: b hands back what it holds and leaves at once */
@@ -821,7 +855,8 @@ static void test_namespace(void)
 	run_rounds(n, 1, 6, NULL, NULL);
 	fg_fleet_key(a.f, 0, k1, sizeof(k1));
 	ASSERT_TRUE(bucket_field(k1, "tok") < 250, "the old bucket is drained");
-	if (!ASSERT_OK(sim_init(&a2, "n1", "edit", 2000, 500, 20000, FG_FLEET_LOSS_CLOSED), "edited"))
+	if (!ASSERT_OK(sim_init(&a2, "n1", "edit", 2000, 500, 20000, FG_FLEET_LOSS_CLOSED),
+		       "edited"))
 		return;
 	fg_fleet_key(a2.f, 0, k2, sizeof(k2));
 	printf("  keys: %s -> %s\n", k1, k2);
@@ -840,8 +875,11 @@ static void test_namespace(void)
  * bucket, a bucket lost meanwhile comes back empty, not full. */
 static int adopt(struct sim *s, const char *node, const char *rule)
 {
-	struct fg_fleet_rule_conf rc = { .rate = RATE, .burst = BURST, .on_loss = FG_FLEET_LOSS_CLOSED,
-					 .nodes_hint = s->out.nodes, .adopted_expires = s->expires,
+	struct fg_fleet_rule_conf rc = { .rate = RATE,
+					 .burst = BURST,
+					 .on_loss = FG_FLEET_LOSS_CLOSED,
+					 .nodes_hint = s->out.nodes,
+					 .adopted_expires = s->expires,
 					 .adopted_tokens = s->tokens > 0 ? (__u64)s->tokens : 0 };
 	char why[160];
 
@@ -861,7 +899,8 @@ static void test_adopt(void)
 	__s64 held;
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "d1", "adopt", RATE, BURST, 1000, FG_FLEET_LOSS_CLOSED), "init"))
+	if (!ASSERT_OK(sim_init(&a, "d1", "adopt", RATE, BURST, 1000, FG_FLEET_LOSS_CLOSED),
+		       "init"))
 		return;
 	run_rounds(n, 1, 6, NULL, NULL);
 	held = a.tokens;
@@ -899,7 +938,8 @@ static void test_redis_killed(void)
 	int err;
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "k1", "killed", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL), "init"))
+	if (!ASSERT_OK(sim_init(&a, "k1", "killed", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL),
+		       "init"))
 		return;
 	run_rounds(n, 1, 6, NULL, NULL);
 	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_OK, "leasing");
@@ -920,7 +960,8 @@ static void test_redis_killed(void)
 	ASSERT_EQ(st.state, FG_FLEET_FALLBACK, "fallback once the lease ran out");
 	ASSERT_EQ(st.fallbacks, 1, "counted once");
 	ASSERT_EQ(drain_events(a.f, FG_FLEET_EV_FALLBACK), 1, "one fallback event");
-	ASSERT_TRUE(a.out.local_rate > 0 && a.out.local_rate <= RATE, "local share from the node count");
+	ASSERT_TRUE(a.out.local_rate > 0 && a.out.local_rate <= RATE,
+		    "local share from the node count");
 	run_rounds(n, 1, 4, NULL, NULL);
 	ASSERT_EQ(drain_events(a.f, FG_FLEET_EV_FALLBACK), 0, "logged once, not per round");
 	ASSERT_TRUE(a.admitted_fallback > 0, "on_loss local admits its share meanwhile");
@@ -957,8 +998,8 @@ static void recovered(struct sim **n, const char *label, bool once)
 	g += granted_rounds(n, 6);
 	t1 = now_ns();
 	printf("  %s: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); debt paid %llu\n", label,
-	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9, BURST,
-	       (unsigned long long)sim_stats(a).debt);
+	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9,
+	       BURST, (unsigned long long)sim_stats(a).debt);
 	ASSERT_EQ(sim_stats(a).state, FG_FLEET_OK, "a ok again");
 	ASSERT_EQ(sim_stats(b).state, FG_FLEET_OK, "b ok again");
 	if (once)
@@ -992,7 +1033,7 @@ static void test_redis_stopped(void)
 	ASSERT_LE(a.round_ns, 50 * MS, "within 50 ms");
 	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_GRACE, "grace");
 	sim_step(&b);
-	for (int r = 0; r < 8; r++) {	/* 400 ms frozen */
+	for (int r = 0; r < 8; r++) { /* 400 ms frozen */
 		run_rounds(n, 2, 1, NULL, NULL);
 		if (a.round_ns > worst)
 			worst = a.round_ns;
@@ -1024,8 +1065,10 @@ static void test_partition(void)
 	char hidden[FG_REDIS_PATH_LEN];
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&a, "p1", "partition", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL), "a") ||
-	    !ASSERT_OK(sim_init(&b, "p2", "partition", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED), "b"))
+	if (!ASSERT_OK(sim_init(&a, "p1", "partition", RATE, BURST, 20000, FG_FLEET_LOSS_LOCAL),
+		       "a") ||
+	    !ASSERT_OK(sim_init(&b, "p2", "partition", RATE, BURST, 20000, FG_FLEET_LOSS_CLOSED),
+		       "b"))
 		return;
 	run_rounds(n, 2, 6, NULL, NULL);
 	snprintf(hidden, sizeof(hidden), "%s/hidden.sock", tmpdir);
@@ -1033,7 +1076,7 @@ static void test_partition(void)
 		return;
 	snprintf(admin_path, sizeof(admin_path), "%s", hidden);
 	ASSERT_TRUE(admin_ok(4, kill_clients), "cut: kill the connections");
-	run_rounds(n, 2, 8, NULL, NULL);	/* 400 ms cut */
+	run_rounds(n, 2, 8, NULL, NULL); /* 400 ms cut */
 	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_FALLBACK, "a in fallback");
 	ASSERT_EQ(sim_stats(&b).state, FG_FLEET_FALLBACK, "b in fallback");
 	ASSERT_STR_CONTAINS(sim_stats(&a).reason, "No such file", "the reason names the failure");
@@ -1065,10 +1108,12 @@ static void test_redis_restarted_empty(void)
 	g += granted_rounds(n, 8);
 	t1 = now_ns();
 	printf("  after an empty restart: %llu tokens in %.0f ms (rate*T = %.0f, burst %.0f); "
-	       "states %s/%s\n", (unsigned long long)g, (double)(t1 - t0) / 1e6,
-	       RATE * (double)(t1 - t0) / 1e9, BURST, fg_fleet_state_name(sim_stats(&a).state),
+	       "states %s/%s\n",
+	       (unsigned long long)g, (double)(t1 - t0) / 1e6, RATE * (double)(t1 - t0) / 1e9,
+	       BURST, fg_fleet_state_name(sim_stats(&a).state),
 	       fg_fleet_state_name(sim_stats(&b).state));
-	ASSERT_LE(g, (long long)(RATE * (double)(t1 - t0) / 1e9 + 1), "no burst: the bucket starts empty");
+	ASSERT_LE(g, (long long)(RATE * (double)(t1 - t0) / 1e9 + 1),
+		  "no burst: the bucket starts empty");
 	ASSERT_GE(g, (long long)(0.5 * RATE * (double)(t1 - t0) / 1e9), "and refills at the rate");
 	ASSERT_EQ(sim_stats(&a).state, FG_FLEET_OK, "a ok");
 	ASSERT_EQ(sim_stats(&b).state, FG_FLEET_OK, "b ok");
@@ -1091,7 +1136,9 @@ static int w_collect(void *ctx, struct fg_fleet_in *in, int n)
 	(void)n;
 	pthread_mutex_lock(&w->mu);
 	sim_spend(&w->s, now_ns());
-	in[0] = (struct fg_fleet_in){ .offered = w->s.offered, .held = w->s.tokens, .taken = w->s.taken,
+	in[0] = (struct fg_fleet_in){ .offered = w->s.offered,
+				      .held = w->s.tokens,
+				      .taken = w->s.taken,
 				      .unleased = w->s.unleased };
 	w->s.offered = 0;
 	w->s.unleased = 0;
@@ -1106,7 +1153,9 @@ static void w_apply(void *ctx, const struct fg_fleet_out *out, int n)
 
 	(void)n;
 	pthread_mutex_lock(&w->mu);
-	take = w->s.tokens > 0 ? ((__u64)w->s.tokens < out[0].take_back ? (__u64)w->s.tokens : out[0].take_back) : 0;
+	take = w->s.tokens > 0 ? ((__u64)w->s.tokens < out[0].take_back ? (__u64)w->s.tokens :
+									  out[0].take_back) :
+				 0;
 	w->s.tokens -= (__s64)take;
 	w->s.taken = take;
 	w->s.tokens += (__s64)out[0].grant;
@@ -1132,7 +1181,9 @@ static int w_take_all(void *ctx, struct fg_fleet_in *in, int n)
 static void test_worker_never_blocks(void)
 {
 	static struct wsim w = { .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct fg_fleet_ops ops = { .collect = w_collect, .apply = w_apply, .take_all = w_take_all };
+	struct fg_fleet_ops ops = { .collect = w_collect,
+				    .apply = w_apply,
+				    .take_all = w_take_all };
 	struct fg_fleet_worker *wk;
 	struct fg_fleet_event ev[16];
 	struct fg_fleet_stats st;
@@ -1142,7 +1193,8 @@ static void test_worker_never_blocks(void)
 	int kinds[4] = {};
 
 	flushall();
-	if (!ASSERT_OK(sim_init(&w.s, "w1", "worker", RATE, BURST, 20000, FG_FLEET_LOSS_OPEN), "init"))
+	if (!ASSERT_OK(sim_init(&w.s, "w1", "worker", RATE, BURST, 20000, FG_FLEET_LOSS_OPEN),
+		       "init"))
 		return;
 	fg_fleet_key(w.s.f, 0, key, sizeof(key));
 	snprintf(nkey, sizeof(nkey), "%.*sn", (int)strlen(key) - 1, key);
@@ -1151,7 +1203,7 @@ static void test_worker_never_blocks(void)
 		sim_free(&w.s);
 		return;
 	}
-	w.s.f = NULL;	/* the worker owns it */
+	w.s.f = NULL; /* the worker owns it */
 	usleep(300000);
 	fg_fleet_worker_stats(wk, 0, &st);
 	ASSERT_EQ(st.state, FG_FLEET_OK, "worker leasing");
@@ -1244,7 +1296,8 @@ static void test_throughput(void)
 			lat[j - 1] = x;
 		}
 	printf("  lease scripts: %.0f/s (64 rules a round trip); one-rule round trip p50 %.0f us, "
-	       "p99 %.0f us\n", sps, (double)lat[100] / 1e3, (double)lat[198] / 1e3);
+	       "p99 %.0f us\n",
+	       sps, (double)lat[100] / 1e3, (double)lat[198] / 1e3);
 	ASSERT_GE((long long)sps, 2000, "at least 2,000 lease scripts/s");
 	ASSERT_LE(lat[100], 5 * MS, "median round trip under 5 ms on loopback");
 }
@@ -1256,7 +1309,8 @@ int main(int argc, char **argv)
 
 	fg_test_init(argc, argv);
 	if (access(REDIS_BIN, X_OK))
-		return fg_test_skip_all("test_fleet", "%s not installed (apt-get install redis-server)", REDIS_BIN);
+		return fg_test_skip_all(
+			"test_fleet", "%s not installed (apt-get install redis-server)", REDIS_BIN);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-fleet-XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");

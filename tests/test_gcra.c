@@ -9,7 +9,7 @@
 #include "fgtest.h"
 #include "fg_gcra.h"
 
-#define NS 1000000000ull
+#define NS     1000000000ull
 #define TU(ns) ((__u64)(ns) << FG_TU_SHIFT)
 
 static __u64 inc_for(double rate)
@@ -34,7 +34,8 @@ static void test_burst_exact(void)
 			__u64 tat = 0, inc = inc_for(rate), tau = inc * burst;
 			char name[96];
 
-			snprintf(name, sizeof(name), "rate %.0f burst %d: first instant admits the burst", rate, burst);
+			snprintf(name, sizeof(name),
+				 "rate %.0f burst %d: first instant admits the burst", rate, burst);
 			ASSERT_EQ(offer(&tat, 5 * NS, inc, tau, 1, burst * 2 + 5), burst, name);
 		}
 	}
@@ -72,7 +73,7 @@ static void test_bytes_subnanosecond(void)
 	long bytes = 0;
 
 	ASSERT_EQ(inc, 6, "10 GB/s rounds to 6 tu/byte (6.4): +6.7% of rate, documented bound");
-	inc = inc_for(1e9);	/* 1 GB/s: 64 tu per byte, exact */
+	inc = inc_for(1e9); /* 1 GB/s: 64 tu per byte, exact */
 	tau = inc * 3000;
 	ASSERT_EQ(offer(&tat, NS, inc, tau, 1000, 10), 3, "3000-byte burst, 1000-byte frames");
 	tat = 0;
@@ -89,11 +90,13 @@ static void test_clock_edges(void)
 
 	ASSERT_EQ(offer(&tat, 10 * NS, inc, tau, 1, 100), 20, "burst");
 	/* clocks of two CPUs can disagree by up to a coarse tick (4 ms) */
-	ASSERT_EQ(offer(&tat, 10 * NS - 4000000, inc, tau, 1, 100), 0, "time 4 ms behind tat: zero elapsed");
+	ASSERT_EQ(offer(&tat, 10 * NS - 4000000, inc, tau, 1, 100), 0,
+		  "time 4 ms behind tat: zero elapsed");
 	ASSERT_EQ(offer(&tat, 10 * NS + NS / 10, inc, tau, 1, 100), 1, "100 ms later: one");
 	/* idle until the end of the representable range */
-	__u64 far = (1ull << 58) - 1;	/* ns; now_tu just below 2^64 */
-	ASSERT_EQ(offer(&tat, far - 10 * NS, inc, tau, 1, 100), 20, "near the wrap: burst, no overflow");
+	__u64 far = (1ull << 58) - 1; /* ns; now_tu just below 2^64 */
+	ASSERT_EQ(offer(&tat, far - 10 * NS, inc, tau, 1, 100), 20,
+		  "near the wrap: burst, no overflow");
 	/* a cost above the burst never passes and writes nothing */
 	__u64 before = tat;
 	ASSERT_EQ(offer(&tat, far - 9 * NS, inc, tau, 21, 1), 0, "cost > burst");
@@ -111,11 +114,13 @@ static void test_rate_change_applies_at_once(void)
 	ASSERT_EQ(offer(&tat, t, inc1, tau1, 1, 20000), 5000, "old policy: burst 5000");
 	/* empty now; 5 s of debt at the old rate, 1.67 s worth at the new */
 	ASSERT_EQ(offer(&tat, t, inc2, tau2, 1, 100), 0, "new policy: still empty, no fresh burst");
-	ASSERT_EQ(offer(&tat, t + NS / 10, inc2, tau2, 1, 1000), 300, "100 ms at the new 3000/s: 300");
+	ASSERT_EQ(offer(&tat, t + NS / 10, inc2, tau2, 1, 1000), 300,
+		  "100 ms at the new 3000/s: 300");
 	/* within the slack, a lagging clock never clamps */
 	tat = 0;
 	offer(&tat, t, inc1, tau1, 1, 5000);
-	ASSERT_EQ(offer(&tat, t - 4000000, inc1, tau1, 1, 10), 0, "a reader 4 ms behind gains nothing");
+	ASSERT_EQ(offer(&tat, t - 4000000, inc1, tau1, 1, 10), 0,
+		  "a reader 4 ms behind gains nothing");
 	ASSERT_EQ(tat, TU(t) + tau1, "and leaves tat as it was");
 }
 

@@ -27,9 +27,9 @@ static void fill_fleet(__u64 now)
 	fs.nrules = NRULES;
 	for (int r = 0; r < NRULES; r++) {
 		struct fg_fleet_rule_status *rs = &fs.rule[r];
-		__u64 *c[] = { &rs->st.granted, &rs->st.returned, &rs->st.discarded, &rs->st.debt,
-			       &rs->st.grace_entries, &rs->st.fallbacks, &rs->st.rounds,
-			       &rs->st.failed, &rs->st.timeouts };
+		__u64 *c[] = { &rs->st.granted, &rs->st.returned,      &rs->st.discarded,
+			       &rs->st.debt,	&rs->st.grace_entries, &rs->st.fallbacks,
+			       &rs->st.rounds,	&rs->st.failed,	       &rs->st.timeouts };
 
 		snprintf(rs->name, sizeof(rs->name), "rule%d", r);
 		rs->id = r == NRULES - 1 ? FG_MAX_IDS : (__u32)(2 * r + 1);
@@ -49,8 +49,9 @@ static void fill_fleet(__u64 now)
 
 static char *render(const struct fg_fleet_status *fleet)
 {
-	struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-				     .fleet = fleet };
+	struct fg_metrics_snap s = {
+		.rows = rows, .names = names, .ctl = &ctl, .pol = &pol, .fleet = fleet
+	};
 	char *page = NULL;
 	size_t len = 0;
 
@@ -100,9 +101,11 @@ static void expect_u64(const char *page, const char *metric, int rule, unsigned 
 
 static void test_fleet_rules(void)
 {
-	static const char *const counters[] = { "granted_total", "returned_total",
-		"discarded_total", "debt_total", "grace_total", "fallbacks_total", "rounds_total",
-		"failed_total", "timeouts_total" };
+	static const char *const counters[] = { "granted_total",   "returned_total",
+						"discarded_total", "debt_total",
+						"grace_total",	   "fallbacks_total",
+						"rounds_total",	   "failed_total",
+						"timeouts_total" };
 	char *page, want[64], series[128], got[64];
 	double left;
 
@@ -125,8 +128,9 @@ static void test_fleet_rules(void)
 		for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++)
 			expect_u64(page, counters[k], r, 1000ull * (__u64)(r + 1) + k);
 		for (int st = 0; st < FG_FLEET_NSTATES; st++) {
-			snprintf(series, sizeof(series), "floodgate_fleet_state{rule=\"rule%d\",state=\"%s\"}",
-				 r, fg_fleet_state_name(st));
+			snprintf(series, sizeof(series),
+				 "floodgate_fleet_state{rule=\"rule%d\",state=\"%s\"}", r,
+				 fg_fleet_state_name(st));
 			if (ASSERT_EQ(sample(page, series, got, sizeof(got)), 0, series))
 				ASSERT_EQ(atoi(got), st == rs->st.state, series);
 		}

@@ -41,9 +41,17 @@ static const struct fg_opt status_opts[] = {
 };
 static const struct fg_opt stats_opts[] = {
 	FG_OPT_BOOL("json", 'j', T, json, "JSON output"),
-	FG_OPT_FLAG_U64("watch", 'w', T, watch, secs, "SECS", 1, 60, "a number of seconds", "every SECS"),
-	{ .name = "every", .kind = FGO_U64, .flags = FG_OPT_OPTIONAL, .off = FG_OPT_AT(T, every, __u64),
-	  .arg = "N", .min = 1, .max = 9, .what = "a digit", .help = "an optional number" },
+	FG_OPT_FLAG_U64("watch", 'w', T, watch, secs, "SECS", 1, 60, "a number of seconds",
+			"every SECS"),
+	{ .name = "every",
+	  .kind = FGO_U64,
+	  .flags = FG_OPT_OPTIONAL,
+	  .off = FG_OPT_AT(T, every, __u64),
+	  .arg = "N",
+	  .min = 1,
+	  .max = 9,
+	  .what = "a digit",
+	  .help = "an optional number" },
 	FG_OPT_END,
 };
 static const struct fg_opt top_opts[] = {
@@ -72,19 +80,26 @@ static const struct fg_cmd t_cmds[] = {
 	{ NULL },
 };
 static const struct fg_prog t_prog = {
-	.name = "t", .usage = "[--pin-dir DIR] COMMAND [ARGS]", .opts = g_opts, .cmds = t_cmds,
+	.name = "t",
+	.usage = "[--pin-dir DIR] COMMAND [ARGS]",
+	.opts = g_opts,
+	.cmds = t_cmds,
 };
 /* a program without commands: one or two positional words */
 static const struct fg_prog t_plain = {
-	.name = "plain", .usage = "A [B]", .opts = g_opts, .min_pos = 1, .max_pos = 2,
+	.name = "plain",
+	.usage = "A [B]",
+	.opts = g_opts,
+	.min_pos = 1,
+	.max_pos = 2,
 };
 
 /* One command line and what must come of it. */
 struct pcase {
-	const char *args[8];	/* after argv[0], NULL-terminated */
-	const char *why;	/* NULL: must parse; else a substring of the error */
-	const char *cmd;	/* the command found (also on an error inside it) */
-	struct tcfg want;	/* fields compared: all of them */
+	const char *args[8]; /* after argv[0], NULL-terminated */
+	const char *why;     /* NULL: must parse; else a substring of the error */
+	const char *cmd;     /* the command found (also on an error inside it) */
+	struct tcfg want;    /* fields compared: all of them */
 	int npos;
 	const char *pos0;
 	bool help;
@@ -125,7 +140,9 @@ static const struct pcase cases[] = {
 	/* long prefixes: exact beats prefix, unique prefix, ambiguous prefix */
 	{ { "top", "--count", "5" }, NULL, "top", { .n = 5 } },
 	{ { "top", "--countd" }, NULL, "top", { .countdown = true } },
-	{ { "top", "--coun", "5" }, "top: ambiguous option --coun: could be --count --countdown", "top" },
+	{ { "top", "--coun", "5" },
+	  "top: ambiguous option --coun: could be --count --countdown",
+	  "top" },
 	{ { "top", "--js" }, "top: unknown option --js", "top" },
 	/* numbers: ranges and strictness */
 	{ { "top", "-n", "100" }, NULL, "top", { .n = 100 } },
@@ -154,8 +171,13 @@ static const struct pcase cases[] = {
 	{ { "stats", "--watch=5" }, NULL, "stats", { .watch = true, .secs = 5 } },
 	{ { "stats", "-w", "7" }, NULL, "stats", { .watch = true, .secs = 7 } },
 	{ { "stats", "-w7" }, NULL, "stats", { .watch = true, .secs = 7 } },
-	{ { "stats", "--watch", "--json" }, NULL, "stats", { .watch = true, .secs = 1, .json = true } },
-	{ { "stats", "--watch=abc" }, "stats: --watch: \"abc\" is not a number of seconds", "stats" },
+	{ { "stats", "--watch", "--json" },
+	  NULL,
+	  "stats",
+	  { .watch = true, .secs = 1, .json = true } },
+	{ { "stats", "--watch=abc" },
+	  "stats: --watch: \"abc\" is not a number of seconds",
+	  "stats" },
 	{ { "stats", "--watch", "0" }, "stats: --watch: \"0\" is not a number of seconds", "stats" },
 	{ { "stats", "--watch", "abc" }, "stats: unexpected argument \"abc\"", "stats" },
 	{ { "stats", "--every" }, NULL, "stats" },
@@ -195,10 +217,10 @@ static bool str_eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-#define CHECK_FIELD(f)								\
-	do {									\
-		snprintf(n, sizeof(n), "%s: " #f, name);			\
-		ASSERT_EQ(got->f, want->f, n);					\
+#define CHECK_FIELD(f)                                   \
+	do {                                             \
+		snprintf(n, sizeof(n), "%s: " #f, name); \
+		ASSERT_EQ(got->f, want->f, n);           \
 	} while (0)
 
 static void check_fields(const char *name, const struct tcfg *got, const struct tcfg *want)
@@ -230,8 +252,8 @@ static void test_table(void)
 		int err;
 
 		for (int k = 0; c->args[k]; k++)
-			e += snprintf(e, sizeof(name) - (size_t)(e - name) - 1, "%s'%s'", k ? " " : "",
-				      c->args[k]);
+			e += snprintf(e, sizeof(name) - (size_t)(e - name) - 1, "%s'%s'",
+				      k ? " " : "", c->args[k]);
 		if (name == e)
 			snprintf(name, sizeof(name), "(no arguments)");
 		err = run_case(&t_prog, c->args, &got, &p, why, sizeof(why));
@@ -264,7 +286,7 @@ static void test_no_commands(void)
 		{ { NULL }, "expected A [B]" },
 		{ { "a", "b", "c" }, "unexpected argument \"c\"" },
 		{ { "-p" }, "option -p needs a value (DIR)" },
-		{ { "status" }, NULL, 1 },	/* no commands: a word is a word */
+		{ { "status" }, NULL, 1 }, /* no commands: a word is a word */
 	};
 
 	for (size_t i = 0; i < sizeof(pc) / sizeof(pc[0]); i++) {
@@ -370,7 +392,8 @@ static void test_help(void)
 	static const struct fg_want prog_help[] = {
 		{ "Usage: t [--pin-dir DIR] COMMAND [ARGS]\n", "program help: usage" },
 		{ "Commands (any unique prefix works):", "program help: commands" },
-		{ "  stats [--json] [--watch [SECS]]    counters\n", "program help: a command, aligned" },
+		{ "  stats [--json] [--watch [SECS]]    counters\n",
+		  "program help: a command, aligned" },
 		{ "  check FILE", "program help: check" },
 		{ "Options for every command:\n", "program help: global options" },
 		{ "  -p, --pin-dir DIR  pin dir\n", "program help: --pin-dir" },
@@ -414,12 +437,9 @@ static void test_prog_args(void)
 		const char *args[4];
 		int rc;
 	} ac[] = {
-		{ { "status" }, -1 },
-		{ { "--help" }, 0 },
-		{ { "top", "--help" }, 0 },
-		{ { "-p" }, FG_EXIT_USAGE },
-		{ { "frob" }, FG_EXIT_USAGE },
-		{ { "top", "-n", "0" }, FG_EXIT_USAGE },
+		{ { "status" }, -1 },	       { { "--help" }, 0 },
+		{ { "top", "--help" }, 0 },    { { "-p" }, FG_EXIT_USAGE },
+		{ { "frob" }, FG_EXIT_USAGE }, { { "top", "-n", "0" }, FG_EXIT_USAGE },
 	};
 	int null = open("/dev/null", O_WRONLY), out = dup(1), err = dup(2);
 

@@ -21,7 +21,7 @@
 #include "attach/pinwatch.h"
 #include "floodgate.skel.h"
 
-#define SEC_NS	1000000000ull
+#define SEC_NS 1000000000ull
 
 static struct floodgate_bpf *skel;
 static char pin[128];
@@ -82,7 +82,8 @@ static __u32 pinned_id(const char *name)
 /* The maps pinned and opened, and a watcher on them: 1, or 0 when the maps are not there. */
 static int watch_pinned(struct fg_pinwatch *pw, struct fg_maps *m)
 {
-	if (!ASSERT_OK(pin_all(), "pin the maps") || !ASSERT_OK(fg_maps_from_skel(m, skel, pin), "maps"))
+	if (!ASSERT_OK(pin_all(), "pin the maps") ||
+	    !ASSERT_OK(fg_maps_from_skel(m, skel, pin), "maps"))
 		return 0;
 	ASSERT_OK(fg_pinwatch_init(pw, m), "init");
 	return 1;
@@ -120,8 +121,10 @@ static void test_repin_whole_dir(void)
 	id = pinned_id("fg_ctl");
 	unpin_all();
 	ASSERT_EQ(fg_pinwatch_check(&pw, &m, NULL, 0, SEC_NS), 1, "pin dir gone: said");
-	snprintf(want, sizeof(want), "was removed under the running daemon: made it again and "
-		 "re-pinned all %d maps", FGM_NMAPS);
+	snprintf(want, sizeof(want),
+		 "was removed under the running daemon: made it again and "
+		 "re-pinned all %d maps",
+		 FGM_NMAPS);
 	ASSERT_TRUE(strstr(pw.msg, want), pw.msg);
 	ASSERT_EQ(pinned_id("fg_ctl"), id, "fg_ctl is the same map");
 	ASSERT_NEQ(pinned_id("fg_meta"), 0, "fg_meta pinned again");
@@ -221,11 +224,15 @@ static void test_found_maps(void)
 	if (!ASSERT_OK(fg_found_maps(&at, &m, &gone, why), why))
 		return;
 	ASSERT_EQ(gone, 0, "no map missing");
-	ASSERT_EQ(fg_obj_id(m.fd[FGM_META]), fg_obj_id(bpf_map__fd(skel->maps.fg_meta)), "fg_meta by BTF");
-	ASSERT_EQ(fg_obj_id(m.fd[FGM_NAMES]), fg_obj_id(bpf_map__fd(skel->maps.fg_names)), "fg_names by BTF");
-	ASSERT_EQ(fg_obj_id(m.fd[FGM_SRC4]), fg_obj_id(bpf_map__fd(skel->maps.fg_src4)), "fg_src4 by id");
+	ASSERT_EQ(fg_obj_id(m.fd[FGM_META]), fg_obj_id(bpf_map__fd(skel->maps.fg_meta)),
+		  "fg_meta by BTF");
+	ASSERT_EQ(fg_obj_id(m.fd[FGM_NAMES]), fg_obj_id(bpf_map__fd(skel->maps.fg_names)),
+		  "fg_names by BTF");
+	ASSERT_EQ(fg_obj_id(m.fd[FGM_SRC4]), fg_obj_id(bpf_map__fd(skel->maps.fg_src4)),
+		  "fg_src4 by id");
 	/* where its fg_ctl is pinned, if anywhere */
-	ASSERT_EQ(fg_found_pinned_at(fg_obj_id(m.fd[FGM_CTL]), dir, sizeof(dir)), -ENOENT, "not pinned");
+	ASSERT_EQ(fg_found_pinned_at(fg_obj_id(m.fd[FGM_CTL]), dir, sizeof(dir)), -ENOENT,
+		  "not pinned");
 	if (ASSERT_OK(pin_all(), "pin the maps")) {
 		ASSERT_OK(fg_found_pinned_at(fg_obj_id(m.fd[FGM_CTL]), dir, sizeof(dir)), "pinned");
 		ASSERT_TRUE(!strcmp(dir, pin), dir);

@@ -66,10 +66,10 @@ parse_rule_okf(struct fg_config *cfg, const char *what, const char *name, const 
 /* For each row i of table t: the one-rule policy of parse_rule_okf(&cfg,
  * ...) and, when it parsed, the statement that follows on cfg; then cfg is
  * freed. */
-#define FOR_EACH_RULE_ROW(t, i, cfg, ...)					\
-	for (size_t i = 0; i < sizeof(t) / sizeof((t)[0]); i++)			\
-		for (struct fg_config cfg, *cfg##_parsed =				\
-			     parse_rule_okf(&cfg, __VA_ARGS__) ? &cfg : NULL;		\
+#define FOR_EACH_RULE_ROW(t, i, cfg, ...)                                             \
+	for (size_t i = 0; i < sizeof(t) / sizeof((t)[0]); i++)                       \
+		for (struct fg_config cfg,                                            \
+		     *cfg##_parsed = parse_rule_okf(&cfg, __VA_ARGS__) ? &cfg : NULL; \
 		     cfg##_parsed; fg_config_free(&cfg), cfg##_parsed = NULL)
 
 static const struct fg_match *entry(const struct fg_config *cfg, int cls, int i)
@@ -96,7 +96,8 @@ static const char *policy(const char *name)
 	const char *y = pc_yaml(&policies, name);
 
 	if (!y)
-		fg_test_fail(__FILE__, __LINE__, "no policy \"%s\" in tests/policies/cases/policy.cases", name);
+		fg_test_fail(__FILE__, __LINE__,
+			     "no policy \"%s\" in tests/policies/cases/policy.cases", name);
 	return y ? y : "";
 }
 
@@ -113,12 +114,12 @@ static void policy_test(const char *name, void (*checks)(const struct fg_config 
 }
 
 /* The test function test, of policy name; the checks' body follows, on cfg. */
-#define POLICY_TEST(test, name)						\
-	static void test##_checks(const struct fg_config *cfg);		\
-	static void test(void)						\
-	{								\
-		policy_test(name, test##_checks);			\
-	}								\
+#define POLICY_TEST(test, name)                                 \
+	static void test##_checks(const struct fg_config *cfg); \
+	static void test(void)                                  \
+	{                                                       \
+		policy_test(name, test##_checks);               \
+	}                                                       \
 	static void test##_checks(const struct fg_config *cfg)
 
 /* ---- the format's reference example -------------------------------------- */
@@ -276,7 +277,11 @@ static void test_defaults(void)
 	fg_config_free(&cfg);
 
 	/* empty values mean "the default" where that is meaningful */
-	if (ASSERT_OK(parse_ok("interfaces:\nrules:\nallow: ~\nadmission:\nfragments:\nmetrics: \"\"\n", &cfg), "nulls")) {
+	if (ASSERT_OK(
+		    parse_ok(
+			    "interfaces:\nrules:\nallow: ~\nadmission:\nfragments:\nmetrics: \"\"\n",
+			    &cfg),
+		    "nulls")) {
 		ASSERT_EQ(cfg.pol.nrules, 1, "nulls: only fragments");
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, TU / 100, "nulls: default fragments");
 		ASSERT_EQ(cfg.admission.set, 0, "nulls: automatic admission");
@@ -286,14 +291,17 @@ static void test_defaults(void)
 
 	/* metrics: the plain string, or a mapping with its limits */
 	if (ASSERT_OK(parse_ok("metrics: {listen: \"[::1]:9100\", max_connections: 64, "
-			       "per_client: 4, timeout: 2s}\n", &cfg), "metrics mapping")) {
+			       "per_client: 4, timeout: 2s}\n",
+			       &cfg),
+		      "metrics mapping")) {
 		ASSERT_TRUE(!strcmp(cfg.metrics, "[::1]:9100"), "metrics mapping: listen");
 		ASSERT_EQ(cfg.metrics_max_conn, 64, "metrics mapping: max_connections");
 		ASSERT_EQ(cfg.metrics_per_client, 4, "metrics mapping: per_client");
 		ASSERT_EQ(cfg.metrics_timeout_s, 2, "metrics mapping: timeout");
 	}
 	fg_config_free(&cfg);
-	if (ASSERT_OK(parse_ok("metrics: {listen: \"0.0.0.0:9100\"}\n", &cfg), "metrics mapping, listen only")) {
+	if (ASSERT_OK(parse_ok("metrics: {listen: \"0.0.0.0:9100\"}\n", &cfg),
+		      "metrics mapping, listen only")) {
 		ASSERT_TRUE(!strcmp(cfg.metrics, "0.0.0.0:9100"), "listen only: listen");
 		ASSERT_EQ(cfg.metrics_max_conn + cfg.metrics_per_client + cfg.metrics_timeout_s, 0,
 			  "listen only: the limits left to metrics.h's defaults");
@@ -330,7 +338,10 @@ POLICY_TEST(test_proto_any_every_class, "proto_any")
 POLICY_TEST(test_port_cross_product, "port_cross")
 {
 	static const __u16 exp[4][4] = {
-		{ 1, 1, 3, 3 }, { 1, 1, 10, 20 }, { 2, 2, 3, 3 }, { 2, 2, 10, 20 },
+		{ 1, 1, 3, 3 },
+		{ 1, 1, 10, 20 },
+		{ 2, 2, 3, 3 },
+		{ 2, 2, 10, 20 },
 	};
 	int i;
 
@@ -372,7 +383,9 @@ static void test_tcp_flags_forms(void)
 	};
 	FOR_EACH_RULE_ROW(t, i, cfg, t[i].flags, "f",
 			  "    match: {proto: tcp, tcp_flags: %s}\n"
-			  "    per_source: {rate: 1/s, burst: 1}\n", t[i].flags) {
+			  "    per_source: {rate: 1/s, burst: 1}\n",
+			  t[i].flags)
+	{
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_mask, t[i].mask, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->tcp_val, t[i].val, t[i].flags);
 		ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, 0)->flags, FG_M_L4, "flags need L4");
@@ -417,7 +430,7 @@ static void test_rate_units(void)
 		int cost;
 	} t[] = {
 		{ "1/s", "1", TU, TU, FG_COST_PKTS },
-		{ "3/s", "1", 21333333333ull, 21333333333ull, FG_COST_PKTS },	/* rounded */
+		{ "3/s", "1", 21333333333ull, 21333333333ull, FG_COST_PKTS }, /* rounded */
 		{ "2/s", "1", TU / 2, TU / 2, FG_COST_PKTS },
 		{ "60/min", "5", TU, 5 * TU, FG_COST_PKTS },
 		{ "1/h", "2", 3600 * TU, 7200 * TU, FG_COST_PKTS },
@@ -425,14 +438,15 @@ static void test_rate_units(void)
 		{ "1000B/s", "1514B", TU / 1000, 1514 * (TU / 1000), FG_COST_BYTES },
 		{ "1KB/s", "2KB", TU / 1000, 2000 * (TU / 1000), FG_COST_BYTES },
 		{ "1KiB/s", "2KiB", 62500000, 2048ull * 62500000, FG_COST_BYTES },
-		{ "1MiB/s", "1MiB", 61035, 1048576ull * 61035, FG_COST_BYTES },	/* 61035.15 */
+		{ "1MiB/s", "1MiB", 61035, 1048576ull * 61035, FG_COST_BYTES }, /* 61035.15 */
 		{ "1GB/s", "1GB", 64, 64000000000ull, FG_COST_BYTES },
-		{ "10GiB/s", "1GiB", 6, 6ull << 30, FG_COST_BYTES },	/* 5.96 */
-		{ "64000000000/s", "1", 1, 1, FG_COST_PKTS },		/* the fastest */
+		{ "10GiB/s", "1GiB", 6, 6ull << 30, FG_COST_BYTES }, /* 5.96 */
+		{ "64000000000/s", "1", 1, 1, FG_COST_PKTS },	     /* the fastest */
 		{ "1.5 MB/s", "1.5MB", 42667, 1500000ull * 42667, FG_COST_BYTES },
 	};
-	FOR_EACH_RULE_ROW(t, i, cfg, t[i].rate, "r", "    per_source: {rate: \"%s\", burst: \"%s\"}\n",
-			  t[i].rate, t[i].burst) {
+	FOR_EACH_RULE_ROW(t, i, cfg, t[i].rate, "r",
+			  "    per_source: {rate: \"%s\", burst: \"%s\"}\n", t[i].rate, t[i].burst)
+	{
 		ASSERT_EQ(cfg.pol.rules[0].src.inc, t[i].inc, t[i].rate);
 		ASSERT_EQ(cfg.pol.rules[0].src.tau, t[i].tau, t[i].burst);
 		ASSERT_EQ(cfg.pol.rules[0].cost, t[i].cost, "cost");
@@ -453,7 +467,8 @@ static void test_masks(void)
 	};
 	FOR_EACH_RULE_ROW(t, i, cfg, "parse", "r",
 			  "    per_source: {rate: 1/s, burst: 1, prefix_v4: %d, prefix_v6: %d}\n",
-			  t[i].p4, t[i].p6) {
+			  t[i].p4, t[i].p6)
+	{
 		ASSERT_EQ(cfg.pol.rules[0].mask4, htonl(t[i].m4), "mask4");
 		for (int k = 0; k < 4; k++)
 			ASSERT_EQ(cfg.pol.rules[0].mask6[k], htonl(t[i].m6[k]), "mask6");
@@ -476,8 +491,7 @@ POLICY_TEST(test_rule_options, "rule_options")
 
 /* ---- source sets and flattening -------------------------------------------- */
 
-static const struct fg_pfx_entry *find_pfx(const struct fg_config *cfg,
-					   const char *s)
+static const struct fg_pfx_entry *find_pfx(const struct fg_config *cfg, const char *s)
 {
 	char buf[64];
 	char *slash;
@@ -499,8 +513,7 @@ static const struct fg_pfx_entry *find_pfx(const struct fg_config *cfg,
 	return NULL;
 }
 
-static void check_pfx(const struct fg_config *cfg, const char *p, int list,
-		      __u32 sets)
+static void check_pfx(const struct fg_config *cfg, const char *p, int list, __u32 sets)
 {
 	const struct fg_pfx_entry *e = find_pfx(cfg, p);
 
@@ -521,13 +534,13 @@ static void test_flatten_nested(void)
 	ASSERT_EQ(cfg.n_deny, 4, "n_deny as written");
 	check_pfx(&cfg, "10.0.0.0/8", FG_LIST_DENY, 0);
 	check_pfx(&cfg, "10.1.0.0/16", FG_LIST_ALLOW, 0);
-	check_pfx(&cfg, "10.1.2.0/24", FG_LIST_ALLOW, 0);	/* allow wins */
-	check_pfx(&cfg, "10.1.2.128/25", FG_LIST_ALLOW, 1);	/* set a */
+	check_pfx(&cfg, "10.1.2.0/24", FG_LIST_ALLOW, 0);   /* allow wins */
+	check_pfx(&cfg, "10.1.2.128/25", FG_LIST_ALLOW, 1); /* set a */
 	check_pfx(&cfg, "192.168.0.0/16", FG_LIST_ALLOW, 0);
-	check_pfx(&cfg, "192.168.1.1/32", FG_LIST_ALLOW, 0);	/* allowlisted deny */
+	check_pfx(&cfg, "192.168.1.1/32", FG_LIST_ALLOW, 0); /* allowlisted deny */
 	check_pfx(&cfg, "172.16.0.0/12", FG_LIST_NONE, 1);
-	check_pfx(&cfg, "172.16.5.0/24", FG_LIST_NONE, 3);	/* sets a and b */
-	check_pfx(&cfg, "2001:db8::/32", FG_LIST_DENY, 2);	/* deny + set b */
+	check_pfx(&cfg, "172.16.5.0/24", FG_LIST_NONE, 3); /* sets a and b */
+	check_pfx(&cfg, "2001:db8::/32", FG_LIST_DENY, 2); /* deny + set b */
 	check_pfx(&cfg, "2001:db8:1::/48", FG_LIST_ALLOW, 2);
 	check_pfx(&cfg, "2001:db8:0:1::/64", FG_LIST_DENY, 2);
 	ASSERT_EQ(cfg.n_pfx, 11, "distinct prefixes");
@@ -548,7 +561,7 @@ static void test_flatten_nested(void)
 	fg_config_free(&cfg);
 	if (ASSERT_OK(parse_ok("allow: 10.9.8.7/8\n", &cfg), "single scalar")) {
 		ASSERT_EQ(cfg.pol.lists, 1, "lists: v4 only");
-		check_pfx(&cfg, "10.0.0.0/8", FG_LIST_ALLOW, 0);	/* masked */
+		check_pfx(&cfg, "10.0.0.0/8", FG_LIST_ALLOW, 0); /* masked */
 	}
 	fg_config_free(&cfg);
 }
@@ -566,7 +579,8 @@ static void test_max_sets(void)
 		off += sprintf(y + off,
 			       "  - name: r%d\n"
 			       "    match: {src: [10.%d.0.0/16]}\n"
-			       "    per_source: {rate: 1/s, burst: 1}\n", i, i);
+			       "    per_source: {rate: 1/s, burst: 1}\n",
+			       i, i);
 	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "33 sets");
 	ASSERT_EQ(err.line, 2 + 3 * FG_MAX_SETS + 1, "line of the 33rd set");
 	ASSERT_EQ(err.col, 18, "col");
@@ -578,7 +592,8 @@ static void test_max_sets(void)
 		off += sprintf(y + off,
 			       "  - name: r%d\n"
 			       "    match: {src: [10.%d.0.0/16]}\n"
-			       "    per_source: {rate: 1/s, burst: 1}\n", i, i % FG_MAX_SETS);
+			       "    per_source: {rate: 1/s, burst: 1}\n",
+			       i, i % FG_MAX_SETS);
 	if (ASSERT_OK(parse_ok(y, &cfg), "32 sets")) {
 		ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 31)->sets, 1u << 31, "bit 31");
 		ASSERT_EQ(entry(&cfg, FG_CLASS_UDP, 33)->sets, 1u << 1, "reused bit");
@@ -611,7 +626,9 @@ static int wp_covers(const struct wp *a, const struct fg_pfx_entry *b)
 
 static void test_flatten_random_vs_reference(void)
 {
-	enum { NW = 1500 };
+	enum {
+		NW = 1500
+	};
 	struct wp *w = calloc(NW, sizeof(*w));
 	char *y = malloc(NW * 64 + 4096);
 	char *lists[3];
@@ -630,10 +647,11 @@ static void test_flatten_random_vs_reference(void)
 		int kind;
 
 		seed = seed * 1103515245 + 12345;
-		kind = (seed >> 16) % 3;	/* allow, deny, set */
+		kind = (seed >> 16) % 3; /* allow, deny, set */
 		w[i].fam = ((seed >> 8) & 1) ? 6 : 4;
 		seed = seed * 1103515245 + 12345;
-		w[i].plen = w[i].fam == 4 ? 8 + (int)((seed >> 16) % 25) : 16 + (int)((seed >> 16) % 113);
+		w[i].plen = w[i].fam == 4 ? 8 + (int)((seed >> 16) % 25) :
+					    16 + (int)((seed >> 16) % 113);
 		seed = seed * 1103515245 + 12345;
 		if (w[i].fam == 4) {
 			w[i].addr[0] = 10;
@@ -650,7 +668,7 @@ static void test_flatten_random_vs_reference(void)
 		inet_ntop(w[i].fam == 4 ? AF_INET : AF_INET6, w[i].addr, a, sizeof(a));
 		/* mask after printing: the compiler must mask host bits too */
 		for (j = w[i].plen; j < 128; j++)
-			w[i].addr[j / 8] &= (__u8)~(0x80 >> (j % 8));
+			w[i].addr[j / 8] &= (__u8) ~(0x80 >> (j % 8));
 		w[i].allow = kind == 0;
 		w[i].deny = kind == 1;
 		w[i].sets = kind == 2 ? 1u << (i % 4) : 0;
@@ -670,10 +688,11 @@ static void test_flatten_random_vs_reference(void)
 			if (!w[i].sets || i % 4 != s)
 				continue;
 			inet_ntop(w[i].fam == 4 ? AF_INET : AF_INET6, w[i].addr, a, sizeof(a));
-			o += snprintf(lists[2] + o, sz - o, "%s\"%s/%d\"", o ? ", " : "", a, w[i].plen);
+			o += snprintf(lists[2] + o, sz - o, "%s\"%s/%d\"", o ? ", " : "", a,
+				      w[i].plen);
 		}
-		k += sprintf(y + k, "  - name: s%d\n    match: {src: [%s]}\n    action: pass\n",
-			     s, lists[2]);
+		k += sprintf(y + k, "  - name: s%d\n    match: {src: [%s]}\n    action: pass\n", s,
+			     lists[2]);
 	}
 	if (!ASSERT_OK(parse_ok(y, &cfg), "parse"))
 		goto out;
@@ -720,7 +739,9 @@ out:
 
 static void test_20000_prefixes(void)
 {
-	enum { N = 20000 };
+	enum {
+		N = 20000
+	};
 	char *y = malloc(N * 32 + 4096);
 	size_t off = 0;
 	struct fg_config cfg;
@@ -795,10 +816,13 @@ static void test_concurrency(void)
 	fg_config_free(&cfg);
 
 	/* sport x dport expands to entries with the same dport: one range each */
-	if (ASSERT_OK(parse_ok("concurrency: {reconcile: 3s, max_keys: 8192}\n"
-			       "rules:\n  - name: a\n"
-			       "    match: {proto: tcp, sport: [1-1023, 2000], dport: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
-			       "    per_source: {concurrency: 1}\n", &cfg), "8 ranges x 2 sports")) {
+	if (ASSERT_OK(
+		    parse_ok("concurrency: {reconcile: 3s, max_keys: 8192}\n"
+			     "rules:\n  - name: a\n"
+			     "    match: {proto: tcp, sport: [1-1023, 2000], dport: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+			     "    per_source: {concurrency: 1}\n",
+			     &cfg),
+		    "8 ranges x 2 sports")) {
 		ASSERT_EQ(cfg.conn_reconcile_ms, 3000, "reconcile 3s");
 		ASSERT_EQ(cfg.conn_max_keys, 8192, "max_keys");
 		if (ASSERT_OK(fg_conn_cap_of_rule(&cfg.pol, 0, &cap, why), "cap of a"))
@@ -807,7 +831,9 @@ static void test_concurrency(void)
 	}
 	/* on_full may go with a cap alone (it says what a refused pending entry does) */
 	if (ASSERT_OK(parse_ok("rules:\n  - name: a\n    match: {proto: tcp}\n"
-			       "    per_source: {concurrency: 2}\n    on_full: closed\n", &cfg), "on_full")) {
+			       "    per_source: {concurrency: 2}\n    on_full: closed\n",
+			       &cfg),
+		      "on_full")) {
 		ASSERT_EQ(cfg.pol.rules[0].on_full, FG_FULL_CLOSED, "on_full closed");
 		fg_config_free(&cfg);
 	}
@@ -835,7 +861,8 @@ static void test_error_format(void)
 	/* a NULL err is allowed */
 	ASSERT_EQ(fg_config_parse("mode: x\n", 8, "p.yaml", &cfg, NULL), -EINVAL, "NULL err");
 	/* a reader error (invalid UTF-8) gets a place from its offset */
-	ASSERT_EQ(fg_config_parse("mode: enforce\nx: \xff\n", 18, "u.yaml", &cfg, &err), -EINVAL, "utf8");
+	ASSERT_EQ(fg_config_parse("mode: enforce\nx: \xff\n", 18, "u.yaml", &cfg, &err), -EINVAL,
+		  "utf8");
 	ASSERT_EQ(err.line, 2, "utf8 line");
 	ASSERT_EQ(err.col, 4, "utf8 col");
 }
@@ -861,7 +888,9 @@ static void test_limits_on_counts(void)
 	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "FG_MAX_RULES rules");
 	ASSERT_EQ(err.line, 2 + FG_MAX_RULES - 1, "line of rule 257");
 	ASSERT_EQ(err.col, 5, "col");
-	ASSERT_STR_CONTAINS(err.msg, "too many rules (at most 256, besides the implicit fragments rule)", "msg");
+	ASSERT_STR_CONTAINS(err.msg,
+			    "too many rules (at most 256, besides the implicit fragments rule)",
+			    "msg");
 
 	/* FG_MAX_MATCH - 1 entries per class fit (one kept for fragments), one more does not */
 	off = sprintf(y, "rules:\n  - name: a\n    action: drop\n    match: {proto: udp, dport: [");
@@ -877,10 +906,13 @@ static void test_limits_on_counts(void)
 	ASSERT_EQ(err.col, 12, "col: the match");
 	ASSERT_STR_CONTAINS(err.msg, "too many match entries in class udp", "msg");
 	/* the cross product counts, across rules: a takes all but 117 */
-	off = sprintf(y, "rules:\n  - {name: a, action: drop, match: {proto: tcp, dport: \"1-9\", sport: [");
+	off = sprintf(
+		y,
+		"rules:\n  - {name: a, action: drop, match: {proto: tcp, dport: \"1-9\", sport: [");
 	for (i = 0; i < FG_MAX_MATCH - 1 - 117; i++)
 		off += sprintf(y + off, "%s%d", i ? ", " : "", i + 1);
-	strcpy(y + off, "]}}\n"
+	strcpy(y + off,
+	       "]}}\n"
 	       "  - {name: b, action: drop, match: {proto: tcp, sport: [1,2,3,4,5,6,7,8,9,10,11,12], dport: [1,2,3,4,5,6,7,8,9,10]}}\n"
 	       "  - {name: c, action: drop, match: {proto: tcp}}\n");
 	ASSERT_EQ(parse(y, &cfg, &err), -EINVAL, "906 + 120 entries");
@@ -929,7 +961,8 @@ static void test_file_size_and_load(void)
 
 	big = malloc(FG_MAX_FILE_SIZE + 1);
 	memset(big, ' ', FG_MAX_FILE_SIZE + 1);
-	ASSERT_EQ(fg_config_parse(big, FG_MAX_FILE_SIZE + 1, "big", &cfg, &err), -EFBIG, "parse big");
+	ASSERT_EQ(fg_config_parse(big, FG_MAX_FILE_SIZE + 1, "big", &cfg, &err), -EFBIG,
+		  "parse big");
 	ASSERT_EQ(err.line, 0, "no place");
 	ASSERT_EQ(cfg.path[0], 0, "an error leaves *cfg zeroed");
 	free(big);
@@ -946,7 +979,8 @@ static void test_file_size_and_load(void)
 
 		ASSERT_EQ(fg_config_load(fifo, &cfg, &err), -EINVAL, "FIFO");
 		ASSERT_STR_CONTAINS(err.msg, "FIFO (named pipe), not a regular file", "FIFO named");
-		ASSERT_LE(fg_mono_coarse_ns() - t0, 500000000ull, "FIFO refused without waiting for a writer");
+		ASSERT_LE(fg_mono_coarse_ns() - t0, 500000000ull,
+			  "FIFO refused without waiting for a writer");
 		unlink(fifo);
 	}
 
@@ -1014,7 +1048,7 @@ static void test_admission(void)
 	r = fg_policy_set_admission(&cfg);
 	/* 1048576 / (2 * 2 s) = 262144/s: no LRU slack, both tables are set-associative */
 	ASSERT_EQ((long long)(r + 0.5), 262144, "R_ins");
-	ASSERT_EQ(cfg.pol.ins.inc, 244141, "ins.inc = TU / 262144, rounded");	/* 244140.625 */
+	ASSERT_EQ(cfg.pol.ins.inc, 244141, "ins.inc = TU / 262144, rounded"); /* 244140.625 */
 	ASSERT_EQ(cfg.pol.ins.tau, 244141ull * 26214, "ins.tau = inc * R/10");
 	fg_config_free(&cfg);
 
@@ -1030,7 +1064,9 @@ static void test_admission(void)
 
 	/* no per-source rule at all: T_refill = 1 s */
 	if (!ASSERT_OK(parse_ok("max_sources: 100000\n"
-				"fragments: {aggregate: {rate: 10/s, burst: 100}}\n", &cfg), "parse"))
+				"fragments: {aggregate: {rate: 10/s, burst: 100}}\n",
+				&cfg),
+		       "parse"))
 		return;
 	r = fg_policy_set_admission(&cfg);
 	ASSERT_EQ((long long)(r + 0.5), 100000 / 2, "T_refill 1 s");
@@ -1087,7 +1123,7 @@ static void check_printed(const char *yaml, const char *what, const struct fg_wa
 }
 #define CHECK_PRINTED(yaml, what, want) \
 	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), NULL, 0)
-#define CHECK_PRINTED_NOT(yaml, what, want, absent) \
+#define CHECK_PRINTED_NOT(yaml, what, want, absent)                               \
 	check_printed(yaml, what, want, sizeof(want) / sizeof((want)[0]), absent, \
 		      sizeof(absent) / sizeof((absent)[0]))
 
@@ -1116,7 +1152,8 @@ static void test_print(void)
 	CHECK_PRINTED(policy("spec"), "parse", spec_print);
 	/* a cap, with the note about the ephemeral port range */
 	CHECK_PRINTED("rules:\n  - name: web\n    match: {proto: tcp, dport: [80, 30000-40000]}\n"
-		      "    per_source: {concurrency: 7, handshake_timeout: 2s}\n", "parse cap", cap_print);
+		      "    per_source: {concurrency: 7, handshake_timeout: 2s}\n",
+		      "parse cap", cap_print);
 }
 
 static void test_parse_u64(void)
@@ -1145,13 +1182,22 @@ static void test_parse_duration(void)
 		int err;
 		__u64 ns;
 	} t[] = {
-		{ "250ms", 0, 250000000ull }, { "90s", 0, 90000000000ull },
-		{ "5m", 0, 300000000000ull }, { "1h", 0, 3600000000000ull },
-		{ "2d", 0, 172800000000000ull }, { "10", 0, 10000000000ull },
-		{ "0", 0, 0 }, { "7us", 0, 7000 }, { "9ns", 0, 9 },
-		{ "", -EINVAL, 0 }, { "s", -EINVAL, 0 }, { "5x", -EINVAL, 0 },
-		{ "5 s", -EINVAL, 0 }, { "-5s", -EINVAL, 0 }, { "1.5s", -EINVAL, 0 },
-		{ "18446744073709551615", -ERANGE, 0 },	/* seconds overflow ns */
+		{ "250ms", 0, 250000000ull },
+		{ "90s", 0, 90000000000ull },
+		{ "5m", 0, 300000000000ull },
+		{ "1h", 0, 3600000000000ull },
+		{ "2d", 0, 172800000000000ull },
+		{ "10", 0, 10000000000ull },
+		{ "0", 0, 0 },
+		{ "7us", 0, 7000 },
+		{ "9ns", 0, 9 },
+		{ "", -EINVAL, 0 },
+		{ "s", -EINVAL, 0 },
+		{ "5x", -EINVAL, 0 },
+		{ "5 s", -EINVAL, 0 },
+		{ "-5s", -EINVAL, 0 },
+		{ "1.5s", -EINVAL, 0 },
+		{ "18446744073709551615", -ERANGE, 0 }, /* seconds overflow ns */
 		{ "213504d", -ERANGE, 0 },
 		{ "99999999999999999999ns", -ERANGE, 0 },
 		{ "18446744073709551615ns", 0, 18446744073709551615ull },
@@ -1177,7 +1223,8 @@ static void test_policy_fixtures(void)
 	int ngood = 0, nbad = 0;
 
 	if (glob("tests/policies/*.yaml", 0, NULL, &g)) {
-		fg_test_fail(__FILE__, __LINE__, "no fixtures in tests/policies (run from the repo root)");
+		fg_test_fail(__FILE__, __LINE__,
+			     "no fixtures in tests/policies (run from the repo root)");
 		return;
 	}
 	for (i = 0; i < g.gl_pathc; i++) {
@@ -1242,8 +1289,9 @@ static void test_deep_nesting_refused_fast(void)
 	ASSERT_LE((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000, 1000,
 		  "answered within a second");
 	/* 64 levels inside a quoted string or a comment are not nesting */
-	const char *ok = "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
-			 "interfaces: [\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]\n";
+	const char *ok =
+		"# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
+		"interfaces: [\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]\n";
 	int rc = fg_config_parse(ok, strlen(ok), "ok.yaml", &cfg, &err);
 
 	ASSERT_NEQ(err.col == 0 && rc == -EINVAL && strstr(err.msg, "nested"), 1,
@@ -1269,36 +1317,37 @@ static const struct fleet_good {
 	int cost, on_loss;
 	__u64 local_inc, local_tau;
 } fleet_good[] = {
-	{ "defaults",
-	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 5000/s, burst: 10000}\n",
-	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
-	  5000, 10000, 0, 0, FG_COST_PKTS, FG_LOSS_LOCAL, 0, 0 },
+	{ "defaults", FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 5000/s, burst: 10000}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400, 5000, 10000, 0, 0,
+	  FG_COST_PKTS, FG_LOSS_LOCAL, 0, 0 },
 	{ "everything written",
 	  "fleet:\n  redis: redis://:pw@10.0.0.5:6380/3\n  password: other\n  db: 4\n"
 	  "  node: web-17\n  prefix: fg-prod\n  lease_interval: 100ms\n  deadline: 20ms\n"
 	  "  lease: 300ms\n"
 	  "rules:\n  - name: a\n    per_source: {rate: 10/s, burst: 20}\n"
 	  "    fleet: {rate: 100/s, burst: 200, on_loss: closed}\n",
-	  "10.0.0.5", "", "other", "web-17", "fg-prod", 4, 100, 20, 300,
-	  100, 200, 0, 0, FG_COST_PKTS, FG_LOSS_CLOSED, 0, 0 },
+	  "10.0.0.5", "", "other", "web-17", "fg-prod", 4, 100, 20, 300, 100, 200, 0, 0,
+	  FG_COST_PKTS, FG_LOSS_CLOSED, 0, 0 },
 	{ "lease defaults to 2 intervals",
 	  "fleet: {redis: redis://h, lease_interval: 1s, deadline: 50ms}\n"
 	  "rules:\n  - name: a\n    aggregate: {rate: 1/s, burst: 1}\n    fleet: {rate: 1/s, burst: 1, on_loss: open}\n",
-	  "h", "", "", NULL, "floodgate", 0, 1000, 50, 2000,
-	  1, 1, 0, 0, FG_COST_PKTS, FG_LOSS_OPEN, 0, 0 },
+	  "h", "", "", NULL, "floodgate", 0, 1000, 50, 2000, 1, 1, 0, 0, FG_COST_PKTS, FG_LOSS_OPEN,
+	  0, 0 },
 	{ "bytes, a local rate: the burst scaled like it",
-	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
-	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
-	  100e6, 200e6, 10e6, 0, FG_COST_BYTES, FG_LOSS_LOCAL, TU / 10000000, 20000000 * (TU / 10000000) },
+	  FLEET_SEC
+	  "rules:\n  - name: a\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400, 100e6, 200e6, 10e6, 0,
+	  FG_COST_BYTES, FG_LOSS_LOCAL, TU / 10000000, 20000000 * (TU / 10000000) },
 	{ "a local rate and burst",
-	  FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 5}\n"
+	  FLEET_SEC
+	  "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 5}\n"
 	  "    fleet: {rate: 1000/s, burst: 1000, on_loss: local, local_rate: 100/s, local_burst: 50}\n",
-	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
-	  1000, 1000, 100, 50, FG_COST_PKTS, FG_LOSS_LOCAL, TU / 100, 50 * (TU / 100) },
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400, 1000, 1000, 100, 50,
+	  FG_COST_PKTS, FG_LOSS_LOCAL, TU / 100, 50 * (TU / 100) },
 	{ "a derived local burst is rounded down, at least 1",
 	  FLEET_SEC "rules:\n  - name: a\n    fleet: {rate: 1000/s, burst: 5, local_rate: 10/s}\n",
-	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400,
-	  1000, 5, 10, 0, FG_COST_PKTS, FG_LOSS_LOCAL, TU / 10, 1 * (TU / 10) },
+	  "", "/run/redis.sock", "", NULL, "floodgate", 0, 200, 30, 400, 1000, 5, 10, 0,
+	  FG_COST_PKTS, FG_LOSS_LOCAL, TU / 10, 1 * (TU / 10) },
 };
 
 static void test_fleet_good(void)
@@ -1312,8 +1361,10 @@ static void test_fleet_good(void)
 		const struct fg_fleet_rule_conf *rc;
 		struct fg_config cfg;
 
-#define CHECK(what, cond) (snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_TRUE(cond, name))
-#define CHECK_EQ(what, got, exp) (snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_EQ(got, exp, name))
+#define CHECK(what, cond) \
+	(snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_TRUE(cond, name))
+#define CHECK_EQ(what, got, exp) \
+	(snprintf(name, sizeof(name), "%s: %s", g->name, what), ASSERT_EQ(got, exp, name))
 		if (!CHECK("parses", parse_ok(g->yaml, &cfg) == 0))
 			continue;
 		fc = &cfg.fleet;
@@ -1364,10 +1415,13 @@ static void test_fleet_absent(void)
 	ASSERT_EQ(memcmp(cfg.fleet_local, zlocal, sizeof(zlocal)), 0, "no local shares");
 	for (__u32 r = 0; r < cfg.pol.nrules; r++)
 		ASSERT_EQ(cfg.pol.rules[r].fleet | cfg.pol.rules[r].tier | cfg.pol.rules[r].pool |
-			  cfg.pol.rules[r].pad, 0, "fg_rule.fleet, tier, pool and padding 0");
+				  cfg.pol.rules[r].pad,
+			  0, "fg_rule.fleet, tier, pool and padding 0");
 	fg_config_free(&cfg);
 	/* a section without fleet rules is fine (the daemon then leases nothing) */
-	if (ASSERT_OK(parse_ok(FLEET_SEC "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n", &cfg),
+	if (ASSERT_OK(parse_ok(FLEET_SEC
+			       "rules:\n  - name: a\n    per_source: {rate: 1/s, burst: 1}\n",
+			       &cfg),
 		      "section without fleet rules")) {
 		ASSERT_EQ(cfg.has_fleet, 1, "has_fleet");
 		ASSERT_EQ(cfg.pol.rules[0].fleet, 0, "no fleet rule");
@@ -1406,37 +1460,38 @@ static void test_fleet_print(void)
 		{ "fleet:       off", "no fleet" },
 	};
 
-	CHECK_PRINTED_NOT("fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
-			  "rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
-			  "    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
-			  "  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
-			  "parse", fleet_print, fleet_secret);
+	CHECK_PRINTED_NOT(
+		"fleet: {redis: \"redis://:s3cret@10.0.0.5:6379\", node: web-17}\n"
+		"rules:\n  - name: auth-syn\n    per_source: {rate: 10/s, burst: 20}\n"
+		"    fleet: {rate: 5000/s, burst: 10000, on_loss: local}\n"
+		"  - name: api\n    fleet: {rate: 100MB/s, burst: 200MB, local_rate: 10MB/s}\n",
+		"parse", fleet_print, fleet_secret);
 	/* without fleet: says so */
 	CHECK_PRINTED(policy("spec"), "spec policy", fleet_off);
 }
 
 /* ---- load shedding: pools, tiers, shedding: (docs/shedding.md) ------------- */
 
-#define SHED_POLICY \
-	"pools:\n" \
-	"  - {name: syn, rate: 10000/s, burst: 1000, reserve: 20%}\n" \
-	"  - {name: backend, rate: 10MB/s, burst: 1MB, reserve: 12.5, shedding: off}\n" \
-	"shedding:\n" \
-	"  signal: accept_queue:8080\n" \
-	"  interval: 1s\n" \
-	"  delay: 3s\n" \
-	"  ramp: 10s\n" \
-	"  decay: 5s\n" \
-	"  orphan: 1s\n" \
-	"  good: 60%\n" \
-	"  bad: 0.9\n" \
-	"  mode: shadow\n" \
-	"rules:\n" \
-	"  - name: web\n    match: {proto: tcp, dport: 443}\n    tier: critical\n    pool: syn\n" \
-	"    per_source: {rate: 100/s, burst: 200}\n" \
+#define SHED_POLICY                                                                                  \
+	"pools:\n"                                                                                   \
+	"  - {name: syn, rate: 10000/s, burst: 1000, reserve: 20%}\n"                                \
+	"  - {name: backend, rate: 10MB/s, burst: 1MB, reserve: 12.5, shedding: off}\n"              \
+	"shedding:\n"                                                                                \
+	"  signal: accept_queue:8080\n"                                                              \
+	"  interval: 1s\n"                                                                           \
+	"  delay: 3s\n"                                                                              \
+	"  ramp: 10s\n"                                                                              \
+	"  decay: 5s\n"                                                                              \
+	"  orphan: 1s\n"                                                                             \
+	"  good: 60%\n"                                                                              \
+	"  bad: 0.9\n"                                                                               \
+	"  mode: shadow\n"                                                                           \
+	"rules:\n"                                                                                   \
+	"  - name: web\n    match: {proto: tcp, dport: 443}\n    tier: critical\n    pool: syn\n"    \
+	"    per_source: {rate: 100/s, burst: 200}\n"                                                \
 	"  - name: analytics\n    match: {proto: tcp, dport: 9000}\n    tier: bulk\n    pool: syn\n" \
-	"  - name: api\n    match: {proto: udp}\n    tier: best-effort\n    pool: backend\n" \
-	"    aggregate: {rate: 1MB/s, burst: 100KB}\n" \
+	"  - name: api\n    match: {proto: udp}\n    tier: best-effort\n    pool: backend\n"         \
+	"    aggregate: {rate: 1MB/s, burst: 100KB}\n"                                               \
 	"  - name: plain\n    per_source: {rate: 1/s, burst: 1}\n"
 
 static void test_shed_good(void)
@@ -1467,7 +1522,8 @@ static void test_shed_good(void)
 	ASSERT_EQ(cfg.pol.rules[0].pool, 1, "web in syn (1-based)");
 	ASSERT_EQ(cfg.pol.rules[1].tier, FG_TIER_BULK, "analytics bulk");
 	ASSERT_EQ(cfg.pol.rules[1].pool, 1, "analytics in syn");
-	ASSERT_EQ(cfg.pol.rules[1].src.inc | cfg.pol.rules[1].agg.inc, 0, "a pool alone is the limit");
+	ASSERT_EQ(cfg.pol.rules[1].src.inc | cfg.pol.rules[1].agg.inc, 0,
+		  "a pool alone is the limit");
 	ASSERT_EQ(cfg.pol.rules[2].tier, FG_TIER_BEST_EFFORT, "api best-effort");
 	ASSERT_EQ(cfg.pol.rules[2].pool, 2, "api in backend");
 	ASSERT_EQ(cfg.pol.rules[3].tier | cfg.pol.rules[3].pool, 0, "plain: no tier, no pool");
@@ -1476,20 +1532,23 @@ static void test_shed_good(void)
 	ASSERT_EQ(cfg.shed_signal.kind, FG_SIG_ACCEPTQ, "signal accept_queue");
 	ASSERT_EQ(cfg.shed_signal.port, 8080, "on 8080");
 	ASSERT_TRUE(cfg.shed.interval == 1 && cfg.shed.delay == 3 && cfg.shed.ramp == 10 &&
-		    cfg.shed.decay == 5 && cfg.shed.orphan == 1, "interval, delay, ramp, decay, orphan");
+			    cfg.shed.decay == 5 && cfg.shed.orphan == 1,
+		    "interval, delay, ramp, decay, orphan");
 	ASSERT_TRUE(fabs(cfg.shed.good - 0.6) < 1e-12 && cfg.shed.bad == 0.9, "good 60%, bad 0.9");
 	ASSERT_EQ(cfg.shed.tiers, FG_TIER_BIT(FG_TIER_BULK) | FG_TIER_BIT(FG_TIER_BEST_EFFORT),
 		  "the tiers in use: bulk and best-effort");
 	ASSERT_EQ(cfg.shed_mode, FG_MODE_SHADOW, "shedding in shadow");
 	fg_config_free(&cfg);
 	/* the signals fgsignal parses */
-	static const char *const sigs[] = { "cpu", "cpu:1", "psi", "psi:/sys/fs/cgroup/a/cpu.pressure",
-					    "file:/run/load" };
+	static const char *const sigs[] = { "cpu", "cpu:1", "psi",
+					    "psi:/sys/fs/cgroup/a/cpu.pressure", "file:/run/load" };
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		char y[256];
 
-		snprintf(y, sizeof(y), "shedding: {signal: \"%s\"}\nrules:\n  - name: a\n    tier: normal\n"
-			 "    per_source: {rate: 1/s, burst: 1}\n", sigs[i]);
+		snprintf(y, sizeof(y),
+			 "shedding: {signal: \"%s\"}\nrules:\n  - name: a\n    tier: normal\n"
+			 "    per_source: {rate: 1/s, burst: 1}\n",
+			 sigs[i]);
 		snprintf(name, sizeof(name), "signal %s", sigs[i]);
 		if (ASSERT_OK(parse_ok(y, &cfg), name)) {
 			ASSERT_EQ(cfg.shed.interval, 8, "default interval");
@@ -1520,8 +1579,11 @@ static void test_shed_absent(void)
 		ASSERT_EQ(cfg.pol.rules[r].tier | cfg.pol.rules[r].pool, 0, "no tier, no pool");
 	fg_config_free(&cfg);
 	/* tiers without shedding: are fine (pools still apply, nothing is shed) */
-	if (ASSERT_OK(parse_ok("rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n",
-			       &cfg), "a tier without shedding:")) {
+	if (ASSERT_OK(
+		    parse_ok(
+			    "rules:\n  - name: a\n    tier: bulk\n    per_source: {rate: 1/s, burst: 1}\n",
+			    &cfg),
+		    "a tier without shedding:")) {
 		ASSERT_EQ(cfg.pol.rules[0].tier, FG_TIER_BULK, "bulk");
 		ASSERT_EQ(cfg.has_shedding, 0, "no controller");
 		fg_config_free(&cfg);
@@ -1547,7 +1609,8 @@ static void test_shed_print(void)
 		  "backend: bytes, shedding off" },
 		{ "signal accept_queue:8080, shadow; tiers shed in order: best-effort, bulk; critical never",
 		  "the signal, mode and tier order" },
-		{ "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9", "the controller" },
+		{ "interval 1s, delay 3s, ramp 10s, decay 5s, good 0.6, bad 0.9",
+		  "the controller" },
 		{ "full shed after 13s at utilization 1; a dead daemon's shedding ends within 2s + 1.07s (orphan 1s, rounded up to 2^30 ns)",
 		  "its times" },
 		{ "tier critical, pool syn", "web's tier and pool" },
@@ -1572,7 +1635,8 @@ static int pidx_ref(const struct fg_policy *pol, int c, unsigned sp, unsigned dp
 	for (unsigned i = 0; i < pol->nmatch[c]; i++) {
 		const struct fg_match *m = &pol->match[c][i];
 
-		if (dp >= m->dport_lo && dp <= m->dport_hi && sp >= m->sport_lo && sp <= m->sport_hi)
+		if (dp >= m->dport_lo && dp <= m->dport_hi && sp >= m->sport_lo &&
+		    sp <= m->sport_hi)
 			return (int)i;
 	}
 	return -1;
@@ -1587,7 +1651,7 @@ static int pidx_first(const struct fg_pidx *x, int c, unsigned sp, unsigned dp)
 		__u64 w = d->w[j] & s->w[j];
 
 		if (((x->sum[x->cls[c][0][dp]] >> j) & 1) != !!d->w[j])
-			return -2;	/* a summary bit that lies */
+			return -2; /* a summary bit that lies */
 		if (w)
 			return j * 64 + __builtin_ctzll(w);
 	}
@@ -1609,15 +1673,18 @@ static void test_rules_max_compile(void)
 		goto out;
 	off = (size_t)snprintf(y, len, "rules:\n");
 	for (int i = 0; i < FG_MAX_RULES - 2; i++)
-		off += (size_t)snprintf(y + off, len - off,
-					"  - {name: r%d, action: drop, match: {proto: udp, sport: [%d, %d], dport: [%d, \"%d-%d\"]}}\n",
-					i, 2000 + i, 9000 + i / 2, 3000 + i, 5000, 5000 + i);
-	off += (size_t)snprintf(y + off, len - off, "  - {name: r%d, action: drop, match: {proto: udp, dport: 7}}\n",
+		off += (size_t)snprintf(
+			y + off, len - off,
+			"  - {name: r%d, action: drop, match: {proto: udp, sport: [%d, %d], dport: [%d, \"%d-%d\"]}}\n",
+			i, 2000 + i, 9000 + i / 2, 3000 + i, 5000, 5000 + i);
+	off += (size_t)snprintf(y + off, len - off,
+				"  - {name: r%d, action: drop, match: {proto: udp, dport: 7}}\n",
 				FG_MAX_RULES - 2);
 	if (!ASSERT_OK(parse_ok(y, &cfg), "255 rules of 4 entries and one of 1"))
 		goto out;
 	ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "256 + fragments");
-	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 4 * (FG_MAX_RULES - 2) + 2, "4 a rule, 1, fragments");
+	ASSERT_EQ(cfg.pol.nmatch[FG_CLASS_UDP], 4 * (FG_MAX_RULES - 2) + 2,
+		  "4 a rule, 1, fragments");
 	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 2) - 1].rule, FG_MAX_RULES - 3,
 		  "the last rule's last entry");
 	ASSERT_EQ(cfg.pol.match[FG_CLASS_UDP][4 * (FG_MAX_RULES - 2)].rule, FG_MAX_RULES - 2,
@@ -1628,20 +1695,25 @@ static void test_rules_max_compile(void)
 		goto out;
 	srand(256);
 	for (int k = 0; k < 20000; k++) {
-		unsigned sp = k < 10000 ? (unsigned)(rand() % 10000) : 2000 + (unsigned)(rand() % 300);
+		unsigned sp = k < 10000 ? (unsigned)(rand() % 10000) :
+					  2000 + (unsigned)(rand() % 300);
 		unsigned dp = k % 2 ? (unsigned)(rand() % 65536) : 2900 + (unsigned)(rand() % 2500);
 
-		wrong += pidx_first(x, FG_CLASS_UDP, sp, dp) != pidx_ref(&cfg.pol, FG_CLASS_UDP, sp, dp);
+		wrong += pidx_first(x, FG_CLASS_UDP, sp, dp) !=
+			 pidx_ref(&cfg.pol, FG_CLASS_UDP, sp, dp);
 	}
 	ASSERT_EQ(wrong, 0, "ports whose first candidate differs from a scan");
 	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 2000 + FG_MAX_RULES - 3, 3000 + FG_MAX_RULES - 3),
 		  4 * (FG_MAX_RULES - 3), "the last rule by its first entry");
 	ASSERT_EQ(pidx_first(x, FG_CLASS_UDP, 1, 7), 4 * (FG_MAX_RULES - 2), "the 256th rule");
-	ASSERT_EQ(x->cls[FG_CLASS_TCP][0][80], x->cls[FG_CLASS_TCP][0][0], "tcp: one class of ports");
+	ASSERT_EQ(x->cls[FG_CLASS_TCP][0][80], x->cls[FG_CLASS_TCP][0][0],
+		  "tcp: one class of ports");
 	fg_config_free(&cfg);
 	/* one more rule is one too many, and says how many fit */
-	off += (size_t)snprintf(y + off, len - off, "  - {name: r%d, action: pass}\n", FG_MAX_RULES - 1);
-	ASSERT_EQ(fg_config_parse(y, off, "max.yaml", &cfg, NULL), -EINVAL, "FG_MAX_RULES written rules");
+	off += (size_t)snprintf(y + off, len - off, "  - {name: r%d, action: pass}\n",
+				FG_MAX_RULES - 1);
+	ASSERT_EQ(fg_config_parse(y, off, "max.yaml", &cfg, NULL), -EINVAL,
+		  "FG_MAX_RULES written rules");
 out:
 	free(y);
 	free(x);
@@ -1654,7 +1726,8 @@ int main(int argc, char **argv)
 	fg_test_init(argc, argv);
 	err = pc_load("tests/policies/cases/policy.cases", &policies);
 	if (err)
-		return FG_FAIL_ALL("policies", "tests/policies/cases/policy.cases: %s (run from the repo root)",
+		return FG_FAIL_ALL("policies",
+				   "tests/policies/cases/policy.cases: %s (run from the repo root)",
 				   strerror(-err));
 	FG_RUN(test_spec_globals);
 	FG_RUN(test_spec_limits);

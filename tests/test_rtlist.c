@@ -17,8 +17,8 @@
 #include "dp_rt.h"
 #include "dpcheck.h"
 
-#define NS 1000000000ull
-#define ANY (-1)	/* a verdict or row a check leaves open */
+#define NS  1000000000ull
+#define ANY (-1) /* a verdict or row a check leaves open */
 
 static struct dp D;
 static struct fg_rt_maps RT;
@@ -46,14 +46,17 @@ static void teardown(void)
 
 static struct pkt_spec udp4(const char *src)
 {
-	return (struct pkt_spec){ .family = 4, .src = src, .proto = 17, .sport = 40000, .dport = 53 };
+	return (struct pkt_spec){
+		.family = 4, .src = src, .proto = 17, .sport = 40000, .dport = 53
+	};
 }
 
 static struct pkt_spec udp6(const char *src)
 {
-	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = 53 };
+	return (struct pkt_spec){
+		.family = 6, .src = src, .proto = 17, .sport = 40000, .dport = 53
+	};
 }
-
 
 /* A policy with the file's lists and a drop rule for UDP/53 from anyone else. */
 static void file_policy(void)
@@ -88,25 +91,30 @@ static void test_longest_prefix_over_file(void)
 		int out, verdict, row;
 		const char *name;
 	} frames[] = {
-		{ "10.2.0.1", FG_OUT_RT_ALLOW, XDP_PASS, FG_ROW_GLOBAL, "runtime allow over the file's deny" },
-		{ "10.1.5.9", FG_OUT_RT_DENY, XDP_DROP, FG_ROW_GLOBAL, "runtime deny over the file's allow" },
+		{ "10.2.0.1", FG_OUT_RT_ALLOW, XDP_PASS, FG_ROW_GLOBAL,
+		  "runtime allow over the file's deny" },
+		{ "10.1.5.9", FG_OUT_RT_DENY, XDP_DROP, FG_ROW_GLOBAL,
+		  "runtime deny over the file's allow" },
 		{ "10.1.6.9", FG_OUT_ALLOW, ANY, ANY, "outside the runtime /24: the file's allow" },
 		{ "10.3.0.1", FG_OUT_DENY, ANY, ANY, "outside the runtime /16: the file's deny" },
 		{ "192.0.2.1", FG_OUT_RT_DENY, XDP_DROP, ANY, "192.0.2.1: the /24 deny" },
 		{ "192.0.2.200", FG_OUT_RT_ALLOW, XDP_PASS, ANY,
 		  "192.0.2.200: the longer /25 allow, although the drop rule matches it" },
-		{ "198.51.100.1", FG_OUT_DROP, ANY, 0, "no list at all: the drop rule, in its row" },
+		{ "198.51.100.1", FG_OUT_DROP, ANY, 0,
+		  "no list at all: the drop rule, in its row" },
 	};
 	struct pkt_spec s;
 	__u32 row;
 	int v;
 
 	s = udp4("10.2.0.1");
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY, "no runtime entries: the file denies 10.2/16");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_DENY,
+		  "no runtime entries: the file denies 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.2.0.0/16", FG_LIST_ALLOW, 0), "runtime allow 10.2/16");
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny 10.1.5/24");
 	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.0/24", FG_LIST_DENY, 0), "runtime deny 192.0.2/24");
-	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.128/25", FG_LIST_ALLOW, 0), "runtime allow inside it");
+	ASSERT_OK(dp_rt_add(&D, &RT, "192.0.2.128/25", FG_LIST_ALLOW, 0),
+		  "runtime allow inside it");
 	ASSERT_EQ(dp_rt_active(&D), 4, "rt_active counts the 4 entries");
 
 	for (size_t i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
@@ -148,27 +156,34 @@ static void test_expiry_in_the_program(void)
 	int v;
 
 	t = dp_now(&D);
-	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, t + 2 * NS), "deny 10.1/16 for 2 s");
-	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.3.0/24", FG_LIST_ALLOW, t + NS), "allow 10.1.3/24 for 1 s");
+	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.0.0/16", FG_LIST_DENY, t + 2 * NS),
+		  "deny 10.1/16 for 2 s");
+	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.3.0/24", FG_LIST_ALLOW, t + NS),
+		  "allow 10.1.3/24 for 1 s");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "t: the /24 allow");
 	dp_set_now(&D, t + NS - 1);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "1 ns before its end: still allowed");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW,
+		  "1 ns before its end: still allowed");
 	ev = dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED);
 	ASSERT_EQ(ev, 0, "nothing expired yet");
 
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "t + 1 s: past the expired /24, the /16 deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY,
+		  "t + 1 s: past the expired /24, the /16 deny");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 1, "the expired /24 counted");
 
 	dp_set_now(&D, t + 2 * NS);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "t + 2 s: both over, the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+		  "t + 2 s: both over, the file's allow");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 2, "counted again");
 	s = udp4("10.1.9.9");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "the /16 alone, over: the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+		  "the /16 alone, over: the file's allow");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 3, "counted");
-	ASSERT_EQ(dp_rt_count(&D, 4), 2, "both entries are still in the map: the program expired them");
+	ASSERT_EQ(dp_rt_count(&D, 4), 2,
+		  "both entries are still in the map: the program expired them");
 
 	ASSERT_OK(fg_rt_gc(&RT, dp_now(&D), &removed), "sweep");
 	ASSERT_EQ(removed, 2, "the sweep removed both");
@@ -178,7 +193,8 @@ static void test_expiry_in_the_program(void)
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 3, "no lookup, no expired event");
 
 	/* an entry that ends in the program, then goes on to a rule */
-	ASSERT_OK(dp_rt_add(&D, &RT, "198.51.100.0/24", FG_LIST_ALLOW, dp_now(&D) + NS), "allow for 1 s");
+	ASSERT_OK(dp_rt_add(&D, &RT, "198.51.100.0/24", FG_LIST_ALLOW, dp_now(&D) + NS),
+		  "allow for 1 s");
 	s = udp4("198.51.100.7");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "allowed");
 	dp_set_now(&D, dp_now(&D) + NS);
@@ -202,12 +218,14 @@ static void test_expired_walk_bounded(void)
 		ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), cidr);
 	}
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "FG_RT_DEPTH - 1 expired: the live /16 decides");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY,
+		  "FG_RT_DEPTH - 1 expired: the live /16 decides");
 	snprintf(cidr, sizeof(cidr), "10.1.1.0/%d", 32 - (FG_RT_DEPTH - 1));
 	dp_set_now(&D, t);
 	ASSERT_OK(dp_rt_add(&D, &RT, cidr, FG_LIST_ALLOW, t + NS), "one more nested entry");
 	dp_set_now(&D, t + NS);
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "FG_RT_DEPTH expired: the walk stops, the file decides");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+		  "FG_RT_DEPTH expired: the walk stops, the file decides");
 }
 
 /* rt_active 0: the program does not look (an entry it is not told of is
@@ -220,10 +238,12 @@ static void test_rt_active_gates_lookup(void)
 
 	ASSERT_OK(dp_rt_raw(&D, &e), "entry straight into fg_rt4, rt_active left 0");
 	ASSERT_EQ(dp_rt_active(&D), 0, "rt_active 0");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "rt_active 0: not looked up, the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+		  "rt_active 0: not looked up, the file's allow");
 	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 0, "no rt_deny");
 	ASSERT_OK(fg_switch_rt_active(&D.cm, 1), "count it");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "rt_active 1: looked up, denied");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY,
+		  "rt_active 1: looked up, denied");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	ASSERT_EQ(fg_switch_rt_active(&D.cm, 2), -EINVAL, "only +1 and -1");
 }
@@ -239,7 +259,8 @@ static void test_bound(void)
 
 	t = dp_now(&D);
 	ASSERT_OK(dp_rt_fill4(&D, FG_RT_MAX - 1, FG_LIST_DENY), "fill FG_RT_MAX - 1 IPv4 entries");
-	ASSERT_OK(dp_rt_add(&D, &RT, "203.0.113.0/24", FG_LIST_DENY, t + NS), "entry FG_RT_MAX (expires)");
+	ASSERT_OK(dp_rt_add(&D, &RT, "203.0.113.0/24", FG_LIST_DENY, t + NS),
+		  "entry FG_RT_MAX (expires)");
 	ASSERT_EQ(dp_rt_count(&D, 4), FG_RT_MAX, "full");
 	e = dp_rt_entry("198.51.100.0/24", FG_LIST_DENY, 0, "one too many");
 	ASSERT_EQ(fg_rt_add(&RT, &e, t, &updated, why), -ENOSPC, "FG_RT_MAX + 1 refused");
@@ -301,18 +322,21 @@ static void test_ipv6(void)
 	s = udp6("2001:db8:bad:1::9");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_DENY, "the file denies 2001:db8::/32");
 	ASSERT_OK(dp_rt_add(&D, &RT, "2001:db8:bad::/48", FG_LIST_ALLOW, 0), "allow /48");
-	ASSERT_OK(dp_rt_add(&D, &RT, "2001:db8:bad:1::/64", FG_LIST_DENY, t + NS), "deny /64 for 1 s");
+	ASSERT_OK(dp_rt_add(&D, &RT, "2001:db8:bad:1::/64", FG_LIST_DENY, t + NS),
+		  "deny /64 for 1 s");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "the /64 deny");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
 	s = udp6("2001:db8:bad:2::9");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "the /48 allow over the file's deny");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW,
+		  "the /48 allow over the file's deny");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	s = udp6("2001:db8:bad:1::9");
 	dp_set_now(&D, t + NS);
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_ALLOW, "the /64 over: the /48 allow");
 	ASSERT_EQ(dp_row_ev(&D, FG_ROW_GLOBAL, FG_EV_RT_EXPIRED), 1, "expired /64 counted");
 	s = udp4("10.1.5.9");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW, "IPv4 is not in fg_rt6: the file's allow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_ALLOW,
+		  "IPv4 is not in fg_rt6: the file's allow");
 }
 
 /* add, update, del and list as the CLI uses them; bad input changes nothing. */

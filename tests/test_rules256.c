@@ -40,8 +40,10 @@ static char *rules_yaml(const char *prefix, int n)
 		return NULL;
 	off = (size_t)snprintf(y, len, "max_sources: 1024\nrules:\n");
 	for (int i = 0; i < n; i++)
-		off += (size_t)snprintf(y + off, len - off, "  - {name: %s%d, match: {proto: udp, dport: %d}, "
-					"per_source: {rate: 1/m, burst: 2}}\n", prefix, i, 1000 + i);
+		off += (size_t)snprintf(y + off, len - off,
+					"  - {name: %s%d, match: {proto: udp, dport: %d}, "
+					"per_source: {rate: 1/m, burst: 2}}\n",
+					prefix, i, 1000 + i);
 	return y;
 }
 
@@ -79,12 +81,18 @@ static int id_of(const char *name)
 /* A frame through the program: UDP from 192.0.2.9 to dport, or a non-first fragment. */
 static int send_udp(__u16 dport, int frag_off)
 {
-	struct pkt_spec s = { .family = 4, .src = "192.0.2.9", .dst = "198.51.100.1", .proto = 17,
-			      .sport = 4000, .dport = dport, .payload = 8, .frag_off = frag_off };
+	struct pkt_spec s = { .family = 4,
+			      .src = "192.0.2.9",
+			      .dst = "198.51.100.1",
+			      .proto = 17,
+			      .sport = 4000,
+			      .dport = dport,
+			      .payload = 8,
+			      .frag_off = frag_off };
 	__u8 buf[512];
 	int len = pkt_build(&s, buf, sizeof(buf));
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = (__u32)(len > 0 ? len : 0),
-		    .repeat = 1);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf,
+		    .data_size_in = (__u32)(len > 0 ? len : 0), .repeat = 1);
 
 	if (len < 0)
 		return -EINVAL;
@@ -125,14 +133,16 @@ static void test_256_rules_load_and_limit(void)
 		return;
 	if (ASSERT_OK(parse(y, &cfg, &e), "256 written rules compile")) {
 		ASSERT_EQ(cfg.pol.nrules, FG_MAX_RULES, "256 + fragments");
-		ASSERT_EQ(strcmp(cfg.rules[FG_MAX_RULES - 1].name, "fragments"), 0, "fragments last");
+		ASSERT_EQ(strcmp(cfg.rules[FG_MAX_RULES - 1].name, "fragments"), 0,
+			  "fragments last");
 		fg_config_free(&cfg);
 	}
 	if (!ASSERT_OK(apply_yaml(y, why), why))
 		goto out;
 	ASSERT_OK(fg_policy_read_active(&maps, &pol), "read the active policy");
 	ASSERT_EQ(pol.nrules, FG_MAX_RULES, "all 257 rules active");
-	ASSERT_EQ(rules_wrong("old", FG_MAX_FILE_RULES, ids), 0, "rules whose row is not 2 passed, 1 dropped");
+	ASSERT_EQ(rules_wrong("old", FG_MAX_FILE_RULES, ids), 0,
+		  "rules whose row is not 2 passed, 1 dropped");
 	ASSERT_EQ(ids[FG_MAX_FILE_RULES - 1], FG_MAX_FILE_RULES - 1, "the 256th rule: id 255");
 	frag = id_of("fragments");
 	ASSERT_EQ(frag, FG_MAX_FILE_RULES, "fragments: id 256");
@@ -175,7 +185,9 @@ static void test_257_refused_changes_nothing(void)
 		goto out;
 	ASSERT_EQ(parse(y, &cfg, &e), -EINVAL, "257 written rules");
 	ASSERT_EQ(e.line, 3 + FG_MAX_FILE_RULES, "the line of rule 257");
-	ASSERT_STR_CONTAINS(e.msg, "too many rules (at most 256, besides the implicit fragments rule)", "message");
+	ASSERT_STR_CONTAINS(e.msg,
+			    "too many rules (at most 256, besides the implicit fragments rule)",
+			    "message");
 	ASSERT_EQ(apply_yaml(y, why), -EINVAL, "a reload of it");
 	/* apply's own check, for a config that did not come from the compiler */
 	free(y);
@@ -252,14 +264,16 @@ static void test_batch_read_matches_rows(void)
 	ASSERT_EQ(wrong, 0, "stats rows that differ from a lookup of the row");
 	wrong = 0;
 	for (__u32 i = 0; i < FG_MAX_IDS; i++)
-		wrong += fg_array_read(&maps, FGM_NAMES, i, &nm) || memcmp(&nm, &names[i], sizeof(nm));
+		wrong += fg_array_read(&maps, FGM_NAMES, i, &nm) ||
+			 memcmp(&nm, &names[i], sizeof(nm));
 	ASSERT_EQ(wrong, 0, "names that differ from a lookup of the id");
 	/* a batch that starts in the middle: row 512, ncpus values */
 	memset(&sum, 0, sizeof(sum));
 	if (ASSERT_OK(fg_array_read_rows(&maps, FGM_STATS, 512, 1, pc), "row 512 alone"))
 		for (int c = 0; c < maps.ncpus; c++)
 			sum.pkts[FG_OUT_PASS] += pc[c].pkts[FG_OUT_PASS];
-	ASSERT_EQ(sum.pkts[FG_OUT_PASS], rows[512].pkts[FG_OUT_PASS], "row 512 from a batch that starts there");
+	ASSERT_EQ(sum.pkts[FG_OUT_PASS], rows[512].pkts[FG_OUT_PASS],
+		  "row 512 from a batch that starts there");
 	ASSERT_EQ(rows[512].pkts[FG_OUT_PASS], 2, "row 512: a renamed rule's two passes");
 	ASSERT_EQ(fg_array_read_rows(&maps, FGM_NAMES, FG_MAX_IDS - 2, 4, names), -ENOENT,
 		  "a range past the map's end");
@@ -273,11 +287,11 @@ int main(int argc, char **argv)
 
 	if (fg_test_init_root(argc, argv, "rules256", "needs root to create BPF maps"))
 		return 0;
-	skel = floodgate_bpf__open_and_load();	/* the map definitions' sizes: 8192 sets a family */
+	skel = floodgate_bpf__open_and_load(); /* the map definitions' sizes: 8192 sets a family */
 	if (!skel)
 		return FG_FAIL_ALL("setup", "skeleton load: %s", strerror(errno));
 	err = fg_maps_scratch(&maps, skel, tmpdir);
-	if (err) {	/* the process ends: whatever it opened goes with it */
+	if (err) { /* the process ends: whatever it opened goes with it */
 		err = FG_FAIL_ALL("setup", "scratch maps: %s", strerror(-err));
 	} else {
 		FG_RUN(test_256_rules_load_and_limit);

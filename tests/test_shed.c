@@ -13,19 +13,22 @@
 #include "fg_gcra.h"
 #include "shed/shed.h"
 
-#define ASSERT_DLE(got, lim, name)					\
-	({ double ___g = (got), ___l = (lim);				\
-	   int ___ok = ___g <= ___l;					\
-	   if (!___ok) fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected <= %.12g", \
-				    name, ___g, ___l);			\
-	   ___ok; })
+#define ASSERT_DLE(got, lim, name)                                                                 \
+	({                                                                                         \
+		double ___g = (got), ___l = (lim);                                                 \
+		int ___ok = ___g <= ___l;                                                          \
+		if (!___ok)                                                                        \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %.12g, expected <= %.12g", name, \
+				     ___g, ___l);                                                  \
+		___ok;                                                                             \
+	})
 
 /* the controller rounds S to 0 or T within 1e-9 (docs/shedding.md, B1) */
-#define EPS	1e-9
-#define BE	FG_TIER_BEST_EFFORT
-#define BULK	FG_TIER_BULK
-#define NORMAL	FG_TIER_NORMAL
-#define CRIT	FG_TIER_CRITICAL
+#define EPS    1e-9
+#define BE     FG_TIER_BEST_EFFORT
+#define BULK   FG_TIER_BULK
+#define NORMAL FG_TIER_NORMAL
+#define CRIT   FG_TIER_CRITICAL
 
 static struct fg_shed_cfg defaults(void)
 {
@@ -59,7 +62,7 @@ static struct fg_shed mk(struct fg_shed_cfg c)
 
 static __u64 rng_state = 0x9e3779b97f4a7c15ull;
 
-static double rnd01(void)	/* xorshift64*, deterministic */
+static double rnd01(void) /* xorshift64*, deterministic */
 {
 	rng_state ^= rng_state >> 12;
 	rng_state ^= rng_state << 25;
@@ -96,9 +99,12 @@ static void test_cfg_validation(void)
 	char why[256];
 
 	ASSERT_OK(fg_shed_cfg_check(&c, why, sizeof(why)), "defaults are valid");
-	ASSERT_OK(fg_shed_cfg_check((struct fg_shed_cfg[]){ fast() }, NULL, 0), "fast cfg is valid");
+	ASSERT_OK(fg_shed_cfg_check((struct fg_shed_cfg[]){ fast() }, NULL, 0),
+		  "fast cfg is valid");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		double *f[] = { &c.interval, &c.delay, &c.ramp, &c.good, &c.bad, &c.decay, &c.orphan };
+		double *f[] = {
+			&c.interval, &c.delay, &c.ramp, &c.good, &c.bad, &c.decay, &c.orphan
+		};
 
 		c = defaults();
 		*f[bad[i].field] = bad[i].v;
@@ -108,7 +114,8 @@ static void test_cfg_validation(void)
 		memset(&s, 0xab, sizeof(s));
 		before = s;
 		ASSERT_EQ(fg_shed_init(&s, &c), -EINVAL, bad[i].what);
-		ASSERT_TRUE(!memcmp(&s, &before, sizeof(s)), "a refused init leaves the state as it was");
+		ASSERT_TRUE(!memcmp(&s, &before, sizeof(s)),
+			    "a refused init leaves the state as it was");
 	}
 	c = defaults();
 	c.tiers = 0;
@@ -122,9 +129,13 @@ static void test_cfg_validation(void)
 
 static void test_step_input(void)
 {
-	static const struct { double u, dt; const char *what; } bad[] = {
-		{ -0.01, 8, "u below 0" }, { 1.01, 8, "u above 1" }, { NAN, 8, "u NaN" },
-		{ 0.9, 0, "dt 0" }, { 0.9, -1, "dt negative" }, { 0.9, INFINITY, "dt infinite" },
+	static const struct {
+		double u, dt;
+		const char *what;
+	} bad[] = {
+		{ -0.01, 8, "u below 0" },  { 1.01, 8, "u above 1" },
+		{ NAN, 8, "u NaN" },	    { 0.9, 0, "dt 0" },
+		{ 0.9, -1, "dt negative" }, { 0.9, INFINITY, "dt infinite" },
 		{ 0.9, NAN, "dt NaN" },
 	};
 	struct fg_shed s = mk(defaults()), before;
@@ -155,7 +166,7 @@ static void test_delay_then_growth(void)
 	static const struct {
 		const char *what;
 		double delay, u, dt;
-		double expect[6];	/* S after samples 1..6 */
+		double expect[6]; /* S after samples 1..6 */
 	} cases[] = {
 		/* 8, 16, 24 <= 28: nothing; 32: 4 s past the delay, 0.125*0.15*4 */
 		{ "defaults at 0.95", 28, 0.95, 8, { 0, 0, 0, 0.075, 0.225, 0.375 } },
@@ -201,8 +212,10 @@ static void check_tiers(const struct fg_shed_out *o, const char *what)
 	if (o->thr[BULK][FG_SHED_ANY] < FG_SHED_ONE)
 		ASSERT_EQ(o->thr[NORMAL][FG_SHED_NEW], 0, what);
 	for (int t = NORMAL; t <= BE; t++) {
-		ASSERT_GE(o->thr[t][FG_SHED_NEW], o->thr[t][FG_SHED_ANY], "SYNs go before the rest");
-		ASSERT_GE(o->thr[t][FG_SHED_ANY], o->thr[t][FG_SHED_EST], "established TCP goes last");
+		ASSERT_GE(o->thr[t][FG_SHED_NEW], o->thr[t][FG_SHED_ANY],
+			  "SYNs go before the rest");
+		ASSERT_GE(o->thr[t][FG_SHED_ANY], o->thr[t][FG_SHED_EST],
+			  "established TCP goes last");
 		ASSERT_LE(o->thr[t][FG_SHED_NEW], FG_SHED_ONE, "threshold in range");
 	}
 }
@@ -227,9 +240,11 @@ static void test_tiers_fill_in_order(void)
 			if (n < 8)
 				order[n++] = t;
 			if (t == BULK)
-				ASSERT_EQ(o.thr[BE][FG_SHED_ANY], FG_SHED_ONE, "bulk enters with best-effort full");
+				ASSERT_EQ(o.thr[BE][FG_SHED_ANY], FG_SHED_ONE,
+					  "bulk enters with best-effort full");
 			if (t == NORMAL)
-				ASSERT_EQ(o.thr[BULK][FG_SHED_ANY], FG_SHED_ONE, "normal enters with bulk full");
+				ASSERT_EQ(o.thr[BULK][FG_SHED_ANY], FG_SHED_ONE,
+					  "normal enters with bulk full");
 		}
 		if (o.amount == 3)
 			break;
@@ -242,7 +257,8 @@ static void test_tiers_fill_in_order(void)
 	ASSERT_EQ(samples, 24, "full shed at the first sample after 188 s");
 	for (int t = NORMAL; t <= BE; t++)
 		for (int k = 0; k < FG_SHED_NKIND; k++)
-			ASSERT_EQ(o.thr[t][k], FG_SHED_ONE, "full shed: every kind of every tier but critical");
+			ASSERT_EQ(o.thr[t][k], FG_SHED_ONE,
+				  "full shed: every kind of every tier but critical");
 	ASSERT_NEAR(o.frac[BE] + o.frac[BULK] + o.frac[NORMAL], 3, 0, "fractions at full");
 	ASSERT_EQ(o.frac[CRIT], 0, "critical fraction");
 }
@@ -253,7 +269,7 @@ static void test_ramp_time(void)
 	static const struct {
 		const char *what;
 		int fastcfg;
-		double u, dt, t_full;	/* first sample time with S == T */
+		double u, dt, t_full; /* first sample time with S == T */
 	} cases[] = {
 		{ "defaults at 1: 28 + 120 = 148 s, the sample at 152", 0, 1.0, 8, 152 },
 		{ "defaults at 0.9: 28 + 240 = 268 s, the sample at 272", 0, 0.9, 8, 272 },
@@ -282,7 +298,7 @@ static void test_decay_bounded(void)
 	static const struct {
 		const char *what;
 		double from, u;
-		int zero_at;	/* ceil(from * decay / (T * interval)) samples */
+		int zero_at; /* ceil(from * decay / (T * interval)) samples */
 	} cases[] = {
 		{ "from full at 0.5: 120 s, 15 samples", 3, 0.5, 15 },
 		{ "from full just below good: same time", 3, 0.6999, 15 },
@@ -304,7 +320,8 @@ static void test_decay_bounded(void)
 			k++;
 			check_tiers(&o, "decaying: the order holds on the way down");
 			ASSERT_DLE(o.amount, before, "decay never grows");
-			ASSERT_NEAR(o.delta, -fmin(before, 0.2), 1e-12, "decays 3 * 8 / 120 per sample");
+			ASSERT_NEAR(o.delta, -fmin(before, 0.2), 1e-12,
+				    "decays 3 * 8 / 120 per sample");
 			for (int t = NORMAL; t <= BE; t++)
 				if ((o.left & FG_TIER_BIT(t)) && nl < 4)
 					left[nl++] = t;
@@ -350,8 +367,8 @@ static void test_noise_alternation(void)
 	static const struct {
 		const char *what;
 		double lo, hi, from;
-		double up_bound, down_bound;	/* per sample, by hand */
-		int first_growth;	/* 1-based sample of the first increase, 0 = never */
+		double up_bound, down_bound; /* per sample, by hand */
+		int first_growth;	     /* 1-based sample of the first increase, 0 = never */
 	} cases[] = {
 		/* pressure only on the 0.82 samples (2, 4, 6, 8): 32 > 28 at sample 8 */
 		{ "0.78/0.82 from idle", 0.78, 0.82, 0, 0.02, 0, 8 },
@@ -396,7 +413,7 @@ static void test_bound_random(void)
 	struct fg_shed_cfg c = defaults();
 	struct fg_shed s = mk(c);
 	struct fg_shed_out o;
-	double kmax = 3.0 / fmin(c.ramp, c.decay);	/* T / min(ramp, decay), tiers/s */
+	double kmax = 3.0 / fmin(c.ramp, c.decay); /* T / min(ramp, decay), tiers/s */
 
 	for (int k = 0; k < 20000; k++) {
 		double u = rnd01(), dt = 0.01 + rnd01() * 3 * c.interval;
@@ -409,9 +426,11 @@ static void test_bound_random(void)
 			lim = 3.0 / c.decay * dte;
 		else
 			lim = 0;
-		if (!ASSERT_DLE(fabs(o.delta), lim + EPS, "per-sample change within k(u) * min(dt, 2 interval)"))
+		if (!ASSERT_DLE(fabs(o.delta), lim + EPS,
+				"per-sample change within k(u) * min(dt, 2 interval)"))
 			break;
-		if (!ASSERT_DLE(fabs(o.delta), kmax * 2 * c.interval + EPS, "and within 2 T interval / min(ramp, decay)"))
+		if (!ASSERT_DLE(fabs(o.delta), kmax * 2 * c.interval + EPS,
+				"and within 2 T interval / min(ramp, decay)"))
 			break;
 		check_tiers(&o, "random signal: tier order");
 	}
@@ -448,13 +467,15 @@ static void test_syn_split(void)
 {
 	static const struct {
 		double amount;
-		__u32 be[3], bulk[3];	/* ANY, NEW, EST */
+		__u32 be[3], bulk[3]; /* ANY, NEW, EST */
 	} cases[] = {
 		{ 0.25, { FG_SHED_ONE / 4, FG_SHED_ONE / 2, 0 }, { 0, 0, 0 } },
 		{ 0.5, { FG_SHED_ONE / 2, FG_SHED_ONE, 0 }, { 0, 0, 0 } },
 		{ 0.75, { FG_SHED_ONE / 4 * 3, FG_SHED_ONE, FG_SHED_ONE / 2 }, { 0, 0, 0 } },
 		{ 1.0, { FG_SHED_ONE, FG_SHED_ONE, FG_SHED_ONE }, { 0, 0, 0 } },
-		{ 1.125, { FG_SHED_ONE, FG_SHED_ONE, FG_SHED_ONE }, { FG_SHED_ONE / 8, FG_SHED_ONE / 4, 0 } },
+		{ 1.125,
+		  { FG_SHED_ONE, FG_SHED_ONE, FG_SHED_ONE },
+		  { FG_SHED_ONE / 8, FG_SHED_ONE / 4, 0 } },
 	};
 	struct fg_shed s = mk(defaults());
 	struct fg_shed_out o;
@@ -465,7 +486,8 @@ static void test_syn_split(void)
 		fg_shed_resume(&s, cases[i].amount);
 		fg_shed_output(&s, &o);
 		for (int k = 0; k < 3; k++) {
-			snprintf(name, sizeof(name), "S = %g, best-effort kind %d", cases[i].amount, k);
+			snprintf(name, sizeof(name), "S = %g, best-effort kind %d", cases[i].amount,
+				 k);
 			ASSERT_EQ(o.thr[BE][k], cases[i].be[k], name);
 			snprintf(name, sizeof(name), "S = %g, bulk kind %d", cases[i].amount, k);
 			ASSERT_EQ(o.thr[BULK][k], cases[i].bulk[k], name);
@@ -504,8 +526,10 @@ static void test_dead_daemon_decay(void)
 	ASSERT_EQ(h, 35, "horizon: 2^35 ns");
 	hor = 1ull << h;
 	ASSERT_EQ(end, now + 16000000000ull + hor, "end = now + 2 intervals + horizon");
-	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, now), FG_SHED_ONE, "as written at the write");
-	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, end - hor), FG_SHED_ONE, "as written for the hold");
+	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, now), FG_SHED_ONE,
+		  "as written at the write");
+	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, end - hor), FG_SHED_ONE,
+		  "as written for the hold");
 	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, end), 0, "zero at the end");
 	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, end + 1), 0, "zero after");
 	ASSERT_EQ(fg_shed_decayed(FG_SHED_ONE, end, h, ~0ull), 0, "zero much later");
@@ -531,17 +555,19 @@ static void test_dead_daemon_decay(void)
 	s = mk(c);
 	fg_shed_deadline(&s, 0, &end, &h);
 	ASSERT_EQ(h, 30, "1 s rounds up to 2^30 ns");
-	ASSERT_EQ(end, 2000000000ull + (1ull << 30), "dead daemon: zero 3.07 s after the last write");
+	ASSERT_EQ(end, 2000000000ull + (1ull << 30),
+		  "dead daemon: zero 3.07 s after the last write");
 }
 
 /* --- reserved capacity pools -------------------------------------------- */
 
-#define NS	1000000000ull
-#define TU(ns)	((__u64)(ns) << FG_TU_SHIFT)
+#define NS     1000000000ull
+#define TU(ns) ((__u64)(ns) << FG_TU_SHIFT)
 
 static void test_pool_limits(void)
 {
-	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000, .tau = FG_TU_PER_SEC / 10000 * 1000 };
+	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000,
+				 .tau = FG_TU_PER_SEC / 10000 * 1000 };
 	struct fg_pool l, before;
 	char why[256];
 
@@ -555,7 +581,11 @@ static void test_pool_limits(void)
 	ASSERT_EQ(l.tau_low, l.tau, "no reserve: one tolerance");
 	ASSERT_EQ(l.cap.inc, 0, "no reserve: no cap");
 
-	static const struct { double pct; __u64 burst; const char *what, *why; } bad[] = {
+	static const struct {
+		double pct;
+		__u64 burst;
+		const char *what, *why;
+	} bad[] = {
 		{ 100, 1000, "reserve 100%", "below 100%" },
 		{ -1, 1000, "reserve negative", "at least 0%" },
 		{ NAN, 1000, "reserve NaN", "reserve" },
@@ -567,7 +597,8 @@ static void test_pool_limits(void)
 
 		memset(&l, 0x5a, sizeof(l));
 		before = l;
-		ASSERT_EQ(fg_pool_limits(&p, bad[i].pct, &l, why, sizeof(why)), -EINVAL, bad[i].what);
+		ASSERT_EQ(fg_pool_limits(&p, bad[i].pct, &l, why, sizeof(why)), -EINVAL,
+			  bad[i].what);
 		ASSERT_STR_CONTAINS(why, bad[i].why, bad[i].what);
 		ASSERT_TRUE(!memcmp(&l, &before, sizeof(l)), "a refused pool writes nothing");
 	}
@@ -581,7 +612,7 @@ static void test_pool_limits(void)
  */
 struct pool_sim {
 	struct fg_pool l;
-	int low, cap;		/* mechanisms on: reduced tolerance, rate cap */
+	int low, cap; /* mechanisms on: reduced tolerance, rate cap */
 	__u64 tat, cap_tat;
 };
 
@@ -600,9 +631,9 @@ static int pool_admit(struct pool_sim *p, int critical, __u64 now)
 }
 
 struct stream {
-	double rate;		/* per second; 0 = silent */
+	double rate; /* per second; 0 = silent */
 	int poisson;
-	double next;		/* ns */
+	double next; /* ns */
 	long offered, admitted;
 };
 
@@ -622,7 +653,8 @@ static void pool_run(struct pool_sim *p, struct stream *crit, struct stream *low
 	crit->next = low->next = t0;
 	crit->offered = crit->admitted = low->offered = low->admitted = 0;
 	while (1) {
-		double tc = crit->rate ? crit->next : INFINITY, tl = low->rate ? low->next : INFINITY;
+		double tc = crit->rate ? crit->next : INFINITY,
+		       tl = low->rate ? low->next : INFINITY;
 		struct stream *s = tc <= tl ? crit : low;
 
 		if (s->next >= t1 || (s == crit ? tc : tl) == INFINITY)
@@ -635,24 +667,30 @@ static void pool_run(struct pool_sim *p, struct stream *crit, struct stream *low
 
 static void test_pool_reserve(void)
 {
-	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000, .tau = FG_TU_PER_SEC / 10000 * 1000 };
+	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000,
+				 .tau = FG_TU_PER_SEC / 10000 * 1000 };
 	static const struct {
 		const char *what;
 		int low, cap, poisson;
 		double crit_rate, low_rate;
-		int crit_loses;		/* 0: exactly nothing, 1: something */
-		double low_min, low_max;	/* admitted non-critical over 10 s */
+		int crit_loses;		 /* 0: exactly nothing, 1: something */
+		double low_min, low_max; /* admitted non-critical over 10 s */
 	} cases[] = {
 		/* the figure: cap 8000/s * 10 s + burst 800 = 80,800 */
-		{ "reserve + cap, 30k/s flood, critical 1k/s", 1, 1, 0, 1000, 30000, 0, 79900, 80801 },
+		{ "reserve + cap, 30k/s flood, critical 1k/s", 1, 1, 0, 1000, 30000, 0, 79900,
+		  80801 },
 		{ "the same, Poisson arrivals", 1, 1, 1, 1000, 30000, 0, 79900, 80801 },
 		{ "reserve + cap, critical idle", 1, 1, 0, 0, 30000, 0, 79900, 80801 },
 		/* what critical leaves: 100,000 + 1000 - critical's ~49,500 */
-		{ "reserve + cap, critical at 5k/s (Poisson)", 1, 1, 1, 5000, 30000, 0, 50000, 52000 },
+		{ "reserve + cap, critical at 5k/s (Poisson)", 1, 1, 1, 5000, 30000, 0, 50000,
+		  52000 },
 		/* controls: what each mechanism alone does */
-		{ "reduced tolerance alone: 90% (the rate is not bounded)", 1, 0, 0, 1000, 30000, 0, 90000, 91000 },
-		{ "reduced tolerance alone, critical idle: the whole pool", 1, 0, 0, 0, 30000, 0, 100000, 101000 },
-		{ "cap alone, critical at 5k/s: critical loses", 0, 1, 1, 5000, 30000, 1, 0, 80801 },
+		{ "reduced tolerance alone: 90% (the rate is not bounded)", 1, 0, 0, 1000, 30000, 0,
+		  90000, 91000 },
+		{ "reduced tolerance alone, critical idle: the whole pool", 1, 0, 0, 0, 30000, 0,
+		  100000, 101000 },
+		{ "cap alone, critical at 5k/s: critical loses", 0, 1, 1, 5000, 30000, 1, 0,
+		  80801 },
 	};
 	char why[128];
 
@@ -670,15 +708,16 @@ static void test_pool_reserve(void)
 			ASSERT_GE(crit.offered - crit.admitted, 1000, name);
 		else
 			ASSERT_EQ(crit.admitted, crit.offered, name);
-		snprintf(name, sizeof(name), "%s: non-critical admitted (of %ld)", cases[i].what, low.offered);
+		snprintf(name, sizeof(name), "%s: non-critical admitted (of %ld)", cases[i].what,
+			 low.offered);
 		ASSERT_GE(low.admitted, (long)cases[i].low_min, name);
 		ASSERT_LE(low.admitted, (long)cases[i].low_max, name);
 		/* the pool itself: rate * 10 s + burst, whoever spends it */
 		ASSERT_LE(low.admitted + crit.admitted, 101001, "the pool is never exceeded");
 		/* over 10 s the pool can deliver rate * 10 s + burst = 101,000 */
 		printf("  %-56s non-critical %6ld = %5.1f%% of the pool's 101,000, critical %ld/%ld\n",
-		       cases[i].what, low.admitted, low.admitted / 1010.0,
-		       crit.admitted, crit.offered);
+		       cases[i].what, low.admitted, low.admitted / 1010.0, crit.admitted,
+		       crit.offered);
 	}
 }
 
@@ -686,7 +725,8 @@ static void test_pool_reserve(void)
  * the reserve by a flood (tolerance alone, no cap), and a critical burst. */
 static void test_pool_critical_burst(void)
 {
-	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000, .tau = FG_TU_PER_SEC / 10000 * 1000 };
+	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000,
+				 .tau = FG_TU_PER_SEC / 10000 * 1000 };
 	struct pool_sim p = { .low = 1, .cap = 0 };
 	__u64 t = NS;
 	int got = 0;
@@ -695,7 +735,7 @@ static void test_pool_critical_burst(void)
 	/* a second of flood at 30k/s drains the pool down to the reserve */
 	for (int i = 0; i < 30000; i++, t += NS / 30000)
 		pool_admit(&p, 0, TU(t));
-	for (int i = 0; i < 3; i++)	/* what refilled since the last arrival */
+	for (int i = 0; i < 3; i++) /* what refilled since the last arrival */
 		got += pool_admit(&p, 0, TU(t));
 	ASSERT_LE(got, 1, "the flood is held at the reserve");
 	got = 0;
@@ -713,7 +753,7 @@ int main(int argc, char **argv)
 	FG_RUN_EACH(test_cfg_validation, test_step_input, test_delay_then_growth,
 		    test_tiers_fill_in_order, test_ramp_time, test_decay_bounded,
 		    test_noise_alternation, test_bound_random, test_tier_mask, test_syn_split,
-		    test_resume_events, test_dead_daemon_decay, test_pool_limits,
-		    test_pool_reserve, test_pool_critical_burst);
+		    test_resume_events, test_dead_daemon_decay, test_pool_limits, test_pool_reserve,
+		    test_pool_critical_burst);
 	return fg_test_summary();
 }

@@ -23,28 +23,24 @@ static struct floodgate_bpf *skel;
 static struct fg_maps maps;
 static char tmpdir[] = "/tmp/fgshedpools-test.XXXXXX";
 
-#define RULES(p1, p2)								\
-	"rules:\n"								\
+#define RULES(p1, p2)                                                                 \
+	"rules:\n"                                                                    \
 	"  - {name: r1, match: {proto: udp, dport: 1}, tier: normal, pool: " p1 "}\n" \
 	"  - {name: r2, match: {proto: udp, dport: 2}, tier: critical, pool: " p2 "}\n"
-static const char pol_ab[] =
-	"max_sources: 1024\n"
-	"pools:\n"
-	"  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n"
-	"  - {name: beta, rate: 5000/s, burst: 500}\n"
-	RULES("alpha", "beta");
-static const char pol_ba[] =	/* the same pools, the other way round */
+static const char pol_ab[] = "max_sources: 1024\n"
+			     "pools:\n"
+			     "  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n"
+			     "  - {name: beta, rate: 5000/s, burst: 500}\n" RULES("alpha", "beta");
+static const char pol_ba[] = /* the same pools, the other way round */
 	"max_sources: 1024\n"
 	"pools:\n"
 	"  - {name: beta, rate: 5000/s, burst: 500}\n"
-	"  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n"
-	RULES("alpha", "beta");
-static const char pol_ac[] =	/* beta gone, gamma new */
+	"  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n" RULES("alpha", "beta");
+static const char pol_ac[] = /* beta gone, gamma new */
 	"max_sources: 1024\n"
 	"pools:\n"
 	"  - {name: gamma, rate: 2000/s, burst: 200}\n"
-	"  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n"
-	RULES("alpha", "gamma");
+	"  - {name: alpha, rate: 1000/s, burst: 100, reserve: 20%}\n" RULES("alpha", "gamma");
 
 static int apply(const char *txt)
 {
@@ -81,7 +77,8 @@ static int set_agg_tat(__u32 idx, __u64 tat)
 /* Apply txt (checked as what) and read the active policy into *pol; 1 when both held. */
 static bool apply_read(const char *txt, const char *what, struct fg_policy *pol)
 {
-	return ASSERT_OK(apply(txt), what) && ASSERT_OK(fg_policy_read_active(&maps, pol), "read policy");
+	return ASSERT_OK(apply(txt), what) &&
+	       ASSERT_OK(fg_policy_read_active(&maps, pol), "read policy");
 }
 
 /* A pool the policy must have, at index `at` (checked as what). */
@@ -122,7 +119,9 @@ static void test_reorder_keeps_state(void)
 
 	if (!ASSERT_OK(fg_ctl_init(&maps, FG_MODE_ENFORCE), "ctl init") ||
 	    !apply_pools(pol_ab, "apply alpha, beta", &pol,
-			 (const struct pool_at[]){ { "alpha", 0, "alpha first" }, { "beta", 1, "beta second" } }, idx))
+			 (const struct pool_at[]){ { "alpha", 0, "alpha first" },
+						   { "beta", 1, "beta second" } },
+			 idx))
 		return;
 	ia = idx[0];
 	ib = idx[1];
@@ -136,14 +135,16 @@ static void test_reorder_keeps_state(void)
 	ASSERT_OK(set_agg_tat(FG_POOL_IDX(idb), 333333), "beta tat");
 
 	if (!apply_pools(pol_ba, "apply beta, alpha (swapped)", &pol,
-			 (const struct pool_at[]){ { "alpha", 1, "alpha now second" }, { "beta", 0, "beta now first" } },
+			 (const struct pool_at[]){ { "alpha", 1, "alpha now second" },
+						   { "beta", 0, "beta now first" } },
 			 idx))
 		return;
 	ia = idx[0];
 	ib = idx[1];
 	ASSERT_EQ(pol.pools[ia].id, ida, "alpha keeps its bucket id");
 	ASSERT_EQ(pol.pools[ib].id, idb, "beta keeps its bucket id");
-	ASSERT_EQ(pol.pools[ia].tau_low < pol.pools[ia].tau, 1, "alpha's figures moved with it (reserve)");
+	ASSERT_EQ(pol.pools[ia].tau_low < pol.pools[ia].tau, 1,
+		  "alpha's figures moved with it (reserve)");
 	ASSERT_EQ(pol.pools[ib].cap.inc, 0, "beta has no cap (no reserve)");
 	ASSERT_EQ(agg_tat(FG_POOL_IDX(ida)), 111111, "alpha's shared tat kept");
 	ASSERT_EQ(agg_tat(FG_CAP_IDX(ida)), 222222, "alpha's cap kept");
@@ -173,7 +174,9 @@ static void test_new_pool_starts_full(void)
 	ASSERT_OK(set_agg_tat(FG_POOL_IDX(idb), 555555), "beta tat");
 
 	if (!apply_pools(pol_ac, "apply gamma, alpha (beta removed)", &pol,
-			 (const struct pool_at[]){ { "gamma", 0, "gamma first" }, { "alpha", 1, "alpha second" } }, idx))
+			 (const struct pool_at[]){ { "gamma", 0, "gamma first" },
+						   { "alpha", 1, "alpha second" } },
+			 idx))
 		return;
 	ig = idx[0];
 	ia = idx[1];

@@ -21,8 +21,8 @@
 #include "lib/sysutil.h"
 #include "daemon/shedd.h"
 
-#define MS	1000000ull
-#define T0	(1000ull * 1000 * MS)	/* 1000 s: any monotonic start */
+#define MS 1000000ull
+#define T0 (1000ull * 1000 * MS) /* 1000 s: any monotonic start */
 
 static char dir[64];
 static char sigpath[128];
@@ -162,13 +162,15 @@ static void test_onset_order_and_deadline(void)
 		ASSERT_EQ(chg.entered & seen & ~chg.entered, 0, "entered once");
 		fg_shedd_fracs(sd.map, now, f);
 		if (f[FG_TIER_BULK] > 0)
-			ASSERT_TRUE(f[FG_TIER_BEST_EFFORT] == 1, "bulk only after best-effort is full");
+			ASSERT_TRUE(f[FG_TIER_BEST_EFFORT] == 1,
+				    "bulk only after best-effort is full");
 		if (f[FG_TIER_NORMAL] > 0)
 			ASSERT_TRUE(f[FG_TIER_BULK] == 1, "normal only after bulk is full");
 		ASSERT_TRUE(f[FG_TIER_CRITICAL] == 0, "critical never");
 	}
 	ASSERT_TRUE(sd.c.amount == 3, "full shed");
-	ASSERT_EQ(seen, FG_TIER_BIT(FG_TIER_BULK) | FG_TIER_BIT(FG_TIER_NORMAL), "bulk, normal entered");
+	ASSERT_EQ(seen, FG_TIER_BIT(FG_TIER_BULK) | FG_TIER_BIT(FG_TIER_NORMAL),
+		  "bulk, normal entered");
 	/* a dead daemon: the program holds for 400ms, then linear to 0 at end */
 	v = pinned(&m);
 	fg_shedd_fracs(&v, now + 399 * MS, f);
@@ -182,8 +184,9 @@ static void test_onset_order_and_deadline(void)
 		static struct fg_name names[FG_MAX_IDS];
 		static struct fg_policy pol;
 		struct fg_ctl ctl = {};
-		struct fg_metrics_snap snap = { .rows = rows, .names = names, .ctl = &ctl,
-						.pol = &pol, .shed = &sd };
+		struct fg_metrics_snap snap = {
+			.rows = rows, .names = names, .ctl = &ctl, .pol = &pol, .shed = &sd
+		};
 		char *page = NULL;
 		size_t len = 0;
 
@@ -193,9 +196,12 @@ static void test_onset_order_and_deadline(void)
 		v.end = fg_mono_coarse_ns() + (2ull << 30);
 		bpf_map_update_elem(m.fd[FGM_SHED], &(__u32){ 0 }, &v, 0);
 		ASSERT_OK(fg_metrics_render(&snap, &page, &len), "metrics render");
-		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_amount 3.000000\n"), "metrics: amount");
-		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_signal 0.95\n"), "metrics: signal");
-		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_fraction{tier=\"normal\"} 1.000000\n"),
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_amount 3.000000\n"),
+			    "metrics: amount");
+		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_signal 0.95\n"),
+			    "metrics: signal");
+		ASSERT_TRUE(page && strstr(page,
+					   "\nfloodgate_shed_fraction{tier=\"normal\"} 1.000000\n"),
 			    "metrics: fraction");
 		ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_phase{phase=\"growing\"} 1\n"),
 			    "metrics: phase");
@@ -271,7 +277,8 @@ static void test_hold_adopt_lost_state(void)
 	now += 100 * MS;
 	ASSERT_OK(fg_shedd_start(&sd, &m, &cfg, dir, now), "adopt");
 	ASSERT_TRUE(fabs(sd.c.amount - s) < 1e-6, "adopted within the hold: same amount");
-	ASSERT_EQ(sd.c.active, FG_TIER_BIT(FG_TIER_BEST_EFFORT) | (s > 1 ? FG_TIER_BIT(FG_TIER_BULK) : 0),
+	ASSERT_EQ(sd.c.active,
+		  FG_TIER_BIT(FG_TIER_BEST_EFFORT) | (s > 1 ? FG_TIER_BIT(FG_TIER_BULK) : 0),
 		  "adopted: active tiers");
 	/* a lost signal decays: 3 tiers in 3 s, 0.2 a sample */
 	unlink(sigpath);
@@ -300,8 +307,9 @@ static void metrics_off_and_exempt(const struct fg_shedd *sd)
 	struct fg_stats rows[FG_NROWS] = {};
 	struct fg_name names[FG_MAX_IDS] = {};
 	struct fg_ctl ctl = {};
-	struct fg_metrics_snap snap = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					.shed = sd };
+	struct fg_metrics_snap snap = {
+		.rows = rows, .names = names, .ctl = &ctl, .pol = &pol, .shed = sd
+	};
 	char *page = NULL;
 	size_t plen = 0;
 
@@ -313,7 +321,7 @@ static void metrics_off_and_exempt(const struct fg_shedd *sd)
 	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_off 1\n"), "metrics: off");
 	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_held 1\n"), "metrics: held");
 	ASSERT_TRUE(page && strstr(page, "\nfloodgate_shed_pool_exempt{pool=\"syn\"} 0\n") &&
-		    strstr(page, "\nfloodgate_shed_pool_exempt{pool=\"batch\"} 1\n"),
+			    strstr(page, "\nfloodgate_shed_pool_exempt{pool=\"batch\"} 1\n"),
 		    "metrics: exempt pools");
 	free(page);
 }
@@ -348,7 +356,8 @@ static void test_switch_off_adopt(void)
 	ASSERT_TRUE(chg.hold == FG_SHEDD_OFF && chg.hold_was == FG_SHEDD_RUN, "held, once");
 	ASSERT_TRUE(sd.c.amount == 0 && pinned(&m).end == 0, "amount 0, nothing stored");
 	run(&sd, &m, &now, 5, &chg);
-	ASSERT_TRUE(chg.hold == FG_SHEDD_OFF && chg.hold_was == FG_SHEDD_OFF, "still held, no new change");
+	ASSERT_TRUE(chg.hold == FG_SHEDD_OFF && chg.hold_was == FG_SHEDD_OFF,
+		    "still held, no new change");
 	ASSERT_EQ(pinned(&m).off, 1, "the daemon never clears off");
 	metrics_off_and_exempt(&sd);
 	/* on again, back to shedding; then the daemon dies and the CLI switches off */
@@ -356,7 +365,7 @@ static void test_switch_off_adopt(void)
 	ASSERT_EQ(was, true, "it was off");
 	run(&sd, &m, &now, 12, &chg);
 	ASSERT_TRUE(sd.c.amount > 0.5 && pinned(&m).end > now, "shedding again, thresholds stored");
-	fg_shed_map_close(&sd.map, sd.map_len);	/* SIGKILL: the thresholds stay pinned */
+	fg_shed_map_close(&sd.map, sd.map_len); /* SIGKILL: the thresholds stay pinned */
 	fg_signal_close(&sd.sig);
 	ASSERT_EQ(fg_shed_switch_off(v, true, &was), 0, "shed off with no daemon");
 	now += 100 * MS;

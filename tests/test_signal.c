@@ -33,19 +33,37 @@ static void sleep_ms(long ms)
 
 static void test_spec_parse(void)
 {
-	static const struct { const char *spec; int kind; } good[] = {
-		{ "cpu", FG_SIG_CPU }, { "cpu:1", FG_SIG_CPU }, { "psi", FG_SIG_PSI },
+	static const struct {
+		const char *spec;
+		int kind;
+	} good[] = {
+		{ "cpu", FG_SIG_CPU },
+		{ "cpu:1", FG_SIG_CPU },
+		{ "psi", FG_SIG_PSI },
 		{ "psi:/sys/fs/cgroup/web.slice/cpu.pressure", FG_SIG_PSI },
-		{ "accept_queue:8080", FG_SIG_ACCEPTQ }, { "accept_queue:65535", FG_SIG_ACCEPTQ },
+		{ "accept_queue:8080", FG_SIG_ACCEPTQ },
+		{ "accept_queue:65535", FG_SIG_ACCEPTQ },
 		{ "file:/run/floodgate/load", FG_SIG_FILE },
 	};
-	static const struct { const char *spec, *why; } bad[] = {
-		{ "", "unknown signal" }, { "mem", "unknown signal" }, { "CPU", "unknown signal" },
-		{ "cpu:", "CPU number" }, { "cpu:-1", "CPU number" }, { "cpu:1x", "CPU number" },
-		{ "cpu:70000", "CPU number" }, { "psi:", "absolute" }, { "psi:cpu.pressure", "absolute" },
-		{ "accept_queue:0", "1..65535" }, { "accept_queue:65536", "1..65535" },
-		{ "accept_queue:", "1..65535" }, { "accept_queue:80 ", "1..65535" },
-		{ "accept_queue:+80", "1..65535" }, { "file:", "absolute" }, { "file:load", "absolute" },
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{ "", "unknown signal" },
+		{ "mem", "unknown signal" },
+		{ "CPU", "unknown signal" },
+		{ "cpu:", "CPU number" },
+		{ "cpu:-1", "CPU number" },
+		{ "cpu:1x", "CPU number" },
+		{ "cpu:70000", "CPU number" },
+		{ "psi:", "absolute" },
+		{ "psi:cpu.pressure", "absolute" },
+		{ "accept_queue:0", "1..65535" },
+		{ "accept_queue:65536", "1..65535" },
+		{ "accept_queue:", "1..65535" },
+		{ "accept_queue:80 ", "1..65535" },
+		{ "accept_queue:+80", "1..65535" },
+		{ "file:", "absolute" },
+		{ "file:load", "absolute" },
 	};
 	struct fg_signal s, before;
 	char why[256], name[PATH_MAX + 32];
@@ -76,12 +94,11 @@ static void test_spec_parse(void)
 
 /* --- cpu ----------------------------------------------------------------- */
 
-static const char stat_text[] =
-	"cpu  30325 0 55369 226033 510 0 6147 20 0 0\n"
-	"cpu0 13847 0 26421 115460 86 0 3311 9 0 0\n"
-	"cpu1 16478 0 28947 110572 423 0 2836 11 5 0\n"
-	"cpu10 1 1 1 1 1 1 1 1 0 0\n"
-	"intr 1 2 3\n";
+static const char stat_text[] = "cpu  30325 0 55369 226033 510 0 6147 20 0 0\n"
+				"cpu0 13847 0 26421 115460 86 0 3311 9 0 0\n"
+				"cpu1 16478 0 28947 110572 423 0 2836 11 5 0\n"
+				"cpu10 1 1 1 1 1 1 1 1 0 0\n"
+				"intr 1 2 3\n";
 
 static void test_cpu_parse(void)
 {
@@ -108,7 +125,8 @@ static void test_cpu_parse(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fg_cpu_times t = { 0 };
 
-		if (!ASSERT_EQ(fg_cpu_parse(cases[i].text, cases[i].cpu, &t), cases[i].err, cases[i].what) ||
+		if (!ASSERT_EQ(fg_cpu_parse(cases[i].text, cases[i].cpu, &t), cases[i].err,
+			       cases[i].what) ||
 		    cases[i].err)
 			continue;
 		ASSERT_EQ(t.busy, cases[i].busy, cases[i].what);
@@ -158,7 +176,7 @@ static int first_allowed_cpu(void)
 /* One sample over ms milliseconds. */
 static int sample(struct fg_signal *s, long ms, double *u)
 {
-	int err = fg_signal_read(s, u);	/* restart the window */
+	int err = fg_signal_read(s, u); /* restart the window */
 
 	if (err && err != -EAGAIN)
 		return err;
@@ -180,20 +198,21 @@ static void test_cpu_busy_thread(void)
 	snprintf(spec, sizeof(spec), "cpu:%d", cpu);
 	ASSERT_OK(fg_signal_parse(spec, &one, NULL, 0), spec);
 	ASSERT_OK(fg_signal_parse("cpu", &all, NULL, 0), "cpu");
-	if (!ASSERT_OK(fg_signal_open(&one), "open cpu:N") || !ASSERT_OK(fg_signal_open(&all), "open cpu"))
+	if (!ASSERT_OK(fg_signal_open(&one), "open cpu:N") ||
+	    !ASSERT_OK(fg_signal_open(&all), "open cpu"))
 		return;
 	ASSERT_OK(sample(&one, 500, &base), "baseline sample");
 	spin_stop = 0;
 	if (!ASSERT_OK(pthread_create(&th, NULL, spin, (void *)(long)cpu), "busy thread"))
 		return;
 	sleep_ms(50);
-	fg_signal_read(&all, &busy_all);	/* restart both windows together */
+	fg_signal_read(&all, &busy_all); /* restart both windows together */
 	ASSERT_OK(sample(&one, 500, &busy), "busy sample");
 	ASSERT_OK(fg_signal_read(&all, &busy_all), "all-CPU sample");
 	spin_stop = 1;
 	pthread_join(th, NULL);
-	printf("  %s: %.3f idle, %.3f with a thread spinning on it; all %ld CPUs: %.3f\n",
-	       spec, base, busy, n, busy_all);
+	printf("  %s: %.3f idle, %.3f with a thread spinning on it; all %ld CPUs: %.3f\n", spec,
+	       base, busy, n, busy_all);
 	ASSERT_TRUE(base >= 0 && base <= 1, "baseline in [0, 1]");
 	ASSERT_GE(busy * 1000, 900, "a CPU with a spinning thread reads >= 0.9");
 	if (base < 0.85)
@@ -217,27 +236,39 @@ static void test_psi_parse(void)
 		double avg10;
 		__u64 total;
 	} cases[] = {
-		{ "host file", "some avg10=1.98 avg60=6.38 avg300=5.60 total=60224654\n"
-			       "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", 0, 1.98, 60224654 },
-		{ "some only, no newline", "some avg10=100.00 avg60=0.00 avg300=0.00 total=7", 0, 100, 7 },
-		{ "full first", "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-				"some avg10=0.50 avg60=0.00 avg300=0.00 total=9\n", 0, 0.5, 9 },
+		{ "host file",
+		  "some avg10=1.98 avg60=6.38 avg300=5.60 total=60224654\n"
+		  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		  0, 1.98, 60224654 },
+		{ "some only, no newline", "some avg10=100.00 avg60=0.00 avg300=0.00 total=7", 0,
+		  100, 7 },
+		{ "full first",
+		  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+		  "some avg10=0.50 avg60=0.00 avg300=0.00 total=9\n",
+		  0, 0.5, 9 },
 		{ "empty", "", -EINVAL, 0, 0 },
-		{ "no some line", "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", -EINVAL, 0, 0 },
+		{ "no some line", "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", -EINVAL, 0,
+		  0 },
 		{ "avg300 missing", "some avg10=1.98 avg60=6.38 total=5\n", -EINVAL, 0, 0 },
-		{ "avg10 not a number", "some avg10=abc avg60=0.00 avg300=0.00 total=5\n", -EINVAL, 0, 0 },
-		{ "avg10 negative", "some avg10=-1.00 avg60=0.00 avg300=0.00 total=5\n", -EINVAL, 0, 0 },
-		{ "avg10 above 100", "some avg10=100.01 avg60=0.00 avg300=0.00 total=5\n", -EINVAL, 0, 0 },
+		{ "avg10 not a number", "some avg10=abc avg60=0.00 avg300=0.00 total=5\n", -EINVAL,
+		  0, 0 },
+		{ "avg10 negative", "some avg10=-1.00 avg60=0.00 avg300=0.00 total=5\n", -EINVAL, 0,
+		  0 },
+		{ "avg10 above 100", "some avg10=100.01 avg60=0.00 avg300=0.00 total=5\n", -EINVAL,
+		  0, 0 },
 		{ "exponent", "some avg10=1e1 avg60=0.00 avg300=0.00 total=5\n", -EINVAL, 0, 0 },
 		{ "total empty", "some avg10=1.98 avg60=6.38 avg300=5.60 total=\n", -EINVAL, 0, 0 },
-		{ "total trailing junk", "some avg10=1.98 avg60=6.38 avg300=5.60 total=12x\n", -EINVAL, 0, 0 },
-		{ "some without a space", "someavg10=1.98 avg60=6.38 avg300=5.60 total=1\n", -EINVAL, 0, 0 },
+		{ "total trailing junk", "some avg10=1.98 avg60=6.38 avg300=5.60 total=12x\n",
+		  -EINVAL, 0, 0 },
+		{ "some without a space", "someavg10=1.98 avg60=6.38 avg300=5.60 total=1\n",
+		  -EINVAL, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fg_psi p = { 0 };
 
-		if (!ASSERT_EQ(fg_psi_parse(cases[i].text, &p), cases[i].err, cases[i].what) || cases[i].err)
+		if (!ASSERT_EQ(fg_psi_parse(cases[i].text, &p), cases[i].err, cases[i].what) ||
+		    cases[i].err)
 			continue;
 		ASSERT_NEAR(p.avg10, cases[i].avg10, 1e-12, cases[i].what);
 		ASSERT_EQ(p.total, cases[i].total, cases[i].what);
@@ -281,7 +312,8 @@ static void test_psi_host(void)
 	spin_stop = 1;
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	printf("  psi some: %.3f, with %d threads spinning on %ld CPUs: %.3f\n", idle, started, n, busy);
+	printf("  psi some: %.3f, with %d threads spinning on %ld CPUs: %.3f\n", idle, started, n,
+	       busy);
 	ASSERT_TRUE(idle >= 0 && idle <= 1, "in [0, 1]");
 	ASSERT_TRUE(busy >= 0 && busy <= 1, "in [0, 1]");
 	ASSERT_GE(busy * 1000, 500, "contention we made shows");
@@ -296,7 +328,8 @@ static int cgroup2_mount(char *out, size_t len)
 	int found = 0;
 
 	while (f && !found && fgets(line, sizeof(line), f)) {
-		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
+		if (strstr(line, " - cgroup2 ") &&
+		    sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
 			snprintf(out, len, "%s", mnt);
 			found = 1;
 		}
@@ -381,16 +414,19 @@ static int listener(int family, int backlog, __u16 *port)
 
 static int connect_to(int family, __u16 port, int nonblock)
 {
-	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(port),
 				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
 
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, family == AF_INET ? (struct sockaddr *)&a4 : (struct sockaddr *)&a6,
-		    family == AF_INET ? sizeof(a4) : sizeof(a6)) && errno != EINPROGRESS) {
+		    family == AF_INET ? sizeof(a4) : sizeof(a6)) &&
+	    errno != EINPROGRESS) {
 		int err = -errno;
 
 		close(fd);
@@ -500,7 +536,7 @@ static void test_accept_queue_none(void)
 
 	if (!ASSERT_GE(fd, 0, "listener"))
 		return;
-	close(fd);	/* the port is free again: nobody listens on it */
+	close(fd); /* the port is free again: nobody listens on it */
 	snprintf(spec, sizeof(spec), "accept_queue:%u", port);
 	fg_signal_parse(spec, &s, NULL, 0);
 	ASSERT_OK(fg_signal_open(&s), "open");
@@ -513,14 +549,36 @@ static void test_accept_queue_none(void)
 
 static void test_value_parse(void)
 {
-	static const struct { const char *text; int err; double v; } cases[] = {
-		{ "0", 0, 0 }, { "1", 0, 1 }, { "0.5\n", 0, 0.5 }, { "  0.25 \n", 0, 0.25 },
-		{ "1.000", 0, 1 }, { "0.7", 0, 0.7 }, { "\t0.95\r\n", 0, 0.95 }, { "00.1", 0, 0.1 },
-		{ "", -EINVAL, 0 }, { "\n", -EINVAL, 0 }, { "abc", -EINVAL, 0 }, { "0.5x", -EINVAL, 0 },
-		{ "nan", -EINVAL, 0 }, { "inf", -EINVAL, 0 }, { "1e-1", -EINVAL, 0 }, { "0x1", -EINVAL, 0 },
-		{ "0.5 0.6", -EINVAL, 0 }, { "-0.1", -EINVAL, 0 }, { "+0.5", -EINVAL, 0 },
-		{ ".5", -EINVAL, 0 }, { "1.", -EINVAL, 0 }, { "0,5", -EINVAL, 0 },
-		{ "1.5", -ERANGE, 0 }, { "2", -ERANGE, 0 }, { "1.0000001", -ERANGE, 0 },
+	static const struct {
+		const char *text;
+		int err;
+		double v;
+	} cases[] = {
+		{ "0", 0, 0 },
+		{ "1", 0, 1 },
+		{ "0.5\n", 0, 0.5 },
+		{ "  0.25 \n", 0, 0.25 },
+		{ "1.000", 0, 1 },
+		{ "0.7", 0, 0.7 },
+		{ "\t0.95\r\n", 0, 0.95 },
+		{ "00.1", 0, 0.1 },
+		{ "", -EINVAL, 0 },
+		{ "\n", -EINVAL, 0 },
+		{ "abc", -EINVAL, 0 },
+		{ "0.5x", -EINVAL, 0 },
+		{ "nan", -EINVAL, 0 },
+		{ "inf", -EINVAL, 0 },
+		{ "1e-1", -EINVAL, 0 },
+		{ "0x1", -EINVAL, 0 },
+		{ "0.5 0.6", -EINVAL, 0 },
+		{ "-0.1", -EINVAL, 0 },
+		{ "+0.5", -EINVAL, 0 },
+		{ ".5", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 },
+		{ "0,5", -EINVAL, 0 },
+		{ "1.5", -ERANGE, 0 },
+		{ "2", -ERANGE, 0 },
+		{ "1.0000001", -ERANGE, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -528,7 +586,8 @@ static void test_value_parse(void)
 		char name[64];
 
 		snprintf(name, sizeof(name), "'%s'", cases[i].text);
-		if (ASSERT_EQ(fg_value_parse(cases[i].text, &v), cases[i].err, name) && !cases[i].err)
+		if (ASSERT_EQ(fg_value_parse(cases[i].text, &v), cases[i].err, name) &&
+		    !cases[i].err)
 			ASSERT_NEAR(v, cases[i].v, 0, name);
 	}
 }
@@ -548,13 +607,22 @@ static int write_file(const char *path, const void *buf, size_t n)
 static void test_file_signal(void)
 {
 	char dir[] = "/tmp/fg-test-signal.XXXXXX", path[64], spec[80], big[300];
-	static const struct { const char *what; const char *text; size_t n; int err; double v; } cases[] = {
+	static const struct {
+		const char *what;
+		const char *text;
+		size_t n;
+		int err;
+		double v;
+	} cases[] = {
 		{ "0.95 and a newline", "0.95\n", 5, 0, 0.95 },
 		{ "0", "0", 1, 0, 0 },
 		{ "above 1", "1.5\n", 4, -ERANGE, 0 },
 		{ "words", "high\n", 5, -EINVAL, 0 },
 		{ "empty", "", 0, -EINVAL, 0 },
-		{ "a NUL inside", "0.5\0" "9", 5, -EINVAL, 0 },
+		{ "a NUL inside",
+		  "0.5\0"
+		  "9",
+		  5, -EINVAL, 0 },
 	};
 	struct fg_signal s;
 	double v;

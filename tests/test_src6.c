@@ -20,9 +20,9 @@
 #include "lib/prefix.h"
 #include "sources/sources.h"
 
-#define NS 1000000000ull
-#define MS 1000000ull
-#define SADDR6_OFF (14 + 8)	/* Ethernet, then the IPv6 source address */
+#define NS	   1000000000ull
+#define MS	   1000000ull
+#define SADDR6_OFF (14 + 8) /* Ethernet, then the IPv6 source address */
 
 static struct dp D;
 
@@ -42,7 +42,9 @@ static struct fg_rule limit_rule(double rate, double burst, int plen6)
 
 static struct pkt_spec udp6(const char *src, uint16_t dport)
 {
-	return (struct pkt_spec){ .family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport };
+	return (struct pkt_spec){
+		.family = 6, .src = src, .proto = 17, .sport = 40000, .dport = dport
+	};
 }
 
 static struct fg_ctl ctl_now(void)
@@ -131,7 +133,7 @@ static void spoof64(uint8_t *buf, __u64 *state)
 static void spray_run(int with_admission)
 {
 	const __u32 table = 4096, spray = 131072;
-	struct fg_rule r = limit_rule(10, 20, 64);	/* T_refill = 2 s */
+	struct fg_rule r = limit_rule(10, 20, 64); /* T_refill = 2 s */
 	struct pkt_spec s = udp6("2001:db8:77::1", 7), sp = udp6("2001:db8:1::1", 7);
 	struct fg_set6 set;
 	uint8_t buf[512];
@@ -221,7 +223,8 @@ static void test_idle_ways_reused(void)
 	/* 3 s later every bucket is full (burst 2 at 1/s): the ways are free;
 	 * a set takes up to FG_WAYS6 of the second wave (then they are not
 	 * full), so exactly sum over sets of min(arrivals, FG_WAYS6) get one */
-	__u32 nsets = bpf_map__max_entries(D.skel->maps.fg_src6), *per = calloc(nsets, sizeof(*per));
+	__u32 nsets = bpf_map__max_entries(D.skel->maps.fg_src6),
+	      *per = calloc(nsets, sizeof(*per));
 	__u32 expect = 0, idx;
 
 	if (!ASSERT_TRUE(per != NULL, "calloc"))
@@ -242,8 +245,10 @@ static void test_idle_ways_reused(void)
 	printf("  second wave: %llu inserted of 1000 (%u by the sets' arrivals), %u ways used\n",
 	       (unsigned long long)dp_row_ev(&D, 0, FG_EV_INSERT) - ins1, expect, count_ways());
 	ASSERT_GE(expect, 800, "the second wave fits mostly");
-	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT) - ins1, expect, "idle ways were taken over, every one a set had");
-	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_FAIL), fail1 + 1000 - (dp_row_ev(&D, 0, FG_EV_INSERT) - ins1),
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT) - ins1, expect,
+		  "idle ways were taken over, every one a set had");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT_FAIL),
+		  fail1 + 1000 - (dp_row_ev(&D, 0, FG_EV_INSERT) - ins1),
 		  "the rest are counted as set full");
 	ASSERT_LE(count_ways(), cap, "still no more than the ways");
 out:
@@ -303,7 +308,8 @@ static void test_same_set_kept_apart(void)
 			continue;
 		inet_pton(AF_INET6, srcs[i], &a);
 		ASSERT_EQ(memcmp(set.who[w].addr, &a, 8), 0, "the way's copy is its own /64");
-		ASSERT_TRUE(set.way[w].tat > dp_now(&D) << FG_TU_SHIFT, "and its bucket is throttled");
+		ASSERT_TRUE(set.way[w].tat > dp_now(&D) << FG_TU_SHIFT,
+			    "and its bucket is throttled");
 	}
 	struct pkt_spec s9 = udp6(srcs[FG_WAYS6], 7);
 
@@ -363,7 +369,7 @@ static void test_on_full_paths(void)
 		r.on_full = mode;
 		r.ovf = dp_lim(1, 3);
 		dp_rule(&D, &r, &M_ANY, C_ALL);
-		D.pol.ins = dp_lim(1, 2);	/* two new sources, then one a second */
+		D.pol.ins = dp_lim(1, 2); /* two new sources, then one a second */
 		dp_apply(&D);
 		for (int i = 0; i < 10; i++) {
 			char src[64];
@@ -390,14 +396,16 @@ static void test_prefix_grouping(void)
 		int plen;
 		const char *a, *same, *other, *copy;
 	} c[] = {
-		{ 64, "2001:db8:5:1::1", "2001:db8:5:1:ffff::2", "2001:db8:5:2::1", "2001:db8:5:1::" },
+		{ 64, "2001:db8:5:1::1", "2001:db8:5:1:ffff::2", "2001:db8:5:2::1",
+		  "2001:db8:5:1::" },
 		{ 48, "2001:db8:6:1::1", "2001:db8:6:ffff::9", "2001:db8:7::1", "2001:db8:6::" },
 		{ 128, "2001:db8:8::1", "2001:db8:8::1", "2001:db8:8::2", "2001:db8:8::1" },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		struct fg_rule r = limit_rule(1, 2, c[i].plen);
-		struct pkt_spec s1 = udp6(c[i].a, 7), s2 = udp6(c[i].same, 7), s3 = udp6(c[i].other, 7);
+		struct pkt_spec s1 = udp6(c[i].a, 7), s2 = udp6(c[i].same, 7),
+				s3 = udp6(c[i].other, 7);
 		struct in6_addr want;
 		struct fg_set6 set;
 		int w;
@@ -411,7 +419,8 @@ static void test_prefix_grouping(void)
 		w = way_of(c[i].a, c[i].plen, 0, 0, &set);
 		inet_pton(AF_INET6, c[i].copy, &want);
 		if (ASSERT_GE(w, 0, "found under its masked prefix")) {
-			ASSERT_EQ(memcmp(set.who[w].addr, &want, 16), 0, "the copy is the masked prefix");
+			ASSERT_EQ(memcmp(set.who[w].addr, &want, 16), 0,
+				  "the copy is the masked prefix");
 			ASSERT_EQ(set.who[w].rule, 0, "rule id");
 			ASSERT_EQ(set.who[w].gen, 0, "gen");
 		}
@@ -446,7 +455,7 @@ static void test_sources_read_v6(void)
 
 		snprintf(src, sizeof(src), "2001:db8:ab:%x::1", i);
 		s = udp6(src, 7);
-		passes(&s, i == 7 ? 40 : 1);	/* 2001:db8:ab:7::/64 is throttled */
+		passes(&s, i == 7 ? 40 : 1); /* 2001:db8:ab:7::/64 is throttled */
 	}
 	if (!ASSERT_TRUE(mkdtemp(dir) != NULL, "temp dir") ||
 	    !ASSERT_OK(fg_maps_from_skel(&m, D.skel, dir), "maps")) {
@@ -484,8 +493,11 @@ static void test_sources_read_v6(void)
 		w = way_of("2001:db8:ab:3::1", 64, 0, 0, &set);
 		if (ASSERT_GE(w, 0, "its way")) {
 			set.who[w].addr[3] ^= 1;
-			ASSERT_OK(bpf_map_update_elem(bpf_map__fd(D.skel->maps.fg_src6), &idx, &set, 0)
-				  ? -errno : 0, "write a stale copy");
+			ASSERT_OK(bpf_map_update_elem(bpf_map__fd(D.skel->maps.fg_src6), &idx, &set,
+						      0) ?
+					  -errno :
+					  0,
+				  "write a stale copy");
 		}
 	}
 	ASSERT_OK(fg_sources_read(&m, &D.pol, dp_now(&D), 0, 100, &out, &n, &scan), "read again");
@@ -569,7 +581,7 @@ static void test_two_cpus_claim(void)
 		__u64 key;
 		int n = 0;
 
-		snprintf(a, sizeof(a), "2001:db8:%x::", i);	/* claim_frame writes bits 32..47 */
+		snprintf(a, sizeof(a), "2001:db8:%x::", i); /* claim_frame writes bits 32..47 */
 		key = key_of(a, 64, 0, 0, &idx);
 		if (read_set(idx, &set))
 			continue;
@@ -586,7 +598,8 @@ static void test_two_cpus_claim(void)
 	ASSERT_EQ(once, CLAIM_N, "every source holds exactly one way");
 	ASSERT_EQ(valid, CLAIM_N, "and its way's copy is its own");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_INSERT), CLAIM_N, "one insert per source");
-	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_PASS), 2 * CLAIM_N, "both packets of each in one burst of 2");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_PASS), 2 * CLAIM_N,
+		  "both packets of each in one burst of 2");
 	ASSERT_EQ(count_ways(), CLAIM_N, "no other way used");
 	dp_close(&D);
 }
@@ -667,7 +680,8 @@ static void test_own_way_v6(void)
 		key = key_of(a, 64, 0, 0, &idx);
 		if (!ASSERT_LE(idx + 1, nsets, "a set of the table"))
 			goto out;
-		dp_claim_seen(&c, used[idx], FG_WAYS6, fg_way6_pref(key), way_of(a, 64, 0, 0, &set));
+		dp_claim_seen(&c, used[idx], FG_WAYS6, fg_way6_pref(key),
+			      way_of(a, 64, 0, 0, &set));
 	}
 	ins = dp_row_ev(&D, 0, FG_EV_INSERT);
 	ASSERT_OK(dp_claims_check(&c, "600 /64s", ins),

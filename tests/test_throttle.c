@@ -20,12 +20,18 @@ static struct fg_name names[FG_MAX_IDS];
 
 /* The fake table: bucket state by host number (the address's low 16 bits). */
 #define NFAKE 65536
-static struct { bool gone, limited; __u64 drops; } fake[NFAKE];
+static struct {
+	bool gone, limited;
+	__u64 drops;
+} fake[NFAKE];
 static size_t nlookups;
-static bool wrong_lookup;	/* a lookup of something never reported */
+static bool wrong_lookup; /* a lookup of something never reported */
 static bool reported[NFAKE];
 
-static __u32 host_of(const __u8 *a) { return (__u32)a[2] << 8 | a[3]; }
+static __u32 host_of(const __u8 *a)
+{
+	return (__u32)a[2] << 8 | a[3];
+}
 
 static int fake_lookup(void *arg, struct fg_source *s)
 {
@@ -128,7 +134,8 @@ static void test_growth_keeps_it(void)
 		if (tf_count(out, "no longer"))
 			break;
 	}
-	ASSERT_EQ(tf_count(out, "no longer"), 0, "growing drops seen by the lookups: still throttled");
+	ASSERT_EQ(tf_count(out, "no longer"), 0,
+		  "growing drops seen by the lookups: still throttled");
 	ASSERT_EQ(t.n, 1, "tracked");
 	fg_throttle_free(&t);
 }
@@ -153,7 +160,7 @@ static void test_bucket_gone(void)
 	ASSERT_STR_CONTAINS(out, "no longer throttling 10.0.0.2 (rule ssh): bucket expired",
 			    "a throttled source whose bucket is gone");
 	ASSERT_EQ(tf_count(out, "10.0.0.3"), 0, "the other one stays");
-	names[1].gen = 2;	/* id 1 now belongs to another rule */
+	names[1].gen = 2; /* id 1 now belongs to another rule */
 	fake[3].gone = true;
 	out = tick(&t, NULL, 0, 100);
 	names[1].gen = 1;
@@ -179,7 +186,8 @@ static void test_line_limit(void)
 	out = tick(&t, s, sizeof(s) / sizeof(s[0]), 0);
 	snprintf(want, sizeof(want), "suppressed %d messages in the last second", 5);
 	ASSERT_STR_CONTAINS(out, want, "the rest, counted");
-	ASSERT_EQ(tf_count(out, "throttling 10."), 0, "the suppressed ones are tracked all the same");
+	ASSERT_EQ(tf_count(out, "throttling 10."), 0,
+		  "the suppressed ones are tracked all the same");
 	fg_throttle_free(&t);
 }
 
@@ -209,7 +217,10 @@ static void test_bound(void)
  * only quiet tracked sources, and reach every one of them in turn. */
 static void test_any_order_and_budget(void)
 {
-	enum { N = 5000, B = 700 };
+	enum {
+		N = 5000,
+		B = 700
+	};
 	struct fg_tev *s = calloc(N, sizeof(*s));
 	struct fg_throttle t;
 	size_t ticks, before;
@@ -224,12 +235,12 @@ static void test_any_order_and_budget(void)
 		s[i] = ev4((__u32)(i * 7919) % 65536, 16);
 		fake[host_of(s[i].addr)].limited = true;
 		if (i % 3 == 0)
-			s[i].family = 6;	/* the same address bytes, another family */
+			s[i].family = 6; /* the same address bytes, another family */
 	}
 	out = tick(&t, s, N, B);
 	ASSERT_EQ(t.n, N, "all tracked");
 	ASSERT_EQ(nlookups, 0, "fresh events: no lookups");
-	for (int i = 0; i < N / 2; i++) {	/* reverse them */
+	for (int i = 0; i < N / 2; i++) { /* reverse them */
 		struct fg_tev x = s[i];
 
 		s[i] = s[N - 1 - i];
@@ -238,7 +249,7 @@ static void test_any_order_and_budget(void)
 	out = tick(&t, s, N, B);
 	ASSERT_EQ(tf_count(out, "throttling"), 0, "reversed events: every source found again");
 	ASSERT_EQ(t.n, N, "still N");
-	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS - 2; i++)	/* the events were 2 ticks ago */
+	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS - 2; i++) /* the events were 2 ticks ago */
 		tick(&t, NULL, 0, B);
 	ASSERT_EQ(nlookups, 0, "not quiet long enough: no lookups");
 	for (ticks = 0; ticks < 2 * N / B; ticks++) {
@@ -269,7 +280,9 @@ static void test_any_order_and_budget(void)
  * one is new again. */
 static void test_forget_many(void)
 {
-	enum { N = 3000 };
+	enum {
+		N = 3000
+	};
 	struct fg_tev *s = calloc(N, sizeof(*s));
 	struct fg_throttle t;
 	const char *out = "";
@@ -281,7 +294,7 @@ static void test_forget_many(void)
 	}
 	for (int i = 0; i < N; i++) {
 		s[i] = ev4((__u32)(i * 40503u) % 65536, 16);
-		fake[host_of(s[i].addr)].limited = i % 2;	/* the even ones stop */
+		fake[host_of(s[i].addr)].limited = i % 2; /* the even ones stop */
 	}
 	tick(&t, s, N, 0);
 	for (int i = 0; i < FG_THROTTLE_QUIET_TICKS + 1 && t.n > N / 2; i++)
@@ -304,7 +317,7 @@ static void test_forget_many(void)
 int main(int argc, char **argv)
 {
 	tf_init(argc, argv, "test_throttle", names, "ssh");
-	FG_RUN_EACH(test_start_and_stop, test_growth_keeps_it, test_bucket_gone,
-		    test_line_limit, test_bound, test_any_order_and_budget, test_forget_many);
+	FG_RUN_EACH(test_start_and_stop, test_growth_keeps_it, test_bucket_gone, test_line_limit,
+		    test_bound, test_any_order_and_budget, test_forget_many);
 	return fg_test_summary();
 }

@@ -44,10 +44,10 @@
 #include "attach/xdpattach.h"
 #include "fgtest_xdp.skel.h"
 
-#define DEV0 "fgx0"	/* the programs' side */
-#define DEV1 "fgx1"	/* where frames are sent from */
+#define DEV0	  "fgx0" /* the programs' side */
+#define DEV1	  "fgx1" /* where frames are sent from */
 #define FGT_ETH_P 0x88b5
-#define OURS "fgtest"
+#define OURS	  "fgtest"
 
 static int dispatcher_ok;
 static char no_dispatcher[256];
@@ -55,8 +55,7 @@ static int have_filter;
 
 /* ---- fixture ------------------------------------------------------------- */
 
-__attribute__((format(printf, 1, 2)))
-static int sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 {
 	char cmd[512];
 	va_list ap;
@@ -95,7 +94,8 @@ static int veth(int mtu)
 {
 	sh("ip link del " DEV0);
 	return sh("ip link add " DEV0 " mtu %d type veth peer name " DEV1 " mtu %d && "
-		  "ip link set " DEV0 " up && ip link set " DEV1 " up", mtu, mtu);
+		  "ip link set " DEV0 " up && ip link set " DEV1 " up",
+		  mtu, mtu);
 }
 
 static int ifx(void)
@@ -160,7 +160,7 @@ static long send_marker(long n, volatile int *stop)
 		if (sendto(fd, f, sizeof(f), 0, (struct sockaddr *)&sa, sizeof(sa)) == sizeof(f))
 			sent++;
 		if ((i & 63) == 63)
-			sched_yield();	/* let the receiving NAPI keep up */
+			sched_yield(); /* let the receiving NAPI keep up */
 	}
 	close(fd);
 	return sent;
@@ -199,10 +199,12 @@ static void print_list(const char *what, const struct fg_xdp_list *l)
 	       fg_xdp_mode_str(l->mode), l->via_link ? ", bpf_link" : "", l->dispatcher_id);
 	for (int i = 0; i < l->n; i++) {
 		if (l->e[i].run_prio == FG_XDP_PRIO_NONE)
-			printf(" [%s id %u%s]", l->e[i].name, l->e[i].id, l->e[i].ours ? " ours" : "");
+			printf(" [%s id %u%s]", l->e[i].name, l->e[i].id,
+			       l->e[i].ours ? " ours" : "");
 		else
 			printf(" [%s id %u prio %u chain %#x%s]", l->e[i].name, l->e[i].id,
-			       l->e[i].run_prio, l->e[i].chain_actions, l->e[i].ours ? " ours" : "");
+			       l->e[i].run_prio, l->e[i].chain_actions,
+			       l->e[i].ours ? " ours" : "");
 	}
 	printf("\n");
 }
@@ -436,13 +438,14 @@ static void test_exclusive(void)
 
 	if (fx_setup(&f, 1500, "veth"))
 		goto out;
-	f.o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE, .mode = FG_XDP_SKB,
+	f.o = (struct fg_xdp_opts){ .how = FG_XDP_EXCLUSIVE,
+				    .mode = FG_XDP_SKB,
 				    .link_pin = "/sys/fs/bpf/fgx_link" };
 	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	ASSERT_EQ(f.a.mode, FG_XDP_SKB, "generic as asked");
 	ASSERT_TRUE(f.a.link_fd >= 0, "a link");
-	fg_xdp_att_close(&f.a);	/* the pin holds it */
+	fg_xdp_att_close(&f.a); /* the pin holds it */
 	ASSERT_OK(fx_list(&f), f.why);
 	print_list("exclusive", &f.l);
 	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.via_link, "ours, held by a link");
@@ -453,7 +456,7 @@ static void test_exclusive(void)
 	ASSERT_EQ(f.l.n, 0, "detached");
 	ASSERT_TRUE(stat(f.o.link_pin, &st) && errno == ENOENT, "link pin removed");
 
-	f.o.link_pin = NULL;	/* unpinned: goes with its fd */
+	f.o.link_pin = NULL; /* unpinned: goes with its fd */
 	f.o.mode = FG_XDP_AUTO;
 	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
@@ -682,8 +685,8 @@ static void adopt_under_traffic(const struct fg_xdp_opts *o, const char *what)
 	c0 = counted(f.s, 0);
 	c1 = counted(f.s, 1);
 	printf("  info: adopt (%s, %s): %ld frames sent, old saw %llu, new saw %llu, "
-	       "unseen %lld, seen twice %lld, overlap %.3f ms\n", what,
-	       f.a.dispatcher ? "dispatcher" : "alone", sd.sent, (unsigned long long)c0,
+	       "unseen %lld, seen twice %lld, overlap %.3f ms\n",
+	       what, f.a.dispatcher ? "dispatcher" : "alone", sd.sent, (unsigned long long)c0,
 	       (unsigned long long)c1, (long long)sd.sent - (long long)(c0 + c1),
 	       (long long)(c0 + c1) - sd.sent, f.a.overlap_ns / 1e6);
 	ASSERT_TRUE(c0 > 0 && c1 > 0, "frames flowed before and after the swap");
@@ -722,11 +725,11 @@ static void test_jumbo_frags(void)
 		goto out;
 	f.o.mode = FG_XDP_NATIVE;
 	f.o.how = FG_XDP_EXCLUSIVE;
-	f.p = prog_of(f.s, f.s->progs.fgt_pass);	/* SEC("xdp"): no frags */
+	f.p = prog_of(f.s, f.s->progs.fgt_pass); /* SEC("xdp"): no frags */
 	ASSERT_EQ(fx_attach(&f), -ERANGE, "a non-frags program is refused at mtu 9000");
 	printf("  info: non-frags, mtu 9000: %s\n", f.why);
 	f.o.how = FG_XDP_LIBXDP;
-	f.p = prog_of(f.s, f.s->progs.fgtest);	/* SEC("xdp.frags") */
+	f.p = prog_of(f.s, f.s->progs.fgtest); /* SEC("xdp.frags") */
 	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	if (have_filter) {
@@ -760,7 +763,8 @@ static void test_two_interfaces(void)
 
 	if (fx_setup(&f, 1500, "veth") ||
 	    !ASSERT_OK(sh("ip link add fgy0 type veth peer name fgy1 && ip link set fgy0 up && "
-			  "ip link set fgy1 up"), "second veth"))
+			  "ip link set fgy1 up"),
+		       "second veth"))
 		goto out;
 	if1 = (int)if_nametoindex("fgy0");
 	if (!ASSERT_OK(fx_attach(&f), f.why))
@@ -777,7 +781,8 @@ static void test_two_interfaces(void)
 	ASSERT_NEQ(f.l.e[0].id, l1.e[0].id, "a program each");
 	if (dispatcher_ok)
 		ASSERT_TRUE(f.l.dispatcher_id && l1.dispatcher_id &&
-			    f.l.dispatcher_id != l1.dispatcher_id, "a dispatcher each");
+				    f.l.dispatcher_id != l1.dispatcher_id,
+			    "a dispatcher each");
 	ASSERT_OK(fx_detach(&f, NULL), f.why);
 	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why, sizeof(f.why)), f.why);
 	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours, "fgy0 keeps its program");
@@ -817,7 +822,9 @@ out:
 /* ns per packet of a trivial program direct, and behind the dispatcher. */
 static double ns_per_run(int prog_fd, __u32 *retval)
 {
-	unsigned char f[64] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00 };
+	unsigned char f[64] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00
+	};
 	double best = 1e18;
 
 	for (int i = 0; i < 5; i++) {
@@ -912,8 +919,8 @@ static void measure_real_dispatcher(struct fgtest_xdp_bpf *s, double direct)
 
 static int stub_fd(struct xdp_program *xp)
 {
-	return bpf_program__fd(bpf_object__find_program_by_name(xdp_program__bpf_obj(xp),
-								"xdp_dispatcher"));
+	return bpf_program__fd(
+		bpf_object__find_program_by_name(xdp_program__bpf_obj(xp), "xdp_dispatcher"));
 }
 
 static void test_dispatcher_cost(void)
@@ -942,7 +949,8 @@ static void test_dispatcher_cost(void)
 	ASSERT_EQ(r2, XDP_PASS, "dispatcher, 10 empty slots: XDP_PASS");
 	printf("  info: cost (no freplace on this kernel: stubs in the slots): trivial program "
 	       "direct %.1f ns/packet; libxdp's dispatcher with 1 slot %.1f ns, with 10 slots "
-	       "%.1f ns (%.2f ns a slot)\n", direct, disp1, disp10, (disp10 - disp1) / 9);
+	       "%.1f ns (%.2f ns a slot)\n",
+	       direct, disp1, disp10, (disp10 - disp1) / 9);
 out:
 	xdp_program__close(d10);
 	xdp_program__close(d1);
@@ -1014,17 +1022,17 @@ int main(int argc, char **argv)
 	if (fg_test_init_root(argc, argv, "test_xdpattach", "needs root (namespaces, XDP)"))
 		return 0;
 	if (private_namespaces(why, sizeof(why)))
-		return fg_test_skip_all("test_xdpattach", "cannot make private namespaces: %s", why);
+		return fg_test_skip_all("test_xdpattach", "cannot make private namespaces: %s",
+					why);
 	libbpf_set_print(quiet_libbpf);
 	libxdp_set_print(quiet_libxdp);
 	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher, sizeof(no_dispatcher));
 	have_filter = !sh("command -v xdp-filter");
 	FG_RUN_EACH(test_probe, test_libxdp_alone, test_floodgate_program,
 		    test_refuses_direct_program, test_bad_input, test_exclusive,
-		    test_filter_then_ours, test_ours_then_filter, test_sigkill,
-		    test_adopt_libxdp, test_adopt_exclusive, test_jumbo_frags,
-		    test_two_interfaces, test_iface_recreated, test_dispatcher_cost,
-		    test_dead_dispatcher_dir);
+		    test_filter_then_ours, test_ours_then_filter, test_sigkill, test_adopt_libxdp,
+		    test_adopt_exclusive, test_jumbo_frags, test_two_interfaces,
+		    test_iface_recreated, test_dispatcher_cost, test_dead_dispatcher_dir);
 	sh("ip link del " DEV0);
 	return fg_test_summary();
 }

@@ -44,7 +44,8 @@ static void test_good(void)
 		unsigned int prio;
 		__u32 chain;
 	} good[] = {
-		{ "xdp_attach: exclusive\n", FG_ATTACH_EXCLUSIVE, FG_XDP_PRIO_DEFAULT, 1u << XDP_PASS },
+		{ "xdp_attach: exclusive\n", FG_ATTACH_EXCLUSIVE, FG_XDP_PRIO_DEFAULT,
+		  1u << XDP_PASS },
 		{ "xdp_attach: libxdp\n", FG_ATTACH_LIBXDP, FG_XDP_PRIO_DEFAULT, 1u << XDP_PASS },
 		{ "xdp_attach: auto\nxdp_priority: 0\n", FG_ATTACH_AUTO, 0, 1u << XDP_PASS },
 		{ "xdp_attach: libxdp\nxdp_priority: 1000\nxdp_chain: [pass, drop]\n",
@@ -82,8 +83,9 @@ static void test_print(void)
 	size_t len = 0;
 	FILE *f;
 
-	if (!ASSERT_OK(parse("xdp_attach: libxdp\nxdp_priority: 7\nxdp_chain: [pass, drop]\n",
-			     &cfg, &err), err.msg))
+	if (!ASSERT_OK(parse("xdp_attach: libxdp\nxdp_priority: 7\nxdp_chain: [pass, drop]\n", &cfg,
+			     &err),
+		       err.msg))
 		return;
 	f = open_memstream(&buf, &len);
 	if (!ASSERT_TRUE(f != NULL, "open_memstream"))

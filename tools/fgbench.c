@@ -81,22 +81,22 @@
 #include "maps/mapimg.h"
 #include "attach/xdpattach.h"
 
-#define NSEC 1000000000ull
-#define FG_SKIP_NOCLOCK	(1u << 31)	/* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
+#define NSEC		1000000000ull
+#define FG_SKIP_NOCLOCK (1u << 31) /* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
 
 static volatile sig_atomic_t stop;
 
 /* Both commands' options. */
 struct bench_opts {
-	const char *policy, *only;		/* micro */
-	__u64 cpu, passes, repeat, maxsrc;	/* micro */
-	const char *ifname, *prog;		/* xdp; ifname also fill, dispatch */
-	const char *curve;			/* sweep */
-	bool quick;				/* sweep */
-	__u64 point;				/* sweep: 0, or the one sources point */
-	const char *pin_dir;			/* fill */
-	__u64 family, sources, start, tracked;	/* fill; sources also micro6 */
-	__u64 max_sources;			/* micro6 */
+	const char *policy, *only;	       /* micro */
+	__u64 cpu, passes, repeat, maxsrc;     /* micro */
+	const char *ifname, *prog;	       /* xdp; ifname also fill, dispatch */
+	const char *curve;		       /* sweep */
+	bool quick;			       /* sweep */
+	__u64 point;			       /* sweep: 0, or the one sources point */
+	const char *pin_dir;		       /* fill */
+	__u64 family, sources, start, tracked; /* fill; sources also micro6 */
+	__u64 max_sources;		       /* micro6 */
 };
 
 static void on_signal(int sig)
@@ -131,27 +131,41 @@ static void ip4_csum_set(__u8 *ip)
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	sum = ~sum & 0xffff;
-	ip[10] = sum >> 8; ip[11] = sum;
+	ip[10] = sum >> 8;
+	ip[11] = sum;
 }
 
 /* A 64-byte Ethernet/IPv4/UDP frame (no FCS) from src to 10.200.0.2:dport. */
 static void build_frame(__u8 *f, __u32 src, __u16 dport)
 {
 	memset(f, 0, 64);
-	memset(f, 0xff, 6);			/* dst MAC: broadcast */
-	f[6] = 0x02; f[11] = 0x01;		/* src MAC 02:00:00:00:00:01 */
-	f[12] = 0x08; f[13] = 0x00;
+	memset(f, 0xff, 6); /* dst MAC: broadcast */
+	f[6] = 0x02;
+	f[11] = 0x01; /* src MAC 02:00:00:00:00:01 */
+	f[12] = 0x08;
+	f[13] = 0x00;
 	__u8 *ip = f + 14;
 	ip[0] = 0x45;
-	ip[2] = 0; ip[3] = 50;			/* 64 - 14 */
-	ip[8] = 64; ip[9] = 17;
-	ip[12] = src >> 24; ip[13] = src >> 16; ip[14] = src >> 8; ip[15] = src;
-	ip[16] = 10; ip[17] = 200; ip[18] = 0; ip[19] = 2;
+	ip[2] = 0;
+	ip[3] = 50; /* 64 - 14 */
+	ip[8] = 64;
+	ip[9] = 17;
+	ip[12] = src >> 24;
+	ip[13] = src >> 16;
+	ip[14] = src >> 8;
+	ip[15] = src;
+	ip[16] = 10;
+	ip[17] = 200;
+	ip[18] = 0;
+	ip[19] = 2;
 	ip4_csum_set(ip);
 	__u8 *udp = ip + 20;
-	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
-	udp[2] = dport >> 8; udp[3] = dport & 0xff;
-	udp[4] = 0; udp[5] = 30;		/* UDP checksum 0: none */
+	udp[0] = 40000 >> 8;
+	udp[1] = 40000 & 0xff;
+	udp[2] = dport >> 8;
+	udp[3] = dport & 0xff;
+	udp[4] = 0;
+	udp[5] = 30; /* UDP checksum 0: none */
 }
 
 /* The same frame as a TCP SYN (20-byte header, 10 bytes of payload). */
@@ -164,9 +178,10 @@ static void build_syn(__u8 *f, __u32 src, __u16 dport)
 	ip[10] = ip[11] = 0;
 	ip4_csum_set(ip);
 	memset(tcp + 4, 0, 16);
-	tcp[12] = 5 << 4;			/* data offset: 20 bytes */
+	tcp[12] = 5 << 4; /* data offset: 20 bytes */
 	tcp[13] = FG_TCP_SYN;
-	tcp[14] = 0xff; tcp[15] = 0xff;		/* window */
+	tcp[14] = 0xff;
+	tcp[15] = 0xff; /* window */
 }
 
 /* ---- floodgate instances ------------------------------------------------- */
@@ -193,8 +208,8 @@ static int fgi_open_ex(struct fgi *g, const char *yaml, const char *path, __u32 
 	g->maps.dirfd = -1;
 	for (int i = 0; i < FGM_NMAPS; i++)
 		g->maps.fd[i] = -1;
-	err = path ? fg_config_load(path, &g->cfg, &e)
-		   : fg_config_parse(yaml, strlen(yaml), "<fgbench>", &g->cfg, &e);
+	err = path ? fg_config_load(path, &g->cfg, &e) :
+		     fg_config_parse(yaml, strlen(yaml), "<fgbench>", &g->cfg, &e);
 	if (err) {
 		fg_err_format(&e, msg, sizeof(msg));
 		fprintf(stderr, "fgbench: policy: %s\n", msg);
@@ -225,7 +240,8 @@ static int fgi_open_ex(struct fgi *g, const char *yaml, const char *path, __u32 
 	if (!err)
 		err = fg_policy_apply(&g->maps, &g->cfg, why);
 	if (err)
-		fprintf(stderr, "fgbench: applying the policy: %s\n", why[0] ? why : strerror(-err));
+		fprintf(stderr, "fgbench: applying the policy: %s\n",
+			why[0] ? why : strerror(-err));
 	return err;
 }
 
@@ -268,9 +284,14 @@ static long fgi_prefill(struct fgi *g, __u32 ri, __u32 base, __u32 n)
 	if (sets == MAP_FAILED)
 		return -errno;
 	for (__u32 i = 0; i < n; i++) {
-		union { struct fg_wkey4 s; __u64 u; } k = { .s = {
-			.addr = htonl(base + i) & r->mask4, .rule = FG_WKEY4_USED | r->id, .gen = r->gen,
-		} };
+		union {
+			struct fg_wkey4 s;
+			__u64 u;
+		} k = { .s = {
+				.addr = htonl(base + i) & r->mask4,
+				.rule = FG_WKEY4_USED | r->id,
+				.gen = r->gen,
+			} };
 		struct fg_set4 *set = &sets[fg_hash4(k.u, ctl.seed4, ctl.src4_bits)];
 		__u64 *keys = (__u64 *)set->key;
 		__u32 pref = fg_way4_pref(k.u, ctl.seed4);
@@ -413,28 +434,27 @@ static int measure(int prog, const __u8 *frame, __u32 R, double *slope, double *
 
 /* ---- micro --------------------------------------------------------------- */
 
-#define SRC_ONE		0x0a010203u	/* 10.1.2.3 */
-#define SRC_BASE	0x0a000000u	/* 10.0.0.0: N-source scenarios */
-#define SRC_FILL4	0x0b000000u	/* 11.0.0.0: fill's IPv4 sources */
-#define FG_MAX_SOURCES_BENCH (1u << 24)	/* max_sources' upper limit (user/policy/policy.c) */
+#define SRC_ONE		     0x0a010203u /* 10.1.2.3 */
+#define SRC_BASE	     0x0a000000u /* 10.0.0.0: N-source scenarios */
+#define SRC_FILL4	     0x0b000000u /* 11.0.0.0: fill's IPv4 sources */
+#define FG_MAX_SOURCES_BENCH (1u << 24)	 /* max_sources' upper limit (user/policy/policy.c) */
 
 /* Throttled (dport 9) and allowed (dport 7) rules, one table. */
-static const char *pol_one =
-	"max_sources: 65536\n"
-	"rules:\n"
-	"  - name: throttled\n"
-	"    match: {proto: udp, dport: 9}\n"
-	"    per_source: {rate: 1/s, burst: 1}\n"
-	"  - name: allowed\n"
-	"    match: {proto: udp, dport: 7}\n"
-	"    per_source: {rate: 1000000000/s, burst: 1000000000}\n"
-	"  - name: syn-throttled\n"
-	"    match: {proto: tcp, dport: 22}\n"
-	"    per_source: {rate: 1/s, burst: 1}\n"
-	"  - name: syn-capped\n"
-	"    match: {proto: tcp, dport: 80}\n"
-	"    per_source: {concurrency: 10}\n";
-#define RULE_CAPPED	3	/* pol_one's syn-capped */
+static const char *pol_one = "max_sources: 65536\n"
+			     "rules:\n"
+			     "  - name: throttled\n"
+			     "    match: {proto: udp, dport: 9}\n"
+			     "    per_source: {rate: 1/s, burst: 1}\n"
+			     "  - name: allowed\n"
+			     "    match: {proto: udp, dport: 7}\n"
+			     "    per_source: {rate: 1000000000/s, burst: 1000000000}\n"
+			     "  - name: syn-throttled\n"
+			     "    match: {proto: tcp, dport: 22}\n"
+			     "    per_source: {rate: 1/s, burst: 1}\n"
+			     "  - name: syn-capped\n"
+			     "    match: {proto: tcp, dport: 80}\n"
+			     "    per_source: {concurrency: 10}\n";
+#define RULE_CAPPED 3 /* pol_one's syn-capped */
 
 /* Entries in the XDP program's fgc_pend. */
 static int fgi_pending(struct fgi *g)
@@ -471,27 +491,26 @@ static int fgi_at_cap(struct fgi *g, __u32 src)
 /* Fleet against aggregate, each admitting (dport 11, 12) and spent (13, 14).
  * The Redis URL is only validated: nothing connects. */
 #define HUGE_LIMIT "{rate: 1000000000/s, burst: 1000000000}"
-static const char *pol_fleet =
-	"max_sources: 65536\n"
-	"fleet: {redis: \"unix:/nonexistent/fgbench.sock\", node: fgbench}\n"
-	"rules:\n"
-	"  - name: agg\n"
-	"    match: {proto: udp, dport: 11}\n"
-	"    per_source: " HUGE_LIMIT "\n"
-	"    aggregate: " HUGE_LIMIT "\n"
-	"  - name: fleet\n"
-	"    match: {proto: udp, dport: 12}\n"
-	"    per_source: " HUGE_LIMIT "\n"
-	"    fleet: " HUGE_LIMIT "\n"
-	"  - name: agg-spent\n"
-	"    match: {proto: udp, dport: 13}\n"
-	"    per_source: " HUGE_LIMIT "\n"
-	"    aggregate: {rate: 1/s, burst: 1}\n"
-	"  - name: fleet-spent\n"
-	"    match: {proto: udp, dport: 14}\n"
-	"    per_source: " HUGE_LIMIT "\n"
-	"    fleet: {rate: 1/s, burst: 1}\n";
-#define FLEET_TOKENS	(1ll << 62)
+static const char *pol_fleet = "max_sources: 65536\n"
+			       "fleet: {redis: \"unix:/nonexistent/fgbench.sock\", node: fgbench}\n"
+			       "rules:\n"
+			       "  - name: agg\n"
+			       "    match: {proto: udp, dport: 11}\n"
+			       "    per_source: " HUGE_LIMIT "\n"
+			       "    aggregate: " HUGE_LIMIT "\n"
+			       "  - name: fleet\n"
+			       "    match: {proto: udp, dport: 12}\n"
+			       "    per_source: " HUGE_LIMIT "\n"
+			       "    fleet: " HUGE_LIMIT "\n"
+			       "  - name: agg-spent\n"
+			       "    match: {proto: udp, dport: 13}\n"
+			       "    per_source: " HUGE_LIMIT "\n"
+			       "    aggregate: {rate: 1/s, burst: 1}\n"
+			       "  - name: fleet-spent\n"
+			       "    match: {proto: udp, dport: 14}\n"
+			       "    per_source: " HUGE_LIMIT "\n"
+			       "    fleet: {rate: 1/s, burst: 1}\n";
+#define FLEET_TOKENS (1ll << 62)
 
 /* A lease for each fleet rule, as floodgated writes one: rule "fleet" gets
  * tokens that never run out, "fleet-spent" none; both valid for an hour. */
@@ -511,7 +530,8 @@ static int fgi_leases(struct fgi *g)
 			continue;
 		e->gen = r->gen;
 		e->on_loss = FG_LOSS_CLOSED;
-		__atomic_store_n(&e->tokens, strcmp(g->cfg.rules[i].name, "fleet") ? 0 : FLEET_TOKENS,
+		__atomic_store_n(&e->tokens,
+				 strcmp(g->cfg.rules[i].name, "fleet") ? 0 : FLEET_TOKENS,
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&e->lease_expires, now_ns() + 3600 * NSEC, __ATOMIC_RELEASE);
 	}
@@ -528,12 +548,36 @@ static int fgi_row(const struct fgi *g, const char *name)
 	return -1;
 }
 
-enum { S_BARE, S_FLOOR, S_VFLOOR, S_ALLOW, S_THROT, S_SHADOW, S_REAL, S_V1,
-       S_1K, S_100K, S_1M, S_AGG, S_FLEET, S_AGG_SPENT, S_FLEET_SPENT,
-       S_SYN_RATE, S_SYN_CAP,
-       /* ablations (rodata fg_skip) and the IPv4 list walk, deep and by the trie */
-       S_REAL_NOCLOCK, S_REAL_NOLISTS, S_REAL_NOSCAN, S_REAL_NOSTATS, S_REAL_NOSRC, S_REAL_DEEP,
-       S_REAL_DEEP_TRIE, S_1M_NOSTATS, S_1M_NOSRC, S_N };
+enum {
+	S_BARE,
+	S_FLOOR,
+	S_VFLOOR,
+	S_ALLOW,
+	S_THROT,
+	S_SHADOW,
+	S_REAL,
+	S_V1,
+	S_1K,
+	S_100K,
+	S_1M,
+	S_AGG,
+	S_FLEET,
+	S_AGG_SPENT,
+	S_FLEET_SPENT,
+	S_SYN_RATE,
+	S_SYN_CAP,
+	/* ablations (rodata fg_skip) and the IPv4 list walk, deep and by the trie */
+	S_REAL_NOCLOCK,
+	S_REAL_NOLISTS,
+	S_REAL_NOSCAN,
+	S_REAL_NOSTATS,
+	S_REAL_NOSRC,
+	S_REAL_DEEP,
+	S_REAL_DEEP_TRIE,
+	S_1M_NOSTATS,
+	S_1M_NOSRC,
+	S_N
+};
 
 /* Printed as ratios after each pass: the fleet's cost over the aggregate's,
  * by the kernel's figure (see measure). */
@@ -549,14 +593,14 @@ struct scen {
 	const char *name;
 	const char *what;
 	int prog;
-	struct fgi *g;		/* floodgate instance, if any */
-	__u32 nsrc;		/* vary: sources (0: no vary) */
-	int jmp;		/* vary: tail-call target */
+	struct fgi *g; /* floodgate instance, if any */
+	__u32 nsrc;    /* vary: sources (0: no vary) */
+	int jmp;       /* vary: tail-call target */
 	__u16 dport;
 	int shadow;
-	__u32 expect;		/* XDP verdict */
-	int syn;		/* a TCP SYN, not UDP */
-	__u32 src;		/* the one source, if not SRC_ONE */
+	__u32 expect; /* XDP verdict */
+	int syn;      /* a TCP SYN, not UDP */
+	__u32 src;    /* the one source, if not SRC_ONE */
 };
 
 /* Honesty checks for the fleet figures: the lease paid for exactly what
@@ -564,7 +608,8 @@ struct scen {
 static void fleet_checks(struct fgi *g)
 {
 	size_t len = FG_MAX_IDS * sizeof(struct fg_lease);
-	int rf = fgi_row(g, "fleet"), rfs = fgi_row(g, "fleet-spent"), ras = fgi_row(g, "agg-spent");
+	int rf = fgi_row(g, "fleet"), rfs = fgi_row(g, "fleet-spent"),
+	    ras = fgi_row(g, "agg-spent");
 	struct fg_stats rows[FG_NROWS];
 	struct fg_lease *l;
 
@@ -574,7 +619,8 @@ static void fleet_checks(struct fgi *g)
 	if (l == MAP_FAILED)
 		return;
 	printf("{\"kind\":\"check\",\"what\":\"fleet lease spent = fleet rule admitted\","
-	       "\"spent\":%lld,\"admitted\":%llu}\n", (long long)(FLEET_TOKENS - l[rf].tokens),
+	       "\"spent\":%lld,\"admitted\":%llu}\n",
+	       (long long)(FLEET_TOKENS - l[rf].tokens),
 	       (unsigned long long)rows[rf].pkts[FG_OUT_PASS]);
 	printf("{\"kind\":\"check\",\"what\":\"spent rules: fleet_drop, agg_drop = dropped\","
 	       "\"fleet_drop\":%llu,\"fleet_dropped\":%llu,\"agg_drop\":%llu,\"agg_dropped\":%llu}\n",
@@ -603,7 +649,8 @@ static __u32 deep_source(const struct fg_config *cfg)
 		if (e->family != 4 || e->plen <= 24 || e->plen >= 32)
 			continue;
 		a = ((__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 |
-		     e->addr[3]) ^ (1u << (32 - e->plen));
+		     e->addr[3]) ^
+		    (1u << (32 - e->plen));
 		l1 = img.dir.e[a >> 16];
 		l2 = (l1 & FG_DIR4_BLK) ? img.blk[l1 & ~FG_DIR4_BLK].e[(a >> 8) & 0xff] : 0;
 		v = fg_dir4_img_lookup(&img, a);
@@ -660,7 +707,8 @@ static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long 
 		 "  - name: throttled\n"
 		 "    match: {proto: udp}\n"
 		 "    per_source: {rate: 1/h, burst: 1}\n"
-		 "    on_full: closed\n", *tab);
+		 "    on_full: closed\n",
+		 *tab);
 	err = fgi_open_ex(g, y, NULL, skip, 0, 0);
 	if (err)
 		return err;
@@ -710,8 +758,8 @@ static int micro(void *cfg)
 	struct bench_floor_bpf *bf = NULL;
 	static struct fgi one, real, many[3], fleet, abl[5], deep[2], many_abl[2];
 	/* 0: the clock ablation, by the test clock (fake_now, a .bss load) */
-	static const __u32 abl_skip[5] = { FG_SKIP_NOCLOCK, FG_SKIP_LISTS, FG_SKIP_SCAN, FG_SKIP_STATS,
-					   FG_SKIP_SRC };
+	static const __u32 abl_skip[5] = { FG_SKIP_NOCLOCK, FG_SKIP_LISTS, FG_SKIP_SCAN,
+					   FG_SKIP_STATS, FG_SKIP_SRC };
 	double last[S_N];
 	const __u32 nsrc[3] = { 1000, 100000, 1000000 };
 	__u32 deep_src = 0;
@@ -743,7 +791,8 @@ static int micro(void *cfg)
 		run_once(real.prog, frame, 64, &ns, &rv, NULL);
 		ri = real_rule(&real);
 		if (ri < 0 || !dsrc) {
-			fprintf(stderr, "fgbench: the realistic policy: no rule for its frame, or no "
+			fprintf(stderr,
+				"fgbench: the realistic policy: no rule for its frame, or no "
 				"prefix past /24 for the deep list case\n");
 			err = -EINVAL;
 			goto out;
@@ -766,7 +815,9 @@ static int micro(void *cfg)
 	}
 	/* --only a single-source figure (profiling): no prefilled tables */
 	int nmany = only && strncmp(only, "fg_src", 6) && strcmp(only, "fg_vary_1") &&
-		    strcmp(only, "vary_floor") ? 0 : 3;
+				    strcmp(only, "vary_floor") ?
+			    0 :
+			    3;
 
 	for (int i = 0; i < nmany; i++) {
 		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i], tab;
@@ -774,16 +825,16 @@ static int micro(void *cfg)
 
 		if ((err = fgi_open_filled(&many[i], n, 0, &tab, &have)))
 			goto out;
-		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n",
-		       n, tab, have);
+		printf("{\"kind\":\"prefill\",\"sources\":%u,\"table\":%u,\"entries\":%ld}\n", n,
+		       tab, have);
 	}
 
 	for (int i = 0; i < 2 && nmany; i++) {
 		__u32 tab;
 		long have;
 
-		if ((err = fgi_open_filled(&many_abl[i], (__u32)maxsrc, i ? FG_SKIP_SRC : FG_SKIP_STATS,
-					   &tab, &have)))
+		if ((err = fgi_open_filled(&many_abl[i], (__u32)maxsrc,
+					   i ? FG_SKIP_SRC : FG_SKIP_STATS, &tab, &have)))
 			goto out;
 	}
 
@@ -791,39 +842,231 @@ static int micro(void *cfg)
 	int flr = bpf_program__fd(bf->progs.floor);
 	int vry = bpf_program__fd(bf->progs.vary);
 
-	sc[S_BARE] = (struct scen){ "bare_drop", "return XDP_DROP", bare, NULL, 0, -1, 9, 0, XDP_DROP };
-	sc[S_FLOOR] = (struct scen){ "floor", "parse + per-CPU count + drop", flr, NULL, 0, -1, 9, 0, XDP_DROP };
-	sc[S_VFLOOR] = (struct scen){ "vary_floor", "harness: random source + tail call, then floor", vry, NULL, (__u32)maxsrc, flr, 9, 0, XDP_DROP };
-	sc[S_ALLOW] = (struct scen){ "fg_allowed", "floodgate, one source under its limit", one.prog, &one, 0, -1, 7, 0, XDP_PASS };
-	sc[S_THROT] = (struct scen){ "fg_throttled", "floodgate, one source over its limit", one.prog, &one, 0, -1, 9, 0, XDP_DROP };
-	sc[S_SHADOW] = (struct scen){ "fg_shadow", "floodgate, throttled source, global shadow mode", one.prog, &one, 0, -1, 9, 1, XDP_PASS };
-	sc[S_REAL] = (struct scen){ "fg_realistic", "floodgate, throttled source, 16 rules + 10k allow + 10k deny", real.prog, &real, 0, -1, 9, 0, XDP_DROP };
-	sc[S_V1] = (struct scen){ "fg_vary_1", "harness -> floodgate, 1 source (throttled)", vry, &many[0], 1, many[0].prog, 9, 0, XDP_DROP };
-	sc[S_1K] = (struct scen){ "fg_src_1k", "harness -> floodgate, random of 1,000 throttled sources", vry, &many[0], nsrc[0], many[0].prog, 9, 0, XDP_DROP };
-	sc[S_100K] = (struct scen){ "fg_src_100k", "harness -> floodgate, random of 100,000 throttled sources", vry, &many[1], nsrc[1], many[1].prog, 9, 0, XDP_DROP };
-	sc[S_1M] = (struct scen){ "fg_src_1m", "harness -> floodgate, random of 1,000,000 throttled sources", vry, &many[2], (__u32)maxsrc, many[2].prog, 9, 0, XDP_DROP };
-	sc[S_AGG] = (struct scen){ "fg_aggregate", "floodgate, one source admitted by per_source + local aggregate", fleet.prog, &fleet, 0, -1, 11, 0, XDP_PASS };
-	sc[S_FLEET] = (struct scen){ "fg_fleet", "floodgate, one source admitted by per_source + fleet lease", fleet.prog, &fleet, 0, -1, 12, 0, XDP_PASS };
-	sc[S_AGG_SPENT] = (struct scen){ "fg_aggregate_spent", "floodgate, one source, local aggregate empty: dropped", fleet.prog, &fleet, 0, -1, 13, 0, XDP_DROP };
-	sc[S_FLEET_SPENT] = (struct scen){ "fg_fleet_spent", "floodgate, one source, fleet lease spent: dropped", fleet.prog, &fleet, 0, -1, 14, 0, XDP_DROP };
-	sc[S_SYN_RATE] = (struct scen){ "fg_syn_throttled", "floodgate, a TCP SYN over its per-source rate", one.prog, &one, 0, -1, 22, 0, XDP_DROP, 1 };
-	sc[S_SYN_CAP] = (struct scen){ "fg_syn_capped", "floodgate, a TCP SYN from a source at its concurrency cap", one.prog, &one, 0, -1, 80, 0, XDP_DROP, 1 };
-	sc[S_REAL_NOCLOCK] = (struct scen){ "fg_realistic_noclock", "fg_realistic without its clock read (ablation)", abl[0].prog, &abl[0], 0, -1, 9, 0, XDP_DROP };
-	sc[S_REAL_NOLISTS] = (struct scen){ "fg_realistic_nolists", "fg_realistic without the list lookup (ablation)", abl[1].prog, &abl[1], 0, -1, 9, 0, XDP_DROP };
-	sc[S_REAL_NOSCAN] = (struct scen){ "fg_realistic_noscan", "fg_realistic without the rule scan: its rule given (ablation)", abl[2].prog, &abl[2], 0, -1, 9, 0, XDP_DROP };
-	sc[S_REAL_NOSTATS] = (struct scen){ "fg_realistic_nostats", "fg_realistic without the counters at the exit (ablation)", abl[3].prog, &abl[3], 0, -1, 9, 0, XDP_DROP };
-	sc[S_REAL_NOSRC] = (struct scen){ "fg_realistic_nosrc", "fg_realistic without its per-source bucket: passed (ablation)", abl[4].prog, &abl[4], 0, -1, 9, 0, XDP_PASS };
-	sc[S_REAL_DEEP] = (struct scen){ "fg_realistic_deep", "fg_realistic, a source whose list lookup reads all three DIR-16-8-8 levels", deep[0].prog, &deep[0], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
-	sc[S_REAL_DEEP_TRIE] = (struct scen){ "fg_realistic_deep_trie", "fg_realistic_deep with the IPv4 lists from the LPM trie (the old walk)", deep[1].prog, &deep[1], 0, -1, 9, 0, XDP_DROP, 0, deep_src };
-	sc[S_1M_NOSTATS] = (struct scen){ "fg_src_1m_nostats", "fg_src_1m without the counters at the exit (ablation)", vry, &many_abl[0], (__u32)maxsrc, many_abl[0].prog, 9, 0, XDP_DROP };
-	sc[S_1M_NOSRC] = (struct scen){ "fg_src_1m_nosrc", "fg_src_1m without the per-source bucket: passed (ablation)", vry, &many_abl[1], (__u32)maxsrc, many_abl[1].prog, 9, 0, XDP_PASS };
+	sc[S_BARE] =
+		(struct scen){ "bare_drop", "return XDP_DROP", bare, NULL, 0, -1, 9, 0, XDP_DROP };
+	sc[S_FLOOR] =
+		(struct scen){ "floor", "parse + per-CPU count + drop", flr, NULL, 0, -1, 9, 0,
+			       XDP_DROP };
+	sc[S_VFLOOR] = (struct scen){ "vary_floor",
+				      "harness: random source + tail call, then floor",
+				      vry,
+				      NULL,
+				      (__u32)maxsrc,
+				      flr,
+				      9,
+				      0,
+				      XDP_DROP };
+	sc[S_ALLOW] = (struct scen){
+		"fg_allowed", "floodgate, one source under its limit", one.prog, &one, 0, -1, 7, 0,
+		XDP_PASS
+	};
+	sc[S_THROT] = (struct scen){
+		"fg_throttled", "floodgate, one source over its limit", one.prog, &one, 0, -1, 9, 0,
+		XDP_DROP
+	};
+	sc[S_SHADOW] =
+		(struct scen){ "fg_shadow", "floodgate, throttled source, global shadow mode",
+			       one.prog,    &one,
+			       0,	    -1,
+			       9,	    1,
+			       XDP_PASS };
+	sc[S_REAL] = (struct scen){ "fg_realistic",
+				    "floodgate, throttled source, 16 rules + 10k allow + 10k deny",
+				    real.prog,
+				    &real,
+				    0,
+				    -1,
+				    9,
+				    0,
+				    XDP_DROP };
+	sc[S_V1] = (struct scen){ "fg_vary_1", "harness -> floodgate, 1 source (throttled)",
+				  vry,	       &many[0],
+				  1,	       many[0].prog,
+				  9,	       0,
+				  XDP_DROP };
+	sc[S_1K] = (struct scen){
+		"fg_src_1k", "harness -> floodgate, random of 1,000 throttled sources",
+		vry,	     &many[0],
+		nsrc[0],     many[0].prog,
+		9,	     0,
+		XDP_DROP
+	};
+	sc[S_100K] = (struct scen){ "fg_src_100k",
+				    "harness -> floodgate, random of 100,000 throttled sources",
+				    vry,
+				    &many[1],
+				    nsrc[1],
+				    many[1].prog,
+				    9,
+				    0,
+				    XDP_DROP };
+	sc[S_1M] = (struct scen){ "fg_src_1m",
+				  "harness -> floodgate, random of 1,000,000 throttled sources",
+				  vry,
+				  &many[2],
+				  (__u32)maxsrc,
+				  many[2].prog,
+				  9,
+				  0,
+				  XDP_DROP };
+	sc[S_AGG] = (struct scen){ "fg_aggregate",
+				   "floodgate, one source admitted by per_source + local aggregate",
+				   fleet.prog,
+				   &fleet,
+				   0,
+				   -1,
+				   11,
+				   0,
+				   XDP_PASS };
+	sc[S_FLEET] = (struct scen){
+		"fg_fleet", "floodgate, one source admitted by per_source + fleet lease",
+		fleet.prog, &fleet,
+		0,	    -1,
+		12,	    0,
+		XDP_PASS
+	};
+	sc[S_AGG_SPENT] = (struct scen){ "fg_aggregate_spent",
+					 "floodgate, one source, local aggregate empty: dropped",
+					 fleet.prog,
+					 &fleet,
+					 0,
+					 -1,
+					 13,
+					 0,
+					 XDP_DROP };
+	sc[S_FLEET_SPENT] = (struct scen){ "fg_fleet_spent",
+					   "floodgate, one source, fleet lease spent: dropped",
+					   fleet.prog,
+					   &fleet,
+					   0,
+					   -1,
+					   14,
+					   0,
+					   XDP_DROP };
+	sc[S_SYN_RATE] = (struct scen){ "fg_syn_throttled",
+					"floodgate, a TCP SYN over its per-source rate",
+					one.prog,
+					&one,
+					0,
+					-1,
+					22,
+					0,
+					XDP_DROP,
+					1 };
+	sc[S_SYN_CAP] = (struct scen){ "fg_syn_capped",
+				       "floodgate, a TCP SYN from a source at its concurrency cap",
+				       one.prog,
+				       &one,
+				       0,
+				       -1,
+				       80,
+				       0,
+				       XDP_DROP,
+				       1 };
+	sc[S_REAL_NOCLOCK] = (struct scen){ "fg_realistic_noclock",
+					    "fg_realistic without its clock read (ablation)",
+					    abl[0].prog,
+					    &abl[0],
+					    0,
+					    -1,
+					    9,
+					    0,
+					    XDP_DROP };
+	sc[S_REAL_NOLISTS] = (struct scen){ "fg_realistic_nolists",
+					    "fg_realistic without the list lookup (ablation)",
+					    abl[1].prog,
+					    &abl[1],
+					    0,
+					    -1,
+					    9,
+					    0,
+					    XDP_DROP };
+	sc[S_REAL_NOSCAN] =
+		(struct scen){ "fg_realistic_noscan",
+			       "fg_realistic without the rule scan: its rule given (ablation)",
+			       abl[2].prog,
+			       &abl[2],
+			       0,
+			       -1,
+			       9,
+			       0,
+			       XDP_DROP };
+	sc[S_REAL_NOSTATS] =
+		(struct scen){ "fg_realistic_nostats",
+			       "fg_realistic without the counters at the exit (ablation)",
+			       abl[3].prog,
+			       &abl[3],
+			       0,
+			       -1,
+			       9,
+			       0,
+			       XDP_DROP };
+	sc[S_REAL_NOSRC] =
+		(struct scen){ "fg_realistic_nosrc",
+			       "fg_realistic without its per-source bucket: passed (ablation)",
+			       abl[4].prog,
+			       &abl[4],
+			       0,
+			       -1,
+			       9,
+			       0,
+			       XDP_PASS };
+	sc[S_REAL_DEEP] = (struct scen){
+		"fg_realistic_deep",
+		"fg_realistic, a source whose list lookup reads all three DIR-16-8-8 levels",
+		deep[0].prog,
+		&deep[0],
+		0,
+		-1,
+		9,
+		0,
+		XDP_DROP,
+		0,
+		deep_src
+	};
+	sc[S_REAL_DEEP_TRIE] = (struct scen){
+		"fg_realistic_deep_trie",
+		"fg_realistic_deep with the IPv4 lists from the LPM trie (the old walk)",
+		deep[1].prog,
+		&deep[1],
+		0,
+		-1,
+		9,
+		0,
+		XDP_DROP,
+		0,
+		deep_src
+	};
+	sc[S_1M_NOSTATS] = (struct scen){ "fg_src_1m_nostats",
+					  "fg_src_1m without the counters at the exit (ablation)",
+					  vry,
+					  &many_abl[0],
+					  (__u32)maxsrc,
+					  many_abl[0].prog,
+					  9,
+					  0,
+					  XDP_DROP };
+	sc[S_1M_NOSRC] =
+		(struct scen){ "fg_src_1m_nosrc",
+			       "fg_src_1m without the per-source bucket: passed (ablation)",
+			       vry,
+			       &many_abl[1],
+			       (__u32)maxsrc,
+			       many_abl[1].prog,
+			       9,
+			       0,
+			       XDP_PASS };
 
 	/* warm up the single-source buckets (burst spent) */
 	for (int s = 0; s < S_N; s++) {
 		double ns;
 		__u32 rv;
 
-		(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE : sc[s].src ? sc[s].src : SRC_ONE, sc[s].dport);
+		(sc[s].syn ? build_syn : build_frame)(frame,
+						      sc[s].nsrc ? SRC_BASE :
+						      sc[s].src	 ? sc[s].src :
+								   SRC_ONE,
+						      sc[s].dport);
 		if (sc[s].g && !sc[s].nsrc)
 			run_once(sc[s].prog, frame, 64, &ns, &rv, NULL);
 	}
@@ -844,12 +1087,16 @@ static int micro(void *cfg)
 			if (sc[s].nsrc && !nmany)
 				continue;
 
-			(sc[s].syn ? build_syn : build_frame)(frame, sc[s].nsrc ? SRC_BASE :
-							      sc[s].src ? sc[s].src : SRC_ONE, sc[s].dport);
+			(sc[s].syn ? build_syn : build_frame)(frame,
+							      sc[s].nsrc ? SRC_BASE :
+							      sc[s].src	 ? sc[s].src :
+									   SRC_ONE,
+							      sc[s].dport);
 			if (sc[s].nsrc) {
 				bf->data->vary_n = sc[s].nsrc;
 				bf->data->vary_base = SRC_BASE;
-				err = bpf_map_update_elem(bpf_map__fd(bf->maps.vary_jmp), &key, &sc[s].jmp, 0);
+				err = bpf_map_update_elem(bpf_map__fd(bf->maps.vary_jmp), &key,
+							  &sc[s].jmp, 0);
 				if (err) {
 					err = -errno;
 					fprintf(stderr, "fgbench: tail-call target for %s: %s\n",
@@ -863,21 +1110,23 @@ static int micro(void *cfg)
 			if (sc[s].shadow)
 				set_mode_ovr(&sc[s].g->maps, FG_OVR_NONE);
 			if (err) {
-				fprintf(stderr, "fgbench: test_run %s: %s\n", sc[s].name, strerror(-err));
+				fprintf(stderr, "fgbench: test_run %s: %s\n", sc[s].name,
+					strerror(-err));
 				goto out;
 			}
 			printf("{\"kind\":\"micro\",\"name\":\"%s\",\"what\":\"%s\",\"pass\":%lu,"
 			       "\"ns\":%.3f,\"kernel_ns\":%u,\"fixed_ms\":%.2f,\"retval\":%u,"
-			       "\"expect\":%u}\n", sc[s].name, sc[s].what, pass, slope, kns, fixed, rv,
-			       sc[s].expect);
+			       "\"expect\":%u}\n",
+			       sc[s].name, sc[s].what, pass, slope, kns, fixed, rv, sc[s].expect);
 			fflush(stdout);
 			last[s] = kns;
 		}
 		for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++)
 			if (!isnan(last[ratios[i].num]) && !isnan(last[ratios[i].den]))
 				printf("{\"kind\":\"ratio\",\"name\":\"%s\",\"num\":\"%s\",\"den\":\"%s\","
-				       "\"by\":\"kernel_ns\",\"pass\":%lu,\"ratio\":%.4f}\n", ratios[i].name,
-				       sc[ratios[i].num].name, sc[ratios[i].den].name, pass,
+				       "\"by\":\"kernel_ns\",\"pass\":%lu,\"ratio\":%.4f}\n",
+				       ratios[i].name, sc[ratios[i].num].name,
+				       sc[ratios[i].den].name, pass,
 				       last[ratios[i].num] / last[ratios[i].den]);
 	}
 	/* honesty checks: the realistic frame really took a limit rule's drop,
@@ -892,8 +1141,8 @@ static int micro(void *cfg)
 			if (row >= 0 && real.cfg.pol.rules[i].id == row)
 				rname = real.cfg.rules[i].name;
 		printf("{\"kind\":\"check\",\"what\":\"realistic frame outcome\",\"row\":%d,"
-		       "\"rule\":\"%s\",\"outcome\":\"%s\"}\n", row, rname,
-		       out >= 0 ? fg_outcome_names[out] : "?");
+		       "\"rule\":\"%s\",\"outcome\":\"%s\"}\n",
+		       row, rname, out >= 0 ? fg_outcome_names[out] : "?");
 		fleet_checks(&fleet);
 		printf("{\"kind\":\"check\",\"what\":\"pending-handshake entries after the capped "
 		       "SYNs (0: judged on the source's count entry)\",\"count\":%d}\n",
@@ -901,7 +1150,9 @@ static int micro(void *cfg)
 		for (int i = 0; i < nmany; i++)
 			printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket "
 			       "during the %s-source runs\",\"count\":%llu,\"passed\":%llu}\n",
-			       i == 2 ? "1M" : i ? "100k" : "1k",
+			       i == 2 ? "1M" :
+			       i      ? "100k" :
+					"1k",
 			       (unsigned long long)(fgi_missed(&many[i]) - ins0[i]),
 			       (unsigned long long)(fgi_sum(&many[i], -1, FG_OUT_PASS) - pass0[i]));
 	}
@@ -938,7 +1189,10 @@ out:
 static void json_str_body(const char *s)
 {
 	for (; *s; s++)
-		printf(*s == '"' || *s == '\\' ? "\\%c" : (unsigned char)*s < 0x20 ? " " : "%c", *s);
+		printf(*s == '"' || *s == '\\'	? "\\%c" :
+		       (unsigned char)*s < 0x20 ? " " :
+						  "%c",
+		       *s);
 }
 
 /* A YAML document built in memory (1M prefixes: ~25 MB). */
@@ -1015,15 +1269,16 @@ static void curve_print(const char *curve, __u64 x, unsigned long pass, double n
 {
 	printf("{\"kind\":\"curve\",\"curve\":\"%s\",\"x\":%llu,\"pass\":%lu,\"ns\":%.3f,"
 	       "\"kernel_ns\":%.1f,\"floor_ns\":%.3f,\"floor_kernel_ns\":%.1f,\"ratio\":%.4f,"
-	       "\"kernel_ratio\":%.4f%s}\n", curve, (unsigned long long)x, pass, ns, kns, floor_ns,
-	       floor_kns, floor_ns > 0 ? ns / floor_ns : 0.0, floor_kns > 0 ? kns / floor_kns : 0.0,
+	       "\"kernel_ratio\":%.4f%s}\n",
+	       curve, (unsigned long long)x, pass, ns, kns, floor_ns, floor_kns,
+	       floor_ns > 0 ? ns / floor_ns : 0.0, floor_kns > 0 ? kns / floor_kns : 0.0,
 	       extra ? extra : "");
 	fflush(stdout);
 }
 
 /* floodgate on frame, then the floor on the same frame, P passes. */
-static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog,
-		      const __u8 *frame, long expect, const char *extra)
+static int curve_pair(struct curve_ctx *c, const char *curve, __u64 x, int prog, const __u8 *frame,
+		      long expect, const char *extra)
 {
 	int flr = bpf_program__fd(c->bf->progs.floor);
 	double ns, fns;
@@ -1062,7 +1317,7 @@ static double chase_ns(size_t bytes)
 	}
 	for (size_t i = 0; i < lines; i++)
 		perm[i] = (__u32)i;
-	for (size_t i = lines - 1; i > 0; i--) {	/* Sattolo: one cycle through all */
+	for (size_t i = lines - 1; i > 0; i--) { /* Sattolo: one cycle through all */
 		size_t j;
 		__u32 tmp;
 
@@ -1077,7 +1332,7 @@ static double chase_ns(size_t bytes)
 	for (size_t i = 0; i < lines; i++)
 		buf[(size_t)perm[i] * 8] = (size_t)perm[(i + 1) % lines] * 8;
 	free(perm);
-	for (size_t i = 0; i < steps / 8; i++)	/* warm: the first reads fault nothing */
+	for (size_t i = 0; i < steps / 8; i++) /* warm: the first reads fault nothing */
 		at = buf[at];
 	t0 = now_ns();
 	for (size_t i = 0; i < steps; i++)
@@ -1115,11 +1370,13 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 
 	if (chase < 0) {
 		err = (int)chase;
-		fprintf(stderr, "fgbench: the memory latency at %u sources: %s\n", n, strerror(-err));
+		fprintf(stderr, "fgbench: the memory latency at %u sources: %s\n", n,
+			strerror(-err));
 		goto out;
 	}
 	printf("{\"kind\":\"prefill\",\"curve\":\"sources\",\"sources\":%u,\"table\":%u,"
-	       "\"entries\":%ld}\n", n, tab, have);
+	       "\"entries\":%ld}\n",
+	       n, tab, have);
 	__u64 ins0 = fgi_missed(&g);
 
 	build_frame(frame, SRC_BASE, 9);
@@ -1137,18 +1394,19 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
 			goto out;
-		snprintf(extra, sizeof(extra), ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
+		snprintf(extra, sizeof(extra),
+			 ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
 			 "\"harness_kernel_ns\":%.1f,\"table\":%u,\"mem_ns\":%.3f,"
-			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f", raw,
-			 vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
+			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f",
+			 raw, vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
 			 (double)km - ((double)kv - kf), raw - mraw, chase);
 		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
 			    fns, kf, extra);
 	}
 	/* honesty: every packet hit a prefilled bucket (the table held them all) */
 	printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket during the "
-	       "%u-source curve point\",\"count\":%llu}\n", n,
-	       (unsigned long long)(fgi_missed(&g) - ins0));
+	       "%u-source curve point\",\"count\":%llu}\n",
+	       n, (unsigned long long)(fgi_missed(&g) - ins0));
 out:
 	fgi_close(&g);
 	return err;
@@ -1167,24 +1425,32 @@ static int rules_yaml(struct ybuf *y, __u32 n)
 	for (__u32 i = 0; i + 1 < n; i++) {
 		switch (i % 4) {
 		case 0:
-			fprintf(y->f, "  - {name: udp%u, match: {proto: udp, dport: %u}, "
-				"per_source: {rate: 100/s, burst: 200}}\n", i, 1000 + i);
+			fprintf(y->f,
+				"  - {name: udp%u, match: {proto: udp, dport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n",
+				i, 1000 + i);
 			break;
 		case 1:
-			fprintf(y->f, "  - {name: range%u, match: {proto: udp, dport: %u-%u}, "
-				"per_source: {rate: 100/s, burst: 200}}\n", i, 20000 + 10 * i, 20009 + 10 * i);
+			fprintf(y->f,
+				"  - {name: range%u, match: {proto: udp, dport: %u-%u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n",
+				i, 20000 + 10 * i, 20009 + 10 * i);
 			break;
 		case 2:
-			fprintf(y->f, "  - {name: sport%u, match: {proto: udp, sport: %u}, "
-				"per_source: {rate: 100/s, burst: 200}}\n", i, 3000 + i);
+			fprintf(y->f,
+				"  - {name: sport%u, match: {proto: udp, sport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n",
+				i, 3000 + i);
 			break;
 		default:
-			fprintf(y->f, "  - {name: tcp%u, match: {proto: tcp, dport: %u}, "
-				"per_source: {rate: 100/s, burst: 200}}\n", i, 1000 + i);
+			fprintf(y->f,
+				"  - {name: tcp%u, match: {proto: tcp, dport: %u}, "
+				"per_source: {rate: 100/s, burst: 200}}\n",
+				i, 1000 + i);
 		}
 	}
 	fprintf(y->f, "  - {name: throttled, match: {proto: udp, dport: 9}, "
-		"per_source: {rate: 1/s, burst: 1}}\n");
+		      "per_source: {rate: 1/s, burst: 1}}\n");
 	return ybuf_close(y);
 }
 
@@ -1225,15 +1491,15 @@ static int curve_rules_point(struct curve_ctx *c, __u32 n)
 	if ((err = rules_yaml(&y, n)) || (err = fgi_open(&g, y.s, NULL)))
 		goto out;
 	build_frame(frame, SRC_ONE, 9);
-	run_once(g.prog, frame, 64, &ns, &rv, NULL);	/* spend the burst */
+	run_once(g.prog, frame, 64, &ns, &rv, NULL); /* spend the burst */
 	err = curve_pair(c, "rules", n, g.prog, frame, XDP_DROP, NULL);
 	if (!err) {
 		int row, o;
 
 		fgi_top_outcome(&g, &row, &o);
 		printf("{\"kind\":\"check\",\"what\":\"rules curve: the frame's rule dropped it\","
-		       "\"rules\":%u,\"row\":%d,\"want_row\":%d,\"outcome\":\"%s\"}\n", n, row,
-		       fgi_row(&g, "throttled"), o >= 0 ? fg_outcome_names[o] : "?");
+		       "\"rules\":%u,\"row\":%d,\"want_row\":%d,\"outcome\":\"%s\"}\n",
+		       n, row, fgi_row(&g, "throttled"), o >= 0 ? fg_outcome_names[o] : "?");
 	}
 out:
 	fgi_close(&g);
@@ -1264,7 +1530,7 @@ static int curve_prefixes_point(struct curve_ctx *c, __u32 n)
 		__u32 want = l ? n - n / 2 : n / 2, i = 0;
 
 		fprintf(y.f, "%s: [", l ? "deny" : "allow");
-		for (; i < want && i < 4; i++)	/* 4 per list in 10.1/16, beside 10.1.2.0/24 */
+		for (; i < want && i < 4; i++) /* 4 per list in 10.1/16, beside 10.1.2.0/24 */
 			fprintf(y.f, "%s10.1.%u.0/24", i ? "," : "", 100 + 4 * l + i);
 		while (i < want) {
 			s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -1273,7 +1539,8 @@ static int curve_prefixes_point(struct curve_ctx *c, __u32 n)
 			if (a == 10 || a == 127)
 				continue;
 			s = s * 6364136223846793005ull + 1442695040888963407ull;
-			__u32 v = (a << 24 | (__u32)(s >> 40)) & (plen == 32 ? ~0u : ~(~0u >> plen));
+			__u32 v = (a << 24 | (__u32)(s >> 40)) &
+				  (plen == 32 ? ~0u : ~(~0u >> plen));
 			fprintf(y.f, "%s%u.%u.%u.%u/%u", i ? "," : "", v >> 24, (v >> 16) & 0xff,
 				(v >> 8) & 0xff, v & 0xff, plen);
 			i++;
@@ -1281,7 +1548,7 @@ static int curve_prefixes_point(struct curve_ctx *c, __u32 n)
 		fprintf(y.f, "]\n");
 	}
 	fprintf(y.f, "rules:\n  - {name: throttled, match: {proto: udp, dport: 9}, "
-		"per_source: {rate: 1/s, burst: 1}}\n");
+		     "per_source: {rate: 1/s, burst: 1}}\n");
 	if ((err = ybuf_close(&y)) || (err = fgi_open(&g, y.s, NULL)))
 		goto out;
 	double ns;
@@ -1306,8 +1573,10 @@ static const char *pol_shed =
 	"  - {name: big, rate: 1000000000/s, burst: 1000000000, reserve: 20%}\n"
 	"rules:\n"
 	"  - {name: plain, match: {proto: udp, dport: 21}, per_source: " HUGE_LIMIT "}\n"
-	"  - {name: pooled, match: {proto: udp, dport: 22}, per_source: " HUGE_LIMIT ", pool: big}\n"
-	"  - {name: tier, match: {proto: udp, dport: 23}, per_source: " HUGE_LIMIT ", tier: bulk}\n";
+	"  - {name: pooled, match: {proto: udp, dport: 22}, per_source: " HUGE_LIMIT
+	", pool: big}\n"
+	"  - {name: tier, match: {proto: udp, dport: 23}, per_source: " HUGE_LIMIT
+	", tier: bulk}\n";
 
 static int shed_set(struct fgi *g, __u32 thr)
 {
@@ -1328,7 +1597,12 @@ static int shed_set(struct fgi *g, __u32 thr)
 
 static int curve_shed(struct curve_ctx *c)
 {
-	static const struct { const char *name; __u16 dport; __u32 thr; long expect; } pt[] = {
+	static const struct {
+		const char *name;
+		__u16 dport;
+		__u32 thr;
+		long expect;
+	} pt[] = {
 		{ "plain", 21, 0, XDP_PASS },
 		{ "pooled", 22, 0, XDP_PASS },
 		{ "tier_shed_0", 23, 0, XDP_PASS },
@@ -1352,14 +1626,16 @@ static int curve_shed(struct curve_ctx *c)
 		if ((err = curve_pair(c, "shed", i, g.prog, frame, pt[i].expect, extra)))
 			goto out;
 		/* honesty: the shed share really is what was asked */
-		row = fgi_row(&g, pt[i].dport == 21 ? "plain" : pt[i].dport == 22 ? "pooled" : "tier");
+		row = fgi_row(&g, pt[i].dport == 21 ? "plain" :
+				  pt[i].dport == 22 ? "pooled" :
+						      "tier");
 		if ((err = fg_stats_read(&g.maps, rows)) || row < 0)
 			goto out;
 		__u64 sh = rows[row].pkts[FG_OUT_SHED] - before[row].pkts[FG_OUT_SHED];
 		__u64 pa = rows[row].pkts[FG_OUT_PASS] - before[row].pkts[FG_OUT_PASS];
 		printf("{\"kind\":\"check\",\"what\":\"shed share of %s\",\"asked\":%.3f,"
-		       "\"shed\":%llu,\"passed\":%llu,\"share\":%.4f}\n", pt[i].name,
-		       (double)pt[i].thr / FG_SHED_ONE, (unsigned long long)sh,
+		       "\"shed\":%llu,\"passed\":%llu,\"share\":%.4f}\n",
+		       pt[i].name, (double)pt[i].thr / FG_SHED_ONE, (unsigned long long)sh,
 		       (unsigned long long)pa, sh + pa ? (double)sh / (sh + pa) : 0.0);
 	}
 out:
@@ -1390,7 +1666,8 @@ static int sweep(void *cfg)
 
 	if (!all && strcmp(want, "sources") && strcmp(want, "rules") && strcmp(want, "prefixes") &&
 	    strcmp(want, "shed")) {
-		fprintf(stderr, "fgbench: sweep: --curve sources|rules|prefixes|shed|all, not \"%s\"\n",
+		fprintf(stderr,
+			"fgbench: sweep: --curve sources|rules|prefixes|shed|all, not \"%s\"\n",
 			want);
 		return FG_EXIT_USAGE;
 	}
@@ -1413,25 +1690,27 @@ static int sweep(void *cfg)
 	__u32 rmax = rules_max(why, sizeof(why));
 
 	printf("{\"kind\":\"limits\",\"max_rules\":%u,\"rules_accepted\":%u,\"max_prefixes\":%u,"
-	       "\"max_sources\":%u,\"one_more_rule\":\"", FG_MAX_RULES, rmax, FG_MAX_PREFIXES,
-	       FG_MAX_SOURCES_BENCH);
+	       "\"max_sources\":%u,\"one_more_rule\":\"",
+	       FG_MAX_RULES, rmax, FG_MAX_PREFIXES, FG_MAX_SOURCES_BENCH);
 	json_str_body(why);
 	printf("\"}\n");
 	for (size_t i = 0; !err && (all || !strcmp(want, "sources")) && i < nspts; i++)
 		if (spts[i] <= maxsrc)
 			err = curve_sources_point(&c, spts[i]);
 	/* rules: the points below the most the compiler takes, then that */
-	for (size_t i = 0; !err && (all || !strcmp(want, "rules")) &&
-			   i < sizeof(rule_pts) / sizeof(rule_pts[0]); i++)
+	for (size_t i = 0;
+	     !err && (all || !strcmp(want, "rules")) && i < sizeof(rule_pts) / sizeof(rule_pts[0]);
+	     i++)
 		if (rule_pts[i] < rmax)
 			err = curve_rules_point(&c, rule_pts[i]);
 	if (!err && rmax && (all || !strcmp(want, "rules")))
 		err = curve_rules_point(&c, rmax);
-	for (size_t i = 0; !err && (all || !strcmp(want, "prefixes")) &&
-			   i < sizeof(pfx_pts) / sizeof(pfx_pts[0]); i++)
+	for (size_t i = 0;
+	     !err && (all || !strcmp(want, "prefixes")) && i < sizeof(pfx_pts) / sizeof(pfx_pts[0]);
+	     i++)
 		if (pfx_pts[i] <= maxpfx)
-			err = curve_prefixes_point(&c, pfx_pts[i] < FG_MAX_PREFIXES ? pfx_pts[i]
-										 : FG_MAX_PREFIXES);
+			err = curve_prefixes_point(
+				&c, pfx_pts[i] < FG_MAX_PREFIXES ? pfx_pts[i] : FG_MAX_PREFIXES);
 	if (!err && (all || !strcmp(want, "shed")))
 		err = curve_shed(&c);
 	bench_floor_bpf__destroy(c.bf);
@@ -1458,17 +1737,30 @@ static void build_frame6(__u8 *f, __u32 i)
 
 	memset(f, 0, 64);
 	memset(f, 0xff, 6);
-	f[6] = 0x02; f[11] = 0x01;
-	f[12] = 0x86; f[13] = 0xdd;
+	f[6] = 0x02;
+	f[11] = 0x01;
+	f[12] = 0x86;
+	f[13] = 0xdd;
 	ip[0] = 0x60;
-	ip[5] = 10;				/* payload: 64 - 14 - 40 */
-	ip[6] = 17; ip[7] = 64;
-	ip[8] = 0x20; ip[9] = 0x01; ip[10] = 0x0d; ip[11] = 0xb8;
-	ip[12] = i >> 24; ip[13] = i >> 16; ip[14] = i >> 8; ip[15] = i;
+	ip[5] = 10; /* payload: 64 - 14 - 40 */
+	ip[6] = 17;
+	ip[7] = 64;
+	ip[8] = 0x20;
+	ip[9] = 0x01;
+	ip[10] = 0x0d;
+	ip[11] = 0xb8;
+	ip[12] = i >> 24;
+	ip[13] = i >> 16;
+	ip[14] = i >> 8;
+	ip[15] = i;
 	ip[23] = 1;
-	ip[24] = 0x20; ip[25] = 0x01; ip[26] = 0x0d; ip[27] = 0xb8;
+	ip[24] = 0x20;
+	ip[25] = 0x01;
+	ip[26] = 0x0d;
+	ip[27] = 0xb8;
 	ip[39] = 2;
-	udp[0] = 40000 >> 8; udp[1] = 40000 & 0xff;
+	udp[0] = 40000 >> 8;
+	udp[1] = 40000 & 0xff;
 	udp[3] = 9;
 	udp[5] = 10;
 }
@@ -1519,7 +1811,7 @@ static int fill_events(struct fg_maps *m, __u64 ev[3])
 	return err;
 }
 
-#define FILL_ROUNDS	8	/* --tracked: rounds of new sources at the most */
+#define FILL_ROUNDS 8 /* --tracked: rounds of new sources at the most */
 
 /* --sources N new sources, then (--tracked T) as many more as the family's
  * table is short of T, until it holds T or FILL_ROUNDS rounds were sent:
@@ -1537,7 +1829,7 @@ static int fill(void *cfg)
 	if (!b->pin_dir || !b->ifname || (b->family != 4 && b->family != 6) ||
 	    (!b->sources && !b->tracked)) {
 		fprintf(stderr, "fgbench: fill: needs --pin-dir DIR, -i DEV, --family 4|6 and "
-			"--sources N or --tracked T\n");
+				"--sources N or --tracked T\n");
 		return FG_EXIT_USAGE;
 	}
 	prog = pinned_prog(b->pin_dir, b->ifname);
@@ -1583,10 +1875,9 @@ static int fill(void *cfg)
 	       "\"ms\":%.1f,\"tracked4\":%zu,\"tracked6\":%zu,\"memlock4\":%llu,\"memlock6\":%llu,"
 	       "\"inserted\":%llu,\"insert_limited\":%llu,\"insert_fail\":%llu}\n",
 	       (unsigned long long)b->family, (unsigned long long)(next - b->start),
-	       (unsigned long long)next, round, send_ns / 1e6, n4, n6,
-	       map_memlock(m.fd[FGM_SRC4]), map_memlock(m.fd[FGM_SRC6]),
-	       (unsigned long long)(ev1[0] - ev0[0]), (unsigned long long)(ev1[1] - ev0[1]),
-	       (unsigned long long)(ev1[2] - ev0[2]));
+	       (unsigned long long)next, round, send_ns / 1e6, n4, n6, map_memlock(m.fd[FGM_SRC4]),
+	       map_memlock(m.fd[FGM_SRC6]), (unsigned long long)(ev1[0] - ev0[0]),
+	       (unsigned long long)(ev1[1] - ev0[1]), (unsigned long long)(ev1[2] - ev0[2]));
 	fg_maps_close(&m);
 	return 0;
 }
@@ -1606,8 +1897,8 @@ static int fill(void *cfg)
  * fg_src6's layout: the same command measures another build of the program.
  */
 
-#define MICRO6_SOURCES		1000000
-#define MICRO6_MAX_SOURCES	(1u << 21)
+#define MICRO6_SOURCES	   1000000
+#define MICRO6_MAX_SOURCES (1u << 21)
 
 /* Point vary6 at target (a program fd) for n sources, in turn (seq) or at random. */
 static int vary6_to(struct bench_floor_bpf *bf, int target, __u32 n, __u32 seq)
@@ -1622,8 +1913,8 @@ static int vary6_to(struct bench_floor_bpf *bf, int target, __u32 n, __u32 seq)
 
 /* Every source once, in turn (its one token spent: throttled); then the
  * mem6 line: the table's memory per tracked source, the fill and one walk. */
-static int micro6_fill(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame,
-		       __u64 sources, __u64 max_sources)
+static int micro6_fill(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame, __u64 sources,
+		       __u64 max_sources)
 {
 	int vary6 = bpf_program__fd(bf->progs.vary6);
 	size_t n4 = 0, n6 = 0;
@@ -1652,11 +1943,15 @@ static int micro6_fill(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *fr
 }
 
 /* One pass: the harness's own cost, then fg6_src_1 and fg6_src_n net of it. */
-static int micro6_pass(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame,
-		       __u64 pass, __u64 sources, __u32 R)
+static int micro6_pass(struct fgi *g, struct bench_floor_bpf *bf, const __u8 *frame, __u64 pass,
+		       __u64 sources, __u32 R)
 {
-	static const struct { const char *name; int one; } fig[] = {
-		{ "fg6_src_1", 1 }, { "fg6_src_n", 0 },
+	static const struct {
+		const char *name;
+		int one;
+	} fig[] = {
+		{ "fg6_src_1", 1 },
+		{ "fg6_src_n", 0 },
 	};
 	int vary6 = bpf_program__fd(bf->progs.vary6), flr = bpf_program__fd(bf->progs.floor);
 	double harness = 0, floor_ns = 0, raw, fixed;
@@ -1720,7 +2015,7 @@ static int micro6(void *cfg)
 		fprintf(stderr, "fgbench: loading bench_floor: %s\n", strerror(-err));
 		goto out;
 	}
-	build_frame6(frame, 0);		/* vary6 writes the source's bits 32..63 */
+	build_frame6(frame, 0); /* vary6 writes the source's bits 32..63 */
 	err = micro6_fill(&g, bf, frame, sources, max_sources);
 	for (__u64 pass = 1; !err && pass <= b->passes; pass++)
 		err = micro6_pass(&g, bf, frame, pass, sources, (__u32)b->repeat);
@@ -1749,7 +2044,8 @@ static struct fg_xdp_prog xprog(struct bpf_object *obj, struct bpf_program *p, c
 static int dispatch(void *cfg)
 {
 	const struct bench_opts *b = cfg;
-	struct fg_xdp_opts o = { .mode = FG_XDP_AUTO, .how = FG_XDP_LIBXDP,
+	struct fg_xdp_opts o = { .mode = FG_XDP_AUTO,
+				 .how = FG_XDP_LIBXDP,
 				 .run_prio = FG_XDP_PRIO_FIRST };
 	struct fgtest_xdp_bpf *t = NULL;
 	struct fg_xdp_att a = { .link_fd = -1 }, a2 = { .link_fd = -1 };
@@ -1798,14 +2094,16 @@ static int dispatch(void *cfg)
 			err = fg_xdp_list(ifindex, "floodgate", &l, why, sizeof(why));
 		if (!err && !l.dispatcher_id) {
 			err = -EOPNOTSUPP;
-			snprintf(why, sizeof(why), "libxdp attached floodgate without a dispatcher");
+			snprintf(why, sizeof(why),
+				 "libxdp attached floodgate without a dispatcher");
 		}
 		if (!err) {
 			fd = bpf_prog_get_fd_by_id(l.dispatcher_id);
 			err = fd < 0 ? -errno : 0;
 		}
 		if (!err)
-			err = measure_as(fd, frame, (__u32)b->repeat, XDP_DROP, "dispatcher", &disp, &kd);
+			err = measure_as(fd, frame, (__u32)b->repeat, XDP_DROP, "dispatcher", &disp,
+					 &kd);
 	}
 	printf("{\"kind\":\"dispatch\",\"built\":%s,\"exclusive_ns\":%.3f,\"exclusive_kernel_ns\":%u",
 	       err ? "false" : "true", alone, ka);
@@ -1817,7 +2115,7 @@ static int dispatch(void *cfg)
 		printf(",\"dispatcher_ns\":%.3f,\"dispatcher_kernel_ns\":%u,\"added_ns\":%.3f}\n",
 		       disp, kd, disp - alone);
 	}
-	err = 0;	/* a dispatcher this kernel cannot build is a result, not a failure */
+	err = 0; /* a dispatcher this kernel cannot build is a result, not a failure */
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1844,9 +2142,10 @@ static char *rules_policy(__u32 n, int by_sport)
 		return NULL;
 	off += (size_t)snprintf(t + off, len - off, "max_sources: 4096\nrules:\n");
 	for (__u32 i = 0; i < n; i++)
-		off += (size_t)snprintf(t + off, len - off,
-					"  - name: r%u\n    action: drop\n    match: {proto: udp, %s: %u}\n",
-					i, by_sport ? "sport" : "dport", 1000 + i);
+		off += (size_t)snprintf(
+			t + off, len - off,
+			"  - name: r%u\n    action: drop\n    match: {proto: udp, %s: %u}\n", i,
+			by_sport ? "sport" : "dport", 1000 + i);
 	return t;
 }
 
@@ -1855,7 +2154,9 @@ static int rules(void *cfg)
 	static const __u32 sizes[] = { 1, 16, 64, 256 };
 	static const char *const kinds[] = { "typical", "worst" };
 	const struct bench_opts *b = cfg;
-	enum { NS = sizeof(sizes) / sizeof(sizes[0]) };
+	enum {
+		NS = sizeof(sizes) / sizeof(sizes[0])
+	};
 	static struct fgi g[2][NS];
 	__u32 n[NS], port;
 	__u8 frame[64];
@@ -1875,8 +2176,8 @@ static int rules(void *cfg)
 				goto out;
 		}
 	}
-	printf("{\"kind\":\"rules_limit\",\"max_rules\":%d,\"max_match\":%d}\n",
-	       FG_MAX_RULES, FG_MAX_MATCH);
+	printf("{\"kind\":\"rules_limit\",\"max_rules\":%d,\"max_match\":%d}\n", FG_MAX_RULES,
+	       FG_MAX_MATCH);
 	for (unsigned long pass = 1; pass <= b->passes; pass++) {
 		for (int k = 0; k < 2; k++) {
 			double base = NAN;
@@ -1892,18 +2193,20 @@ static int rules(void *cfg)
 					frame[34] = (__u8)(port >> 8);
 					frame[35] = (__u8)port;
 				}
-				err = measure(g[k][s].prog, frame, (__u32)b->repeat, &slope, &fixed, &rv, &kns);
+				err = measure(g[k][s].prog, frame, (__u32)b->repeat, &slope, &fixed,
+					      &rv, &kns);
 				if (err) {
-					fprintf(stderr, "fgbench: test_run rules %s %u: %s\n", kinds[k], n[s],
-						strerror(-err));
+					fprintf(stderr, "fgbench: test_run rules %s %u: %s\n",
+						kinds[k], n[s], strerror(-err));
 					goto out;
 				}
 				if (!s)
 					base = slope;
 				printf("{\"kind\":\"rules\",\"name\":\"fg_rules_%s_%u\",\"case\":\"%s\","
 				       "\"rules\":%u,\"pass\":%lu,\"ns\":%.3f,\"match_ns\":%.3f,"
-				       "\"kernel_ns\":%u,\"retval\":%u,\"expect\":%u}\n", kinds[k], sizes[s],
-				       kinds[k], n[s], pass, slope, slope - base, kns, rv, XDP_DROP);
+				       "\"kernel_ns\":%u,\"retval\":%u,\"expect\":%u}\n",
+				       kinds[k], sizes[s], kinds[k], n[s], pass, slope,
+				       slope - base, kns, rv, XDP_DROP);
 				fflush(stdout);
 			}
 		}
@@ -1920,7 +2223,8 @@ static int rules(void *cfg)
 					rname = g[k][s].cfg.rules[i].name;
 			printf("{\"kind\":\"check\",\"what\":\"rules %s %u: the rule that took the "
 			       "frames\",\"rule\":\"%s\",\"want\":\"r%u\",\"outcome\":\"%s\"}\n",
-			       kinds[k], n[s], rname, n[s] - 1, out >= 0 ? fg_outcome_names[out] : "?");
+			       kinds[k], n[s], rname, n[s] - 1,
+			       out >= 0 ? fg_outcome_names[out] : "?");
 		}
 	}
 out:
@@ -1965,7 +2269,8 @@ static int xdp(void *cfg)
 	prog = strcmp(pname, "floor") ? bf->progs.bare_drop : bf->progs.floor;
 	link = bpf_program__attach_xdp(prog, (int)ifindex);
 	if (!link) {
-		fprintf(stderr, "fgbench: attaching %s to %s: %s\n", pname, ifname, strerror(errno));
+		fprintf(stderr, "fgbench: attaching %s to %s: %s\n", pname, ifname,
+			strerror(errno));
 		goto out;
 	}
 	printf("ready\n");
@@ -1994,11 +2299,12 @@ out:
 #define B struct bench_opts
 /* The options of every command that times BPF_PROG_TEST_RUN: its CPU, its
  * passes (at most pmax, described by phelp) and the short call's repeat. */
-#define RUN_OPTS(pmax, phelp, rmax)							\
-	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU", "run on CPU N (default 0)"), \
-	FG_OPT_U64("passes", 'P', B, passes, "P", 1, pmax, "a number of passes", phelp),	\
-	FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, rmax, "a repeat count",		\
-		   "packets per run of the short call (default 1048576)")
+#define RUN_OPTS(pmax, phelp, rmax)                                                              \
+	FG_OPT_U64("cpu", 'c', B, cpu, "N", 0, CPU_SETSIZE - 1, "a CPU",                         \
+		   "run on CPU N (default 0)"),                                                  \
+		FG_OPT_U64("passes", 'P', B, passes, "P", 1, pmax, "a number of passes", phelp), \
+		FG_OPT_U64("repeat", 'r', B, repeat, "R", 1024, rmax, "a repeat count",          \
+			   "packets per run of the short call (default 1048576)")
 static const struct fg_opt micro_opts[] = {
 	FG_OPT_STR("policy", 'p', B, policy, "FILE", "the realistic policy (required)"),
 	RUN_OPTS(1000000, "interleaved passes (default 3)", 1u << 30),
@@ -2017,7 +2323,8 @@ static const struct fg_opt xdp_opts[] = {
 	FG_OPT_END,
 };
 static const struct fg_opt sweep_opts[] = {
-	FG_OPT_STR("curve", 'C', B, curve, "NAME", "sources, rules, prefixes, shed or all (default)"),
+	FG_OPT_STR("curve", 'C', B, curve, "NAME",
+		   "sources, rules, prefixes, shed or all (default)"),
 	RUN_OPTS(1000000, "passes per point, each floodgate then the floor (default 3)", 1u << 30),
 	FG_OPT_BOOL("quick", 'q', B, quick, "sources up to 100,000, prefixes up to 10,000"),
 	FG_OPT_U64("point", 'n', B, point, "N", 1, 4000000, "a number of sources",
@@ -2026,8 +2333,10 @@ static const struct fg_opt sweep_opts[] = {
 };
 static const struct fg_opt fill_opts[] = {
 	FG_OPT_STR("pin-dir", 'd', B, pin_dir, "DIR", "floodgated's pin dir (required)"),
-	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device floodgated is attached to (required)"),
-	FG_OPT_U64("family", 'f', B, family, "4|6", 4, 6, "4 or 6", "the address family (required)"),
+	FG_OPT_STR("interface", 'i', B, ifname, "DEV",
+		   "the device floodgated is attached to (required)"),
+	FG_OPT_U64("family", 'f', B, family, "4|6", 4, 6, "4 or 6",
+		   "the address family (required)"),
 	FG_OPT_U64("sources", 's', B, sources, "N", 1, 1u << 24, "a number of sources",
 		   "new sources to send one frame each (this or --tracked)"),
 	FG_OPT_U64("tracked", 't', B, tracked, "T", 1, 1u << 24, "a number of sources",
@@ -2059,8 +2368,8 @@ static const struct fg_opt bench_opts[] = {
 
 static const struct fg_cmd bench_cmds[] = {
 	{ "micro", "--policy FILE [options]",
-	  "BPF_PROG_TEST_RUN ns per packet, one JSON line per figure and pass", 0, 0,
-	  micro_opts, micro },
+	  "BPF_PROG_TEST_RUN ns per packet, one JSON line per figure and pass", 0, 0, micro_opts,
+	  micro },
 	{ "rules", "[options]",
 	  "ns per packet against the number of rules (1, 16, 64, 256), worst and typical", 0, 0,
 	  rules_opts, rules },
@@ -2068,9 +2377,11 @@ static const struct fg_cmd bench_cmds[] = {
 	  "attach a baseline until SIGTERM, then print its count", 0, 0, xdp_opts, xdp },
 	{ "sweep", "[--curve NAME] [options]",
 	  "cost curves against sources, rules and prefixes, and the shedding figures, each point "
-	  "next to the floor", 0, 0, sweep_opts, sweep },
+	  "next to the floor",
+	  0, 0, sweep_opts, sweep },
 	{ "fill", "--pin-dir DIR -i DEV --family 4|6 --sources N",
-	  "one frame from each of N new sources through floodgated's program", 0, 0, fill_opts, fill },
+	  "one frame from each of N new sources through floodgated's program", 0, 0, fill_opts,
+	  fill },
 	{ "micro6", "[--sources N] [--max-sources M] [options]",
 	  "IPv6 source table: ns per packet at 1 and N tracked /64s, map bytes per tracked source",
 	  0, 0, micro6_opts, micro6 },
@@ -2079,8 +2390,9 @@ static const struct fg_cmd bench_cmds[] = {
 	{ NULL },
 };
 
-FG_DEFINE_PROG(bench_prog, "fgbench", "COMMAND [OPTIONS]", bench_opts, .cmds = bench_cmds,
-	       .help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.");
+FG_DEFINE_PROG(
+	bench_prog, "fgbench", "COMMAND [OPTIONS]", bench_opts, .cmds = bench_cmds,
+	.help = "floodgate's micro benchmark, cost curves, daemon fill and dispatcher figure, and the XDP baselines of tools/bench.sh.");
 
 int main(int argc, char **argv)
 {

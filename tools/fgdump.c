@@ -42,7 +42,7 @@
 #include "maps/fgmaps.h"
 #include "lib/opts.h"
 
-#define WATCH_SLEEP_NS	200000L		/* between two samples */
+#define WATCH_SLEEP_NS 200000L /* between two samples */
 
 static volatile sig_atomic_t stop;
 
@@ -73,7 +73,7 @@ static int parse_u32(const char *s, __u32 max, __u32 *out)
 	unsigned long long v;
 	char *end;
 
-	if (!s || *s < '0' || *s > '9')	/* no sign, no space */
+	if (!s || *s < '0' || *s > '9') /* no sign, no space */
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -104,7 +104,7 @@ static int rule_id(struct fg_maps *m, const char *name, __u32 *id)
 /* The active policy's rule with id (a copy in *out), -ENOENT if none. */
 static int active_rule(struct fg_maps *m, __u32 id, struct fg_rule *out)
 {
-	static struct fg_policy pol;	/* too large for the stack; fgdump is one thread */
+	static struct fg_policy pol; /* too large for the stack; fgdump is one thread */
 	int err = fg_policy_read_active(m, &pol);
 
 	if (err)
@@ -134,8 +134,8 @@ static int key_parts(struct fg_maps *m, int family, const char *addr, __u32 id, 
 		err = fg_ctl_read(m, ctl);
 	if (err)
 		return err;
-	if (v4 ? ctl->src4_bits < FG_SRC4_MIN_BITS || ctl->src4_bits > FG_SRC4_MAX_BITS
-	       : ctl->src6_bits < FG_SRC6_MIN_BITS || ctl->src6_bits > FG_SRC6_MAX_BITS)
+	if (v4 ? ctl->src4_bits < FG_SRC4_MIN_BITS || ctl->src4_bits > FG_SRC4_MAX_BITS :
+		 ctl->src6_bits < FG_SRC6_MIN_BITS || ctl->src6_bits > FG_SRC6_MAX_BITS)
 		return -EPROTO;
 	return 0;
 }
@@ -223,7 +223,7 @@ struct watch_opts {
 	__u32 row;
 	const char *stopfile;
 	__u64 quiet_ns;
-	const char *source;	/* NULL: no bucket */
+	const char *source; /* NULL: no bucket */
 };
 
 static int cmd_watch(struct fg_maps *m, const struct watch_opts *o)
@@ -270,8 +270,7 @@ static int cmd_watch(struct fg_maps *m, const struct watch_opts *o)
 		printf("%llu %llu %llu %llu %llu %llu %lld\n", (unsigned long long)before,
 		       (unsigned long long)after, (unsigned long long)total,
 		       (unsigned long long)row.pkts[FG_OUT_PASS],
-		       (unsigned long long)row.pkts[FG_OUT_DROP],
-		       (unsigned long long)coarse, tat);
+		       (unsigned long long)row.pkts[FG_OUT_DROP], (unsigned long long)coarse, tat);
 		if (first) {
 			last_total = total;
 			first = false;
@@ -295,7 +294,7 @@ struct src6_ref {
 	__u16 gen;
 	bool found;
 	struct fg_bucket b;
-	bool who_ok;		/* the way's copy of its owner is the key's */
+	bool who_ok; /* the way's copy of its owner is the key's */
 	struct fg_who6 who;
 };
 
@@ -360,8 +359,10 @@ static int cmd_bucket6(struct fg_maps *m, const char *addr, const char *rule)
 	json_object_object_add(o, "set", json_object_new_int64(ref.set));
 	json_object_object_add(o, "key", json_object_new_string(key));
 	json_object_object_add(o, "found", json_object_new_boolean(ref.found));
-	json_object_object_add(o, "tat", ref.found ? json_object_new_int64((int64_t)ref.b.tat) : NULL);
-	json_object_object_add(o, "drops", ref.found ? json_object_new_int64((int64_t)ref.b.drops) : NULL);
+	json_object_object_add(o, "tat",
+			       ref.found ? json_object_new_int64((int64_t)ref.b.tat) : NULL);
+	json_object_object_add(o, "drops",
+			       ref.found ? json_object_new_int64((int64_t)ref.b.drops) : NULL);
 	json_object_object_add(o, "who", who);
 	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
@@ -401,8 +402,8 @@ static int with_maps(const struct dump_args *a, const char *cmd, const char *mis
 
 static int bucket(struct fg_maps *m, const struct dump_args *a, int family)
 {
-	return family == AF_INET ? cmd_bucket4(m, a->pos[0], a->pos[1])
-				 : cmd_bucket6(m, a->pos[0], a->pos[1]);
+	return family == AF_INET ? cmd_bucket4(m, a->pos[0], a->pos[1]) :
+				   cmd_bucket6(m, a->pos[0], a->pos[1]);
 }
 
 static int run_bucket(const struct dump_args *a, int family)
@@ -412,8 +413,14 @@ static int run_bucket(const struct dump_args *a, int family)
 	snprintf(missing, sizeof(missing), "no rule named \"%s\"", a->pos[1]);
 	return with_maps(a, family == AF_INET ? "bucket4" : "bucket6", missing, bucket, family);
 }
-static int run_bucket4(void *cfg) { return run_bucket(cfg, AF_INET); }
-static int run_bucket6(void *cfg) { return run_bucket(cfg, AF_INET6); }
+static int run_bucket4(void *cfg)
+{
+	return run_bucket(cfg, AF_INET);
+}
+static int run_bucket6(void *cfg)
+{
+	return run_bucket(cfg, AF_INET6);
+}
 
 static int watch(struct fg_maps *m, const struct dump_args *a, int unused)
 {
@@ -466,21 +473,22 @@ static const struct fg_opt dump_opts[] = {
 	FG_OPT_HELP_END("help for the command"),
 };
 static const struct fg_opt watch_opts[] = {
-	FG_OPT_FUNC("quiet", 0, opt_quiet, 0, "SECS",
-		    "stop once STOPFILE exists and the row has not moved for SECS (default 0.3, at most 60)"),
+	FG_OPT_FUNC(
+		"quiet", 0, opt_quiet, 0, "SECS",
+		"stop once STOPFILE exists and the row has not moved for SECS (default 0.3, at most 60)"),
 	FG_OPT_STR("source", 0, A, w.source, "ADDR", "also sample ADDR's IPv4 bucket of rule ROW"),
 	FG_OPT_END,
 };
 #undef A
 
 static const struct fg_cmd dump_cmds[] = {
-	{ "bucket4", "ADDR RULE", "ADDR's IPv4 source bucket under the rule named RULE (JSON)", 2, 2,
-	  NULL, run_bucket4 },
+	{ "bucket4", "ADDR RULE", "ADDR's IPv4 source bucket under the rule named RULE (JSON)", 2,
+	  2, NULL, run_bucket4 },
 	{ "bucket6", "ADDR RULE", "the same for an IPv6 source, with its key and owner", 2, 2, NULL,
 	  run_bucket6 },
 	{ "watch", "ROW STOPFILE [--quiet SECS] [--source ADDR]",
-	  "sample stats row ROW about every 0.2 ms, until STOPFILE exists and the row is quiet", 2, 2,
-	  watch_opts, run_watch },
+	  "sample stats row ROW about every 0.2 ms, until STOPFILE exists and the row is quiet", 2,
+	  2, watch_opts, run_watch },
 	{ NULL },
 };
 

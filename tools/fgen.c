@@ -86,40 +86,49 @@
 #include "fgen.skel.h"
 #include "lib/opts.h"
 
-#define FGEN_MAX_FRAME	9018
-#define FGEN_MAX_VLAN	4
-#define FGEN_MAX_EXT	16
-#define FGEN_BATCH	256	/* TEST_XDP_MAX_BATCH in net/bpf/test_run.c */
-#define NSEC		1000000000ull
-#define SLOT_NS		1000000ull	/* pacing slot: 1 ms */
+#define FGEN_MAX_FRAME 9018
+#define FGEN_MAX_VLAN  4
+#define FGEN_MAX_EXT   16
+#define FGEN_BATCH     256 /* TEST_XDP_MAX_BATCH in net/bpf/test_run.c */
+#define NSEC	       1000000000ull
+#define SLOT_NS	       1000000ull /* pacing slot: 1 ms */
 
 /* Must match enum fgen_src_mode in bpf/fgen.bpf.c. */
-enum { SRC_FIXED, SRC_SEQ, SRC_RAND_N, SRC_RAND_PFX };
-enum { P_UDP, P_TCP, P_ICMP };
+enum {
+	SRC_FIXED,
+	SRC_SEQ,
+	SRC_RAND_N,
+	SRC_RAND_PFX
+};
+enum {
+	P_UDP,
+	P_TCP,
+	P_ICMP
+};
 
 struct opts {
 	const char *ifname;
-	int family;		/* AF_INET, AF_INET6, 0: from -d */
+	int family; /* AF_INET, AF_INET6, 0: from -d */
 	int proto;
 	__u8 tcp_flags;
 	bool have_src, have_dst, random, json, sink, sink_drop, sink_track, verbose;
 	bool proto_set, tcp_flags_set;
 	int src_family, dst_family;
 	__u8 src[16], dst[16];
-	int src_plen;		/* -1: none given */
-	__u32 nsrc;		/* 0: not given */
+	int src_plen; /* -1: none given */
+	__u32 nsrc;   /* 0: not given */
 	__u16 sport, dport;
-	__u32 frame_len;	/* 0: default */
+	__u32 frame_len; /* 0: default */
 	__u64 rate, count, seconds;
 	__u16 vlan[FGEN_MAX_VLAN];
 	int nvlan;
 	__u32 ip_opts, ext_hdrs, frag_off;
-	int cpu;		/* -1: no pinning */
+	int cpu; /* -1: no pinning */
 	bool have_dmac;
 	__u8 dmac[6];
 	const char *peer_ns, *peer_dev;
 	__u32 batch;
-	bool no_attach;		/* do not keep the program in the XDP dispatcher (see keep_dispatcher) */
+	bool no_attach; /* do not keep the program in the XDP dispatcher (see keep_dispatcher) */
 };
 
 struct frame {
@@ -188,8 +197,8 @@ static int parse_mac(const char *s, __u8 *mac)
 	char tail;
 	int i;
 
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &tail) != 6)
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &tail) != 6)
 		return -EINVAL;
 	for (i = 0; i < 6; i++)
 		mac[i] = (__u8)b[i];
@@ -381,8 +390,8 @@ static void put32(__u8 *p, __u32 v)
  * rewrites it per frame, using f's offsets and the *_sum0 sums (the sums of
  * everything its checksum covers except the source address).
  */
-static int build_frame(const struct opts *o, const __u8 *smac, const __u8 *dmac,
-		       __u32 mtu, struct frame *f)
+static int build_frame(const struct opts *o, const __u8 *smac, const __u8 *dmac, __u32 mtu,
+		       struct frame *f)
 {
 	bool v6 = o->family == AF_INET6;
 	__u32 alen = v6 ? 16 : 4, l3, l4, hdr_end, len, l4len, iphl, i;
@@ -419,12 +428,14 @@ static int build_frame(const struct opts *o, const __u8 *smac, const __u8 *dmac,
 
 	len = o->frame_len ? o->frame_len : (hdr_end > 64 ? hdr_end : 64);
 	if (len < hdr_end) {
-		fprintf(stderr, "fgen: -l %u is shorter than the headers (%u bytes)\n", len, hdr_end);
+		fprintf(stderr, "fgen: -l %u is shorter than the headers (%u bytes)\n", len,
+			hdr_end);
 		return -EINVAL;
 	}
 	if (len > FGEN_MAX_FRAME || len - l3 > mtu) {
-		fprintf(stderr, "fgen: a %u-byte frame exceeds %s's MTU %u (+%u bytes of L2 header)\n",
-			len, o->ifname, mtu, l3);
+		fprintf(stderr,
+			"fgen: a %u-byte frame exceeds %s's MTU %u (+%u bytes of L2 header)\n", len,
+			o->ifname, mtu, l3);
 		return -EMSGSIZE;
 	}
 	f->len = len;
@@ -434,14 +445,14 @@ static int build_frame(const struct opts *o, const __u8 *smac, const __u8 *dmac,
 		b[l3] = 0x40 | (iphl / 4);
 		put16(b + l3 + 2, (__u16)(len - l3));
 		put16(b + l3 + 4, 0x4647);
-		put16(b + l3 + 6, (__u16)(o->frag_off / 8));	/* MF clear: the last fragment */
+		put16(b + l3 + 6, (__u16)(o->frag_off / 8)); /* MF clear: the last fragment */
 		b[l3 + 8] = 64;
 		b[l3 + 9] = l4proto;
 		memcpy(b + l3 + 16, o->dst, 4);
-		memset(b + l3 + 20, 1, o->ip_opts);		/* NOP options */
+		memset(b + l3 + 20, 1, o->ip_opts); /* NOP options */
 		f->saddr_off = l3 + 12;
 		f->ipcsum_off = l3 + 10;
-		f->ip_sum0 = sum16(b + l3, iphl);		/* saddr still zero */
+		f->ip_sum0 = sum16(b + l3, iphl); /* saddr still zero */
 		memcpy(b + l3 + 12, o->src, 4);
 		{
 			__u16 c = fold(sum16(b + l3, iphl));
@@ -460,19 +471,19 @@ static int build_frame(const struct opts *o, const __u8 *smac, const __u8 *dmac,
 		memcpy(b + l3 + 24, o->dst, 16);
 		for (i = 0; i < o->ext_hdrs; i++, p += 8) {
 			b[p] = i + 1 < o->ext_hdrs ? 60 : o->frag_off ? 44 : l4proto;
-			b[p + 1] = 0;		/* 8 bytes */
-			b[p + 2] = 1;		/* PadN */
+			b[p + 1] = 0; /* 8 bytes */
+			b[p + 2] = 1; /* PadN */
 			b[p + 3] = 4;
 		}
 		if (o->frag_off) {
 			b[p] = l4proto;
-			put16(b + p + 2, (__u16)(o->frag_off));	/* offset << 3, M clear */
+			put16(b + p + 2, (__u16)(o->frag_off)); /* offset << 3, M clear */
 			put32(b + p + 4, 0x46474154);
 		}
 		f->saddr_off = l3 + 8;
 	}
 
-	if (o->frag_off)	/* a non-first fragment carries no L4 header */
+	if (o->frag_off) /* a non-first fragment carries no L4 header */
 		return 0;
 
 	/* pseudo-header without the source address */
@@ -558,8 +569,7 @@ static bool stop_pending(void)
 
 	if (sigpending(&set))
 		return false;
-	return sigismember(&set, SIGINT) || sigismember(&set, SIGTERM) ||
-	       sigismember(&set, SIGHUP);
+	return sigismember(&set, SIGINT) || sigismember(&set, SIGTERM) || sigismember(&set, SIGHUP);
 }
 
 static int block_signals(void)
@@ -648,7 +658,8 @@ static int skel_load(const struct opts *o, const struct frame *f, struct fgen_bp
 	}
 	err = fgen_bpf__load(skel);
 	if (err) {
-		fprintf(stderr, "fgen: loading the BPF program%s: %s\n", f ? "" : "s", strerror(-err));
+		fprintf(stderr, "fgen: loading the BPF program%s: %s\n", f ? "" : "s",
+			strerror(-err));
 		fgen_bpf__destroy(skel);
 		return err;
 	}
@@ -723,7 +734,8 @@ static int run_sink(const struct opts *o, int ifindex)
 	} else {
 		printf("fgen: sink received %llu packets", (unsigned long long)total);
 		if (o->sink_track)
-			printf(", %llu distinct sources", (unsigned long long)skel->bss->sink_distinct);
+			printf(", %llu distinct sources",
+			       (unsigned long long)skel->bss->sink_distinct);
 		printf(" in %.3f s\n", (double)elapsed / NSEC);
 	}
 cleanup:
@@ -769,7 +781,7 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	__u8 *data_in = NULL;
 	bool have_stats;
 	int err, prog_fd, link_fd = -1;
-	__u32 magic = 0x4e454746;	/* FGEN_META_MAGIC in bpf/fgen.bpf.c */
+	__u32 magic = 0x4e454746; /* FGEN_META_MAGIC in bpf/fgen.bpf.c */
 
 	data_in = malloc(4 + f->len);
 	if (!data_in) {
@@ -786,7 +798,8 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	if (!o->no_attach) {
 		link_fd = keep_dispatcher(prog_fd, ifindex);
 		if (link_fd < 0)
-			fprintf(stderr, "fgen: note: cannot attach to %s in skb mode (%s); every "
+			fprintf(stderr,
+				"fgen: note: cannot attach to %s in skb mode (%s); every "
 				"BPF_PROG_RUN call will wait for an RCU grace period\n",
 				o->ifname, strerror(-link_fd));
 	}
@@ -808,13 +821,9 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	if (o->seconds)
 		deadline = t0 + o->seconds * NSEC;
 	for (;;) {
-		LIBBPF_OPTS(bpf_test_run_opts, ro,
-			    .data_in = data_in,
-			    .data_size_in = 4 + f->len,
-			    .ctx_in = &md,
-			    .ctx_size_in = sizeof(md),
-			    .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
-			    .batch_size = o->batch);
+		LIBBPF_OPTS(bpf_test_run_opts, ro, .data_in = data_in, .data_size_in = 4 + f->len,
+			    .ctx_in = &md, .ctx_size_in = sizeof(md),
+			    .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = o->batch);
 		__u64 r0, dt;
 
 		if (stop_pending())
@@ -834,7 +843,8 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 			n = chunk;
 			if (deadline && sent) {
 				/* do not overshoot -t by more than a little */
-				__u64 left = (__u64)((unsigned __int128)(deadline - t) * sent / (t - t0 + 1));
+				__u64 left = (__u64)((unsigned __int128)(deadline - t) * sent /
+						     (t - t0 + 1));
 
 				if (n > left)
 					n = left > 256 ? left : 256;
@@ -847,9 +857,11 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 			r0 = now_ns();
 			err = bpf_prog_test_run_opts(prog_fd, &ro);
 			if (err) {
-				fprintf(stderr, "fgen: BPF_PROG_RUN on %s: %s%s\n", o->ifname, strerror(-err),
+				fprintf(stderr, "fgen: BPF_PROG_RUN on %s: %s%s\n", o->ifname,
+					strerror(-err),
 					err == -EINVAL && f->len > 3000 ?
-					" (live-frames mode fits at most 3408 bytes per frame on Linux 6.18 x86-64)" : "");
+						" (live-frames mode fits at most 3408 bytes per frame on Linux 6.18 x86-64)" :
+						"");
 				goto cleanup;
 			}
 			/* live mode reports no retval; the program counts the
@@ -872,7 +884,7 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 
 			t = now_ns();
 			if (frames_due(t0, t, o->rate) > sent)
-				continue;	/* behind: catch up at once */
+				continue; /* behind: catch up at once */
 			/* the next 1 ms slot, or the next frame if that is later */
 			wake = t0 + ((t - t0) / SLOT_NS + 1) * SLOT_NS;
 			next_pkt = t0 + (__u64)((unsigned __int128)sent * NSEC / o->rate);
@@ -918,14 +930,20 @@ cleanup:
 
 /* The options whose value a parser reads into struct opts, each with a flag
  * that says it was given; opt_parsed's ival is the index here. */
-enum { PO_SRC, PO_DST, PO_TCP_FLAGS, PO_DMAC };
+enum {
+	PO_SRC,
+	PO_DST,
+	PO_TCP_FLAGS,
+	PO_DMAC
+};
 static const struct {
-	const char *noun, *want;	/* "bad <noun> 'VALUE': want <want>" */
-	size_t given;			/* offsetof the flag */
+	const char *noun, *want; /* "bad <noun> 'VALUE': want <want>" */
+	size_t given;		 /* offsetof the flag */
 } parsed_opts[] = {
 	[PO_SRC] = { "source", "an address or ADDR/PLEN", offsetof(struct opts, have_src) },
 	[PO_DST] = { "destination", "an IPv4 or IPv6 address", offsetof(struct opts, have_dst) },
-	[PO_TCP_FLAGS] = { "TCP flags", "letters of FSRPAUEC", offsetof(struct opts, tcp_flags_set) },
+	[PO_TCP_FLAGS] = { "TCP flags", "letters of FSRPAUEC",
+			   offsetof(struct opts, tcp_flags_set) },
 	[PO_DMAC] = { "MAC", "xx:xx:xx:xx:xx:xx", offsetof(struct opts, have_dmac) },
 };
 
@@ -949,8 +967,8 @@ static int opt_parsed(const struct fg_opt *opt, const char *val, void *cfg, char
 		break;
 	}
 	if (err)
-		return fg_opt_fail(why, len, "bad %s '%s': want %s", parsed_opts[opt->ival].noun, val,
-				   parsed_opts[opt->ival].want);
+		return fg_opt_fail(why, len, "bad %s '%s': want %s", parsed_opts[opt->ival].noun,
+				   val, parsed_opts[opt->ival].want);
 	*(bool *)((char *)o + parsed_opts[opt->ival].given) = true;
 	return 0;
 }
@@ -982,16 +1000,15 @@ static int opt_vlan(const struct fg_opt *opt, const char *val, void *cfg, char *
 }
 
 /* --ip-options (ival 4: 0..40) and --frag-offset (ival 8: 8..65528): multiples of ival */
-static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, char *why,
-			size_t len)
+static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
 {
 	struct opts *o = cfg;
 	bool ipopt = opt->ival == 4;
 	__u64 lo = ipopt ? 0 : 8, hi = ipopt ? 40 : 65528, v;
 
 	if (fg_opt_parse_u64(val, lo, hi, &v) || v % (__u64)opt->ival)
-		return fg_opt_fail(why, len, "bad value '%s': want %llu..%llu, a multiple of %d", val,
-			 (unsigned long long)lo, (unsigned long long)hi, opt->ival);
+		return fg_opt_fail(why, len, "bad value '%s': want %llu..%llu, a multiple of %d",
+				   val, (unsigned long long)lo, (unsigned long long)hi, opt->ival);
 	*(ipopt ? &o->ip_opts : &o->frag_off) = (__u32)v;
 	return 0;
 }
@@ -1020,7 +1037,8 @@ static const struct fg_opt fgen_opts[] = {
 	FG_OPT_FUNC("syn", 0, opt_proto, P_TCP, NULL, "TCP SYN"),
 	FG_OPT_FUNC("tcp", 0, opt_proto, P_TCP, NULL, "TCP (flags: --tcp-flags, default S)"),
 	FG_OPT_FUNC("icmp", 0, opt_proto, P_ICMP, NULL, "ICMP or ICMPv6 echo request"),
-	FG_OPT_FUNC("tcp-flags", 0, opt_parsed, PO_TCP_FLAGS, "F", "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
+	FG_OPT_FUNC("tcp-flags", 0, opt_parsed, PO_TCP_FLAGS, "F",
+		    "TCP flags as letters of FSRPAUEC, e.g. S or SA"),
 	FG_OPT_FUNC("src", 's', opt_parsed, PO_SRC, "A[/PLEN]",
 		    "source address or prefix (default: DEV's address)"),
 	FG_OPT_FUNC("dst", 'd', opt_parsed, PO_DST, "A", "destination address"),
@@ -1028,8 +1046,10 @@ static const struct fg_opt fgen_opts[] = {
 		   "N sources SRC..SRC+N-1, in turn (or at random with --random)"),
 	FG_OPT_BOOL("random", 0, O, random,
 		    "random sources: one of N, or random host bits of -s's prefix"),
-	FG_OPT_U16("sport", 0, O, sport, "P", 0, 65535, "a port", "UDP/TCP source port (default 40000)"),
-	FG_OPT_U16("dport", 0, O, dport, "P", 0, 65535, "a port", "UDP/TCP destination port (default 9)"),
+	FG_OPT_U16("sport", 0, O, sport, "P", 0, 65535, "a port",
+		   "UDP/TCP source port (default 40000)"),
+	FG_OPT_U16("dport", 0, O, dport, "P", 0, 65535, "a port",
+		   "UDP/TCP destination port (default 9)"),
 	FG_OPT_U32("len", 'l', O, frame_len, "BYTES", 14, FGEN_MAX_FRAME, "a frame length",
 		   "frame length without FCS (default 64 or the headers)"),
 	FG_OPT_U64("rate", 'r', O, rate, "PPS", 1, 1000000000ull, "a rate in frames/s",
@@ -1046,7 +1066,8 @@ static const struct fg_opt fgen_opts[] = {
 		   "N IPv6 destination-options headers (<= 16)"),
 	FG_OPT_FUNC("frag-offset", 0, opt_multiple, 8, "N",
 		    "send non-first fragments at byte offset N (multiple of 8)"),
-	FG_OPT_FUNC("dst-mac", 0, opt_parsed, PO_DMAC, "MAC", "destination MAC (default: broadcast)"),
+	FG_OPT_FUNC("dst-mac", 0, opt_parsed, PO_DMAC, "MAC",
+		    "destination MAC (default: broadcast)"),
 	FG_OPT_STR("peer-ns", 0, O, peer_ns, "NS",
 		   "with --peer-dev: take the destination MAC from DEV in namespace NS"),
 	FG_OPT_STR("peer-dev", 0, O, peer_dev, "DEV", "see --peer-ns"),
@@ -1055,7 +1076,8 @@ static const struct fg_opt fgen_opts[] = {
 		   "live-frames batch size, 1..256 (default 256)"),
 	FG_OPT_BOOL("no-attach", 0, O, no_attach,
 		    "do not keep the generator attached to DEV (each run then waits ~20 ms)"),
-	FG_OPT_BOOL("sink", 0, O, sink, "attach a counting XDP receiver to DEV until -t or a signal"),
+	FG_OPT_BOOL("sink", 0, O, sink,
+		    "attach a counting XDP receiver to DEV until -t or a signal"),
 	FG_OPT_BOOL("drop", 0, O, sink_drop, "(sink) drop frames instead of passing them"),
 	FG_OPT_BOOL("track", 0, O, sink_track,
 		    "(sink) count distinct source addresses (up to 131072)"),
@@ -1108,7 +1130,7 @@ static int check_opts(struct opts *o)
 	    (__u64)o->nsrc > (1ull << (32 - o->src_plen)))
 		return bad_arg("--sources %u does not fit in a /%d", o->nsrc, o->src_plen);
 	if (o->random && !o->nsrc && !o->have_src)
-		o->src_plen = 0;	/* any source at all */
+		o->src_plen = 0; /* any source at all */
 	if (o->random && !o->nsrc)
 		o->have_src = true;
 	return 0;
@@ -1174,8 +1196,8 @@ int main(int argc, char **argv)
 	} else if (o.peer_ns) {
 		err = peer_mac(o.peer_ns, o.peer_dev, dmac);
 		if (err) {
-			fprintf(stderr, "fgen: MAC of %s in namespace %s: %s\n", o.peer_dev, o.peer_ns,
-				strerror(-err));
+			fprintf(stderr, "fgen: MAC of %s in namespace %s: %s\n", o.peer_dev,
+				o.peer_ns, strerror(-err));
 			return 1;
 		}
 	} else {

@@ -69,7 +69,10 @@ static int frame(__u8 *f, size_t cap, int family, const __u8 *src, const char *d
 {
 	char a[INET6_ADDRSTRLEN];
 	struct pkt_spec s = {
-		.family = family, .src = a, .dst = dst, .payload = 16,
+		.family = family,
+		.src = a,
+		.dst = dst,
+		.payload = 16,
 		.proto = family == 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6,
 		.icmp_type = family == 4 ? 8 : 128,
 	};
@@ -133,7 +136,8 @@ static const struct fg_opt fill_opts[] = {
 	FG_OPT_CHOICE(NULL, '4', O, family, 4, "-4 and -6 exclude each other", "IPv4 sources"),
 	FG_OPT_CHOICE(NULL, '6', O, family, 6, "-4 and -6 exclude each other", "IPv6 sources"),
 	FG_OPT_U64("count", 'n', O, count, "COUNT", 1, 1u << 24, "a count", "distinct sources"),
-	FG_OPT_STR("first", 's', O, first, "FIRST", "the first source (default 10.128.0.0, 2001:db8::1)"),
+	FG_OPT_STR("first", 's', O, first, "FIRST",
+		   "the first source (default 10.128.0.0, 2001:db8::1)"),
 	FG_OPT_U64("repeat", 'r', O, repeat, "REPEAT", 1, 100000, "a count",
 		   "echo requests per source (default 1)"),
 	FG_OPT_STR("dst", 'd', O, dst, "DST", "destination (default 10.0.0.1, 2001:db8:ffff::1)"),
@@ -142,8 +146,9 @@ static const struct fg_opt fill_opts[] = {
 #undef O
 
 FG_DEFINE_PROG(fill_prog, "fgfill", "[-p DIR] (-4 | -6) -n COUNT [-s FIRST] [-r REPEAT] [-d DST]",
-	       fill_opts, .help = "Send COUNT new sources one echo request each (or REPEAT) through the "
-				  "program attached from the pin dir.");
+	       fill_opts,
+	       .help = "Send COUNT new sources one echo request each (or REPEAT) through the "
+		       "program attached from the pin dir.");
 
 int main(int argc, char **argv)
 {
@@ -171,7 +176,8 @@ int main(int argc, char **argv)
 	err = fill(&o, pfd);
 	close(pfd);
 	if (err == -EINVAL) {
-		fprintf(stderr, "fgfill: -s %s / -d %s: not IPv%d addresses\n", o.first, o.dst, o.family);
+		fprintf(stderr, "fgfill: -s %s / -d %s: not IPv%d addresses\n", o.first, o.dst,
+			o.family);
 		return FG_EXIT_USAGE;
 	}
 	if (err) {

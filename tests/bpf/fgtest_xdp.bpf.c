@@ -14,7 +14,7 @@
 #include <bpf/bpf_endian.h>
 
 #define FGT_ETH_P 0x88b5
-#define FGT_GENS 4
+#define FGT_GENS  4
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

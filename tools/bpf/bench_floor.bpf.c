@@ -53,9 +53,9 @@ struct {
 	__type(value, struct fg_set4);
 } mem_sets SEC(".maps");
 
-__u32 mem_bits;		/* 0: no table, memfloor is the floor */
+__u32 mem_bits; /* 0: no table, memfloor is the floor */
 __u64 mem_seed = 0x9e3779b97f4a7c15ull;
-__u64 mem_hits;		/* keeps the comparisons' results live */
+__u64 mem_hits; /* keeps the comparisons' results live */
 
 /* vary's tail-call target, slot 0; set by fgbench. */
 struct {
@@ -66,7 +66,7 @@ struct {
 } vary_jmp SEC(".maps");
 
 /* vary's settings (host order) and LCG state; written by fgbench. */
-__u32 vary_base = 0x0a000000;	/* 10.0.0.0 */
+__u32 vary_base = 0x0a000000; /* 10.0.0.0 */
 __u32 vary_n = 1;
 __u64 vary_state = 1;
 
@@ -152,7 +152,7 @@ int vary(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 *sa = data + 26;	/* Ethernet (14) + IPv4 saddr offset (12) */
+	__u8 *sa = data + 26; /* Ethernet (14) + IPv4 saddr offset (12) */
 	__u64 s = vary_state * 6364136223846793005ull + 1442695040888963407ull;
 	__u32 a, n = vary_n;
 
@@ -177,7 +177,7 @@ int vary6(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u8 *sa = data + 14 + 8 + 4;	/* Ethernet, IPv6 saddr, its second 32-bit word */
+	__u8 *sa = data + 14 + 8 + 4; /* Ethernet, IPv6 saddr, its second 32-bit word */
 	__u64 s = vary6_state * 6364136223846793005ull + 1442695040888963407ull;
 	__u32 a, n = vary6_n;
 

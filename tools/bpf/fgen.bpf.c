@@ -30,25 +30,25 @@
 #define ETH_P_IPV6	0x86DD
 #define ETH_P_8021Q	0x8100
 #define ETH_P_8021AD	0x88A8
-#define FGEN_META_MAGIC	0x4e454746	/* "FGEN", the 4 metadata bytes of generated frames */
+#define FGEN_META_MAGIC 0x4e454746 /* "FGEN", the 4 metadata bytes of generated frames */
 
 enum fgen_src_mode {
-	FGEN_SRC_FIXED = 0,	/* always base */
-	FGEN_SRC_SEQ = 1,	/* base + counter % nsrc */
-	FGEN_SRC_RAND_N = 2,	/* base + random % nsrc */
-	FGEN_SRC_RAND_PFX = 3,	/* base with the host bits (hostmask) random */
+	FGEN_SRC_FIXED = 0,    /* always base */
+	FGEN_SRC_SEQ = 1,      /* base + counter % nsrc */
+	FGEN_SRC_RAND_N = 2,   /* base + random % nsrc */
+	FGEN_SRC_RAND_PFX = 3, /* base with the host bits (hostmask) random */
 };
 
 /* Generator settings, written by tools/fgen.c before load. */
 const volatile __u32 src_mode = FGEN_SRC_FIXED;
 const volatile __u32 nsrc = 1;
 const volatile __u32 is_v6 = 0;
-const volatile __u32 saddr_off = 26;	/* offset of the source address in the frame */
-const volatile __u32 ipcsum_off = 0;	/* IPv4 header checksum offset, 0: none */
-const volatile __u32 l4csum_off = 0;	/* UDP/TCP/ICMPv6 checksum offset, 0: none */
-const volatile __u32 l4_is_udp = 0;	/* a computed 0 is sent as 0xffff */
-const volatile __u32 ip_sum0 = 0;	/* 16-bit word sum of the IPv4 header, saddr and csum zero */
-const volatile __u32 l4_sum0 = 0;	/* same for pseudo-header + L4 header + payload */
+const volatile __u32 saddr_off = 26; /* offset of the source address in the frame */
+const volatile __u32 ipcsum_off = 0; /* IPv4 header checksum offset, 0: none */
+const volatile __u32 l4csum_off = 0; /* UDP/TCP/ICMPv6 checksum offset, 0: none */
+const volatile __u32 l4_is_udp = 0;  /* a computed 0 is sent as 0xffff */
+const volatile __u32 ip_sum0 = 0;    /* 16-bit word sum of the IPv4 header, saddr and csum zero */
+const volatile __u32 l4_sum0 = 0;    /* same for pseudo-header + L4 header + payload */
 /* Source base address and random host bits, in network byte order. IPv4
  * uses word 0; for IPv6 the counter or random offset goes into word 3. */
 const volatile __u32 base[4] = {};
@@ -146,7 +146,7 @@ int fgen(struct xdp_md *ctx)
 		((__u64 *)data)[3] = head[3];
 	}
 	if (src_mode != FGEN_SRC_SEQ)
-		seq++;	/* only this CPU runs the generator: no atomic needed */
+		seq++; /* only this CPU runs the generator: no atomic needed */
 	off = pick_offset(&seq);
 
 	for (i = 0; i < 4; i++) {

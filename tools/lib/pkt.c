@@ -76,7 +76,7 @@ static uint8_t *put_ip4(const struct pkt_spec *s, uint8_t *ip, size_t l4len, siz
 	ip[9] = s->proto;
 	inet_pton(AF_INET, s->src, ip + 12);
 	inet_pton(AF_INET, s->dst ? s->dst : "10.0.0.1", ip + 16);
-	memset(ip + 20, 1, s->ip_opt_len);	/* NOPs */
+	memset(ip + 20, 1, s->ip_opt_len); /* NOPs */
 	put16(ip + 10, csum(ip, ihl));
 	return ip + ihl;
 }
@@ -97,8 +97,8 @@ static uint8_t *put_ip6(const struct pkt_spec *s, uint8_t *ip, size_t l4len, siz
 	for (int i = 0; i < s->ext_hdrs; i++) {
 		*nhp = 60;
 		nhp = l4;
-		l4[1] = 0;	/* 8 bytes */
-		l4[2] = 1;	/* PadN */
+		l4[1] = 0; /* 8 bytes */
+		l4[2] = 1; /* PadN */
 		l4[3] = 4;
 		l4 += 8;
 	}

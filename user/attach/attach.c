@@ -89,7 +89,7 @@ static void follow_device(struct fg_iface *ifc, int ifindex)
 
 	ifc->ifindex = ifindex;
 	if (!if_indextoname((unsigned int)ifindex, now) || !strcmp(now, ifc->name))
-		return;	/* same name, or moved out of our namespace: nothing to follow */
+		return; /* same name, or moved out of our namespace: nothing to follow */
 	memcpy(ifc->was, ifc->name, sizeof(ifc->was));
 	memcpy(ifc->name, now, sizeof(ifc->name));
 	ifc->change |= FG_IF_RENAMED;
@@ -182,12 +182,13 @@ static int repin_link(const char *dir, const char *path, struct fg_iface *ifc)
 		return 0;
 	err = fg_link_path(old, sizeof(old), dir, ifc->pinned_as);
 	if (!err && pinned_link_here(old) != ifc->ifindex)
-		return 0;	/* gone meanwhile, or another device's: attach as usual */
+		return 0; /* gone meanwhile, or another device's: attach as usual */
 	if (!err && rename(old, path))
 		err = -errno;
 	if (err) {
-		snprintf(ifc->why, sizeof(ifc->why), "cannot re-pin our link " FG_LINK_PREFIX
-			 "%s as %s: %s", ifc->pinned_as, path, strerror(-err));
+		snprintf(ifc->why, sizeof(ifc->why),
+			 "cannot re-pin our link " FG_LINK_PREFIX "%s as %s: %s", ifc->pinned_as,
+			 path, strerror(-err));
 		return err;
 	}
 	ifc->repinned = true;
@@ -230,8 +231,8 @@ static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_if
 	}
 	err = bpf_link__update_program(ifc->link, skel->progs.floodgate);
 	if (err) {
-		snprintf(ifc->why, sizeof(ifc->why), "cannot swap the program into pinned link %s: %s",
-			 path, strerror(-err));
+		snprintf(ifc->why, sizeof(ifc->why),
+			 "cannot swap the program into pinned link %s: %s", path, strerror(-err));
 		return err;
 	}
 	ifc->xdp_mode = link_xdp_mode(bpf_link__fd(ifc->link));
@@ -257,16 +258,20 @@ static int create_link(struct floodgate_bpf *skel, int xdp_mode, struct fg_iface
 		}
 		err = -errno;
 	}
-	snprintf(ifc->why, sizeof(ifc->why), "cannot attach XDP (%s): %s%s",
-		 xdp_mode == FG_XDP_NATIVE ? "native" : xdp_mode == FG_XDP_SKB ? "generic" :
-		 "native or generic", strerror(-err), err == -EBUSY || err == -EEXIST ?
-		 " (another XDP program is attached; xdp_attach: exclusive does not share devices)" :
-		 "");
+	snprintf(
+		ifc->why, sizeof(ifc->why), "cannot attach XDP (%s): %s%s",
+		xdp_mode == FG_XDP_NATIVE ? "native" :
+		xdp_mode == FG_XDP_SKB	  ? "generic" :
+					    "native or generic",
+		strerror(-err),
+		err == -EBUSY || err == -EEXIST ?
+			" (another XDP program is attached; xdp_attach: exclusive does not share devices)" :
+			"");
 	return err;
 }
 
-int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
-			unsigned int prio, __u32 chain)
+int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach, unsigned int prio,
+			__u32 chain)
 {
 	memset(ac, 0, sizeof(*ac));
 	if (xdp_attach < FG_ATTACH_AUTO || xdp_attach > FG_ATTACH_EXCLUSIVE ||
@@ -279,7 +284,8 @@ int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
 	if (xdp_attach != FG_ATTACH_EXCLUSIVE)
 		ac->dispatcher = !fg_xdp_probe_dispatcher(ac->probe, sizeof(ac->probe));
 	ac->how = xdp_attach == FG_ATTACH_LIBXDP || (ac->from_auto && ac->dispatcher) ?
-		  FG_XDP_LIBXDP : FG_XDP_EXCLUSIVE;
+			  FG_XDP_LIBXDP :
+			  FG_XDP_EXCLUSIVE;
 	return 0;
 }
 
@@ -298,8 +304,10 @@ static int attach_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf
 {
 	struct fg_xdp_prog p = skel_prog(skel);
 	struct fg_xdp_opts o = {
-		.mode = ac->xdp_mode, .how = FG_XDP_LIBXDP,
-		.run_prio = ac->run_prio, .chain_actions = ac->chain,
+		.mode = ac->xdp_mode,
+		.how = FG_XDP_LIBXDP,
+		.run_prio = ac->run_prio,
+		.chain_actions = ac->chain,
 	};
 	struct fg_xdp_list cur;
 	struct fg_xdp_att a;
@@ -313,7 +321,7 @@ static int attach_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf
 		ifc->adopted = false;
 		return err;
 	}
-	fg_xdp_att_close(&a);	/* a link found here is held by its pin (or by nobody) */
+	fg_xdp_att_close(&a); /* a link found here is held by its pin (or by nobody) */
 	ifc->how = FG_XDP_LIBXDP;
 	ifc->xdp_mode = a.mode == FG_XDP_SKB ? 2 : 1;
 	ifc->in_dispatcher = a.dispatcher;
@@ -330,14 +338,17 @@ static int exclusive_meets_libxdp(struct floodgate_bpf *skel, const struct fg_at
 	struct fg_xdp_list cur;
 
 	if (fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) || !cur.n || cur.via_link)
-		return 1;	/* free, or a link: create_link says what it meets */
+		return 1; /* free, or a link: create_link says what it meets */
 	if (!fg_xdp_list_ours(&cur)) {
-		snprintf(ifc->why, sizeof(ifc->why), "the device already runs XDP program %s (id %u, "
-			 "%s%s), not floodgate's; xdp_attach: exclusive never shares or replaces it: "
-			 "remove it, or use xdp_attach: libxdp on a kernel that can build libxdp's "
-			 "dispatcher%s%s", cur.e[0].name, cur.e[0].id, fg_xdp_mode_str(cur.mode),
-			 cur.dispatcher_id ? ", in libxdp's dispatcher" : "",
-			 ac->probe[0] ? " (this one cannot: " : "", ac->probe[0] ? ac->probe : "");
+		snprintf(
+			ifc->why, sizeof(ifc->why),
+			"the device already runs XDP program %s (id %u, "
+			"%s%s), not floodgate's; xdp_attach: exclusive never shares or replaces it: "
+			"remove it, or use xdp_attach: libxdp on a kernel that can build libxdp's "
+			"dispatcher%s%s",
+			cur.e[0].name, cur.e[0].id, fg_xdp_mode_str(cur.mode),
+			cur.dispatcher_id ? ", in libxdp's dispatcher" : "",
+			ac->probe[0] ? " (this one cannot: " : "", ac->probe[0] ? ac->probe : "");
 		if (ac->probe[0])
 			strncat(ifc->why, ")", sizeof(ifc->why) - strlen(ifc->why) - 1);
 		return -EBUSY;
@@ -346,10 +357,11 @@ static int exclusive_meets_libxdp(struct floodgate_bpf *skel, const struct fg_at
 		ifc->how_kept = true;
 		return attach_libxdp(skel, ac, ifc);
 	}
-	snprintf(ifc->why, sizeof(ifc->why), "floodgate runs here through libxdp (%s, left by an "
+	snprintf(ifc->why, sizeof(ifc->why),
+		 "floodgate runs here through libxdp (%s, left by an "
 		 "earlier daemon) and xdp_attach is exclusive: set xdp_attach: libxdp (or auto) to "
-		 "adopt it, or 'floodgate detach' first", cur.dispatcher_id ?
-		 "in its dispatcher" : "alone, attached by netlink");
+		 "adopt it, or 'floodgate detach' first",
+		 cur.dispatcher_id ? "in its dispatcher" : "alone, attached by netlink");
 	return -EBUSY;
 }
 
@@ -397,7 +409,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 		close(fd);
 		return err;
 	}
-	close(fd);	/* the pin holds it; reopen as a libbpf link */
+	close(fd); /* the pin holds it; reopen as a libbpf link */
 	return open_link(path, ifc);
 }
 
@@ -457,7 +469,7 @@ static bool libxdp_still_there(struct fg_iface *ifc)
 			li.tracing.target_obj_id == dev;
 	}
 	if (found)
-		ifc->dispatcher_id = dev;	/* libxdp rebuilds it on every change */
+		ifc->dispatcher_id = dev; /* libxdp rebuilds it on every change */
 	return found;
 }
 
@@ -551,7 +563,8 @@ void fg_detach_ifaces(const struct fg_iface *ifs, int n,
 			if (err)
 				snprintf(why, sizeof(why), "BPF_LINK_DETACH: %s", strerror(-err));
 		} else if (ifc->xdp_mode && ifc->how == FG_XDP_LIBXDP) {
-			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why, sizeof(why));
+			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why,
+						 sizeof(why));
 		} else {
 			continue;
 		}
@@ -593,7 +606,7 @@ static int detach_pinned(const char *path, const char *ifn, void *arg)
 		return 0;
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return 0;	/* not a BPF object: fg_pin_dir_remove says so */
+		return 0; /* not a BPF object: fg_pin_dir_remove says so */
 	if (link_is_ours(fd) && fg_link_ifindex(fd)) {
 		pd->err = bpf_link_detach(fd) ? -errno : 0;
 		if (pd->err)

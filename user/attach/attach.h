@@ -39,46 +39,46 @@ struct bpf_link;
 
 /* What fg_watch_ifaces did to an interface this time (bits). */
 enum fg_iface_change {
-	FG_IF_LOST = 1,		/* its link was severed (interface deleted): unpinned */
-	FG_IF_BACK = 2,		/* an interface of that name is there again: attached */
-	FG_IF_FAILED = 4,	/* it is there again but attaching failed (why) */
-	FG_IF_RENAMED = 8,	/* the attached device has a new name (was -> name); still attached */
+	FG_IF_LOST = 1,	   /* its link was severed (interface deleted): unpinned */
+	FG_IF_BACK = 2,	   /* an interface of that name is there again: attached */
+	FG_IF_FAILED = 4,  /* it is there again but attaching failed (why) */
+	FG_IF_RENAMED = 8, /* the attached device has a new name (was -> name); still attached */
 };
 
 struct fg_iface {
-	char conf[IF_NAMESIZE];	/* the configured name; the link pin is link_<conf> */
-	char name[IF_NAMESIZE];	/* the device's name now (follows renames) */
-	char was[IF_NAMESIZE];	/* its name before the last FG_IF_RENAMED */
-	char pinned_as[IF_NAMESIZE];	/* its live link is pinned as link_<pinned_as>, not
+	char conf[IF_NAMESIZE];	     /* the configured name; the link pin is link_<conf> */
+	char name[IF_NAMESIZE];	     /* the device's name now (follows renames) */
+	char was[IF_NAMESIZE];	     /* its name before the last FG_IF_RENAMED */
+	char pinned_as[IF_NAMESIZE]; /* its live link is pinned as link_<pinned_as>, not
 					 * link_<conf>: fg_attach_iface re-pins it (repinned) */
-	bool repinned;		/* the last attach moved link_<pinned_as> to link_<conf> */
+	bool repinned;		     /* the last attach moved link_<pinned_as> to link_<conf> */
 	int ifindex;
-	__u32 xdp_mode;		/* 1 native, 2 generic, 0 detached (interface gone) */
+	__u32 xdp_mode; /* 1 native, 2 generic, 0 detached (interface gone) */
 	struct bpf_link *link;
-	int failed_ifindex;	/* attaching to this ifindex failed: do not retry */
-	bool adopted;		/* the last attach swapped into a pinned link */
-	bool severed;		/* the last attach found a severed pinned link and removed it */
-	unsigned int change;	/* enum fg_iface_change bits of the last fg_watch_ifaces */
-	char why[FG_WHY_LEN];	/* why the last attach failed */
-	int how;		/* enum fg_xdp_how as attached */
-	bool how_kept;		/* attached another way than asked (an earlier daemon's) */
-	bool in_dispatcher;	/* FG_XDP_LIBXDP: a component of libxdp's dispatcher */
-	__u32 prog_id;		/* FG_XDP_LIBXDP: our program on the device */
-	__u32 dispatcher_id;	/* its dispatcher, 0 when alone */
+	int failed_ifindex;   /* attaching to this ifindex failed: do not retry */
+	bool adopted;	      /* the last attach swapped into a pinned link */
+	bool severed;	      /* the last attach found a severed pinned link and removed it */
+	unsigned int change;  /* enum fg_iface_change bits of the last fg_watch_ifaces */
+	char why[FG_WHY_LEN]; /* why the last attach failed */
+	int how;	      /* enum fg_xdp_how as attached */
+	bool how_kept;	      /* attached another way than asked (an earlier daemon's) */
+	bool in_dispatcher;   /* FG_XDP_LIBXDP: a component of libxdp's dispatcher */
+	__u32 prog_id;	      /* FG_XDP_LIBXDP: our program on the device */
+	__u32 dispatcher_id;  /* its dispatcher, 0 when alone */
 };
 
 /* How to attach, resolved from the policy's xdp_attach (fg_attach_conf_init). */
 struct fg_attach_conf {
-	int xdp_mode;		/* enum fg_xdp_mode */
-	int how;		/* enum fg_xdp_how: never auto */
-	bool from_auto;		/* xdp_attach: auto chose how */
-	bool dispatcher;	/* the kernel can build libxdp's dispatcher (probed) */
-	unsigned int run_prio;	/* libxdp */
-	__u32 chain;		/* libxdp: 1 << XDP_x per chain-call action */
-	char probe[160];	/* why it cannot, when !dispatcher */
+	int xdp_mode;	       /* enum fg_xdp_mode */
+	int how;	       /* enum fg_xdp_how: never auto */
+	bool from_auto;	       /* xdp_attach: auto chose how */
+	bool dispatcher;       /* the kernel can build libxdp's dispatcher (probed) */
+	unsigned int run_prio; /* libxdp */
+	__u32 chain;	       /* libxdp: 1 << XDP_x per chain-call action */
+	char probe[160];       /* why it cannot, when !dispatcher */
 };
 
-#define FG_LINK_PATH_LEN	320	/* a pin dir of up to 255 bytes, "/link_", a name */
+#define FG_LINK_PATH_LEN 320 /* a pin dir of up to 255 bytes, "/link_", a name */
 
 /*
  * The interface configured as conf: the device a live pinned link
@@ -100,8 +100,8 @@ int fg_link_prog_fd(int link_fd);
 
 /* ac from the policy's xdp_mode, xdp_attach (enum fg_xdp_attach),
  * priority and chain: probes the dispatcher once unless exclusive. */
-int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
-			unsigned int prio, __u32 chain);
+int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach, unsigned int prio,
+			__u32 chain);
 
 /* Attach skel's program to ifc (ifindex set) as ac says: exclusive, adopt
  * a pinned link or create one (native first when xdp_mode is FG_XDP_AUTO)

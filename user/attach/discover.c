@@ -17,9 +17,9 @@
 #include "lib/sysutil.h"
 #include "attach/xdpattach.h"
 
-#define MAX_MAP_IDS	64	/* floodgate's program uses 15 */
-#define PIN_ROOT	"/sys/fs/bpf"
-#define PIN_DEPTH	3	/* /sys/fs/bpf/a/b/c/fg_ctl at most */
+#define MAX_MAP_IDS 64 /* floodgate's program uses 15 */
+#define PIN_ROOT    "/sys/fs/bpf"
+#define PIN_DEPTH   3 /* /sys/fs/bpf/a/b/c/fg_ctl at most */
 
 __u32 fg_obj_id(int fd)
 {
@@ -43,7 +43,7 @@ static int prog_map_ids(int prog_fd, __u32 *ids, __u32 *n)
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 
-	memset(ids, 0, *n * sizeof(*ids));	/* the kernel fills them; valgrind cannot tell */
+	memset(ids, 0, *n * sizeof(*ids)); /* the kernel fills them; valgrind cannot tell */
 	info.nr_map_ids = *n;
 	info.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
@@ -101,7 +101,7 @@ static void add_found(struct fg_found *f, int ifindex, const char *ifname, enum 
 		return;
 	fd = bpf_prog_get_fd_by_id(prog_id);
 	if (fd < 0)
-		return;	/* detached meanwhile */
+		return; /* detached meanwhile */
 	at = &f->at[f->n++];
 	memset(at, 0, sizeof(*at));
 	at->ifindex = ifindex;
@@ -154,8 +154,7 @@ static void add_components(struct fg_found *f, int ifindex, const char *ifname, 
 
 /* The program prog_id attached to ifindex in mode: floodgate, a
  * dispatcher that may run floodgate, or something else. */
-static void consider(struct fg_found *f, int ifindex, const char *ifname, __u32 prog_id,
-		     __u32 mode)
+static void consider(struct fg_found *f, int ifindex, const char *ifname, __u32 prog_id, __u32 mode)
 {
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
@@ -222,7 +221,7 @@ int fg_discover(struct fg_found *f, char *why)
 	find_links(f);
 	if (!f->n) {
 		fg_why(why, "no XDP program named " FG_PROG_NAME
-		       " on any interface of this network namespace");
+			    " on any interface of this network namespace");
 		return -ENOENT;
 	}
 	return 0;
@@ -312,8 +311,10 @@ int fg_found_choose(struct fg_found *f, const char *dir, int *n, char *why)
 		return -ENOENT;
 	}
 	if (orphans > 1) {
-		fg_why(why, "%d floodgate filters without their pins run here (on %s): cannot tell "
-		       "which one %s was; choose with --interface IF", orphans, orphans_s, dir);
+		fg_why(why,
+		       "%d floodgate filters without their pins run here (on %s): cannot tell "
+		       "which one %s was; choose with --interface IF",
+		       orphans, orphans_s, dir);
 		return -ENOTUNIQ;
 	}
 	*n = move_to_front(f, pick);
@@ -355,13 +356,15 @@ static int empty_map(enum fg_map_id k, const struct bpf_map_info *ctl)
 	struct btf *btf = btf__load_from_kernel_by_id(ctl->btf_id);
 	int btf_fd = btf ? bpf_btf_get_fd_by_id(ctl->btf_id) : -1, fd;
 	__s32 vid = btf ? btf__find_by_name_kind(btf, k == FGM_META ? "fg_meta" : "fg_name",
-						  BTF_KIND_STRUCT) : -1;
+						 BTF_KIND_STRUCT) :
+			  -1;
 	__u32 type, ksz, vsz, max;
 	LIBBPF_OPTS(bpf_map_create_opts, typed, .btf_fd = btf_fd,
 		    .btf_key_type_id = ctl->btf_key_type_id, .btf_value_type_id = vid);
 
 	fg_map_shape(k, &type, &ksz, &vsz, &max);
-	fd = btf_fd >= 0 && vid > 0 ? bpf_map_create(type, fg_map_name(k), ksz, vsz, max, &typed) : -1;
+	fd = btf_fd >= 0 && vid > 0 ? bpf_map_create(type, fg_map_name(k), ksz, vsz, max, &typed) :
+				      -1;
 	if (fd < 0)
 		fd = bpf_map_create(type, fg_map_name(k), ksz, vsz, max, NULL);
 	if (btf_fd >= 0)
@@ -428,7 +431,7 @@ int fg_found_maps(const struct fg_found_if *at, struct fg_maps *m, unsigned int 
 		if (k >= 0 && fd[k] < 0)
 			fd[k] = mfd;
 		else
-			close(mfd);	/* .rodata, .bss, or not floodgate's */
+			close(mfd); /* .rodata, .bss, or not floodgate's */
 	}
 	cold_maps(fd, gone);
 	return fg_maps_open_fds(m, fd, where, why);
@@ -450,7 +453,7 @@ int fg_dir_each(const char *dir, fg_dirent_fn *fn, void *arg)
 
 /* What find_pinned looks for below a dir. */
 struct pinned_find {
-	int depth;		/* levels of subdirectories still to enter */
+	int depth; /* levels of subdirectories still to enter */
 	__u32 ctl_id;
 	char *out;
 	size_t len;
@@ -514,7 +517,8 @@ static int detach_link(const struct fg_found_if *at, char *why)
 	err = bpf_link_detach(fd);
 	close(fd);
 	if (err)
-		fg_why(why, "%s: detaching bpf_link %u: %s", at->ifname, at->link_id, strerror(-err));
+		fg_why(why, "%s: detaching bpf_link %u: %s", at->ifname, at->link_id,
+		       strerror(-err));
 	return err;
 }
 
@@ -529,11 +533,14 @@ static int detach_netlink(const struct fg_found_if *at, char *why)
 	}
 	/* REPLACE with the expected program: removes it only if it is still there */
 	LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = fd);
-	err = bpf_xdp_detach(at->ifindex, XDP_FLAGS_REPLACE |
-			     (at->xdp_mode == 2 ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE), &ao);
+	err = bpf_xdp_detach(at->ifindex,
+			     XDP_FLAGS_REPLACE |
+				     (at->xdp_mode == 2 ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE),
+			     &ao);
 	close(fd);
 	if (err)
-		fg_why(why, "%s: detaching program %u: %s", at->ifname, at->prog_id, strerror(-err));
+		fg_why(why, "%s: detaching program %u: %s", at->ifname, at->prog_id,
+		       strerror(-err));
 	return err;
 }
 
@@ -545,7 +552,8 @@ int fg_found_detach(const struct fg_found_if *at, char *why)
 	case FG_FOUND_NETLINK:
 		return detach_netlink(at, why);
 	case FG_FOUND_COMPONENT:
-		return fg_xdp_detach_ours(at->ifindex, FG_PROG_NAME, NULL, why, why ? FG_WHY_LEN : 0);
+		return fg_xdp_detach_ours(at->ifindex, FG_PROG_NAME, NULL, why,
+					  why ? FG_WHY_LEN : 0);
 	}
 	return -EINVAL;
 }
@@ -595,20 +603,24 @@ static int orphan_why(const struct fg_found_if *at, const char *dir, char *why)
 		fg_maps_close(&m);
 	}
 	if (!fg_found_pinned_at(at->ctl_id, other, sizeof(other))) {
-		fg_why(why, "%s already runs floodgate (%s) pinned in %s, not %s (daemon pid %u): "
-		       "use --pin-dir %s, or stop that one first", at->ifname, how, other, dir,
-		       meta.pid, other);
+		fg_why(why,
+		       "%s already runs floodgate (%s) pinned in %s, not %s (daemon pid %u): "
+		       "use --pin-dir %s, or stop that one first",
+		       at->ifname, how, other, dir, meta.pid, other);
 	} else if (fg_daemon_alive(meta.pid)) {
-		fg_why(why, "%s already runs floodgate (%s) whose pins are gone (nothing under "
-		       PIN_ROOT " holds its maps); its daemon, floodgated pid %u, still runs and "
+		fg_why(why,
+		       "%s already runs floodgate (%s) whose pins are gone (nothing under " PIN_ROOT
+		       " holds its maps); its daemon, floodgated pid %u, still runs and "
 		       "pins them again within a second unless it is stopped or cannot write "
 		       "bpffs: wait, or stop it (kill %u), or remove the filter with "
-		       "'floodgate --pin-dir %s detach --force'; then start again", at->ifname, how,
-		       meta.pid, meta.pid, dir);
+		       "'floodgate --pin-dir %s detach --force'; then start again",
+		       at->ifname, how, meta.pid, meta.pid, dir);
 	} else {
-		fg_why(why, "%s already runs floodgate (%s) whose pins are gone and whose daemon "
+		fg_why(why,
+		       "%s already runs floodgate (%s) whose pins are gone and whose daemon "
 		       "(pid %u) is not running: remove it with 'floodgate --pin-dir %s detach', "
-		       "then start again", at->ifname, how, meta.pid, dir);
+		       "then start again",
+		       at->ifname, how, meta.pid, dir);
 	}
 	return -EBUSY;
 }
@@ -618,7 +630,7 @@ int fg_found_orphan(const struct fg_iface *ifs, int n, const char *dir, char *wh
 	struct fg_found f;
 
 	if (fg_discover(&f, NULL))
-		return 0;	/* nothing attached (or the list failed: attach will tell) */
+		return 0; /* nothing attached (or the list failed: attach will tell) */
 	for (int i = 0; i < f.n; i++)
 		for (int j = 0; j < n; j++)
 			if (f.at[i].ifindex == ifs[j].ifindex)

@@ -27,16 +27,16 @@
 #include "floodgate.h"
 #include "maps/fgmaps.h"
 
-#define FG_PROG_NAME	"floodgate"	/* bpf/floodgate.bpf.c's program, as the kernel names it */
-#define FG_FOUND_MAX	(2 * FG_MAX_IFS)
+#define FG_PROG_NAME "floodgate" /* bpf/floodgate.bpf.c's program, as the kernel names it */
+#define FG_FOUND_MAX (2 * FG_MAX_IFS)
 
 struct fg_iface;
 
 /* How the program is attached, so detach knows what to undo. */
 enum fg_found_how {
-	FG_FOUND_LINK = 1,	/* a bpf_link holds it (floodgated's way) */
-	FG_FOUND_NETLINK,	/* attached by netlink (ip link, bpftool net attach) */
-	FG_FOUND_COMPONENT,	/* a component of libxdp's dispatcher */
+	FG_FOUND_LINK = 1,  /* a bpf_link holds it (floodgated's way) */
+	FG_FOUND_NETLINK,   /* attached by netlink (ip link, bpftool net attach) */
+	FG_FOUND_COMPONENT, /* a component of libxdp's dispatcher */
 };
 
 /* One interface running a floodgate program. */
@@ -44,11 +44,11 @@ struct fg_found_if {
 	int ifindex;
 	char ifname[IF_NAMESIZE];
 	enum fg_found_how how;
-	__u32 xdp_mode;		/* 1 native, 2 generic */
-	__u32 prog_id;		/* the floodgate program */
-	__u32 link_id;		/* FG_FOUND_LINK: the link holding it */
-	__u32 dispatcher_id;	/* FG_FOUND_COMPONENT: the dispatcher running it */
-	__u32 ctl_id;		/* its fg_ctl map: which filter it is */
+	__u32 xdp_mode;	     /* 1 native, 2 generic */
+	__u32 prog_id;	     /* the floodgate program */
+	__u32 link_id;	     /* FG_FOUND_LINK: the link holding it */
+	__u32 dispatcher_id; /* FG_FOUND_COMPONENT: the dispatcher running it */
+	__u32 ctl_id;	     /* its fg_ctl map: which filter it is */
 };
 
 struct fg_found {

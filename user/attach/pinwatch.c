@@ -14,14 +14,14 @@
 #include "attach/discover.h"
 #include "attach/pinwatch.h"
 
-#define NAMES_LEN	400
+#define NAMES_LEN 400
 
 /* What one check found, pin by pin. */
 struct tally {
 	int missing, foreign, failed, repinned, maps_repinned;
-	int err;		/* the first failure */
+	int err; /* the first failure */
 	char missing_s[NAMES_LEN], foreign_s[NAMES_LEN], failed_s[NAMES_LEN];
-	char links_s[NAMES_LEN];	/* the links re-pinned */
+	char links_s[NAMES_LEN]; /* the links re-pinned */
 };
 
 static void add_name(char *list, const char *name)
@@ -61,7 +61,7 @@ static int make_pin_dir(const char *dir, char *why, size_t len)
 	if (!n || n >= sizeof(tmp) || dir[0] != '/')
 		return -EINVAL;
 	memcpy(tmp, dir, n + 1);
-	for (p = tmp + 1; ; p++) {
+	for (p = tmp + 1;; p++) {
 		char c = *p;
 
 		if (c != '/' && c)
@@ -73,7 +73,8 @@ static int make_pin_dir(const char *dir, char *why, size_t len)
 			bool bpffs;
 
 			*slash = 0;
-			bpffs = !statfs(slash == tmp ? "/" : tmp, &sfs) && sfs.f_type == BPF_FS_MAGIC;
+			bpffs = !statfs(slash == tmp ? "/" : tmp, &sfs) &&
+				sfs.f_type == BPF_FS_MAGIC;
 			if (!bpffs) {
 				snprintf(why, len, "%s is not a bpf filesystem (unmounted?)",
 					 slash == tmp ? "/" : tmp);
@@ -93,7 +94,12 @@ static int make_pin_dir(const char *dir, char *why, size_t len)
 	}
 }
 
-enum pin_state { PIN_OK, PIN_MISSING, PIN_FOREIGN, PIN_ERROR };
+enum pin_state {
+	PIN_OK,
+	PIN_MISSING,
+	PIN_FOREIGN,
+	PIN_ERROR
+};
 
 /* Is the object pinned at path the one with this id? */
 static enum pin_state pin_state(const char *path, __u32 id, int *err)
@@ -111,8 +117,8 @@ static enum pin_state pin_state(const char *path, __u32 id, int *err)
 }
 
 /* One pin: classify it (pass 0), or pin it again if it is missing (pass 1). */
-static void one_pin(struct tally *t, int pass, const char *dir, const char *name, int fd,
-		    __u32 id, bool is_map)
+static void one_pin(struct tally *t, int pass, const char *dir, const char *name, int fd, __u32 id,
+		    bool is_map)
 {
 	char path[FG_LINK_PATH_LEN];
 	enum pin_state s;
@@ -210,8 +216,8 @@ static const char *repinned_what(const struct tally *t, char *buf, size_t len)
 	return buf;
 }
 
-int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg_iface *ifs,
-		      int n, __u64 now_ns)
+int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg_iface *ifs, int n,
+		      __u64 now_ns)
 {
 	char why[FG_WHY_LEN] = "", what[NAMES_LEN + 32];
 	struct tally t = {};
@@ -223,11 +229,12 @@ int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg
 	if (gone) {
 		err = make_pin_dir(m->dir, why, sizeof(why));
 		if (err || stat(m->dir, &st)) {
-			snprintf(pw->msg, sizeof(pw->msg),
-				 "the pin dir %s was removed and cannot be made again: %s; the filter "
-				 "keeps enforcing through the daemon's fds, and the CLI finds it through "
-				 "its interfaces; trying every second, saying so every minute",
-				 m->dir, why[0] ? why : strerror(errno));
+			snprintf(
+				pw->msg, sizeof(pw->msg),
+				"the pin dir %s was removed and cannot be made again: %s; the filter "
+				"keeps enforcing through the daemon's fds, and the CLI finds it through "
+				"its interfaces; trying every second, saying so every minute",
+				m->dir, why[0] ? why : strerror(errno));
 			return failing(pw, now_ns);
 		}
 	}
@@ -237,7 +244,8 @@ int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg
 		snprintf(pw->msg, sizeof(pw->msg),
 			 "%s now holds objects that are not this daemon's (%s): another floodgated "
 			 "or an operator put them there; not touching them, nothing re-pinned; the "
-			 "filter keeps enforcing through the daemon's fds", m->dir, t.foreign_s);
+			 "filter keeps enforcing through the daemon's fds",
+			 m->dir, t.foreign_s);
 		return failing(pw, now_ns);
 	}
 	if (t.missing)
@@ -248,21 +256,26 @@ int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg
 		snprintf(pw->msg, sizeof(pw->msg),
 			 "pins missing from %s (%s) and re-pinning failed: %s; the filter keeps "
 			 "enforcing through the daemon's fds; trying every second, saying so every "
-			 "minute", m->dir, t.failed_s, strerror(-t.err));
+			 "minute",
+			 m->dir, t.failed_s, strerror(-t.err));
 		return failing(pw, now_ns);
 	}
 	if (t.repinned) {
 		repinned_what(&t, what, sizeof(what));
 		if (gone)
-			snprintf(pw->msg, sizeof(pw->msg),
-				 "the pin dir %s was removed under the running daemon: made it again "
-				 "and re-pinned %s from the daemon's own fds (the same maps: buckets "
-				 "and counters intact)", m->dir, what);
+			snprintf(
+				pw->msg, sizeof(pw->msg),
+				"the pin dir %s was removed under the running daemon: made it again "
+				"and re-pinned %s from the daemon's own fds (the same maps: buckets "
+				"and counters intact)",
+				m->dir, what);
 		else
-			snprintf(pw->msg, sizeof(pw->msg),
-				 "pins removed from %s under the running daemon: %s; re-pinned them "
-				 "from the daemon's own fds (the same objects: buckets and counters "
-				 "intact)", m->dir, what);
+			snprintf(
+				pw->msg, sizeof(pw->msg),
+				"pins removed from %s under the running daemon: %s; re-pinned them "
+				"from the daemon's own fds (the same objects: buckets and counters "
+				"intact)",
+				m->dir, what);
 		if (pw->failing)
 			snprintf(pw->msg + strlen(pw->msg), sizeof(pw->msg) - strlen(pw->msg),
 				 " after %.0f s", (now_ns - pw->failing_since_ns) / 1e9);

@@ -24,16 +24,16 @@
 
 struct fg_iface;
 
-#define FG_PINWATCH_REPEAT_NS	(60ull * 1000000000ull)	/* a failure is said again after a minute */
+#define FG_PINWATCH_REPEAT_NS (60ull * 1000000000ull) /* a failure is said again after a minute */
 
 struct fg_pinwatch {
-	dev_t dev;		/* the pin dir the daemon's fg_maps.dirfd is on */
+	dev_t dev; /* the pin dir the daemon's fg_maps.dirfd is on */
 	ino_t ino;
-	__u32 map_id[FGM_NMAPS];	/* the daemon's maps */
-	bool failing;		/* the last check could not put everything back */
-	__u64 said_ns;		/* CLOCK_MONOTONIC when the failure was last reported */
+	__u32 map_id[FGM_NMAPS]; /* the daemon's maps */
+	bool failing;		 /* the last check could not put everything back */
+	__u64 said_ns;		 /* CLOCK_MONOTONIC when the failure was last reported */
 	__u64 failing_since_ns;
-	char msg[2 * FG_WHY_LEN];	/* what to log, when fg_pinwatch_check returns 1 */
+	char msg[2 * FG_WHY_LEN]; /* what to log, when fg_pinwatch_check returns 1 */
 };
 
 /* Remember m's maps and pin dir (after the start has pinned everything). */
@@ -45,7 +45,7 @@ int fg_pinwatch_init(struct fg_pinwatch *pw, const struct fg_maps *m);
  * what was done, once; a failure to put everything back, at once and then
  * every FG_PINWATCH_REPEAT_NS while it lasts; the recovery. 0: nothing new.
  */
-int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg_iface *ifs,
-		      int n, __u64 now_ns);
+int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg_iface *ifs, int n,
+		      __u64 now_ns);
 
 #endif /* FG_PINWATCH_H */

@@ -21,11 +21,11 @@
 #include <xdp/libxdp.h>
 #include "attach/xdpattach.h"
 
-#define NAME_MAX_KERNEL 15	/* BPF_OBJ_NAME_LEN - 1: what the kernel keeps of a name */
-#define MAX_PROG_MAPS 64
+#define NAME_MAX_KERNEL 15 /* BPF_OBJ_NAME_LEN - 1: what the kernel keeps of a name */
+#define MAX_PROG_MAPS	64
 
-__attribute__((format(printf, 4, 5)))
-static int fail(char *why, size_t len, int err, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t len, int err,
+						      const char *fmt, ...)
 {
 	va_list ap;
 
@@ -57,7 +57,9 @@ static __u32 mode_flags(enum fg_xdp_mode m)
 
 static enum xdp_attach_mode to_libxdp(enum fg_xdp_mode m)
 {
-	return m == FG_XDP_NATIVE ? XDP_MODE_NATIVE : m == FG_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_UNSPEC;
+	return m == FG_XDP_NATIVE ? XDP_MODE_NATIVE :
+	       m == FG_XDP_SKB	  ? XDP_MODE_SKB :
+				    XDP_MODE_UNSPEC;
 }
 
 static enum fg_xdp_mode from_libxdp(enum xdp_attach_mode m)
@@ -96,7 +98,7 @@ int fg_link_next(__u32 *id, struct bpf_link_info *li)
 		int fd = bpf_link_get_fd_by_id(*id);
 
 		if (fd < 0)
-			continue;	/* gone meanwhile */
+			continue; /* gone meanwhile */
 		memset(li, 0, sizeof(*li));
 		if (!bpf_obj_get_info_by_fd(fd, li, &len))
 			return fd;
@@ -140,16 +142,16 @@ int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char 
 
 	memset(l, 0, sizeof(*l));
 	if (ifindex <= 0 || !if_indextoname((unsigned int)ifindex, ifname))
-		return fail(why, len, -ENODEV, "no interface with ifindex %d in this network namespace",
-			    ifindex);
+		return fail(why, len, -ENODEV,
+			    "no interface with ifindex %d in this network namespace", ifindex);
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	err = libxdp_get_error(mp);
 	if (err == -ENOENT)
-		return 0;	/* nothing attached */
+		return 0; /* nothing attached */
 	if (err)
 		return fail(why, len, (int)err, "ifindex %d: cannot read its XDP programs: %s",
 			    ifindex, strerror((int)-err));
-	if (!xdp_multiprog__main_prog(mp)) {	/* only an offloaded program */
+	if (!xdp_multiprog__main_prog(mp)) { /* only an offloaded program */
 		xdp_multiprog__close(mp);
 		return 0;
 	}
@@ -209,7 +211,8 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	if (!tgt || !ext) {
 		err = -errno;
 		err = fail(why, len, err ? err : -ENOENT,
-			   "cannot open libxdp's xdp-dispatcher.o: %s", strerror(err ? -err : ENOENT));
+			   "cannot open libxdp's xdp-dispatcher.o: %s",
+			   strerror(err ? -err : ENOENT));
 		goto out;
 	}
 	tobj = xdp_program__bpf_obj(tgt);
@@ -238,7 +241,8 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	if (err) {
 		err = fail(why, len, -EOPNOTSUPP,
 			   "this kernel refuses freplace (BPF_PROG_TYPE_EXT) programs: %s; "
-			   "libxdp cannot build a dispatcher here", strerror(-err));
+			   "libxdp cannot build a dispatcher here",
+			   strerror(-err));
 		goto out;
 	}
 	link = bpf_program__attach_freplace(ep, bpf_program__fd(tp), "xdp_pass");
@@ -246,7 +250,8 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 		err = -errno;
 		err = fail(why, len, -EOPNOTSUPP,
 			   "this kernel refuses to attach freplace programs: %s; "
-			   "libxdp cannot build a dispatcher here", strerror(-err));
+			   "libxdp cannot build a dispatcher here",
+			   strerror(-err));
 		goto out;
 	}
 	bpf_link__destroy(link);
@@ -285,7 +290,8 @@ static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts 
 		struct bpf_map *src = bpf_object__find_map_by_name(p->obj, bpf_map__name(m));
 
 		if (!src || bpf_map__fd(src) < 0) {
-			err = fail(why, len, -ENOENT, "map %s of %s is not loaded", bpf_map__name(m), name);
+			err = fail(why, len, -ENOENT, "map %s of %s is not loaded",
+				   bpf_map__name(m), name);
 			goto err;
 		}
 		err = bpf_map__reuse_fd(m, bpf_map__fd(src));
@@ -301,7 +307,7 @@ static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts 
 	}
 	bpf_object__for_each_program(q, obj)
 		bpf_program__set_autoload(q, q == cp);
-	bpf_program__set_flags(cp, bpf_program__flags(p->prog));	/* BPF_F_XDP_HAS_FRAGS */
+	bpf_program__set_flags(cp, bpf_program__flags(p->prog)); /* BPF_F_XDP_HAS_FRAGS */
 
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xo, .obj = obj, .prog_name = name);
 	xp = xdp_program__create(&xo);
@@ -332,7 +338,7 @@ err:
 
 static void close_component(struct bpf_object *obj, struct xdp_program *xp)
 {
-	xdp_program__close(xp);	/* does not close an object it was given */
+	xdp_program__close(xp); /* does not close an object it was given */
 	bpf_object__close(obj);
 }
 
@@ -377,7 +383,7 @@ static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const st
 	if (err)
 		fail(why, len, err, "ifindex %d: libxdp attach (%s) failed: %s", ifindex,
 		     fg_xdp_mode_str(mode), strerror(-err));
-	close_component(obj, xp);	/* pins (dispatcher) or netlink (alone) hold it now */
+	close_component(obj, xp); /* pins (dispatcher) or netlink (alone) hold it now */
 	return err;
 }
 
@@ -390,12 +396,14 @@ static int refuse_legacy(int ifindex, const struct fg_xdp_list *cur, char *why, 
 		return fail(why, len, -EBUSY,
 			    "ifindex %d has XDP program %s (id %u, %s) attached directly, and %s; "
 			    "floodgate will not replace it: remove it, or run floodgate alone",
-			    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode), probe);
-	return fail(why, len, -EBUSY,
-		    "ifindex %d has XDP program %s (id %u, %s) attached without libxdp's dispatcher; "
-		    "floodgate will not replace it: load it through libxdp (xdp-loader, or its own "
-		    "tool's libxdp mode) and start floodgate again",
-		    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode));
+			    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode),
+			    probe);
+	return fail(
+		why, len, -EBUSY,
+		"ifindex %d has XDP program %s (id %u, %s) attached without libxdp's dispatcher; "
+		"floodgate will not replace it: load it through libxdp (xdp-loader, or its own "
+		"tool's libxdp mode) and start floodgate again",
+		ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode));
 }
 
 /* Join (or create) the dispatcher on ifindex; cur is what is there now. */
@@ -407,14 +415,17 @@ static int libxdp_join(const struct fg_xdp_prog *p, int ifindex, const struct fg
 	if (cur->n && !cur->dispatcher_id)
 		return refuse_legacy(ifindex, cur, why, len);
 	if (cur->n && cur->via_link)
-		return fail(why, len, -EBUSY, "ifindex %d: its dispatcher is held by a bpf_link, "
-			    "which libxdp 1.3.1 cannot replace", ifindex);
-	if (cur->n && o->mode != FG_XDP_AUTO && o->mode != cur->mode)
 		return fail(why, len, -EBUSY,
-			    "ifindex %d: its dispatcher runs in %s mode and floodgate asked for %s; "
-			    "one device runs one mode", ifindex, fg_xdp_mode_str(cur->mode),
-			    fg_xdp_mode_str(o->mode));
-	if (cur->n)	/* AUTO joins the mode that is there */
+			    "ifindex %d: its dispatcher is held by a bpf_link, "
+			    "which libxdp 1.3.1 cannot replace",
+			    ifindex);
+	if (cur->n && o->mode != FG_XDP_AUTO && o->mode != cur->mode)
+		return fail(
+			why, len, -EBUSY,
+			"ifindex %d: its dispatcher runs in %s mode and floodgate asked for %s; "
+			"one device runs one mode",
+			ifindex, fg_xdp_mode_str(cur->mode), fg_xdp_mode_str(o->mode));
+	if (cur->n) /* AUTO joins the mode that is there */
 		return libxdp_attach_once(p, ifindex, o, cur->mode, why, len);
 	if (o->mode != FG_XDP_AUTO)
 		return libxdp_attach_once(p, ifindex, o, o->mode, why, len);
@@ -436,8 +447,8 @@ static int fill_att(int ifindex, const char *ours, enum fg_xdp_how how, struct f
 		return err;
 	e = find_ours(&l);
 	if (!e)
-		return fail(why, len, -ENOENT, "ifindex %d: %s is not attached after all",
-			    ifindex, ours);
+		return fail(why, len, -ENOENT, "ifindex %d: %s is not attached after all", ifindex,
+			    ours);
 	out->ifindex = ifindex;
 	out->how = how;
 	out->mode = l.mode;
@@ -458,7 +469,8 @@ static __u32 prog_id_of(int prog_fd)
 }
 
 static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-			    const struct fg_xdp_list *cur, struct fg_xdp_att *out, char *why, size_t len)
+			    const struct fg_xdp_list *cur, struct fg_xdp_att *out, char *why,
+			    size_t len)
 {
 	static const enum fg_xdp_mode order[] = { FG_XDP_NATIVE, FG_XDP_SKB };
 	int prog_fd = bpf_program__fd(p->prog), fd = -1, err = -EINVAL;
@@ -483,10 +495,12 @@ static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const stru
 	if (fd < 0)
 		return fail(why, len, err, "ifindex %d: cannot attach XDP (%s): %s%s", ifindex,
 			    fg_xdp_mode_str(o->mode), strerror(-err),
-			    err == -EBUSY || err == -EEXIST ? " (a program was attached meanwhile)" : "");
+			    err == -EBUSY || err == -EEXIST ?
+				    " (a program was attached meanwhile)" :
+				    "");
 	if (o->link_pin && bpf_obj_pin(fd, o->link_pin)) {
 		err = -errno;
-		close(fd);	/* detaches */
+		close(fd); /* detaches */
 		return fail(why, len, err, "cannot pin the link at %s: %s", o->link_pin,
 			    strerror(-err));
 	}
@@ -521,8 +535,10 @@ static int check_opts(const struct fg_xdp_opts *o, char *why, size_t len)
 	if (o->mode != FG_XDP_AUTO && o->mode != FG_XDP_NATIVE && o->mode != FG_XDP_SKB)
 		return fail(why, len, -EINVAL, "unknown XDP mode %d", (int)o->mode);
 	if (o->chain_actions & ~((1u << (XDP_REDIRECT + 1)) - 1))
-		return fail(why, len, -EINVAL, "chain actions %#x: only XDP_ABORTED..XDP_REDIRECT "
-			    "(bits 0..4) exist", o->chain_actions);
+		return fail(why, len, -EINVAL,
+			    "chain actions %#x: only XDP_ABORTED..XDP_REDIRECT "
+			    "(bits 0..4) exist",
+			    o->chain_actions);
 	return 0;
 }
 
@@ -584,8 +600,8 @@ static int detach_component(int ifindex, const char *ours, char *why, size_t len
 			mine[n++] = p;
 	/* libxdp builds a dispatcher without them (or removes it if they were
 	 * all) and swaps it in atomically; the others keep running */
-	err = n ? xdp_program__detach_multi(mine, n, ifindex, xdp_multiprog__attach_mode(mp), 0)
-		: -ENOENT;
+	err = n ? xdp_program__detach_multi(mine, n, ifindex, xdp_multiprog__attach_mode(mp), 0) :
+		  -ENOENT;
 	xdp_multiprog__close(mp);
 	if (err)
 		return fail(why, len, (int)err, "ifindex %d: removing %s from the dispatcher: %s",
@@ -624,8 +640,8 @@ static int detach_single(int ifindex, const struct fg_xdp_list *cur, const char 
 	return 0;
 }
 
-int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin,
-		       char *why, size_t len)
+int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why,
+		       size_t len)
 {
 	struct fg_xdp_list cur;
 	int err;
@@ -711,7 +727,7 @@ static bool same_program(const struct fg_xdp_prog *p, __u32 running_id)
 		for (j = 0; j < pi.nr_map_ids && pmaps[j] != rmaps[i]; j++)
 			;
 		if (j < pi.nr_map_ids)
-			continue;	/* the same map */
+			continue; /* the same map */
 		mfd = bpf_map_get_fd_by_id(rmaps[i]);
 		if (mfd < 0)
 			goto out;
@@ -725,7 +741,7 @@ static bool same_program(const struct fg_xdp_prog *p, __u32 running_id)
 		}
 		if (!is_rodata(mi.name)) {
 			close(mfd);
-			goto out;	/* another map: not running on our maps */
+			goto out; /* another map: not running on our maps */
 		}
 		bpf_object__for_each_map(m, p->obj)
 			if (is_rodata(bpf_map__name(m)))
@@ -754,7 +770,8 @@ static int replace_single(const struct fg_xdp_prog *p, int ifindex, const struct
 			    strerror(errno));
 	lfd = find_xdp_link(ifindex, cur->e[0].id);
 	if (lfd >= 0) {
-		LIBBPF_OPTS(bpf_link_update_opts, uo, .flags = BPF_F_REPLACE, .old_prog_fd = old_fd);
+		LIBBPF_OPTS(bpf_link_update_opts, uo, .flags = BPF_F_REPLACE,
+			    .old_prog_fd = old_fd);
 		err = bpf_link_update(lfd, new_fd, &uo);
 		if (err) {
 			close(lfd);
@@ -763,7 +780,8 @@ static int replace_single(const struct fg_xdp_prog *p, int ifindex, const struct
 		out->how = FG_XDP_EXCLUSIVE;
 	} else {
 		LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = old_fd);
-		err = bpf_xdp_attach(ifindex, new_fd, mode_flags(cur->mode) | XDP_FLAGS_REPLACE, &ao);
+		err = bpf_xdp_attach(ifindex, new_fd, mode_flags(cur->mode) | XDP_FLAGS_REPLACE,
+				     &ao);
 		out->how = FG_XDP_LIBXDP;
 	}
 	close(old_fd);
@@ -809,8 +827,8 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 	old_id = old->id;
 	if (same_program(p, old_id)) {
 		out->kept = true;
-		err = fill_att(ifindex, ours, cur.via_link ? FG_XDP_EXCLUSIVE : FG_XDP_LIBXDP,
-			       out, why, len);
+		err = fill_att(ifindex, ours, cur.via_link ? FG_XDP_EXCLUSIVE : FG_XDP_LIBXDP, out,
+			       why, len);
 		if (!err && cur.via_link)
 			out->link_fd = find_xdp_link(ifindex, old_id);
 		return err;
@@ -822,15 +840,19 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 		return err;
 	}
 	if (o->how == FG_XDP_EXCLUSIVE)
-		return fail(why, len, -EBUSY,
-			    "ifindex %d runs %s in libxdp's dispatcher but xdp_attach is exclusive: "
-			    "detach floodgate first to change how it attaches", ifindex, ours);
+		return fail(
+			why, len, -EBUSY,
+			"ifindex %d runs %s in libxdp's dispatcher but xdp_attach is exclusive: "
+			"detach floodgate first to change how it attaches",
+			ifindex, ours);
 	/* libxdp 1.3.1 replaces the whole dispatcher for any change: add the
 	 * new copy (both run), then take the old one out; never a moment
 	 * without floodgate */
 	if (cur.n >= 10)
-		return fail(why, len, -E2BIG, "ifindex %d: the dispatcher is full (10 programs); "
-			    "no room to swap %s without a gap", ifindex, ours);
+		return fail(why, len, -E2BIG,
+			    "ifindex %d: the dispatcher is full (10 programs); "
+			    "no room to swap %s without a gap",
+			    ifindex, ours);
 	err = libxdp_attach_once(p, ifindex, o, cur.mode, why, len);
 	if (err)
 		return err;
@@ -838,9 +860,10 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 	err = detach_id(ifindex, old_id, cur.mode);
 	out->overlap_ns = now_ns() - t_joined;
 	if (err)
-		return fail(why, len, err, "ifindex %d: the new %s runs, but the old one (id %u) "
-			    "could not be removed: %s; both are counting", ifindex, ours, old_id,
-			    strerror(-err));
+		return fail(why, len, err,
+			    "ifindex %d: the new %s runs, but the old one (id %u) "
+			    "could not be removed: %s; both are counting",
+			    ifindex, ours, old_id, strerror(-err));
 	err = fill_att(ifindex, ours, FG_XDP_LIBXDP, out, why, len);
 	return err;
 }
@@ -876,12 +899,12 @@ static int unlink_pins(int dirfd)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		    unlinkat(dirfd, de->d_name, 0) && !err)
 			err = -errno;
-	closedir(d);	/* closes dirfd */
+	closedir(d); /* closes dirfd */
 	return err;
 }
 
-int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id,
-				  char *why, size_t len)
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why,
+				  size_t len)
 {
 	char name[64];
 	int bfd, dfd, err;
@@ -889,8 +912,8 @@ int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatche
 	snprintf(name, sizeof(name), "dispatch-%d-%u", ifindex, dispatcher_id);
 	bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
-		return errno == ENOENT ? -ENOENT : fail(why, len, -errno, "%s: %s", base,
-							strerror(errno));
+		return errno == ENOENT ? -ENOENT :
+					 fail(why, len, -errno, "%s: %s", base, strerror(errno));
 	if (flock(bfd, LOCK_EX | LOCK_NB)) {
 		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		close(bfd);
@@ -899,8 +922,8 @@ int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatche
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	if (!bpf_xdp_query(ifindex, 0, &q) &&
 	    (q.drv_prog_id == dispatcher_id || q.skb_prog_id == dispatcher_id)) {
-		err = fail(why, len, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d",
-			   base, name, dispatcher_id, ifindex);
+		err = fail(why, len, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d", base,
+			   name, dispatcher_id, ifindex);
 		goto out;
 	}
 	dfd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -28,20 +28,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
-#include "policy/policy.h"	/* enum fg_xdp_mode */
+#include "policy/policy.h" /* enum fg_xdp_mode */
 
 struct bpf_object;
 struct bpf_program;
 
 enum fg_xdp_how {
-	FG_XDP_LIBXDP = 0,	/* default: works beside other programs */
+	FG_XDP_LIBXDP = 0, /* default: works beside other programs */
 	FG_XDP_EXCLUSIVE = 1,
 };
 
-#define FG_XDP_PRIO_FIRST	1	/* floodgate's default: drops before anything expensive */
-#define FG_XDP_PRIO_NONE	(~0u)	/* not in a dispatcher: no priority */
-#define FG_XDP_CHAIN_PASS	(1u << 2)	/* 1 << XDP_PASS: libxdp's default chain action */
-#define FG_XDP_MAX_LIST		16	/* a dispatcher holds at most 10 */
+#define FG_XDP_PRIO_FIRST 1	    /* floodgate's default: drops before anything expensive */
+#define FG_XDP_PRIO_NONE  (~0u)	    /* not in a dispatcher: no priority */
+#define FG_XDP_CHAIN_PASS (1u << 2) /* 1 << XDP_PASS: libxdp's default chain action */
+#define FG_XDP_MAX_LIST	  16	    /* a dispatcher holds at most 10 */
 
 /* The program to attach: loaded (type XDP), in the object loaded from elf
  * (a skeleton's obj, progs.<name> and <name>__elf_bytes()). */
@@ -53,11 +53,13 @@ struct fg_xdp_prog {
 };
 
 struct fg_xdp_opts {
-	enum fg_xdp_mode mode;	/* AUTO: the mode of a dispatcher already there, else native, else generic */
+	enum fg_xdp_mode
+		mode; /* AUTO: the mode of a dispatcher already there, else native, else generic */
 	enum fg_xdp_how how;
-	unsigned int run_prio;	/* libxdp: lower runs first (libxdp's default is 50) */
-	__u32 chain_actions;	/* libxdp: bit 1 << XDP_x for each verdict that runs the next program; 0 = XDP_PASS only */
-	const char *link_pin;	/* exclusive: pin the link here, NULL = unpinned (detaches when closed) */
+	unsigned int run_prio; /* libxdp: lower runs first (libxdp's default is 50) */
+	__u32 chain_actions; /* libxdp: bit 1 << XDP_x for each verdict that runs the next program; 0 = XDP_PASS only */
+	const char *
+		link_pin; /* exclusive: pin the link here, NULL = unpinned (detaches when closed) */
 };
 
 /* One attachment, filled by fg_xdp_attach and fg_xdp_adopt. fg_xdp_att_close
@@ -66,30 +68,30 @@ struct fg_xdp_opts {
 struct fg_xdp_att {
 	int ifindex;
 	enum fg_xdp_how how;
-	enum fg_xdp_mode mode;	/* NATIVE or SKB, as attached */
-	bool dispatcher;	/* a component of libxdp's dispatcher (else alone on the device) */
-	bool kept;		/* adopt: the running program was already this one; nothing changed */
-	__u32 prog_id;		/* our program (the component, in a dispatcher) */
-	__u32 dispatcher_id;	/* 0 when not in a dispatcher */
-	__u64 overlap_ns;	/* adopt in a dispatcher: how long old and new both ran (see docs/libxdp.md) */
-	int link_fd;		/* exclusive: the bpf_link, -1 otherwise */
+	enum fg_xdp_mode mode; /* NATIVE or SKB, as attached */
+	bool dispatcher;       /* a component of libxdp's dispatcher (else alone on the device) */
+	bool kept;	     /* adopt: the running program was already this one; nothing changed */
+	__u32 prog_id;	     /* our program (the component, in a dispatcher) */
+	__u32 dispatcher_id; /* 0 when not in a dispatcher */
+	__u64 overlap_ns; /* adopt in a dispatcher: how long old and new both ran (see docs/libxdp.md) */
+	int link_fd;	  /* exclusive: the bpf_link, -1 otherwise */
 };
 
 /* What fg_xdp_list finds on an interface. */
 struct fg_xdp_entry {
 	__u32 id;
 	char name[16];
-	unsigned int run_prio;	/* FG_XDP_PRIO_NONE when not in a dispatcher */
-	__u32 chain_actions;	/* bit per XDP verdict that continues; 0 when not in a dispatcher */
-	bool ours;		/* its name is the name of our program */
+	unsigned int run_prio; /* FG_XDP_PRIO_NONE when not in a dispatcher */
+	__u32 chain_actions;   /* bit per XDP verdict that continues; 0 when not in a dispatcher */
+	bool ours;	       /* its name is the name of our program */
 };
 
 struct fg_xdp_list {
-	enum fg_xdp_mode mode;	/* NATIVE or SKB; meaningless when n == 0 */
-	__u32 dispatcher_id;	/* 0: the single program is attached directly */
-	bool frags;		/* dispatcher loaded frags-aware (every component is); false when alone */
-	bool via_link;		/* the device's program is held by a bpf_link */
-	int n;			/* entries in run order */
+	enum fg_xdp_mode mode; /* NATIVE or SKB; meaningless when n == 0 */
+	__u32 dispatcher_id;   /* 0: the single program is attached directly */
+	bool frags;    /* dispatcher loaded frags-aware (every component is); false when alone */
+	bool via_link; /* the device's program is held by a bpf_link */
+	int n;	       /* entries in run order */
 	struct fg_xdp_entry e[FG_XDP_MAX_LIST];
 };
 
@@ -106,12 +108,11 @@ int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_
  * rebuilds it without ours), a netlink attach, or a bpf_link (found by
  * program id, detached with BPF_LINK_DETACH; link_pin, if set, is unlinked).
  * -ENOENT when ours is not there. */
-int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin,
-		       char *why, size_t len);
+int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why,
+		       size_t len);
 
 /* The programs on an interface, in run order, with which one is ours. */
-int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l,
-		char *why, size_t len);
+int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why, size_t len);
 
 /* The first entry of l that is ours, NULL when none is. */
 const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l);
@@ -146,8 +147,8 @@ const char *fg_xdp_pin_base(char *buf, size_t len);
  * (flock on base), without waiting. 0 removed; -ENOENT no such dir; -EBUSY
  * it still runs; -EAGAIN the lock is held: try later.
  */
-int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id,
-				  char *why, size_t len);
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why,
+				  size_t len);
 
 const char *fg_xdp_mode_str(enum fg_xdp_mode m);
 

@@ -21,23 +21,23 @@ struct json_object;
 
 /* Every option of every command; each command's table says which it takes. */
 struct cli_args {
-	const char *pin_dir;	/* --pin-dir; NULL: $FLOODGATE_PIN_DIR or the default */
+	const char *pin_dir; /* --pin-dir; NULL: $FLOODGATE_PIN_DIR or the default */
 	bool verbose;
-	bool json;		/* stats, top, status */
-	bool watch;		/* stats --watch */
-	__u64 watch_secs;	/* stats --watch SECS (default 1) */
-	__u64 top_n;		/* top -n (default 10) */
-	const char *rule;	/* mode --rule */
-	bool bypass_for;	/* bypass --for given */
-	__u64 bypass_ns;	/* its duration */
-	bool force;		/* detach --force */
-	bool rt_for;		/* allow/deny add --for given */
-	__u64 rt_ns;		/* its duration */
-	const char *comment;	/* allow/deny add --comment */
-	const char *pos[2];	/* positional words */
+	bool json;	     /* stats, top, status */
+	bool watch;	     /* stats --watch */
+	__u64 watch_secs;    /* stats --watch SECS (default 1) */
+	__u64 top_n;	     /* top -n (default 10) */
+	const char *rule;    /* mode --rule */
+	bool bypass_for;     /* bypass --for given */
+	__u64 bypass_ns;     /* its duration */
+	bool force;	     /* detach --force */
+	bool rt_for;	     /* allow/deny add --for given */
+	__u64 rt_ns;	     /* its duration */
+	const char *comment; /* allow/deny add --comment */
+	const char *pos[2];  /* positional words */
 	int npos;
-	const char *dir;	/* the pin dir in use */
-	const char *iface;	/* --interface: discovery picks the filter on it */
+	const char *dir;   /* the pin dir in use */
+	const char *iface; /* --interface: discovery picks the filter on it */
 };
 
 int cli_status(void *cfg);

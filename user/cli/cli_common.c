@@ -20,11 +20,15 @@ static const char *daemon_note(const struct fg_meta *meta, char *buf, size_t len
 	if (!fg_daemon_alive(meta->pid))
 		snprintf(buf, len, "its daemon (pid %u) is not running", meta->pid);
 	else if (fg_daemon_state(meta->pid) == FG_DAEMON_STOPPED)
-		snprintf(buf, len, "its daemon, floodgated pid %u, is stopped (SIGSTOP): it cannot "
-			 "pin them again until continued", meta->pid);
+		snprintf(buf, len,
+			 "its daemon, floodgated pid %u, is stopped (SIGSTOP): it cannot "
+			 "pin them again until continued",
+			 meta->pid);
 	else
-		snprintf(buf, len, "its daemon, floodgated pid %u, runs and pins them again within a "
-			 "second unless it cannot write bpffs (see its log)", meta->pid);
+		snprintf(buf, len,
+			 "its daemon, floodgated pid %u, runs and pins them again within a "
+			 "second unless it cannot write bpffs (see its log)",
+			 meta->pid);
 	return buf;
 }
 
@@ -52,7 +56,8 @@ static int find_filter(const struct cli_args *a, const char *pin_why, struct fg_
 	err = choose_found(a, f, n, why);
 	if (err == -ENOENT && access(a->dir, F_OK))
 		pr_warn("no floodgate pin dir at %s, and %s: is floodgated running? "
-			"(see --pin-dir, $" FG_PIN_DIR_ENV ")", a->dir, why);
+			"(see --pin-dir, $" FG_PIN_DIR_ENV ")",
+			a->dir, why);
 	else if (err == -ENOENT)
 		pr_warn("%s; and %s", pin_why, why);
 	else if (err)
@@ -72,17 +77,19 @@ static int open_found(const struct cli_args *a, struct fg_found *f, int n, struc
 	err = fg_found_maps(at, m, &gone, why);
 	if (err) {
 		pr_warn("the pin dir %s is %s, and the maps of the floodgate program on %s cannot be "
-			"used: %s", a->dir, access(a->dir, F_OK) ? "gone" : "incomplete", at->ifname,
-			why);
+			"used: %s",
+			a->dir, access(a->dir, F_OK) ? "gone" : "incomplete", at->ifname, why);
 		return err;
 	}
 	fg_meta_read(m, &meta);
 	pr_warn("the pin dir %s is %s: found floodgate's maps through the XDP program on %s "
-		"(ifindex %d, %s)%s%s; %s", a->dir, access(a->dir, F_OK) ? "gone" : "incomplete",
-		at->ifname, at->ifindex, fg_found_how_str(at, how, sizeof(how)),
-		n > 1 ? ", which also runs on " : "", n > 1 ? f->at[1].ifname : "",
+		"(ifindex %d, %s)%s%s; %s",
+		a->dir, access(a->dir, F_OK) ? "gone" : "incomplete", at->ifname, at->ifindex,
+		fg_found_how_str(at, how, sizeof(how)), n > 1 ? ", which also runs on " : "",
+		n > 1 ? f->at[1].ifname : "",
 		gone ? "its fg_meta and fg_names went with its pins and its daemon: no daemon, "
-		"interfaces or rule names to show" : daemon_note(&meta, note, sizeof(note)));
+		       "interfaces or rule names to show" :
+		       daemon_note(&meta, note, sizeof(note)));
 	return 0;
 }
 
@@ -200,7 +207,7 @@ int cli_detach_found(const struct cli_args *a)
 	}
 	err = choose_found(a, f, &n, why);
 	if (err) {
-		bool other = f->n > 0;	/* filters that are not this pin dir's */
+		bool other = f->n > 0; /* filters that are not this pin dir's */
 
 		free(f);
 		if (access(a->dir, F_OK)) {
@@ -209,7 +216,7 @@ int cli_detach_found(const struct cli_args *a)
 		}
 		if (other)
 			pr_warn("%s", why);
-		return remove_rest(a) ? 1 : 0;	/* a partial pin dir, no filter of its own */
+		return remove_rest(a) ? 1 : 0; /* a partial pin dir, no filter of its own */
 	}
 	if (!fg_found_maps(&f->at[0], &m, NULL, why)) {
 		fg_meta_read(&m, &meta);
@@ -223,11 +230,12 @@ int cli_detach_found(const struct cli_args *a)
 	if (fg_daemon_alive(meta.pid)) {
 		if (!a->force) {
 			pr_warn("floodgated (pid %u) still runs that filter: stop it, or use --force to "
-				"stop it and detach", meta.pid);
+				"stop it and detach",
+				meta.pid);
 			free(f);
 			return 1;
 		}
-		if (cli_stop_daemon(meta.pid)) {	/* leaves no signal pending */
+		if (cli_stop_daemon(meta.pid)) { /* leaves no signal pending */
 			free(f);
 			return 1;
 		}
@@ -249,7 +257,12 @@ const char *cli_who(char *buf, size_t len)
 	const char *login = getlogin();
 
 	snprintf(buf, len, "uid %u (%s)%s%s", getuid(), pw ? pw->pw_name : "?",
-		 sudo ? " via sudo by " : login ? " login " : "", sudo ? sudo : login ? login : "");
+		 sudo  ? " via sudo by " :
+		 login ? " login " :
+			 "",
+		 sudo  ? sudo :
+		 login ? login :
+			 "");
 	return buf;
 }
 
@@ -321,8 +334,9 @@ int cli_json_print(struct json_object *obj, int err)
 
 	if (!obj)
 		return -ENOMEM;
-	s = err ? NULL : json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-							    JSON_C_TO_STRING_NOSLASHESCAPE);
+	s = err ? NULL :
+		  json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!err && !s)
 		err = -ENOMEM;
 	if (!err && printf("%s\n", s) < 0)

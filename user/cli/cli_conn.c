@@ -21,10 +21,10 @@
 
 /* What both commands read: the counts, the active cap table, the events. */
 struct conn_view {
-	bool present;			/* the counter's maps are pinned here */
-	bool counting;			/* ... and its link */
+	bool present;  /* the counter's maps are pinned here */
+	bool counting; /* ... and its link */
 	struct fg_conn_caps caps;
-	struct fg_conn_entry *e;	/* every fgc_count entry */
+	struct fg_conn_entry *e; /* every fgc_count entry */
 	size_t n;
 	struct fg_conn_stats st;
 	__u64 reconciles;
@@ -168,7 +168,8 @@ void cli_conn_top_text(const struct cli_args *a, const struct fg_name *names)
 
 		key_str(&v, &e->key, src, sizeof(src));
 		printf("%-44s %-20s %8lld %8u %8u %s\n", src, nm ? nm : "(removed)",
-		       (long long)e->est, e->pending, cap, fg_conn_entry_at_cap(&v.caps, e) ? "yes" : "no");
+		       (long long)e->est, e->pending, cap,
+		       fg_conn_entry_at_cap(&v.caps, e) ? "yes" : "no");
 	}
 	printf("%zu source%s hold%s connections to capped rules, %u at the cap\n", m,
 	       m == 1 ? "" : "s", m == 1 ? "s" : "", total_at_cap(&v));
@@ -199,8 +200,10 @@ void cli_conn_top_json(const struct cli_args *a, const struct fg_name *names,
 		cli_json_add(err, o, "rule", json_object_new_string(nm ? nm : "(removed)"));
 		cli_json_add(err, o, "connections", json_object_new_int64(e->est));
 		cli_json_add(err, o, "pending", json_object_new_uint64(e->pending));
-		cli_json_add(err, o, "cap", json_object_new_uint64(fg_conn_cap_of_key(&v.caps, &e->key)));
-		cli_json_add(err, o, "at_cap", json_object_new_boolean(fg_conn_entry_at_cap(&v.caps, e)));
+		cli_json_add(err, o, "cap",
+			     json_object_new_uint64(fg_conn_cap_of_key(&v.caps, &e->key)));
+		cli_json_add(err, o, "at_cap",
+			     json_object_new_boolean(fg_conn_entry_at_cap(&v.caps, e)));
 		cli_json_push(err, arr, o);
 	}
 	cli_json_add(err, root, "connections", arr);
@@ -217,8 +220,9 @@ static void ports_str(const struct fg_conn_cap *c, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (__u32 j = 0; j < c->nranges && j < FG_CONN_RANGES && o < len; j++)
-		o += snprintf(buf + o, len - o, c->dport[j].lo == c->dport[j].hi ? "%s%u" : "%s%u-%u",
-			      j ? "," : "", c->dport[j].lo, c->dport[j].hi);
+		o += snprintf(buf + o, len - o,
+			      c->dport[j].lo == c->dport[j].hi ? "%s%u" : "%s%u-%u", j ? "," : "",
+			      c->dport[j].lo, c->dport[j].hi);
 }
 
 void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names)
@@ -234,16 +238,17 @@ void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names)
 	       "%llu keys / %llu connections\n",
 	       v.counting ? "counting (link pinned)" : "NOT counting (no pinned link)", v.n,
 	       v.max_keys, (unsigned long long)v.reconciles,
-	       (unsigned long long)v.st.ev[FGC_EV_FIX], (unsigned long long)v.st.ev[FGC_EV_FIX_CONNS]);
+	       (unsigned long long)v.st.ev[FGC_EV_FIX],
+	       (unsigned long long)v.st.ev[FGC_EV_FIX_CONNS]);
 	for (__u32 i = 0; i < v.caps.n && i < FG_CONN_MAX_CAPS; i++) {
 		const struct fg_conn_cap *c = &v.caps.cap[i];
 		const char *nm = cli_rule_name(names, c->rule, c->gen);
 
 		ports_str(c, ports, sizeof(ports));
 		printf("  %-24s cap %u per source, ports %s: %u sources, %u at the cap, "
-		       "%llu connections, %llu pending\n", nm ? nm : "(removed)", c->cap, ports,
-		       v.sum[i].sources, v.sum[i].at_cap, (unsigned long long)v.sum[i].conns,
-		       (unsigned long long)v.sum[i].pending);
+		       "%llu connections, %llu pending\n",
+		       nm ? nm : "(removed)", c->cap, ports, v.sum[i].sources, v.sum[i].at_cap,
+		       (unsigned long long)v.sum[i].conns, (unsigned long long)v.sum[i].pending);
 	}
 	view_free(&v);
 }

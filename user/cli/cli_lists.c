@@ -17,7 +17,11 @@
 #include "lists/rtlist.h"
 #include "lib/sysutil.h"
 
-enum { RT_ADD, RT_DEL, RT_LIST };
+enum {
+	RT_ADD,
+	RT_DEL,
+	RT_LIST
+};
 
 static const char *list_word(__u32 list)
 {
@@ -27,8 +31,7 @@ static const char *list_word(__u32 list)
 /* The subcommand and its arguments; -1 after saying what is wrong. */
 static int parse_sub(const struct cli_args *a, const char *cmd)
 {
-	static const char *const subs[] = { [RT_ADD] = "add", [RT_DEL] = "del",
-					    [RT_LIST] = "list" };
+	static const char *const subs[] = { [RT_ADD] = "add", [RT_DEL] = "del", [RT_LIST] = "list" };
 	int sub = -1;
 
 	for (int i = 0; i < 3; i++)
@@ -163,7 +166,7 @@ static int do_add(const struct cli_args *a, const char *cmd, __u32 list)
 	e.val.expires = a->rt_for ? now + a->rt_ns : 0;
 	e.val.created = (__u64)time(NULL);
 	cli_who(w, sizeof(w));
-	copy_text(e.val.who, sizeof(e.val.who), w);	/* the audit line has it whole */
+	copy_text(e.val.who, sizeof(e.val.who), w); /* the audit line has it whole */
 	copy_text(e.val.comment, sizeof(e.val.comment), a->comment ? a->comment : "");
 	err = fg_rt_add(&rt, &e, now, &updated, why);
 	fg_rt_close(&rt);
@@ -176,8 +179,8 @@ static int do_add(const struct cli_args *a, const char *cmd, __u32 list)
 	fmt_left(left, sizeof(left), a->rt_ns);
 	if (a->rt_for)
 		pr_info("%s %s on the runtime %s list for %s (it ends by itself; "
-			"'floodgate %s del %s' ends it now)", p, updated ? "is again" : "is",
-			cmd, left, cmd, p);
+			"'floodgate %s del %s' ends it now)",
+			p, updated ? "is again" : "is", cmd, left, cmd, p);
 	else
 		pr_info("%s %s on the runtime %s list until 'floodgate %s del %s'", p,
 			updated ? "is again" : "is", cmd, cmd, p);
@@ -211,7 +214,8 @@ static int do_del(const struct cli_args *a, const char *cmd, __u32 list)
 		return 1;
 	}
 	cli_who(w, sizeof(w));
-	pr_info("%s is off the runtime %s list%s", p, cmd, expired ? " (its time was over already)" : "");
+	pr_info("%s is off the runtime %s list%s", p, cmd,
+		expired ? " (its time was over already)" : "");
 	fg_log_audit("runtime %s del %s by %s (pin dir %s)", cmd, p, w, a->dir);
 	return 0;
 }
@@ -250,11 +254,13 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 		       clean(r->who, sizeof(r->who)), clean(r->comment, sizeof(r->comment)));
 	}
 	printf("%zu on the %s list; IPv4 %zu, IPv6 %zu of %u entries per family in use "
-	       "(allow and deny)%s\n", n - expired, cmd, n4, n6, FG_RT_MAX,
+	       "(allow and deny)%s\n",
+	       n - expired, cmd, n4, n6, FG_RT_MAX,
 	       expired ? "; the expired ones shown were removed now" : "");
 	if (fg_esc_count_live(v, n))
 		printf("%zu of them escalated by floodgated (who: %s): ordinary entries, "
-		       "'floodgate deny del PREFIX' removes one\n", fg_esc_count_live(v, n), FG_ESC_WHO);
+		       "'floodgate deny del PREFIX' removes one\n",
+		       fg_esc_count_live(v, n), FG_ESC_WHO);
 }
 
 static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err)
@@ -286,8 +292,7 @@ static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err
 	return o;
 }
 
-static int list_json(__u32 list, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6,
-		     __u64 now)
+static int list_json(__u32 list, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6, __u64 now)
 {
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
 	int err = 0;

@@ -18,14 +18,14 @@
 #include "policy/policy.h"
 #include "lib/sysutil.h"
 
-#define WAIT_STEP_MS	50	/* reload, detach --force: look every 50 ms */
-#define RELOAD_WAIT_MS	60000	/* reload: the daemon's answer, at most */
-#define RELOAD_NOTE_MS	5000	/* ... and a note that it waits after this */
-#define STOP_WAIT_S	10	/* detach --force: SIGTERM, then SIGKILL */
-#define STOP_WAIT_MS	(STOP_WAIT_S * 1000)
-#define KILL_WAIT_MS	5000	/* after SIGKILL */
-#define STR_(x)		#x
-#define STR(x)		STR_(x)
+#define WAIT_STEP_MS   50    /* reload, detach --force: look every 50 ms */
+#define RELOAD_WAIT_MS 60000 /* reload: the daemon's answer, at most */
+#define RELOAD_NOTE_MS 5000  /* ... and a note that it waits after this */
+#define STOP_WAIT_S    10    /* detach --force: SIGTERM, then SIGKILL */
+#define STOP_WAIT_MS   (STOP_WAIT_S * 1000)
+#define KILL_WAIT_MS   5000 /* after SIGKILL */
+#define STR_(x)	       #x
+#define STR(x)	       STR_(x)
 
 /* Load path into cfg; on failure the message (file:line:col: ...) is in msg. */
 static int load_policy(const char *path, struct fg_config *cfg, char *msg, size_t len)
@@ -132,8 +132,8 @@ static void proc_close(struct proc *p)
 
 static int proc_signal(const struct proc *p, int sig)
 {
-	int rc = p->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0)
-			       : kill((pid_t)p->pid, sig);
+	int rc = p->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) :
+				 kill((pid_t)p->pid, sig);
 
 	return rc ? -errno : 0;
 }
@@ -184,11 +184,12 @@ static void reload_note(const struct proc *p)
 {
 	if (proc_state(p) == FG_DAEMON_STOPPED)
 		pr_info("floodgated (pid %u) is STOPPED (SIGSTOP): the reload waits until it "
-			"continues (kill -CONT %u); giving up after %d s", p->pid, p->pid,
-			RELOAD_WAIT_MS / 1000);
+			"continues (kill -CONT %u); giving up after %d s",
+			p->pid, p->pid, RELOAD_WAIT_MS / 1000);
 	else
 		pr_info("still waiting for floodgated (pid %u) to finish the reload (a large "
-			"policy takes a while); giving up after %d s", p->pid, RELOAD_WAIT_MS / 1000);
+			"policy takes a while); giving up after %d s",
+			p->pid, RELOAD_WAIT_MS / 1000);
 }
 
 /* SIGHUP, then wait until the daemon counts the request as handled. */
@@ -219,13 +220,14 @@ static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const s
 		if (gone || meta.pid != p->pid) {
 			pr_warn("floodgated (pid %u) exited before it finished the reload: see its "
 				"log (journalctl -u floodgated); the policy in force is in "
-				"'floodgate status'", p->pid);
+				"'floodgate status'",
+				p->pid);
 			return -ESRCH;
 		}
 		if (waited >= RELOAD_WAIT_MS) {
 			pr_warn("floodgated (pid %u) did not finish the reload within %d s: it may "
-				"still; see 'floodgate status' and its log", p->pid,
-				RELOAD_WAIT_MS / 1000);
+				"still; see 'floodgate status' and its log",
+				p->pid, RELOAD_WAIT_MS / 1000);
 			return -ETIMEDOUT;
 		}
 		if (!noted && waited >= RELOAD_NOTE_MS) {
@@ -253,7 +255,8 @@ int cli_reload(void *cfg)
 	/* checked after the pidfd is open: it names this daemon from here on */
 	if (!meta.pid || proc_state(&p) == FG_DAEMON_NONE) {
 		pr_warn("floodgated is not running for %s: nothing to reload "
-			"(start it, e.g. systemctl start floodgated)", a->dir);
+			"(start it, e.g. systemctl start floodgated)",
+			a->dir);
 		goto out;
 	}
 	meta.config[sizeof(meta.config) - 1] = 0;
@@ -295,11 +298,13 @@ int cli_stop_daemon(__u32 pid)
 		}
 		if (proc_state(&p) != FG_DAEMON_NONE)
 			pr_warn("floodgated (pid %u) %s: SIGKILL, then detaching here", pid,
-				st == FG_DAEMON_STOPPED ? "stopped after SIGTERM" :
-				"did not exit within " STR(STOP_WAIT_S) " s of SIGTERM");
+				st == FG_DAEMON_STOPPED ?
+					"stopped after SIGTERM" :
+					"did not exit within " STR(STOP_WAIT_S) " s of SIGTERM");
 	} else if (st == FG_DAEMON_STOPPED) {
 		pr_info("floodgated (pid %u) is STOPPED (SIGSTOP): SIGKILL (a stopped process "
-			"takes it), then detaching here", pid);
+			"takes it), then detaching here",
+			pid);
 	}
 	if (proc_state(&p) != FG_DAEMON_NONE) {
 		proc_signal(&p, SIGKILL);
@@ -317,7 +322,7 @@ int cli_stop_daemon(__u32 pid)
 /* After removing the pin dir: anything still attached is not ours to remove.
  * The kernel frees an unpinned link from a work queue, so a link may take
  * a moment to leave its device: look for up to LEFTOVER_WAIT_MS. */
-#define LEFTOVER_WAIT_MS	500
+#define LEFTOVER_WAIT_MS 500
 static void warn_leftover_xdp(const struct fg_meta *meta)
 {
 	for (__u32 i = 0; i < meta->n_ifs && i < FG_MAX_IFS; i++) {
@@ -332,7 +337,8 @@ static void warn_leftover_xdp(const struct fg_meta *meta)
 
 		if (!bpf_xdp_query_id(meta->ifs[i].ifindex, 0, &prog_id) && prog_id)
 			pr_warn("%.16s: an XDP program (id %u) is still attached: not floodgate's "
-				"pinned link, or held open by another process", meta->ifs[i].name, prog_id);
+				"pinned link, or held open by another process",
+				meta->ifs[i].name, prog_id);
 	}
 }
 
@@ -345,7 +351,7 @@ static int detach_libxdp(const char *dir)
 	int n;
 
 	if (fg_maps_open(&m, dir, NULL))
-		return 0;	/* cannot vet it: fg_pin_dir_remove says why */
+		return 0; /* cannot vet it: fg_pin_dir_remove says why */
 	n = fg_detach_unlinked(m.fd[FGM_CTL], why);
 	fg_maps_close(&m);
 	if (n >= 0) {
@@ -374,7 +380,7 @@ int cli_detach(void *cfg)
 
 	/* a pin dir we cannot vet (other version) may still be removed */
 	err = fg_maps_open(&m, a->dir, why);
-	if (err == -ENOENT)	/* gone or partial: find the filter through its interfaces */
+	if (err == -ENOENT) /* gone or partial: find the filter through its interfaces */
 		return cli_detach_found(a);
 	if (!err) {
 		fg_meta_read(&m, &meta);
@@ -392,7 +398,8 @@ int cli_detach(void *cfg)
 		}
 		if (!a->force) {
 			pr_warn("floodgated (pid %u) is running: stop it instead (it detaches on exit), "
-				"or use --force to stop it and detach", meta.pid);
+				"or use --force to stop it and detach",
+				meta.pid);
 			return 1;
 		}
 		if (cli_stop_daemon(meta.pid))

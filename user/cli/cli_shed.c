@@ -36,7 +36,8 @@ static void report(const struct cli_args *a, bool off, bool was, const char *bef
 			was ? " (it already was)" : "", before);
 	else
 		pr_info("shedding on%s: the controller starts again from zero, through its delay "
-			"and ramp", was ? "" : " (it already was)");
+			"and ramp",
+			was ? "" : " (it already was)");
 	fg_log_audit("shedding %s (was %s) by %s (pin dir %s)", off ? "off" : "on",
 		     was ? "off" : "on", w, a->dir);
 }

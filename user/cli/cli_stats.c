@@ -13,7 +13,7 @@
 #include "sources/sources.h"
 #include "lib/sysutil.h"
 
-#define TOP_SCAN_MAX	(1u << 22)	/* sources kept in memory by `top` */
+#define TOP_SCAN_MAX (1u << 22) /* sources kept in memory by `top` */
 
 /* --- stats ----------------------------------------------------------------------- */
 
@@ -42,12 +42,12 @@ static int stats_json(const struct fg_stats *rows, const struct fg_name *names)
 		o = json_object_new_object();
 		cli_json_add(&err, o, "rule", json_object_new_string(nm));
 		cli_json_add(&err, o, "id", json_object_new_int(r));
-		cli_json_add(&err, o, "packets", counts_json(rows[r].pkts, fg_outcome_names,
-							     FG_OUT_MAX, &err));
-		cli_json_add(&err, o, "bytes", counts_json(rows[r].bytes, fg_outcome_names,
-							   FG_OUT_MAX, &err));
-		cli_json_add(&err, o, "events", counts_json(rows[r].ev, fg_event_names,
-							    FG_EV_MAX, &err));
+		cli_json_add(&err, o, "packets",
+			     counts_json(rows[r].pkts, fg_outcome_names, FG_OUT_MAX, &err));
+		cli_json_add(&err, o, "bytes",
+			     counts_json(rows[r].bytes, fg_outcome_names, FG_OUT_MAX, &err));
+		cli_json_add(&err, o, "events",
+			     counts_json(rows[r].ev, fg_event_names, FG_EV_MAX, &err));
 		cli_json_push(&err, arr, o);
 	}
 	cli_json_add(&err, root, "rules", arr);
@@ -205,7 +205,7 @@ static void source_str(const struct fg_source *s, const struct fg_policy *pol, c
 	for (__u32 r = 0; r < pol->nrules && r < FG_MAX_RULES; r++)
 		if (pol->rules[r].id == s->rule && pol->rules[r].gen == s->gen)
 			plen = s->family == 4 ? mask_plen((const __u8 *)&pol->rules[r].mask4, 4) :
-			       mask_plen((const __u8 *)pol->rules[r].mask6, 16);
+						mask_plen((const __u8 *)pol->rules[r].mask6, 16);
 	fg_addr_str(s->family, s->addr, ab, sizeof(ab));
 	snprintf(buf, len, "%s/%d", ab, plen);
 }
@@ -225,8 +225,8 @@ static void top_text(const struct fg_source *src, size_t n, const struct fg_src_
 		       (unsigned long long)s->drops, s->limited ? "yes" : "no");
 	}
 	printf("%zu of %zu sources have drops (sampled 1 in %d, so counts are "
-	       "approximate; exact totals: floodgate stats)\n", scan->matched,
-	       scan->all4 + scan->all6, FG_DROP_SAMPLE);
+	       "approximate; exact totals: floodgate stats)\n",
+	       scan->matched, scan->all4 + scan->all6, FG_DROP_SAMPLE);
 }
 
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
@@ -252,7 +252,8 @@ static int top_json(const struct cli_args *a, const struct fg_source *src, size_
 	}
 	cli_json_add(&err, root, "sources", arr);
 	cli_json_add(&err, root, "throttled_sources", json_object_new_uint64(scan->matched));
-	cli_json_add(&err, root, "tracked_sources", json_object_new_uint64(scan->all4 + scan->all6));
+	cli_json_add(&err, root, "tracked_sources",
+		     json_object_new_uint64(scan->all4 + scan->all6));
 	cli_conn_top_json(a, names, root, &err);
 	return cli_json_print(root, err);
 }
@@ -273,7 +274,8 @@ int cli_top(void *cfg)
 		return 1;
 	}
 	if ((err = fg_names_read(&m, names)) || (err = fg_policy_read_active(&m, pol)) ||
-	    (err = fg_sources_read(&m, pol, fg_mono_coarse_ns(), 1, TOP_SCAN_MAX, &src, &n, &scan))) {
+	    (err = fg_sources_read(&m, pol, fg_mono_coarse_ns(), 1, TOP_SCAN_MAX, &src, &n,
+				   &scan))) {
 		pr_warn("reading sources: %s", strerror(-err));
 		goto out;
 	}

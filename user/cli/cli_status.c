@@ -23,46 +23,46 @@ struct fleet_rule_view {
 	const struct fg_rule *rule;
 	struct fg_lease lease;
 	const struct fg_stats *row;
-	const struct fg_fleet_rule_status *eng;	/* NULL: no daemon's view */
+	const struct fg_fleet_rule_status *eng; /* NULL: no daemon's view */
 };
 
 struct fleet_view {
-	int n;					/* fleet rules in the active policy */
+	int n; /* fleet rules in the active policy */
 	struct fleet_rule_view r[FG_MAX_RULES];
 	struct fg_stats rows[FG_NROWS];
-	struct fg_fleet_status ds;		/* the daemon's status file */
-	int ds_err;				/* 0: ds is the running daemon's */
+	struct fg_fleet_status ds; /* the daemon's status file */
+	int ds_err;		   /* 0: ds is the running daemon's */
 	char ds_path[512];
 };
 
 /* Everything status shows, read once. */
 struct status {
 	const char *dir;
-	struct fg_ctl ctl;		/* ctl.mode is the file's global mode */
-	__u32 mode;			/* the global mode in force */
-	__u32 rule_mode[FG_MAX_RULES];	/* each rule's mode in force */
-	__u32 rule_ovr[FG_MAX_RULES];	/* each rule's override (enum fg_ovr) */
+	struct fg_ctl ctl;	       /* ctl.mode is the file's global mode */
+	__u32 mode;		       /* the global mode in force */
+	__u32 rule_mode[FG_MAX_RULES]; /* each rule's mode in force */
+	__u32 rule_ovr[FG_MAX_RULES];  /* each rule's override (enum fg_ovr) */
 	struct fg_meta meta;
 	struct fg_policy pol;
 	struct fg_name names[FG_MAX_IDS];
-	bool attached[FG_MAX_IFS];	/* the filter runs on it */
-	struct fg_xdp_list xdp[FG_MAX_IFS];	/* every XDP program there, in run order */
-	int xdp_err[FG_MAX_IFS];	/* reading them failed (-errno) */
-	bool running;			/* meta.pid is a live floodgated (stopped or not) */
-	enum fg_daemon_state state;	/* running, stopped (SIGSTOP) or none */
-	__u64 n4, n6;		/* the daemon's last count (fg_meta.src_count*): no table is read */
-	__u64 counted_at;	/* CLOCK_REALTIME s of that count, 0 = never */
+	bool attached[FG_MAX_IFS];	    /* the filter runs on it */
+	struct fg_xdp_list xdp[FG_MAX_IFS]; /* every XDP program there, in run order */
+	int xdp_err[FG_MAX_IFS];	    /* reading them failed (-errno) */
+	bool running;			    /* meta.pid is a live floodgated (stopped or not) */
+	enum fg_daemon_state state;	    /* running, stopped (SIGSTOP) or none */
+	__u64 n4, n6;	  /* the daemon's last count (fg_meta.src_count*): no table is read */
+	__u64 counted_at; /* CLOCK_REALTIME s of that count, 0 = never */
 	__u64 now;
 	struct fleet_view fleet;
-	struct fg_shed_ctl shed;	/* the pinned thresholds */
-	double frac[FG_NTIERS];		/* ... as the program applies them now */
-	struct fg_shedd_state sst;	/* the running daemon's shedder */
+	struct fg_shed_ctl shed;   /* the pinned thresholds */
+	double frac[FG_NTIERS];	   /* ... as the program applies them now */
+	struct fg_shedd_state sst; /* the running daemon's shedder */
 	bool have_sst;
-	bool shed_rules;		/* a rule has a tier other than critical, or a pool */
-	struct fg_stats shed_rows[FG_NROWS];	/* read when shed_rules */
-	size_t esc_live;		/* escalated entries live on the runtime deny list */
-	int esc_err;			/* reading the runtime lists failed (-errno) */
-	struct fg_escd_state est;	/* the running daemon's escalation */
+	bool shed_rules;		     /* a rule has a tier other than critical, or a pool */
+	struct fg_stats shed_rows[FG_NROWS]; /* read when shed_rules */
+	size_t esc_live;		     /* escalated entries live on the runtime deny list */
+	int esc_err;			     /* reading the runtime lists failed (-errno) */
+	struct fg_escd_state est;	     /* the running daemon's escalation */
 	bool have_est;
 };
 
@@ -90,7 +90,7 @@ static int status_modes(struct fg_maps *m, struct status *st)
 }
 
 static const struct fg_fleet_rule_status *fleet_engine_rule(const struct fg_fleet_status *ds,
-							     const struct fg_rule *r)
+							    const struct fg_rule *r)
 {
 	for (__u32 i = 0; i < ds->nrules; i++)
 		if (ds->rule[i].id == r->id && ds->rule[i].gen == r->gen)
@@ -121,7 +121,7 @@ static int fleet_read(struct fg_maps *m, struct status *st)
 	if (!fv->ds_err)
 		fv->ds_err = fg_fleet_status_read(fv->ds_path, &fv->ds);
 	if (!fv->ds_err && (!st->running || fv->ds.pid != st->meta.pid))
-		fv->ds_err = -ESRCH;	/* left by a daemon that is gone */
+		fv->ds_err = -ESRCH; /* left by a daemon that is gone */
 	for (int i = 0; i < fv->n && !fv->ds_err; i++)
 		fv->r[i].eng = fleet_engine_rule(&fv->ds, fv->r[i].rule);
 	return 0;
@@ -163,7 +163,7 @@ static void esc_read(struct fg_maps *m, struct status *st)
 		fg_rt_close(&rt);
 	}
 	if (st->esc_err == -ENODATA)
-		st->esc_err = 0;	/* not stamped yet: no entries */
+		st->esc_err = 0; /* not stamped yet: no entries */
 	st->esc_live = fg_esc_count_live(v, n);
 	free(v);
 	fg_escd_state_path(st->dir, path, sizeof(path));
@@ -206,7 +206,8 @@ static int status_read(struct fg_maps *m, struct status *st)
 		/* by ifindex, not by name or pin: renames and lost pins change nothing */
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 		st->xdp_err[i] = xdp_here(mi) ? fg_xdp_list((int)mi->ifindex, FG_PROG_NAME,
-							      &st->xdp[i], NULL, 0) : -ENODEV;
+							    &st->xdp[i], NULL, 0) :
+						-ENODEV;
 		/* a dispatcher component: fg_found_attached sees only the dispatcher */
 		if (!st->attached[i] && !st->xdp_err[i] && st->xdp[i].dispatcher_id &&
 		    fg_xdp_list_ours(&st->xdp[i]))
@@ -239,7 +240,8 @@ static void print_shed_pools_text(const struct status *st)
 		printf("           pools:");
 		for (__u32 i = 0; i < pol->npools && i < FG_MAX_POOLS; i++)
 			printf("%s %.*s (id %u%s)", i ? "," : "", FG_NAME_LEN, pol->pool_names[i],
-			       pol->pools[i].id, pool_exempt(pol, i) ? ", exempt: shedding: off" : "");
+			       pol->pools[i].id,
+			       pool_exempt(pol, i) ? ", exempt: shedding: off" : "");
 		printf("\n");
 	}
 	if (!st->shed_rules)
@@ -273,7 +275,9 @@ static void print_shedding_text(const struct status *st)
 		printf("           good %g, bad %g, interval %gs, delay %gs, ramp %gs, decay %gs\n",
 		       s->good, s->bad, s->interval, s->delay, s->ramp, s->decay);
 	} else if (st->frac[FG_TIER_NORMAL] + st->frac[FG_TIER_BULK] +
-		   st->frac[FG_TIER_BEST_EFFORT] == 0 && !st->shed.off) {
+				   st->frac[FG_TIER_BEST_EFFORT] ==
+			   0 &&
+		   !st->shed.off) {
 		printf("shedding:  none (no controller, nothing shed)\n");
 		print_shed_pools_text(st);
 		return;
@@ -282,7 +286,8 @@ static void print_shedding_text(const struct status *st)
 	}
 	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s\n",
 	       100 * st->frac[FG_TIER_NORMAL], 100 * st->frac[FG_TIER_BULK],
-	       100 * st->frac[FG_TIER_BEST_EFFORT], st->shed.shadow ? " (shadow: counted, not shed)" : "");
+	       100 * st->frac[FG_TIER_BEST_EFFORT],
+	       st->shed.shadow ? " (shadow: counted, not shed)" : "");
 	if (st->shed.off)
 		printf("           OFF: the operator switched shedding off ('floodgate shed on' resumes): "
 		       "no tier is shed; pools and quotas still apply\n");
@@ -312,7 +317,7 @@ static const char *attach_kind_text(const struct fg_xdp_list *l)
 	if (l->dispatcher_id)
 		return "floodgate is a component of libxdp's dispatcher";
 	return l->via_link ? "floodgate alone, its exclusive bpf_link" :
-	       "floodgate alone, attached by libxdp without a dispatcher (netlink)";
+			     "floodgate alone, attached by libxdp without a dispatcher (netlink)";
 }
 
 /* floodgate's place in run order (1-based), 0 when it is not there. */
@@ -342,8 +347,8 @@ static void print_xdp_text(const struct status *st, __u32 i)
 
 	if (st->xdp_err[i] == -ENODEV) {
 		printf("           xdp: not listed: no device %s (ifindex %u) in this network "
-		       "namespace; run status in the interface's namespace\n", st->meta.ifs[i].name,
-		       st->meta.ifs[i].ifindex);
+		       "namespace; run status in the interface's namespace\n",
+		       st->meta.ifs[i].name, st->meta.ifs[i].ifindex);
 		return;
 	}
 	if (st->xdp_err[i]) {
@@ -368,7 +373,8 @@ static void print_xdp_text(const struct status *st, __u32 i)
 		printf("             %d. %s (id %u", k + 1, e->name, e->id);
 		if (e->run_prio != FG_XDP_PRIO_NONE) {
 			chain_text(e->chain_actions, chain, sizeof(chain));
-			printf(", priority %u, continues on %s", e->run_prio, chain[0] ? chain : "nothing");
+			printf(", priority %u, continues on %s", e->run_prio,
+			       chain[0] ? chain : "nothing");
 		}
 		printf(")%s\n", e->ours ? " <- floodgate" : "");
 	}
@@ -415,7 +421,8 @@ static void print_daemon_text(const struct status *st)
 {
 	if (st->state == FG_DAEMON_STOPPED) {
 		printf("daemon:    floodgated pid %u is STOPPED (SIGSTOP): the filter keeps "
-		       "enforcing; kill -CONT %u\n", st->meta.pid, st->meta.pid);
+		       "enforcing; kill -CONT %u\n",
+		       st->meta.pid, st->meta.pid);
 	} else if (st->running) {
 		time_t t = (time_t)st->meta.started;
 		char ts[64];
@@ -423,8 +430,9 @@ static void print_daemon_text(const struct status *st)
 		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", localtime(&t));
 		printf("daemon:    floodgated pid %u, running since %s\n", st->meta.pid, ts);
 	} else {
-		printf("daemon:    not running%s\n", st->meta.n_ifs ?
-		       " (the pinned filter keeps enforcing the last policy)" : "");
+		printf("daemon:    not running%s\n",
+		       st->meta.n_ifs ? " (the pinned filter keeps enforcing the last policy)" :
+					"");
 	}
 }
 
@@ -438,7 +446,8 @@ static void print_bypass_text(const struct status *st)
 		printf("bypass:    ON for another %.0f s: everything passes\n",
 		       (c->bypass_until - st->now) / 1e9);
 	else
-		printf("bypass:    %s\n", c->bypass ? "ON until switched off: everything passes" : "off");
+		printf("bypass:    %s\n",
+		       c->bypass ? "ON until switched off: everything passes" : "off");
 }
 
 static const char *ovr_name(__u32 ovr)
@@ -466,8 +475,8 @@ static void print_mode_text(const struct status *st)
 		printf("mode:      %s (the file's%s)\n", cli_mode_str(st->mode), drops);
 	else if (st->mode != st->ctl.mode)
 		printf("mode:      %s (CLI override, overrides last set %s; the file says %s: "
-		       "'floodgate mode file' returns to it%s)\n", cli_mode_str(st->mode), since,
-		       cli_mode_str(st->ctl.mode), drops);
+		       "'floodgate mode file' returns to it%s)\n",
+		       cli_mode_str(st->mode), since, cli_mode_str(st->ctl.mode), drops);
 	else
 		printf("mode:      %s (CLI override, overrides last set %s; the same as the file%s)\n",
 		       cli_mode_str(st->mode), since, drops);
@@ -485,7 +494,8 @@ static void print_rule_text(const struct status *st, __u32 i)
 		printf(" - CLI override %s, overrides last set %s; the file says %s%s",
 		       ovr_name(st->rule_ovr[i]), since, cli_mode_str(r->mode),
 		       (st->rule_ovr[i] == FG_OVR_SHADOW) != (st->rule_mode[i] == FG_MODE_SHADOW) ?
-		       "; the global mode wins" : "");
+			       "; the global mode wins" :
+			       "");
 	else if (st->rule_mode[i] != r->mode)
 		printf(" - the global mode wins; the file says %s", cli_mode_str(r->mode));
 	printf("\n");
@@ -493,8 +503,10 @@ static void print_rule_text(const struct status *st, __u32 i)
 
 static const char *on_loss_str(__u8 on_loss)
 {
-	return on_loss == FG_LOSS_OPEN ? "open" : on_loss == FG_LOSS_CLOSED ? "closed" :
-	       on_loss == FG_LOSS_LOCAL ? "local" : "?";
+	return on_loss == FG_LOSS_OPEN	 ? "open" :
+	       on_loss == FG_LOSS_CLOSED ? "closed" :
+	       on_loss == FG_LOSS_LOCAL	 ? "local" :
+					   "?";
 }
 
 /* What the program does with the rule now: "leased", "on_loss", or
@@ -518,8 +530,8 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 	else if (!strcmp(prog, "stale"))
 		printf("lease entry is another rule's: the program drops");
 	else if (v->lease.lease_expires)
-		printf("on_loss %s applies (the lease ran out %.1f s ago)", on_loss_str(v->lease.on_loss),
-		       (st->now - v->lease.lease_expires) / 1e9);
+		printf("on_loss %s applies (the lease ran out %.1f s ago)",
+		       on_loss_str(v->lease.on_loss), (st->now - v->lease.lease_expires) / 1e9);
 	else
 		printf("on_loss %s applies (no lease yet)", on_loss_str(v->lease.on_loss));
 	printf("; %u nodes\n", v->lease.nodes);
@@ -529,11 +541,11 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 	if (!e)
 		return;
 	printf("  %-24s engine %s, share %.1f%%, granted %llu, returned %llu, discarded %llu, "
-	       "fallbacks %llu (%.1f s), timeouts %llu\n", "", fg_fleet_state_name(e->st.state),
-	       e->st.share_ppm / 1e4, (unsigned long long)e->st.granted,
-	       (unsigned long long)e->st.returned, (unsigned long long)e->st.discarded,
-	       (unsigned long long)e->st.fallbacks, e->st.fallback_ns / 1e9,
-	       (unsigned long long)e->st.timeouts);
+	       "fallbacks %llu (%.1f s), timeouts %llu\n",
+	       "", fg_fleet_state_name(e->st.state), e->st.share_ppm / 1e4,
+	       (unsigned long long)e->st.granted, (unsigned long long)e->st.returned,
+	       (unsigned long long)e->st.discarded, (unsigned long long)e->st.fallbacks,
+	       e->st.fallback_ns / 1e9, (unsigned long long)e->st.timeouts);
 	if (e->st.reason[0])
 		printf("  %-24s last error: %s\n", "", e->st.reason);
 }
@@ -548,14 +560,15 @@ static void fleet_text(const struct status *st)
 		return;
 	if (!fv->ds_err)
 		printf("fleet:     node %s, redis %s, lease interval %u ms, lease %u ms, deadline %u ms; "
-		       "last round %.2f ms (max %.2f)\n", ds->node, ds->redis, ds->interval_ms,
-		       ds->lease_ms, ds->deadline_ms, ds->cs.last_round_ns / 1e6,
-		       ds->cs.max_round_ns / 1e6);
+		       "last round %.2f ms (max %.2f)\n",
+		       ds->node, ds->redis, ds->interval_ms, ds->lease_ms, ds->deadline_ms,
+		       ds->cs.last_round_ns / 1e6, ds->cs.max_round_ns / 1e6);
 	else if (!st->running)
 		printf("fleet:     no daemon: each rule spends its last lease, then the program applies "
 		       "its on_loss\n");
 	else
-		printf("fleet:     the daemon's fleet status is not available (%s: %s)\n", fv->ds_path,
+		printf("fleet:     the daemon's fleet status is not available (%s: %s)\n",
+		       fv->ds_path,
 		       fv->ds_err == -EPROTO ? "another version" : strerror(-fv->ds_err));
 	for (int i = 0; i < fv->n; i++)
 		fleet_rule_text(st, &fv->r[i]);
@@ -587,7 +600,8 @@ static void print_escalation_text(const struct status *st)
 	}
 	if (!st->have_est) {
 		printf("escalation: %zu escalated entries live on the runtime deny list; no daemon's "
-		       "counters (none are added without floodgated)\n", st->esc_live);
+		       "counters (none are added without floodgated)\n",
+		       st->esc_live);
 		return;
 	}
 	if (!n->rules && !st->esc_live) {
@@ -616,7 +630,7 @@ static void status_text(const struct status *st)
 		printf("interface: %s (ifindex %u) %s XDP%s\n", mi->name, mi->ifindex,
 		       mi->xdp_mode == 1 || mi->xdp_mode == 2 ? xdp_mode_str(mi->xdp_mode) : "no",
 		       st->attached[i] ? ", attached" :
-		       ", NOT attached (interface deleted, or detached)");
+					 ", NOT attached (interface deleted, or detached)");
 		print_xdp_text(st, i);
 	}
 	print_mode_text(st);
@@ -655,8 +669,8 @@ static void xdp_json(const struct status *st, __u32 i, struct json_object *o, in
 	struct json_object *progs = json_object_new_array();
 	int pos = st->xdp_err[i] ? 0 : ours_position(l);
 
-	cli_json_add(err, o, "attach", json_object_new_string(st->xdp_err[i] ? "unknown" :
-							       attach_kind(l)));
+	cli_json_add(err, o, "attach",
+		     json_object_new_string(st->xdp_err[i] ? "unknown" : attach_kind(l)));
 	if (pos)
 		cli_json_add(err, o, "position", json_object_new_uint64((__u64)pos));
 	else
@@ -674,10 +688,11 @@ static void xdp_json(const struct status *st, __u32 i, struct json_object *o, in
 			cli_json_add_null(err, p, "priority");
 		for (int a = 0; a < 5; a++)
 			if (e->chain_actions & (1u << a))
-				cli_json_push(err, chain, json_object_new_string(fg_xdp_action_names[a]));
+				cli_json_push(err, chain,
+					      json_object_new_string(fg_xdp_action_names[a]));
 		cli_json_add(err, p, "chain", chain);
-		cli_json_add(err, p, "mode", json_object_new_string(l->mode == FG_XDP_SKB ?
-								     "generic" : "native"));
+		cli_json_add(err, p, "mode",
+			     json_object_new_string(l->mode == FG_XDP_SKB ? "generic" : "native"));
 		cli_json_add(err, p, "ours", json_object_new_boolean(e->ours));
 		cli_json_push(err, progs, p);
 	}
@@ -694,7 +709,8 @@ static struct json_object *ifaces_json(const struct status *st, int *err)
 
 		cli_json_add(err, o, "name", json_object_new_string(mi->name));
 		cli_json_add(err, o, "ifindex", json_object_new_uint64(mi->ifindex));
-		cli_json_add(err, o, "xdp_mode", json_object_new_string(xdp_mode_str(mi->xdp_mode)));
+		cli_json_add(err, o, "xdp_mode",
+			     json_object_new_string(xdp_mode_str(mi->xdp_mode)));
 		cli_json_add(err, o, "attached", json_object_new_boolean(st->attached[i]));
 		xdp_json(st, i, o, err);
 		cli_json_push(err, arr, o);
@@ -789,7 +805,8 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 			cli_json_add_null(err, o, "signal_error");
 		} else {
 			cli_json_add_null(err, o, "value");
-			cli_json_add(err, o, "signal_error", json_object_new_string(strerror(-s->sig_err)));
+			cli_json_add(err, o, "signal_error",
+				     json_object_new_string(strerror(-s->sig_err)));
 		}
 		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
@@ -797,8 +814,8 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		cli_json_add(err, o, "tiers", json_object_new_uint64((__u64)s->ntiers));
 		cli_json_add(err, o, "pressure_s", num_json(s->pressure, "%.6g"));
 	} else {
-		static const char *const keys[] = { "signal", "value", "signal_error", "phase",
-						     "hold", "amount", "pressure_s" };
+		static const char *const keys[] = { "signal", "value",	"signal_error", "phase",
+						    "hold",   "amount", "pressure_s" };
 
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			cli_json_add_null(err, o, keys[i]);
@@ -822,14 +839,16 @@ static struct json_object *policy_json(const struct status *st, int *err)
 
 	cli_json_add(err, p, "version", json_object_new_uint64(pol->version));
 	cli_json_add(err, p, "slot", json_object_new_uint64(st->ctl.slot));
-	cli_json_add(err, p, "default", json_object_new_string(pol->default_verdict ? "drop" : "pass"));
+	cli_json_add(err, p, "default",
+		     json_object_new_string(pol->default_verdict ? "drop" : "pass"));
 	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++) {
 		const struct fg_rule *r = &pol->rules[i];
 		struct json_object *o = json_object_new_object();
 
 		cli_json_add(err, o, "name", json_object_new_string(rule_name_at(st, r)));
 		cli_json_add(err, o, "action", json_object_new_string(cli_action_str(r->action)));
-		cli_json_add(err, o, "mode", json_object_new_string(cli_mode_str(st->rule_mode[i])));
+		cli_json_add(err, o, "mode",
+			     json_object_new_string(cli_mode_str(st->rule_mode[i])));
 		cli_json_add(err, o, "mode_file", json_object_new_string(cli_mode_str(r->mode)));
 		if (st->rule_ovr[i])
 			cli_json_add(err, o, "override",
@@ -853,10 +872,10 @@ static struct json_object *json_ms(double v)
 /* The engine's fields of one rule, null without a daemon's view. */
 static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_object *o, int *err)
 {
-	static const char *const keys[] = { "key", "state", "share", "granted", "returned", "discarded",
-					    "debt", "grace_entries", "fallbacks", "fallback_s",
-					    "rounds", "failed", "timeouts", "lapses", "lapse_s",
-					    "reason" };
+	static const char *const keys[] = { "key",	 "state",      "share",	  "granted",
+					    "returned",	 "discarded",  "debt",	  "grace_entries",
+					    "fallbacks", "fallback_s", "rounds",  "failed",
+					    "timeouts",	 "lapses",     "lapse_s", "reason" };
 
 	if (!e) {
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -892,10 +911,11 @@ static struct json_object *fleet_rule_json(const struct status *st, const struct
 	cli_json_add(err, o, "on_loss", json_object_new_string(on_loss_str(l->on_loss)));
 	cli_json_add(err, o, "program", json_object_new_string(fleet_program_str(st, v)));
 	cli_json_add(err, o, "tokens", json_object_new_int64(l->tokens));
-	cli_json_add(err, o, "lease_left_s", json_ms(l->lease_expires > st->now ?
-						      (l->lease_expires - st->now) / 1e9 : 0));
+	cli_json_add(err, o, "lease_left_s",
+		     json_ms(l->lease_expires > st->now ? (l->lease_expires - st->now) / 1e9 : 0));
 	if (l->lease_expires && l->lease_expires <= st->now)
-		cli_json_add(err, o, "lease_expired_s_ago", json_ms((st->now - l->lease_expires) / 1e9));
+		cli_json_add(err, o, "lease_expired_s_ago",
+			     json_ms((st->now - l->lease_expires) / 1e9));
 	else
 		cli_json_add_null(err, o, "lease_expired_s_ago");
 	cli_json_add(err, o, "nodes", json_object_new_uint64(l->nodes));
@@ -933,9 +953,9 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 		cli_json_add(err, f, "round_max_ms", json_ms(ds->cs.max_round_ns / 1e6));
 		cli_json_add(err, f, "evalsha", json_object_new_uint64(ds->cs.commands));
 	} else {
-		static const char *const keys[] = { "node", "redis", "lease_interval_ms", "lease_ms",
-						    "deadline_ms", "updated_s_ago", "round_ms",
-						    "round_max_ms", "evalsha" };
+		static const char *const keys[] = { "node",	"redis",	"lease_interval_ms",
+						    "lease_ms", "deadline_ms",	"updated_s_ago",
+						    "round_ms", "round_max_ms", "evalsha" };
 
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			cli_json_add_null(err, f, keys[k]);

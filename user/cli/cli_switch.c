@@ -52,17 +52,19 @@ static void report_global(const struct cli_args *a, const struct fg_ctl *c, __u3
 
 	cli_who(w, sizeof(w));
 	if (ovr == FG_OVR_NONE) {
-		pr_info("global mode: the file's, %s%s", file, c->mode == FG_MODE_SHADOW ?
-			": nothing is dropped, would-be drops count as shadow" : "");
+		pr_info("global mode: the file's, %s%s", file,
+			c->mode == FG_MODE_SHADOW ?
+				": nothing is dropped, would-be drops count as shadow" :
+				"");
 		fg_log_audit("global mode override cleared (the file says %s) by %s (pin dir %s)",
 			     file, w, a->dir);
 		return;
 	}
 	pr_info("global mode is now %s%s; an override of the file (which says %s) until "
-		"'floodgate mode file', across reloads and restarts", ovr_str(ovr),
-		ovr == FG_OVR_SHADOW ? " (nothing is dropped)" : "", file);
-	fg_log_audit("global mode override %s (the file says %s) by %s (pin dir %s)",
-		     ovr_str(ovr), file, w, a->dir);
+		"'floodgate mode file', across reloads and restarts",
+		ovr_str(ovr), ovr == FG_OVR_SHADOW ? " (nothing is dropped)" : "", file);
+	fg_log_audit("global mode override %s (the file says %s) by %s (pin dir %s)", ovr_str(ovr),
+		     file, w, a->dir);
 }
 
 /* The id and generation of the rule named name (fg_names), or -ENOENT. */
@@ -128,7 +130,7 @@ static void report_rule(const struct cli_args *a, struct fg_maps *m, const struc
 {
 	int fmode = rule_file_mode(m, id);
 	const char *file = fmode < 0 ? "nothing yet: the rule is not in the active policy" :
-			   cli_mode_str((__u32)fmode);
+				       cli_mode_str((__u32)fmode);
 	__u32 global = FG_MODE_ENFORCE;
 	char w[128];
 
@@ -170,7 +172,8 @@ int cli_mode(void *cfg)
 		pr_warn("mode: no rule named \"%s\" ('floodgate status' lists them)", a->rule);
 	else if (err == -ESTALE)
 		pr_warn("mode: rule \"%s\" was replaced by a reload meanwhile; nothing changed, "
-			"try again", a->rule);
+			"try again",
+			a->rule);
 	else if (err)
 		pr_warn("mode: %s", strerror(-err));
 	else if (a->rule)
@@ -190,7 +193,8 @@ static void log_bypass(const struct cli_args *a, bool on)
 	if (on && a->bypass_for) {
 		pr_info("bypass ON for %.0f s: every packet passes, nothing is counted per rule",
 			a->bypass_ns / 1e9);
-		fg_log_audit("bypass ON for %.0f s by %s (pin dir %s)", a->bypass_ns / 1e9, w, a->dir);
+		fg_log_audit("bypass ON for %.0f s by %s (pin dir %s)", a->bypass_ns / 1e9, w,
+			     a->dir);
 	} else if (on) {
 		pr_info("bypass ON until 'floodgate bypass off': every packet passes");
 		fg_log_audit("bypass ON (no expiry) by %s (pin dir %s)", w, a->dir);

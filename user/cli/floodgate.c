@@ -32,15 +32,15 @@ static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why
 }
 
 /* allow/deny add --for DURATION: up to FG_RT_MAX_FOR */
-#define FG_RT_MAX_FOR	(366ull * 86400 * 1000000000ull)
+#define FG_RT_MAX_FOR (366ull * 86400 * 1000000000ull)
 static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
 {
 	struct cli_args *a = cfg;
 
 	(void)o;
 	if (fg_parse_duration(val, &a->rt_ns) || !a->rt_ns || a->rt_ns > FG_RT_MAX_FOR)
-		return fg_opt_fail(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)",
-				   val);
+		return fg_opt_fail(
+			why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)", val);
 	a->rt_for = true;
 	return 0;
 }
@@ -67,7 +67,8 @@ static const struct fg_opt stats_opts[] = {
 	FG_OPT_END,
 };
 static const struct fg_opt top_opts[] = {
-	FG_OPT_U64("count", 'n', A, top_n, "N", 1, 100000, "a count", "show N sources (default 10)"),
+	FG_OPT_U64("count", 'n', A, top_n, "N", 1, 100000, "a count",
+		   "show N sources (default 10)"),
 	OPT_JSON,
 	FG_OPT_END,
 };
@@ -81,8 +82,9 @@ static const struct fg_opt bypass_opts[] = {
 	FG_OPT_END,
 };
 static const struct fg_opt list_opts[] = {
-	FG_OPT_FUNC("for", 'f', opt_rt_for, 0, "DURATION",
-		    "add: the entry ends by itself after DURATION (90s, 5m, 1h; default: until deleted)"),
+	FG_OPT_FUNC(
+		"for", 'f', opt_rt_for, 0, "DURATION",
+		"add: the entry ends by itself after DURATION (90s, 5m, 1h; default: until deleted)"),
 	FG_OPT_STR("comment", 'c', A, comment, "TEXT", "add: why (up to 63 printable characters)"),
 	OPT_JSON,
 	FG_OPT_END,
@@ -101,10 +103,11 @@ static const struct fg_cmd cmds[] = {
 	{ "mode", "enforce|shadow|file [--rule NAME]",
 	  "override the file's mode (until 'mode file'), or go back to it", 1, 1, mode_opts,
 	  cli_mode },
-	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1,
-	  bypass_opts, cli_bypass },
-	{ "shed", "off | on", "adaptive shedding off at once, daemon or not (quotas, pools stay), or on",
-	  1, 1, NULL, cli_shed },
+	{ "bypass", "on [--for DURATION] | off", "kill switch: pass everything", 1, 1, bypass_opts,
+	  cli_bypass },
+	{ "shed", "off | on",
+	  "adaptive shedding off at once, daemon or not (quotas, pools stay), or on", 1, 1, NULL,
+	  cli_shed },
 	{ "deny", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",
 	  "incident-time deny entries, before the file's lists", 1, 2, list_opts, cli_deny },
 	{ "allow", "add PREFIX [--for D] [--comment T] | del PREFIX | list [--json]",

@@ -18,15 +18,22 @@
 #include "fgconn.skel.h"
 
 const char *const fg_conn_event_names[FGC_EV_MAX] = {
-	[FGC_EV_OPEN] = "open", [FGC_EV_CLOSE] = "close", [FGC_EV_CONVERT] = "convert",
-	[FGC_EV_SEED] = "seed", [FGC_EV_REKEY] = "rekey", [FGC_EV_FIX] = "fix",
-	[FGC_EV_FIX_CONNS] = "fix_conns", [FGC_EV_STALE] = "stale", [FGC_EV_NOKEY] = "nokey",
-	[FGC_EV_MAP_FULL] = "map_full", [FGC_EV_NO_STORAGE] = "no_storage",
+	[FGC_EV_OPEN] = "open",
+	[FGC_EV_CLOSE] = "close",
+	[FGC_EV_CONVERT] = "convert",
+	[FGC_EV_SEED] = "seed",
+	[FGC_EV_REKEY] = "rekey",
+	[FGC_EV_FIX] = "fix",
+	[FGC_EV_FIX_CONNS] = "fix_conns",
+	[FGC_EV_STALE] = "stale",
+	[FGC_EV_NOKEY] = "nokey",
+	[FGC_EV_MAP_FULL] = "map_full",
+	[FGC_EV_NO_STORAGE] = "no_storage",
 	[FGC_EV_MULTI] = "multi",
 };
 
 const char *const fg_conn_map_names[FGC_NMAPS] = {
-	[FGC_M_CTL] = "fgc_ctl", [FGC_M_CAPS] = "fgc_caps", [FGC_M_MARK] = "fgc_mark",
+	[FGC_M_CTL] = "fgc_ctl",     [FGC_M_CAPS] = "fgc_caps", [FGC_M_MARK] = "fgc_mark",
 	[FGC_M_COUNT] = "fgc_count", [FGC_M_PEND] = "fgc_pend", [FGC_M_STATS] = "fgc_stats",
 };
 
@@ -37,8 +44,10 @@ static const struct {
 	[FGC_M_CTL] = { BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_conn_ctl), 1 },
 	[FGC_M_CAPS] = { BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_conn_caps), 2 },
 	[FGC_M_MARK] = { BPF_MAP_TYPE_SK_STORAGE, 4, sizeof(struct fg_conn_mark), 0 },
-	[FGC_M_COUNT] = { BPF_MAP_TYPE_HASH, sizeof(struct fg_conn_key), sizeof(struct fg_conn_val), 0 },
-	[FGC_M_PEND] = { BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_conn_key), sizeof(struct fg_conn_val), 0 },
+	[FGC_M_COUNT] = { BPF_MAP_TYPE_HASH, sizeof(struct fg_conn_key), sizeof(struct fg_conn_val),
+			  0 },
+	[FGC_M_PEND] = { BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_conn_key),
+			 sizeof(struct fg_conn_val), 0 },
 	[FGC_M_STATS] = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_conn_stats), 1 },
 };
 
@@ -102,12 +111,14 @@ static int conn_check_pins(const char *dir, __u32 netns, bool *present, char *wh
 		fg_why(why, "%s: %s", p, strerror(-err));
 	} else if (ctl.magic != FG_CONN_ABI_MAGIC || ctl.abi != FG_CONN_ABI_VERSION) {
 		err = -EPROTO;
-		fg_why(why, "%s holds counting maps of another version (abi %u, this is %u): "
-		    "remove them (floodgate detach) first", dir, ctl.abi, FG_CONN_ABI_VERSION);
+		fg_why(why,
+		       "%s holds counting maps of another version (abi %u, this is %u): "
+		       "remove them (floodgate detach) first",
+		       dir, ctl.abi, FG_CONN_ABI_VERSION);
 	} else if (ctl.netns != netns) {
 		err = -EXDEV;
 		fg_why(why, "%s counts the sockets of network namespace %u, this process is in %u",
-		    dir, ctl.netns, netns);
+		       dir, ctl.netns, netns);
 	}
 	close(fd);
 	return err;
@@ -209,7 +220,9 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 	c->ctl = ctl;
 	if (!present) {
 		struct fg_conn_ctl init = {
-			.magic = FG_CONN_ABI_MAGIC, .abi = FG_CONN_ABI_VERSION, .netns = netns,
+			.magic = FG_CONN_ABI_MAGIC,
+			.abi = FG_CONN_ABI_VERSION,
+			.netns = netns,
 		};
 
 		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.fgc_ctl), &k, &init, 0)) {
@@ -241,7 +254,7 @@ int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
 		__u32 len = sizeof(info);
 
 		if (i == FGC_M_MARK)
-			continue;	/* socket storage: nothing for a reader */
+			continue; /* socket storage: nothing for a reader */
 		err = conn_pin_path(p, sizeof(p), dir, fg_conn_map_names[i]);
 		if (err)
 			break;
@@ -265,7 +278,7 @@ int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
 	if (!err && (ctl.magic != FG_CONN_ABI_MAGIC || ctl.abi != FG_CONN_ABI_VERSION)) {
 		err = -EPROTO;
 		fg_why(why, "%s holds counting maps of another version (abi %u, this is %u)", dir,
-		    ctl.abi, FG_CONN_ABI_VERSION);
+		       ctl.abi, FG_CONN_ABI_VERSION);
 	}
 	if (err)
 		fg_conn_close(c);
@@ -342,7 +355,8 @@ int fg_conn_unpin(const char *dir)
 
 	/* the link first: unpinning it stops the counting */
 	for (int i = -1; i < FGC_NMAPS; i++) {
-		int e = conn_pin_path(p, sizeof(p), dir, i < 0 ? FG_CONN_LINK_PIN : fg_conn_map_names[i]);
+		int e = conn_pin_path(p, sizeof(p), dir,
+				      i < 0 ? FG_CONN_LINK_PIN : fg_conn_map_names[i]);
 
 		if (!e && unlink(p) && errno != ENOENT)
 			e = -errno;
@@ -354,7 +368,7 @@ int fg_conn_unpin(const char *dir)
 
 void fg_conn_close(struct fg_conn *c)
 {
-	if (!c->skel) {	/* opened from pins: the fds are ours */
+	if (!c->skel) { /* opened from pins: the fds are ours */
 		for (int i = 0; i < FGC_NMAPS; i++)
 			if (c->fd[i] >= 0)
 				close(c->fd[i]);
@@ -377,13 +391,13 @@ static int conn_check_cap(const struct fg_conn_cap *cap, __u32 i, char *why)
 	}
 	if (!cap->nranges || cap->nranges > FG_CONN_RANGES) {
 		fg_why(why, "cap %u (rule %u): %u port ranges, expected 1..%u", i, cap->rule,
-		    cap->nranges, FG_CONN_RANGES);
+		       cap->nranges, FG_CONN_RANGES);
 		return -EINVAL;
 	}
 	for (__u32 j = 0; j < cap->nranges; j++) {
 		if (cap->dport[j].lo > cap->dport[j].hi) {
 			fg_why(why, "cap %u (rule %u): port range %u-%u is empty", i, cap->rule,
-			    cap->dport[j].lo, cap->dport[j].hi);
+			       cap->dport[j].lo, cap->dport[j].hi);
 			return -EINVAL;
 		}
 	}
@@ -515,7 +529,7 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 		return err;
 	c->skel->bss->sweep_now = c->test_now;
 	c->skel->bss->sweep_emit = 0;
-	err = conn_run_iter(c->sweep, NULL, NULL);	/* the half about to become current */
+	err = conn_run_iter(c->sweep, NULL, NULL); /* the half about to become current */
 	if (err)
 		return err;
 	epoch = __atomic_load_n(&c->ctl->epoch, __ATOMIC_ACQUIRE) + 1;
@@ -524,7 +538,7 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	if (err)
 		return err;
 	c->skel->bss->sweep_emit = 1;
-	err = conn_run_iter(c->sweep, conn_delete_zero, &d);	/* the half just left */
+	err = conn_run_iter(c->sweep, conn_delete_zero, &d); /* the half just left */
 	if (err)
 		return err;
 	__atomic_fetch_add(&c->ctl->reconciles, 1, __ATOMIC_RELAXED);
@@ -557,15 +571,14 @@ __u32 fg_conn_pending(const struct fg_conn_val *v, __u64 now_ns)
 	return n;
 }
 
-int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
-		   __s64 *est, __u32 *pending)
+int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns, __s64 *est,
+		   __u32 *pending)
 {
 	struct fg_conn_val v;
 
 	if (!bpf_map_lookup_elem(c->fd[FGC_M_COUNT], k, &v)) {
 		*est = fg_conn_est_total(v.est);
-	} else if (errno == ENOENT &&
-		   !bpf_map_lookup_elem(c->fd[FGC_M_PEND], k, &v)) {
+	} else if (errno == ENOENT && !bpf_map_lookup_elem(c->fd[FGC_M_PEND], k, &v)) {
 		*est = 0;
 	} else {
 		return -errno;
@@ -587,7 +600,7 @@ int fg_conn_dump(struct fg_conn *c, __u64 now_ns, struct fg_conn_entry **out, si
 		k = next;
 		prev = &k;
 		if (bpf_map_lookup_elem(fd, &k, &v))
-			continue;	/* deleted meanwhile */
+			continue; /* deleted meanwhile */
 		if (used == cap) {
 			cap = cap ? 2 * cap : 64;
 			t = realloc(e, cap * sizeof(*e));
@@ -676,8 +689,7 @@ void fg_conn_key_of(struct fg_conn_key *k, int family, const __be32 saddr[4],
 	k->family = (__u8)family;
 }
 
-int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out,
-			char *why)
+int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out, char *why)
 {
 	const struct fg_rule *r;
 	__u32 n = 0;
@@ -700,7 +712,8 @@ int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_c
 		if (e->rule != idx)
 			continue;
 		out->families |= e->flags & FG_M_V4 ? FG_CONN_F_V4 :
-				 e->flags & FG_M_V6 ? FG_CONN_F_V6 : FG_CONN_F_V4 | FG_CONN_F_V6;
+				 e->flags & FG_M_V6 ? FG_CONN_F_V6 :
+						      FG_CONN_F_V4 | FG_CONN_F_V6;
 		for (j = 0; j < n; j++)
 			if (out->dport[j].lo == e->dport_lo && out->dport[j].hi == e->dport_hi)
 				break;
@@ -708,7 +721,7 @@ int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_c
 			continue;
 		if (n == FG_CONN_RANGES) {
 			fg_why(why, "a capped rule matches at most %u destination-port ranges",
-			    FG_CONN_RANGES);
+			       FG_CONN_RANGES);
 			return -E2BIG;
 		}
 		out->dport[n].lo = e->dport_lo;
@@ -773,7 +786,7 @@ void fg_conn_summarise(const struct fg_conn_caps *caps, const struct fg_conn_ent
 			if (sum[i].rule != e[j].key.rule || sum[i].gen != e[j].key.gen)
 				continue;
 			if (e[j].est <= 0 && !e[j].pending)
-				break;	/* at zero, left for the reconcile to delete */
+				break; /* at zero, left for the reconcile to delete */
 			sum[i].sources++;
 			sum[i].at_cap += e[j].est + e[j].pending >= (__s64)sum[i].cap;
 			sum[i].conns += e[j].est > 0 ? (__u64)e[j].est : 0;

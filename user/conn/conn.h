@@ -32,19 +32,19 @@
 #include "floodgate.h"
 #include "lib/sysutil.h"
 
-#define FG_CONN_WHY_LEN		FG_WHY_LEN
-#define FG_CONN_LINK_PIN	"fgc_link"	/* not link_*: those are XDP interfaces */
-#define FG_CONN_KEYS_DEFAULT	65536
+#define FG_CONN_WHY_LEN	     FG_WHY_LEN
+#define FG_CONN_LINK_PIN     "fgc_link" /* not link_*: those are XDP interfaces */
+#define FG_CONN_KEYS_DEFAULT 65536
 
 /* What a policy may ask for (user/policy/policy.c checks it). */
-#define FG_CONN_CAP_MAX			(1u << 20)	/* connections per source key */
-#define FG_CONN_TTL_MIN_MS		10		/* handshake_timeout */
-#define FG_CONN_TTL_MAX_MS		300000
-#define FG_CONN_RECONCILE_DEFAULT_MS	10000		/* concurrency: {reconcile:} */
-#define FG_CONN_RECONCILE_MIN_MS	1000
-#define FG_CONN_RECONCILE_MAX_MS	3600000
-#define FG_CONN_KEYS_MIN		1024		/* concurrency: {max_keys:} */
-#define FG_CONN_KEYS_MAX		(1u << 24)
+#define FG_CONN_CAP_MAX		     (1u << 20) /* connections per source key */
+#define FG_CONN_TTL_MIN_MS	     10		/* handshake_timeout */
+#define FG_CONN_TTL_MAX_MS	     300000
+#define FG_CONN_RECONCILE_DEFAULT_MS 10000 /* concurrency: {reconcile:} */
+#define FG_CONN_RECONCILE_MIN_MS     1000
+#define FG_CONN_RECONCILE_MAX_MS     3600000
+#define FG_CONN_KEYS_MIN	     1024 /* concurrency: {max_keys:} */
+#define FG_CONN_KEYS_MAX	     (1u << 24)
 
 struct fgconn_bpf;
 struct bpf_link;
@@ -62,40 +62,40 @@ enum fg_conn_map {
 extern const char *const fg_conn_map_names[FGC_NMAPS];
 
 struct fg_conn {
-	struct fgconn_bpf *skel;	/* NULL when opened from pins (readers) */
-	int fd[FGC_NMAPS];		/* the skeleton's, or our own from the pins */
-	struct bpf_link *state;		/* tracepoint link */
-	struct bpf_link *walk;		/* iter/tcp */
-	struct bpf_link *sweep;		/* iter/bpf_map_elem over fgc_count */
-	struct fg_conn_ctl *ctl;	/* fgc_ctl[0], mmapped */
+	struct fgconn_bpf *skel; /* NULL when opened from pins (readers) */
+	int fd[FGC_NMAPS];	 /* the skeleton's, or our own from the pins */
+	struct bpf_link *state;	 /* tracepoint link */
+	struct bpf_link *walk;	 /* iter/tcp */
+	struct bpf_link *sweep;	 /* iter/bpf_map_elem over fgc_count */
+	struct fg_conn_ctl *ctl; /* fgc_ctl[0], mmapped */
 	int ncpus;
-	bool adopted;			/* maps came from a pin dir */
-	__u64 test_now;			/* nonzero: the reconcile judges pending slots
+	bool adopted;	/* maps came from a pin dir */
+	__u64 test_now; /* nonzero: the reconcile judges pending slots
 					 * at this time (an XDP program on a fake clock) */
 };
 
 struct fg_conn_opts {
-	__u32 max_keys;		/* fgc_count entries; 0: FG_CONN_KEYS_DEFAULT */
-	__u32 max_pending;	/* fgc_pend entries; 0: as max_keys */
-	const char *pin_dir;	/* adopt its fgc_* pins if present; NULL: none */
-	bool test_entry;	/* also load the fgc_test XDP entry (tests) */
+	__u32 max_keys;	     /* fgc_count entries; 0: FG_CONN_KEYS_DEFAULT */
+	__u32 max_pending;   /* fgc_pend entries; 0: as max_keys */
+	const char *pin_dir; /* adopt its fgc_* pins if present; NULL: none */
+	bool test_entry;     /* also load the fgc_test XDP entry (tests) */
 };
 
 /* What one reconcile did (events of its own walk and sweeps). */
 struct fg_conn_rec {
-	__u64 seeded;		/* sockets counted that nobody had counted */
-	__u64 rekeyed;		/* sockets moved to new keys */
-	__u64 fixed_keys;	/* keys whose count was wrong */
-	__u64 fixed_conns;	/* connections corrected, in all */
-	__u64 deleted;		/* entries at zero removed */
-	__u32 epoch;		/* the epoch it left current */
+	__u64 seeded;	   /* sockets counted that nobody had counted */
+	__u64 rekeyed;	   /* sockets moved to new keys */
+	__u64 fixed_keys;  /* keys whose count was wrong */
+	__u64 fixed_conns; /* connections corrected, in all */
+	__u64 deleted;	   /* entries at zero removed */
+	__u32 epoch;	   /* the epoch it left current */
 };
 
 /* One fgc_count entry, for `top` and the metrics. */
 struct fg_conn_entry {
 	struct fg_conn_key key;
-	__s64 est;		/* established, both halves */
-	__u32 pending;		/* live pending slots */
+	__s64 est;     /* established, both halves */
+	__u32 pending; /* live pending slots */
 	__u32 pad;
 };
 
@@ -123,8 +123,8 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec);
 
 /* A key's record: est and live pending slots at now_ns (CLOCK_MONOTONIC),
  * from fgc_count or else fgc_pend; -ENOENT if neither has it. */
-int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns,
-		   __s64 *est, __u32 *pending);
+int fg_conn_lookup(struct fg_conn *c, const struct fg_conn_key *k, __u64 now_ns, __s64 *est,
+		   __u32 *pending);
 
 /* Every fgc_count entry; *out is malloc'd (NULL when none). */
 int fg_conn_dump(struct fg_conn *c, __u64 now_ns, struct fg_conn_entry **out, size_t *n);
@@ -155,20 +155,19 @@ void fg_conn_key_of(struct fg_conn_key *k, int family, const __be32 saddr[4],
  * -EINVAL (why filled) when the rule has no cap or no TCP entry, -E2BIG
  * when its ports need more than FG_CONN_RANGES ranges.
  */
-int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out,
-			char *why);
+int fg_conn_cap_of_rule(const struct fg_policy *pol, __u32 idx, struct fg_conn_cap *out, char *why);
 /* Every capped rule of pol, in rule order, into caps[FG_CONN_MAX_CAPS]. */
 int fg_conn_caps_of_policy(const struct fg_policy *pol, struct fg_conn_cap *caps, __u32 *n,
 			   char *why);
 
 /* What readers show per capped rule (top, status, metrics). */
 struct fg_conn_rule_sum {
-	__u16 rule, gen;	/* as in the cap table */
+	__u16 rule, gen; /* as in the cap table */
 	__u32 cap;
-	__u32 sources;		/* keys with connections or pending handshakes */
-	__u32 at_cap;		/* ... of them at the cap: established + pending >= cap */
-	__u64 conns;		/* established connections counted, in all */
-	__u64 pending;		/* live pending handshakes, in all */
+	__u32 sources; /* keys with connections or pending handshakes */
+	__u32 at_cap;  /* ... of them at the cap: established + pending >= cap */
+	__u64 conns;   /* established connections counted, in all */
+	__u64 pending; /* live pending handshakes, in all */
 };
 
 /* The cap of k's rule in the active table caps, 0 if it has none (a rule

@@ -11,8 +11,8 @@
 #include "floodgate.skel.h"
 #include "lib/sysutil.h"
 
-int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir,
-		  __u32 max_keys, __u64 period_ms, char *why)
+int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir, __u32 max_keys,
+		  __u64 period_ms, char *why)
 {
 	struct fg_conn_opts o = { .max_keys = max_keys, .max_pending = max_keys, .pin_dir = dir };
 	int err;
@@ -28,7 +28,8 @@ int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *d
 	if (!err)
 		err = bpf_map__reuse_fd(skel->maps.fgc_pend, cd->c.fd[FGC_M_PEND]);
 	if (err) {
-		fg_why(why, "sharing fgc_count and fgc_pend with the XDP program: %s", strerror(-err));
+		fg_why(why, "sharing fgc_count and fgc_pend with the XDP program: %s",
+		       strerror(-err));
 		fg_connd_close(cd);
 	}
 	return err;
@@ -64,7 +65,8 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 	int err = fg_conn_attach(&cd->c);
 
 	if (err) {
-		fg_why(why, "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
+		fg_why(why,
+		       "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
 		       strerror(-err));
 		return err;
 	}
@@ -135,9 +137,10 @@ bool fg_connd_rec_msg(const struct fg_conn_rec *rec, char *buf, size_t len)
 		n += snprintf(buf + n, len - n, "seeded %llu connection%s the counter had not seen",
 			      (unsigned long long)rec->seeded, rec->seeded == 1 ? "" : "s");
 	if (rec->fixed_keys && (size_t)n < len)
-		n += snprintf(buf + n, len - n, "%scorrected %llu key%s by %llu connection%s in all",
-			      n ? "; " : "", (unsigned long long)rec->fixed_keys,
-			      rec->fixed_keys == 1 ? "" : "s", (unsigned long long)rec->fixed_conns,
+		n += snprintf(buf + n, len - n,
+			      "%scorrected %llu key%s by %llu connection%s in all", n ? "; " : "",
+			      (unsigned long long)rec->fixed_keys, rec->fixed_keys == 1 ? "" : "s",
+			      (unsigned long long)rec->fixed_conns,
 			      rec->fixed_conns == 1 ? "" : "s");
 	if (rec->rekeyed && (size_t)n < len)
 		snprintf(buf + n, len - n, "%smoved %llu connection%s to new keys", n ? "; " : "",
@@ -175,39 +178,51 @@ int fg_connd_metrics(struct fg_connd *cd, const struct fg_name *names, char **ou
 	f = open_memstream(out, len);
 	if (!f)
 		return -errno;
-	fprintf(f, "# HELP floodgate_conn_events_total Events of the connection counter of the concurrency caps.\n"
-		   "# TYPE floodgate_conn_events_total counter\n");
+	fprintf(f,
+		"# HELP floodgate_conn_events_total Events of the connection counter of the concurrency caps.\n"
+		"# TYPE floodgate_conn_events_total counter\n");
 	for (int e = 0; e < FGC_EV_MAX; e++)
-		fprintf(f, "floodgate_conn_events_total{event=\"%s\"} %llu\n", fg_conn_event_names[e],
-			(unsigned long long)st.ev[e]);
-	fprintf(f, "# HELP floodgate_conn_reconcile_corrections_total What reconciles found wrong and corrected: keys, and connections in all.\n"
-		   "# TYPE floodgate_conn_reconcile_corrections_total counter\n"
-		   "floodgate_conn_reconcile_corrections_total{unit=\"keys\"} %llu\n"
-		   "floodgate_conn_reconcile_corrections_total{unit=\"connections\"} %llu\n",
+		fprintf(f, "floodgate_conn_events_total{event=\"%s\"} %llu\n",
+			fg_conn_event_names[e], (unsigned long long)st.ev[e]);
+	fprintf(f,
+		"# HELP floodgate_conn_reconcile_corrections_total What reconciles found wrong and corrected: keys, and connections in all.\n"
+		"# TYPE floodgate_conn_reconcile_corrections_total counter\n"
+		"floodgate_conn_reconcile_corrections_total{unit=\"keys\"} %llu\n"
+		"floodgate_conn_reconcile_corrections_total{unit=\"connections\"} %llu\n",
 		(unsigned long long)st.ev[FGC_EV_FIX], (unsigned long long)st.ev[FGC_EV_FIX_CONNS]);
-	fprintf(f, "# HELP floodgate_conn_reconciles_total Reconciles of the connection counts.\n"
-		   "# TYPE floodgate_conn_reconciles_total counter\nfloodgate_conn_reconciles_total %llu\n",
+	fprintf(f,
+		"# HELP floodgate_conn_reconciles_total Reconciles of the connection counts.\n"
+		"# TYPE floodgate_conn_reconciles_total counter\nfloodgate_conn_reconciles_total %llu\n",
 		(unsigned long long)__atomic_load_n(&cd->c.ctl->reconciles, __ATOMIC_RELAXED));
-	fprintf(f, "# HELP floodgate_conn_reconcile_seconds How long the last reconcile took.\n"
-		   "# TYPE floodgate_conn_reconcile_seconds gauge\nfloodgate_conn_reconcile_seconds %.6f\n",
+	fprintf(f,
+		"# HELP floodgate_conn_reconcile_seconds How long the last reconcile took.\n"
+		"# TYPE floodgate_conn_reconcile_seconds gauge\nfloodgate_conn_reconcile_seconds %.6f\n",
 		cd->last_ns / 1e9);
-	fprintf(f, "# HELP floodgate_conn_missed_total TCP state changes the counter missed (recursion), repaired by the next reconcile.\n"
-		   "# TYPE floodgate_conn_missed_total counter\nfloodgate_conn_missed_total %llu\n",
+	fprintf(f,
+		"# HELP floodgate_conn_missed_total TCP state changes the counter missed (recursion), repaired by the next reconcile.\n"
+		"# TYPE floodgate_conn_missed_total counter\nfloodgate_conn_missed_total %llu\n",
 		(unsigned long long)misses);
-	fprintf(f, "# HELP floodgate_conn_keys Source keys in the count table (last reconcile).\n"
-		   "# TYPE floodgate_conn_keys gauge\nfloodgate_conn_keys %zu\n", cd->keys);
-	fprintf(f, "# HELP floodgate_conn_sources Sources holding connections, per capped rule (last reconcile).\n"
-		   "# TYPE floodgate_conn_sources gauge\n");
+	fprintf(f,
+		"# HELP floodgate_conn_keys Source keys in the count table (last reconcile).\n"
+		"# TYPE floodgate_conn_keys gauge\nfloodgate_conn_keys %zu\n",
+		cd->keys);
+	fprintf(f,
+		"# HELP floodgate_conn_sources Sources holding connections, per capped rule (last reconcile).\n"
+		"# TYPE floodgate_conn_sources gauge\n");
 	for (__u32 i = 0; i < cd->caps.n && i < FG_CONN_MAX_CAPS; i++)
 		fprintf(f, "floodgate_conn_sources{rule=\"%s\"} %u\n",
-			rule_label(names, cd->sum[i].rule, cd->sum[i].gen, lb, sizeof(lb)), cd->sum[i].sources);
-	fprintf(f, "# HELP floodgate_conn_sources_at_cap Sources at their cap, per capped rule (last reconcile).\n"
-		   "# TYPE floodgate_conn_sources_at_cap gauge\n");
+			rule_label(names, cd->sum[i].rule, cd->sum[i].gen, lb, sizeof(lb)),
+			cd->sum[i].sources);
+	fprintf(f,
+		"# HELP floodgate_conn_sources_at_cap Sources at their cap, per capped rule (last reconcile).\n"
+		"# TYPE floodgate_conn_sources_at_cap gauge\n");
 	for (__u32 i = 0; i < cd->caps.n && i < FG_CONN_MAX_CAPS; i++)
 		fprintf(f, "floodgate_conn_sources_at_cap{rule=\"%s\"} %u\n",
-			rule_label(names, cd->sum[i].rule, cd->sum[i].gen, lb, sizeof(lb)), cd->sum[i].at_cap);
-	fprintf(f, "# HELP floodgate_conn_connections Connections counted, per capped rule (last reconcile).\n"
-		   "# TYPE floodgate_conn_connections gauge\n");
+			rule_label(names, cd->sum[i].rule, cd->sum[i].gen, lb, sizeof(lb)),
+			cd->sum[i].at_cap);
+	fprintf(f,
+		"# HELP floodgate_conn_connections Connections counted, per capped rule (last reconcile).\n"
+		"# TYPE floodgate_conn_connections gauge\n");
 	for (__u32 i = 0; i < cd->caps.n && i < FG_CONN_MAX_CAPS; i++)
 		fprintf(f, "floodgate_conn_connections{rule=\"%s\"} %llu\n",
 			rule_label(names, cd->sum[i].rule, cd->sum[i].gen, lb, sizeof(lb)),

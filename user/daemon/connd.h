@@ -36,17 +36,17 @@ struct fg_name;
 struct fg_connd {
 	struct fg_conn c;
 	bool open;
-	__u64 period_ns;	/* reconcile every period_ns */
-	__u64 next_ns;		/* CLOCK_MONOTONIC_COARSE of the next one */
-	__u64 last_ns;		/* how long the last one took */
+	__u64 period_ns; /* reconcile every period_ns */
+	__u64 next_ns;	 /* CLOCK_MONOTONIC_COARSE of the next one */
+	__u64 last_ns;	 /* how long the last one took */
 	/* from the last reconcile, for the metrics */
 	struct fg_conn_caps caps;
 	struct fg_conn_rule_sum sum[FG_CONN_MAX_CAPS];
-	size_t keys;		/* fgc_count entries after it */
+	size_t keys; /* fgc_count entries after it */
 };
 
-int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir,
-		  __u32 max_keys, __u64 period_ms, char *why);
+int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir, __u32 max_keys,
+		  __u64 period_ms, char *why);
 int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
 		   struct fg_conn_rec *rec, char *why);
 int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, struct fg_conn_rec *rec,

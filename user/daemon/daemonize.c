@@ -24,16 +24,17 @@ static void __attribute__((noreturn)) wait_for_child(int fd, pid_t child)
 		r = poll(&pfd, 1, left > 0 ? (int)left * 1000 : 0);
 	} while (r < 0 && errno == EINTR);
 	if (r == 0) {
-		fprintf(stderr, "floodgated: pid %d has not finished starting within %d s; it goes "
+		fprintf(stderr,
+			"floodgated: pid %d has not finished starting within %d s; it goes "
 			"on in the background: see the system log (or run with --foreground)\n",
 			(int)child, FG_START_TIMEOUT_S);
 		exit(1);
 	}
 	if (r < 0 || read(fd, &c, 1) != 1)
-		c = 1;	/* the child died before it could say */
+		c = 1; /* the child died before it could say */
 	if (c)
 		fprintf(stderr, "floodgated: start failed; the reason is in the system log "
-			"(or run with --foreground)\n");
+				"(or run with --foreground)\n");
 	exit(c ? 1 : 0);
 }
 

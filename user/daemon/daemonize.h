@@ -10,7 +10,7 @@
 #ifndef FG_DAEMONIZE_H
 #define FG_DAEMONIZE_H
 
-#define FG_START_TIMEOUT_S	60
+#define FG_START_TIMEOUT_S 60
 
 /* Fork; returns 0 in the child, with *notify_fd the pipe to the waiting
  * parent (which never returns). -errno if the fork fails. */

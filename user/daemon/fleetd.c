@@ -12,39 +12,39 @@
 #include "lib/log.h"
 #include "lib/sysutil.h"
 
-#define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define RELAXED(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define LOAD(p)	      __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v)   __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* One fleet rule as the worker sees it. */
 struct fd_rule {
 	char name[FG_NAME_LEN];
 	__u32 id;
 	__u16 gen;
-	__u8 cost;		/* enum fg_cost */
-	__u8 on_loss;		/* enum fg_on_loss */
+	__u8 cost;    /* enum fg_cost */
+	__u8 on_loss; /* enum fg_on_loss */
 	double rate, burst;
-	struct fg_limit conf_local;	/* local_rate as written, compiled; inc 0: rate / nodes */
+	struct fg_limit conf_local; /* local_rate as written, compiled; inc 0: rate / nodes */
 	/* worker thread only */
-	double local_rate, local_burst;	/* what `local` was compiled from */
+	double local_rate, local_burst; /* what `local` was compiled from */
 	struct fg_limit local;
-	__u64 last_offered, last_unleased;	/* fg_stats at the last collect */
-	__u64 taken;		/* what the last apply took back */
-	bool leasing;		/* the last apply renewed the lease */
-	__u64 lapses, lapse_ns;	/* renewed leases that ran out before the next round */
+	__u64 last_offered, last_unleased; /* fg_stats at the last collect */
+	__u64 taken;			   /* what the last apply took back */
+	bool leasing;			   /* the last apply renewed the lease */
+	__u64 lapses, lapse_ns;		   /* renewed leases that ran out before the next round */
 };
 
 struct fg_fleetd {
 	struct fg_maps *m;
-	struct fg_lease *lease;		/* FG_MAX_IDS entries, shared with the program */
+	struct fg_lease *lease; /* FG_MAX_IDS entries, shared with the program */
 	size_t maplen;
 	char status_path[PATH_MAX];
 	struct fg_apply_hook hook;
-	struct fg_fleet_worker *w;	/* NULL: no fleet rule runs */
+	struct fg_fleet_worker *w; /* NULL: no fleet rule runs */
 	int n;
 	struct fd_rule r[FG_FLEET_MAX_RULES];
-	struct fg_stats *pc;		/* one stats row per CPU: the worker's buffer */
-	struct fg_fleet_status st;	/* the last tick's */
+	struct fg_stats *pc;	   /* one stats row per CPU: the worker's buffer */
+	struct fg_fleet_status st; /* the last tick's */
 	bool status_warned;
 };
 
@@ -69,7 +69,7 @@ static void first_share(const struct fd_rule *r, __u32 nodes, struct fg_limit *o
 	double n = nodes ? nodes : 1;
 
 	if (share_limit(r, r->rate / n, r->burst / n, out))
-		memset(out, 0, sizeof(*out));	/* inc 0: the program drops */
+		memset(out, 0, sizeof(*out)); /* inc 0: the program drops */
 }
 
 /* A fresh entry nobody reads yet (its gen is not in the active policy). */
@@ -99,8 +99,8 @@ static int is_fleet_rule(const struct fg_config *cfg, __u32 i, char *why, size_t
 	if (!pr->fleet)
 		return 0;
 	if (pr->id >= FG_MAX_IDS) {
-		fg_whyn(why, len, "fleet rule %s: rule id %u out of range", cfg->fleet_rules[i].name,
-			pr->id);
+		fg_whyn(why, len, "fleet rule %s: rule id %u out of range",
+			cfg->fleet_rules[i].name, pr->id);
 		return -EINVAL;
 	}
 	return 1;
@@ -120,9 +120,10 @@ static int next_fleet_rule(const struct fg_config *cfg, __u32 *i, char *why, siz
 
 /* The fields a fleet rule carries from the config (id and gen from ids, the
  * rest from conf) into struct fd_rule and from there into the status file. */
-#define RULE_FIELDS(dst, ids, conf)						\
-	((dst)->id = (ids)->id, (dst)->gen = (ids)->gen, (dst)->cost = (conf)->cost,	\
-	 (dst)->on_loss = (conf)->on_loss, (dst)->rate = (conf)->rate, (dst)->burst = (conf)->burst)
+#define RULE_FIELDS(dst, ids, conf)                                                  \
+	((dst)->id = (ids)->id, (dst)->gen = (ids)->gen, (dst)->cost = (conf)->cost, \
+	 (dst)->on_loss = (conf)->on_loss, (dst)->rate = (conf)->rate,               \
+	 (dst)->burst = (conf)->burst)
 
 /* cfg's rule i as the worker keeps it (ids and gens from the apply). */
 static void rule_of(const struct fg_config *cfg, __u32 i, struct fd_rule *r)
@@ -214,7 +215,7 @@ static int collect(void *ctx, struct fg_fleet_in *in, int n)
 		int err = read_costs(fl, r->id, &off, &unl);
 
 		if (err)
-			return err;	/* the round is skipped: the lease runs out on its own */
+			return err; /* the round is skipped: the lease runs out on its own */
 		/* counters only grow while the id is this rule's */
 		in[i].offered = off >= r->last_offered ? off - r->last_offered : off;
 		in[i].unleased = unl >= r->last_unleased ? unl - r->last_unleased : unl;
@@ -258,7 +259,7 @@ static void apply(void *ctx, const struct fg_fleet_out *out, int n)
 			__atomic_fetch_add(&e->tokens, (__s64)o->grant, __ATOMIC_ACQ_REL);
 		r->leasing = o->renewed;
 		if (!o->renewed)
-			continue;	/* grace or fallback: the program decides by itself */
+			continue; /* grace or fallback: the program decides by itself */
 		if (o->local_rate != r->local_rate || o->local_burst != r->local_burst) {
 			struct fg_limit lim;
 
@@ -319,7 +320,8 @@ int fg_fleetd_open(struct fg_fleetd **out, struct fg_maps *m, const char *pin_di
 		err = -ENOMEM;
 		goto fail;
 	}
-	fl->maplen = (FG_MAX_IDS * sizeof(struct fg_lease) + (size_t)page - 1) & ~((size_t)page - 1);
+	fl->maplen = (FG_MAX_IDS * sizeof(struct fg_lease) + (size_t)page - 1) &
+		     ~((size_t)page - 1);
 	fl->lease = mmap(NULL, fl->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd[FGM_LEASE], 0);
 	if (fl->lease == MAP_FAILED) {
 		err = -errno;
@@ -340,13 +342,15 @@ static void log_adopted(const struct fd_rule *r, const struct fg_fleet_rule_conf
 
 	if (rc->adopted_expires > now)
 		pr_info("fleet rule %s: adopted the pinned lease: %llu tokens for another %llu ms, "
-			"%u nodes", r->name, (unsigned long long)rc->adopted_tokens,
-			(unsigned long long)((rc->adopted_expires - now) / 1000000), rc->nodes_hint);
+			"%u nodes",
+			r->name, (unsigned long long)rc->adopted_tokens,
+			(unsigned long long)((rc->adopted_expires - now) / 1000000),
+			rc->nodes_hint);
 	else
 		pr_info("fleet rule %s: adopted a pinned lease that ran out %.1f s ago "
-			"(on_loss %s applied meanwhile), %u nodes", r->name,
-			(double)(now - rc->adopted_expires) / 1e9, fg_fleet_loss_name(r->on_loss),
-			rc->nodes_hint);
+			"(on_loss %s applied meanwhile), %u nodes",
+			r->name, (double)(now - rc->adopted_expires) / 1e9,
+			fg_fleet_loss_name(r->on_loss), rc->nodes_hint);
 }
 
 /* The engine for fl->r[], its rules adopting what the map holds. */
@@ -383,7 +387,7 @@ static int engine_new(struct fg_fleetd *fl, const struct fg_config *cfg, struct 
 				 strerror(-err));
 			goto fail;
 		}
-		r->local_rate = r->local_burst = -1;	/* compiled at the first answer */
+		r->local_rate = r->local_burst = -1; /* compiled at the first answer */
 		first_share(r, rc.nodes_hint, &r->local);
 		err = fg_fleet_add_rule(f, &rc, why, len);
 		if (err < 0)
@@ -446,8 +450,9 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 		return err;
 	}
 	pr_info("fleet: node %s, redis %s, %d rule(s), lease interval %u ms, lease %u ms, "
-		"deadline %u ms", fl->st.node, fl->st.redis, fl->n, fl->st.interval_ms,
-		fl->st.lease_ms, fl->st.deadline_ms);
+		"deadline %u ms",
+		fl->st.node, fl->st.redis, fl->n, fl->st.interval_ms, fl->st.lease_ms,
+		fl->st.deadline_ms);
 	fg_fleetd_tick(fl);
 	return 0;
 }
@@ -458,13 +463,14 @@ static void stop_worker(struct fg_fleetd *fl, bool release)
 
 	if (!fl->w)
 		return;
-	fg_fleetd_tick(fl);	/* the last events */
+	fg_fleetd_tick(fl); /* the last events */
 	err = fg_fleet_worker_stop(fl->w, release);
 	fl->w = NULL;
 	fl->n = 0;
 	if (release && err)
 		pr_warn("fleet: handing the leases back failed (%s); they return to the fleet "
-			"when they expire in Redis", strerror(-err));
+			"when they expire in Redis",
+			strerror(-err));
 	else if (release)
 		pr_info("fleet: leases handed back, node withdrawn");
 	fg_fleet_status_remove(fl->status_path);
@@ -574,7 +580,8 @@ void fg_fleetd_tick(struct fg_fleetd *fl)
 	err = fg_fleet_status_write(fl->status_path, &fl->st);
 	if (err && !fl->status_warned)
 		pr_warn("fleet: cannot write %s: %s; `floodgate status` shows only what the maps "
-			"hold", fl->status_path, strerror(-err));
+			"hold",
+			fl->status_path, strerror(-err));
 	fl->status_warned = err != 0;
 }
 

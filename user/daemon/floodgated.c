@@ -49,9 +49,9 @@
 #include "maps/apply.h"
 #include "lib/sysutil.h"
 
-#define TICK_MS		1000
-#define TRACK_MAX	65536	/* sources with drops tracked for the throttle log */
-#define LOCK_MS		5000	/* waiting for the pin dir's lock */
+#define TICK_MS	  1000
+#define TRACK_MAX 65536 /* sources with drops tracked for the throttle log */
+#define LOCK_MS	  5000	/* waiting for the pin dir's lock */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_requested;
@@ -74,23 +74,23 @@ struct daemon {
 	struct fg_maps maps;
 	struct fg_config cfg;
 	bool have_cfg;
-	bool pin_dir_existed;	/* it held pinned maps before us: never remove it on failure */
-	bool started;		/* the pin dir is ours to clean up */
+	bool pin_dir_existed; /* it held pinned maps before us: never remove it on failure */
+	bool started;	      /* the pin dir is ours to clean up */
 	struct fg_iface ifs[FG_MAX_IFS];
 	int n_ifs;
-	struct fg_attach_conf ac;	/* how to attach (xdp_attach:, attach.h) */
+	struct fg_attach_conf ac; /* how to attach (xdp_attach:, attach.h) */
 	struct fg_metrics *mx;
-	__u32 dir4[4];		/* the IPv4 lists as last applied: blocks, trie /16s, /24s, prefixes */
-	struct fg_srcwatch sw;	/* throttle log and source counts (srcwatch.h) */
-	struct fg_escd esc;	/* escalation to the runtime deny list (escalate.h) */
-	struct fg_fleetd *fleet;	/* fleet leases (fleetd.h) */
-	struct fg_shedd shed;	/* the adaptive shedder (shedd.h) */
-	int notify_fd;		/* background start: write the status, then close */
-	bool meta_dirty;	/* fg_meta's interfaces need rewriting */
-	struct fg_pinwatch pw;	/* are the pins still ours (pinwatch.h) */
-	struct fg_connd conn;	/* concurrency caps (connd.h) */
-	__u64 max_sources;	/* the maps' size: the file's, or as pinned when adopting */
-	int not_applied;	/* adopting start: the file was refused (-errno), the pinned policy kept */
+	__u32 dir4[4]; /* the IPv4 lists as last applied: blocks, trie /16s, /24s, prefixes */
+	struct fg_srcwatch sw;	 /* throttle log and source counts (srcwatch.h) */
+	struct fg_escd esc;	 /* escalation to the runtime deny list (escalate.h) */
+	struct fg_fleetd *fleet; /* fleet leases (fleetd.h) */
+	struct fg_shedd shed;	 /* the adaptive shedder (shedd.h) */
+	int notify_fd;		 /* background start: write the status, then close */
+	bool meta_dirty;	 /* fg_meta's interfaces need rewriting */
+	struct fg_pinwatch pw;	 /* are the pins still ours (pinwatch.h) */
+	struct fg_connd conn;	 /* concurrency caps (connd.h) */
+	__u64 max_sources;	 /* the maps' size: the file's, or as pinned when adopting */
+	int not_applied; /* adopting start: the file was refused (-errno), the pinned policy kept */
 	char not_applied_why[FG_WHY_LEN];
 };
 
@@ -325,12 +325,9 @@ static int size_maps(struct daemon *d)
 
 	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
 	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
-	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4,
-					    fg_src4_sets(d->max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6,
-					    fg_src6_sets(d->max_sources))))
-		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources,
-			strerror(-err));
+	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(d->max_sources))) ||
+	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(d->max_sources))))
+		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
 	return err;
 }
 
@@ -359,7 +356,8 @@ static int load_skel(struct daemon *d)
 	if (err)
 		pr_warn("cannot load the BPF program: %s%s", strerror(-err),
 			d->pin_dir_existed ? " (the pinned maps may not match this version: "
-					     "'floodgate detach' and start again)" : "");
+					     "'floodgate detach' and start again)" :
+					     "");
 	return err;
 }
 
@@ -440,7 +438,7 @@ static int lock_and_apply(struct daemon *d)
 	else if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
-		fg_reload_log("adopt", &was, &d->cfg);	/* the file against the pinned state */
+		fg_reload_log("adopt", &was, &d->cfg); /* the file against the pinned state */
 	if (!err)
 		dir4_applied(d, &was, d->pin_dir_existed ? "adopt" : "start");
 	fg_inforce_free(&was);
@@ -461,14 +459,17 @@ static void log_attached(const struct fg_iface *ifc)
 		pr_warn("%s: its pinned link was severed (the interface was deleted); attached anew",
 			ifc->name);
 	if (ifc->repinned)
-		pr_info("%s: our link was pinned as " FG_LINK_PREFIX "%s (the interface was renamed); "
-			"re-pinned as " FG_LINK_PREFIX "%s", ifc->name, ifc->pinned_as, ifc->conf);
+		pr_info("%s: our link was pinned as " FG_LINK_PREFIX
+			"%s (the interface was renamed); "
+			"re-pinned as " FG_LINK_PREFIX "%s",
+			ifc->name, ifc->pinned_as, ifc->conf);
 	char how[96];
 
 	fg_iface_how_str(ifc, how, sizeof(how));
 	if (ifc->how_kept)
 		pr_warn("%s: floodgate was attached as %s by an earlier daemon: kept that way "
-			"(xdp_attach takes effect after 'floodgate detach')", ifc->name, how);
+			"(xdp_attach takes effect after 'floodgate detach')",
+			ifc->name, how);
 	if (ifc->adopted && ifc->how == FG_XDP_LIBXDP)
 		pr_info("%s: adopted floodgate's program (%s XDP, %s)", ifc->name,
 			ifc->xdp_mode == 1 ? "native" : "generic", how);
@@ -484,7 +485,8 @@ static int choose_attach(struct daemon *d)
 {
 	const struct fg_config *c = &d->cfg;
 	struct fg_attach_conf *ac = &d->ac;
-	int err = fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
+	int err =
+		fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
 
 	if (err) {
 		pr_warn("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
@@ -495,12 +497,14 @@ static int choose_attach(struct daemon *d)
 		pr_info("xdp_attach: exclusive (floodgate's own pinned bpf_link)");
 	else if (ac->dispatcher)
 		pr_info("xdp_attach: %s: libxdp's dispatcher (this kernel can build one), "
-			"priority %u", fg_xdp_attach_names[c->xdp_attach], ac->run_prio);
+			"priority %u",
+			fg_xdp_attach_names[c->xdp_attach], ac->run_prio);
 	else if (ac->from_auto)
 		pr_info("xdp_attach: auto: exclusive bpf_link, because %s", ac->probe);
 	else
 		pr_warn("xdp_attach: libxdp, but %s: floodgate attaches alone and no other XDP "
-			"program can join it on this kernel", ac->probe);
+			"program can join it on this kernel",
+			ac->probe);
 	return 0;
 }
 
@@ -526,7 +530,7 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	meta->pid = getpid();
 	meta->started = time(NULL);
 	meta->max_sources = d->max_sources;
-	meta->file_mode = file_mode;	/* as the apply just stored it, or as pinned */
+	meta->file_mode = file_mode; /* as the apply just stored it, or as pinned */
 	if (d->not_applied) {
 		/* what `floodgate status` shows until a reload applies the file */
 		meta->reload_err = (__u32)-d->not_applied;
@@ -649,7 +653,8 @@ static int start_metrics(struct daemon *d)
 		return -EADDRNOTAVAIL;
 	}
 	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "
-		"%u s per request)", mo.listen, mo.max_connections, mo.per_client, mo.timeout_s);
+		"%u s per request)",
+		mo.listen, mo.max_connections, mo.per_client, mo.timeout_s);
 	return 0;
 }
 
@@ -718,7 +723,8 @@ static void watch_ifaces(struct daemon *d)
 			if (ifc->change & FG_IF_LOST)
 				pr_warn("%s: interface deleted: the filter is detached from it; "
 					"will attach again when an interface named %s (the "
-					"configured name) appears", ifc->name, ifc->conf);
+					"configured name) appears",
+					ifc->name, ifc->conf);
 			if (ifc->change & FG_IF_BACK)
 				pr_info("%s: interface is back (ifindex %d): attached again",
 					ifc->name, ifc->ifindex);
@@ -766,15 +772,22 @@ static void tick(struct daemon *d)
 		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
 	fg_fleetd_tick(d->fleet);
 	if (d->mx) {
-		struct fg_metrics_snap s = { .rows = rows, .names = names, .ctl = &ctl, .pol = &pol,
-					     .sources4 = d->sw.count4, .sources6 = d->sw.count6,
+		struct fg_metrics_snap s = { .rows = rows,
+					     .names = names,
+					     .ctl = &ctl,
+					     .pol = &pol,
+					     .sources4 = d->sw.count4,
+					     .sources6 = d->sw.count6,
 					     .sources_at = d->sw.count_at,
 					     .source_reads = d->sw.walk.reads,
 					     .throttle_events = d->sw.events,
 					     .fleet = fg_fleetd_status(d->fleet),
-					     .shed = &d->shed, .esc = &d->esc.x.n,
-					     .ipv4_blocks = d->dir4[0], .ipv4_trie16 = d->dir4[1],
-					     .ipv4_trie24 = d->dir4[2], .ipv4_trie_pfx = d->dir4[3] };
+					     .shed = &d->shed,
+					     .esc = &d->esc.x.n,
+					     .ipv4_blocks = d->dir4[0],
+					     .ipv4_trie16 = d->dir4[1],
+					     .ipv4_trie24 = d->dir4[2],
+					     .ipv4_trie_pfx = d->dir4[3] };
 		char *page, *conn = NULL;
 		size_t len, clen = 0;
 
@@ -811,10 +824,11 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 
 		fg_maps_unlock(&d->maps);
 		snprintf(msg, len, "%s; %s", why[0] ? why : strerror(-err),
-			 flipped ? "the new policy is in force" : "the running policy is unchanged");
+			 flipped ? "the new policy is in force" :
+				   "the running policy is unchanged");
 		return err;
 	}
-	reload_conn(d, &ncfg->pol);	/* the cap table, under the lock too */
+	reload_conn(d, &ncfg->pol); /* the cap table, under the lock too */
 	fg_maps_unlock(&d->maps);
 	fg_reload_log("reload", &was, ncfg);
 	dir4_applied(d, &was, "reload");
@@ -838,7 +852,8 @@ static void report_reload(struct daemon *d, int err, const char *msg)
 	}
 	if (werr)
 		pr_warn("reload: cannot record the result in fg_meta: %s ('floodgate reload' "
-			"will not see it)", strerror(-werr));
+			"will not see it)",
+			strerror(-werr));
 }
 
 static void reload_fleet(struct daemon *d, const struct fg_config *ncfg)
@@ -876,17 +891,20 @@ static void do_reload(struct daemon *d)
 	}
 	reload_fleet(d, &ncfg);
 	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
-		pr_warn("reload: shedding: %s; the shedder keeps its previous settings", strerror(-err));
+		pr_warn("reload: shedding: %s; the shedder keeps its previous settings",
+			strerror(-err));
 	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
 	    ncfg.xdp_mode != d->cfg.xdp_mode || ncfg.xdp_attach != d->cfg.xdp_attach ||
 	    ncfg.xdp_priority != d->cfg.xdp_priority || ncfg.xdp_chain != d->cfg.xdp_chain)
 		pr_warn("reload: interfaces/xdp_mode/xdp_attach changed in the file; they take "
 			"effect on restart");
-	if (strcmp(ncfg.metrics, d->cfg.metrics) || ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
+	if (strcmp(ncfg.metrics, d->cfg.metrics) ||
+	    ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
 	    ncfg.metrics_per_client != d->cfg.metrics_per_client ||
 	    ncfg.metrics_timeout_s != d->cfg.metrics_timeout_s)
 		pr_warn("reload: metrics changed in the file; it takes effect on restart");
-	snprintf(msg, sizeof(msg), "policy version %llu active", (unsigned long long)ncfg.pol.version);
+	snprintf(msg, sizeof(msg), "policy version %llu active",
+		 (unsigned long long)ncfg.pol.version);
 	pr_info("reload: %s", msg);
 	report_reload(d, 0, msg);
 	d->not_applied = 0;
@@ -914,7 +932,7 @@ static void rest(struct daemon *d, const struct timespec *tick_len)
 		if (wake > now) {
 			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
 			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
-			nanosleep(&ts, NULL);	/* a signal cuts it short */
+			nanosleep(&ts, NULL); /* a signal cuts it short */
 		}
 		now = fg_mono_coarse_ns();
 	}
@@ -924,7 +942,8 @@ static void serve(struct daemon *d)
 {
 	if (d->not_applied)
 		pr_warn("adopted pinned state; %s NOT applied, the pinned policy in force, on %d "
-			"interface(s), pin dir %s (pid %d)", d->o.config, d->n_ifs, d->dir, getpid());
+			"interface(s), pin dir %s (pid %d)",
+			d->o.config, d->n_ifs, d->dir, getpid());
 	else
 		pr_info("%s policy version %llu from %s on %d interface(s), pin dir %s (pid %d)",
 			d->pin_dir_existed ? "adopted pinned state;" : "started;",
@@ -955,7 +974,7 @@ static void serve(struct daemon *d)
 static bool will_detach(const struct daemon *d, int err)
 {
 	if (d->started && err)
-		return !d->pin_dir_existed;	/* a failed start removes only a pin dir it made */
+		return !d->pin_dir_existed; /* a failed start removes only a pin dir it made */
 	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
 }
 
@@ -975,7 +994,7 @@ static int release_pin_dir(struct daemon *d, int err)
 
 	if (d->started && !detach && d->maps.fd[FGM_META] >= 0 && !fg_meta_read(&d->maps, &meta) &&
 	    meta.pid == (__u32)getpid()) {
-		meta.pid = 0;	/* the filter keeps running; nobody tends it */
+		meta.pid = 0; /* the filter keeps running; nobody tends it */
 		fg_meta_write(&d->maps, &meta);
 	}
 	fg_maps_close(&d->maps);
@@ -985,15 +1004,16 @@ static int release_pin_dir(struct daemon *d, int err)
 		int rerr = fg_pin_dir_remove(d->dir, why);
 
 		if (rerr) {
-			pr_warn("removing the pin dir %s: %s", d->dir, why[0] ? why : strerror(-rerr));
+			pr_warn("removing the pin dir %s: %s", d->dir,
+				why[0] ? why : strerror(-rerr));
 			return err ? err : -EIO;
 		}
 		pr_info("detached and unpinned %s%s", d->dir, err ? " after the failed start" : "");
 	} else if (d->started) {
 		pr_info("left the filter attached and pinned in %s", d->dir);
 	} else if (d->dir && !d->pin_dir_existed) {
-		fg_conn_unpin(d->dir);	/* the counter loads first */
-		rmdir(d->dir);	/* a dir we made for a start that failed; only if empty */
+		fg_conn_unpin(d->dir); /* the counter loads first */
+		rmdir(d->dir);	       /* a dir we made for a start that failed; only if empty */
 	}
 	return err;
 }
@@ -1049,12 +1069,12 @@ int main(int argc, char **argv)
 cleanup:
 	fg_shedd_stop(&d->shed);
 	fg_metrics_stop(d->mx);
-	fg_fleetd_close(d->fleet, will_detach(d, err));	/* detaching hands the leases back */
+	fg_fleetd_close(d->fleet, will_detach(d, err)); /* detaching hands the leases back */
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)
-		bpf_link__destroy(d->ifs[i].link);	/* closes our fd; a pin keeps the link */
+		bpf_link__destroy(d->ifs[i].link); /* closes our fd; a pin keeps the link */
 	floodgate_bpf__destroy(d->skel);
-	fg_connd_close(&d->conn);	/* a pinned counter keeps counting */
+	fg_connd_close(&d->conn); /* a pinned counter keeps counting */
 	if (d->have_cfg)
 		fg_config_free(&d->cfg);
 	fg_srcwatch_stop(&d->sw);

@@ -23,27 +23,27 @@
 #include "daemon/shedd.h"
 #include "lib/sysutil.h"
 
-#define FD_RESERVE	128	/* descriptors left for the rest of the daemon */
-#define REAP_MS		250	/* how often connections are held to their deadline */
+#define FD_RESERVE 128 /* descriptors left for the rest of the daemon */
+#define REAP_MS	   250 /* how often connections are held to their deadline */
 
 /* A connection, from MHD's STARTED notification to CLOSED. */
 struct mx_conn {
 	struct mx_conn *prev, *next;
 	int fd;
-	__u64 since;		/* ms: accepted, or its last request arrived */
+	__u64 since; /* ms: accepted, or its last request arrived */
 };
 
 struct fg_metrics {
 	struct MHD_Daemon *mhd;
-	pthread_mutex_t lock;	/* page, len */
+	pthread_mutex_t lock; /* page, len */
 	char *page;
 	size_t len;
-	pthread_mutex_t conn_lock;	/* conns, stop */
+	pthread_mutex_t conn_lock; /* conns, stop */
 	pthread_cond_t wake;
-	struct mx_conn conns;	/* list head */
+	struct mx_conn conns; /* list head */
 	__u64 timeout_ms;
 	bool stop;
-	bool reaping;		/* the reaper thread runs */
+	bool reaping; /* the reaper thread runs */
 	pthread_t reaper;
 };
 
@@ -66,7 +66,7 @@ static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_contex
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		c = ci ? calloc(1, sizeof(*c)) : NULL;
 		if (!c)
-			return;	/* untracked: MHD's idle timeout still holds */
+			return; /* untracked: MHD's idle timeout still holds */
 		c->fd = ci->connect_fd;
 		c->since = mono_ms();
 		pthread_mutex_lock(&mx->conn_lock);
@@ -121,7 +121,7 @@ static void *reaper(void *arg)
 			if (now - c->since < mx->timeout_ms)
 				continue;
 			shutdown(c->fd, SHUT_RDWR);
-			c->since = now;	/* once per timeout, until MHD closes it */
+			c->since = now; /* once per timeout, until MHD closes it */
 		}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += REAP_MS * 1000000L;
@@ -136,9 +136,8 @@ static void *reaper(void *arg)
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
-			      const char *method, const char *version,
-			      const char *upload_data, size_t *upload_data_size,
-			      void **con_cls)
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
 {
 	struct fg_metrics *mx = cls;
 	struct MHD_Response *resp;
@@ -147,7 +146,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	char *copy;
 	size_t len;
 
-	(void)version; (void)upload_data; (void)upload_data_size; (void)con_cls;
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)con_cls;
 	conn_request(mx, conn);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		static const char msg[] = "method not allowed\n";
@@ -261,14 +263,17 @@ static int settle_opts(struct fg_metrics_opts *o, char *why, size_t why_len)
 		return 0;
 	need = (rlim_t)o->max_connections + FD_RESERVE;
 	if (rl.rlim_cur < need && rl.rlim_cur != RLIM_INFINITY) {
-		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need :
+										   rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (rl.rlim_cur < need) {
 		if (rl.rlim_cur < FD_RESERVE + 2) {
-			snprintf(why, why_len, "metrics: RLIMIT_NOFILE %llu leaves no descriptors "
-				 "for connections", (unsigned long long)rl.rlim_cur);
+			snprintf(why, why_len,
+				 "metrics: RLIMIT_NOFILE %llu leaves no descriptors "
+				 "for connections",
+				 (unsigned long long)rl.rlim_cur);
 			return -EMFILE;
 		}
 		o->max_connections = (unsigned int)(rl.rlim_cur - FD_RESERVE);
@@ -310,18 +315,15 @@ static struct MHD_Daemon *mhd_start(struct fg_metrics *mx, const struct fg_metri
 {
 	unsigned int backlog = o->max_connections < 4096 ? o->max_connections : 4096;
 
-	return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD |
-				(ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
-				(is_any6(ai) ? MHD_USE_DUAL_STACK : 0),
-				0, NULL, NULL, handle, mx,
-				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_client,
-				MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FG_METRICS_REQ_MAX,
-				MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
-				MHD_OPTION_NOTIFY_CONNECTION, on_conn, mx,
-				MHD_OPTION_END);
+	return MHD_start_daemon(
+		MHD_USE_EPOLL_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
+			(is_any6(ai) ? MHD_USE_DUAL_STACK : 0),
+		0, NULL, NULL, handle, mx, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+		MHD_OPTION_CONNECTION_LIMIT, o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		o->per_client, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FG_METRICS_REQ_MAX,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog, MHD_OPTION_NOTIFY_CONNECTION, on_conn, mx,
+		MHD_OPTION_END);
 }
 
 struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t why_len)
@@ -377,7 +379,7 @@ void fg_metrics_stop(struct fg_metrics *mx)
 		pthread_mutex_unlock(&mx->conn_lock);
 		pthread_join(mx->reaper, NULL);
 	}
-	MHD_stop_daemon(mx->mhd);	/* CLOSED for every connection: conns empty */
+	MHD_stop_daemon(mx->mhd); /* CLOSED for every connection: conns empty */
 	mx_free(mx);
 }
 
@@ -450,35 +452,43 @@ static const char *label(const char *s, char *buf, size_t len)
 
 /* How a per-rule fleet metric shows its field of struct fg_fleet_rule_status. */
 enum rule_val {
-	RV_COUNT,	/* an unsigned integer as it is */
-	RV_SIGNED,	/* a signed 64-bit integer */
-	RV_LEFT,	/* a CLOCK_MONOTONIC ns deadline: the seconds left, 0 when past */
-	RV_SECONDS,	/* ns, as seconds */
-	RV_PPM,		/* parts per million, as a fraction */
-	RV_STATE,	/* enum fg_fleet_state: a line per state, 1 for the rule's own */
-	RV_LOSS,	/* a rule id: its packets decided under on_loss (fg_stats) */
+	RV_COUNT,   /* an unsigned integer as it is */
+	RV_SIGNED,  /* a signed 64-bit integer */
+	RV_LEFT,    /* a CLOCK_MONOTONIC ns deadline: the seconds left, 0 when past */
+	RV_SECONDS, /* ns, as seconds */
+	RV_PPM,	    /* parts per million, as a fraction */
+	RV_STATE,   /* enum fg_fleet_state: a line per state, 1 for the rule's own */
+	RV_LOSS,    /* a rule id: its packets decided under on_loss (fg_stats) */
 };
 
 struct rule_metric {
 	const char *name, *type, *help;
 	enum rule_val how;
-	size_t off, size;	/* the field in struct fg_fleet_rule_status */
+	size_t off, size; /* the field in struct fg_fleet_rule_status */
 };
 
-#define RULE_METRIC(name, type, how, field, help)					\
-	{ name, type, help, how, offsetof(struct fg_fleet_rule_status, field),		\
-	  sizeof(((struct fg_fleet_rule_status *)0)->field) }
+#define RULE_METRIC(name, type, how, field, help)                                    \
+	{                                                                            \
+		name, type, help, how, offsetof(struct fg_fleet_rule_status, field), \
+			sizeof(((struct fg_fleet_rule_status *)0)->field)            \
+	}
 
 /* The per-rule fleet metrics, floodgate_fleet_<name>{rule="..."}, in page order: the lease
  * the program spends and what it decided without one, then the engine's state ... */
 static const struct rule_metric rule_metrics[] = {
-	RULE_METRIC("lease_seconds", "gauge", RV_LEFT, lease.lease_expires, "Time left of the lease the program spends (0: on_loss applies)."),
-	RULE_METRIC("tokens", "gauge", RV_SIGNED, lease.tokens, "Tokens the program holds (cost units)."),
-	RULE_METRIC("loss_packets_total", "counter", RV_LOSS, id, "Packets the program decided under on_loss (event fleet_loss), daemon or not."),
-	RULE_METRIC("state", "gauge", RV_STATE, st.state, "1 for the rule's state: init ok grace fallback recovering."),
+	RULE_METRIC("lease_seconds", "gauge", RV_LEFT, lease.lease_expires,
+		    "Time left of the lease the program spends (0: on_loss applies)."),
+	RULE_METRIC("tokens", "gauge", RV_SIGNED, lease.tokens,
+		    "Tokens the program holds (cost units)."),
+	RULE_METRIC("loss_packets_total", "counter", RV_LOSS, id,
+		    "Packets the program decided under on_loss (event fleet_loss), daemon or not."),
+	RULE_METRIC("state", "gauge", RV_STATE, st.state,
+		    "1 for the rule's state: init ok grace fallback recovering."),
 	RULE_METRIC("nodes", "gauge", RV_COUNT, st.nodes, "Nodes with this rule, last known."),
-	RULE_METRIC("share", "gauge", RV_PPM, st.share_ppm, "This node's share of the fleet's demand (0..1)."),
-	RULE_METRIC("fallback_seconds_total", "counter", RV_SECONDS, st.fallback_ns, "Time spent in fallback, the current spell included."),
+	RULE_METRIC("share", "gauge", RV_PPM, st.share_ppm,
+		    "This node's share of the fleet's demand (0..1)."),
+	RULE_METRIC("fallback_seconds_total", "counter", RV_SECONDS, st.fallback_ns,
+		    "Time spent in fallback, the current spell included."),
 };
 
 /* ... and its counters (struct fg_fleet_stats), after them. */
@@ -486,10 +496,14 @@ static const struct rule_metric rule_metrics[] = {
 static const struct rule_metric rule_counters[] = {
 	FLEET_COUNTER("granted_total", granted, "Tokens Redis granted this node."),
 	FLEET_COUNTER("returned_total", returned, "Tokens handed back to the fleet bucket."),
-	FLEET_COUNTER("discarded_total", discarded, "Tokens taken back and not returned (stale, or Redis down)."),
-	FLEET_COUNTER("debt_total", debt, "Cost admitted under on_loss, charged to the bucket on recovery."),
-	FLEET_COUNTER("grace_total", grace_entries, "Entries into grace (Redis failed, the lease still runs)."),
-	FLEET_COUNTER("fallbacks_total", fallbacks, "Entries into fallback (the lease ran out: on_loss applies)."),
+	FLEET_COUNTER("discarded_total", discarded,
+		      "Tokens taken back and not returned (stale, or Redis down)."),
+	FLEET_COUNTER("debt_total", debt,
+		      "Cost admitted under on_loss, charged to the bucket on recovery."),
+	FLEET_COUNTER("grace_total", grace_entries,
+		      "Entries into grace (Redis failed, the lease still runs)."),
+	FLEET_COUNTER("fallbacks_total", fallbacks,
+		      "Entries into fallback (the lease ran out: on_loss applies)."),
 	FLEET_COUNTER("rounds_total", rounds, "Lease rounds the rule took part in."),
 	FLEET_COUNTER("failed_total", failed, "Rounds without an answer for the rule."),
 	FLEET_COUNTER("timeouts_total", timeouts, "Rounds that ended at the deadline."),
@@ -524,8 +538,8 @@ static void render_rule_value(struct buf *b, const struct fg_metrics_snap *s,
 {
 	if (m->how == RV_STATE) {
 		for (int k = 0; k < FG_FLEET_NSTATES; k++)
-			bprintf(b, "floodgate_fleet_%s{rule=\"%s\",state=\"%s\"} %d\n", m->name, rule,
-				fg_fleet_state_name(k), v == (__u64)k);
+			bprintf(b, "floodgate_fleet_%s{rule=\"%s\",state=\"%s\"} %d\n", m->name,
+				rule, fg_fleet_state_name(k), v == (__u64)k);
 		return;
 	}
 	bprintf(b, "floodgate_fleet_%s{rule=\"%s\"} ", m->name, rule);
@@ -571,8 +585,10 @@ static void render_fleet_rules(struct buf *b, const struct fg_metrics_snap *s)
 {
 	__u64 now = fg_redis_now_ns();
 
-	render_rule_metrics(b, s, rule_metrics, sizeof(rule_metrics) / sizeof(rule_metrics[0]), now);
-	render_rule_metrics(b, s, rule_counters, sizeof(rule_counters) / sizeof(rule_counters[0]), now);
+	render_rule_metrics(b, s, rule_metrics, sizeof(rule_metrics) / sizeof(rule_metrics[0]),
+			    now);
+	render_rule_metrics(b, s, rule_counters, sizeof(rule_counters) / sizeof(rule_counters[0]),
+			    now);
 }
 
 /* The Redis connection: one per daemon. */
@@ -583,27 +599,32 @@ static void render_fleet_conn(struct buf *b, const struct fg_fleet_conn_stats *c
 	fleet_head(b, "round_seconds_max", "gauge", "Longest lease round trip.");
 	bprintf(b, "floodgate_fleet_round_seconds_max %.6f\n", cs->max_round_ns / 1e9);
 	fleet_head(b, "conn_total", "counter", "Redis connection events and commands sent.");
-	bprintf(b, "floodgate_fleet_conn_total{event=\"round\"} %llu\n"
-		   "floodgate_fleet_conn_total{event=\"connect\"} %llu\n"
-		   "floodgate_fleet_conn_total{event=\"connect_failure\"} %llu\n"
-		   "floodgate_fleet_conn_total{event=\"script_load\"} %llu\n"
-		   "floodgate_fleet_conn_total{event=\"noscript\"} %llu\n"
-		   "floodgate_fleet_conn_total{event=\"evalsha\"} %llu\n",
+	bprintf(b,
+		"floodgate_fleet_conn_total{event=\"round\"} %llu\n"
+		"floodgate_fleet_conn_total{event=\"connect\"} %llu\n"
+		"floodgate_fleet_conn_total{event=\"connect_failure\"} %llu\n"
+		"floodgate_fleet_conn_total{event=\"script_load\"} %llu\n"
+		"floodgate_fleet_conn_total{event=\"noscript\"} %llu\n"
+		"floodgate_fleet_conn_total{event=\"evalsha\"} %llu\n",
 		(unsigned long long)cs->rounds, (unsigned long long)cs->connects,
 		(unsigned long long)cs->connect_failures, (unsigned long long)cs->script_loads,
 		(unsigned long long)cs->noscript, (unsigned long long)cs->commands);
 }
 
 /* The operator's switch and the pools exempt from shedding (their shedding: off). */
-static void render_shed_switches(struct buf *b, const struct fg_shedd *sd, const struct fg_policy *pol)
+static void render_shed_switches(struct buf *b, const struct fg_shedd *sd,
+				 const struct fg_policy *pol)
 {
-	bprintf(b, "# HELP floodgate_shed_off 1 while the operator has switched adaptive shedding off (floodgate shed off).\n"
-		   "# TYPE floodgate_shed_off gauge\nfloodgate_shed_off %u\n",
-		sd->map ? (unsigned int)(__atomic_load_n(&sd->map->off, __ATOMIC_ACQUIRE) != 0) : 0);
+	bprintf(b,
+		"# HELP floodgate_shed_off 1 while the operator has switched adaptive shedding off (floodgate shed off).\n"
+		"# TYPE floodgate_shed_off gauge\nfloodgate_shed_off %u\n",
+		sd->map ? (unsigned int)(__atomic_load_n(&sd->map->off, __ATOMIC_ACQUIRE) != 0) :
+			  0);
 	if (!pol || !pol->npools)
 		return;
-	bprintf(b, "# HELP floodgate_shed_pool_exempt 1: the pool's rules are never shed by the adaptive shedder (shedding: off).\n"
-		   "# TYPE floodgate_shed_pool_exempt gauge\n");
+	bprintf(b,
+		"# HELP floodgate_shed_pool_exempt 1: the pool's rules are never shed by the adaptive shedder (shedding: off).\n"
+		"# TYPE floodgate_shed_pool_exempt gauge\n");
 	for (__u32 i = 0; i < pol->npools && i < FG_MAX_POOLS; i++)
 		bprintf(b, "floodgate_shed_pool_exempt{pool=\"%.*s\"} %d\n", FG_NAME_LEN,
 			pol->pool_names[i], (pol->pools[i].flags & FG_POOL_NOSHED) != 0);
@@ -615,60 +636,69 @@ static void render_shedding(struct buf *b, const struct fg_shedd *sd, const stru
 {
 	double frac[FG_NTIERS];
 
-	bprintf(b, "# HELP floodgate_shed_controller 1 while the adaptive shedder runs (a shedding: section).\n"
-		   "# TYPE floodgate_shed_controller gauge\nfloodgate_shed_controller %d\n", sd->on);
+	bprintf(b,
+		"# HELP floodgate_shed_controller 1 while the adaptive shedder runs (a shedding: section).\n"
+		"# TYPE floodgate_shed_controller gauge\nfloodgate_shed_controller %d\n",
+		sd->on);
 	render_shed_switches(b, sd, pol);
 	if (!sd->on || !sd->map)
 		return;
-	bprintf(b, "# HELP floodgate_shed_signal The last utilization sample, in [0, 1] (NaN: unreadable).\n"
-		   "# TYPE floodgate_shed_signal gauge\n");
+	bprintf(b,
+		"# HELP floodgate_shed_signal The last utilization sample, in [0, 1] (NaN: unreadable).\n"
+		"# TYPE floodgate_shed_signal gauge\n");
 	if (sd->have_value)
 		bprintf(b, "floodgate_shed_signal %.6g\n", sd->value);
 	else
 		bprintf(b, "floodgate_shed_signal NaN\n");
-	bprintf(b, "# HELP floodgate_shed_amount The shed amount S in [0, tiers]: tier of rank r is shed by clamp(S - r, 0, 1).\n"
-		   "# TYPE floodgate_shed_amount gauge\nfloodgate_shed_amount %.6f\n"
-		   "# HELP floodgate_shed_tiers The sheddable tiers the policy uses.\n"
-		   "# TYPE floodgate_shed_tiers gauge\nfloodgate_shed_tiers %d\n",
+	bprintf(b,
+		"# HELP floodgate_shed_amount The shed amount S in [0, tiers]: tier of rank r is shed by clamp(S - r, 0, 1).\n"
+		"# TYPE floodgate_shed_amount gauge\nfloodgate_shed_amount %.6f\n"
+		"# HELP floodgate_shed_tiers The sheddable tiers the policy uses.\n"
+		"# TYPE floodgate_shed_tiers gauge\nfloodgate_shed_tiers %d\n",
 		sd->c.amount, sd->c.ntiers);
-	bprintf(b, "# HELP floodgate_shed_pressure_seconds Pressure counted toward the delay.\n"
-		   "# TYPE floodgate_shed_pressure_seconds gauge\nfloodgate_shed_pressure_seconds %.3f\n",
+	bprintf(b,
+		"# HELP floodgate_shed_pressure_seconds Pressure counted toward the delay.\n"
+		"# TYPE floodgate_shed_pressure_seconds gauge\nfloodgate_shed_pressure_seconds %.3f\n",
 		sd->c.pressure);
 	bprintf(b, "# HELP floodgate_shed_phase The controller's phase (1 for the current one).\n"
 		   "# TYPE floodgate_shed_phase gauge\n");
 	for (int p = FG_SHED_IDLE; p <= FG_SHED_NOSIGNAL; p++)
 		bprintf(b, "floodgate_shed_phase{phase=\"%s\"} %d\n", fg_shed_phase_name(p),
 			sd->c.phase == (enum fg_shed_phase)p);
-	bprintf(b, "# HELP floodgate_shed_held 1 while the kill switch or shed off holds the controller at zero.\n"
-		   "# TYPE floodgate_shed_held gauge\nfloodgate_shed_held %d\n"
-		   "# HELP floodgate_shed_shadow 1: shedding counts what it would shed and sheds nothing.\n"
-		   "# TYPE floodgate_shed_shadow gauge\nfloodgate_shed_shadow %d\n",
+	bprintf(b,
+		"# HELP floodgate_shed_held 1 while the kill switch or shed off holds the controller at zero.\n"
+		"# TYPE floodgate_shed_held gauge\nfloodgate_shed_held %d\n"
+		"# HELP floodgate_shed_shadow 1: shedding counts what it would shed and sheds nothing.\n"
+		"# TYPE floodgate_shed_shadow gauge\nfloodgate_shed_shadow %d\n",
 		sd->hold != FG_SHEDD_RUN, sd->shadow);
 	fg_shedd_fracs(sd->map, fg_mono_coarse_ns(), frac);
-	bprintf(b, "# HELP floodgate_shed_fraction Share of a tier's packets shed now (SYNs go first at twice it, established TCP at 2f - 1).\n"
-		   "# TYPE floodgate_shed_fraction gauge\n");
+	bprintf(b,
+		"# HELP floodgate_shed_fraction Share of a tier's packets shed now (SYNs go first at twice it, established TCP at 2f - 1).\n"
+		"# TYPE floodgate_shed_fraction gauge\n");
 	for (int t = FG_TIER_NORMAL; t < FG_NTIERS; t++)
 		bprintf(b, "floodgate_shed_fraction{tier=\"%s\"} %.6f\n", fg_tier_name(t), frac[t]);
-	bprintf(b, "# HELP floodgate_shed_samples_total Signal samples taken, and those that could not be read.\n"
-		   "# TYPE floodgate_shed_samples_total counter\n"
-		   "floodgate_shed_samples_total{result=\"ok\"} %llu\n"
-		   "floodgate_shed_samples_total{result=\"lost\"} %llu\n",
+	bprintf(b,
+		"# HELP floodgate_shed_samples_total Signal samples taken, and those that could not be read.\n"
+		"# TYPE floodgate_shed_samples_total counter\n"
+		"floodgate_shed_samples_total{result=\"ok\"} %llu\n"
+		"floodgate_shed_samples_total{result=\"lost\"} %llu\n",
 		(unsigned long long)(sd->samples - sd->lost), (unsigned long long)sd->lost);
 }
 
 /* Escalation to the runtime deny list (escalate.h). */
 static void render_escalation(struct buf *b, const struct fg_esc_counts *n)
 {
-	bprintf(b, "# HELP floodgate_escalations_total Sources put on the runtime deny list by escalation.\n"
-		   "# TYPE floodgate_escalations_total counter\nfloodgate_escalations_total %llu\n"
-		   "# HELP floodgate_escalations_refused_total Escalations refused at the cap (escalation: max_entries) or a full runtime list.\n"
-		   "# TYPE floodgate_escalations_refused_total counter\nfloodgate_escalations_refused_total %llu\n"
-		   "# HELP floodgate_escalations_shadow_total Escalations a rule in shadow would have made (nothing added).\n"
-		   "# TYPE floodgate_escalations_shadow_total counter\nfloodgate_escalations_shadow_total %llu\n"
-		   "# HELP floodgate_escalated_entries Escalated entries live on the runtime deny list.\n"
-		   "# TYPE floodgate_escalated_entries gauge\nfloodgate_escalated_entries %zu\n"
-		   "# HELP floodgate_escalation_max_entries The cap on escalated entries (escalation: max_entries).\n"
-		   "# TYPE floodgate_escalation_max_entries gauge\nfloodgate_escalation_max_entries %u\n",
+	bprintf(b,
+		"# HELP floodgate_escalations_total Sources put on the runtime deny list by escalation.\n"
+		"# TYPE floodgate_escalations_total counter\nfloodgate_escalations_total %llu\n"
+		"# HELP floodgate_escalations_refused_total Escalations refused at the cap (escalation: max_entries) or a full runtime list.\n"
+		"# TYPE floodgate_escalations_refused_total counter\nfloodgate_escalations_refused_total %llu\n"
+		"# HELP floodgate_escalations_shadow_total Escalations a rule in shadow would have made (nothing added).\n"
+		"# TYPE floodgate_escalations_shadow_total counter\nfloodgate_escalations_shadow_total %llu\n"
+		"# HELP floodgate_escalated_entries Escalated entries live on the runtime deny list.\n"
+		"# TYPE floodgate_escalated_entries gauge\nfloodgate_escalated_entries %zu\n"
+		"# HELP floodgate_escalation_max_entries The cap on escalated entries (escalation: max_entries).\n"
+		"# TYPE floodgate_escalation_max_entries gauge\nfloodgate_escalation_max_entries %u\n",
 		(unsigned long long)n->escalated, (unsigned long long)n->refused,
 		(unsigned long long)n->shadow, n->live, n->max);
 }
@@ -678,15 +708,17 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 	struct buf b = {};
 	char lb[2 * FG_NAME_LEN + 4];
 
-	bprintf(&b, "# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule).\n"
-		    "# TYPE floodgate_packets_total counter\n");
+	bprintf(&b,
+		"# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule).\n"
+		"# TYPE floodgate_packets_total counter\n");
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 1)
 			bprintf(&b, "# HELP floodgate_bytes_total Bytes by rule and outcome.\n"
 				    "# TYPE floodgate_bytes_total counter\n");
 		if (pass == 2)
-			bprintf(&b, "# HELP floodgate_events_total Events by rule (counted besides the outcome).\n"
-				    "# TYPE floodgate_events_total counter\n");
+			bprintf(&b,
+				"# HELP floodgate_events_total Events by rule (counted besides the outcome).\n"
+				"# TYPE floodgate_events_total counter\n");
 		for (int r = 0; r < FG_NROWS; r++) {
 			const char *name;
 
@@ -698,48 +730,64 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 				continue;
 			if (pass < 2) {
 				for (int o = 0; o < FG_OUT_MAX; o++)
-					bprintf(&b, "floodgate_%s_total{rule=\"%s\",outcome=\"%s\"} %llu\n",
-						pass ? "bytes" : "packets", name, fg_outcome_names[o],
-						(unsigned long long)(pass ? s->rows[r].bytes[o]
-									  : s->rows[r].pkts[o]));
+					bprintf(&b,
+						"floodgate_%s_total{rule=\"%s\",outcome=\"%s\"} %llu\n",
+						pass ? "bytes" : "packets", name,
+						fg_outcome_names[o],
+						(unsigned long long)(pass ? s->rows[r].bytes[o] :
+									    s->rows[r].pkts[o]));
 			} else {
 				for (int e = 0; e < FG_EV_MAX; e++)
-					bprintf(&b, "floodgate_events_total{rule=\"%s\",event=\"%s\"} %llu\n",
+					bprintf(&b,
+						"floodgate_events_total{rule=\"%s\",event=\"%s\"} %llu\n",
 						name, fg_event_names[e],
 						(unsigned long long)s->rows[r].ev[e]);
 			}
 		}
 	}
-	bprintf(&b, "# HELP floodgate_bypass 1 while the kill switch passes everything.\n"
-		    "# TYPE floodgate_bypass gauge\nfloodgate_bypass %u\n",
-		s->ctl->bypass && (!s->ctl->bypass_until || s->ctl->bypass_until > fg_mono_coarse_ns()));
-	bprintf(&b, "# HELP floodgate_mode Global mode: 0 enforce, 1 shadow.\n"
-		    "# TYPE floodgate_mode gauge\nfloodgate_mode %u\n", fg_ctl_mode_global(s->ctl));
-	bprintf(&b, "# HELP floodgate_policy_version Version of the active policy.\n"
-		    "# TYPE floodgate_policy_version gauge\nfloodgate_policy_version %llu\n",
+	bprintf(&b,
+		"# HELP floodgate_bypass 1 while the kill switch passes everything.\n"
+		"# TYPE floodgate_bypass gauge\nfloodgate_bypass %u\n",
+		s->ctl->bypass &&
+			(!s->ctl->bypass_until || s->ctl->bypass_until > fg_mono_coarse_ns()));
+	bprintf(&b,
+		"# HELP floodgate_mode Global mode: 0 enforce, 1 shadow.\n"
+		"# TYPE floodgate_mode gauge\nfloodgate_mode %u\n",
+		fg_ctl_mode_global(s->ctl));
+	bprintf(&b,
+		"# HELP floodgate_policy_version Version of the active policy.\n"
+		"# TYPE floodgate_policy_version gauge\nfloodgate_policy_version %llu\n",
 		(unsigned long long)s->pol->version);
-	bprintf(&b, "# HELP floodgate_sources Source buckets in the tables.\n"
-		    "# TYPE floodgate_sources gauge\n"
-		    "floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
+	bprintf(&b,
+		"# HELP floodgate_sources Source buckets in the tables.\n"
+		"# TYPE floodgate_sources gauge\n"
+		"floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
 		s->sources4, s->sources6);
-	bprintf(&b, "# HELP floodgate_sources_counted_seconds When the daemon's last pass over the "
-		    "source tables ended (floodgate_sources).\n"
-		    "# TYPE floodgate_sources_counted_seconds gauge\n"
-		    "floodgate_sources_counted_seconds %llu\n", (unsigned long long)s->sources_at);
-	bprintf(&b, "# HELP floodgate_daemon_source_reads_total Source table entries the daemon "
-		    "has read (incremental walk and re-checks).\n"
-		    "# TYPE floodgate_daemon_source_reads_total counter\n"
-		    "floodgate_daemon_source_reads_total %llu\n", (unsigned long long)s->source_reads);
-	bprintf(&b, "# HELP floodgate_ipv4_list_blocks Blocks of the IPv4 lists' table (1 KB each).\n"
-		    "# TYPE floodgate_ipv4_list_blocks gauge\nfloodgate_ipv4_list_blocks %u\n"
-		    "# HELP floodgate_ipv4_list_trie Ranges and prefixes of the IPv4 lists the LPM trie "
-		    "answers, past the block budget.\n# TYPE floodgate_ipv4_list_trie gauge\n"
-		    "floodgate_ipv4_list_trie{range=\"16\"} %u\nfloodgate_ipv4_list_trie{range=\"24\"} %u\n"
-		    "floodgate_ipv4_list_trie{range=\"prefix\"} %u\n",
+	bprintf(&b,
+		"# HELP floodgate_sources_counted_seconds When the daemon's last pass over the "
+		"source tables ended (floodgate_sources).\n"
+		"# TYPE floodgate_sources_counted_seconds gauge\n"
+		"floodgate_sources_counted_seconds %llu\n",
+		(unsigned long long)s->sources_at);
+	bprintf(&b,
+		"# HELP floodgate_daemon_source_reads_total Source table entries the daemon "
+		"has read (incremental walk and re-checks).\n"
+		"# TYPE floodgate_daemon_source_reads_total counter\n"
+		"floodgate_daemon_source_reads_total %llu\n",
+		(unsigned long long)s->source_reads);
+	bprintf(&b,
+		"# HELP floodgate_ipv4_list_blocks Blocks of the IPv4 lists' table (1 KB each).\n"
+		"# TYPE floodgate_ipv4_list_blocks gauge\nfloodgate_ipv4_list_blocks %u\n"
+		"# HELP floodgate_ipv4_list_trie Ranges and prefixes of the IPv4 lists the LPM trie "
+		"answers, past the block budget.\n# TYPE floodgate_ipv4_list_trie gauge\n"
+		"floodgate_ipv4_list_trie{range=\"16\"} %u\nfloodgate_ipv4_list_trie{range=\"24\"} %u\n"
+		"floodgate_ipv4_list_trie{range=\"prefix\"} %u\n",
 		s->ipv4_blocks, s->ipv4_trie16, s->ipv4_trie24, s->ipv4_trie_pfx);
-	bprintf(&b, "# HELP floodgate_throttle_events_total Throttle events read from the ring.\n"
-		    "# TYPE floodgate_throttle_events_total counter\n"
-		    "floodgate_throttle_events_total %llu\n", (unsigned long long)s->throttle_events);
+	bprintf(&b,
+		"# HELP floodgate_throttle_events_total Throttle events read from the ring.\n"
+		"# TYPE floodgate_throttle_events_total counter\n"
+		"floodgate_throttle_events_total %llu\n",
+		(unsigned long long)s->throttle_events);
 	if (s->fleet) {
 		render_fleet_rules(&b, s);
 		render_fleet_conn(&b, &s->fleet->cs);

@@ -20,19 +20,19 @@ struct fg_metrics;
 
 /* The inputs of one page. */
 struct fg_metrics_snap {
-	const struct fg_stats *rows;		/* FG_NROWS, summed over CPUs */
-	const struct fg_name *names;		/* FG_MAX_IDS */
+	const struct fg_stats *rows; /* FG_NROWS, summed over CPUs */
+	const struct fg_name *names; /* FG_MAX_IDS */
 	const struct fg_ctl *ctl;
-	const struct fg_policy *pol;		/* active */
-	size_t sources4, sources6;		/* the daemon's last pass over the tables */
-	__u64 sources_at;			/* CLOCK_REALTIME s that pass ended */
-	__u64 source_reads;			/* table entries the daemon has read (srcwalk.h) */
-	__u64 throttle_events;			/* throttle events read from the ring */
-	const struct fg_fleet_status *fleet;	/* NULL: no fleet rule runs */
-	const char *extra;			/* more lines, appended as they are (connd.h) */
+	const struct fg_policy *pol;	     /* active */
+	size_t sources4, sources6;	     /* the daemon's last pass over the tables */
+	__u64 sources_at;		     /* CLOCK_REALTIME s that pass ended */
+	__u64 source_reads;		     /* table entries the daemon has read (srcwalk.h) */
+	__u64 throttle_events;		     /* throttle events read from the ring */
+	const struct fg_fleet_status *fleet; /* NULL: no fleet rule runs */
+	const char *extra;		     /* more lines, appended as they are (connd.h) */
 	size_t extra_len;
-	const struct fg_shedd *shed;		/* the adaptive shedder, NULL = none */
-	const struct fg_esc_counts *esc;	/* escalation (escalate.h), NULL = none */
+	const struct fg_shedd *shed;	 /* the adaptive shedder, NULL = none */
+	const struct fg_esc_counts *esc; /* escalation (escalate.h), NULL = none */
 	/* the IPv4 lists as last applied (apply.h): blocks, and the /16s, /24s
 	 * and prefixes the LPM trie answers past the block budget */
 	__u32 ipv4_blocks, ipv4_trie16, ipv4_trie24, ipv4_trie_pfx;
@@ -48,18 +48,18 @@ struct fg_metrics_snap {
  * address, never keep a scraper from another address out, and not for
  * longer than timeout from the same one.
  */
-#define FG_METRICS_MAX_CONN	1024	/* default max_connections */
-#define FG_METRICS_MAX_CONN_MAX	65536
-#define FG_METRICS_PER_CLIENT	8	/* default per_client */
-#define FG_METRICS_TIMEOUT_S	3	/* default timeout */
+#define FG_METRICS_MAX_CONN	1024 /* default max_connections */
+#define FG_METRICS_MAX_CONN_MAX 65536
+#define FG_METRICS_PER_CLIENT	8 /* default per_client */
+#define FG_METRICS_TIMEOUT_S	3 /* default timeout */
 #define FG_METRICS_TIMEOUT_MAX	300
-#define FG_METRICS_REQ_MAX	16384	/* bytes a connection may buffer: request line + headers */
+#define FG_METRICS_REQ_MAX	16384 /* bytes a connection may buffer: request line + headers */
 
 struct fg_metrics_opts {
-	const char *listen;		/* "host:port", "[v6]:port" or ":port" (all addresses) */
-	unsigned int max_connections;	/* 0: the default; on return, what is in force */
-	unsigned int per_client;	/* 0: the default; on return, what is in force */
-	unsigned int timeout_s;		/* 0: the default; on return, what is in force */
+	const char *listen;	      /* "host:port", "[v6]:port" or ":port" (all addresses) */
+	unsigned int max_connections; /* 0: the default; on return, what is in force */
+	unsigned int per_client;      /* 0: the default; on return, what is in force */
+	unsigned int timeout_s;	      /* 0: the default; on return, what is in force */
 };
 
 /* Listen and serve; NULL with why set. May raise RLIMIT_NOFILE's soft limit

@@ -103,8 +103,8 @@ static int limit_diff(const char *what, const char *rule, const char *lname,
 	if (limit_eq(a, b))
 		return 0;
 	if (!a->inc)
-		pr_info("%s: rule %s: %s added: rate %g burst %g", what, rule, lname,
-			limit_rate(b), limit_burst(b));
+		pr_info("%s: rule %s: %s added: rate %g burst %g", what, rule, lname, limit_rate(b),
+			limit_burst(b));
 	else if (!b->inc)
 		pr_info("%s: rule %s: %s removed (was rate %g burst %g)", what, rule, lname,
 			limit_rate(a), limit_burst(a));
@@ -115,16 +115,16 @@ static int limit_diff(const char *what, const char *rule, const char *lname,
 }
 
 /* A rule in both: what changed in it; returns how many fields. */
-static int rule_diff(const char *what, const char *nm, const struct fg_rule *or,
+static int rule_diff(const char *what, const char *nm, const struct fg_rule * or,
 		     const struct fg_rule *nr)
 {
-	int n = limit_diff(what, nm, "per_source", &or->src, &nr->src) +
-		limit_diff(what, nm, "aggregate", &or->agg, &nr->agg) +
-		limit_diff(what, nm, "overflow", &or->ovf, &nr->ovf);
+	int n = limit_diff(what, nm, "per_source", & or->src, &nr->src) +
+		limit_diff(what, nm, "aggregate", & or->agg, &nr->agg) +
+		limit_diff(what, nm, "overflow", & or->ovf, &nr->ovf);
 
 	if (or->mask4 != nr->mask4 || memcmp(or->mask6, nr->mask6, sizeof(or->mask6))) {
 		pr_info("%s: rule %s: source grouping /%d,/%d -> /%d,/%d", what, nm,
-			mask_plen(&or->mask4, 4), mask_plen(or->mask6, 16),
+			mask_plen(& or->mask4, 4), mask_plen(or->mask6, 16),
 			mask_plen(&nr->mask4, 4), mask_plen(nr->mask6, 16));
 		n++;
 	}
@@ -168,7 +168,8 @@ static int rules_diff(const char *what, const struct fg_inforce *w, const struct
 		__u32 ovr;
 
 		if (j < 0) {
-			pr_info("%s: rule %s added (id %u, line %d)", what, ns->name, nr->id, ns->line);
+			pr_info("%s: rule %s added (id %u, line %d)", what, ns->name, nr->id,
+				ns->line);
 			changes++;
 			continue;
 		}
@@ -181,9 +182,9 @@ static int rules_diff(const char *what, const struct fg_inforce *w, const struct
 		ovr = fg_ctl_mode_rule_ovr(&w->ctl, nr->id);
 		if (ovr && (ovr == FG_OVR_SHADOW) != (nr->mode == FG_MODE_SHADOW))
 			pr_info("%s: rule %s: a CLI override keeps it in %s (the file says %s; "
-				"'floodgate mode file --rule %s' returns to the file)", what, ns->name,
-				ovr == FG_OVR_SHADOW ? "shadow" : "enforce", mode_str(nr->mode),
-				ns->name);
+				"'floodgate mode file --rule %s' returns to the file)",
+				what, ns->name, ovr == FG_OVR_SHADOW ? "shadow" : "enforce",
+				mode_str(nr->mode), ns->name);
 	}
 	for (__u32 j = 0; j < w->pol.nrules && j < FG_MAX_RULES; j++) {
 		const char *nm = was_name(w, &w->pol.rules[j]);
@@ -264,8 +265,8 @@ static int prefixes_diff(const char *what, struct fg_inforce *w, const struct fg
 	pfx_families(w->pfx, w->n_pfx, &o4, &o6);
 	pfx_families(n->pfx, n->n_pfx, &n4, &n6);
 	pr_info("%s: prefix entries: IPv4 %zu -> %zu, IPv6 %zu -> %zu: %zu added, %zu removed, "
-		"%zu changed (allow %zu, deny %zu as written)", what, o4, n4, o6, n6, add, del, chg,
-		n->n_allow, n->n_deny);
+		"%zu changed (allow %zu, deny %zu as written)",
+		what, o4, n4, o6, n6, add, del, chg, n->n_allow, n->n_deny);
 	return 1;
 }
 
@@ -281,8 +282,9 @@ static int mode_diff(const char *what, const struct fg_inforce *w, const struct 
 	}
 	if (w->ctl.mode_ovr && (w->ctl.mode_ovr == FG_OVR_SHADOW) != (n->mode == FG_MODE_SHADOW))
 		pr_info("%s: a CLI override keeps the global mode %s (the file says %s; "
-			"'floodgate mode file' returns to the file)", what,
-			w->ctl.mode_ovr == FG_OVR_SHADOW ? "shadow" : "enforce", mode_str(n->mode));
+			"'floodgate mode file' returns to the file)",
+			what, w->ctl.mode_ovr == FG_OVR_SHADOW ? "shadow" : "enforce",
+			mode_str(n->mode));
 	return changes;
 }
 
@@ -292,8 +294,8 @@ void fg_reload_log(const char *what, struct fg_inforce *was, const struct fg_con
 	int changes = rules_diff(what, was, n) + mode_diff(what, was, n), p;
 
 	if (!matches_eq(op, np)) {
-		pr_info("%s: match entries changed (%u/%u/%u/%u per class)", what,
-			np->nmatch[0], np->nmatch[1], np->nmatch[2], np->nmatch[3]);
+		pr_info("%s: match entries changed (%u/%u/%u/%u per class)", what, np->nmatch[0],
+			np->nmatch[1], np->nmatch[2], np->nmatch[3]);
 		changes++;
 	}
 	if (op->default_verdict != np->default_verdict) {

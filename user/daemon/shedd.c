@@ -15,8 +15,8 @@
 #include "daemon/shedd.h"
 #include "lib/sysutil.h"
 
-#define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define LOAD(p)	    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 static const char *const hold_names[] = {
 	[FG_SHEDD_RUN] = "running",
@@ -35,9 +35,11 @@ void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NT
 	__u32 hshift = LOAD(&v->hshift);
 
 	for (int t = 0; t < FG_NTIERS; t++)
-		frac[t] = t == FG_TIER_CRITICAL ? 0 :
-			  (double)fg_shed_decayed(LOAD(&v->thr[t][FG_SHED_ANY]), end, hshift, now_ns) /
-			  FG_SHED_ONE;
+		frac[t] = t == FG_TIER_CRITICAL ?
+				  0 :
+				  (double)fg_shed_decayed(LOAD(&v->thr[t][FG_SHED_ANY]), end,
+							  hshift, now_ns) /
+					  FG_SHED_ONE;
 }
 
 int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len)
@@ -156,23 +158,39 @@ void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
 }
 
 /* The state file, one "key value" line a field in this order (fg_shedd_state_read). */
-enum { SF_U32, SF_INT, SF_U64, SF_STR, SF_VALUE, SF_D6, SF_D9 };
-#define SF(key, type, field) \
-	{ key, type, offsetof(struct fg_shedd_state, field), sizeof(((struct fg_shedd_state *)0)->field) }
+enum {
+	SF_U32,
+	SF_INT,
+	SF_U64,
+	SF_STR,
+	SF_VALUE,
+	SF_D6,
+	SF_D9
+};
+#define SF(key, type, field)                                        \
+	{                                                           \
+		key, type, offsetof(struct fg_shedd_state, field),  \
+			sizeof(((struct fg_shedd_state *)0)->field) \
+	}
 static const struct {
 	const char *key;
 	int type;
 	size_t off, size;
 } state_fields[] = {
-	SF("pid", SF_U32, pid),		SF("signal", SF_STR, signal),
-	SF("value", SF_VALUE, value),	SF("signal_error", SF_INT, sig_err),
-	SF("phase", SF_STR, phase),	SF("hold", SF_STR, hold),
-	SF("amount", SF_D9, amount),	SF("pressure", SF_D6, pressure),
+	SF("pid", SF_U32, pid),
+	SF("signal", SF_STR, signal),
+	SF("value", SF_VALUE, value),
+	SF("signal_error", SF_INT, sig_err),
+	SF("phase", SF_STR, phase),
+	SF("hold", SF_STR, hold),
+	SF("amount", SF_D9, amount),
+	SF("pressure", SF_D6, pressure),
 	SF("tiers", SF_INT, ntiers),
 #define SF_CFG(f) SF(#f, SF_D6, f),
 	SHED_CFG_FIELDS(SF_CFG)
 #undef SF_CFG
-	SF("samples", SF_U64, samples),	SF("lost", SF_U64, lost),
+		SF("samples", SF_U64, samples),
+	SF("lost", SF_U64, lost),
 };
 #undef SF
 
@@ -182,13 +200,27 @@ static void state_field_print(FILE *f, const struct fg_shedd_state *st, int i)
 
 	fprintf(f, "%s ", state_fields[i].key);
 	switch (state_fields[i].type) {
-	case SF_U32: fprintf(f, "%u\n", *(const __u32 *)p); break;
-	case SF_INT: fprintf(f, "%d\n", *(const int *)p); break;
-	case SF_U64: fprintf(f, "%llu\n", (unsigned long long)*(const __u64 *)p); break;
-	case SF_STR: fprintf(f, "%s\n", (const char *)p); break;
-	case SF_VALUE: fprintf(f, "%s%.6f\n", st->have_value ? "" : "-", st->value); break;
-	case SF_D6: fprintf(f, "%.6f\n", *(const double *)p); break;
-	default: fprintf(f, "%.9f\n", *(const double *)p); break;
+	case SF_U32:
+		fprintf(f, "%u\n", *(const __u32 *)p);
+		break;
+	case SF_INT:
+		fprintf(f, "%d\n", *(const int *)p);
+		break;
+	case SF_U64:
+		fprintf(f, "%llu\n", (unsigned long long)*(const __u64 *)p);
+		break;
+	case SF_STR:
+		fprintf(f, "%s\n", (const char *)p);
+		break;
+	case SF_VALUE:
+		fprintf(f, "%s%.6f\n", st->have_value ? "" : "-", st->value);
+		break;
+	case SF_D6:
+		fprintf(f, "%.6f\n", *(const double *)p);
+		break;
+	default:
+		fprintf(f, "%.9f\n", *(const double *)p);
+		break;
 	}
 }
 
@@ -202,14 +234,22 @@ static void state_field_parse(struct fg_shedd_state *st, int i, const char *val)
 		if (sscanf(val, "%llu", &u) == 1)
 			*(__u32 *)p = (__u32)u;
 		break;
-	case SF_INT: *(int *)p = atoi(val); break;
+	case SF_INT:
+		*(int *)p = atoi(val);
+		break;
 	case SF_U64:
 		if (sscanf(val, "%llu", &u) == 1)
 			*(__u64 *)p = u;
 		break;
-	case SF_STR: snprintf(p, state_fields[i].size, "%s", val); break;
-	case SF_VALUE: st->have_value = val[0] != '-' && sscanf(val, "%lf", &st->value) == 1; break;
-	default: *(double *)p = strtod(val, NULL); break;
+	case SF_STR:
+		snprintf(p, state_fields[i].size, "%s", val);
+		break;
+	case SF_VALUE:
+		st->have_value = val[0] != '-' && sscanf(val, "%lf", &st->value) == 1;
+		break;
+	default:
+		*(double *)p = strtod(val, NULL);
+		break;
 	}
 }
 
@@ -288,7 +328,7 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	if (err)
 		return err;
 	if (!cfg->has_shedding) {
-		publish(sd, now_ns);	/* a policy without shedding: nothing shed */
+		publish(sd, now_ns); /* a policy without shedding: nothing shed */
 		return 0;
 	}
 	err = fg_shed_init(&sd->c, &cfg->shed);
@@ -305,7 +345,8 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	/* adopted: what the last daemon's thresholds decayed to, as the program
 	 * sees them; zero while shed off or bypass holds it (the first sample logs why) */
 	fg_shedd_fracs(sd->map, now_ns, frac);
-	fg_shed_resume(&sd->c, hold_of(sd, m, now_ns) == FG_SHEDD_RUN ? amount_of(&sd->c, frac) : 0);
+	fg_shed_resume(&sd->c,
+		       hold_of(sd, m, now_ns) == FG_SHEDD_RUN ? amount_of(&sd->c, frac) : 0);
 	fg_shed_output(&sd->c, &sd->out);
 	fg_shedd_state_path(state_dir, m->dir, sd->state_path, sizeof(sd->state_path));
 	if (state_dir || !mkdir(FG_SHEDD_RUN_DIR, 0755) || errno == EEXIST)
@@ -313,7 +354,7 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	else
 		err = -errno;
 	if (err)
-		sd->state_path[0] = 0;	/* status then shows only what the pins hold */
+		sd->state_path[0] = 0; /* status then shows only what the pins hold */
 	publish(sd, now_ns);
 	return 0;
 }
@@ -393,7 +434,7 @@ int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 		dt = 1e-6;
 	sd->last_ns = now_ns;
 	sd->next_ns += sd->interval_ns;
-	if (sd->next_ns <= now_ns)	/* late: skip what was missed */
+	if (sd->next_ns <= now_ns) /* late: skip what was missed */
 		sd->next_ns = now_ns + sd->interval_ns;
 	sd->samples++;
 	chg->hold_was = sd->hold;
@@ -414,7 +455,7 @@ int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 		sd->have_value = true;
 	}
 	if (sd->hold != FG_SHEDD_RUN) {
-		fg_shed_resume(&sd->c, 0);	/* held at zero: start again through the delay */
+		fg_shed_resume(&sd->c, 0); /* held at zero: start again through the delay */
 		fg_shed_output(&sd->c, &sd->out);
 	} else if (err) {
 		fg_shed_lost(&sd->c, dt, &sd->out);
@@ -426,7 +467,7 @@ int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 	publish(sd, now_ns);
 	err = state_write(sd);
 	if (err && !sd->state_failed)
-		chg->state_err = err;	/* said once, until it works again */
+		chg->state_err = err; /* said once, until it works again */
 	sd->state_failed = err != 0;
 	return 0;
 }
@@ -437,7 +478,7 @@ void fg_shedd_stop(struct fg_shedd *sd)
 		bool on = sd->on;
 
 		sd->on = false;
-		publish(sd, 0);		/* end = 0: nothing shed from now on */
+		publish(sd, 0); /* end = 0: nothing shed from now on */
 		sd->on = on;
 		fg_shed_map_close(&sd->map, sd->map_len);
 	}
@@ -457,24 +498,27 @@ void fg_shedd_log(const struct fg_shedd *sd, const struct fg_shedd_change *chg)
 	if (chg->hold != chg->hold_was) {
 		if (chg->hold == FG_SHEDD_RUN)
 			pr_info("shedding: %s is over: the controller starts again from zero",
-				chg->hold_was == FG_SHEDD_BYPASS ? "bypass" :
-				"the operator's 'floodgate shed off'");
+				chg->hold_was == FG_SHEDD_BYPASS ?
+					"bypass" :
+					"the operator's 'floodgate shed off'");
 		else
 			pr_warn("shedding: %s: nothing is shed, the controller is held at zero",
-				chg->hold == FG_SHEDD_BYPASS ? "bypass is on" :
-				"switched off by the operator ('floodgate shed off'; 'shed on' resumes)");
+				chg->hold == FG_SHEDD_BYPASS ?
+					"bypass is on" :
+					"switched off by the operator ('floodgate shed off'; 'shed on' resumes)");
 	}
 	sig_name(&sd->sig, name, sizeof(name));
 	if (chg->sig_err)
-		pr_warn("shedding: signal %s cannot be read: %s; shedding decays (fail-open)",
-			name, strerror(-chg->sig_err));
+		pr_warn("shedding: signal %s cannot be read: %s; shedding decays (fail-open)", name,
+			strerror(-chg->sig_err));
 	if (chg->sig_back)
 		pr_info("shedding: signal %s readable again (%.3f)", name, sd->value);
 	for (int t = FG_NTIERS - 1; t > FG_TIER_CRITICAL; t--) {
 		if (chg->entered & FG_TIER_BIT(t))
 			pr_warn("shedding: tier %s: shedding starts (signal %s %.3f, amount %.3f of %d)%s",
-				fg_tier_name(t), name, sd->have_value ? sd->value : NAN, sd->c.amount,
-				sd->c.ntiers, sd->shadow ? " in shadow: counted, not shed" : "");
+				fg_tier_name(t), name, sd->have_value ? sd->value : NAN,
+				sd->c.amount, sd->c.ntiers,
+				sd->shadow ? " in shadow: counted, not shed" : "");
 		if (chg->left & FG_TIER_BIT(t))
 			pr_info("shedding: tier %s: no longer shed (amount %.3f of %d)",
 				fg_tier_name(t), sd->c.amount, sd->c.ntiers);

@@ -33,44 +33,44 @@
 #include "policy/policy.h"
 #include "shed/shed.h"
 
-#define FG_SHEDD_RUN_DIR	"/run/floodgate"
+#define FG_SHEDD_RUN_DIR "/run/floodgate"
 
 /* Why the controller is held at zero. */
 enum fg_shedd_hold {
 	FG_SHEDD_RUN = 0,
-	FG_SHEDD_BYPASS,	/* the kill switch is on */
-	FG_SHEDD_OFF,		/* fg_shed_ctl.off */
+	FG_SHEDD_BYPASS, /* the kill switch is on */
+	FG_SHEDD_OFF,	 /* fg_shed_ctl.off */
 };
 
 struct fg_shedd {
-	bool on;		/* the policy has a shedding: section */
-	bool shadow;		/* fg_shed_ctl.shadow as stored */
-	struct fg_shed c;	/* the controller */
-	struct fg_signal sig;	/* open while on */
-	struct fg_shed_ctl *map;	/* the mmap of fg_shed, NULL when closed */
+	bool on;		 /* the policy has a shedding: section */
+	bool shadow;		 /* fg_shed_ctl.shadow as stored */
+	struct fg_shed c;	 /* the controller */
+	struct fg_signal sig;	 /* open while on */
+	struct fg_shed_ctl *map; /* the mmap of fg_shed, NULL when closed */
 	size_t map_len;
-	char state_path[PATH_MAX];	/* "" = none */
-	bool state_failed;	/* the last write of it failed (logged once) */
+	char state_path[PATH_MAX]; /* "" = none */
+	bool state_failed;	   /* the last write of it failed (logged once) */
 	__u64 interval_ns;
-	__u64 last_ns;		/* CLOCK_MONOTONIC_COARSE of the last sample, 0 = none yet */
-	__u64 next_ns;		/* the next sample is due */
-	__u64 samples;		/* taken since start */
-	__u64 lost;		/* of which the signal could not be read */
-	double value;		/* the last sample, valid when have_value */
+	__u64 last_ns; /* CLOCK_MONOTONIC_COARSE of the last sample, 0 = none yet */
+	__u64 next_ns; /* the next sample is due */
+	__u64 samples; /* taken since start */
+	__u64 lost;    /* of which the signal could not be read */
+	double value;  /* the last sample, valid when have_value */
 	bool have_value;
-	int sig_err;		/* the last read's -errno, 0 after a good one */
+	int sig_err; /* the last read's -errno, 0 after a good one */
 	enum fg_shedd_hold hold;
-	struct fg_shed_out out;	/* the last step */
+	struct fg_shed_out out; /* the last step */
 };
 
 /* What one sample did, for fg_shedd_log. */
 struct fg_shedd_change {
 	bool sampled;
-	__u32 entered, left;	/* tiers that started / stopped being shed */
-	int sig_err;		/* nonzero: the signal went bad ... */
-	bool sig_back;		/* ... or came back */
+	__u32 entered, left; /* tiers that started / stopped being shed */
+	int sig_err;	     /* nonzero: the signal went bad ... */
+	bool sig_back;	     /* ... or came back */
 	enum fg_shedd_hold hold_was, hold;
-	int state_err;		/* writing the state file failed (first time only) */
+	int state_err; /* writing the state file failed (first time only) */
 };
 
 /* The daemon's state, as the state file has it (fg_shedd_state_read). */

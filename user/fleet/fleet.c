@@ -86,12 +86,12 @@ const char fg_fleet_lua[] =
 	"return {grant, lease, nodes, math.floor(tok), math.floor(share * 1e6),\n"
 	"        tonumber(t[1]), tonumber(t[2])}\n";
 
-#define FL_NREPLY	7	/* elements of the script's answer */
-#define FL_RING		16	/* recent grants remembered per rule */
-#define FL_EVQ		256
-#define FL_F_KNOWN	1
-#define FL_F_RECOV	2
-#define FL_F_LEAVING	4
+#define FL_NREPLY    7	/* elements of the script's answer */
+#define FL_RING	     16 /* recent grants remembered per rule */
+#define FL_EVQ	     256
+#define FL_F_KNOWN   1
+#define FL_F_RECOV   2
+#define FL_F_LEAVING 4
 
 struct fl_grant {
 	__u64 at_ns;
@@ -100,14 +100,14 @@ struct fl_grant {
 
 struct fl_rule {
 	struct fg_fleet_rule_conf c;
-	char key[3][FG_FLEET_KEY_LEN];	/* bucket, demand, nodes */
+	char key[3][FG_FLEET_KEY_LEN]; /* bucket, demand, nodes */
 	int state;
-	bool known;		/* has had an answer from this bucket */
-	bool discard;		/* the last take_back was stale: do not return it */
+	bool known;   /* has had an answer from this bucket */
+	bool discard; /* the last take_back was stale: do not return it */
 	__u64 last_round_ns;
-	__u64 lease_ns;		/* CLOCK_MONOTONIC deadline of the lease held */
-	__u64 since_ns;		/* start of the current grace or fallback */
-	__u64 debt;		/* unleased cost not yet charged */
+	__u64 lease_ns; /* CLOCK_MONOTONIC deadline of the lease held */
+	__u64 since_ns; /* start of the current grace or fallback */
+	__u64 debt;	/* unleased cost not yet charged */
 	__u32 nodes;
 	struct fl_grant ring[FL_RING];
 	int ring_next;
@@ -118,13 +118,13 @@ struct fl_rule {
 	__u64 ret, sent_debt;
 	__s64 target;
 	redisReply *rep;
-	bool pending;		/* waiting for its reply */
+	bool pending; /* waiting for its reply */
 };
 
 struct fg_fleet {
 	struct fg_fleet_conf c;
 	struct fg_redis *r;
-	char sha[41];		/* "" until SCRIPT LOAD answered on this connection */
+	char sha[41]; /* "" until SCRIPT LOAD answered on this connection */
 	char urlstr[FG_REDIS_HOST_LEN + 64];
 	int nrules;
 	struct fl_rule rule[FG_FLEET_MAX_RULES];
@@ -202,25 +202,31 @@ struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t w
 		goto fail;
 	}
 	if (!valid_node(f->c.prefix)) {
-		fg_whyn(why, whylen, "fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+		fg_whyn(why, whylen,
+			"fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
 			f->c.prefix, FG_FLEET_PREFIX_LEN - 1);
 		goto fail;
 	}
-	if (f->c.interval_ms < FG_FLEET_MIN_INTERVAL_MS || f->c.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
-		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s", f->c.interval_ms,
-			FG_FLEET_MIN_INTERVAL_MS, FG_FLEET_MAX_INTERVAL_MS / 1000);
+	if (f->c.interval_ms < FG_FLEET_MIN_INTERVAL_MS ||
+	    f->c.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
+		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s",
+			f->c.interval_ms, FG_FLEET_MIN_INTERVAL_MS,
+			FG_FLEET_MAX_INTERVAL_MS / 1000);
 		goto fail;
 	}
 	if (f->c.deadline_ms >= f->c.interval_ms) {
-		fg_whyn(why, whylen, "deadline %u ms: must be shorter than the lease interval (%u ms)",
+		fg_whyn(why, whylen,
+			"deadline %u ms: must be shorter than the lease interval (%u ms)",
 			f->c.deadline_ms, f->c.interval_ms);
 		goto fail;
 	}
-	if (f->c.lease_ms <= f->c.interval_ms + f->c.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
+	if (f->c.lease_ms <=
+		    f->c.interval_ms + f->c.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
 	    f->c.lease_ms > 10 * f->c.interval_ms) {
-		fg_whyn(why, whylen, "lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
-			"and be at most 10 intervals", f->c.lease_ms,
-			FG_FLEET_LEASE_MARGIN_NS / 1000000,
+		fg_whyn(why, whylen,
+			"lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
+			"and be at most 10 intervals",
+			f->c.lease_ms, FG_FLEET_LEASE_MARGIN_NS / 1000000,
 			(unsigned long long)(f->c.interval_ms + f->c.deadline_ms +
 					     FG_FLEET_LEASE_MARGIN_NS / 1000000));
 		goto fail;
@@ -289,11 +295,13 @@ int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, c
 		return -ENOSPC;
 	}
 	if (!valid_node(rc->name) || strnlen(rc->name, FG_NAME_LEN) >= FG_NAME_LEN) {
-		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name", rc->name);
+		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name",
+			rc->name);
 		return -EINVAL;
 	}
 	if (!(rc->rate >= 1e-3 && rc->rate <= 1e15) || !(rc->burst >= 1 && rc->burst <= 1e15)) {
-		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15", rc->name);
+		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15",
+			rc->name);
 		return -EINVAL;
 	}
 	if (rc->on_loss > FG_FLEET_LOSS_CLOSED || rc->cost > FG_COST_BYTES) {
@@ -326,7 +334,8 @@ int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, c
 		__u64 at = rc->adopted_expires + FG_FLEET_LEASE_MARGIN_NS;
 
 		r->ring[0].at_ns = at > (__u64)f->c.lease_ms * 1000000ull ?
-				   at - (__u64)f->c.lease_ms * 1000000ull : 0;
+					   at - (__u64)f->c.lease_ms * 1000000ull :
+					   0;
 		r->ring[0].n = rc->adopted_tokens;
 		r->ring_next = 1;
 	}
@@ -357,9 +366,10 @@ int fg_fleet_key(const struct fg_fleet *f, int rule, char *buf, size_t len)
 
 /* --- events and the state machine ------------------------------------------- */
 
-static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt, ...)
+static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt,
+		    ...) __attribute__((format(printf, 6, 7)));
+static void ev_push(struct fg_fleet *f, int rule, int kind, __u64 now, __u64 span, const char *fmt,
+		    ...)
 {
 	struct fg_fleet_event *e;
 	va_list ap;
@@ -484,8 +494,9 @@ static __u64 u64_arg(double v)
 static void prepare(struct fg_fleet *f, struct fl_rule *r, const struct fg_fleet_in *in, __u64 now,
 		    bool leaving)
 {
-	__u64 el = r->last_round_ns && now > r->last_round_ns ? now - r->last_round_ns :
-		   (__u64)f->c.interval_ms * 1000000ull;
+	__u64 el = r->last_round_ns && now > r->last_round_ns ?
+			   now - r->last_round_ns :
+			   (__u64)f->c.interval_ms * 1000000ull;
 	double dem, target;
 	__s64 want;
 
@@ -509,9 +520,11 @@ static void prepare(struct fg_fleet *f, struct fl_rule *r, const struct fg_fleet
 		   (leaving ? FL_F_LEAVING : 0);
 	snprintf(r->arg[0], sizeof(r->arg[0]), "%.17g", r->c.rate);
 	snprintf(r->arg[1], sizeof(r->arg[1]), "%.17g", r->c.burst);
-	snprintf(r->arg[2], sizeof(r->arg[2]), "%llu", (unsigned long long)f->c.interval_ms * 1000ull);
+	snprintf(r->arg[2], sizeof(r->arg[2]), "%llu",
+		 (unsigned long long)f->c.interval_ms * 1000ull);
 	snprintf(r->arg[3], sizeof(r->arg[3]), "%llu", (unsigned long long)f->c.lease_ms * 1000ull);
-	snprintf(r->arg[4], sizeof(r->arg[4]), "%llu", (unsigned long long)(leaving ? 0 : u64_arg(dem)));
+	snprintf(r->arg[4], sizeof(r->arg[4]), "%llu",
+		 (unsigned long long)(leaving ? 0 : u64_arg(dem)));
 	snprintf(r->arg[5], sizeof(r->arg[5]), "%lld", (long long)want);
 	snprintf(r->arg[6], sizeof(r->arg[6]), "%llu", (unsigned long long)r->ret);
 	snprintf(r->arg[7], sizeof(r->arg[7]), "%llu", (unsigned long long)r->sent_debt);
@@ -554,8 +567,9 @@ static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t why
 	if (err)
 		return err;
 	if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
-		fg_whyn(why, whylen, "SCRIPT LOAD: %.*s", rep->type == REDIS_REPLY_ERROR ?
-			(int)(rep->len > 120 ? 120 : rep->len) : 14,
+		fg_whyn(why, whylen, "SCRIPT LOAD: %.*s",
+			rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 120 ? 120 : rep->len) :
+							 14,
 			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
 		freeReplyObject(rep);
 		fg_redis_close(f->r);
@@ -569,7 +583,8 @@ static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t why
 
 static int is_noscript(const redisReply *rep)
 {
-	return rep && rep->type == REDIS_REPLY_ERROR && rep->len >= 8 && !strncmp(rep->str, "NOSCRIPT", 8);
+	return rep && rep->type == REDIS_REPLY_ERROR && rep->len >= 8 &&
+	       !strncmp(rep->str, "NOSCRIPT", 8);
 }
 
 /* Send EVALSHA for every pending rule and collect the replies; after
@@ -628,7 +643,8 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why, size_t whylen)
 {
 	if (rep->type == REDIS_REPLY_ERROR) {
-		fg_whyn(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len), rep->str);
+		fg_whyn(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len),
+			rep->str);
 		return -EPROTO;
 	}
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != FL_NREPLY) {
@@ -637,7 +653,8 @@ static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why
 	}
 	for (int k = 0; k < FL_NREPLY; k++) {
 		if (rep->element[k]->type != REDIS_REPLY_INTEGER || rep->element[k]->integer < 0) {
-			fg_whyn(why, whylen, "unexpected element %d in the lease script's reply", k);
+			fg_whyn(why, whylen, "unexpected element %d in the lease script's reply",
+				k);
 			return -EPROTO;
 		}
 		v[k] = rep->element[k]->integer;
@@ -650,7 +667,8 @@ static void local_limit(const struct fl_rule *r, struct fg_fleet_out *o)
 	double n = r->nodes ? r->nodes : 1;
 
 	o->local_rate = r->c.local_rate > 0 ? r->c.local_rate : r->c.rate / n;
-	o->local_burst = r->c.local_burst > 0 ? r->c.local_burst : o->local_rate * r->c.burst / r->c.rate;
+	o->local_burst = r->c.local_burst > 0 ? r->c.local_burst :
+						o->local_rate * r->c.burst / r->c.rate;
 	if (o->local_burst < 1)
 		o->local_burst = 1;
 }
@@ -697,7 +715,9 @@ static void answered(struct fg_fleet *f, int i, const long long v[FL_NREPLY], __
 	o->grant = (__u64)v[0];
 	/* Redis's lease, counted from when the request left: conservative by
 	 * the round trip, and by a tick of the program's coarse clock */
-	r->lease_ns = lease_ns > FG_FLEET_LEASE_MARGIN_NS ? t_send + lease_ns - FG_FLEET_LEASE_MARGIN_NS : t_send;
+	r->lease_ns = lease_ns > FG_FLEET_LEASE_MARGIN_NS ?
+			      t_send + lease_ns - FG_FLEET_LEASE_MARGIN_NS :
+			      t_send;
 	o->renewed = 1;
 	on_answer(f, i, now);
 }

@@ -23,15 +23,15 @@
 #include "floodgate.h"
 #include "fleet/fleet_redis.h"
 
-#define FG_FLEET_INTERVAL_MS	200	/* default lease interval */
-#define FG_FLEET_DEADLINE_MS	30	/* default deadline of one round trip */
+#define FG_FLEET_INTERVAL_MS	 200 /* default lease interval */
+#define FG_FLEET_DEADLINE_MS	 30  /* default deadline of one round trip */
 #define FG_FLEET_MIN_INTERVAL_MS 20
 #define FG_FLEET_MAX_INTERVAL_MS 10000
-#define FG_FLEET_MAX_RULES	FG_MAX_RULES
-#define FG_FLEET_NODE_LEN	64
-#define FG_FLEET_PREFIX_LEN	32
-#define FG_FLEET_KEY_LEN	(FG_FLEET_PREFIX_LEN + FG_NAME_LEN + 32)
-#define FG_FLEET_REASON_LEN	160
+#define FG_FLEET_MAX_RULES	 FG_MAX_RULES
+#define FG_FLEET_NODE_LEN	 64
+#define FG_FLEET_PREFIX_LEN	 32
+#define FG_FLEET_KEY_LEN	 (FG_FLEET_PREFIX_LEN + FG_NAME_LEN + 32)
+#define FG_FLEET_REASON_LEN	 160
 /* bpf_ktime_get_coarse_ns lags CLOCK_MONOTONIC by up to a tick (4 ms at
  * HZ=250): leases are written this much shorter than Redis granted. */
 #define FG_FLEET_LEASE_MARGIN_NS 5000000ull
@@ -39,114 +39,114 @@
 /* What a rule does when its lease has run out (values proposed for the ABI
  * as enum fg_on_loss, docs/fleet.md). */
 enum fg_fleet_loss {
-	FG_FLEET_LOSS_LOCAL = 0,	/* a static local share: local_rate, or rate / nodes */
-	FG_FLEET_LOSS_OPEN = 1,		/* only the local limits apply */
-	FG_FLEET_LOSS_CLOSED = 2,	/* drop what the rule's fleet limit would judge */
+	FG_FLEET_LOSS_LOCAL = 0,  /* a static local share: local_rate, or rate / nodes */
+	FG_FLEET_LOSS_OPEN = 1,	  /* only the local limits apply */
+	FG_FLEET_LOSS_CLOSED = 2, /* drop what the rule's fleet limit would judge */
 };
 
 enum fg_fleet_state {
-	FG_FLEET_INIT = 0,	/* no answer from Redis yet */
-	FG_FLEET_OK,		/* leasing */
-	FG_FLEET_GRACE,		/* Redis failed; the program spends the lease it holds */
-	FG_FLEET_FALLBACK,	/* the lease ran out: on_loss applies (in the program) */
-	FG_FLEET_RECOVERING,	/* first answer after a fallback: no burst, debt paid */
+	FG_FLEET_INIT = 0,   /* no answer from Redis yet */
+	FG_FLEET_OK,	     /* leasing */
+	FG_FLEET_GRACE,	     /* Redis failed; the program spends the lease it holds */
+	FG_FLEET_FALLBACK,   /* the lease ran out: on_loss applies (in the program) */
+	FG_FLEET_RECOVERING, /* first answer after a fallback: no burst, debt paid */
 	FG_FLEET_NSTATES,
 };
 
 struct fg_fleet_conf {
 	struct fg_redis_url redis;
-	char node[FG_FLEET_NODE_LEN];		/* unique in the fleet; "" = host name */
-	char prefix[FG_FLEET_PREFIX_LEN];	/* key prefix; "" = "floodgate" */
-	__u32 interval_ms;	/* 0 = FG_FLEET_INTERVAL_MS */
-	__u32 deadline_ms;	/* 0 = FG_FLEET_DEADLINE_MS; < interval */
-	__u32 lease_ms;		/* 0 = 2 * interval; > interval + deadline */
+	char node[FG_FLEET_NODE_LEN];	  /* unique in the fleet; "" = host name */
+	char prefix[FG_FLEET_PREFIX_LEN]; /* key prefix; "" = "floodgate" */
+	__u32 interval_ms;		  /* 0 = FG_FLEET_INTERVAL_MS */
+	__u32 deadline_ms;		  /* 0 = FG_FLEET_DEADLINE_MS; < interval */
+	__u32 lease_ms;			  /* 0 = 2 * interval; > interval + deadline */
 };
 
 struct fg_fleet_rule_conf {
 	char name[FG_NAME_LEN];
-	double rate;		/* cost units per second, fleet-wide */
-	double burst;		/* cost units */
-	__u8 cost;		/* enum fg_cost */
-	__u8 on_loss;		/* enum fg_fleet_loss */
-	double local_rate;	/* on_loss local: 0 = rate / last known node count */
-	double local_burst;	/* 0 = local rate * burst / rate */
+	double rate;	    /* cost units per second, fleet-wide */
+	double burst;	    /* cost units */
+	__u8 cost;	    /* enum fg_cost */
+	__u8 on_loss;	    /* enum fg_fleet_loss */
+	double local_rate;  /* on_loss local: 0 = rate / last known node count */
+	double local_burst; /* 0 = local rate * burst / rate */
 	/* adopting pinned state after a restart: the lease the program holds */
-	__u32 nodes_hint;	/* node count known from before, 0 = none */
-	__u64 adopted_expires;	/* its CLOCK_MONOTONIC expiry, 0 = none */
-	__u64 adopted_tokens;	/* its balance: kept (not taken back) while the lease runs */
+	__u32 nodes_hint;      /* node count known from before, 0 = none */
+	__u64 adopted_expires; /* its CLOCK_MONOTONIC expiry, 0 = none */
+	__u64 adopted_tokens;  /* its balance: kept (not taken back) while the lease runs */
 };
 
 /* What the caller read for one rule just before a round. */
 struct fg_fleet_in {
-	__u64 offered;		/* cost offered to the fleet limit since the last round */
-	__s64 held;		/* the program's token balance now (may be negative) */
-	__u64 taken;		/* tokens actually taken back after the last round */
-	__u64 unleased;		/* cost admitted under on_loss (open, local) since the last round */
+	__u64 offered;	/* cost offered to the fleet limit since the last round */
+	__s64 held;	/* the program's token balance now (may be negative) */
+	__u64 taken;	/* tokens actually taken back after the last round */
+	__u64 unleased; /* cost admitted under on_loss (open, local) since the last round */
 };
 
 /* What to write, in this order: take back (at most what is there, with
  * compare-and-swap), add grant, then lease_expires and the local limit. */
 struct fg_fleet_out {
-	__u64 take_back;	/* tokens to remove first; report what was removed as .taken */
-	__u64 grant;		/* tokens to add */
-	__u64 lease_expires;	/* CLOCK_MONOTONIC ns; unchanged unless renewed */
-	double local_rate;	/* on_loss local: the limit to write (cost/s, cost) */
+	__u64 take_back;     /* tokens to remove first; report what was removed as .taken */
+	__u64 grant;	     /* tokens to add */
+	__u64 lease_expires; /* CLOCK_MONOTONIC ns; unchanged unless renewed */
+	double local_rate;   /* on_loss local: the limit to write (cost/s, cost) */
 	double local_burst;
-	__u32 nodes;		/* last known node count */
-	__u8 state;		/* enum fg_fleet_state after the round */
-	__u8 renewed;		/* Redis answered for this rule */
+	__u32 nodes;  /* last known node count */
+	__u8 state;   /* enum fg_fleet_state after the round */
+	__u8 renewed; /* Redis answered for this rule */
 	__u8 pad[2];
 };
 
 struct fg_fleet_stats {
-	__u64 rounds;		/* rounds this rule took part in */
-	__u64 answered;		/* ... with an answer */
-	__u64 failed;		/* ... without (timeout, connection, error reply) */
-	__u64 timeouts;		/* failed because the deadline passed */
-	__u64 granted;		/* tokens received */
-	__u64 returned;		/* tokens handed back to the fleet bucket */
-	__u64 discarded;	/* tokens taken back but not returned (stale or Redis down) */
-	__u64 debt;		/* cost admitted under on_loss, charged on recovery */
+	__u64 rounds;	 /* rounds this rule took part in */
+	__u64 answered;	 /* ... with an answer */
+	__u64 failed;	 /* ... without (timeout, connection, error reply) */
+	__u64 timeouts;	 /* failed because the deadline passed */
+	__u64 granted;	 /* tokens received */
+	__u64 returned;	 /* tokens handed back to the fleet bucket */
+	__u64 discarded; /* tokens taken back but not returned (stale or Redis down) */
+	__u64 debt;	 /* cost admitted under on_loss, charged on recovery */
 	__u64 grace_entries;
-	__u64 fallbacks;	/* entries into fallback */
-	__u64 fallback_ns;	/* time spent in fallback, the current spell included */
-	__u64 lease_expires;	/* CLOCK_MONOTONIC ns of the lease the program holds */
-	__u64 last_answer_ns;	/* CLOCK_MONOTONIC ns of the last answer */
-	__u64 redis_time_us;	/* Redis TIME of the last answer */
+	__u64 fallbacks;      /* entries into fallback */
+	__u64 fallback_ns;    /* time spent in fallback, the current spell included */
+	__u64 lease_expires;  /* CLOCK_MONOTONIC ns of the lease the program holds */
+	__u64 last_answer_ns; /* CLOCK_MONOTONIC ns of the last answer */
+	__u64 redis_time_us;  /* Redis TIME of the last answer */
 	__u64 last_grant;
-	__s64 bucket;		/* tokens left in the fleet bucket at the last answer */
-	__u32 nodes;		/* nodes with this rule, last known */
-	__u32 share_ppm;	/* this node's share of the fleet's demand */
-	__u8 state;		/* enum fg_fleet_state */
+	__s64 bucket;	 /* tokens left in the fleet bucket at the last answer */
+	__u32 nodes;	 /* nodes with this rule, last known */
+	__u32 share_ppm; /* this node's share of the fleet's demand */
+	__u8 state;	 /* enum fg_fleet_state */
 	__u8 pad[7];
-	char reason[FG_FLEET_REASON_LEN];	/* the last failure */
+	char reason[FG_FLEET_REASON_LEN]; /* the last failure */
 };
 
 /* Connection-level counters, for metrics. */
 struct fg_fleet_conn_stats {
 	__u64 rounds;
-	__u64 connects;		/* successful connects */
+	__u64 connects; /* successful connects */
 	__u64 connect_failures;
-	__u64 script_loads;	/* SCRIPT LOAD sent (new connection or NOSCRIPT) */
-	__u64 noscript;		/* NOSCRIPT replies (script cache flushed, failover) */
-	__u64 commands;		/* EVALSHA sent */
-	__u64 last_round_ns;	/* duration of the last round */
+	__u64 script_loads;  /* SCRIPT LOAD sent (new connection or NOSCRIPT) */
+	__u64 noscript;	     /* NOSCRIPT replies (script cache flushed, failover) */
+	__u64 commands;	     /* EVALSHA sent */
+	__u64 last_round_ns; /* duration of the last round */
 	__u64 max_round_ns;
-	__u64 events_lost;	/* events dropped because the queue was full */
+	__u64 events_lost; /* events dropped because the queue was full */
 };
 
 enum fg_fleet_ev_kind {
-	FG_FLEET_EV_GRACE = 0,	/* Redis failed; the lease still runs */
-	FG_FLEET_EV_RESUMED,	/* Redis answered again before the lease ran out */
-	FG_FLEET_EV_FALLBACK,	/* the lease ran out: on_loss applies */
-	FG_FLEET_EV_RECOVERED,	/* left fallback */
+	FG_FLEET_EV_GRACE = 0, /* Redis failed; the lease still runs */
+	FG_FLEET_EV_RESUMED,   /* Redis answered again before the lease ran out */
+	FG_FLEET_EV_FALLBACK,  /* the lease ran out: on_loss applies */
+	FG_FLEET_EV_RECOVERED, /* left fallback */
 };
 
 struct fg_fleet_event {
-	int rule;		/* index from fg_fleet_add_rule */
-	int kind;		/* enum fg_fleet_ev_kind */
-	__u64 at_ns;		/* CLOCK_MONOTONIC */
-	__u64 span_ns;		/* RESUMED: time in grace; RECOVERED: time in fallback */
+	int rule;      /* index from fg_fleet_add_rule */
+	int kind;      /* enum fg_fleet_ev_kind */
+	__u64 at_ns;   /* CLOCK_MONOTONIC */
+	__u64 span_ns; /* RESUMED: time in grace; RECOVERED: time in fallback */
 	char name[FG_NAME_LEN];
 	char reason[FG_FLEET_REASON_LEN];
 };

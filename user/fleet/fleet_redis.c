@@ -17,14 +17,14 @@
 #include "fleet/fleet_redis.h"
 #include "lib/sysutil.h"
 
-#define FG_REDIS_MAX_REPLY	(1u << 20)	/* bytes read per exchange, at most */
-#define FG_REDIS_MAX_QUEUE	(1u << 20)	/* bytes of queued commands, at most */
+#define FG_REDIS_MAX_REPLY (1u << 20) /* bytes read per exchange, at most */
+#define FG_REDIS_MAX_QUEUE (1u << 20) /* bytes of queued commands, at most */
 
 struct fg_redis {
 	struct fg_redis_url url;
-	int fd;			/* -1 when not connected */
+	int fd; /* -1 when not connected */
 	redisReader *rd;
-	char *obuf;		/* queued commands, RESP */
+	char *obuf; /* queued commands, RESP */
 	size_t olen, ocap;
 	int queued;
 };
@@ -124,11 +124,13 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	long db;
 
 	if (!plen || s[0] != '/') {
-		fg_whyn(why, whylen, "unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
+		fg_whyn(why, whylen,
+			"unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
 		return -EINVAL;
 	}
 	if (plen >= sizeof(u->path)) {
-		fg_whyn(why, whylen, "unix socket path is longer than %zu bytes", sizeof(u->path) - 1);
+		fg_whyn(why, whylen, "unix socket path is longer than %zu bytes",
+			sizeof(u->path) - 1);
 		return -EINVAL;
 	}
 	memcpy(u->path, s, plen);
@@ -137,7 +139,8 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	if (!q)
 		return 0;
 	if (strncmp(q, "?db=", 4) || parse_dec(q + 4, strlen(q + 4), 0, FG_REDIS_MAX_DB, &db)) {
-		fg_whyn(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)", FG_REDIS_MAX_DB);
+		fg_whyn(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)",
+			FG_REDIS_MAX_DB);
 		return -EINVAL;
 	}
 	u->db = (int)db;
@@ -158,7 +161,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		const char *c = memchr(s, ':', (size_t)(at - s));
 
 		if (!c) {
-			fg_whyn(why, whylen, "redis URL: write the password as :password@host "
+			fg_whyn(why, whylen,
+				"redis URL: write the password as :password@host "
 				"(or user:password@host)");
 			return -EINVAL;
 		}
@@ -168,7 +172,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		}
 		if (pct_decode(c + 1, (size_t)(at - c - 1), u->password, sizeof(u->password)) ||
 		    !u->password[0]) {
-			fg_whyn(why, whylen, "redis URL: bad, empty or too long password "
+			fg_whyn(why, whylen,
+				"redis URL: bad, empty or too long password "
 				"(percent-encode '@', '/' and '%%')");
 			return -EINVAL;
 		}
@@ -197,7 +202,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		}
 		if (rb + 1 < end) {
 			if (rb[1] != ':') {
-				fg_whyn(why, whylen, "redis URL: expected :port after the IPv6 address");
+				fg_whyn(why, whylen,
+					"redis URL: expected :port after the IPv6 address");
 				return -EINVAL;
 			}
 			colon = rb + 1;
@@ -214,7 +220,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		memcpy(u->host, hp, hl);
 		u->host[hl] = 0;
 		if (!valid_hostname(u->host)) {
-			fg_whyn(why, whylen, "redis URL: missing or bad host name \"%.64s\"", u->host);
+			fg_whyn(why, whylen, "redis URL: missing or bad host name \"%.64s\"",
+				u->host);
 			return -EINVAL;
 		}
 	}
@@ -228,7 +235,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 	}
 	if (slash && slash[1]) {
 		if (parse_dec(slash + 1, strlen(slash + 1), 0, FG_REDIS_MAX_DB, &v)) {
-			fg_whyn(why, whylen, "redis URL: the database after '/' must be 0..%d", FG_REDIS_MAX_DB);
+			fg_whyn(why, whylen, "redis URL: the database after '/' must be 0..%d",
+				FG_REDIS_MAX_DB);
 			return -EINVAL;
 		}
 		u->db = (int)v;
@@ -250,7 +258,8 @@ int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t 
 	else if (!strncmp(s, "redis://", 8))
 		err = parse_tcp(s + 8, &t, why, whylen);
 	else if (!strncmp(s, "rediss://", 9)) {
-		fg_whyn(why, whylen, "rediss:// (TLS) needs hiredis >= 1.0 built with SSL; "
+		fg_whyn(why, whylen,
+			"rediss:// (TLS) needs hiredis >= 1.0 built with SSL; "
 			"this build has hiredis %d.%d: use a unix socket or a TLS tunnel",
 			HIREDIS_MAJOR, HIREDIS_MINOR);
 		err = -EINVAL;
@@ -348,8 +357,8 @@ static int wait_fd(int fd, short events, __u64 deadline_ns, short *revents)
 }
 
 /* A non-blocking connect to one address, finished before deadline. */
-static int connect_addr(int family, const struct sockaddr *sa, socklen_t salen,
-			__u64 deadline_ns, int *fdp)
+static int connect_addr(int family, const struct sockaddr *sa, socklen_t salen, __u64 deadline_ns,
+			int *fdp)
 {
 	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int err = 0, one = 1;
@@ -386,7 +395,8 @@ fail:
 	return err;
 }
 
-static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why, size_t whylen)
+static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why,
+		       size_t whylen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *ai;
@@ -396,8 +406,9 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 	if (u->is_unix) {
 		struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-		memcpy(sun.sun_path, u->path, sizeof(u->path) < sizeof(sun.sun_path) ?
-		       sizeof(u->path) : sizeof(sun.sun_path));
+		memcpy(sun.sun_path, u->path,
+		       sizeof(u->path) < sizeof(sun.sun_path) ? sizeof(u->path) :
+								sizeof(sun.sun_path));
 		sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
 		err = connect_addr(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), deadline_ns, fdp);
 		if (err)
@@ -465,8 +476,8 @@ static void free_replies(redisReply **rep, int n)
 	}
 }
 
-int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns,
-		      char *why, size_t whylen)
+int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why,
+		      size_t whylen)
 {
 	size_t off = 0, nread = 0;
 	int got = 0, err = 0;
@@ -483,7 +494,8 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 		short rev = 0;
 
 		while (off < r->olen) {
-			ssize_t w = send(r->fd, r->obuf + off, r->olen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t w = send(r->fd, r->obuf + off, r->olen - off,
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 			if (w < 0 && errno == EINTR)
 				continue;
@@ -512,10 +524,12 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 		}
 		if (got >= n)
 			break;
-		err = wait_fd(r->fd, (short)(POLLIN | (off < r->olen ? POLLOUT : 0)), deadline_ns, &rev);
+		err = wait_fd(r->fd, (short)(POLLIN | (off < r->olen ? POLLOUT : 0)), deadline_ns,
+			      &rev);
 		if (err) {
 			if (err == -ETIMEDOUT)
-				fg_whyn(why, whylen, "no answer within the deadline (%d of %d replies)", got, n);
+				fg_whyn(why, whylen,
+					"no answer within the deadline (%d of %d replies)", got, n);
 			else
 				fg_whyn(why, whylen, "poll: %s", strerror(-err));
 			goto fail;
@@ -539,7 +553,8 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 			nread += (size_t)rd;
 			if (nread > FG_REDIS_MAX_REPLY) {
 				err = -EMSGSIZE;
-				fg_whyn(why, whylen, "replies larger than %u bytes", FG_REDIS_MAX_REPLY);
+				fg_whyn(why, whylen, "replies larger than %u bytes",
+					FG_REDIS_MAX_REPLY);
 				goto fail;
 			}
 			if (redisReaderFeed(r->rd, buf, (size_t)rd) != REDIS_OK) {

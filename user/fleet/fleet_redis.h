@@ -16,12 +16,12 @@
 #include <linux/types.h>
 #include <hiredis/hiredis.h>
 
-#define FG_REDIS_PORT		6379
-#define FG_REDIS_MAX_DB		65535
-#define FG_REDIS_HOST_LEN	256
-#define FG_REDIS_PATH_LEN	108	/* sizeof(sun_path) */
-#define FG_REDIS_PASS_LEN	256
-#define FG_REDIS_USER_LEN	64
+#define FG_REDIS_PORT	  6379
+#define FG_REDIS_MAX_DB	  65535
+#define FG_REDIS_HOST_LEN 256
+#define FG_REDIS_PATH_LEN 108 /* sizeof(sun_path) */
+#define FG_REDIS_PASS_LEN 256
+#define FG_REDIS_USER_LEN 64
 
 /* redis://[[user]:password@]host[:port][/db] (host may be [v6]) or
  * unix:/path/to.sock[?db=N] */
@@ -30,9 +30,9 @@ struct fg_redis_url {
 	char host[FG_REDIS_HOST_LEN];
 	__u16 port;
 	char path[FG_REDIS_PATH_LEN];
-	char user[FG_REDIS_USER_LEN];	/* "" = default user (AUTH password) */
-	char password[FG_REDIS_PASS_LEN];	/* "" = no AUTH */
-	int db;				/* SELECT db when > 0 */
+	char user[FG_REDIS_USER_LEN];	  /* "" = default user (AUTH password) */
+	char password[FG_REDIS_PASS_LEN]; /* "" = no AUTH */
+	int db;				  /* SELECT db when > 0 */
 };
 
 /* Parse s into *u. 0, or -EINVAL with a one-line reason in why. */
@@ -65,8 +65,8 @@ int fg_redis_append(struct fg_redis *r, int argc, const char **argv, const size_
  * deadline. 0 (every reply read; error replies are replies) or -errno, in
  * which case the connection is closed and rep[] holds nothing. The caller
  * frees each reply with freeReplyObject(). */
-int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns,
-		      char *why, size_t whylen);
+int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why,
+		      size_t whylen);
 
 /* CLOCK_MONOTONIC in ns. */
 __u64 fg_redis_now_ns(void);

@@ -16,32 +16,32 @@
 #include "fleet/fleet.h"
 
 #define FG_RUN_DIR		"/run/floodgate"
-#define FG_FLEET_STATUS_MAGIC	0x46474653u	/* "FGFS" */
-#define FG_FLEET_STATUS_VERSION	1u
+#define FG_FLEET_STATUS_MAGIC	0x46474653u /* "FGFS" */
+#define FG_FLEET_STATUS_VERSION 1u
 #define FG_FLEET_URL_LEN	(FG_REDIS_HOST_LEN + 64)
 
 struct fg_fleet_rule_status {
 	char name[FG_NAME_LEN];
-	char key[FG_FLEET_KEY_LEN];	/* the bucket's Redis key */
-	__u32 id;			/* rule id: fg_lease and fg_stats index */
+	char key[FG_FLEET_KEY_LEN]; /* the bucket's Redis key */
+	__u32 id;		    /* rule id: fg_lease and fg_stats index */
 	__u16 gen;
-	__u8 on_loss;			/* enum fg_on_loss */
-	__u8 cost;			/* enum fg_cost */
-	double rate, burst;		/* fleet-wide, cost units */
-	struct fg_fleet_stats st;	/* the engine's counters and state */
-	struct fg_lease lease;		/* fg_lease[id] when the snapshot was taken */
-	__u64 lapses;			/* leases that ran out between two answers (a late round) */
-	__u64 lapse_ns;			/* the time they were out, as seen at the next round */
+	__u8 on_loss;		  /* enum fg_on_loss */
+	__u8 cost;		  /* enum fg_cost */
+	double rate, burst;	  /* fleet-wide, cost units */
+	struct fg_fleet_stats st; /* the engine's counters and state */
+	struct fg_lease lease;	  /* fg_lease[id] when the snapshot was taken */
+	__u64 lapses;		  /* leases that ran out between two answers (a late round) */
+	__u64 lapse_ns;		  /* the time they were out, as seen at the next round */
 };
 
 struct fg_fleet_status {
-	__u32 magic;			/* FG_FLEET_STATUS_MAGIC */
-	__u32 version;			/* FG_FLEET_STATUS_VERSION */
-	__u32 size;			/* sizeof(struct fg_fleet_status) */
-	__u32 pid;			/* the daemon that wrote it */
-	__u64 updated_ns;		/* CLOCK_MONOTONIC of that tick */
+	__u32 magic;	  /* FG_FLEET_STATUS_MAGIC */
+	__u32 version;	  /* FG_FLEET_STATUS_VERSION */
+	__u32 size;	  /* sizeof(struct fg_fleet_status) */
+	__u32 pid;	  /* the daemon that wrote it */
+	__u64 updated_ns; /* CLOCK_MONOTONIC of that tick */
 	char node[FG_FLEET_NODE_LEN];
-	char redis[FG_FLEET_URL_LEN];	/* without the password */
+	char redis[FG_FLEET_URL_LEN]; /* without the password */
 	__u32 interval_ms, deadline_ms, lease_ms;
 	__u32 nrules;
 	struct fg_fleet_conn_stats cs;

@@ -7,7 +7,7 @@
 #include <time.h>
 #include "fleet/fleet.h"
 
-#define FW_EVQ	256
+#define FW_EVQ 256
 
 struct fg_fleet_worker {
 	struct fg_fleet *f;

@@ -23,12 +23,11 @@ enum fg_log_level {
 void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog);
 void fg_log_set_level(enum fg_log_level level);
 
-void fg_log(enum fg_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void fg_log(enum fg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define pr_warn(fmt, ...)	fg_log(FG_LOG_WARN, fmt, ##__VA_ARGS__)
-#define pr_info(fmt, ...)	fg_log(FG_LOG_INFO, fmt, ##__VA_ARGS__)
-#define pr_debug(fmt, ...)	fg_log(FG_LOG_DEBUG, fmt, ##__VA_ARGS__)
+#define pr_warn(fmt, ...)  fg_log(FG_LOG_WARN, fmt, ##__VA_ARGS__)
+#define pr_info(fmt, ...)  fg_log(FG_LOG_INFO, fmt, ##__VA_ARGS__)
+#define pr_debug(fmt, ...) fg_log(FG_LOG_DEBUG, fmt, ##__VA_ARGS__)
 
 /* Also write one line to syslog(LOG_AUTHPRIV|LOG_NOTICE) whatever the sink:
  * for operator actions (bypass, mode) that must leave an audit trail. */

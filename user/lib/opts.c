@@ -9,12 +9,12 @@
 #include "policy/policy.h"
 #include "lib/units.h"
 
-#define MAX_TABS	3	/* a command's options, the program's, NULL */
+#define MAX_TABS 3 /* a command's options, the program's, NULL */
 
 struct parser {
 	const struct fg_opt *tabs[MAX_TABS];
-	const struct fg_cmd *cmd;	/* the command being parsed, for messages */
-	int argc, i;			/* argv[i]: the next word */
+	const struct fg_cmd *cmd; /* the command being parsed, for messages */
+	int argc, i;		  /* argv[i]: the next word */
 	char **argv;
 	void *cfg;
 	struct fg_parsed *p;
@@ -93,7 +93,7 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 	char msg[256] = "";
 
 	if (!val && takes_value(o) && o->kind != FGO_FUNC)
-		return 0;	/* an optional value left out: the default stands */
+		return 0; /* an optional value left out: the default stands */
 	switch (o->kind) {
 	case FGO_BOOL:
 		*(bool *)dst = true;
@@ -142,8 +142,8 @@ static int list_prefixed(struct parser *ps, const char *body, size_t n)
 	for (int t = 0; ps->tabs[t]; t++)
 		for (const struct fg_opt *o = ps->tabs[t]; o->kind; o++)
 			if (o->name && !strncmp(o->name, body, n) && used < sizeof(names))
-				used += (size_t)snprintf(names + used, sizeof(names) - used, " --%s",
-							 o->name);
+				used += (size_t)snprintf(names + used, sizeof(names) - used,
+							 " --%s", o->name);
 	return fail(ps, "ambiguous option --%.*s: could be%s", (int)n, body, names);
 }
 
@@ -275,8 +275,8 @@ static int parse_words(struct parser *ps, int max_pos, bool stop_at_word)
 	return err;
 }
 
-int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out,
-		char *why, size_t len)
+int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out, char *why,
+		size_t len)
 {
 	size_t n = strlen(word), used;
 	int nhit = 0;
@@ -332,11 +332,12 @@ static int parse_command(struct parser *ps, const struct fg_prog *prog)
 	return 0;
 }
 
-int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg,
-		  struct fg_parsed *p, char *why, size_t len)
+int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg, struct fg_parsed *p,
+		  char *why, size_t len)
 {
-	struct parser ps = { .argc = argc, .argv = argv, .i = 1, .cfg = cfg, .p = p,
-			     .why = why, .len = len };
+	struct parser ps = {
+		.argc = argc, .argv = argv, .i = 1, .cfg = cfg, .p = p, .why = why, .len = len
+	};
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -354,8 +355,7 @@ int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg,
 	return parse_command(&ps, prog);
 }
 
-int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg,
-		 struct fg_parsed *p)
+int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg, struct fg_parsed *p)
 {
 	char why[512];
 

@@ -34,7 +34,8 @@ void fg_mask6(int plen, __be32 mask[4])
 		int bits = plen - 32 * i;
 
 		mask[i] = htonl(bits >= 32 ? 0xffffffffu :
-				bits <= 0 ? 0 : 0xffffffffu << (32 - bits));
+				bits <= 0  ? 0 :
+					     0xffffffffu << (32 - bits));
 	}
 }
 
@@ -66,10 +67,9 @@ int fg_prefix_parse(const char *s, struct fg_pfx_src *p, const char **why)
 	if (slash) {
 		__u64 v;
 
-		*why = p->family == 4 ? "prefix length must be 0..32"
-				      : "prefix length must be 0..128";
-		if (strlen(slash + 1) > 3 || fg_parse_u64(slash + 1, &v) ||
-		    v > (__u64)max)
+		*why = p->family == 4 ? "prefix length must be 0..32" :
+					"prefix length must be 0..128";
+		if (strlen(slash + 1) > 3 || fg_parse_u64(slash + 1, &v) || v > (__u64)max)
 			return -EINVAL;
 		p->plen = (__u8)v;
 	}
@@ -118,8 +118,8 @@ size_t fg_pfx_src_unique(struct fg_pfx_src *v, size_t n)
 	return j;
 }
 
-bool fg_pfx_src_list_eq(const struct fg_pfx_src *a, size_t na,
-			const struct fg_pfx_src *b, size_t nb)
+bool fg_pfx_src_list_eq(const struct fg_pfx_src *a, size_t na, const struct fg_pfx_src *b,
+			size_t nb)
 {
 	size_t i;
 
@@ -160,10 +160,9 @@ static size_t merge_equal(struct fg_pfx_src *v, size_t n)
  * enclosing chain gives each prefix the union of what applies to it.
  * O(n log n).
  */
-int fg_prefix_flatten(struct fg_pfx_src *v, size_t n, struct fg_pfx_entry **out,
-		      size_t *nout)
+int fg_prefix_flatten(struct fg_pfx_src *v, size_t n, struct fg_pfx_entry **out, size_t *nout)
 {
-	struct fg_pfx_src stack[130];	/* plen strictly grows along a chain: depth <= 129 */
+	struct fg_pfx_src stack[130]; /* plen strictly grows along a chain: depth <= 129 */
 	struct fg_pfx_entry *e;
 	size_t i;
 	int sp = 0;
@@ -187,8 +186,7 @@ int fg_prefix_flatten(struct fg_pfx_src *v, size_t n, struct fg_pfx_entry **out,
 		e[i].family = acc.family;
 		e[i].plen = acc.plen;
 		memcpy(e[i].addr, acc.addr, 16);
-		e[i].list = acc.allow ? FG_LIST_ALLOW :
-			    acc.deny ? FG_LIST_DENY : FG_LIST_NONE;
+		e[i].list = acc.allow ? FG_LIST_ALLOW : acc.deny ? FG_LIST_DENY : FG_LIST_NONE;
 		e[i].sets = acc.sets;
 	}
 	*out = e;

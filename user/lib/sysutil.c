@@ -71,13 +71,13 @@ enum fg_daemon_state fg_daemon_state(__u32 pid)
 	proc_line(pid, "stat", st, sizeof(st));
 	rp = strrchr(st, ')');
 	if (!rp || rp[1] != ' ')
-		return FG_DAEMON_NONE;	/* gone between the two reads */
+		return FG_DAEMON_NONE; /* gone between the two reads */
 	switch (rp[2]) {
-	case 'Z':	/* killed, not yet reaped */
+	case 'Z': /* killed, not yet reaped */
 	case 'X':
 		return FG_DAEMON_NONE;
-	case 'T':	/* SIGSTOP */
-	case 't':	/* stopped by a tracer */
+	case 'T': /* SIGSTOP */
+	case 't': /* stopped by a tracer */
 		return FG_DAEMON_STOPPED;
 	default:
 		return FG_DAEMON_RUNNING;

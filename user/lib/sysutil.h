@@ -10,13 +10,13 @@
 #include <linux/types.h>
 
 /* Room for an operator's reason: what failed and what to do about it. */
-#define FG_WHY_LEN		512
+#define FG_WHY_LEN 512
 
 /* The reason for an operator, into why (len bytes, or NULL): truncation is
  * fine, so no snprintf warnings at the callers. */
 void fg_whyn(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same into a buffer of FG_WHY_LEN bytes. */
-#define fg_why(why, ...)	fg_whyn((why), FG_WHY_LEN, __VA_ARGS__)
+#define fg_why(why, ...) fg_whyn((why), FG_WHY_LEN, __VA_ARGS__)
 
 /*
  * CLOCK_MONOTONIC_COARSE now, in ns: the clock of the XDP program's default
@@ -31,9 +31,9 @@ bool fg_daemon_alive(__u32 pid);
 
 /* What pid is, from /proc/PID/stat's state letter. */
 enum fg_daemon_state {
-	FG_DAEMON_NONE = 0,	/* no floodgated with that pid */
-	FG_DAEMON_RUNNING,	/* running or sleeping: it answers signals */
-	FG_DAEMON_STOPPED,	/* stopped (SIGSTOP, SIGTSTP) or traced: signals wait */
+	FG_DAEMON_NONE = 0, /* no floodgated with that pid */
+	FG_DAEMON_RUNNING,  /* running or sleeping: it answers signals */
+	FG_DAEMON_STOPPED,  /* stopped (SIGSTOP, SIGTSTP) or traced: signals wait */
 };
 enum fg_daemon_state fg_daemon_state(__u32 pid);
 /* "none", "running", "stopped" (status --json's daemon.state) */

@@ -46,9 +46,13 @@ int fg_parse_duration(const char *s, __u64 *ns)
 		const char *unit;
 		__u64 mult;
 	} units[] = {
-		{ "", 1000000000ull }, { "ns", 1 }, { "us", 1000 },
-		{ "ms", 1000000 }, { "s", 1000000000ull },
-		{ "m", 60 * 1000000000ull }, { "h", 3600 * 1000000000ull },
+		{ "", 1000000000ull },
+		{ "ns", 1 },
+		{ "us", 1000 },
+		{ "ms", 1000000 },
+		{ "s", 1000000000ull },
+		{ "m", 60 * 1000000000ull },
+		{ "h", 3600 * 1000000000ull },
 		{ "d", 86400 * 1000000000ull },
 	};
 	unsigned long long v;
@@ -106,9 +110,8 @@ static const struct unit {
 	const char *s;
 	long double mult;
 } byte_units[] = {
-	{ "GiB", 1073741824.0L }, { "MiB", 1048576.0L }, { "KiB", 1024.0L },
-	{ "GB", 1e9L }, { "MB", 1e6L }, { "KB", 1e3L }, { "kB", 1e3L },
-	{ "B", 1.0L },
+	{ "GiB", 1073741824.0L }, { "MiB", 1048576.0L }, { "KiB", 1024.0L }, { "GB", 1e9L },
+	{ "MB", 1e6L },		  { "KB", 1e3L },	 { "kB", 1e3L },     { "B", 1.0L },
 };
 
 /* Optional byte unit at *sp: returns the multiplier, 0 for packets. */
@@ -156,8 +159,8 @@ int fg_parse_rate(const char *s, long double *rate, int *bytes)
 		const char *s;
 		long double secs;
 	} periods[] = {
-		{ "s", 1 }, { "sec", 1 }, { "m", 60 }, { "min", 60 },
-		{ "h", 3600 }, { "hour", 3600 },
+		{ "s", 1 },    { "sec", 1 },  { "m", 60 },
+		{ "min", 60 }, { "h", 3600 }, { "hour", 3600 },
 	};
 	long double v;
 	size_t i;

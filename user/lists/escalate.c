@@ -17,7 +17,7 @@
 #include "lib/prefix.h"
 #include "lib/sysutil.h"
 
-#define ESC_RUN_DIR	"/run/floodgate"
+#define ESC_RUN_DIR "/run/floodgate"
 
 struct step {
 	const struct fg_throttle *t;
@@ -25,11 +25,12 @@ struct step {
 	struct fg_esc_view *v;
 	const struct fg_esc_ops *ops;
 	size_t added, checked;
-	bool full[2];		/* an add met a full runtime list (IPv4, IPv6) this step */
+	bool full[2]; /* an add met a full runtime list (IPv4, IPv6) this step */
 };
 
 /* At most FG_ESC_LINES_PER_TICK lines a tick; the rest counted. */
-#define elog(x, ...) fg_log_budget(&(x)->lines, FG_ESC_LINES_PER_TICK, &(x)->suppressed, __VA_ARGS__)
+#define elog(x, ...) \
+	fg_log_budget(&(x)->lines, FG_ESC_LINES_PER_TICK, &(x)->suppressed, __VA_ARGS__)
 
 bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes)
 {
@@ -74,8 +75,8 @@ static void entry_for(const struct fg_tracked *e, const struct fg_esc_rule *r,
 	out->val.expires = v->now + r->for_ns;
 	out->val.created = v->wall;
 	snprintf(out->val.who, sizeof(out->val.who), "%s", FG_ESC_WHO);
-	snprintf(out->val.comment, sizeof(out->val.comment), "escalated: rule %.24s throttled %llus",
-		 r->name, (unsigned long long)secs);
+	snprintf(out->val.comment, sizeof(out->val.comment),
+		 "escalated: rule %.24s throttled %llus", r->name, (unsigned long long)secs);
 }
 
 /* Refused (counted once a stretch); *said: this reason's line was logged. */
@@ -87,8 +88,10 @@ static void refuse(struct step *s, struct fg_tracked *e, const char *p, const ch
 		e->esc = FG_ESC_REFUSED;
 	}
 	if (!*said) {
-		elog(s->x, "escalation: refusing %s (rule %s) and further escalations: %s "
-		     "(counted as refused)", p, rule, why);
+		elog(s->x,
+		     "escalation: refusing %s (rule %s) and further escalations: %s "
+		     "(counted as refused)",
+		     p, rule, why);
 		*said = true;
 	}
 }
@@ -107,7 +110,7 @@ static bool idle(const struct step *s, const struct fg_tracked *e, const struct 
 	    s->t->tick - e->last_grow >= FG_THROTTLE_QUIET_TICKS)
 		return true;
 	if (e->esc == FG_ESC_SHADOW && r->shadow)
-		return true;	/* counted already */
+		return true; /* counted already */
 	/* refused: tried again only when there is room */
 	return e->esc == FG_ESC_REFUSED &&
 	       (v->live >= v->max || s->full[e->family == 6] || s->added >= FG_ESC_ADDS_PER_TICK);
@@ -125,7 +128,7 @@ static void decide(void *arg, struct fg_tracked *e)
 
 	if (e->rule >= FG_MAX_IDS || idle(s, e, r = &v->rule[e->rule]) ||
 	    s->checked >= FG_ESC_CHECKS_PER_TICK)
-		return;	/* over the budget: the next step looks again */
+		return; /* over the budget: the next step looks again */
 	s->checked++;
 	entry_for(e, r, v, &ent);
 	fg_rt_prefix_str(&ent, p, sizeof(p));
@@ -139,13 +142,15 @@ static void decide(void *arg, struct fg_tracked *e)
 		if (e->esc != FG_ESC_SHADOW) {
 			s->x->n.shadow++;
 			e->esc = FG_ESC_SHADOW;
-			elog(s->x, "would escalate %s (rule %s, shadow): throttled for %.0f s; "
-			     "nothing added", p, r->name, secs);
+			elog(s->x,
+			     "would escalate %s (rule %s, shadow): throttled for %.0f s; "
+			     "nothing added",
+			     p, r->name, secs);
 		}
 		return;
 	}
 	if (s->ops->listed(s->ops->arg, &ent)) {
-		e->esc = FG_ESC_DONE;	/* an operator's entry, or ours from before: left as it is */
+		e->esc = FG_ESC_DONE; /* an operator's entry, or ours from before: left as it is */
 		return;
 	}
 	if (v->live >= v->max) {
@@ -156,15 +161,16 @@ static void decide(void *arg, struct fg_tracked *e)
 		return;
 	}
 	if (s->full[e->family == 6] || s->added >= FG_ESC_ADDS_PER_TICK)
-		return;	/* not refused: tried again next step */
+		return; /* not refused: tried again next step */
 	err = s->ops->add(s->ops->arg, &ent, why);
 	if (err == -EEXIST) {
-		e->esc = FG_ESC_DONE;	/* listed meanwhile */
+		e->esc = FG_ESC_DONE; /* listed meanwhile */
 		return;
 	}
 	if (err == -ENOSPC) {
 		s->full[e->family == 6] = true;
-		refuse(s, e, p, r->name, why[0] ? why : "the runtime list is full", &s->x->list_full);
+		refuse(s, e, p, r->name, why[0] ? why : "the runtime list is full",
+		       &s->x->list_full);
 		return;
 	}
 	if (err) {
@@ -178,9 +184,10 @@ static void decide(void *arg, struct fg_tracked *e)
 	v->live++;
 	s->added++;
 	s->x->n.escalated++;
-	elog(s->x, "escalating %s (rule %s): throttled for %.0f s; on the runtime deny list for "
-	     "%.6g s (%zu of at most %u escalated entries)", p, r->name, secs, r->for_ns / 1e9,
-	     v->live, v->max);
+	elog(s->x,
+	     "escalating %s (rule %s): throttled for %.0f s; on the runtime deny list for "
+	     "%.6g s (%zu of at most %u escalated entries)",
+	     p, r->name, secs, r->for_ns / 1e9, v->live, v->max);
 }
 
 size_t fg_esc_step(struct fg_esc *x, struct fg_throttle *t, struct fg_esc_view *v,
@@ -270,13 +277,13 @@ static void pfx_of(const struct fg_rt_entry *e, struct fg_esc_pfx *p)
 struct world {
 	struct fg_rt_maps rt;
 	bool open;
-	struct fg_rt_entry *v;	/* both lists, live and expired (fg_rt_list: sorted) */
+	struct fg_rt_entry *v; /* both lists, live and expired (fg_rt_list: sorted) */
 	size_t n;
-	struct fg_esc_pfx *listed;	/* v's live entries */
+	struct fg_esc_pfx *listed; /* v's live entries */
 	size_t nlisted;
-	struct fg_esc_pfx *rt_allow;	/* v's live allow entries */
+	struct fg_esc_pfx *rt_allow; /* v's live allow entries */
 	size_t nrt_allow;
-	const struct fg_escd *d;	/* the file's allow prefixes */
+	const struct fg_escd *d; /* the file's allow prefixes */
 	__u64 now;
 };
 
@@ -373,8 +380,8 @@ static unsigned int popcount_be(const __be32 *m, int words)
 
 /* The active policy's escalating rules, by id; how many. */
 static __u32 build_view(struct fg_esc_view *v, const struct fg_config *cfg,
-		       const struct fg_policy *pol, const struct fg_name *names,
-		       const struct fg_ctl *ctl)
+			const struct fg_policy *pol, const struct fg_name *names,
+			const struct fg_ctl *ctl)
 {
 	__u32 any = 0;
 
@@ -418,8 +425,10 @@ static void state_print(FILE *f, const void *arg)
 {
 	const struct fg_esc_counts *n = arg;
 
-	fprintf(f, "pid %d\nrules %u\nmax %u\nlive %zu\nescalated %llu\nrefused %llu\n"
-		"shadow %llu\nfailed %llu\n", (int)getpid(), n->rules, n->max, n->live, (unsigned long long)n->escalated,
+	fprintf(f,
+		"pid %d\nrules %u\nmax %u\nlive %zu\nescalated %llu\nrefused %llu\n"
+		"shadow %llu\nfailed %llu\n",
+		(int)getpid(), n->rules, n->max, n->live, (unsigned long long)n->escalated,
 		(unsigned long long)n->refused, (unsigned long long)n->shadow,
 		(unsigned long long)n->failed);
 }
@@ -471,7 +480,7 @@ void fg_escd_init(struct fg_escd *d, const char *pin_dir)
 
 	memset(d, 0, sizeof(*d));
 	if (!(env && *env) && mkdir(ESC_RUN_DIR, 0755) && errno != EEXIST)
-		return;	/* no state file: status shows the live entries only */
+		return; /* no state file: status shows the live entries only */
 	fg_escd_state_path(pin_dir, d->state_path, sizeof(d->state_path));
 }
 
@@ -498,7 +507,7 @@ int fg_escd_tick(struct fg_escd *d, struct fg_maps *m, struct fg_throttle *t,
 	v.bypass = ctl->bypass && (!ctl->bypass_until || ctl->bypass_until > w.now);
 	err = fg_rt_open_maps(&w.rt, m);
 	if (err)
-		goto out;	/* -ENODATA: not stamped yet, next tick */
+		goto out; /* -ENODATA: not stamped yet, next tick */
 	w.open = true;
 	err = fg_rt_list(&w.rt, FG_LIST_NONE, w.now, &w.v, &w.n, NULL, NULL);
 	if (err)
@@ -515,7 +524,7 @@ out:
 	free(w.listed);
 	free(w.rt_allow);
 	if (d->state_path[0] && state_write(d))
-		d->state_path[0] = 0;	/* status then shows the live entries only */
+		d->state_path[0] = 0; /* status then shows the live entries only */
 	return err;
 }
 

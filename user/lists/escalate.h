@@ -37,37 +37,37 @@
 struct fg_config;
 struct fg_maps;
 
-#define FG_ESC_WHO		"floodgated (escalation)"	/* fg_rt.who of escalated entries */
-#define FG_ESC_LINES_PER_TICK	10	/* escalation log lines a tick; the rest summed */
-#define FG_ESC_ADDS_PER_TICK	64	/* entries added a tick (each add reads its family) */
-#define FG_ESC_CHECKS_PER_TICK	4096	/* sources looked up a tick; the rest wait a tick */
+#define FG_ESC_WHO	       "floodgated (escalation)" /* fg_rt.who of escalated entries */
+#define FG_ESC_LINES_PER_TICK  10   /* escalation log lines a tick; the rest summed */
+#define FG_ESC_ADDS_PER_TICK   64   /* entries added a tick (each add reads its family) */
+#define FG_ESC_CHECKS_PER_TICK 4096 /* sources looked up a tick; the rest wait a tick */
 
 /* fg_tracked.esc: what was decided for the source in this stretch. */
 enum fg_esc_state {
 	FG_ESC_NONE = 0,
-	FG_ESC_DONE = 1,	/* escalated, or its prefix was on a runtime list already */
-	FG_ESC_SHADOW = 2,	/* counted as would escalate (escalates if the rule enforces again) */
-	FG_ESC_REFUSED = 3,	/* refused at the cap, counted; tried again when there is room */
-	FG_ESC_ALLOWED = 4,	/* overlaps an allow entry: never escalated */
+	FG_ESC_DONE = 1,    /* escalated, or its prefix was on a runtime list already */
+	FG_ESC_SHADOW = 2,  /* counted as would escalate (escalates if the rule enforces again) */
+	FG_ESC_REFUSED = 3, /* refused at the cap, counted; tried again when there is room */
+	FG_ESC_ALLOWED = 4, /* overlaps an allow entry: never escalated */
 };
 
 /* A rule id's escalation as in force this tick. */
 struct fg_esc_rule {
-	__u8 on;		/* the rule escalates */
-	__u8 shadow;		/* its mode in force is shadow */
+	__u8 on;     /* the rule escalates */
+	__u8 shadow; /* its mode in force is shadow */
 	__u16 gen;
-	__u8 plen4, plen6;	/* the rule's source grouping */
+	__u8 plen4, plen6; /* the rule's source grouping */
 	__u64 after_ns, for_ns;
 	char name[FG_NAME_LEN];
 };
 
 struct fg_esc_view {
-	struct fg_esc_rule rule[FG_MAX_IDS];	/* by rule id */
-	bool bypass;		/* the kill switch is on */
-	__u32 max;		/* escalation: max_entries */
-	size_t live;		/* escalated entries live now; fg_esc_step adds its own */
-	__u64 now;		/* CLOCK_MONOTONIC ns, the tracker's clock and the program's */
-	__u64 wall;		/* CLOCK_REALTIME s, for fg_rt.created */
+	struct fg_esc_rule rule[FG_MAX_IDS]; /* by rule id */
+	bool bypass;			     /* the kill switch is on */
+	__u32 max;			     /* escalation: max_entries */
+	size_t live; /* escalated entries live now; fg_esc_step adds its own */
+	__u64 now;   /* CLOCK_MONOTONIC ns, the tracker's clock and the program's */
+	__u64 wall;  /* CLOCK_REALTIME s, for fg_rt.created */
 };
 
 /* What an escalation touches; the daemon's are the maps, tests fake them. */
@@ -83,21 +83,21 @@ struct fg_esc_ops {
 };
 
 struct fg_esc_counts {
-	__u64 escalated;	/* entries added */
-	__u64 refused;		/* refused at the cap (or a full runtime list), once a source */
-	__u64 shadow;		/* would have escalated, in shadow */
-	__u64 failed;		/* adds that failed otherwise (retried) */
-	size_t live;		/* escalated entries live, as of the last tick */
-	__u32 max;		/* the cap in force */
-	__u32 rules;		/* rules of the active policy that escalate */
+	__u64 escalated; /* entries added */
+	__u64 refused;	 /* refused at the cap (or a full runtime list), once a source */
+	__u64 shadow;	 /* would have escalated, in shadow */
+	__u64 failed;	 /* adds that failed otherwise (retried) */
+	size_t live;	 /* escalated entries live, as of the last tick */
+	__u32 max;	 /* the cap in force */
+	__u32 rules;	 /* rules of the active policy that escalate */
 };
 
 struct fg_esc {
 	struct fg_esc_counts n;
-	int lines;		/* logged this step */
-	__u64 suppressed;	/* not logged: over FG_ESC_LINES_PER_TICK */
-	bool at_cap;		/* the cap's line was logged; again once below it */
-	bool list_full;		/* the full list's line was logged; again after an add */
+	int lines;	  /* logged this step */
+	__u64 suppressed; /* not logged: over FG_ESC_LINES_PER_TICK */
+	bool at_cap;	  /* the cap's line was logged; again once below it */
+	bool list_full;	  /* the full list's line was logged; again after an add */
 };
 
 /* One pass over the tracked sources against v (v->live grows with each
@@ -124,13 +124,13 @@ bool fg_esc_pfx_overlap(const struct fg_esc_pfx *v, size_t n, const struct fg_es
 
 struct fg_escd {
 	struct fg_esc x;
-	struct fg_esc_pfx *allow;	/* the file's allow prefixes, sorted */
+	struct fg_esc_pfx *allow; /* the file's allow prefixes, sorted */
 	size_t nallow;
-	const void *allow_of;		/* ... of this fg_config.pfx, n_pfx */
+	const void *allow_of; /* ... of this fg_config.pfx, n_pfx */
 	size_t allow_n;
-	__u64 allow_ver;		/* ... and fg_config.pol.version */
-	char state_path[PATH_MAX];	/* "" when it cannot be written */
-	bool warned;			/* a failed tick was logged */
+	__u64 allow_ver;	   /* ... and fg_config.pol.version */
+	char state_path[PATH_MAX]; /* "" when it cannot be written */
+	bool warned;		   /* a failed tick was logged */
 };
 
 /* The state file of pin dir pin_dir, for `floodgate status`: in state_dir

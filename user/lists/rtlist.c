@@ -19,11 +19,11 @@ union rt_key {
 
 /* What one walk over a family found. */
 struct rt_scan {
-	bool collect;		/* keep the entries met in v */
+	bool collect; /* keep the entries met in v */
 	struct fg_rt_entry *v;
 	size_t n, cap;
-	size_t live;		/* entries whose time is not over */
-	unsigned int removed;	/* expired entries removed */
+	size_t live;	      /* entries whose time is not over */
+	unsigned int removed; /* expired entries removed */
 };
 
 static const char *list_name(__u32 list)
@@ -90,7 +90,7 @@ void fg_rt_close(struct fg_rt_maps *rt)
 
 bool fg_rt_is_expired(const struct fg_rt *v, __u64 now)
 {
-	return v->expires && now >= v->expires;	/* the program: live while now < expires */
+	return v->expires && now >= v->expires; /* the program: live while now < expires */
 }
 
 void fg_rt_prefix_str(const struct fg_rt_entry *e, char *buf, size_t len)
@@ -201,8 +201,7 @@ static int lookup_exact(int fd, const union rt_key *k, struct fg_rt *v)
  * it only if it is unchanged. 1 removed, 0 gone already (whoever removed it
  * counted it), 2 changed (*seen is the new value), or -errno.
  */
-static int remove_expired(struct fg_rt_maps *rt, int fi, const union rt_key *k,
-			  struct fg_rt *seen)
+static int remove_expired(struct fg_rt_maps *rt, int fi, const union rt_key *k, struct fg_rt *seen)
 {
 	struct fg_rt cur;
 	int fd = rt->fd[fi], err;
@@ -255,7 +254,7 @@ static int read_keys(int fd, union rt_key **out, size_t *nout)
 		return -ENOMEM;
 	for (size_t steps = 0;; steps++) {
 		if (steps > 8 * FG_RT_MAX) {
-			err = -EAGAIN;	/* changing faster than it can be read */
+			err = -EAGAIN; /* changing faster than it can be read */
 			break;
 		}
 		memset(&cur, 0, sizeof(cur));
@@ -324,7 +323,7 @@ static int scan_family(struct rt_scan *s, struct fg_rt_maps *rt, int fi, __u64 n
 		err = lookup_exact(rt->fd[fi], &keys[i], &v);
 		if (err) {
 			err = err == -ENOENT ? 0 : err;
-			continue;	/* deleted meanwhile */
+			continue; /* deleted meanwhile */
 		}
 		/* an entry that changed under the removal is judged again, a few times */
 		for (int tries = 0; r == 2 && tries < 4; tries++) {
@@ -383,7 +382,7 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 			err = remove_expired(rt, fi, &k, &cur);
 			if (err < 0)
 				return err;
-			continue;	/* judge it again */
+			continue; /* judge it again */
 		}
 		if (found && cur.list != n.val.list) {
 			fg_why(why, "%s is on the runtime %s list: 'floodgate %s del %s' first", p,
@@ -394,14 +393,15 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 			if (bpf_map_update_elem(fd, &k, &n.val, BPF_EXIST)) {
 				if (errno != ENOENT)
 					return -errno;
-				continue;	/* deleted meanwhile: insert it */
+				continue; /* deleted meanwhile: insert it */
 			}
 			*updated = true;
 		} else {
 			if (s.live >= FG_RT_MAX) {
-				fg_why(why, "the runtime lists hold %zu IPv%u entries already, the most "
-				       "there may be (%u): delete some first", s.live, n.family,
-				       FG_RT_MAX);
+				fg_why(why,
+				       "the runtime lists hold %zu IPv%u entries already, the most "
+				       "there may be (%u): delete some first",
+				       s.live, n.family, FG_RT_MAX);
 				return -ENOSPC;
 			}
 			/* counted before it is there, so the program never misses it */
@@ -412,9 +412,10 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 				err = -errno;
 				fg_switch_rt_active(&rt->cm, -1);
 				if (err == -EEXIST)
-					continue;	/* added meanwhile: update it */
+					continue; /* added meanwhile: update it */
 				if (err == -ENOSPC)
-					fg_why(why, "%s is full (%u entries)", map_name(fi), FG_RT_MAX);
+					fg_why(why, "%s is full (%u entries)", map_name(fi),
+					       FG_RT_MAX);
 				return err;
 			}
 			*updated = false;
@@ -424,8 +425,10 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 		if (err != -ENOENT)
 			return err;
 	}
-	fg_why(why, "%s was removed again while being added (a concurrent delete or expiry "
-	       "sweep); nothing is listed for it now", p);
+	fg_why(why,
+	       "%s was removed again while being added (a concurrent delete or expiry "
+	       "sweep); nothing is listed for it now",
+	       p);
 	return -EAGAIN;
 }
 
@@ -481,8 +484,8 @@ static int entry_cmp(const void *a, const void *b)
 	return c ? c : x->plen - y->plen;
 }
 
-int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry **out,
-	       size_t *n, size_t *n4, size_t *n6)
+int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry **out, size_t *n,
+	       size_t *n4, size_t *n6)
 {
 	struct rt_scan s = {};
 	size_t live[2] = { 0, 0 }, w = 0;
@@ -544,7 +547,7 @@ int fg_rt_gc_maps(struct fg_maps *m, __u64 now, unsigned int *removed)
 		*removed = 0;
 	err = fg_rt_open_maps(&rt, m);
 	if (err == -ENODATA)
-		return 0;	/* not stamped yet: no entries either */
+		return 0; /* not stamped yet: no entries either */
 	if (err)
 		return err;
 	err = fg_ctl_snapshot(&rt.cm, &c);

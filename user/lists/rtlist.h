@@ -26,20 +26,20 @@
 #include <stddef.h>
 #include "floodgate.h"
 #include "maps/ctl.h"
-#include "maps/fgmaps.h"	/* struct fg_maps, FG_WHY_LEN */
+#include "maps/fgmaps.h" /* struct fg_maps, FG_WHY_LEN */
 
 struct fg_rt_maps {
-	int fd[2];		/* fg_rt4, fg_rt6; borrowed, the caller keeps them open */
-	struct fg_ctl_map cm;	/* fg_ctl, mapped, for rt_active */
+	int fd[2];	      /* fg_rt4, fg_rt6; borrowed, the caller keeps them open */
+	struct fg_ctl_map cm; /* fg_ctl, mapped, for rt_active */
 };
 
 /* One entry as userspace handles it. */
 struct fg_rt_entry {
-	__u8 family;		/* 4 or 6 */
-	__u8 plen;		/* 0..32 or 0..128 */
-	__u8 addr[16];		/* network order, host bits clear; IPv4 in addr[0..3] */
-	bool expired;		/* fg_rt_list: its time was over (it has been removed) */
-	struct fg_rt val;	/* val.plen is set from plen by fg_rt_add */
+	__u8 family;	  /* 4 or 6 */
+	__u8 plen;	  /* 0..32 or 0..128 */
+	__u8 addr[16];	  /* network order, host bits clear; IPv4 in addr[0..3] */
+	bool expired;	  /* fg_rt_list: its time was over (it has been removed) */
+	struct fg_rt val; /* val.plen is set from plen by fg_rt_add */
 };
 
 /* Map the fg_ctl of ctl_fd and use fd4, fd6 (fg_rt4, fg_rt6; types and
@@ -81,8 +81,8 @@ int fg_rt_del(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
  * those of list are returned with expired set. n4, n6 (may be NULL): the
  * live entries per family, both lists (what FG_RT_MAX bounds).
  */
-int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry **out,
-	       size_t *n, size_t *n4, size_t *n6);
+int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry **out, size_t *n,
+	       size_t *n4, size_t *n6);
 
 /* Remove the expired entries of both families; *removed (may be NULL)
  * counts them. */

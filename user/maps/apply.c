@@ -24,7 +24,7 @@
  * element at a time in the kernel, no syscall each): a million prefixes
  * take about 1 s to write, not 2, and a walk with values 0.75 s a million.
  */
-#define LPM_BATCH	65536
+#define LPM_BATCH 65536
 
 /* --- LPM entries of both slots ---------------------------------------------- */
 
@@ -134,7 +134,7 @@ static int lpm_delete(struct fg_maps *m, int fam, const char *keys, size_t n)
 		__u32 cnt = n - done > LPM_BATCH ? LPM_BATCH : (__u32)(n - done);
 		int rc = bpf_map_delete_batch(lpm_fd(m, fam), keys + done * ksz, &cnt, NULL);
 
-		done += cnt;	/* the kernel says how many it did, also on error */
+		done += cnt; /* the kernel says how many it did, also on error */
 		if (rc == -ENOENT)
 			done++;
 		else if (rc)
@@ -240,22 +240,22 @@ struct apply {
 	struct fg_maps *m;
 	struct fg_config *cfg;
 	struct fg_inforce *was;
-	const struct fg_apply_hook *hook;	/* may be NULL */
+	const struct fg_apply_hook *hook; /* may be NULL */
 	char *why;
-	struct fg_ctl_map cm;			/* fg_ctl, mapped */
-	struct fg_ctl ctl;			/* as found */
+	struct fg_ctl_map cm; /* fg_ctl, mapped */
+	struct fg_ctl ctl;    /* as found */
 	struct fg_meta meta;
-	struct fg_policy active;		/* the policy packets read now */
-	__u32 slot, inactive;			/* active and inactive slot */
-	size_t n4, n6;				/* the new policy's prefixes */
-	struct lpm_slots lpm[2];		/* the tries as found: IPv4, IPv6 */
-	struct fg_dir4_img *dir4;		/* the new IPv4 lists, DIR-16-8-8 */
-	struct fg_name names[FG_MAX_IDS];	/* fg_names as found */
-	struct fg_name newnames[FG_MAX_IDS];	/* fg_names once applied */
-	bool claimed[FG_MAX_IDS];		/* ids the new policy uses */
-	bool fresh[FG_MAX_IDS];		/* ids given to new names */
-	bool pool_claimed[FG_POOL_IDS];		/* pool ids the new policy uses */
-	bool pool_fresh[FG_POOL_IDS];		/* pool ids given to new pool names */
+	struct fg_policy active;	     /* the policy packets read now */
+	__u32 slot, inactive;		     /* active and inactive slot */
+	size_t n4, n6;			     /* the new policy's prefixes */
+	struct lpm_slots lpm[2];	     /* the tries as found: IPv4, IPv6 */
+	struct fg_dir4_img *dir4;	     /* the new IPv4 lists, DIR-16-8-8 */
+	struct fg_name names[FG_MAX_IDS];    /* fg_names as found */
+	struct fg_name newnames[FG_MAX_IDS]; /* fg_names once applied */
+	bool claimed[FG_MAX_IDS];	     /* ids the new policy uses */
+	bool fresh[FG_MAX_IDS];		     /* ids given to new names */
+	bool pool_claimed[FG_POOL_IDS];	     /* pool ids the new policy uses */
+	bool pool_fresh[FG_POOL_IDS];	     /* pool ids given to new pool names */
 };
 
 /* What is there now: fg_ctl, fg_meta, fg_names and the active policy. */
@@ -267,13 +267,14 @@ static int apply_read(struct apply *a)
 	if (!err)
 		err = fg_ctl_snapshot(&a->cm, &a->ctl);
 	if (!err && a->ctl.magic != FG_ABI_MAGIC)
-		err = -EPROTO;	/* fg_ctl_init stamps it before any apply */
+		err = -EPROTO; /* fg_ctl_init stamps it before any apply */
 	if (err || (err = fg_meta_read(a->m, &a->meta)) || (err = fg_names_read(a->m, a->names))) {
 		fg_why(a->why, "reading the pin dir: %s", strerror(-err));
 		return err;
 	}
 	if (a->meta.max_sources && a->meta.max_sources != a->cfg->max_sources) {
-		fg_why(a->why, "max_sources changed from %llu to %llu: map sizes are fixed while "
+		fg_why(a->why,
+		       "max_sources changed from %llu to %llu: map sizes are fixed while "
 		       "pinned; restart with 'floodgate detach' first (this drops all buckets)",
 		       (unsigned long long)a->meta.max_sources,
 		       (unsigned long long)a->cfg->max_sources);
@@ -318,9 +319,11 @@ static int apply_capacity(struct apply *a)
 		return err;
 	}
 	if (a->lpm[0].na + a->n4 > max4 || a->lpm[1].na + a->n6 > max6) {
-		fg_why(a->why, "policy has %zu IPv4 / %zu IPv6 prefix entries; next to the active "
+		fg_why(a->why,
+		       "policy has %zu IPv4 / %zu IPv6 prefix entries; next to the active "
 		       "policy's %zu / %zu they do not fit in fg_pfx4/fg_pfx6 (%u / %u entries for "
-		       "both slots)", a->n4, a->n6, a->lpm[0].na, a->lpm[1].na, max4, max6);
+		       "both slots)",
+		       a->n4, a->n6, a->lpm[0].na, a->lpm[1].na, max4, max6);
 		return -ENOSPC;
 	}
 	return apply_dir4(a);
@@ -419,7 +422,7 @@ static int apply_assign_pool_ids(struct apply *a)
 		for (int j = 0; j < FG_POOL_IDS && id < 0; j++)
 			if (!used[j] && !a->pool_claimed[j])
 				id = j;
-		if (id < 0) {	/* not reached: at most FG_MAX_POOLS are used and claimed each */
+		if (id < 0) { /* not reached: at most FG_MAX_POOLS are used and claimed each */
 			fg_why(a->why, "no free pool id (all %d in use)", FG_POOL_IDS);
 			return -ENOSPC;
 		}
@@ -542,7 +545,8 @@ static int write_prefixes(struct apply *a)
 		if (!err)
 			err = lpm_update(a->m, fam, keys, vals, want[fam]);
 		if (err)
-			fg_why(a->why, "writing the IPv%d prefixes: %s", fam ? 6 : 4, strerror(-err));
+			fg_why(a->why, "writing the IPv%d prefixes: %s", fam ? 6 : 4,
+			       strerror(-err));
 		free(keys);
 		free(vals);
 	}
@@ -619,8 +623,10 @@ static void apply_rollback(struct apply *a)
 		if (!a->fresh[id] || !(e = fg_name_write(a->m, id, &a->names[id])) || !a->why)
 			continue;
 		snprintf(first, sizeof(first), "%s", a->why);
-		fg_why(a->why, "%s; giving back rule id %d failed too: %s (it stays taken "
-		       "until the next apply)", first, id, strerror(-e));
+		fg_why(a->why,
+		       "%s; giving back rule id %d failed too: %s (it stays taken "
+		       "until the next apply)",
+		       first, id, strerror(-e));
 	}
 }
 
@@ -640,16 +646,20 @@ static int apply_commit(struct apply *a)
 		freed[id] = !e;
 		if (e && !err) {
 			err = e;
-			fg_why(a->why, "the new policy is active, but freeing the id of removed rule "
-			       "\"%s\" failed: %s", a->names[id].name, strerror(-e));
+			fg_why(a->why,
+			       "the new policy is active, but freeing the id of removed rule "
+			       "\"%s\" failed: %s",
+			       a->names[id].name, strerror(-e));
 		}
 	}
 	id_mask(freed, mask);
 	e = fg_switch_clear_rule_ovr_ids(&a->cm, mask);
 	if (e && !err) {
 		err = e;
-		fg_why(a->why, "the new policy is active, but clearing the overrides of removed "
-		       "rules failed: %s", strerror(-e));
+		fg_why(a->why,
+		       "the new policy is active, but clearing the overrides of removed "
+		       "rules failed: %s",
+		       strerror(-e));
 	}
 	a->meta.max_sources = a->cfg->max_sources;
 	a->meta.file_mode = (__u32)a->cfg->mode;

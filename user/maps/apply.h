@@ -29,10 +29,10 @@ struct fg_pfx_entry;
 /* What was in force just before an apply: the active slot and fg_ctl, for
  * the reload log (reload_log.h) to compare the new file with. */
 struct fg_inforce {
-	struct fg_policy pol;			/* the active slot's policy */
-	struct fg_name names[FG_MAX_IDS];	/* fg_names */
-	struct fg_ctl ctl;			/* file mode, overrides */
-	struct fg_pfx_entry *pfx;		/* the active slot's trie entries, malloc'd */
+	struct fg_policy pol;		  /* the active slot's policy */
+	struct fg_name names[FG_MAX_IDS]; /* fg_names */
+	struct fg_ctl ctl;		  /* file mode, overrides */
+	struct fg_pfx_entry *pfx;	  /* the active slot's trie entries, malloc'd */
 	size_t n_pfx;
 	/* set by a successful apply: the new IPv4 lists' blocks and what the
 	 * trie answers (mapimg.h), and that in one line (fg_dir4_describe), ""

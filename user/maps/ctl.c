@@ -9,8 +9,8 @@
 #include <bpf/bpf.h>
 #include "maps/ctl.h"
 
-#define LOAD(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define LOAD(p)	    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 int fg_ctl_map_open(struct fg_ctl_map *cm, int fd)
 {
@@ -34,7 +34,8 @@ int fg_ctl_map_open(struct fg_ctl_map *cm, int fd)
 	if (c == MAP_FAILED)
 		return -errno;
 	/* magic 0: a fresh map that fg_ctl_init has not stamped yet */
-	if (LOAD(&c->magic) && (LOAD(&c->magic) != FG_ABI_MAGIC || LOAD(&c->abi) != FG_ABI_VERSION)) {
+	if (LOAD(&c->magic) &&
+	    (LOAD(&c->magic) != FG_ABI_MAGIC || LOAD(&c->abi) != FG_ABI_VERSION)) {
 		munmap(c, len);
 		return -EPROTO;
 	}
@@ -214,7 +215,7 @@ __u32 fg_ctl_mode_rule(const struct fg_ctl *c, __u32 id, __u32 file_mode)
 {
 	__u32 ovr = fg_ctl_mode_rule_ovr(c, id);
 
-	if (fg_ctl_mode_global(c) == FG_MODE_SHADOW)	/* global shadow wins over every rule */
+	if (fg_ctl_mode_global(c) == FG_MODE_SHADOW) /* global shadow wins over every rule */
 		return FG_MODE_SHADOW;
 	if (ovr)
 		return ovr == FG_OVR_SHADOW ? FG_MODE_SHADOW : FG_MODE_ENFORCE;

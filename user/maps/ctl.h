@@ -39,7 +39,7 @@
 
 /* A mapping of the fg_ctl map. */
 struct fg_ctl_map {
-	struct fg_ctl *ctl;	/* NULL when closed */
+	struct fg_ctl *ctl; /* NULL when closed */
 	size_t len;
 };
 

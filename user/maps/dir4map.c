@@ -43,7 +43,7 @@ int fg_dir4_write(int dir_fd, int blk_fd, __u32 slot, const struct fg_dir4_img *
 			return fd;
 		if (bpf_map_update_elem(blk_fd, &slot, &fd, BPF_ANY))
 			err = -errno;
-		close(fd);	/* fg_blk4 holds it now */
+		close(fd); /* fg_blk4 holds it now */
 	} else if (bpf_map_delete_elem(blk_fd, &slot) && errno != ENOENT) {
 		err = -errno;
 	}

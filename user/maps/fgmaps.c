@@ -28,36 +28,30 @@
  * open; max_entries 0: any; flags: those that must be set, mmapped maps
  * need BPF_F_MMAPABLE). One place: map_defs and fg_skel_maps expand it.
  */
-#define FG_MAPS(X)								\
-	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1,	\
-	  BPF_F_MMAPABLE)							\
-	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2, 0) \
-	X(FGM_PFX4, fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4),	\
-	  sizeof(struct fg_pfx), 0, 0)						\
-	X(FGM_PFX6, fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6),	\
-	  sizeof(struct fg_pfx), 0, 0)						\
-	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2, 0) \
-	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2, 0) \
-	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0,	\
-	  BPF_F_MMAPABLE)							\
-	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set6), 0,	\
-	  BPF_F_MMAPABLE)							\
-	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG, 0) \
-	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), \
-	  FG_NROWS, 0)								\
-	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name),	\
-	  FG_MAX_IDS, 0)							\
-	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1, 0) \
-	X(FGM_RT4, fg_rt4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key4),	\
-	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
-	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6),	\
-	  sizeof(struct fg_rt), FG_RT_MAX, 0)					\
-	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease),	\
-	  FG_MAX_IDS, BPF_F_MMAPABLE)						\
-	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, \
-	  BPF_F_MMAPABLE)							\
-	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)		\
-	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)		\
+#define FG_MAPS(X)                                                                                 \
+	X(FGM_CTL, fg_ctl, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_ctl), 1, BPF_F_MMAPABLE)        \
+	X(FGM_POLICY, fg_policy, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_policy), 2, 0)            \
+	X(FGM_PFX4, fg_pfx4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm4), sizeof(struct fg_pfx), \
+	  0, 0)                                                                                    \
+	X(FGM_PFX6, fg_pfx6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_lpm6), sizeof(struct fg_pfx), \
+	  0, 0)                                                                                    \
+	X(FGM_DIR4, fg_dir4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_dir4), 2, 0)                  \
+	X(FGM_PIDX, fg_pidx, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_pidx), 2, 0)                  \
+	X(FGM_SRC4, fg_src4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set4), 0, BPF_F_MMAPABLE)     \
+	X(FGM_SRC6, fg_src6, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_set6), 0, BPF_F_MMAPABLE)     \
+	X(FGM_AGG, fg_agg, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_NAGG, 0)               \
+	X(FGM_STATS, fg_stats, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_stats), FG_NROWS, 0) \
+	X(FGM_NAMES, fg_names, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_name), FG_MAX_IDS, 0)       \
+	X(FGM_META, fg_meta, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_meta), 1, 0)                  \
+	X(FGM_RT4, fg_rt4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key4), sizeof(struct fg_rt), \
+	  FG_RT_MAX, 0)                                                                            \
+	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6), sizeof(struct fg_rt), \
+	  FG_RT_MAX, 0)                                                                            \
+	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease), FG_MAX_IDS,         \
+	  BPF_F_MMAPABLE)                                                                          \
+	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, BPF_F_MMAPABLE) \
+	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)                             \
+	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)                               \
 	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)
 
 static const struct {
@@ -70,27 +64,44 @@ static const struct {
 };
 
 const char *const fg_outcome_names[FG_OUT_MAX] = {
-	[FG_OUT_PASS] = "pass", [FG_OUT_DROP] = "drop", [FG_OUT_SHADOW] = "shadow",
-	[FG_OUT_ALLOW] = "allow", [FG_OUT_DENY] = "deny", [FG_OUT_BYPASS] = "bypass",
-	[FG_OUT_MALFORMED] = "malformed", [FG_OUT_NONIP] = "nonip",
-	[FG_OUT_RT_ALLOW] = "rt_allow", [FG_OUT_RT_DENY] = "rt_deny",
+	[FG_OUT_PASS] = "pass",
+	[FG_OUT_DROP] = "drop",
+	[FG_OUT_SHADOW] = "shadow",
+	[FG_OUT_ALLOW] = "allow",
+	[FG_OUT_DENY] = "deny",
+	[FG_OUT_BYPASS] = "bypass",
+	[FG_OUT_MALFORMED] = "malformed",
+	[FG_OUT_NONIP] = "nonip",
+	[FG_OUT_RT_ALLOW] = "rt_allow",
+	[FG_OUT_RT_DENY] = "rt_deny",
 	[FG_OUT_CAP] = "cap",
-	[FG_OUT_SHED] = "shed", [FG_OUT_SHED_SHADOW] = "shed_shadow",
+	[FG_OUT_SHED] = "shed",
+	[FG_OUT_SHED_SHADOW] = "shed_shadow",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
-	[FG_EV_INSERT] = "insert", [FG_EV_OVERFLOW] = "overflow",
-	[FG_EV_INSERT_LIMITED] = "insert_limited", [FG_EV_INSERT_FAIL] = "insert_fail",
-	[FG_EV_FULL_OPEN] = "full_open", [FG_EV_FULL_CLOSED] = "full_closed",
-	[FG_EV_CONTENDED] = "contended", [FG_EV_AGG_DROP] = "agg_drop",
-	[FG_EV_FRAG] = "frag", [FG_EV_BYPASS_EXPIRED] = "bypass_expired",
+	[FG_EV_INSERT] = "insert",
+	[FG_EV_OVERFLOW] = "overflow",
+	[FG_EV_INSERT_LIMITED] = "insert_limited",
+	[FG_EV_INSERT_FAIL] = "insert_fail",
+	[FG_EV_FULL_OPEN] = "full_open",
+	[FG_EV_FULL_CLOSED] = "full_closed",
+	[FG_EV_CONTENDED] = "contended",
+	[FG_EV_AGG_DROP] = "agg_drop",
+	[FG_EV_FRAG] = "frag",
+	[FG_EV_BYPASS_EXPIRED] = "bypass_expired",
 	[FG_EV_RT_EXPIRED] = "rt_expired",
-	[FG_EV_FLEET_DROP] = "fleet_drop", [FG_EV_FLEET_LOSS] = "fleet_loss",
-	[FG_EV_CAP_SHADOW] = "cap_shadow", [FG_EV_CAP_NOSLOT] = "cap_noslot",
-	[FG_EV_CAP_CONTENDED] = "cap_contended", [FG_EV_CAP_NOMEM] = "cap_nomem",
-	[FG_EV_SHED_TIER] = "shed_tier", [FG_EV_SHED_CAP] = "shed_cap",
+	[FG_EV_FLEET_DROP] = "fleet_drop",
+	[FG_EV_FLEET_LOSS] = "fleet_loss",
+	[FG_EV_CAP_SHADOW] = "cap_shadow",
+	[FG_EV_CAP_NOSLOT] = "cap_noslot",
+	[FG_EV_CAP_CONTENDED] = "cap_contended",
+	[FG_EV_CAP_NOMEM] = "cap_nomem",
+	[FG_EV_SHED_TIER] = "shed_tier",
+	[FG_EV_SHED_CAP] = "shed_cap",
 	[FG_EV_SHED_POOL] = "shed_pool",
-	[FG_EV_TEV_CAPPED] = "tev_capped", [FG_EV_TEV_LOST] = "tev_lost",
+	[FG_EV_TEV_CAPPED] = "tev_capped",
+	[FG_EV_TEV_LOST] = "tev_lost",
 };
 
 const char *fg_pin_dir_choose(const char *arg)
@@ -120,8 +131,9 @@ int fg_pin_dir_prepare(const char *dir, char *why)
 		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
 			int err = -errno;
 
-			fg_why(why, "bpffs is not mounted on /sys/fs/bpf and mounting it failed: %s",
-			    strerror(errno));
+			fg_why(why,
+			       "bpffs is not mounted on /sys/fs/bpf and mounting it failed: %s",
+			       strerror(errno));
 			return err;
 		}
 	}
@@ -129,7 +141,7 @@ int fg_pin_dir_prepare(const char *dir, char *why)
 		fg_why(why, "pin dir path too long");
 		return -ENAMETOOLONG;
 	}
-	for (p = tmp + 1; ; p++) {
+	for (p = tmp + 1;; p++) {
 		char c = *p;
 
 		if (c != '/' && c != 0)
@@ -208,11 +220,11 @@ static int rows_batch(int fd, __u32 first, __u32 n, void *vals, size_t rsz)
 		if (err && err != -ENOENT)
 			break;
 		if (count && keys[done] != first + done) {
-			err = -EIO;	/* an array walks its keys in order */
+			err = -EIO; /* an array walks its keys in order */
 			break;
 		}
 		done += count;
-		if (err == -ENOENT || !count) {	/* the map ended: short of row first + n? */
+		if (err == -ENOENT || !count) { /* the map ended: short of row first + n? */
 			err = done < n ? -ENOENT : 0;
 			break;
 		}
@@ -228,8 +240,9 @@ int fg_array_read_rows(struct fg_maps *m, enum fg_map_id id, __u32 first, __u32 
 	int err;
 
 	if (id >= FGM_NMAPS || map_defs[id].key_size != sizeof(__u32) ||
-	    (map_defs[id].type != BPF_MAP_TYPE_ARRAY && map_defs[id].type != BPF_MAP_TYPE_PERCPU_ARRAY))
-		return -EINVAL;	/* rows of an array, keyed by index */
+	    (map_defs[id].type != BPF_MAP_TYPE_ARRAY &&
+	     map_defs[id].type != BPF_MAP_TYPE_PERCPU_ARRAY))
+		return -EINVAL; /* rows of an array, keyed by index */
 	rsz = row_size(m, id);
 	/* defined even where the kernel wrote nothing, and for valgrind, which
 	 * does not know that a batch lookup writes its values */
@@ -259,8 +272,8 @@ int fg_map_max_entries(struct fg_maps *m, enum fg_map_id id, __u32 *max)
 	return 0;
 }
 
-static int check_stamp(const struct fg_ctl *ctl, const struct fg_meta *meta,
-		       const char *dir, char *why)
+static int check_stamp(const struct fg_ctl *ctl, const struct fg_meta *meta, const char *dir,
+		       char *why)
 {
 	/* magic 0: created but never initialised (a crash between load and
 	 * the first apply); anything else must be exactly ours */
@@ -268,13 +281,14 @@ static int check_stamp(const struct fg_ctl *ctl, const struct fg_meta *meta,
 		return 0;
 	if (ctl->magic != FG_ABI_MAGIC || (meta->magic && meta->magic != FG_ABI_MAGIC)) {
 		fg_why(why, "%s does not hold floodgate maps (magic %#x); refusing to touch it",
-		    dir, ctl->magic);
+		       dir, ctl->magic);
 		return -EPROTO;
 	}
 	if (ctl->abi != FG_ABI_VERSION || (meta->abi && meta->abi != FG_ABI_VERSION)) {
-		fg_why(why, "%s was created by floodgate ABI version %u, this is version %u; "
-		    "run the matching 'floodgate detach' (or remove the pin dir) first",
-		    dir, ctl->abi, FG_ABI_VERSION);
+		fg_why(why,
+		       "%s was created by floodgate ABI version %u, this is version %u; "
+		       "run the matching 'floodgate detach' (or remove the pin dir) first",
+		       dir, ctl->abi, FG_ABI_VERSION);
 		return -EPROTO;
 	}
 	return 0;
@@ -291,9 +305,11 @@ static int check_map(int fd, enum fg_map_id id, const char *dir, char *why)
 	    info.value_size != map_defs[id].value_size ||
 	    (map_defs[id].max_entries && info.max_entries != map_defs[id].max_entries) ||
 	    (info.map_flags & map_defs[id].flags) != map_defs[id].flags) {
-		fg_why(why, "%s/%s has an incompatible layout (type %u key %u value %u entries %u "
-		    "flags 0x%x); it was pinned by another floodgate version", dir, map_defs[id].name,
-		    info.type, info.key_size, info.value_size, info.max_entries, info.map_flags);
+		fg_why(why,
+		       "%s/%s has an incompatible layout (type %u key %u value %u entries %u "
+		       "flags 0x%x); it was pinned by another floodgate version",
+		       dir, map_defs[id].name, info.type, info.key_size, info.value_size,
+		       info.max_entries, info.map_flags);
 		return -EPROTO;
 	}
 	return 0;
@@ -334,9 +350,10 @@ int fg_pin_dir_check(const char *dir, __u64 max_sources, char *why)
 	if (err)
 		goto out;
 	if (meta.max_sources && meta.max_sources != max_sources) {
-		fg_why(why, "%s was created with max_sources %llu, the policy asks for %llu; "
-		    "map sizes are fixed while pinned: detach first to change it",
-		    dir, (unsigned long long)meta.max_sources, (unsigned long long)max_sources);
+		fg_why(why,
+		       "%s was created with max_sources %llu, the policy asks for %llu; "
+		       "map sizes are fixed while pinned: detach first to change it",
+		       dir, (unsigned long long)meta.max_sources, (unsigned long long)max_sources);
 		err = -EPROTO;
 	}
 out:
@@ -375,7 +392,7 @@ int fg_maps_open(struct fg_maps *m, const char *dir, char *why)
 		if (m->fd[i] < 0) {
 			err = -errno;
 			fg_why(why, "%s: %s (not a floodgate pin dir, or partly removed)", p,
-			    strerror(errno));
+			       strerror(errno));
 			goto fail;
 		}
 		err = check_map(m->fd[i], i, dir, why);
@@ -498,7 +515,7 @@ void fg_maps_close(struct fg_maps *m)
 
 int fg_maps_lock(struct fg_maps *m, int timeout_ms)
 {
-	for (int waited = 0; ; waited += 10) {
+	for (int waited = 0;; waited += 10) {
 		if (!flock(m->dirfd, LOCK_EX | LOCK_NB)) {
 			m->locked = true;
 			return 0;
@@ -588,7 +605,7 @@ static void stats_add(struct fg_stats *sum, const struct fg_stats *pc)
 /* Rows per batch call: as many as fit in this, so the buffer stays small
  * and warm whatever the CPU count (on 2 CPUs: 80 rows a call, 13 calls;
  * one buffer of all 1025 rows cost more in page faults than it saved). */
-#define STATS_BATCH_BYTES	(64u << 10)
+#define STATS_BATCH_BYTES (64u << 10)
 _Static_assert(sizeof(struct fg_stats) % 8 == 0, "per-CPU values are 8-byte aligned as copied");
 
 int fg_stats_read_row(struct fg_maps *m, __u32 row, struct fg_stats *st)
@@ -630,8 +647,9 @@ int fg_stats_read(struct fg_maps *m, struct fg_stats rows[FG_NROWS])
 		err = fg_array_read_rows(m, FGM_STATS, first, n, buf);
 		for (__u32 r = 0; r < n && !err; r++)
 			for (int c = 0; c < m->ncpus; c++)
-				stats_add(&rows[first + r], (const struct fg_stats *)
-					  (buf + r * rsz + c * sizeof(struct fg_stats)));
+				stats_add(&rows[first + r],
+					  (const struct fg_stats *)(buf + r * rsz +
+								    c * sizeof(struct fg_stats)));
 	}
 	free(buf);
 	return err;
@@ -682,7 +700,7 @@ int fg_ctl_init(struct fg_maps *m, __u32 mode)
 	if (err)
 		return err;
 	if (ctl.magic == FG_ABI_MAGIC)
-		return 0;	/* adopted: keep slot, bypass, overrides, the tables' seeds */
+		return 0; /* adopted: keep slot, bypass, overrides, the tables' seeds */
 	err = table_bits(m, FGM_SRC4, FG_SRC4_MIN_BITS, FG_SRC4_MAX_BITS, &bits);
 	if (!err)
 		err = table_bits(m, FGM_SRC6, FG_SRC6_MIN_BITS, FG_SRC6_MAX_BITS, &bits6);
@@ -777,7 +795,9 @@ int fg_pin_dir_remove(const char *dir, char *why)
 	}
 	if (!on_bpffs(m.dirfd)) {
 		err = -ENOTDIR;
-		fg_why(why, "%s is not on a BPF filesystem: not a floodgate pin dir, nothing removed", dir);
+		fg_why(why,
+		       "%s is not on a BPF filesystem: not a floodgate pin dir, nothing removed",
+		       dir);
 		goto out;
 	}
 	err = fg_maps_lock(&m, 5000);
@@ -826,7 +846,7 @@ int fg_map_dump(int fd, size_t ksz, size_t vsz, __u32 batch, fg_map_each_fn each
 		for (__u32 i = 0; i < cnt && !err; i++)
 			err = each(keys + i * ksz, vals + i * vsz, arg);
 		if (rc == -ENOENT || err)
-			break;	/* the last batch */
+			break; /* the last batch */
 		memcpy(in, out, tsz);
 		first = false;
 	}

@@ -22,9 +22,9 @@
 #include "floodgate.h"
 #include "lib/sysutil.h"
 
-#define FG_PIN_DIR_DEFAULT	"/sys/fs/bpf/floodgate"
-#define FG_PIN_DIR_ENV		"FLOODGATE_PIN_DIR"
-#define FG_LINK_PREFIX		"link_"
+#define FG_PIN_DIR_DEFAULT "/sys/fs/bpf/floodgate"
+#define FG_PIN_DIR_ENV	   "FLOODGATE_PIN_DIR"
+#define FG_LINK_PREFIX	   "link_"
 
 enum fg_map_id {
 	FGM_CTL = 0,
@@ -43,18 +43,18 @@ enum fg_map_id {
 	FGM_RT6,
 	FGM_LEASE,
 	FGM_SHED,
-	FGM_TEV,	/* ring buffer of throttle events (struct fg_tev) */
-	FGM_BLK4,	/* IPv4 list blocks, an inner array per slot (struct fg_blk4) */
-	FGM_CLK,	/* the program's per-CPU clock cache (struct fg_clk) */
+	FGM_TEV,  /* ring buffer of throttle events (struct fg_tev) */
+	FGM_BLK4, /* IPv4 list blocks, an inner array per slot (struct fg_blk4) */
+	FGM_CLK,  /* the program's per-CPU clock cache (struct fg_clk) */
 	FGM_NMAPS,
 };
 
 struct fg_maps {
 	char dir[256];
-	int dirfd;		/* O_DIRECTORY fd, flock()ed while locked */
+	int dirfd; /* O_DIRECTORY fd, flock()ed while locked */
 	bool locked;
 	int fd[FGM_NMAPS];
-	int ncpus;		/* libbpf_num_possible_cpus() */
+	int ncpus; /* libbpf_num_possible_cpus() */
 };
 
 struct floodgate_bpf;

@@ -11,10 +11,10 @@
 /* --- fg_dir4: DIR-16-8-8 ---------------------------------------------------- */
 
 /* The leaf table while building: (list, sets) -> index, open addressing. */
-#define LEAF_SLOTS	(2 * FG_DIR4_LEAVES)
+#define LEAF_SLOTS (2 * FG_DIR4_LEAVES)
 struct leaves {
 	__u64 key[LEAF_SLOTS];
-	__u32 idx[LEAF_SLOTS];	/* index + 1; 0 = empty slot */
+	__u32 idx[LEAF_SLOTS]; /* index + 1; 0 = empty slot */
 };
 
 /* The leaf index of (list, sets), added if new; -1 when the table is full. */
@@ -39,7 +39,8 @@ static int leaf_of(struct leaves *lv, struct fg_dir4_img *img, __u32 list, __u32
 
 static __u32 pfx_addr4(const struct fg_pfx_entry *e)
 {
-	return (__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 | e->addr[3];
+	return (__u32)e->addr[0] << 24 | (__u32)e->addr[1] << 16 | (__u32)e->addr[2] << 8 |
+	       e->addr[3];
 }
 
 /* A range that wants a block: a /16 (key = top 16 bits) or a /24 (top 24),
@@ -81,8 +82,8 @@ static void bit_set(__u8 *m, __u32 i)
  * level-3 block), then level-3 blocks, in both cases for the ranges holding
  * the most long prefixes (see floodgate.h, "the block budget"). */
 struct plan {
-	__u8 *keep16;	/* bit per /16 given a block */
-	__u8 *keep24;	/* bit per /24 given a block */
+	__u8 *keep16; /* bit per /16 given a block */
+	__u8 *keep24; /* bit per /24 given a block */
 };
 
 static void plan_free(struct plan *pl)
@@ -139,7 +140,7 @@ static int plan_make(const struct fg_pfx_entry *pfx, size_t n, struct fg_dir4_im
 		qsort(r24, m24, sizeof(*r24), by_count);
 	for (size_t i = 0; i < m24; i++) {
 		if (!bit_get(pl->keep16, r24[i].key >> 8)) {
-			img->trie24++;		/* under a /16 the trie answers whole */
+			img->trie24++; /* under a /16 the trie answers whole */
 		} else if (left) {
 			bit_set(pl->keep24, r24[i].key);
 			left--;
@@ -179,7 +180,7 @@ static int by_plen(const void *x, const void *y)
 
 	if ((*a)->plen != (*b)->plen)
 		return (*a)->plen - (*b)->plen;
-	return *a < *b ? -1 : *a > *b;	/* stable: a later duplicate wins, as in the trie */
+	return *a < *b ? -1 : *a > *b; /* stable: a later duplicate wins, as in the trie */
 }
 
 /* Paint prefixes shortest first, so a longer one overrides what it lies in;
@@ -195,7 +196,7 @@ static int dir4_paint(const struct fg_pfx_entry **v, size_t n4, const struct pla
 
 	if (!lv)
 		return -ENOMEM;
-	leaf_of(lv, img, FG_LIST_NONE, 0);	/* leaf 0: no list, no set */
+	leaf_of(lv, img, FG_LIST_NONE, 0); /* leaf 0: no list, no set */
 	for (size_t i = 0; i < n4; i++) {
 		const struct fg_pfx_entry *e = v[i];
 		__u32 a = pfx_addr4(e), *base, lo, span, val, *up;
@@ -232,7 +233,7 @@ static int dir4_paint(const struct fg_pfx_entry **v, size_t n4, const struct pla
 			base[lo + j] = val;
 	}
 	free(lv);
-	return used == img->nblk ? 0 : -EFAULT;	/* the plan and the paint disagree: a bug */
+	return used == img->nblk ? 0 : -EFAULT; /* the plan and the paint disagree: a bug */
 }
 
 int fg_dir4_build_budget(const struct fg_pfx_entry *pfx, size_t n, __u32 budget,
@@ -261,7 +262,7 @@ int fg_dir4_build_budget(const struct fg_pfx_entry *pfx, size_t n, __u32 budget,
 	for (size_t i = 0; i < n; i++)
 		if (pfx[i].family == 4 && pfx[i].plen <= 32)
 			v[n4++] = &pfx[i];
-	if (n4)	/* qsort(NULL, 0) is undefined */
+	if (n4) /* qsort(NULL, 0) is undefined */
 		qsort(v, n4, sizeof(*v), by_plen);
 	err = dir4_paint(v, n4, &pl, img);
 out:
@@ -310,20 +311,24 @@ bool fg_dir4_img_fallback(const struct fg_dir4_img *img)
 int fg_dir4_describe(const struct fg_dir4_img *img, char *buf, size_t len)
 {
 	size_t mb = ((size_t)img->nblk * sizeof(struct fg_blk4) + sizeof(struct fg_dir4)) >> 20;
-	int o = snprintf(buf, len, "IPv4 lists: %u blocks of 1 KB (%zu MB a slot, with the "
-			 "/16 directory)", img->nblk, mb);
+	int o = snprintf(buf, len,
+			 "IPv4 lists: %u blocks of 1 KB (%zu MB a slot, with the "
+			 "/16 directory)",
+			 img->nblk, mb);
 
 	if (img->trie16 && o >= 0 && (size_t)o < len)
-		o += snprintf(buf + o, len - (size_t)o, "; %u of %u /16 ranges answered by the trie",
-			      img->trie16, img->n16);
+		o += snprintf(buf + o, len - (size_t)o,
+			      "; %u of %u /16 ranges answered by the trie", img->trie16, img->n16);
 	if (img->trie24 && o >= 0 && (size_t)o < len)
-		o += snprintf(buf + o, len - (size_t)o, "; %u of %u /24 ranges answered by the trie",
-			      img->trie24, img->n24);
+		o += snprintf(buf + o, len - (size_t)o,
+			      "; %u of %u /24 ranges answered by the trie", img->trie24, img->n24);
 	if ((img->trie16 || img->trie24) && o >= 0 && (size_t)o < len)
 		o += snprintf(buf + o, len - (size_t)o, ": the block budget is %u", img->budget);
 	if (img->trie_pfx && o >= 0 && (size_t)o < len)
-		o += snprintf(buf + o, len - (size_t)o, "; %u prefixes answered by the trie: more "
-			      "than %u distinct (list, sets) values", img->trie_pfx, FG_DIR4_LEAVES);
+		o += snprintf(buf + o, len - (size_t)o,
+			      "; %u prefixes answered by the trie: more "
+			      "than %u distinct (list, sets) values",
+			      img->trie_pfx, FG_DIR4_LEAVES);
 	return o;
 }
 
@@ -335,7 +340,13 @@ void fg_dir4_img_free(struct fg_dir4_img *img)
 }
 
 /* What an entry holds in dimension dim: the range lo..hi. */
-enum pdim { PD_DPORT, PD_SPORT, PD_ICMP, PD_PROTO, PD_ANY };
+enum pdim {
+	PD_DPORT,
+	PD_SPORT,
+	PD_ICMP,
+	PD_PROTO,
+	PD_ANY
+};
 
 static void entry_range(const struct fg_match *e, enum pdim dim, unsigned *lo, unsigned *hi)
 {
@@ -434,14 +445,15 @@ int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
 		nb++;
 	}
 	for (int c = 0; c < FG_NPCLASS && !err; c++) {
-		err = pbm_dim(pol->match[c], class_n(pol, c), PD_DPORT, out->cls[c][0], 65536, out, &nb, cut);
+		err = pbm_dim(pol->match[c], class_n(pol, c), PD_DPORT, out->cls[c][0], 65536, out,
+			      &nb, cut);
 		if (!err)
-			err = pbm_dim(pol->match[c], class_n(pol, c), PD_SPORT, out->cls[c][1], 65536,
-				      out, &nb, cut);
+			err = pbm_dim(pol->match[c], class_n(pol, c), PD_SPORT, out->cls[c][1],
+				      65536, out, &nb, cut);
 	}
 	if (!err)
-		err = pbm_dim(pol->match[FG_CLASS_ICMP], class_n(pol, FG_CLASS_ICMP), PD_ICMP, out->k8[0],
-			      256, out, &nb, cut);
+		err = pbm_dim(pol->match[FG_CLASS_ICMP], class_n(pol, FG_CLASS_ICMP), PD_ICMP,
+			      out->k8[0], 256, out, &nb, cut);
 	if (!err)
 		err = pbm_dim(pol->match[FG_CLASS_OTHER], class_n(pol, FG_CLASS_OTHER), PD_PROTO,
 			      out->k8[1], 256, out, &nb, cut);

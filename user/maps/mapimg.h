@@ -18,13 +18,13 @@
  * much of it the trie answers (floodgate.h, "the block budget"). */
 struct fg_dir4_img {
 	struct fg_dir4 dir;
-	struct fg_blk4 *blk;	/* nblk blocks, malloc'd; NULL when 0 */
-	__u32 nblk;		/* blocks used, at most budget */
-	__u32 nleaf;		/* distinct (list, sets) values, leaf 0 included */
-	__u32 budget;		/* blocks it was allowed */
-	__u32 n16, n24;		/* /16s and /24s that want a block (hold a longer prefix) */
-	__u32 trie16, trie24;	/* of those, answered by the trie (FG_DIR4_TRIE) */
-	__u32 trie_pfx;		/* prefixes answered by the trie: no leaf left for their value */
+	struct fg_blk4 *blk;  /* nblk blocks, malloc'd; NULL when 0 */
+	__u32 nblk;	      /* blocks used, at most budget */
+	__u32 nleaf;	      /* distinct (list, sets) values, leaf 0 included */
+	__u32 budget;	      /* blocks it was allowed */
+	__u32 n16, n24;	      /* /16s and /24s that want a block (hold a longer prefix) */
+	__u32 trie16, trie24; /* of those, answered by the trie (FG_DIR4_TRIE) */
+	__u32 trie_pfx;	      /* prefixes answered by the trie: no leaf left for their value */
 };
 
 /* Build it from prefix entries (flattened or not: it mirrors a longest-

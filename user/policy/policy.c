@@ -29,13 +29,13 @@
 #include "policy/policy_int.h"
 #include "lib/units.h"
 
-#define DEFAULT_MAX_SOURCES	(1u << 20)
-#define MIN_MAX_SOURCES		1024u
-#define MAX_MAX_SOURCES		(1u << 24)
-#define MIN_FRAME		64	/* smallest Ethernet frame, bytes */
-#define FULL_FRAME		1514	/* largest untagged 1500-MTU frame */
-#define FRAG_RATE		100	/* default "fragments" rule: 100/s ... */
-#define FRAG_BURST		200	/* ... burst 200 packets */
+#define DEFAULT_MAX_SOURCES (1u << 20)
+#define MIN_MAX_SOURCES	    1024u
+#define MAX_MAX_SOURCES	    (1u << 24)
+#define MIN_FRAME	    64	 /* smallest Ethernet frame, bytes */
+#define FULL_FRAME	    1514 /* largest untagged 1500-MTU frame */
+#define FRAG_RATE	    100	 /* default "fragments" rule: 100/s ... */
+#define FRAG_BURST	    200	 /* ... burst 200 packets */
 
 const char *const fg_mode_names[2] = { "enforce", "shadow" };
 static const char *const verdict_names[] = { "pass", "drop" };
@@ -90,8 +90,8 @@ static int iface_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
 		return err;
 	l = strlen(s);
 	if (l == 0 || l >= sizeof(cfg->ifaces[0]))
-		return FAIL(c, e, "interface name \"%.64s\" must be 1..%zu characters",
-			    s, sizeof(cfg->ifaces[0]) - 1);
+		return FAIL(c, e, "interface name \"%.64s\" must be 1..%zu characters", s,
+			    sizeof(cfg->ifaces[0]) - 1);
 	if (strpbrk(s, "/: \t\n") || !strcmp(s, ".") || !strcmp(s, ".."))
 		return FAIL(c, e, "\"%s\" is not a valid interface name", s);
 	if (cfg->n_ifs == FG_MAX_IFS)
@@ -114,7 +114,12 @@ static int parse_ifaces(struct pol_ctx *c, yaml_node_t *n)
 /* metrics: "host:port", or {listen: "host:port", max_connections: N,
  * per_client: N, timeout: 3s} (metrics.h has the defaults). */
 static const char *const metrics_keys[] = { "listen", "max_connections", "per_client", "timeout" };
-enum { MX_LISTEN, MX_MAXCONN, MX_PERCLIENT, MX_TIMEOUT };
+enum {
+	MX_LISTEN,
+	MX_MAXCONN,
+	MX_PERCLIENT,
+	MX_TIMEOUT
+};
 
 static int parse_metrics_listen(struct pol_ctx *c, yaml_node_t *n)
 {
@@ -133,11 +138,12 @@ static int parse_metrics_listen(struct pol_ctx *c, yaml_node_t *n)
 			    sizeof(cfg->metrics) - 1);
 	colon = strrchr(s, ':');
 	/* an IPv6 host is bracketed: "[::1]:9100" */
-	if (!colon || colon == s || fg_parse_u64(colon + 1, &port) ||
-	    port == 0 || port > 65535 ||
-	    (memchr(s, ':', (size_t)(colon - s)) &&
-	     (s[0] != '[' || colon[-1] != ']')))
-		return FAIL(c, n, "metrics: expected \"host:port\" (e.g. \"127.0.0.1:9100\" or \"[::1]:9100\"), got \"%s\"", s);
+	if (!colon || colon == s || fg_parse_u64(colon + 1, &port) || port == 0 || port > 65535 ||
+	    (memchr(s, ':', (size_t)(colon - s)) && (s[0] != '[' || colon[-1] != ']')))
+		return FAIL(
+			c, n,
+			"metrics: expected \"host:port\" (e.g. \"127.0.0.1:9100\" or \"[::1]:9100\"), got \"%s\"",
+			s);
 	strcpy(cfg->metrics, s);
 	return 0;
 }
@@ -151,10 +157,12 @@ static int parse_metrics_timeout(struct pol_ctx *c, yaml_node_t *n)
 	err = pol_scalar(c, n, "metrics: timeout", &s);
 	if (err)
 		return err;
-	if (fg_parse_duration(s, &ns) || ns % 1000000000ull ||
-	    ns < 1000000000ull || ns > FG_METRICS_TIMEOUT_MAX * 1000000000ull)
-		return FAIL(c, n, "metrics: timeout: expected whole seconds from 1s to %us (e.g. 3s), got \"%.64s\"",
-			    FG_METRICS_TIMEOUT_MAX, s);
+	if (fg_parse_duration(s, &ns) || ns % 1000000000ull || ns < 1000000000ull ||
+	    ns > FG_METRICS_TIMEOUT_MAX * 1000000000ull)
+		return FAIL(
+			c, n,
+			"metrics: timeout: expected whole seconds from 1s to %us (e.g. 3s), got \"%.64s\"",
+			FG_METRICS_TIMEOUT_MAX, s);
 	c->cfg->metrics_timeout_s = (unsigned int)(ns / 1000000000ull);
 	return 0;
 }
@@ -184,8 +192,10 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 		return 0;
 	if (n->type != YAML_MAPPING_NODE)
 		return parse_metrics_listen(c, n);
-	err = pol_read_map(c, n, "metrics", "{listen: \"127.0.0.1:9100\", max_connections: 1024, "
-			   "per_client: 8, timeout: 3s}", &ks);
+	err = pol_read_map(c, n, "metrics",
+			   "{listen: \"127.0.0.1:9100\", max_connections: 1024, "
+			   "per_client: 8, timeout: 3s}",
+			   &ks);
 	if (err)
 		return err;
 	if (!ks.val[MX_LISTEN] || pol_is_null(ks.val[MX_LISTEN]))
@@ -199,17 +209,19 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 		return err;
 	if (ks.val[MX_TIMEOUT] && (err = parse_metrics_timeout(c, ks.val[MX_TIMEOUT])))
 		return err;
-	if (cfg->metrics_per_client > (cfg->metrics_max_conn ? cfg->metrics_max_conn
-							      : FG_METRICS_MAX_CONN))
-		return FAIL(c, ks.val[MX_PERCLIENT], "metrics: per_client %u is more than "
-			    "max_connections %u", cfg->metrics_per_client,
+	if (cfg->metrics_per_client >
+	    (cfg->metrics_max_conn ? cfg->metrics_max_conn : FG_METRICS_MAX_CONN))
+		return FAIL(c, ks.val[MX_PERCLIENT],
+			    "metrics: per_client %u is more than "
+			    "max_connections %u",
+			    cfg->metrics_per_client,
 			    cfg->metrics_max_conn ? cfg->metrics_max_conn : FG_METRICS_MAX_CONN);
 	return 0;
 }
 
 /* One prefix of allow, deny or a source set, counted against FG_MAX_PREFIXES. */
-static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what,
-			    int allow, int deny, struct fg_pfx_src *p)
+static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what, int allow,
+			    int deny, struct fg_pfx_src *p)
 {
 	const char *s, *why;
 	int err;
@@ -231,8 +243,8 @@ static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what,
 	return 0;
 }
 
-int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		       int allow, int deny, struct fg_pfx_src **outv, size_t *outn)
+int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what, int allow, int deny,
+		       struct fg_pfx_src **outv, size_t *outn)
 {
 	yaml_node_item_t *items = NULL;
 	struct fg_pfx_src *v = NULL, p;
@@ -282,7 +294,7 @@ const char *pol_unit_name(int bytes)
 }
 
 struct lim {
-	int set;		/* rate and burst given */
+	int set; /* rate and burst given */
 	int bytes;
 	yaml_node_t *node;
 	struct fg_limit l;
@@ -300,8 +312,12 @@ int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_l
 	unsigned __int128 tau;
 	int bf = 0;
 
-#define LIM_FAIL(is_burst, ...) \
-	do { bf = (is_burst); snprintf(why, whylen, __VA_ARGS__); goto fail; } while (0)
+#define LIM_FAIL(is_burst, ...)                     \
+	do {                                        \
+		bf = (is_burst);                    \
+		snprintf(why, whylen, __VA_ARGS__); \
+		goto fail;                          \
+	} while (0)
 	if (!(rate > 0))
 		LIM_FAIL(0, "rate must be above 0");
 	if (rate > (long double)FG_TU_PER_SEC)
@@ -312,8 +328,10 @@ int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_l
 	/* the time unit is 1/64 ns: past ~1.28e9 per second the rounded
 	 * cost per unit would be off by more than 1% of the rate */
 	if (fabsl(inc - (long double)FG_TU_PER_SEC / rate) * 100 > inc)
-		LIM_FAIL(0, "rate too high for the bucket clock's resolution: "
-			 "at most 1280000000 %s per second per bucket", pol_unit_name(bytes));
+		LIM_FAIL(0,
+			 "rate too high for the bucket clock's resolution: "
+			 "at most 1280000000 %s per second per bucket",
+			 pol_unit_name(bytes));
 	if (inc >= (long double)FG_MAX_TAU)
 		LIM_FAIL(0, "rate too low");
 	if (burst != floorl(burst))
@@ -323,14 +341,17 @@ int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_l
 	if (!bytes && burst < 1)
 		LIM_FAIL(1, "burst must be at least 1 packet");
 	if (bytes && burst < MIN_FRAME)
-		LIM_FAIL(1, "burst of %.0Lf bytes is below the smallest frame (%d bytes)",
-			 burst, MIN_FRAME);
+		LIM_FAIL(1, "burst of %.0Lf bytes is below the smallest frame (%d bytes)", burst,
+			 MIN_FRAME);
 	if (bytes && burst < FULL_FRAME)
-		LIM_FAIL(1, "burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
-			 burst, FULL_FRAME);
+		LIM_FAIL(
+			1,
+			"burst of %.0Lf bytes is below %d bytes: a full-size frame could never pass",
+			burst, FULL_FRAME);
 	tau = (unsigned __int128)(__u64)burst * (__u64)inc;
 	if (tau >= FG_MAX_TAU)
-		LIM_FAIL(1, "burst too large for this rate (burst/rate must stay below %llu seconds)",
+		LIM_FAIL(1,
+			 "burst too large for this rate (burst/rate must stay below %llu seconds)",
 			 (unsigned long long)(FG_MAX_TAU / FG_TU_PER_SEC));
 #undef LIM_FAIL
 	out->inc = (__u64)inc;
@@ -374,7 +395,14 @@ static const char *const limit_keys[] = {
 	"rate", "burst", "prefix_v4", "prefix_v6", "concurrency", "handshake_timeout",
 };
 static const char *const limit_keys_np[] = { "rate", "burst" };
-enum { LK_RATE, LK_BURST, LK_PREFIX_V4, LK_PREFIX_V6, LK_CONN, LK_TTL };
+enum {
+	LK_RATE,
+	LK_BURST,
+	LK_PREFIX_V4,
+	LK_PREFIX_V6,
+	LK_CONN,
+	LK_TTL
+};
 
 int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
 			 long double *rate, long double *burst, int *bytes)
@@ -389,7 +417,8 @@ int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *bu
 	if (err == -ERANGE)
 		return FAIL(c, rate_n, "rate \"%.64s\": number too large", s);
 	if (err)
-		return FAIL(c, rate_n, "bad rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
+		return FAIL(c, rate_n,
+			    "bad rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
 	err = pol_scalar(c, burst_n, "burst", &s);
 	if (err)
 		return err;
@@ -397,10 +426,12 @@ int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *bu
 	if (err == -ERANGE)
 		return FAIL(c, burst_n, "burst \"%.64s\": number too large", s);
 	if (err)
-		return FAIL(c, burst_n, "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)", s);
+		return FAIL(c, burst_n,
+			    "bad burst \"%.64s\" (expected packets like 200 or bytes like 20MB)",
+			    s);
 	if (bbytes != *bytes)
-		return FAIL(c, burst_n, "burst is in %s but rate is in %s",
-			    pol_unit_name(bbytes), pol_unit_name(*bytes));
+		return FAIL(c, burst_n, "burst is in %s but rate is in %s", pol_unit_name(bbytes),
+			    pol_unit_name(*bytes));
 	return 0;
 }
 
@@ -439,7 +470,8 @@ static int parse_conn(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *cap_n, yam
 	int err;
 
 	if (ttl_n && !cap_n)
-		return FAIL(c, ttl_n, "handshake_timeout belongs to a concurrency cap (add concurrency: N)");
+		return FAIL(c, ttl_n,
+			    "handshake_timeout belongs to a concurrency cap (add concurrency: N)");
 	if (!cap_n)
 		return 0;
 	err = pol_parse_uint(c, cap_n, "concurrency", 1, FG_CONN_CAP_MAX, &v);
@@ -458,8 +490,8 @@ static int parse_conn(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *cap_n, yam
 /* {rate, burst} or, with_plen (per_source), {rate, burst, prefix_v4,
  * prefix_v6, concurrency, handshake_timeout}, where a concurrency cap may
  * stand without rate and burst. */
-static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		       int with_plen, struct lim *out)
+static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what, int with_plen,
+		       struct lim *out)
 {
 	struct pol_keys ks = KEYS(what, limit_keys);
 	struct pol_keys ks_np = KEYS(what, limit_keys_np);
@@ -484,7 +516,8 @@ static int parse_limit(struct pol_ctx *c, yaml_node_t *n, const char *what,
 		return FAIL(c, n, "%s: missing burst (e.g. burst: 200)", what);
 	err = pol_parse_rate_burst(c, k->val[LK_RATE], k->val[LK_BURST], &rate, &burst, &bytes);
 	if (!err)
-		err = pol_compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes, &out->l);
+		err = pol_compile_limit(c, k->val[LK_RATE], k->val[LK_BURST], rate, burst, bytes,
+					&out->l);
 	if (err)
 		return err;
 	out->set = 1;
@@ -507,11 +540,23 @@ plen:
 /* ---- rules ------------------------------------------------------------ */
 
 static const char *const rule_keys[] = {
-	"name", "mode", "action", "match", "per_source", "aggregate",
-	"overflow", "on_full", "fleet", "tier", "pool", "escalate",
+	"name",	    "mode",    "action", "match", "per_source", "aggregate",
+	"overflow", "on_full", "fleet",	 "tier",  "pool",	"escalate",
 };
-enum { RK_NAME, RK_MODE, RK_ACTION, RK_MATCH, RK_SRC, RK_AGG, RK_OVF, RK_FULL, RK_FLEET,
-       RK_TIER, RK_POOL, RK_ESC };
+enum {
+	RK_NAME,
+	RK_MODE,
+	RK_ACTION,
+	RK_MATCH,
+	RK_SRC,
+	RK_AGG,
+	RK_OVF,
+	RK_FULL,
+	RK_FLEET,
+	RK_TIER,
+	RK_POOL,
+	RK_ESC
+};
 
 static int valid_name(const char *s)
 {
@@ -528,7 +573,7 @@ struct rule_in {
 	struct lim src, agg, ovf;
 	struct pol_fleet_lim fleet;
 	int action, mode, on_full;
-	int tier, pool;		/* enum fg_tier; 1-based pool, FG_POOL_NONE */
+	int tier, pool; /* enum fg_tier; 1-based pool, FG_POOL_NONE */
 };
 
 /* The rule's name into rs->name: given and unique, or "fragments". */
@@ -544,7 +589,9 @@ static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *k
 		if (v)
 			return FAIL(c, v, "fragments: the rule's name is always \"fragments\"");
 		if (ks->val[RK_MATCH])
-			return FAIL(c, ks->val[RK_MATCH], "fragments: the rule always matches non-first fragments; it takes no match");
+			return FAIL(
+				c, ks->val[RK_MATCH],
+				"fragments: the rule always matches non-first fragments; it takes no match");
 		strcpy(rs->name, "fragments");
 		rs->implicit = 1;
 		return 0;
@@ -556,11 +603,13 @@ static int rule_name(struct pol_ctx *c, yaml_node_t *n, const struct pol_keys *k
 		return FAIL(c, v, "bad rule name \"%.64s\" (1..%d characters of A-Z a-z 0-9 _ . -)",
 			    name, FG_NAME_LEN - 1);
 	if (!strcmp(name, "fragments"))
-		return FAIL(c, v, "rule name \"fragments\" is reserved for the implicit fragments rule (configure it with the top-level fragments: key)");
+		return FAIL(
+			c, v,
+			"rule name \"fragments\" is reserved for the implicit fragments rule (configure it with the top-level fragments: key)");
 	for (i = 0; i < idx; i++)
 		if (!strcmp(c->cfg->rules[i].name, name))
-			return FAIL(c, v, "duplicate rule name \"%s\" (first at line %d)",
-				    name, c->cfg->rules[i].line);
+			return FAIL(c, v, "duplicate rule name \"%s\" (first at line %d)", name,
+				    c->cfg->rules[i].line);
 	strcpy(rs->name, name);
 	return 0;
 }
@@ -589,9 +638,11 @@ static int rule_options(struct pol_ctx *c, struct rule_in *ri)
 
 	if (val[RK_MODE] && (err = ENUM(c, val[RK_MODE], "mode", fg_mode_names, &ri->mode)))
 		return err;
-	if (val[RK_ACTION] && (err = ENUM(c, val[RK_ACTION], "action", fg_action_names, &ri->action)))
+	if (val[RK_ACTION] &&
+	    (err = ENUM(c, val[RK_ACTION], "action", fg_action_names, &ri->action)))
 		return err;
-	if (val[RK_FULL] && (err = ENUM(c, val[RK_FULL], "on_full", fg_on_full_names, &ri->on_full)))
+	if (val[RK_FULL] &&
+	    (err = ENUM(c, val[RK_FULL], "on_full", fg_on_full_names, &ri->on_full)))
 		return err;
 	if (val[RK_SRC] && (err = parse_limit(c, val[RK_SRC], "per_source", 1, &ri->src)))
 		return err;
@@ -612,19 +663,23 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 	const struct pol_fleet_lim *fl = &ri->fleet;
 
 	if (fl->set && !c->cfg->has_fleet)
-		return FAIL(c, fl->node, "a fleet limit needs the top-level fleet: section "
+		return FAIL(c, fl->node,
+			    "a fleet limit needs the top-level fleet: section "
 			    "(fleet: {redis: redis://host:6379})");
 	if (ri->action != FG_ACT_LIMIT) {
-		yaml_node_t *lim = val[RK_SRC] ? val[RK_SRC] : val[RK_AGG] ? val[RK_AGG] :
-				   val[RK_OVF] ? val[RK_OVF] : val[RK_FLEET];
+		yaml_node_t *lim = val[RK_SRC] ? val[RK_SRC] :
+				   val[RK_AGG] ? val[RK_AGG] :
+				   val[RK_OVF] ? val[RK_OVF] :
+						 val[RK_FLEET];
 
 		if (lim)
 			return FAIL(c, lim, "action %s takes no limits (only action: limit does)",
 				    fg_action_names[ri->action]);
 		if (val[RK_TIER] || val[RK_POOL])
-			return FAIL(c, val[RK_TIER] ? val[RK_TIER] : val[RK_POOL],
-				    "action %s takes no %s (only action: limit is shed or draws from a pool)",
-				    fg_action_names[ri->action], val[RK_TIER] ? "tier" : "pool");
+			return FAIL(
+				c, val[RK_TIER] ? val[RK_TIER] : val[RK_POOL],
+				"action %s takes no %s (only action: limit is shed or draws from a pool)",
+				fg_action_names[ri->action], val[RK_TIER] ? "tier" : "pool");
 		if (val[RK_FULL])
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
@@ -632,10 +687,13 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE)
 		return FAIL(c, n, "a limit rule needs per_source, aggregate, fleet and/or pool");
 	if (src->set && agg->set && src->bytes != agg->bytes)
-		return FAIL(c, agg->node, "aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
-			    pol_unit_name(agg->bytes), pol_unit_name(src->bytes));
+		return FAIL(
+			c, agg->node,
+			"aggregate is in %s but per_source is in %s: a rule charges one kind of unit",
+			pol_unit_name(agg->bytes), pol_unit_name(src->bytes));
 	if (fl->set && (src->set || agg->set) && fl->bytes != (src->set ? src->bytes : agg->bytes))
-		return FAIL(c, fl->node, "fleet is in %s but %s is in %s: a rule charges one kind of unit",
+		return FAIL(c, fl->node,
+			    "fleet is in %s but %s is in %s: a rule charges one kind of unit",
 			    pol_unit_name(fl->bytes), src->set ? "per_source" : "aggregate",
 			    pol_unit_name(src->set ? src->bytes : agg->bytes));
 	if (val[RK_OVF] && !src->set)
@@ -676,8 +734,11 @@ static void rule_compile(struct fg_config *cfg, int idx, struct rule_in *ri)
 	fg_mask6(rs->plen6, r->mask6);
 	r->action = (__u8)ri->action;
 	r->mode = (__u8)ri->mode;
-	r->cost = (ri->src.set ? ri->src.bytes : ri->agg.set ? ri->agg.bytes : ri->fleet.bytes) ?
-		  FG_COST_BYTES : FG_COST_PKTS;
+	r->cost = (ri->src.set ? ri->src.bytes :
+		   ri->agg.set ? ri->agg.bytes :
+				 ri->fleet.bytes) ?
+			  FG_COST_BYTES :
+			  FG_COST_PKTS;
 	r->on_full = (__u8)ri->on_full;
 	r->tier = (__u8)ri->tier;
 	r->pool = (__u8)ri->pool;
@@ -727,10 +788,14 @@ static int rule_cap_check(struct pol_ctx *c, const struct rule_in *ri, int idx)
 			if (e->rule != idx)
 				continue;
 			if (cls != FG_CLASS_TCP || e->proto != IPPROTO_TCP)
-				return FAIL(c, at, "concurrency caps count TCP connections: the rule needs match: {proto: tcp} (UDP and other protocols have no connections to count)");
+				return FAIL(
+					c, at,
+					"concurrency caps count TCP connections: the rule needs match: {proto: tcp} (UDP and other protocols have no connections to count)");
 			if ((FG_TCP_SYN & e->tcp_mask) != e->tcp_val &&
 			    ((FG_TCP_SYN | FG_TCP_ECE | FG_TCP_CWR) & e->tcp_mask) != e->tcp_val)
-				return FAIL(c, at, "concurrency: the rule's tcp_flags never match a SYN, so the cap could never refuse a connection");
+				return FAIL(
+					c, at,
+					"concurrency: the rule's tcp_flags never match a SYN, so the cap could never refuse a connection");
 		}
 	}
 	if (fg_conn_cap_of_rule(pol, (__u32)idx, &cap, why))
@@ -748,17 +813,21 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	struct fg_rule_src *rs = &c->cfg->rules[idx];
 	struct rule_in ri = {
 		.ks = KEYS(implicit ? "fragments" : "rule", rule_keys),
-		.action = FG_ACT_LIMIT, .mode = FG_MODE_ENFORCE, .on_full = FG_FULL_OVERFLOW,
+		.action = FG_ACT_LIMIT,
+		.mode = FG_MODE_ENFORCE,
+		.on_full = FG_FULL_OVERFLOW,
 	};
 	int err;
 
 	rs->plen4 = 32;
 	rs->plen6 = 64;
 	if (n) {
-		err = pol_read_map(c, n, implicit ? "fragments" : "rule",
-				   implicit ? "{per_source: {rate: 100/s, burst: 200}}"
-					    : "{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}",
-				   &ri.ks);
+		err = pol_read_map(
+			c, n, implicit ? "fragments" : "rule",
+			implicit ?
+				"{per_source: {rate: 100/s, burst: 200}}" :
+				"{name: ssh, match: {proto: tcp, dport: 22}, per_source: {rate: 10/s, burst: 20}}",
+			&ri.ks);
 		if (err)
 			return err;
 		rs->line = (int)n->start_mark.line + 1;
@@ -771,7 +840,9 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	if (err)
 		return err;
 	if (implicit && ri.src.conn_cap)
-		return FAIL(c, ri.src.conn_node, "fragments: non-first fragments carry no TCP header: no concurrency cap");
+		return FAIL(
+			c, ri.src.conn_node,
+			"fragments: non-first fragments carry no TCP header: no concurrency cap");
 	err = pol_parse_rule_escalate(c, ri.ks.val[RK_ESC], idx,
 				      ri.action == FG_ACT_LIMIT && ri.src.set);
 	if (err)
@@ -797,7 +868,8 @@ static int rule_item(struct pol_ctx *c, yaml_node_t *e, int idx, void *arg)
 static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 {
 	int count, err = pol_each_item(c, n, "rules", FG_MAX_FILE_RULES,
-				       ", besides the implicit fragments rule", rule_item, NULL, &count);
+				       ", besides the implicit fragments rule", rule_item, NULL,
+				       &count);
 
 	if (!err)
 		c->cfg->pol.nrules = (__u32)count;
@@ -807,16 +879,33 @@ static int parse_rules(struct pol_ctx *c, yaml_node_t *n)
 /* ---- the document -------------------------------------------------------- */
 
 static const char *const top_keys[] = {
-	"interfaces", "xdp_mode", "mode", "max_sources", "metrics",
-	"detach_on_exit", "allow", "deny", "malformed", "default",
-	"fragments", "admission", "fleet", "rules", "concurrency", "pools", "shedding",
-	"xdp_attach", "xdp_priority", "xdp_chain", "escalation",
+	"interfaces",	"xdp_mode",  "mode",	    "max_sources", "metrics",	"detach_on_exit",
+	"allow",	"deny",	     "malformed",   "default",	   "fragments", "admission",
+	"fleet",	"rules",     "concurrency", "pools",	   "shedding",	"xdp_attach",
+	"xdp_priority", "xdp_chain", "escalation",
 };
 enum {
-	TK_IFACES, TK_XDP, TK_MODE, TK_MAXSRC, TK_METRICS, TK_DETACH,
-	TK_ALLOW, TK_DENY, TK_MALFORMED, TK_DEFAULT, TK_FRAG, TK_ADMISSION,
-	TK_FLEET, TK_RULES, TK_CONN, TK_POOLS, TK_SHEDDING,
-	TK_XDP_ATTACH, TK_XDP_PRIO, TK_XDP_CHAIN, TK_ESCALATION,
+	TK_IFACES,
+	TK_XDP,
+	TK_MODE,
+	TK_MAXSRC,
+	TK_METRICS,
+	TK_DETACH,
+	TK_ALLOW,
+	TK_DENY,
+	TK_MALFORMED,
+	TK_DEFAULT,
+	TK_FRAG,
+	TK_ADMISSION,
+	TK_FLEET,
+	TK_RULES,
+	TK_CONN,
+	TK_POOLS,
+	TK_SHEDDING,
+	TK_XDP_ATTACH,
+	TK_XDP_PRIO,
+	TK_XDP_CHAIN,
+	TK_ESCALATION,
 };
 
 /* xdp_chain: [pass, ...], the verdicts on which libxdp runs the next program. */
@@ -842,7 +931,8 @@ static int parse_xdp_chain(struct pol_ctx *c, yaml_node_t *n)
 		bits |= 1u << v;
 	}
 	if (!bits)
-		return FAIL(c, n, "xdp_chain: name at least one verdict (libxdp's default is [pass])");
+		return FAIL(c, n,
+			    "xdp_chain: name at least one verdict (libxdp's default is [pass])");
 	c->cfg->xdp_chain = bits;
 	return 0;
 }
@@ -854,11 +944,12 @@ static int parse_attach(struct pol_ctx *c, yaml_node_t *const *val)
 	__u64 prio;
 	int err;
 
-	if (val[TK_XDP_ATTACH] &&
-	    (err = ENUM(c, val[TK_XDP_ATTACH], "xdp_attach", fg_xdp_attach_names, &cfg->xdp_attach)))
+	if (val[TK_XDP_ATTACH] && (err = ENUM(c, val[TK_XDP_ATTACH], "xdp_attach",
+					      fg_xdp_attach_names, &cfg->xdp_attach)))
 		return err;
 	if (val[TK_XDP_PRIO]) {
-		err = pol_parse_uint(c, val[TK_XDP_PRIO], "xdp_priority", 0, FG_XDP_PRIO_MAX, &prio);
+		err = pol_parse_uint(c, val[TK_XDP_PRIO], "xdp_priority", 0, FG_XDP_PRIO_MAX,
+				     &prio);
 		if (err)
 			return err;
 		cfg->xdp_priority = (unsigned int)prio;
@@ -920,7 +1011,9 @@ static int parse_admission(struct pol_ctx *c, yaml_node_t *n)
 	if (err)
 		return err;
 	if (a.bytes)
-		return FAIL(c, n, "admission counts new sources: rate and burst are in keys (packets), not bytes");
+		return FAIL(
+			c, n,
+			"admission counts new sources: rate and burst are in keys (packets), not bytes");
 	c->cfg->admission = a.src;
 	return 0;
 }
@@ -954,12 +1047,9 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 		int key, null_absent;
 		int (*parse)(struct pol_ctx *c, yaml_node_t *n);
 	} sections[] = {
-		{ TK_ADMISSION, 1, parse_admission },
-		{ TK_FLEET, 1, pol_parse_fleet },
-		{ TK_CONN, 1, parse_concurrency },
-		{ TK_POOLS, 0, pol_parse_pools },
-		{ TK_SHEDDING, 1, pol_parse_shedding },
-		{ TK_ESCALATION, 1, pol_parse_escalation },
+		{ TK_ADMISSION, 1, parse_admission },	{ TK_FLEET, 1, pol_parse_fleet },
+		{ TK_CONN, 1, parse_concurrency },	{ TK_POOLS, 0, pol_parse_pools },
+		{ TK_SHEDDING, 1, pol_parse_shedding }, { TK_ESCALATION, 1, pol_parse_escalation },
 		{ TK_RULES, 0, parse_rules },
 	};
 	int err;
@@ -967,7 +1057,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	cfg->xdp_mode = FG_XDP_AUTO;
 	cfg->xdp_attach = FG_ATTACH_AUTO;
 	cfg->xdp_priority = FG_XDP_PRIO_DEFAULT;
-	cfg->xdp_chain = 1u << 2;	/* XDP_PASS */
+	cfg->xdp_chain = 1u << 2; /* XDP_PASS */
 	cfg->mode = FG_MODE_ENFORCE;
 	cfg->max_sources = DEFAULT_MAX_SOURCES;
 	cfg->detach_on_exit = 1;
@@ -982,7 +1072,8 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 		return err;
 	if ((err = parse_globals(c, val)))
 		return err;
-	if (val[TK_ALLOW] && (err = pol_parse_prefixes(c, val[TK_ALLOW], "allow", 1, 0, NULL, NULL)))
+	if (val[TK_ALLOW] &&
+	    (err = pol_parse_prefixes(c, val[TK_ALLOW], "allow", 1, 0, NULL, NULL)))
 		return err;
 	if (val[TK_DENY] && (err = pol_parse_prefixes(c, val[TK_DENY], "deny", 0, 1, NULL, NULL)))
 		return err;
@@ -1019,8 +1110,8 @@ static void ctx_free(struct pol_ctx *c)
 	free(c->pfx);
 }
 
-int fg_config_parse(const char *buf, size_t len, const char *name,
-		    struct fg_config *cfg, struct fg_err *err)
+int fg_config_parse(const char *buf, size_t len, const char *name, struct fg_config *cfg,
+		    struct fg_err *err)
 {
 	struct pol_ctx c = { .cfg = cfg };
 	struct fg_err dummy;
@@ -1034,8 +1125,8 @@ int fg_config_parse(const char *buf, size_t len, const char *name,
 	snprintf(err->file, sizeof(err->file), "%s", name ? name : "<policy>");
 	snprintf(cfg->path, sizeof(cfg->path), "%s", name ? name : "");
 	if (len > FG_MAX_FILE_SIZE) {
-		snprintf(err->msg, sizeof(err->msg), "policy is %zu bytes, larger than the limit of %u",
-			 len, FG_MAX_FILE_SIZE);
+		snprintf(err->msg, sizeof(err->msg),
+			 "policy is %zu bytes, larger than the limit of %u", len, FG_MAX_FILE_SIZE);
 		ret = -EFBIG;
 		goto out;
 	}
@@ -1105,8 +1196,11 @@ static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
 
 static const char *file_type(mode_t m)
 {
-	return S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISCHR(m) ? "a character device" :
-	       S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a file";
+	return S_ISFIFO(m) ? "a FIFO (named pipe)" :
+	       S_ISCHR(m)  ? "a character device" :
+	       S_ISBLK(m)  ? "a block device" :
+	       S_ISSOCK(m) ? "a socket" :
+			     "not a file";
 }
 
 /* Only a regular file: a FIFO or a device could block or never end.
@@ -1128,8 +1222,10 @@ static int read_policy(const char *path, char **buf, size_t *len, struct fg_err 
 	else if (S_ISDIR(st.st_mode))
 		ret = load_err(err, -EISDIR, "is a directory");
 	else if (!S_ISREG(st.st_mode))
-		ret = load_err(err, -EINVAL, "is %s, not a regular file: refused (reading it "
-			       "could block)", file_type(st.st_mode));
+		ret = load_err(err, -EINVAL,
+			       "is %s, not a regular file: refused (reading it "
+			       "could block)",
+			       file_type(st.st_mode));
 	else if (st.st_size > (off_t)FG_MAX_FILE_SIZE)
 		ret = load_err(err, -EFBIG, "policy is %lld bytes, larger than the limit of %u",
 			       (long long)st.st_size, FG_MAX_FILE_SIZE);
@@ -1146,16 +1242,20 @@ static int read_policy(const char *path, char **buf, size_t *len, struct fg_err 
  * at most FG_READ_TIMEOUT_MS. A reader still stuck is left behind; the
  * last of the two to let go of the job frees it.
  */
-#define MAX_STUCK_READS	4	/* readers left behind before loads are refused */
+#define MAX_STUCK_READS 4 /* readers left behind before loads are refused */
 
-enum { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+enum {
+	JOB_RUNNING,
+	JOB_DONE,
+	JOB_ABANDONED
+};
 
-static int stuck_reads;		/* readers left behind and still running (atomic) */
+static int stuck_reads; /* readers left behind and still running (atomic) */
 
 struct read_job {
-	int refs;		/* the caller and the reader (atomic) */
-	int state;		/* JOB_* (atomic) */
-	int done[2];		/* pipe: the reader writes a byte when it is done */
+	int refs;    /* the caller and the reader (atomic) */
+	int state;   /* JOB_* (atomic) */
+	int done[2]; /* pipe: the reader writes a byte when it is done */
 	int ret;
 	char *buf;
 	size_t len;
@@ -1239,8 +1339,10 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 	pthread_t t;
 
 	if (stuck >= MAX_STUCK_READS)
-		return load_err(err, -EBUSY, "%d earlier reads of policy files have not returned "
-				"(a hung file system?): not trying again until one does", stuck);
+		return load_err(err, -EBUSY,
+				"%d earlier reads of policy files have not returned "
+				"(a hung file system?): not trying again until one does",
+				stuck);
 	j = calloc(1, sizeof(*j) + strlen(path) + 1);
 	if (!j)
 		return load_err(err, -ENOMEM, "out of memory");
@@ -1259,13 +1361,13 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 	}
 	ret = wait_reader(j, stop);
 	if (ret && __atomic_exchange_n(&j->state, JOB_ABANDONED, __ATOMIC_ACQ_REL) == JOB_DONE)
-		ret = 0;	/* it finished just now */
+		ret = 0; /* it finished just now */
 	if (!ret)
-		pthread_join(t, NULL);	/* done: it only has to return (no thread left behind) */
+		pthread_join(t, NULL); /* done: it only has to return (no thread left behind) */
 	else
-		pthread_detach(t);	/* stuck: it goes on in the background */
+		pthread_detach(t); /* stuck: it goes on in the background */
 	if (!ret) {
-		__atomic_load_n(&j->state, __ATOMIC_ACQUIRE);	/* the reader's results */
+		__atomic_load_n(&j->state, __ATOMIC_ACQUIRE); /* the reader's results */
 		ret = j->ret;
 		*buf = j->buf;
 		*len = j->len;
@@ -1275,8 +1377,10 @@ static int read_bounded(const char *path, char **buf, size_t *len, struct fg_err
 	} else {
 		__atomic_add_fetch(&stuck_reads, 1, __ATOMIC_RELAXED);
 		if (ret == -ETIMEDOUT)
-			load_err(err, ret, "not read within %d ms (a hung file system?): refused; "
-				 "the attempt goes on in the background", FG_READ_TIMEOUT_MS);
+			load_err(err, ret,
+				 "not read within %d ms (a hung file system?): refused; "
+				 "the attempt goes on in the background",
+				 FG_READ_TIMEOUT_MS);
 		else if (ret == -EINTR)
 			load_err(err, ret, "reading interrupted by a signal");
 		else

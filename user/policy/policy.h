@@ -21,20 +21,20 @@
 #include "shed/shed.h"
 
 enum fg_xdp_mode {
-	FG_XDP_AUTO = 0,	/* native, else generic */
+	FG_XDP_AUTO = 0, /* native, else generic */
 	FG_XDP_NATIVE = 1,
 	FG_XDP_SKB = 2,
 };
 
 /* How floodgated attaches (xdp_attach:; attach.h, docs/libxdp.md). */
 enum fg_xdp_attach {
-	FG_ATTACH_AUTO = 0,	/* libxdp when the kernel can build a dispatcher, else exclusive */
-	FG_ATTACH_LIBXDP = 1,	/* a component of libxdp's dispatcher (alone where it cannot) */
-	FG_ATTACH_EXCLUSIVE = 2,	/* floodgate's own pinned bpf_link */
+	FG_ATTACH_AUTO = 0,	 /* libxdp when the kernel can build a dispatcher, else exclusive */
+	FG_ATTACH_LIBXDP = 1,	 /* a component of libxdp's dispatcher (alone where it cannot) */
+	FG_ATTACH_EXCLUSIVE = 2, /* floodgate's own pinned bpf_link */
 };
 
-#define FG_XDP_PRIO_DEFAULT	1	/* xdp_priority: first, drops before anything expensive */
-#define FG_XDP_PRIO_MAX		1000	/* libxdp's default is 50; xdp-filter's 10 */
+#define FG_XDP_PRIO_DEFAULT 1	 /* xdp_priority: first, drops before anything expensive */
+#define FG_XDP_PRIO_MAX	    1000 /* libxdp's default is 50; xdp-filter's 10 */
 
 /* An error with its place in the file; line and col are 1-based, 0 when
  * the error is not tied to a place (file unreadable, too large). */
@@ -47,73 +47,73 @@ struct fg_err {
 
 /* What the operator wrote for a limit, for `check` and logs. */
 struct fg_limit_src {
-	int set;		/* 0: no such limit */
-	double rate;		/* per second, in cost units */
-	double burst;		/* cost units */
+	int set;      /* 0: no such limit */
+	double rate;  /* per second, in cost units */
+	double burst; /* cost units */
 };
 
 struct fg_rule_src {
 	char name[FG_NAME_LEN];
-	int line;		/* where the rule starts */
+	int line; /* where the rule starts */
 	struct fg_limit_src per_source, aggregate, overflow;
 	int plen4, plen6;
-	int implicit;		/* 1 for the built-in "fragments" rule */
+	int implicit; /* 1 for the built-in "fragments" rule */
 };
 
 /* A capacity pool as written (docs/shedding.md section 4); compiled into
  * cfg->pol.pools[i] at the same index. */
 struct fg_pool_src {
 	char name[FG_NAME_LEN];
-	int line;		/* where the pool starts */
-	struct fg_limit_src lim;	/* rate and burst, in the pool's unit */
-	int bytes;		/* 1: the unit is bytes (pol.pools[i].cost) */
-	double reserve;		/* percent kept for the critical tier, [0, 100) */
-	int noshed;		/* shedding: off (FG_POOL_NOSHED) */
+	int line;		 /* where the pool starts */
+	struct fg_limit_src lim; /* rate and burst, in the pool's unit */
+	int bytes;		 /* 1: the unit is bytes (pol.pools[i].cost) */
+	double reserve;		 /* percent kept for the critical tier, [0, 100) */
+	int noshed;		 /* shedding: off (FG_POOL_NOSHED) */
 };
 
 /* Escalation (docs/floodgate.yaml.5, ESCALATION): a source throttled by a
  * rule for after goes onto the runtime deny list for dur (user/lists/escalate.h). */
-#define FG_ESC_AFTER_DEFAULT_NS	(30ull * 1000000000ull)	/* escalate: after: 30s */
-#define FG_ESC_FOR_DEFAULT_NS	(600ull * 1000000000ull)	/* escalate: for: 10m */
-#define FG_ESC_AFTER_MIN_NS	(1ull * 1000000000ull)	/* the daemon looks once a second */
-#define FG_ESC_AFTER_MAX_NS	(86400ull * 1000000000ull)	/* 1d */
+#define FG_ESC_AFTER_DEFAULT_NS (30ull * 1000000000ull)	   /* escalate: after: 30s */
+#define FG_ESC_FOR_DEFAULT_NS	(600ull * 1000000000ull)   /* escalate: for: 10m */
+#define FG_ESC_AFTER_MIN_NS	(1ull * 1000000000ull)	   /* the daemon looks once a second */
+#define FG_ESC_AFTER_MAX_NS	(86400ull * 1000000000ull) /* 1d */
 #define FG_ESC_FOR_MIN_NS	(1ull * 1000000000ull)
-#define FG_ESC_FOR_MAX_NS	(7ull * 86400ull * 1000000000ull)	/* 7d */
-#define FG_ESC_MAX_DEFAULT	256	/* escalation: max_entries, both families together */
-#define FG_ESC_MAX_MAX		(FG_RT_MAX / 2)	/* half a family's runtime list stays the operator's */
+#define FG_ESC_FOR_MAX_NS	(7ull * 86400ull * 1000000000ull) /* 7d */
+#define FG_ESC_MAX_DEFAULT	256 /* escalation: max_entries, both families together */
+#define FG_ESC_MAX_MAX		(FG_RT_MAX / 2) /* half a family's runtime list stays the operator's */
 
 struct fg_esc_rule_conf {
-	int set;		/* the rule has escalate: */
-	__u64 after_ns;		/* throttled this long without a break ... */
-	__u64 for_ns;		/* ... denied this long */
+	int set;	/* the rule has escalate: */
+	__u64 after_ns; /* throttled this long without a break ... */
+	__u64 for_ns;	/* ... denied this long */
 };
 
-#define FG_MAX_FILE_SIZE	(16u << 20)	/* policy files larger are refused */
-#define FG_READ_TIMEOUT_MS	3000	/* opening and reading a policy file, at most */
+#define FG_MAX_FILE_SIZE   (16u << 20) /* policy files larger are refused */
+#define FG_READ_TIMEOUT_MS 3000	       /* opening and reading a policy file, at most */
 /* FG_MAX_PREFIXES (allow + deny + set prefixes) is in floodgate.h */
 
 struct fg_config {
 	char path[256];
 	char ifaces[FG_MAX_IFS][16];
 	int n_ifs;
-	int xdp_mode;			/* enum fg_xdp_mode */
-	int xdp_attach;			/* enum fg_xdp_attach */
-	unsigned int xdp_priority;	/* libxdp run priority, 0..FG_XDP_PRIO_MAX, lower first */
-	__u32 xdp_chain;		/* bit 1 << XDP_x per chain-call action; 1 << XDP_PASS by default */
-	int mode;			/* enum fg_mode, global */
-	__u64 max_sources;		/* size of fg_src4 and of fg_src6 */
-	char metrics[128];		/* "host:port" for Prometheus, "" = off */
+	int xdp_mode;		   /* enum fg_xdp_mode */
+	int xdp_attach;		   /* enum fg_xdp_attach */
+	unsigned int xdp_priority; /* libxdp run priority, 0..FG_XDP_PRIO_MAX, lower first */
+	__u32 xdp_chain;   /* bit 1 << XDP_x per chain-call action; 1 << XDP_PASS by default */
+	int mode;	   /* enum fg_mode, global */
+	__u64 max_sources; /* size of fg_src4 and of fg_src6 */
+	char metrics[128]; /* "host:port" for Prometheus, "" = off */
 	/* metrics: {max_connections, per_client, timeout}; 0: metrics.h's default */
 	unsigned int metrics_max_conn, metrics_per_client, metrics_timeout_s;
-	int detach_on_exit;		/* SIGTERM detaches and unpins (default 1) */
+	int detach_on_exit; /* SIGTERM detaches and unpins (default 1) */
 	/* compiled policy: rules[i].id and .gen are left 0, the daemon
 	 * assigns them by name; ins is left 0, see fg_policy_set_admission */
 	struct fg_policy pol;
-	struct fg_rule_src rules[FG_MAX_RULES];	/* parallel to pol.rules */
-	struct fg_pfx_entry *pfx;	/* flattened, malloc'd */
+	struct fg_rule_src rules[FG_MAX_RULES]; /* parallel to pol.rules */
+	struct fg_pfx_entry *pfx;		/* flattened, malloc'd */
 	size_t n_pfx;
-	size_t n_allow, n_deny;		/* as written, before flattening */
-	struct fg_limit_src admission;	/* explicit new-key limit, if set */
+	size_t n_allow, n_deny;	       /* as written, before flattening */
+	struct fg_limit_src admission; /* explicit new-key limit, if set */
 	/* fleet-wide limits (docs/fleet.md): the top-level fleet: section;
 	 * has_fleet 0 (the section absent) leaves fleet all zero */
 	int has_fleet;
@@ -126,18 +126,18 @@ struct fg_config {
 	struct fg_fleet_rule_conf fleet_rules[FG_MAX_RULES];
 	struct fg_limit fleet_local[FG_MAX_RULES];
 	/* concurrency: the counting side of the caps (docs/concurrency.md) */
-	__u64 conn_reconcile_ms;	/* reconcile period */
-	__u32 conn_max_keys;		/* fgc_count and fgc_pend entries each */
+	__u64 conn_reconcile_ms; /* reconcile period */
+	__u32 conn_max_keys;	 /* fgc_count and fgc_pend entries each */
 	/* load shedding (docs/shedding.md): the pools (pol.pools, pol.npools
 	 * compiled; rules' tier and pool in pol.rules) and the top-level
 	 * shedding: section. has_shedding 0 (absent): shed and shed_signal
 	 * are all zero and the daemon runs no controller; tiers then do
 	 * nothing, pools still apply */
-	struct fg_pool_src pools[FG_MAX_POOLS];	/* parallel to pol.pools */
+	struct fg_pool_src pools[FG_MAX_POOLS]; /* parallel to pol.pools */
 	int has_shedding;
-	struct fg_shed_cfg shed;	/* validated with fg_shed_cfg_check; tiers = those in use */
-	struct fg_signal shed_signal;	/* parsed, not opened (fg_signal_open it) */
-	int shed_mode;			/* enum fg_mode: shadow counts what would be shed (fg_shed_ctl.shadow) */
+	struct fg_shed_cfg shed;      /* validated with fg_shed_cfg_check; tiers = those in use */
+	struct fg_signal shed_signal; /* parsed, not opened (fg_signal_open it) */
+	int shed_mode; /* enum fg_mode: shadow counts what would be shed (fg_shed_ctl.shadow) */
 	/* escalation (user/lists/escalate.h): parallel to pol.rules, and the cap of
 	 * the escalation: section (FG_ESC_MAX_DEFAULT when absent) */
 	struct fg_esc_rule_conf esc[FG_MAX_RULES];
@@ -155,8 +155,8 @@ int fg_config_load(const char *path, struct fg_config *cfg, struct fg_err *err);
 /* The same, and a signal that leaves *stop non-zero ends the wait (-EINTR). */
 int fg_config_load_until(const char *path, struct fg_config *cfg, struct fg_err *err,
 			 const volatile sig_atomic_t *stop);
-int fg_config_parse(const char *buf, size_t len, const char *name,
-		    struct fg_config *cfg, struct fg_err *err);
+int fg_config_parse(const char *buf, size_t len, const char *name, struct fg_config *cfg,
+		    struct fg_err *err);
 void fg_config_free(struct fg_config *cfg);
 /* Free a malloc'd list of prefix entries and leave it empty (NULL, 0). */
 void fg_pfx_list_free(struct fg_pfx_entry **pfx, size_t *n);
@@ -185,19 +185,19 @@ void fg_config_print(FILE *f, const struct fg_config *cfg);
 extern const char *const fg_mode_names[2];
 extern const char *const fg_action_names[3];
 extern const char *const fg_on_full_names[3];
-extern const char *const fg_on_loss_names[3];	/* enum fg_on_loss */
+extern const char *const fg_on_loss_names[3]; /* enum fg_on_loss */
 extern const char *const fg_xdp_mode_names[3];
-extern const char *const fg_xdp_attach_names[3];	/* enum fg_xdp_attach */
-extern const char *const fg_xdp_action_names[5];	/* XDP_ABORTED..XDP_REDIRECT */
+extern const char *const fg_xdp_attach_names[3]; /* enum fg_xdp_attach */
+extern const char *const fg_xdp_action_names[5]; /* XDP_ABORTED..XDP_REDIRECT */
 extern const char *const fg_class_names[FG_NCLASS];
 
 /* TCP flags by name ("syn") and by letter ("S", as in "S/SA"). */
 struct fg_tcp_flag {
 	const char *name;
 	char letter;
-	__u8 bit;		/* FG_TCP_* */
+	__u8 bit; /* FG_TCP_* */
 };
-#define FG_NTCP_FLAGS	8
+#define FG_NTCP_FLAGS 8
 extern const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS];
 
 #endif /* FG_POLICY_H */

@@ -11,10 +11,15 @@
 #include "policy/policy_int.h"
 
 static const char *const esc_rule_keys[] = { "after", "for" };
-enum { EK_AFTER, EK_FOR };
+enum {
+	EK_AFTER,
+	EK_FOR
+};
 
 static const char *const esc_keys[] = { "max_entries" };
-enum { EK_MAX };
+enum {
+	EK_MAX
+};
 
 /* A duration key of escalate: within [lo, hi] ns (beyond: "out of range (1s..1d)"). */
 static int esc_duration(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
@@ -28,7 +33,9 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 {
 	struct pol_keys ks = KEYS("escalate", esc_rule_keys);
 	struct fg_esc_rule_conf e = {
-		.set = 1, .after_ns = FG_ESC_AFTER_DEFAULT_NS, .for_ns = FG_ESC_FOR_DEFAULT_NS,
+		.set = 1,
+		.after_ns = FG_ESC_AFTER_DEFAULT_NS,
+		.for_ns = FG_ESC_FOR_DEFAULT_NS,
 	};
 	int err;
 
@@ -38,7 +45,8 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 	if (err)
 		return err;
 	if (!has_rate)
-		return FAIL(c, n, "escalate needs action: limit with a per_source rate: a source is "
+		return FAIL(c, n,
+			    "escalate needs action: limit with a per_source rate: a source is "
 			    "escalated for being throttled by its own bucket");
 	if (ks.val[EK_AFTER] &&
 	    (err = esc_duration(c, ks.val[EK_AFTER], "after", FG_ESC_AFTER_MIN_NS,
@@ -57,6 +65,7 @@ int pol_parse_escalation(struct pol_ctx *c, yaml_node_t *n)
 	struct pol_keys ks = KEYS("escalation", esc_keys);
 	int err = pol_read_map(c, n, "escalation", "{max_entries: 256}", &ks);
 
-	return err ? err : pol_parse_u32_opt(c, ks.val[EK_MAX], "escalation: max_entries", 1,
-					     FG_ESC_MAX_MAX, &c->cfg->esc_max);
+	return err ? err :
+		     pol_parse_u32_opt(c, ks.val[EK_MAX], "escalation: max_entries", 1,
+				       FG_ESC_MAX_MAX, &c->cfg->esc_max);
 }

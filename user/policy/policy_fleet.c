@@ -15,24 +15,35 @@
 #include "lib/units.h"
 
 _Static_assert((int)FG_LOSS_LOCAL == (int)FG_FLEET_LOSS_LOCAL &&
-	       (int)FG_LOSS_OPEN == (int)FG_FLEET_LOSS_OPEN &&
-	       (int)FG_LOSS_CLOSED == (int)FG_FLEET_LOSS_CLOSED, "the engine's on_loss is the ABI's");
+		       (int)FG_LOSS_OPEN == (int)FG_FLEET_LOSS_OPEN &&
+		       (int)FG_LOSS_CLOSED == (int)FG_FLEET_LOSS_CLOSED,
+	       "the engine's on_loss is the ABI's");
 
 const char *const fg_on_loss_names[3] = { "local", "open", "closed" };
 
 /* What the engine accepts (fg_fleet_add_rule). */
-#define FLEET_MIN_RATE	1e-3
-#define FLEET_MAX	1e15
+#define FLEET_MIN_RATE 1e-3
+#define FLEET_MAX      1e15
 
 static const char *const fleet_keys[] = {
 	"redis", "password", "db", "node", "prefix", "lease_interval", "deadline", "lease",
 };
-enum { FK_REDIS, FK_PASSWORD, FK_DB, FK_NODE, FK_PREFIX, FK_INTERVAL, FK_DEADLINE, FK_LEASE };
+enum {
+	FK_REDIS,
+	FK_PASSWORD,
+	FK_DB,
+	FK_NODE,
+	FK_PREFIX,
+	FK_INTERVAL,
+	FK_DEADLINE,
+	FK_LEASE
+};
 
 static int valid_word(const char *s)
 {
-	return *s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
-		     strlen(s);
+	return *s &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+		       strlen(s);
 }
 
 /* node: and prefix: are parts of Redis keys and values. */
@@ -63,7 +74,8 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 l
 	if (ns % 1000000)
 		return FAIL(c, n, "fleet: %s: %s is not a whole number of milliseconds", what, s);
 	if (ns / 1000000 < lo || ns / 1000000 > hi)
-		return FAIL(c, n, "fleet: %s: %s is out of range (%u ms .. %u ms)", what, s, lo, hi);
+		return FAIL(c, n, "fleet: %s: %s is out of range (%u ms .. %u ms)", what, s, lo,
+			    hi);
 	*out = (__u32)(ns / 1000000);
 	return 0;
 }
@@ -86,7 +98,8 @@ static int parse_redis(struct pol_ctx *c, yaml_node_t *const *val, struct fg_fle
 		if (err)
 			return err;
 		if (!*s || strlen(s) >= sizeof(fc->redis.password))
-			return FAIL(c, val[FK_PASSWORD], "fleet: password must be 1..%zu characters",
+			return FAIL(c, val[FK_PASSWORD],
+				    "fleet: password must be 1..%zu characters",
 				    sizeof(fc->redis.password) - 1);
 		memcpy(fc->redis.password, s, strlen(s) + 1);
 	}
@@ -112,28 +125,28 @@ static int parse_timing(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *const *v
 	    (err = parse_ms(c, val[FK_INTERVAL], "lease_interval", FG_FLEET_MIN_INTERVAL_MS,
 			    FG_FLEET_MAX_INTERVAL_MS, &fc->interval_ms)))
 		return err;
-	if (val[FK_DEADLINE] &&
-	    (err = parse_ms(c, val[FK_DEADLINE], "deadline", 1, FG_FLEET_MAX_INTERVAL_MS,
-			    &fc->deadline_ms)))
+	if (val[FK_DEADLINE] && (err = parse_ms(c, val[FK_DEADLINE], "deadline", 1,
+						FG_FLEET_MAX_INTERVAL_MS, &fc->deadline_ms)))
 		return err;
 	fc->lease_ms = 2 * fc->interval_ms;
-	if (val[FK_LEASE] &&
-	    (err = parse_ms(c, val[FK_LEASE], "lease", 1, 10 * FG_FLEET_MAX_INTERVAL_MS,
-			    &fc->lease_ms)))
+	if (val[FK_LEASE] && (err = parse_ms(c, val[FK_LEASE], "lease", 1,
+					     10 * FG_FLEET_MAX_INTERVAL_MS, &fc->lease_ms)))
 		return err;
 	if (fc->deadline_ms >= fc->interval_ms)
 		return FAIL(c, val[FK_DEADLINE] ? val[FK_DEADLINE] : n,
 			    "fleet: deadline %u ms must be shorter than lease_interval (%u ms)",
 			    fc->deadline_ms, fc->interval_ms);
 	if (fc->lease_ms <= fc->interval_ms + fc->deadline_ms + margin)
-		return FAIL(c, val[FK_LEASE] ? val[FK_LEASE] : n,
-			    "fleet: lease %u ms must exceed lease_interval + deadline + %u ms (%u ms), "
-			    "or a lease runs out before its renewal", fc->lease_ms, margin,
-			    fc->interval_ms + fc->deadline_ms + margin);
+		return FAIL(
+			c, val[FK_LEASE] ? val[FK_LEASE] : n,
+			"fleet: lease %u ms must exceed lease_interval + deadline + %u ms (%u ms), "
+			"or a lease runs out before its renewal",
+			fc->lease_ms, margin, fc->interval_ms + fc->deadline_ms + margin);
 	if (fc->lease_ms > 10 * fc->interval_ms)
-		return FAIL(c, val[FK_LEASE] ? val[FK_LEASE] : n,
-			    "fleet: lease %u ms is more than 10 lease intervals (%u ms): the outstanding bound grows with it",
-			    fc->lease_ms, 10 * fc->interval_ms);
+		return FAIL(
+			c, val[FK_LEASE] ? val[FK_LEASE] : n,
+			"fleet: lease %u ms is more than 10 lease intervals (%u ms): the outstanding bound grows with it",
+			fc->lease_ms, 10 * fc->interval_ms);
 	return 0;
 }
 
@@ -148,7 +161,9 @@ int pol_parse_fleet(struct pol_ctx *c, yaml_node_t *n)
 	if (err)
 		return err;
 	if (!val[FK_REDIS])
-		return FAIL(c, n, "fleet: missing redis (e.g. redis: redis://10.0.0.5:6379 or unix:/run/redis/redis.sock)");
+		return FAIL(
+			c, n,
+			"fleet: missing redis (e.g. redis: redis://10.0.0.5:6379 or unix:/run/redis/redis.sock)");
 	if ((err = parse_redis(c, val, fc)))
 		return err;
 	if (val[FK_NODE]) {
@@ -159,11 +174,13 @@ int pol_parse_fleet(struct pol_ctx *c, yaml_node_t *n)
 		char host[256] = "";
 
 		if (gethostname(host, sizeof(host) - 1))
-			return FAIL(c, n, "fleet: no node: and gethostname failed: %s", strerror(errno));
+			return FAIL(c, n, "fleet: no node: and gethostname failed: %s",
+				    strerror(errno));
 		if (!valid_word(host) || strlen(host) >= sizeof(fc->node))
-			return FAIL(c, n, "fleet: the host name \"%.64s\" is no valid node name "
-				    "(1..%zu characters of A-Z a-z 0-9 _ . -): set node:", host,
-				    sizeof(fc->node) - 1);
+			return FAIL(c, n,
+				    "fleet: the host name \"%.64s\" is no valid node name "
+				    "(1..%zu characters of A-Z a-z 0-9 _ . -): set node:",
+				    host, sizeof(fc->node) - 1);
 		memcpy(fc->node, host, strlen(host) + 1);
 	}
 	strcpy(fc->prefix, "floodgate");
@@ -182,7 +199,13 @@ int pol_parse_fleet(struct pol_ctx *c, yaml_node_t *n)
 static const char *const fleet_rule_keys[] = {
 	"rate", "burst", "on_loss", "local_rate", "local_burst",
 };
-enum { FR_RATE, FR_BURST, FR_ON_LOSS, FR_LOCAL_RATE, FR_LOCAL_BURST };
+enum {
+	FR_RATE,
+	FR_BURST,
+	FR_ON_LOSS,
+	FR_LOCAL_RATE,
+	FR_LOCAL_BURST
+};
 
 /* local_rate: (a rate) or local_burst: (a burst) into *v: in the fleet limit's unit (bytes),
  * at most the fleet's own figure max (above: which one, and why it matters). */
@@ -196,10 +219,11 @@ static int parse_local_one(struct pol_ctx *c, yaml_node_t *n, const char *what, 
 		return err;
 	if (rate ? fg_parse_rate(s, v, &bytes) : fg_parse_burst(s, v, &bytes))
 		return FAIL(c, n, "fleet: bad %s \"%.64s\" (expected %s)", what, s,
-			    rate ? "N/s, N/m, N/h or bytes like 10MB/s" : "packets like 200 or bytes like 20MB");
+			    rate ? "N/s, N/m, N/h or bytes like 10MB/s" :
+				   "packets like 200 or bytes like 20MB");
 	if (bytes != unit)
-		return FAIL(c, n, "fleet: %s is in %s but rate is in %s", what, pol_unit_name(bytes),
-			    pol_unit_name(unit));
+		return FAIL(c, n, "fleet: %s is in %s but rate is in %s", what,
+			    pol_unit_name(bytes), pol_unit_name(unit));
 	if (*v > (long double)max)
 		return FAIL(c, n, "fleet: %s is above the fleet's %s", what, above);
 	return 0;
@@ -216,18 +240,20 @@ static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fl
 	if (!val[FR_LOCAL_RATE]) {
 		if (val[FR_LOCAL_BURST])
 			return FAIL(c, val[FR_LOCAL_BURST], "fleet: local_burst needs local_rate");
-		return 0;	/* rate / nodes, compiled by the daemon */
+		return 0; /* rate / nodes, compiled by the daemon */
 	}
 	if (rc->on_loss != FG_LOSS_LOCAL)
-		return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate is only used with on_loss: local");
+		return FAIL(c, val[FR_LOCAL_RATE],
+			    "fleet: local_rate is only used with on_loss: local");
 	if ((err = parse_local_one(c, val[FR_LOCAL_RATE], "local_rate", out->bytes, rc->rate,
-				   "rate: one node alone would admit more than the whole fleet", &lr)))
+				   "rate: one node alone would admit more than the whole fleet",
+				   &lr)))
 		return err;
 	rc->local_rate = (double)lr;
 	if (!val[FR_LOCAL_BURST]) {
 		/* the fleet's burst scaled like the rate, rounded */
-		if (fg_limit_share(rc->local_rate, rc->local_rate * rc->burst / rc->rate, out->bytes,
-				   &out->local, why, sizeof(why)))
+		if (fg_limit_share(rc->local_rate, rc->local_rate * rc->burst / rc->rate,
+				   out->bytes, &out->local, why, sizeof(why)))
 			return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate: %s", why);
 		return 0;
 	}
@@ -259,14 +285,16 @@ int pol_parse_fleet_rule(struct pol_ctx *c, yaml_node_t *n, struct pol_fleet_lim
 	/* the fleet bucket lives in Redis, but its limit is written and
 	 * checked like every other */
 	if (!err)
-		err = pol_compile_limit(c, val[FR_RATE], val[FR_BURST], rate, burst, out->bytes, &whole);
+		err = pol_compile_limit(c, val[FR_RATE], val[FR_BURST], rate, burst, out->bytes,
+					&whole);
 	if (err)
 		return err;
 	if (rate < FLEET_MIN_RATE || rate > FLEET_MAX)
 		return FAIL(c, val[FR_RATE], "fleet: rate must be 0.001/s .. 1e15/s");
 	if (burst > FLEET_MAX)
 		return FAIL(c, val[FR_BURST], "fleet: burst must be at most 1e15");
-	if (val[FR_ON_LOSS] && (err = ENUM(c, val[FR_ON_LOSS], "on_loss", fg_on_loss_names, &on_loss)))
+	if (val[FR_ON_LOSS] &&
+	    (err = ENUM(c, val[FR_ON_LOSS], "on_loss", fg_on_loss_names, &on_loss)))
 		return err;
 	out->rc.rate = (double)rate;
 	out->rc.burst = (double)burst;
@@ -292,12 +320,14 @@ int pol_fleet_check(struct pol_ctx *c)
 		return 0;
 	f = fg_fleet_new(&cfg->fleet, why, sizeof(why));
 	if (!f)
-		return errno == ENOMEM ? pol_fail_nomem(c) : FAIL(c, c->fleet_sec, "fleet: %s", why);
+		return errno == ENOMEM ? pol_fail_nomem(c) :
+					 FAIL(c, c->fleet_sec, "fleet: %s", why);
 	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES && !err; i++) {
 		if (!cfg->pol.rules[i].fleet)
 			continue;
 		if (fg_fleet_add_rule(f, &cfg->fleet_rules[i], why, sizeof(why)) < 0)
-			err = FAIL(c, c->fleet_rule[i] ? c->fleet_rule[i] : c->fleet_sec, "fleet: %s", why);
+			err = FAIL(c, c->fleet_rule[i] ? c->fleet_rule[i] : c->fleet_sec,
+				   "fleet: %s", why);
 	}
 	fg_fleet_free(f);
 	return err;

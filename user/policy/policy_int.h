@@ -24,14 +24,14 @@ struct pol_ctx {
 	yaml_document_t *doc;
 	struct fg_config *cfg;
 	struct fg_err *err;
-	struct fg_pfx_src *pfx;	/* everything written, before flattening */
+	struct fg_pfx_src *pfx; /* everything written, before flattening */
 	size_t n_pfx, cap_pfx;
-	size_t n_written;	/* prefixes as written, for FG_MAX_PREFIXES */
+	size_t n_written; /* prefixes as written, for FG_MAX_PREFIXES */
 	struct pol_set sets[FG_MAX_SETS];
 	int n_sets;
-	yaml_node_t *fleet_sec;			/* the top-level fleet:, for errors */
-	yaml_node_t *fleet_rule[FG_MAX_RULES];	/* each rule's fleet:, for errors */
-	yaml_node_t *shed_sec;			/* the top-level shedding:, for errors */
+	yaml_node_t *fleet_sec;		       /* the top-level fleet:, for errors */
+	yaml_node_t *fleet_rule[FG_MAX_RULES]; /* each rule's fleet:, for errors */
+	yaml_node_t *shed_sec;		       /* the top-level shedding:, for errors */
 };
 
 /* --- policy_yaml.c: errors, nodes, keys ------------------------------------ */
@@ -66,37 +66,45 @@ struct pol_keys {
 	int n;
 	unsigned int seen;
 	int first_line[32];
-	yaml_node_t *val[32];	/* by index in names; NULL when absent (seen: a bit each) */
+	yaml_node_t *val[32]; /* by index in names; NULL when absent (seen: a bit each) */
 };
 
-#define KEYS(where, names) \
-	{ where, names, (int)(sizeof(names) / sizeof(names[0])), 0, { 0 }, { 0 } }
+#define KEYS(where, names)                                                       \
+	{                                                                        \
+		where, names, (int)(sizeof(names) / sizeof(names[0])), 0, { 0 }, \
+		{                                                                \
+			0                                                        \
+		}                                                                \
+	}
 
 /* n must be a mapping (example: what one looks like) of known keys, each
  * at most once: their values into ks->val. */
 int pol_read_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example,
 		 struct pol_keys *ks);
 
-int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		   const char *const *names, int nnames, int *out);
+int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *const *names,
+		   int nnames, int *out);
 #define ENUM(c, n, what, names, out) \
 	pol_parse_enum(c, n, what, names, (int)(sizeof(names) / sizeof(names[0])), out)
 int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out);
 /* n as a duration (fg_parse_duration) into *ns, its text into *s; one that is not, or breaks
  * flags, fails as "<sec><what>: bad duration "text" (<eg>)"; the caller checks its range. */
-enum { POL_DUR_WHOLE_MS = 1, POL_DUR_NONZERO = 2 };
+enum {
+	POL_DUR_WHOLE_MS = 1,
+	POL_DUR_NONZERO = 2
+};
 int pol_parse_duration(struct pol_ctx *c, yaml_node_t *n, const char *sec, const char *what,
 		       const char *eg, unsigned int flags, const char **s, __u64 *ns);
 /* The scalar v of a key the mapping map must have: absent (NULL), it fails at map with missing. */
 int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const char *what,
 		    const char *missing, const char **s);
-int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		   __u64 lo, __u64 hi, __u64 *out);
+int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
+		   __u64 *out);
 
 /* An optional key: n (NULL when absent: *out is left as it is) as a number lo..hi (at most
  * UINT32_MAX) into *out; written only when it parses. */
-static inline int pol_parse_u32_opt(struct pol_ctx *c, yaml_node_t *n, const char *what,
-				    __u32 lo, __u32 hi, __u32 *out)
+static inline int pol_parse_u32_opt(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 lo,
+				    __u32 hi, __u32 *out)
 {
 	__u64 v;
 	int err = n ? pol_parse_uint(c, n, what, lo, hi, &v) : 0;
@@ -124,13 +132,13 @@ static inline int pol_parse_duration_in(struct pol_ctx *c, yaml_node_t *n, const
 
 /* A list of prefixes (or a single one), each marked allow and/or deny:
  * appended to c->pfx, or, with outv, returned in a malloc'd array. */
-int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		       int allow, int deny, struct fg_pfx_src **outv, size_t *outn);
+int pol_parse_prefixes(struct pol_ctx *c, yaml_node_t *n, const char *what, int allow, int deny,
+		       struct fg_pfx_src **outv, size_t *outn);
 int pol_pfx_push(struct pol_ctx *c, const struct fg_pfx_src *p);
 
 /* --- policy.c: limits ------------------------------------------------------ */
 
-const char *pol_unit_name(int bytes);	/* "bytes" or "packets" */
+const char *pol_unit_name(int bytes); /* "bytes" or "packets" */
 /* rate: and burst:, both in packets or both in bytes. */
 int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
 			 long double *rate, long double *burst, int *bytes);
@@ -145,8 +153,8 @@ struct pol_fleet_lim {
 	int set;
 	int bytes;
 	yaml_node_t *node;
-	struct fg_fleet_rule_conf rc;	/* rate, burst, on_loss, local_rate, local_burst */
-	struct fg_limit local;		/* compiled local share; inc 0 = rate / nodes */
+	struct fg_fleet_rule_conf rc; /* rate, burst, on_loss, local_rate, local_burst */
+	struct fg_limit local;	      /* compiled local share; inc 0 = rate / nodes */
 };
 
 /* The top-level fleet: section into cfg->fleet (defaults filled in). */
@@ -164,8 +172,8 @@ int pol_parse_pools(struct pol_ctx *c, yaml_node_t *n);
 int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n);
 /* A rule's tier: and pool: (either may be NULL): enum fg_tier, and the
  * 1-based pool (FG_POOL_NONE when absent). */
-int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *pool_n,
-			int *tier, int *pool);
+int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *pool_n, int *tier,
+			int *pool);
 /* After every rule: the tiers in use into cfg->shed.tiers, and the shedding
  * section checked with fg_shed_cfg_check. */
 int pol_shed_check(struct pol_ctx *c);

@@ -19,20 +19,19 @@ struct port_range {
 
 /* One rule's match as written, before expansion into classes. */
 struct match_src {
-	int proto;		/* -1 any, else the IP protocol */
+	int proto; /* -1 any, else the IP protocol */
 	struct port_range *sp, *dp;
 	size_t nsp, ndp;
 	int has_ports, has_flags;
 	__u8 tcp_mask, tcp_val;
-	int icmp_type;		/* -1 when absent */
+	int icmp_type; /* -1 when absent */
 	__u32 sets;
-	int family;		/* 0, 4 or 6 */
+	int family; /* 0, 4 or 6 */
 };
 
 static const char *const family_names[] = { "ipv4", "ipv6" };
 
-static int parse_port(struct pol_ctx *c, yaml_node_t *e, const char *what,
-		      struct port_range *r)
+static int parse_port(struct pol_ctx *c, yaml_node_t *e, const char *what, struct port_range *r)
 {
 	char buf[32];
 	const char *s;
@@ -58,12 +57,12 @@ static int parse_port(struct pol_ctx *c, yaml_node_t *e, const char *what,
 	r->hi = (__u16)hi;
 	return 0;
 bad:
-	return FAIL(c, e, "%s: bad port \"%.64s\" (expected 0..65535 or a range \"lo-hi\")",
-		    what, s);
+	return FAIL(c, e, "%s: bad port \"%.64s\" (expected 0..65535 or a range \"lo-hi\")", what,
+		    s);
 }
 
-static int parse_ports(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		       struct port_range **out, size_t *nout)
+static int parse_ports(struct pol_ctx *c, yaml_node_t *n, const char *what, struct port_range **out,
+		       size_t *nout)
 {
 	yaml_node_item_t *it;
 	struct port_range *v;
@@ -113,9 +112,8 @@ out:
 }
 
 const struct fg_tcp_flag fg_tcp_flags[FG_NTCP_FLAGS] = {
-	{ "fin", 'F', FG_TCP_FIN }, { "syn", 'S', FG_TCP_SYN },
-	{ "rst", 'R', FG_TCP_RST }, { "psh", 'P', FG_TCP_PSH },
-	{ "ack", 'A', FG_TCP_ACK }, { "urg", 'U', FG_TCP_URG },
+	{ "fin", 'F', FG_TCP_FIN }, { "syn", 'S', FG_TCP_SYN }, { "rst", 'R', FG_TCP_RST },
+	{ "psh", 'P', FG_TCP_PSH }, { "ack", 'A', FG_TCP_ACK }, { "urg", 'U', FG_TCP_URG },
 	{ "ece", 'E', FG_TCP_ECE }, { "cwr", 'C', FG_TCP_CWR },
 };
 
@@ -151,7 +149,8 @@ static int tcp_flag_letters(const char *s, size_t len, __u8 *bits)
 	return 0;
 }
 
-static const char tcp_flags_bad[] = "expected syn, ack, fin, rst, psh, urg, ece, cwr joined by '+', a list of them, or \"flags/mask\" like S/SA";
+static const char tcp_flags_bad[] =
+	"expected syn, ack, fin, rst, psh, urg, ece, cwr joined by '+', a list of them, or \"flags/mask\" like S/SA";
 
 /* [syn, ack]: the flags named. */
 static int tcp_flags_list(struct pol_ctx *c, yaml_node_t *n, __u8 *bits)
@@ -172,15 +171,16 @@ static int tcp_flags_list(struct pol_ctx *c, yaml_node_t *n, __u8 *bits)
 		if (err)
 			return err;
 		if (tcp_flag_word(s, strlen(s), &b))
-			return FAIL(c, e, "tcp_flags: unknown flag \"%.32s\" (%s)", s, tcp_flags_bad);
+			return FAIL(c, e, "tcp_flags: unknown flag \"%.32s\" (%s)", s,
+				    tcp_flags_bad);
 		*bits |= b;
 	}
 	return 0;
 }
 
 /* "S/SA": letters that must be set / the letters tested. */
-static int tcp_flags_slash(struct pol_ctx *c, yaml_node_t *n, const char *s,
-			   const char *slash, __u8 *mask, __u8 *val)
+static int tcp_flags_slash(struct pol_ctx *c, yaml_node_t *n, const char *s, const char *slash,
+			   __u8 *mask, __u8 *val)
 {
 	__u8 b = 0, m;
 
@@ -263,8 +263,11 @@ static int parse_proto(struct pol_ctx *c, yaml_node_t *n, int *proto)
 		const char *s;
 		int p;
 	} names[] = {
-		{ "any", -1 }, { "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP },
-		{ "icmp", IPPROTO_ICMP }, { "icmpv6", IPPROTO_ICMPV6 },
+		{ "any", -1 },
+		{ "tcp", IPPROTO_TCP },
+		{ "udp", IPPROTO_UDP },
+		{ "icmp", IPPROTO_ICMP },
+		{ "icmpv6", IPPROTO_ICMPV6 },
 	};
 	const char *s;
 	size_t i;
@@ -281,7 +284,10 @@ static int parse_proto(struct pol_ctx *c, yaml_node_t *n, int *proto)
 		}
 	}
 	if (fg_parse_u64(s, &v) || v > 255)
-		return FAIL(c, n, "proto: bad value \"%.64s\" (expected tcp | udp | icmp | icmpv6 | any | 1..255)", s);
+		return FAIL(
+			c, n,
+			"proto: bad value \"%.64s\" (expected tcp | udp | icmp | icmpv6 | any | 1..255)",
+			s);
 	if (v == 0)
 		return FAIL(c, n, "proto: 0 is not a transport protocol (use any)");
 	*proto = (int)v;
@@ -296,7 +302,7 @@ static int parse_src_set(struct pol_ctx *c, yaml_node_t *n, __u32 *bit)
 	int k, err;
 
 	if (pol_is_null(n) || (n->type == YAML_SEQUENCE_NODE &&
-			   n->data.sequence.items.top == n->data.sequence.items.start))
+			       n->data.sequence.items.top == n->data.sequence.items.start))
 		return FAIL(c, n, "src: empty prefix list (leave src out to match every source)");
 	err = pol_parse_prefixes(c, n, "src", 0, 0, &v, &nv);
 	if (err)
@@ -351,15 +357,23 @@ static int parse_family(struct pol_ctx *c, yaml_node_t *n, struct match_src *m)
 	m->family = fam ? 6 : 4;
 	if ((m->proto == IPPROTO_ICMP && m->family == 6) ||
 	    (m->proto == IPPROTO_ICMPV6 && m->family == 4))
-		return FAIL(c, n, "family %s contradicts proto %s",
-			    fam ? "ipv6" : "ipv4", fam ? "icmp" : "icmpv6");
+		return FAIL(c, n, "family %s contradicts proto %s", fam ? "ipv6" : "ipv4",
+			    fam ? "icmp" : "icmpv6");
 	return 0;
 }
 
 static const char *const match_keys[] = {
 	"proto", "sport", "dport", "tcp_flags", "icmp_type", "src", "family",
 };
-enum { MK_PROTO, MK_SPORT, MK_DPORT, MK_FLAGS, MK_ICMP, MK_SRC, MK_FAMILY };
+enum {
+	MK_PROTO,
+	MK_SPORT,
+	MK_DPORT,
+	MK_FLAGS,
+	MK_ICMP,
+	MK_SRC,
+	MK_FAMILY
+};
 
 static int parse_match(struct pol_ctx *c, yaml_node_t *n, struct match_src *m)
 {
@@ -415,8 +429,7 @@ static int parse_match(struct pol_ctx *c, yaml_node_t *n, struct match_src *m)
 }
 
 /* Expand a rule's match into entries, in rule order, per class. */
-static int expand_match(struct pol_ctx *c, yaml_node_t *where, const struct match_src *m,
-			int rule)
+static int expand_match(struct pol_ctx *c, yaml_node_t *where, const struct match_src *m, int rule)
 {
 	static const struct port_range any = { 0, 65535 };
 	struct fg_policy *pol = &c->cfg->pol;
@@ -437,9 +450,11 @@ static int expand_match(struct pol_ctx *c, yaml_node_t *where, const struct matc
 	for (cls = lo; cls <= hi; cls++) {
 		/* one entry per class stays free for the fragments rule */
 		if (nsp * ndp > (size_t)(FG_MAX_MATCH - 1 - pol->nmatch[cls]))
-			return FAIL(c, where, "too many match entries in class %s: this rule needs %zu, %d left (at most %d per class, one kept for fragments; a port list expands to sport x dport entries)",
-				    fg_class_names[cls], nsp * ndp,
-				    FG_MAX_MATCH - 1 - pol->nmatch[cls], FG_MAX_MATCH);
+			return FAIL(
+				c, where,
+				"too many match entries in class %s: this rule needs %zu, %d left (at most %d per class, one kept for fragments; a port list expands to sport x dport entries)",
+				fg_class_names[cls], nsp * ndp, FG_MAX_MATCH - 1 - pol->nmatch[cls],
+				FG_MAX_MATCH);
 		for (i = 0; i < nsp; i++) {
 			for (j = 0; j < ndp; j++) {
 				struct fg_match *e = &pol->match[cls][pol->nmatch[cls]++];
@@ -476,4 +491,3 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
 	free(m.dp);
 	return err;
 }
-

@@ -12,12 +12,12 @@
 #include "policy/policy.h"
 #include "lib/units.h"
 
-#define MAX_SHOWN	8	/* match entries printed per rule */
+#define MAX_SHOWN 8 /* match entries printed per rule */
 /* One Redis executes about this many lease scripts a second (docs/fleet.md
  * section 7, the planning figure). */
-#define REDIS_SCRIPTS_LO	20000
-#define REDIS_SCRIPTS_HI	30000
-#define BOUND_T			10	/* seconds, for the printed bound */
+#define REDIS_SCRIPTS_LO 20000
+#define REDIS_SCRIPTS_HI 30000
+#define BOUND_T		 10 /* seconds, for the printed bound */
 
 static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
 			const struct fg_limit *l, int bytes)
@@ -28,8 +28,8 @@ static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
 		return;
 	fg_format_amount(r, sizeof(r), s->rate, bytes);
 	fg_format_amount(b, sizeof(b), s->burst, bytes);
-	fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n",
-		what, r, b, (unsigned long long)l->inc, (unsigned long long)l->tau,
+	fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n", what, r,
+		b, (unsigned long long)l->inc, (unsigned long long)l->tau,
 		(double)l->tau / (double)FG_TU_PER_SEC);
 }
 
@@ -86,8 +86,10 @@ static void print_globals(FILE *f, const struct fg_config *cfg)
 		fprintf(f, "%s%s", k ? ", " : "", cfg->ifaces[k]);
 	fprintf(f, "\n  xdp_mode:    %s\n",
 		cfg->xdp_mode >= 0 && cfg->xdp_mode <= 2 ? fg_xdp_mode_names[cfg->xdp_mode] : "?");
-	fprintf(f, "  xdp_attach:  %s", cfg->xdp_attach >= 0 && cfg->xdp_attach <= 2 ?
-		fg_xdp_attach_names[cfg->xdp_attach] : "?");
+	fprintf(f, "  xdp_attach:  %s",
+		cfg->xdp_attach >= 0 && cfg->xdp_attach <= 2 ?
+			fg_xdp_attach_names[cfg->xdp_attach] :
+			"?");
 	if (cfg->xdp_attach != FG_ATTACH_EXCLUSIVE) {
 		fprintf(f, " (priority %u, chain on", cfg->xdp_priority);
 		for (k = 0; k < 5; k++)
@@ -111,7 +113,8 @@ static void print_globals(FILE *f, const struct fg_config *cfg)
 		pol->default_verdict == FG_DROP ? "drop" : "pass",
 		pol->malformed_verdict == FG_DROP ? "drop" : "pass");
 	fg_pfx_count(cfg->pfx, cfg->n_pfx, &n4, &n6);
-	fprintf(f, "  prefixes:    %zu allow, %zu deny as written; %zu flattened entries (%zu IPv4, %zu IPv6)\n",
+	fprintf(f,
+		"  prefixes:    %zu allow, %zu deny as written; %zu flattened entries (%zu IPv4, %zu IPv6)\n",
 		cfg->n_allow, cfg->n_deny, cfg->n_pfx, n4, n6);
 }
 
@@ -126,15 +129,14 @@ static void print_admission(FILE *f, const struct fg_config *cfg)
 	*tmp = *cfg;
 	if (cfg->admission.set) {
 		rate = fg_policy_set_admission(tmp);
-		fprintf(f, "  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
-			rate, cfg->admission.burst,
-			(unsigned long long)tmp->pol.ins.inc,
+		fprintf(f,
+			"  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
+			rate, cfg->admission.burst, (unsigned long long)tmp->pol.ins.inc,
 			(unsigned long long)tmp->pol.ins.tau);
 	} else {
 		rate = fg_policy_set_admission(tmp);
 		fprintf(f, "  admission:   %.6g new sources/s (automatic; inc %llu, tau %llu)\n",
-			rate,
-			(unsigned long long)tmp->pol.ins.inc,
+			rate, (unsigned long long)tmp->pol.ins.inc,
 			(unsigned long long)tmp->pol.ins.tau);
 	}
 	free(tmp);
@@ -149,14 +151,16 @@ static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
 
 	if (!ru->conn_cap)
 		return;
-	fprintf(f, "      %-10s %u connections per source, handshake_timeout %u ms",
-		"concurrency", ru->conn_cap, ru->conn_ttl_ms);
+	fprintf(f, "      %-10s %u connections per source, handshake_timeout %u ms", "concurrency",
+		ru->conn_cap, ru->conn_ttl_ms);
 	if (fg_conn_cap_of_rule(pol, r, &cap, NULL)) {
 		fputc('\n', f);
 		return;
 	}
-	fprintf(f, "; counts TCP%s to ports", cap.families == FG_CONN_F_V4 ? " over IPv4" :
-		cap.families == FG_CONN_F_V6 ? " over IPv6" : "");
+	fprintf(f, "; counts TCP%s to ports",
+		cap.families == FG_CONN_F_V4 ? " over IPv4" :
+		cap.families == FG_CONN_F_V6 ? " over IPv6" :
+					       "");
 	for (__u32 j = 0; j < cap.nranges; j++) {
 		const struct fg_conn_range *d = &cap.dport[j];
 
@@ -165,7 +169,8 @@ static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
 	}
 	fputc('\n', f);
 	if (eph)
-		fprintf(f, "      note: these ports overlap the default ephemeral range 32768-60999: "
+		fprintf(f,
+			"      note: these ports overlap the default ephemeral range 32768-60999: "
 			"this host's own outgoing connections from them count too\n");
 }
 
@@ -194,12 +199,14 @@ static void print_fleet(FILE *f, const struct fg_config *cfg)
 	fg_redis_url_str(&fc->redis, url, sizeof(url));
 	fprintf(f, "  fleet:       redis %s%s, node %s, key prefix %s\n", url,
 		fc->redis.password[0] ? " (with a password)" : "", fc->node, fc->prefix);
-	fprintf(f, "               lease_interval %u ms, deadline %u ms, lease %u ms; %d fleet rule%s\n",
+	fprintf(f,
+		"               lease_interval %u ms, deadline %u ms, lease %u ms; %d fleet rule%s\n",
 		fc->interval_ms, fc->deadline_ms, fc->lease_ms, n, n == 1 ? "" : "s");
 	if (!n || !fc->interval_ms)
 		return;
 	per_node = n * 1000.0 / fc->interval_ms;
-	fprintf(f, "               redis load: %.4g scripts/s per node in %.4g round trips/s "
+	fprintf(f,
+		"               redis load: %.4g scripts/s per node in %.4g round trips/s "
 		"(%d rules / %u ms); a Redis at %d-%d scripts/s serves about %.0f-%.0f such nodes\n",
 		per_node, 1000.0 / fc->interval_ms, n, fc->interval_ms, REDIS_SCRIPTS_LO,
 		REDIS_SCRIPTS_HI, REDIS_SCRIPTS_LO / per_node, REDIS_SCRIPTS_HI / per_node);
@@ -226,35 +233,43 @@ static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, stru
 		fprintf(f, "        key        %s (and :d, :n)\n", key);
 	fg_format_amount(a, sizeof(a), rc->rate * i_s, bytes);
 	fg_format_amount(b, sizeof(b), out, bytes);
-	fprintf(f, "        lease      refill %s per interval (rate x %u ms); outstanding at most %s "
-		"(rate x W, W = L + max(L, 2 I) = %.0f ms)\n", a, fc->interval_ms, b, w_s * 1000);
+	fprintf(f,
+		"        lease      refill %s per interval (rate x %u ms); outstanding at most %s "
+		"(rate x W, W = L + max(L, 2 I) = %.0f ms)\n",
+		a, fc->interval_ms, b, w_s * 1000);
 	fg_format_amount(a, sizeof(a), ideal + out, bytes);
 	fg_format_amount(b, sizeof(b), rc->burst, bytes);
 	fg_format_amount(c, sizeof(c), rc->rate * BOUND_T, bytes);
 	fg_format_amount(d, sizeof(d), out, bytes);
-	fprintf(f, "        bound      over any %d s the fleet admits at most %s = burst %s + "
-		"rate x %d s %s + outstanding %s (+%.1f%%)\n", BOUND_T, a, b, BOUND_T, c, d,
-		100 * out / ideal);
+	fprintf(f,
+		"        bound      over any %d s the fleet admits at most %s = burst %s + "
+		"rate x %d s %s + outstanding %s (+%.1f%%)\n",
+		BOUND_T, a, b, BOUND_T, c, d, 100 * out / ideal);
 	switch (rc->on_loss) {
 	case FG_LOSS_LOCAL:
 		if (loc->inc) {
 			fg_format_amount(a, sizeof(a), rc->local_rate, bytes);
 			fg_format_amount(b, sizeof(b), (double)loc->tau / (double)loc->inc, bytes);
-			fprintf(f, "        on_loss    local: this node alone %s/s burst %s "
-				"(inc %llu, tau %llu)\n", a, b, (unsigned long long)loc->inc,
-				(unsigned long long)loc->tau);
+			fprintf(f,
+				"        on_loss    local: this node alone %s/s burst %s "
+				"(inc %llu, tau %llu)\n",
+				a, b, (unsigned long long)loc->inc, (unsigned long long)loc->tau);
 		} else {
 			fg_format_amount(a, sizeof(a), rc->rate / 10, bytes);
 			fg_format_amount(b, sizeof(b), rc->burst / 10, bytes);
-			fprintf(f, "        on_loss    local: rate and burst / the last known node count "
-				"(%s/s burst %s with 10 nodes)\n", a, b);
+			fprintf(f,
+				"        on_loss    local: rate and burst / the last known node count "
+				"(%s/s burst %s with 10 nodes)\n",
+				a, b);
 		}
 		break;
 	case FG_LOSS_OPEN:
-		fprintf(f, "        on_loss    open: during an outage only the local limits apply\n");
+		fprintf(f,
+			"        on_loss    open: during an outage only the local limits apply\n");
 		break;
 	default:
-		fprintf(f, "        on_loss    closed: during an outage what reaches the fleet check is dropped\n");
+		fprintf(f,
+			"        on_loss    closed: during an outage what reaches the fleet check is dropped\n");
 	}
 	fprintf(f, "        redis      %.4g scripts/s per node\n", 1000.0 / fc->interval_ms);
 }
@@ -280,13 +295,15 @@ static void print_pools(FILE *f, const struct fg_config *cfg)
 		fg_format_amount(b, sizeof(b), ps->lim.burst, ps->bytes);
 		fg_format_amount(lr, sizeof(lr), ps->lim.rate * keep, ps->bytes);
 		fg_format_amount(lb, sizeof(lb), (double)pl->tau_low / (double)pl->inc, ps->bytes);
-		fprintf(f, "    %-20s %s/s burst %s, reserve %g%%, shedding %s; %d rule%s\n", ps->name,
-			r, b, ps->reserve, ps->noshed ? "off" : "on", nr, nr == 1 ? "" : "s");
+		fprintf(f, "    %-20s %s/s burst %s, reserve %g%%, shedding %s; %d rule%s\n",
+			ps->name, r, b, ps->reserve, ps->noshed ? "off" : "on", nr,
+			nr == 1 ? "" : "s");
 		fprintf(f, "      critical   the whole pool (inc %llu, tau %llu)\n",
 			(unsigned long long)pl->inc, (unsigned long long)pl->tau);
-		fprintf(f, "      others     together at most %s/s, and only while more than the reserve "
-			"is left (burst %s; cap inc %llu, tau_low %llu)\n", lr, lb,
-			(unsigned long long)pl->cap.inc, (unsigned long long)pl->tau_low);
+		fprintf(f,
+			"      others     together at most %s/s, and only while more than the reserve "
+			"is left (burst %s; cap inc %llu, tau_low %llu)\n",
+			lr, lb, (unsigned long long)pl->cap.inc, (unsigned long long)pl->tau_low);
 	}
 }
 
@@ -313,13 +330,13 @@ static void print_shedding(FILE *f, const struct fg_config *cfg)
 		sc->interval, sc->delay, sc->ramp, sc->decay, sc->good, sc->bad);
 	while (h < FG_SHED_HSHIFT_MAX && (double)(1ull << h) < sc->orphan * 1e9)
 		h++;
-	fprintf(f, "               full shed after %gs at utilization 1; a dead daemon's shedding "
-		"ends within %gs + %.3gs (orphan %gs, rounded up to 2^%u ns)\n", sc->delay + sc->ramp,
-		2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
+	fprintf(f,
+		"               full shed after %gs at utilization 1; a dead daemon's shedding "
+		"ends within %gs + %.3gs (orphan %gs, rounded up to 2^%u ns)\n",
+		sc->delay + sc->ramp, 2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
 }
 
-static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
-		       int fi)
+static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl, int fi)
 {
 	const struct fg_policy *pol = &cfg->pol;
 	const struct fg_rule *ru = &pol->rules[r];
@@ -358,9 +375,11 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_
 	if (ru->fleet)
 		print_fleet_rule(f, cfg, r, fl, fi);
 	if (cfg->esc[r].set)
-		fprintf(f, "      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
-			"/%d (v6) on the runtime deny list for %.6g s\n", "escalate",
-			cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6, cfg->esc[r].for_ns / 1e9);
+		fprintf(f,
+			"      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
+			"/%d (v6) on the runtime deny list for %.6g s\n",
+			"escalate", cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6,
+			cfg->esc[r].for_ns / 1e9);
 }
 
 /* The engine the daemon would make, for the keys (it makes no connection). */
@@ -373,8 +392,8 @@ static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
 		return NULL;
 	fl = fg_fleet_new(&cfg->fleet, why, sizeof(why));
 	for (__u32 r = 0; fl && r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
-		if (cfg->pol.rules[r].fleet && fg_fleet_add_rule(fl, &cfg->fleet_rules[r], why,
-								  sizeof(why)) < 0) {
+		if (cfg->pol.rules[r].fleet &&
+		    fg_fleet_add_rule(fl, &cfg->fleet_rules[r], why, sizeof(why)) < 0) {
 			fg_fleet_free(fl);
 			fl = NULL;
 		}
@@ -393,15 +412,18 @@ void fg_config_print(FILE *f, const struct fg_config *cfg)
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
 		caps += cfg->pol.rules[r].conn_cap != 0;
 	if (caps)
-		fprintf(f, "  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
+		fprintf(f,
+			"  concurrency: %u capped rules; reconcile every %.3g s; %u count keys\n",
 			caps, cfg->conn_reconcile_ms / 1e3, cfg->conn_max_keys);
 	print_pools(f, cfg);
 	print_shedding(f, cfg);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
 		escs += cfg->esc[r].set != 0;
 	if (escs)
-		fprintf(f, "  escalation:  %u rules escalate; at most %u escalated entries at once "
-			"(both families)\n", escs, cfg->esc_max);
+		fprintf(f,
+			"  escalation:  %u rules escalate; at most %u escalated entries at once "
+			"(both families)\n",
+			escs, cfg->esc_max);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
 		print_rule(f, cfg, r, fl, fi);

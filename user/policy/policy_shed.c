@@ -17,12 +17,28 @@
 #include "lib/units.h"
 
 static const char *const pool_keys[] = { "name", "rate", "burst", "reserve", "shedding" };
-enum { PK_NAME, PK_RATE, PK_BURST, PK_RESERVE, PK_SHEDDING };
+enum {
+	PK_NAME,
+	PK_RATE,
+	PK_BURST,
+	PK_RESERVE,
+	PK_SHEDDING
+};
 
 static const char *const shed_keys[] = {
 	"signal", "interval", "delay", "ramp", "decay", "good", "bad", "orphan", "mode",
 };
-enum { SK_SIGNAL, SK_INTERVAL, SK_DELAY, SK_RAMP, SK_DECAY, SK_GOOD, SK_BAD, SK_ORPHAN, SK_MODE };
+enum {
+	SK_SIGNAL,
+	SK_INTERVAL,
+	SK_DELAY,
+	SK_RAMP,
+	SK_DECAY,
+	SK_GOOD,
+	SK_BAD,
+	SK_ORPHAN,
+	SK_MODE
+};
 
 static int valid_pool_name(const char *s)
 {
@@ -70,19 +86,22 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	char why[256];
 	int bytes, on = 1, err;
 
-	err = pol_read_map(c, n, "pool", "{name: syn, rate: 10000/s, burst: 1000, reserve: 20%}", &ks);
+	err = pol_read_map(c, n, "pool", "{name: syn, rate: 10000/s, burst: 1000, reserve: 20%}",
+			   &ks);
 	if (err)
 		return err;
 	err = pol_need_scalar(c, n, val[PK_NAME], "name", "pool without a name", &s);
 	if (err)
 		return err;
 	if (!valid_pool_name(s))
-		return FAIL(c, val[PK_NAME], "bad pool name \"%.64s\" (1..%d characters of A-Z a-z 0-9 _ . -)",
-			    s, FG_NAME_LEN - 1);
+		return FAIL(c, val[PK_NAME],
+			    "bad pool name \"%.64s\" (1..%d characters of A-Z a-z 0-9 _ . -)", s,
+			    FG_NAME_LEN - 1);
 	for (int i = 0; i < idx; i++)
 		if (!strcmp(cfg->pools[i].name, s))
-			return FAIL(c, val[PK_NAME], "duplicate pool name \"%s\" (first at line %d)",
-				    s, cfg->pools[i].line);
+			return FAIL(c, val[PK_NAME],
+				    "duplicate pool name \"%s\" (first at line %d)", s,
+				    cfg->pools[i].line);
 	if (!val[PK_RATE])
 		return FAIL(c, n, "pool %s: missing rate (e.g. rate: 10000/s)", s);
 	if (!val[PK_BURST])
@@ -101,7 +120,8 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 		if (err)
 			return err;
 		if (parse_pct(s, &ps->reserve))
-			return FAIL(c, val[PK_RESERVE], "pool %s: bad reserve \"%.64s\" (a percentage like 20%%)",
+			return FAIL(c, val[PK_RESERVE],
+				    "pool %s: bad reserve \"%.64s\" (a percentage like 20%%)",
 				    ps->name, s);
 	}
 	if (fg_pool_limits(&lim, ps->reserve, pl, why, sizeof(why)))
@@ -111,7 +131,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	ps->lim = (struct fg_limit_src){ .set = 1, .rate = (double)rate, .burst = (double)burst };
 	ps->bytes = bytes;
 	ps->noshed = !on;
-	pl->id = (__u16)idx;	/* until the apply keeps the id by name (apply.c) */
+	pl->id = (__u16)idx; /* until the apply keeps the id by name (apply.c) */
 	pl->cost = bytes ? FG_COST_BYTES : FG_COST_PKTS;
 	pl->flags = on ? 0 : FG_POOL_NOSHED;
 	return 0;
@@ -155,7 +175,8 @@ static int parse_util(struct pol_ctx *c, yaml_node_t *n, const char *what, doubl
 	if (err)
 		return err;
 	if (parse_pct(s, &v))
-		return FAIL(c, n, "shedding: %s: bad utilization \"%.64s\" (e.g. 0.8 or 80%%)", what, s);
+		return FAIL(c, n, "shedding: %s: bad utilization \"%.64s\" (e.g. 0.8 or 80%%)",
+			    what, s);
 	if (strchr(s, '%'))
 		v /= 100;
 	if (!(v >= 0 && v <= 1))
@@ -166,7 +187,12 @@ static int parse_util(struct pol_ctx *c, yaml_node_t *n, const char *what, doubl
 
 int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 {
-	static const struct { int key; const char *name; size_t off; int util; } nums[] = {
+	static const struct {
+		int key;
+		const char *name;
+		size_t off;
+		int util;
+	} nums[] = {
 		{ SK_INTERVAL, "interval", offsetof(struct fg_shed_cfg, interval), 0 },
 		{ SK_DELAY, "delay", offsetof(struct fg_shed_cfg, delay), 0 },
 		{ SK_RAMP, "ramp", offsetof(struct fg_shed_cfg, ramp), 0 },
@@ -182,11 +208,14 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 	char why[256];
 	int err;
 
-	err = pol_read_map(c, n, "shedding", "{signal: cpu, interval: 8s, delay: 28s, ramp: 120s}", &ks);
+	err = pol_read_map(c, n, "shedding", "{signal: cpu, interval: 8s, delay: 28s, ramp: 120s}",
+			   &ks);
 	if (err)
 		return err;
-	err = pol_need_scalar(c, n, val[SK_SIGNAL], "signal",
-			      "shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)", &s);
+	err = pol_need_scalar(
+		c, n, val[SK_SIGNAL], "signal",
+		"shedding: missing signal (cpu, psi, psi:PATH, accept_queue:PORT or file:PATH)",
+		&s);
 	if (err)
 		return err;
 	if (fg_signal_parse(s, &cfg->shed_signal, why, sizeof(why)))
@@ -196,8 +225,8 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 		yaml_node_t *v = val[nums[i].key];
 		double *dst = (double *)((char *)&cfg->shed + nums[i].off);
 
-		if (v && (err = nums[i].util ? parse_util(c, v, nums[i].name, dst)
-					     : parse_secs(c, v, nums[i].name, dst)))
+		if (v && (err = nums[i].util ? parse_util(c, v, nums[i].name, dst) :
+					       parse_secs(c, v, nums[i].name, dst)))
 			return err;
 	}
 	cfg->shed_mode = FG_MODE_ENFORCE;
@@ -208,8 +237,8 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
-int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *pool_n,
-			int *tier, int *pool)
+int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *pool_n, int *tier,
+			int *pool)
 {
 	const struct fg_config *cfg = c->cfg;
 	const char *s;
@@ -222,7 +251,9 @@ int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *poo
 		if (err)
 			return err;
 		if (fg_tier_parse(s, tier))
-			return FAIL(c, tier_n, "bad tier \"%.64s\" (critical, normal, bulk or best-effort)", s);
+			return FAIL(c, tier_n,
+				    "bad tier \"%.64s\" (critical, normal, bulk or best-effort)",
+				    s);
 	}
 	if (pool_n) {
 		err = pol_scalar(c, pool_n, "pool", &s);
@@ -234,7 +265,8 @@ int pol_parse_rule_shed(struct pol_ctx *c, yaml_node_t *tier_n, yaml_node_t *poo
 				return 0;
 			}
 		if (!cfg->pol.npools)
-			return FAIL(c, pool_n, "no pool \"%.64s\": the policy has no pools: list", s);
+			return FAIL(c, pool_n, "no pool \"%.64s\": the policy has no pools: list",
+				    s);
 		return FAIL(c, pool_n, "no pool \"%.64s\" in pools:", s);
 	}
 	return 0;
@@ -252,7 +284,8 @@ int pol_shed_check(struct pol_ctx *c)
 	if (!cfg->has_shedding)
 		return 0;
 	if (!used)
-		return FAIL(c, c->shed_sec, "shedding: no rule has a tier it could shed "
+		return FAIL(c, c->shed_sec,
+			    "shedding: no rule has a tier it could shed "
 			    "(tier: normal, bulk or best-effort on a rule)");
 	cfg->shed.tiers = used;
 	if (fg_shed_cfg_check(&cfg->shed, why, sizeof(why)))

@@ -57,8 +57,7 @@ void fg_err_format(const struct fg_err *err, char *buf, size_t len)
 	if (!len)
 		return;
 	if (err->line > 0)
-		snprintf(buf, len, "%s:%d:%d: %s", err->file, err->line,
-			 err->col, err->msg);
+		snprintf(buf, len, "%s:%d:%d: %s", err->file, err->line, err->col, err->msg);
 	else
 		snprintf(buf, len, "%s: %s", err->file, err->msg);
 }
@@ -88,16 +87,14 @@ int pol_is_null(const yaml_node_t *n)
 {
 	const char *v;
 
-	if (n->type != YAML_SCALAR_NODE ||
-	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return 0;
 	v = (const char *)n->data.scalar.value;
-	return !strcmp(v, "") || !strcmp(v, "~") || !strcmp(v, "null") ||
-	       !strcmp(v, "Null") || !strcmp(v, "NULL");
+	return !strcmp(v, "") || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
+	       !strcmp(v, "NULL");
 }
 
-int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		  const char **out)
+int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what, const char **out)
 {
 	if (n->type != YAML_SCALAR_NODE)
 		return FAIL(c, n, "%s: expected a scalar, got %s", what, kind(n));
@@ -107,13 +104,11 @@ int pol_scalar(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	return 0;
 }
 
-static int expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		      const char *example)
+static int expect_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example)
 {
 	if (n->type == YAML_MAPPING_NODE)
 		return 0;
-	return FAIL(c, n, "%s: expected a mapping like %s, got %s", what,
-		    example, kind(n));
+	return FAIL(c, n, "%s: expected a mapping like %s, got %s", what, example, kind(n));
 }
 
 int pol_expect_seq(struct pol_ctx *c, yaml_node_t *n, const char *what)
@@ -166,8 +161,7 @@ static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 		if (!k || !v)
 			return FAIL(c, map, "%s: malformed mapping", ks->where);
 		if (k->type != YAML_SCALAR_NODE)
-			return FAIL(c, k, "%s: a key must be a word, got %s",
-				    ks->where, kind(k));
+			return FAIL(c, k, "%s: a key must be a word, got %s", ks->where, kind(k));
 		err = pol_scalar(c, k, ks->where, &s);
 		if (err)
 			return err;
@@ -177,14 +171,14 @@ static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 		if (i == ks->n) {
 			list[0] = 0;
 			for (i = 0; i < ks->n && off < sizeof(list); i++)
-				off += snprintf(list + off, sizeof(list) - off,
-						"%s%s", i ? ", " : "", ks->names[i]);
-			return FAIL(c, k, "unknown key \"%.64s\" in %s (expected %s)",
-				    s, ks->where, list);
+				off += snprintf(list + off, sizeof(list) - off, "%s%s",
+						i ? ", " : "", ks->names[i]);
+			return FAIL(c, k, "unknown key \"%.64s\" in %s (expected %s)", s, ks->where,
+				    list);
 		}
 		if (ks->seen & (1u << i))
-			return FAIL(c, k, "duplicate key \"%s\" in %s (first at line %d)",
-				    s, ks->where, ks->first_line[i]);
+			return FAIL(c, k, "duplicate key \"%s\" in %s (first at line %d)", s,
+				    ks->where, ks->first_line[i]);
 		ks->seen |= 1u << i;
 		ks->first_line[i] = (int)k->start_mark.line + 1;
 		ks->val[i] = v;
@@ -200,8 +194,8 @@ int pol_read_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char
 	return err ? err : read_keys(c, n, ks);
 }
 
-int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		      const char *const *names, int nnames, int *out)
+int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *const *names,
+		   int nnames, int *out)
 {
 	char list[128];
 	size_t off = 0;
@@ -219,17 +213,16 @@ int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what,
 	}
 	list[0] = 0;
 	for (i = 0; i < nnames && off < sizeof(list); i++)
-		off += snprintf(list + off, sizeof(list) - off, "%s%s",
-				i ? " | " : "", names[i]);
+		off += snprintf(list + off, sizeof(list) - off, "%s%s", i ? " | " : "", names[i]);
 	return FAIL(c, n, "%s: bad value \"%.64s\" (expected %s)", what, s, list);
 }
 
-
-
 int pol_parse_bool(struct pol_ctx *c, yaml_node_t *n, const char *what, int *out)
 {
-	static const char *const t[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON" };
-	static const char *const f[] = { "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF" };
+	static const char *const t[] = { "true", "True", "TRUE", "yes", "Yes",
+					 "YES",	 "on",	 "On",	 "ON" };
+	static const char *const f[] = { "false", "False", "FALSE", "no", "No",
+					 "NO",	  "off",   "Off",   "OFF" };
 	const char *s;
 	size_t i;
 	int err;
@@ -271,8 +264,8 @@ int pol_need_scalar(struct pol_ctx *c, yaml_node_t *map, yaml_node_t *v, const c
 	return pol_scalar(c, v, what, s);
 }
 
-int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what,
-		      __u64 lo, __u64 hi, __u64 *out)
+int pol_parse_uint(struct pol_ctx *c, yaml_node_t *n, const char *what, __u64 lo, __u64 hi,
+		   __u64 *out)
 {
 	const char *s;
 	int err;
@@ -351,7 +344,7 @@ static int flow_depth_check(const char *buf, size_t len, struct fg_err *err)
 		if (ch == '\n') {
 			line++;
 			col = 0;
-			comment = 0;	/* quoted scalars may span lines */
+			comment = 0; /* quoted scalars may span lines */
 		} else if (comment) {
 			;
 		} else if (quote) {
@@ -368,7 +361,8 @@ static int flow_depth_check(const char *buf, size_t len, struct fg_err *err)
 				err->line = line;
 				err->col = col;
 				snprintf(err->msg, sizeof(err->msg),
-					 "collections nested deeper than %d levels", FG_MAX_FLOW_DEPTH);
+					 "collections nested deeper than %d levels",
+					 FG_MAX_FLOW_DEPTH);
 				return -EINVAL;
 			}
 		} else if ((ch == ']' || ch == '}') && depth > 0) {
@@ -403,7 +397,8 @@ int pol_load_document(const char *buf, size_t len, yaml_document_t *doc, struct 
 	if (!yaml_document_get_root_node(doc)) {
 		err->line = 1;
 		err->col = 1;
-		snprintf(err->msg, sizeof(err->msg), "empty policy (expected a mapping with rules:)");
+		snprintf(err->msg, sizeof(err->msg),
+			 "empty policy (expected a mapping with rules:)");
 		ret = -EINVAL;
 	} else if (!yaml_parser_load(&parser, &doc2)) {
 		ret = yaml_fail(&parser, buf, len, err);

@@ -21,11 +21,15 @@
 #include "shed/fgsignal.h"
 #include "lib/sysutil.h"
 
-#define WHY(...)							\
-	({ if (why && len) snprintf(why, len, __VA_ARGS__); -EINVAL; })
+#define WHY(...)                                         \
+	({                                               \
+		if (why && len)                          \
+			snprintf(why, len, __VA_ARGS__); \
+		-EINVAL;                                 \
+	})
 
-#define PSI_MIN_NS	10000000ull	/* 10 ms: 1% resolution of a us counter */
-#define CPU_MAX		65535
+#define PSI_MIN_NS 10000000ull /* 10 ms: 1% resolution of a us counter */
+#define CPU_MAX	   65535
 
 /* A whole unsigned decimal, at most max; no sign, no blanks. */
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -52,8 +56,7 @@ static const char *after(const char *s, const char *prefix)
 	return strncmp(s, prefix, n) ? NULL : s + n;
 }
 
-static int set_path(struct fg_signal *s, const char *path, const char *kind,
-		    char *why, size_t len)
+static int set_path(struct fg_signal *s, const char *path, const char *kind, char *why, size_t len)
 {
 	if (path[0] != '/')
 		return WHY("%s: the path must be absolute, not '%s'", kind, path);
@@ -96,7 +99,8 @@ int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why, size_t l
 		err = set_path(&s, arg, "file", why, len);
 	} else {
 		return WHY("unknown signal '%s': expected cpu, cpu:N, psi, psi:PATH, "
-			   "accept_queue:PORT or file:PATH", spec);
+			   "accept_queue:PORT or file:PATH",
+			   spec);
 	}
 	if (err)
 		return err;
@@ -209,7 +213,17 @@ int fg_value_parse(const char *text, double *u)
  * (kernel/sched/cputime.c account_guest_time), so they are not added.
  * Returns -ENOENT if the line is another CPU's.
  */
-enum { F_USER, F_NICE, F_SYSTEM, F_IDLE, F_IOWAIT, F_IRQ, F_SOFTIRQ, F_STEAL, NFIELD };
+enum {
+	F_USER,
+	F_NICE,
+	F_SYSTEM,
+	F_IDLE,
+	F_IOWAIT,
+	F_IRQ,
+	F_SOFTIRQ,
+	F_STEAL,
+	NFIELD
+};
 
 static int parse_cpu_line(const char *line, int cpu, struct fg_cpu_times *out)
 {
@@ -230,7 +244,7 @@ static int parse_cpu_line(const char *line, int cpu, struct fg_cpu_times *out)
 		if (cpu < 0 || id != (__u64)cpu)
 			return -ENOENT;
 	}
-	for (n = 0; ; n++) {
+	for (n = 0;; n++) {
 		__u64 v;
 
 		while (*p == ' ')
@@ -242,7 +256,7 @@ static int parse_cpu_line(const char *line, int cpu, struct fg_cpu_times *out)
 		if (n < NFIELD)
 			f[n] = v;
 	}
-	if (n < 4)	/* user nice system idle: every kernel since 2.4 */
+	if (n < 4) /* user nice system idle: every kernel since 2.4 */
 		return -EINVAL;
 	out->busy = f[F_USER] + f[F_NICE] + f[F_SYSTEM] + f[F_IRQ] + f[F_SOFTIRQ] + f[F_STEAL];
 	out->idle = f[F_IDLE] + f[F_IOWAIT];
@@ -366,7 +380,7 @@ static int read_small(const char *path, char *buf, size_t cap)
 		return -EFBIG;
 	buf[n] = 0;
 	if (memchr(buf, 0, n))
-		return -EINVAL;	/* a NUL inside is not text */
+		return -EINVAL; /* a NUL inside is not text */
 	return 0;
 }
 
@@ -385,7 +399,7 @@ static int read_cpu(int cpu, struct fg_cpu_times *out)
 	errno = 0;
 	while (getline(&line, &cap, f) > 0) {
 		if (strncmp(line, "cpu", 3))
-			break;	/* the cpu lines come first */
+			break; /* the cpu lines come first */
 		err = parse_cpu_line(line, cpu, out);
 		if (err != -ENOENT)
 			break;
@@ -467,18 +481,19 @@ static int diag_dump(struct fg_signal *s, int family, double *worst, int *found)
 			return -EIO;
 		/* NLMSG_OK/NEXT by hand: the macros mix signedness (clang -Wextra) */
 		for (off = 0, left = (size_t)r; left >= sizeof(struct nlmsghdr);) {
-			const struct nlmsghdr *h = (const struct nlmsghdr *)((const char *)buf + off);
+			const struct nlmsghdr *h =
+				(const struct nlmsghdr *)((const char *)buf + off);
 			const struct inet_diag_msg *m;
 			size_t step;
 			double v;
 
 			if (h->nlmsg_len < sizeof(*h) || h->nlmsg_len > left)
-				return -EIO;	/* a truncated or corrupt message */
+				return -EIO; /* a truncated or corrupt message */
 			step = NLMSG_ALIGN(h->nlmsg_len);
 			off += step;
 			left = step < left ? left - step : 0;
 			if (h->nlmsg_seq != s->seq)
-				continue;	/* a late answer to an earlier dump */
+				continue; /* a late answer to an earlier dump */
 			if (h->nlmsg_type == NLMSG_DONE)
 				return 0;
 			if (h->nlmsg_type == NLMSG_ERROR) {
@@ -555,7 +570,7 @@ int fg_signal_open(struct fg_signal *s)
 		}
 		return 0;
 	case FG_SIG_FILE:
-		return 0;	/* read each time; a missing file is a lost sample */
+		return 0; /* read each time; a missing file is a lost sample */
 	}
 	return -EINVAL;
 }

@@ -32,30 +32,30 @@ enum fg_signal_kind {
 	FG_SIG_FILE,
 };
 
-#define FG_SIG_PSI_DEFAULT	"/proc/pressure/cpu"
-#define FG_SIG_FILE_MAX		128	/* bytes a file signal may hold */
+#define FG_SIG_PSI_DEFAULT "/proc/pressure/cpu"
+#define FG_SIG_FILE_MAX	   128 /* bytes a file signal may hold */
 
 /* Cumulative CPU time in USER_HZ ticks, from one /proc/stat line. */
 struct fg_cpu_times {
 	__u64 busy;
-	__u64 idle;		/* idle + iowait: the CPU could have run something */
+	__u64 idle; /* idle + iowait: the CPU could have run something */
 };
 
 struct fg_psi {
-	double avg10, avg60, avg300;	/* percent, as printed */
-	__u64 total;			/* us stalled, cumulative */
+	double avg10, avg60, avg300; /* percent, as printed */
+	__u64 total;		     /* us stalled, cumulative */
 };
 
 struct fg_signal {
 	enum fg_signal_kind kind;
-	int cpu;		/* FG_SIG_CPU: -1 for all, else the CPU number */
-	__u16 port;		/* FG_SIG_ACCEPTQ */
-	char path[PATH_MAX];	/* FG_SIG_PSI, FG_SIG_FILE */
-	int nl;			/* FG_SIG_ACCEPTQ: sock_diag socket, -1 when closed */
-	__u32 seq;		/* netlink sequence number */
-	struct fg_cpu_times prev;	/* FG_SIG_CPU: the last sample */
-	__u64 psi_total;	/* FG_SIG_PSI: the last sample's total ... */
-	__u64 psi_ns;		/* ... and when (CLOCK_MONOTONIC) */
+	int cpu;		  /* FG_SIG_CPU: -1 for all, else the CPU number */
+	__u16 port;		  /* FG_SIG_ACCEPTQ */
+	char path[PATH_MAX];	  /* FG_SIG_PSI, FG_SIG_FILE */
+	int nl;			  /* FG_SIG_ACCEPTQ: sock_diag socket, -1 when closed */
+	__u32 seq;		  /* netlink sequence number */
+	struct fg_cpu_times prev; /* FG_SIG_CPU: the last sample */
+	__u64 psi_total;	  /* FG_SIG_PSI: the last sample's total ... */
+	__u64 psi_ns;		  /* ... and when (CLOCK_MONOTONIC) */
 };
 
 /* Parse a spec (see above) into *sig, which then needs fg_signal_open.

@@ -12,7 +12,7 @@
 
 /* Amounts this close to 0 or T are 0 or T: a decay of T in n equal steps
  * lands on 0, not on a rounding residue that still reads as "shedding". */
-#define SNAP	1e-9
+#define SNAP 1e-9
 
 static const char *const tier_names[FG_NTIERS] = {
 	[FG_TIER_CRITICAL] = "critical",
@@ -22,12 +22,9 @@ static const char *const tier_names[FG_NTIERS] = {
 };
 
 static const char *const phase_names[] = {
-	[FG_SHED_IDLE] = "idle",
-	[FG_SHED_PENDING] = "pending",
-	[FG_SHED_GROWING] = "growing",
-	[FG_SHED_HOLDING] = "holding",
-	[FG_SHED_DECAYING] = "decaying",
-	[FG_SHED_NOSIGNAL] = "no-signal",
+	[FG_SHED_IDLE] = "idle",	 [FG_SHED_PENDING] = "pending",
+	[FG_SHED_GROWING] = "growing",	 [FG_SHED_HOLDING] = "holding",
+	[FG_SHED_DECAYING] = "decaying", [FG_SHED_NOSIGNAL] = "no-signal",
 };
 
 const char *fg_tier_name(int tier)
@@ -57,12 +54,12 @@ void fg_shed_cfg_default(struct fg_shed_cfg *cfg)
 {
 	*cfg = (struct fg_shed_cfg){
 		.interval = 8,
-		.delay = 28,		/* three samples at 8 s pass, the fourth acts */
+		.delay = 28, /* three samples at 8 s pass, the fourth acts */
 		.ramp = 120,
 		.decay = 120,
 		.good = 0.7,
 		.bad = 0.8,
-		.orphan = 32,		/* 2^35 ns = 34.4 s after rounding up */
+		.orphan = 32, /* 2^35 ns = 34.4 s after rounding up */
 		.tiers = FG_TIERS_SHEDDABLE,
 	};
 }
@@ -73,8 +70,12 @@ static int in_range(double x, double lo, double hi)
 	return x >= lo && x <= hi;
 }
 
-#define WHY(...)							\
-	({ if (why && len) snprintf(why, len, __VA_ARGS__); -EINVAL; })
+#define WHY(...)                                         \
+	({                                               \
+		if (why && len)                          \
+			snprintf(why, len, __VA_ARGS__); \
+		-EINVAL;                                 \
+	})
 
 int fg_shed_cfg_check(const struct fg_shed_cfg *c, char *why, size_t len)
 {
@@ -90,11 +91,13 @@ int fg_shed_cfg_check(const struct fg_shed_cfg *c, char *why, size_t len)
 		return WHY("good must be above 0 and below 1");
 	if (!(c->bad > c->good && c->bad < 1))
 		return WHY("bad must be above good (%g) and below 1: the dead zone between them "
-			   "keeps a noisy signal from flapping", c->good);
+			   "keeps a noisy signal from flapping",
+			   c->good);
 	if (!in_range(c->orphan, 0.01, 1000))
 		return WHY("orphan decay must be between 10ms and 1000s");
 	if (!c->tiers || (c->tiers & ~FG_TIERS_SHEDDABLE))
-		return WHY("tiers must be one or more of normal, bulk, best-effort (critical is never shed)");
+		return WHY(
+			"tiers must be one or more of normal, bulk, best-effort (critical is never shed)");
 	return 0;
 }
 
@@ -163,13 +166,13 @@ static void fill_out(const struct fg_shed *s, struct fg_shed_out *o)
 	o->phase = s->phase;
 	for (int r = 0; r < s->ntiers; r++) {
 		int t = s->order[r];
-		double f = clamp01(s->amount - r);	/* rank r starts when r below are full */
+		double f = clamp01(s->amount - r); /* rank r starts when r below are full */
 
 		o->thr[t][FG_SHED_ANY] = quant(f);
 		o->thr[t][FG_SHED_NEW] = quant(2 * f);
 		o->thr[t][FG_SHED_EST] = quant(2 * f - 1);
 		o->frac[t] = (double)o->thr[t][FG_SHED_ANY] / FG_SHED_ONE;
-		if (o->thr[t][FG_SHED_NEW])	/* the first of the three to rise */
+		if (o->thr[t][FG_SHED_NEW]) /* the first of the three to rise */
 			o->active |= FG_TIER_BIT(t);
 	}
 }
@@ -184,8 +187,7 @@ void fg_shed_output(const struct fg_shed *s, struct fg_shed_out *o)
  *       = 0               in the dead zone [good, bad]
  *       = -k_down         below good (or no signal); the pressure count resets
  */
-static void advance(struct fg_shed *s, double u, double dt, int lost,
-		    struct fg_shed_out *out)
+static void advance(struct fg_shed *s, double u, double dt, int lost, struct fg_shed_out *out)
 {
 	const struct fg_shed_cfg *c = &s->cfg;
 	double before = s->amount;
@@ -197,7 +199,9 @@ static void advance(struct fg_shed *s, double u, double dt, int lost,
 		s->pressure = 0;
 		s->amount -= s->k_down * dt;
 		snap(s);
-		s->phase = lost ? FG_SHED_NOSIGNAL : s->amount > 0 ? FG_SHED_DECAYING : FG_SHED_IDLE;
+		s->phase = lost		 ? FG_SHED_NOSIGNAL :
+			   s->amount > 0 ? FG_SHED_DECAYING :
+					   FG_SHED_IDLE;
 	} else if (u > c->bad) {
 		/* capped: only "more than delay" matters, and by at most dt_max */
 		s->pressure = fmin(s->pressure + dt, c->delay + s->dt_max);
@@ -213,8 +217,9 @@ static void advance(struct fg_shed *s, double u, double dt, int lost,
 		}
 	} else {
 		/* dead zone: the pressure count pauses, the amount holds */
-		s->phase = s->amount > 0 ? FG_SHED_HOLDING :
-			   s->pressure > 0 ? FG_SHED_PENDING : FG_SHED_IDLE;
+		s->phase = s->amount > 0   ? FG_SHED_HOLDING :
+			   s->pressure > 0 ? FG_SHED_PENDING :
+					     FG_SHED_IDLE;
 	}
 	fill_out(s, out);
 	out->delta = s->amount - before;
@@ -250,8 +255,8 @@ void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *
 	*end = now_ns + hold + (1ull << h);
 }
 
-int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
-		   struct fg_pool *out, char *why, size_t len)
+int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why,
+		   size_t len)
 {
 	long double keep, tau_low, cap_inc, cap_tau;
 
@@ -263,7 +268,8 @@ int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
 	tau_low = floorl((long double)pool->tau * keep);
 	if (tau_low < pool->inc)
 		return WHY("a reserve of %g%% leaves the other tiers less than one unit of the "
-			   "pool's burst: raise the burst or lower the reserve", reserve_pct);
+			   "pool's burst: raise the burst or lower the reserve",
+			   reserve_pct);
 	cap_inc = 0;
 	cap_tau = 0;
 	if (reserve_pct > 0) {

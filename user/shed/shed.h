@@ -16,19 +16,19 @@
 
 /* enum fg_tier, enum fg_shed_kind, FG_SHED_ONE and fg_shed_decayed, which
  * the XDP program shares, are in include/floodgate.h. */
-#define FG_TIER_BIT(t)		(1u << (t))
-#define FG_TIERS_SHEDDABLE	(FG_TIER_BIT(FG_TIER_NORMAL) | FG_TIER_BIT(FG_TIER_BULK) | \
-				 FG_TIER_BIT(FG_TIER_BEST_EFFORT))
+#define FG_TIER_BIT(t) (1u << (t))
+#define FG_TIERS_SHEDDABLE \
+	(FG_TIER_BIT(FG_TIER_NORMAL) | FG_TIER_BIT(FG_TIER_BULK) | FG_TIER_BIT(FG_TIER_BEST_EFFORT))
 
 struct fg_shed_cfg {
-	double interval;	/* s, nominal time between samples */
-	double delay;		/* s of pressure (above bad) before shedding grows */
-	double ramp;		/* s from none to full shed at utilization 1 */
-	double decay;		/* s from full shed to none while below good */
-	double good;		/* below: shedding decays */
-	double bad;		/* above: shedding grows with (u - bad) */
-	double orphan;		/* s a dead daemon's shedding takes to decay in XDP, after the hold */
-	__u32 tiers;		/* FG_TIER_BIT mask of the tiers in use; critical excluded */
+	double interval; /* s, nominal time between samples */
+	double delay;	 /* s of pressure (above bad) before shedding grows */
+	double ramp;	 /* s from none to full shed at utilization 1 */
+	double decay;	 /* s from full shed to none while below good */
+	double good;	 /* below: shedding decays */
+	double bad;	 /* above: shedding grows with (u - bad) */
+	double orphan;	 /* s a dead daemon's shedding takes to decay in XDP, after the hold */
+	__u32 tiers;	 /* FG_TIER_BIT mask of the tiers in use; critical excluded */
 };
 
 /* The defaults: interval 8 s, delay 28 s, ramp 120 s, decay 120 s, good 0.7,
@@ -39,35 +39,35 @@ void fg_shed_cfg_default(struct fg_shed_cfg *cfg);
 int fg_shed_cfg_check(const struct fg_shed_cfg *cfg, char *why, size_t len);
 
 enum fg_shed_phase {
-	FG_SHED_IDLE = 0,	/* nothing shed, no pressure */
-	FG_SHED_PENDING,	/* pressure, still within the delay: nothing changes */
-	FG_SHED_GROWING,	/* above bad after the delay */
-	FG_SHED_HOLDING,	/* in the dead zone with something shed */
-	FG_SHED_DECAYING,	/* below good */
-	FG_SHED_NOSIGNAL,	/* the signal could not be read: decaying (fail-open) */
+	FG_SHED_IDLE = 0, /* nothing shed, no pressure */
+	FG_SHED_PENDING,  /* pressure, still within the delay: nothing changes */
+	FG_SHED_GROWING,  /* above bad after the delay */
+	FG_SHED_HOLDING,  /* in the dead zone with something shed */
+	FG_SHED_DECAYING, /* below good */
+	FG_SHED_NOSIGNAL, /* the signal could not be read: decaying (fail-open) */
 };
 
 struct fg_shed {
 	struct fg_shed_cfg cfg;
-	double k_up;		/* tiers/s per unit of (u - bad): T / (ramp * (1 - bad)) */
-	double k_down;		/* tiers/s while below good: T / decay */
-	double dt_max;		/* a step longer than this counts as this: 2 * interval */
-	int ntiers;		/* T */
-	__u8 order[FG_NTIERS];	/* rank -> tier, lowest first (best-effort, bulk, normal) */
-	double amount;		/* S in [0, T] */
-	double pressure;	/* s of pressure counted toward the delay */
+	double k_up;	       /* tiers/s per unit of (u - bad): T / (ramp * (1 - bad)) */
+	double k_down;	       /* tiers/s while below good: T / decay */
+	double dt_max;	       /* a step longer than this counts as this: 2 * interval */
+	int ntiers;	       /* T */
+	__u8 order[FG_NTIERS]; /* rank -> tier, lowest first (best-effort, bulk, normal) */
+	double amount;	       /* S in [0, T] */
+	double pressure;       /* s of pressure counted toward the delay */
 	enum fg_shed_phase phase;
-	__u32 active;		/* FG_TIER_BIT of tiers with a nonzero threshold */
+	__u32 active; /* FG_TIER_BIT of tiers with a nonzero threshold */
 };
 
 struct fg_shed_out {
 	double amount;		/* S after the step */
 	double delta;		/* S after - S before */
-	double frac[FG_NTIERS];	/* shed fraction per tier, as applied (thr / FG_SHED_ONE) */
-	__u32 thr[FG_NTIERS][FG_SHED_NKIND];	/* [FG_TIER_CRITICAL] is always 0 */
-	__u32 active;		/* tiers with a nonzero threshold */
-	__u32 entered;		/* tiers that started being shed in this step */
-	__u32 left;		/* tiers that stopped being shed in this step */
+	double frac[FG_NTIERS]; /* shed fraction per tier, as applied (thr / FG_SHED_ONE) */
+	__u32 thr[FG_NTIERS][FG_SHED_NKIND]; /* [FG_TIER_CRITICAL] is always 0 */
+	__u32 active;			     /* tiers with a nonzero threshold */
+	__u32 entered;			     /* tiers that started being shed in this step */
+	__u32 left;			     /* tiers that stopped being shed in this step */
 	enum fg_shed_phase phase;
 };
 
@@ -91,7 +91,7 @@ int fg_shed_lost(struct fg_shed *s, double dt, struct fg_shed_out *out);
 void fg_shed_output(const struct fg_shed *s, struct fg_shed_out *out);
 
 const char *fg_tier_name(int tier);		/* "critical", ..., "?" */
-int fg_tier_parse(const char *name, int *tier);	/* 0 or -EINVAL */
+int fg_tier_parse(const char *name, int *tier); /* 0 or -EINVAL */
 const char *fg_shed_phase_name(int phase);
 
 /*
@@ -119,7 +119,7 @@ void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *
  * and its reserve in percent, [0, 100): out's inc, tau, tau_low and cap
  * (inc 0 = no cap, when there is no reserve); its id, cost and flags are
  * left alone. 0 or -EINVAL with a reason in why, and out untouched. */
-int fg_pool_limits(const struct fg_limit *pool, double reserve_pct,
-		   struct fg_pool *out, char *why, size_t len);
+int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why,
+		   size_t len);
 
 #endif /* FG_SHED_H */

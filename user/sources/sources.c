@@ -12,8 +12,7 @@
 #include "maps/fgmaps.h"
 #include "sources/sources.h"
 
-bool fg_source_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat,
-		       __u64 now_tu)
+bool fg_source_limited(const struct fg_policy *pol, __u16 rule, __u16 gen, __u64 tat, __u64 now_tu)
 {
 	__u64 next;
 
@@ -56,8 +55,8 @@ static int src_grow(struct src_walk *w)
 }
 
 /* One bucket seen by a walk: count it, keep it if it qualifies. */
-static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, __u16 gen,
-		    __u64 tat, __u64 drops)
+static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, __u16 gen, __u64 tat,
+		    __u64 drops)
 {
 	struct fg_source *s;
 	int err;
@@ -66,7 +65,7 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 		w->scan->all4++;
 	else
 		w->scan->all6++;
-	drops = FG_DROPS(drops);	/* without the throttle-event tag */
+	drops = FG_DROPS(drops); /* without the throttle-event tag */
 	if (!w->out || drops < w->min_drops)
 		return 0;
 	w->scan->matched++;
@@ -87,8 +86,8 @@ static int src_take(struct src_walk *w, int fam, const void *addr, __u16 rule, _
 	return 0;
 }
 
-int fg_src_table_map(struct fg_maps *m, int id, size_t set_size, const void **sets,
-		     __u32 *nsets, size_t *len)
+int fg_src_table_map(struct fg_maps *m, int id, size_t set_size, const void **sets, __u32 *nsets,
+		     size_t *len)
 {
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
@@ -122,8 +121,8 @@ static int walk_src4(struct fg_maps *m, struct src_walk *w)
 			struct fg_wkey4 key = sets[i].key[k];
 
 			if (key.rule & FG_WKEY4_USED)
-				err = src_take(w, 4, &key.addr, (__u16)(key.rule & ~FG_WKEY4_USED), key.gen,
-					       sets[i].tat[k], sets[i].drops[k]);
+				err = src_take(w, 4, &key.addr, (__u16)(key.rule & ~FG_WKEY4_USED),
+					       key.gen, sets[i].tat[k], sets[i].drops[k]);
 		}
 	}
 	munmap((void *)sets, len);
@@ -157,7 +156,8 @@ static int walk_src6(struct fg_maps *m, struct src_walk *w)
 	int err = fg_ctl_read(m, &ctl);
 
 	if (!err)
-		err = fg_src_table_map(m, FGM_SRC6, sizeof(*sets), (const void **)&sets, &nsets, &len);
+		err = fg_src_table_map(m, FGM_SRC6, sizeof(*sets), (const void **)&sets, &nsets,
+				       &len);
 	if (err)
 		return err;
 	for (__u32 i = 0; i < nsets && !err; i++)
@@ -174,13 +174,17 @@ static int walk_both(struct fg_maps *m, struct src_walk *w)
 	return err ? err : walk_src6(m, w);
 }
 
-int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns,
-		    __u64 min_drops, size_t max, struct fg_source **out, size_t *n,
-		    struct fg_src_scan *scan)
+int fg_sources_read(struct fg_maps *m, const struct fg_policy *pol, __u64 now_ns, __u64 min_drops,
+		    size_t max, struct fg_source **out, size_t *n, struct fg_src_scan *scan)
 {
 	struct src_walk w = {
-		.pol = pol, .now_tu = now_ns << FG_TU_SHIFT, .min_drops = min_drops,
-		.max = max, .n = n, .out = out, .scan = scan,
+		.pol = pol,
+		.now_tu = now_ns << FG_TU_SHIFT,
+		.min_drops = min_drops,
+		.max = max,
+		.n = n,
+		.out = out,
+		.scan = scan,
 	};
 	int err;
 

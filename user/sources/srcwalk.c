@@ -24,9 +24,9 @@ int fg_srcwalk_open(struct fg_srcwalk *w, struct fg_maps *m)
 	w->seed6[1] = ctl.seed6[1];
 	w->bits6 = ctl.src6_bits;
 	if ((err = fg_src_table_map(m, FGM_SRC4, sizeof(struct fg_set4), (const void **)&w->sets,
-			     &w->nsets, &w->len)) ||
+				    &w->nsets, &w->len)) ||
 	    (err = fg_src_table_map(m, FGM_SRC6, sizeof(struct fg_set6), (const void **)&w->sets6,
-			     &w->nsets6, &w->len6)))
+				    &w->nsets6, &w->len6)))
 		goto fail;
 	/* the program would not use a table of another size either */
 	if (w->bits4 < FG_SRC4_MIN_BITS || w->bits4 > FG_SRC4_MAX_BITS ||
@@ -75,7 +75,7 @@ static int step4(struct fg_srcwalk *w, __u32 n)
 		const struct fg_set4 *set = &w->sets[w->cur4];
 
 		for (int k = 0; k < FG_WAYS4; k++)
-			w->acc4 += key_word(set, k) != 0;	/* an all-zero key: an empty way */
+			w->acc4 += key_word(set, k) != 0; /* an all-zero key: an empty way */
 		w->reads += FG_WAYS4;
 	}
 	return pass_done(&w->cur4, w->nsets, &w->acc4, &w->count4, FG_SRCWALK_PASS4);

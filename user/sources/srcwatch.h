@@ -20,21 +20,21 @@
 struct fg_maps;
 struct ring_buffer;
 
-#define FG_SRCWATCH_RECHECK	4096	/* lookups of quiet throttled sources a tick */
-#define FG_SRCWATCH_SETS4	8192	/* fg_src4 sets a tick: 64k ways, their key lines */
-#define FG_SRCWATCH_SETS6	4096	/* fg_src6 sets a tick: 32k ways, their key words */
+#define FG_SRCWATCH_RECHECK 4096 /* lookups of quiet throttled sources a tick */
+#define FG_SRCWATCH_SETS4   8192 /* fg_src4 sets a tick: 64k ways, their key lines */
+#define FG_SRCWATCH_SETS6   4096 /* fg_src6 sets a tick: 32k ways, their key words */
 
 struct fg_srcwatch {
 	struct fg_throttle tr;
 	struct fg_srcwalk walk;
 	struct ring_buffer *rb;
 	struct fg_maps *m;
-	const struct fg_name *names;	/* this tick's, for the ring's callback */
-	bool discard;			/* the ring's backlog at start: not logged */
-	__u64 events;			/* throttle events read from the ring */
-	__u64 count4, count6;		/* the last complete passes */
-	__u64 at4, at6;			/* CLOCK_REALTIME s they ended */
-	__u64 count_at;			/* the older of the two */
+	const struct fg_name *names; /* this tick's, for the ring's callback */
+	bool discard;		     /* the ring's backlog at start: not logged */
+	__u64 events;		     /* throttle events read from the ring */
+	__u64 count4, count6;	     /* the last complete passes */
+	__u64 at4, at6;		     /* CLOCK_REALTIME s they ended */
+	__u64 count_at;		     /* the older of the two */
 };
 
 /* Tracks at most track_max throttled sources. Drops the ring's backlog

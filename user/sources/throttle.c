@@ -14,7 +14,7 @@ int fg_throttle_init(struct fg_throttle *t, size_t max)
 	size_t ns = 16;
 
 	memset(t, 0, sizeof(*t));
-	while (ns < 2 * max)	/* at most half full: short probes */
+	while (ns < 2 * max) /* at most half full: short probes */
 		ns *= 2;
 	t->slot = calloc(ns, sizeof(*t->slot));
 	if (!t->slot)
@@ -93,7 +93,8 @@ static void forget(struct fg_throttle *t, size_t i)
 }
 
 /* At most FG_THROTTLE_LINES_PER_TICK lines a tick; the rest counted. */
-#define tlog(t, ...) fg_log_budget(&(t)->lines, FG_THROTTLE_LINES_PER_TICK, &(t)->suppressed, __VA_ARGS__)
+#define tlog(t, ...) \
+	fg_log_budget(&(t)->lines, FG_THROTTLE_LINES_PER_TICK, &(t)->suppressed, __VA_ARGS__)
 
 static const char *rule_name(const struct fg_name *names, __u16 id, __u16 gen)
 {
@@ -132,7 +133,8 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *ev, const str
 	if (t->n >= t->max) {
 		if (!t->full_warned)
 			pr_warn("throttle log: more than %zu sources with drops; "
-				"tracking the first %zu", t->max, t->max);
+				"tracking the first %zu",
+				t->max, t->max);
 		t->full_warned = true;
 		t->untracked++;
 		return;

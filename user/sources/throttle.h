@@ -21,32 +21,32 @@
 #include "floodgate.h"
 #include "sources/sources.h"
 
-#define FG_THROTTLE_LINES_PER_TICK	10
-#define FG_THROTTLE_QUIET_TICKS		3
+#define FG_THROTTLE_LINES_PER_TICK 10
+#define FG_THROTTLE_QUIET_TICKS	   3
 
 struct fg_tracked {
-	__u8 used;		/* the slot holds a source */
-	__u8 family;		/* 4 or 6 */
+	__u8 used;   /* the slot holds a source */
+	__u8 family; /* 4 or 6 */
 	__u16 rule, gen;
-	__u8 esc;		/* the escalation's decision for this stretch (escalate.h); 0 none */
+	__u8 esc; /* the escalation's decision for this stretch (escalate.h); 0 none */
 	__u8 pad;
 	__u8 addr[16];
-	__u64 drops;		/* sampled, as last seen */
-	__u64 last_grow;	/* tick of the last new drops */
-	__u64 last_check;	/* tick of the last lookup */
-	__u64 since;		/* fg_throttle.now_ns when it was first seen: throttled since */
-	__u64 last_ns;		/* fg_throttle.now_ns of its last new drops: throttled until */
+	__u64 drops;	  /* sampled, as last seen */
+	__u64 last_grow;  /* tick of the last new drops */
+	__u64 last_check; /* tick of the last lookup */
+	__u64 since;	  /* fg_throttle.now_ns when it was first seen: throttled since */
+	__u64 last_ns;	  /* fg_throttle.now_ns of its last new drops: throttled until */
 };
 
 struct fg_throttle {
-	struct fg_tracked *slot;	/* open addressing, linear probing */
-	size_t nslots, n, max;		/* slots (a power of two); sources held; at most */
-	size_t cursor;			/* where the next re-check starts */
+	struct fg_tracked *slot; /* open addressing, linear probing */
+	size_t nslots, n, max;	 /* slots (a power of two); sources held; at most */
+	size_t cursor;		 /* where the next re-check starts */
 	__u64 tick;
-	__u64 now_ns;			/* the caller's clock (CLOCK_MONOTONIC ns), for since */
-	int lines;			/* logged this tick */
-	__u64 suppressed;		/* not logged this tick: over the line limit */
-	__u64 untracked;		/* events for sources over max */
+	__u64 now_ns;	  /* the caller's clock (CLOCK_MONOTONIC ns), for since */
+	int lines;	  /* logged this tick */
+	__u64 suppressed; /* not logged this tick: over the line limit */
+	__u64 untracked;  /* events for sources over max */
 	bool full_warned;
 };
 
@@ -69,7 +69,8 @@ void fg_throttle_event(struct fg_throttle *t, const struct fg_tev *e, const stru
 typedef int (*fg_throttle_lookup_fn)(void *arg, struct fg_source *s);
 
 /* Every tracked source through fn (which may change e->esc, nothing else). */
-void fg_throttle_each(struct fg_throttle *t, void (*fn)(void *arg, struct fg_tracked *e), void *arg);
+void fg_throttle_each(struct fg_throttle *t, void (*fn)(void *arg, struct fg_tracked *e),
+		      void *arg);
 
 /* Looks up at most budget tracked sources quiet for FG_THROTTLE_QUIET_TICKS
  * (not yet looked up this tick), from where the last call stopped; logs and
