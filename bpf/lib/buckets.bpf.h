@@ -89,9 +89,10 @@ __noinline int fg_src4_way(const struct fg_policy *pol, struct fg_set4 *set, __u
 	__u32 got = 0;
 	__u32 z = 0;
 	const struct fg_ctl *ctl = bpf_map_lookup_elem(&fg_ctl, &z);
-	int w = pol && set && ctl ? fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops, key,
-					      now, &got, (int)fg_way4_pref(key, ctl->seed4)) :
-				    -1;
+	int w = pol && set && ctl ?
+			fg_way_in(pol, (__u64 *)set->key, set->tat, 1, set->drops, key, now, &got,
+				  (int)fg_way4_pref(key, FG_READ_ONCE(ctl->seed4))) :
+			-1;
 
 	if (ev)
 		*ev |= got;
@@ -176,15 +177,14 @@ static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
 			.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
 			.gen = r->gen,
 		} };
-	__u32 bits = ctl->src4_bits, idx;
-
-	__u64 x = fg_mix4(k.u, ctl->seed4);
+	__u32 bits = FG_READ_ONCE(ctl->src4_bits), idx;
+	__u64 seed = FG_READ_ONCE(ctl->seed4);
 
 	*key = k.u;
-	*pref = (__u32)x & (FG_WAYS4 - 1); /* fg_way4_pref */
+	*pref = fg_way4_pref(k.u, seed);
 	if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return NULL;
-	idx = (__u32)(x >> (64 - bits)); /* fg_hash4 */
+	idx = fg_hash4(k.u, seed, bits);
 	return bpf_map_lookup_elem(&fg_src4, &idx);
 }
 

@@ -66,8 +66,8 @@ static __always_inline int fg_fleet_spend(const struct fg_rule *r, __u64 cost, _
 	return 0;
 }
 
-/* fg_charge's results */
-enum {
+/* What fg_charge decided; every return of it is one of these. */
+enum fg_charged {
 	FG_CHARGE_DROP = 0, /* over a quota: a drop */
 	FG_CHARGE_OK = 1,   /* admitted */
 	FG_CHARGE_SHED = 2, /* the pool refused: a shed */
@@ -134,10 +134,10 @@ static __always_inline void fg_fleet_refund(const struct fg_rule *r, __u64 cost)
 		__sync_fetch_and_add(&l->tokens, (__s64)cost);
 }
 
-/* Charge a packet to the rule's buckets, then its pool: FG_CHARGE_*. */
-static __always_inline int fg_charge(const struct fg_ctl *ctl, const struct fg_policy *pol,
-				     const struct fg_rule *r, const struct fg_pkt *p, __u64 len,
-				     struct fg_verd *v, int shadow, __u64 now_ns)
+/* Charge a packet to the rule's buckets, then its pool. */
+static __always_inline enum fg_charged
+fg_charge(const struct fg_ctl *ctl, const struct fg_policy *pol, const struct fg_rule *r,
+	  const struct fg_pkt *p, __u64 len, struct fg_verd *v, int shadow, __u64 now_ns)
 {
 	__u64 now = now_ns << FG_TU_SHIFT, cost = 1, spent = 0;
 	__u64 *tat = NULL, *drops = NULL;
@@ -155,7 +155,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl, const struct fg_p
 		if (!tat) {
 			if (r->on_full == FG_FULL_CLOSED) {
 				v->ev |= 1u << FG_EV_FULL_CLOSED;
-				return 0;
+				return FG_CHARGE_DROP;
 			}
 			if (r->on_full == FG_FULL_OPEN) {
 				v->ev |= 1u << FG_EV_FULL_OPEN;
@@ -174,7 +174,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl, const struct fg_p
 					v->ev |= 1u << FG_EV_CONTENDED;
 				if (drops) /* the source's own, which top ranks by */
 					fg_sample_drop(drops, v, shadow, r, p, now);
-				return 0;
+				return FG_CHARGE_DROP;
 			}
 			spent = lim->inc * cost;
 		}
@@ -191,7 +191,7 @@ static __always_inline int fg_charge(const struct fg_ctl *ctl, const struct fg_p
 			/* the source did not get to send: give its tokens back */
 			if (tat && spent)
 				__sync_fetch_and_add(tat, -spent);
-			return 0;
+			return FG_CHARGE_DROP;
 		}
 	}
 
