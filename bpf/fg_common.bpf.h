@@ -23,6 +23,11 @@
  * of fg_ctl change under the program (user/maps/ctl.h). */
 #define FG_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 
+/* x's value hidden from clang, so that a check or mask of it that clang
+ * could prove redundant stays in the code for the verifier (the
+ * selftests' barrier_var). */
+#define FG_OPAQUE(x) asm volatile("" : "+r"(x))
+
 /* saddr masked by mask4 (family 4: out[0] only, out[1..3] untouched) or
  * by mask6. */
 static __always_inline void fg_mask_src(__be32 *out, int family, const __be32 *saddr, __be32 mask4,

@@ -133,6 +133,7 @@ static __always_inline int fg_find_first(const struct fg_policy *pol, const stru
 __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p, __u32 sets,
 			    __u32 slot)
 {
+	const struct fg_pbm *md, *ms;
 	const struct fg_pidx *x;
 	__u32 cls, n, bd, bs, top, i, j, k, b;
 	__u64 c;
@@ -159,6 +160,14 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 	}
 	if (bd >= FG_PBM_N || bs >= FG_PBM_N)
 		return FG_MAX_RULES;
+	/* The two bitmaps by pointer, which the loop below keeps on the stack:
+	 * 6.1's verifier fills a spilled index bounded by its u16 load only
+	 * (a scalar spilled gets an id, tied to its checked copy, from 6.8 on)
+	 * and refuses bm[bd]. Opaque, or clang rebuilds them from bd. */
+	md = &x->bm[bd];
+	ms = &x->bm[bs];
+	FG_OPAQUE(md);
+	FG_OPAQUE(ms);
 	/* the words with a candidate, below the class's entry count (one
 	 * word: no summary to read) */
 	if (n <= 64) {
@@ -173,7 +182,7 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
 		top &= top - 1;
 	}
-	c = x->bm[bd].w[j] & x->bm[bs].w[j];
+	c = md->w[j] & ms->w[j];
 	if (c) {
 		/* the first candidate inline: most packets stop here */
 		const struct fg_match *m;
@@ -182,6 +191,8 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 		c &= c - 1;
 		if (i >= n)
 			return FG_MAX_RULES;
+		/* the mask stays: 6.1 bounds only the low half of i here */
+		FG_OPAQUE(i);
 		m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
 		if (fg_match(m, p, sets))
 			return m->rule;
@@ -202,7 +213,7 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 			break;
 		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
 		top &= top - 1;
-		c = x->bm[bd].w[j] & x->bm[bs].w[j];
+		c = md->w[j] & ms->w[j];
 	}
 	return FG_MAX_RULES;
 }
