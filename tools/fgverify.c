@@ -50,7 +50,7 @@
 static const char *const default_objs[] = { "floodgate", "fgen", "bench_floor", "fgtest_xdp" };
 
 struct verify_opts {
-	const char *kernel_tag, *compiler, *budget_dir;
+	const char *kernel_tag, *compiler, *budget_dir, *log_prefix;
 	__u32 tolerance, log_mb;
 	bool update, verbose;
 };
@@ -306,6 +306,38 @@ static void print_refusal(const char *path, const char *prog, __u32 log_mb)
 	free(log);
 }
 
+/* The whole log of one more load at level 2 (every instruction the
+ * verifier walked, with the registers), into PREFIX<object>.<program>.log:
+ * where the count goes (a kernel before 6.4 keeps only what fits). */
+static void write_log(const struct verify_opts *o, const char *path, const char *name,
+		      const char *prog)
+{
+	size_t size = (size_t)o->log_mb << 20;
+	char *log = calloc(1, size), file[700];
+	struct bpf_object *obj;
+	int err;
+	FILE *f;
+
+	if (!log)
+		return;
+	obj = open_one(path, prog, log, size, 2 | 4, &err);
+	if (obj) {
+		err = bpf_object__load(obj);
+		bpf_object__close(obj);
+	}
+	snprintf(file, sizeof(file), "%s%s.%s.log", o->log_prefix, name, prog);
+	f = fopen(file, "w");
+	if (f) {
+		fputs(log, f);
+		fclose(f);
+		printf("# %s: the level-2 log (%zu bytes%s)\n", file, strlen(log),
+		       err == -ENOSPC ? ", truncated: --log-mb" :
+		       err	      ? ", the load failed" :
+					"");
+	}
+	free(log);
+}
+
 static void judge(const struct verify_opts *o, struct budget *b, struct budget_line *m,
 		  const char *stack)
 {
@@ -425,6 +457,8 @@ static void verify_object(const struct verify_opts *o, struct budget *b, const c
 			continue;
 		}
 		judge(o, b, &m, stack);
+		if (o->log_prefix)
+			write_log(o, path, name, pn);
 	}
 	bpf_object__close(obj);
 out:
@@ -468,8 +502,10 @@ static const struct fg_opt verify_opts[] = {
 	FG_OPT_STR("budget-dir", 'b', O, budget_dir, "DIR", "budget files (default bpf/budget)"),
 	FG_OPT_U32("tolerance", 't', O, tolerance, "PCT", 0, 1000, "a percentage",
 		   "a rise above this fails (default 10)"),
-	FG_OPT_U32("log-mb", 0, O, log_mb, "MB", 1, 1024, "a size in MiB",
-		   "log buffer for a refused load (default 64)"),
+	FG_OPT_U32("log-mb", 0, O, log_mb, "MB", 1, 1023, "a size in MiB",
+		   "log buffer for a refused load or --log (default 64)"),
+	FG_OPT_STR("log", 'l', O, log_prefix, "PREFIX",
+		   "also write each program's level-2 log to PREFIX<object>.<program>.log"),
 	FG_OPT_BOOL("update", 'u', O, update, "write the counts into the budget file"),
 	FG_OPT_BOOL("verbose", 'v', O, verbose, "libbpf's messages to stderr"),
 	FG_OPT_HELP_END("this help"),
