@@ -62,6 +62,43 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "lib/shed.bpf.h"
 #include "lib/cap.bpf.h"
 
+/*
+ * 5c. A limit rule: the adaptive shedder's share of its tier, then its
+ * buckets and pool (fg_charge), then the concurrency cap of a SYN they
+ * admitted. now: the packet's one clock read, ns.
+ */
+static __always_inline void fg_limit(const struct fg_ctl *ctl, const struct fg_policy *pol,
+				     const struct fg_rule *r, const struct fg_pkt *p, __u64 len,
+				     struct fg_verd *v, int shadow, __u64 now)
+{
+	int rc;
+
+	if (r->tier) {
+		rc = fg_shed_tier(pol, r, p, shadow, now);
+		/* branch-free: one path on for the verifier, marked or not */
+		v->ev |= ((__u32)rc & FG_SHED_MARK) << FG_EV_SHED_TIER;
+		if (rc & 2) { /* FG_SHED_REAL: enforce decided it */
+			fg_refuse(v, FG_OUT_SHED, 0);
+			return;
+		}
+	}
+	switch (fg_charge(ctl, pol, r, p, len, v, shadow, now)) {
+	case FG_CHARGE_SHED:
+		fg_refuse(v, FG_OUT_SHED, shadow);
+		return;
+	case FG_CHARGE_DROP:
+		fg_refuse(v, FG_OUT_DROP, shadow);
+		return;
+	case FG_CHARGE_OK:
+		break;
+	}
+	if (r->conn_cap)
+		fg_cap(r, p, v, shadow, now);
+	/* admitted, but the shedder (in shadow) would have shed it */
+	if (v->out == FG_OUT_PASS && (v->ev & (1u << FG_EV_SHED_TIER)))
+		fg_refuse(v, FG_OUT_SHED, 1);
+}
+
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_verd *v)
 {
 	void *data = (void *)(long)ctx->data;
@@ -71,10 +108,11 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	struct fg_pfx *lst;
 	struct fg_pkt p = {};
 	struct fg_ctl *ctl;
-	__u32 k = 0, ri, sets = 0;
+	__u32 k = 0, ri, sets = 0, list;
 	__u64 now = 0; /* ns: read for the runtime lists or a limit rule, once */
 	int shadow, rc;
 
+	/* 1. the kill switch */
 	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
 	if (!ctl)
 		return;
@@ -85,7 +123,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		/* its own read: sharing it with the later steps cost the verifier
 		 * 2x, for the one rare path (switched on, time over) that reads twice */
 		if (!until || fg_now_ns() < until) {
-			v->out = FG_OUT_BYPASS;
+			fg_let(v, FG_OUT_BYPASS);
 			return;
 		}
 		v->ev |= 1u << FG_EV_BYPASS_EXPIRED;
@@ -96,65 +134,59 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	if (!pol)
 		return;
 
+	/* 2. parse */
 	rc = fg_parse(data, data_end, len, &p);
 	if (rc == FG_P_NONIP) {
-		v->out = FG_OUT_NONIP;
+		fg_let(v, FG_OUT_NONIP);
 		return;
 	}
 	if (rc != FG_P_IP) {
-		v->out = FG_OUT_MALFORMED;
-		if (pol->malformed_verdict == FG_DROP && !shadow)
-			v->verdict = XDP_DROP;
+		if (pol->malformed_verdict == FG_DROP)
+			fg_refuse(v, FG_OUT_MALFORMED, shadow);
+		else
+			fg_let(v, FG_OUT_MALFORMED);
 		return;
 	}
 	if (p.frag)
 		v->ev |= 1u << FG_EV_FRAG;
-	/* a word of the line already read: no entries, no lookup */
+
+	/* 3. the runtime lists, the incident-time decision; a word of the
+	 * line already read says whether there are entries */
 	if (FG_READ_ONCE(ctl->rt_active)) {
 		now = fg_now_ns();
-		if (fg_rt_decide(&p, shadow, v, now))
+		list = fg_rt_lookup(&p, now, &v->ev);
+		if (list == FG_LIST_ALLOW) {
+			fg_let(v, FG_OUT_RT_ALLOW);
 			return;
+		}
+		if (list == FG_LIST_DENY) {
+			fg_refuse(v, FG_OUT_RT_DENY, shadow);
+			return;
+		}
 	}
 
-	if (fg_skip & FG_SKIP_LISTS) {
-		lst = NULL;
-	} else if (p.family == 4 && (pol->lists & 1) && fg_trie4) {
-		struct fg_lpm4 key = { .prefixlen = 64, .slot = k, .addr = p.saddr[0] };
-
-		lst = bpf_map_lookup_elem(&fg_pfx4, &key);
-	} else if (p.family == 4 && (pol->lists & 1)) {
-		lst = fg_dir4_lookup(k, p.saddr[0]);
-	} else if (p.family == 6 && (pol->lists & 2)) {
-		struct fg_lpm6 key = { .prefixlen = 160, .slot = k };
-
-		__builtin_memcpy(key.addr, p.saddr, 16);
-		lst = bpf_map_lookup_elem(&fg_pfx6, &key);
-	} else {
-		lst = NULL;
-	}
+	/* 3b. the policy's lists, and the source's sets */
+	lst = fg_list_lookup(pol, k, &p);
 	if (lst) {
 		if (lst->list == FG_LIST_ALLOW) {
-			v->out = FG_OUT_ALLOW;
+			fg_let(v, FG_OUT_ALLOW);
 			return;
 		}
 		if (lst->list == FG_LIST_DENY) {
-			v->out = FG_OUT_DENY;
-			if (!shadow)
-				v->verdict = XDP_DROP;
+			fg_refuse(v, FG_OUT_DENY, shadow);
 			return;
 		}
 		sets = lst->sets;
 	}
 
+	/* 4. the first matching rule; unmatched: the policy's default, global row */
 	rc = fg_find_first(pol, &p, sets, k);
 	ri = rc >= 0 ? (__u32)rc : fg_find_rule(pol, &p, sets, k);
 	if (ri >= FG_MAX_RULES) {
-		/* unmatched: the policy's default verdict, global row */
 		if (pol->default_verdict == FG_DROP)
-			fg_drop(v, shadow);
+			fg_refuse(v, FG_OUT_DROP, shadow);
 		return;
 	}
-
 	r = &pol->rules[ri];
 	fg_src4_prefetch(ctl, r, &p);
 	v->row = r->id & (FG_MAX_IDS - 1);
@@ -162,11 +194,12 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);
 	shadow |= fg_rule_mode(ctl, r, k) == FG_MODE_SHADOW; /* global shadow wins */
 
+	/* 5. the rule's action */
 	switch (r->action) {
 	case FG_ACT_PASS:
 		return;
 	case FG_ACT_DROP:
-		fg_drop(v, shadow);
+		fg_refuse(v, FG_OUT_DROP, shadow);
 		return;
 	default:
 		/*
@@ -177,26 +210,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		 */
 		if (!now)
 			now = fg_now_ns();
-		if (r->tier) {
-			rc = fg_shed_tier(pol, r, &p, shadow, now);
-			/* branch-free: one path on for the verifier, marked or not */
-			v->ev |= ((__u32)rc & FG_SHED_MARK) << FG_EV_SHED_TIER;
-			if (rc & 2) {
-				fg_shed_verdict(v, 0);
-				return;
-			}
-		}
-		rc = fg_charge(ctl, pol, r, &p, len, v, shadow, now);
-		if (rc == FG_CHARGE_SHED)
-			fg_shed_verdict(v, shadow);
-		else if (rc != FG_CHARGE_OK)
-			fg_drop(v, shadow);
-		else {
-			if (r->conn_cap)
-				fg_cap(r, &p, v, shadow, now);
-			if (v->out == FG_OUT_PASS && (v->ev & (1u << FG_EV_SHED_TIER)))
-				v->out = FG_OUT_SHED_SHADOW; /* would have been shed (shadow) */
-		}
+		fg_limit(ctl, pol, r, &p, len, v, shadow, now);
 	}
 }
 

@@ -31,23 +31,18 @@ static __always_inline void fg_cap(const struct fg_rule *r, const struct fg_pkt 
 	if (rc == FG_CONN_ADMIT || rc == FG_CONN_RETX)
 		return;
 	if (rc == FG_CONN_AT_CAP) {
-		if (shadow) {
-			v->out = FG_OUT_SHADOW;
-			v->ev |= 1u << FG_EV_CAP_SHADOW;
-		} else {
-			v->out = FG_OUT_CAP;
-			v->verdict = XDP_DROP;
-		}
+		if (!fg_refuse(v, FG_OUT_CAP, shadow))
+			v->ev |= 1u << FG_EV_CAP_SHADOW; /* the same count as cap_shadow */
 		return;
 	}
 	if (rc == FG_CONN_NOMEM) {
 		v->ev |= 1u << FG_EV_CAP_NOMEM;
 		if (r->on_full == FG_FULL_CLOSED)
-			fg_drop(v, shadow);
+			fg_refuse(v, FG_OUT_DROP, shadow);
 		return;
 	}
 	v->ev |= 1u << (rc == FG_CONN_NOSLOT ? FG_EV_CAP_NOSLOT : FG_EV_CAP_CONTENDED);
-	fg_drop(v, shadow);
+	fg_refuse(v, FG_OUT_DROP, shadow);
 }
 
 #endif /* FG_LIB_CAP_BPF_H */

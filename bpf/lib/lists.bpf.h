@@ -50,27 +50,6 @@ __noinline __u32 fg_rt_lookup(const struct fg_pkt *p, __u64 now, __u32 *ev)
 	return list;
 }
 
-/* Runtime lists first (they are the incident-time decision); a deny in
- * shadow is counted and passed, like the file's. 1 when they decided. */
-static __always_inline int fg_rt_decide(const struct fg_pkt *p, int shadow, struct fg_verd *v,
-					__u64 now)
-{
-	__u32 ev = 0, list = fg_rt_lookup(p, now, &ev);
-
-	v->ev |= ev;
-	if (list == FG_LIST_ALLOW) {
-		v->out = FG_OUT_RT_ALLOW;
-		return 1;
-	}
-	if (list == FG_LIST_DENY) {
-		v->out = FG_OUT_RT_DENY;
-		if (!shadow)
-			v->verdict = XDP_DROP;
-		return 1;
-	}
-	return 0;
-}
-
 /*
  * The IPv4 lists of slot for saddr (DIR-16-8-8, struct fg_dir4): one read
  * of the /16 entry, one more per block level below it, one LPM lookup in
@@ -110,6 +89,29 @@ static __always_inline struct fg_pfx *fg_dir4_lookup(__u32 slot, __be32 saddr)
 		return bpf_map_lookup_elem(&fg_pfx4, &key);
 	}
 	return &dir->leaf[e & (FG_DIR4_LEAVES - 1)];
+}
+
+/* The policy's lists (and source sets) for p in slot, or NULL: IPv4 by
+ * DIR-16-8-8 (or the trie alone, a benchmark's rodata), IPv6 by LPM; no
+ * lookup for a family the policy lists nothing of. */
+static __always_inline struct fg_pfx *fg_list_lookup(const struct fg_policy *pol, __u32 slot,
+						     const struct fg_pkt *p)
+{
+	if (fg_skip & FG_SKIP_LISTS) {
+		return NULL;
+	} else if (p->family == 4 && (pol->lists & 1) && fg_trie4) {
+		struct fg_lpm4 key = { .prefixlen = 64, .slot = slot, .addr = p->saddr[0] };
+
+		return bpf_map_lookup_elem(&fg_pfx4, &key);
+	} else if (p->family == 4 && (pol->lists & 1)) {
+		return fg_dir4_lookup(slot, p->saddr[0]);
+	} else if (p->family == 6 && (pol->lists & 2)) {
+		struct fg_lpm6 key = { .prefixlen = 160, .slot = slot };
+
+		__builtin_memcpy(key.addr, p->saddr, 16);
+		return bpf_map_lookup_elem(&fg_pfx6, &key);
+	}
+	return NULL;
 }
 
 #endif /* FG_LIB_LISTS_BPF_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * A packet's verdict on its way to fg_exit (struct fg_verd), the modes in
- * force (shadow, global or per rule) and the setters of a refusal.
+ * force (shadow, global or per rule) and the one verdict setter.
  */
 #ifndef FG_LIB_VERDICT_BPF_H
 #define FG_LIB_VERDICT_BPF_H
@@ -9,9 +9,9 @@
 struct fg_verd {
 	struct fg_stats *st; /* row's counters, once known */
 	__u32 row;
-	__u32 out;     /* enum fg_outcome */
+	__u32 out;     /* enum fg_outcome, set by fg_verdict_set only */
 	__u32 ev;      /* bit per enum fg_event */
-	__u32 verdict; /* XDP_PASS / XDP_DROP */
+	__u32 verdict; /* XDP_PASS, XDP_DROP (XDP_TX: an answer), set by fg_verdict_set only */
 };
 _Static_assert(FG_EV_MAX <= 32, "fg_verd.ev has a bit per event");
 
@@ -48,30 +48,43 @@ static __always_inline __u32 fg_rule_mode(const struct fg_ctl *ctl, const struct
 	return r->mode;
 }
 
-/* A refusal counted as out and dropped; in shadow counted as out_shadow
- * and passed. */
-static __always_inline void fg_refuse(struct fg_verd *v, int shadow, __u32 out, __u32 out_shadow)
+/*
+ * The one verdict setter: every stage that decides a packet's outcome
+ * says it here, so that the shadow rule is written once. out is the
+ * outcome in enforce; action what enforce does: XDP_PASS (out counts a
+ * pass), XDP_DROP, or XDP_TX for a stage that answers from XDP (it writes
+ * its answer into the frame only when this returns 1). A packet that
+ * enforce would refuse is, in shadow, passed untouched and counted as
+ * out's shadow twin (fg_out_shadow, include/floodgate.h). Returns 1 when
+ * action is taken, 0 when shadow passed a refusal. out and action are
+ * constants at every call: only the shadow test is left.
+ */
+static __always_inline int fg_verdict_set(struct fg_verd *v, __u32 out, __u32 action, int shadow)
 {
-	if (shadow) {
-		v->out = out_shadow;
-		v->verdict = XDP_PASS;
-	} else {
+	if (action == XDP_PASS) {
 		v->out = out;
-		v->verdict = XDP_DROP;
+		return 1;
 	}
+	if (shadow) {
+		/* the verdict stays XDP_PASS: a packet's first refusal is its last */
+		v->out = fg_out_shadow(out);
+		return 0;
+	}
+	v->out = out;
+	v->verdict = action;
+	return 1;
 }
 
-/* A drop: in shadow it is counted as would-drop and passed. */
-static __always_inline void fg_drop(struct fg_verd *v, int shadow)
+/* A drop (FG_OUT_DROP, or a refusal of its own kind), through the setter. */
+static __always_inline int fg_refuse(struct fg_verd *v, __u32 out, int shadow)
 {
-	fg_refuse(v, shadow, FG_OUT_DROP, FG_OUT_SHADOW);
+	return fg_verdict_set(v, out, XDP_DROP, shadow);
 }
 
-/* A shed (the host is short of capacity, not the source over its quota):
- * in shadow counted as would-shed and passed. */
-static __always_inline void fg_shed_verdict(struct fg_verd *v, int shadow)
+/* An outcome that lets the packet through (allow, bypass, ...). */
+static __always_inline void fg_let(struct fg_verd *v, __u32 out)
 {
-	fg_refuse(v, shadow, FG_OUT_SHED, FG_OUT_SHED_SHADOW);
+	fg_verdict_set(v, out, XDP_PASS, 0);
 }
 
 #endif /* FG_LIB_VERDICT_BPF_H */

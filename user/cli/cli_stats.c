@@ -80,9 +80,13 @@ static void stats_table(const struct fg_stats *rows, const struct fg_stats *prev
 {
 	char b[32];
 
+	int w[FG_OUT_MAX]; /* a column as wide as its name, at least 9 */
+
 	printf("%-24s", prev ? "RULE (per second)" : "RULE (packets)");
-	for (int o = 0; o < FG_OUT_MAX; o++)
-		printf(" %9s", fg_outcome_names[o]);
+	for (int o = 0; o < FG_OUT_MAX; o++) {
+		w[o] = strlen(fg_outcome_names[o]) > 9 ? (int)strlen(fg_outcome_names[o]) : 9;
+		printf(" %*s", w[o], fg_outcome_names[o]);
+	}
 	printf("\n");
 	for (int r = 0; r < FG_NROWS; r++) {
 		const char *nm = cli_row_name(names, r);
@@ -96,7 +100,7 @@ static void stats_table(const struct fg_stats *rows, const struct fg_stats *prev
 			if (prev)
 				v = (rows[r].pkts[o] - prev[r].pkts[o]) / dt;
 			cli_fmt_num(b, sizeof(b), v);
-			printf(" %9s", b);
+			printf(" %*s", w[o], b);
 		}
 		printf("\n");
 	}
