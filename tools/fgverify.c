@@ -445,6 +445,10 @@ static void verify_object(const struct verify_opts *o, struct budget *b, const c
 			err = bpf_object__load(one);
 		bpf_object__close(one);
 		if (err) {
+			struct budget_line *l = budget_find(b, &m);
+
+			if (l) /* the program is there: its line is not stale */
+				l->seen = true;
 			bad("%s %s %s %s: not loaded: %s", o->kernel_tag, comp, name, pn,
 			    strerror(-err));
 			print_refusal(path, pn, o->log_mb);

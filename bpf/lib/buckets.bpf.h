@@ -44,10 +44,15 @@ static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __
 		victim = pref; /* its own way, empty: a lookup's first read */
 		goto claim;
 	}
-	FG_UNROLL
+	/* a loop, not unrolled: unrolled, clang 14 kept the first loop's keys
+	 * for this one and spilled them, and this frame plus the caller's
+	 * were 512 B, the verifier's limit (now 64 B here) */
+#pragma nounroll
 	for (i = 0; i < FG_WAYS4; i++) {
 		__u64 k = key[i * stride], t = tat[i * stride];
 
+		if (k == want)
+			return i; /* another CPU claimed it for this source since */
 		if (!k) {
 			victim = i;
 			victim_key = 0;
@@ -66,6 +71,10 @@ static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __
 claim:
 	if (victim < 0 || victim >= FG_WAYS4)
 		return -1;
+	/* bounded where it is used: clang may spill it as 32 bits, which the
+	 * verifier fills without the bounds just checked */
+	FG_OPAQUE(victim);
+	victim &= FG_WAYS4 - 1;
 	if (!fg_admit_new(pol, now, ev))
 		return -1;
 	if (__sync_val_compare_and_swap(&key[victim * stride], victim_key, want) == victim_key) {
@@ -137,8 +146,8 @@ struct fg_claim6 {
 /* Global, as fg_src4_way; the key is a digest, so the caller of a claim
  * (FG_EV_INSERT in *ev) then writes its copy of the source (who: after the
  * CAS, readers check it, floodgate.h). The write is the caller's so that
- * this frame need not keep set and c live: 160 bytes of stack, against the
- * 512 the caller's frame and this one share. */
+ * this frame need not keep set and c live: it shares the verifier's 512 B
+ * with the caller's (the frames: tools/fgverify prints them). */
 __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
 			   const struct fg_claim6 *c, __u32 *ev)
 {
