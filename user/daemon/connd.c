@@ -73,9 +73,9 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 		return err;
 	}
 	if (err) {
-		fg_why(why,
-		       "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
-		       strerror(-err));
+		fg_why(why, "attaching the connection counter (%s way): %s",
+		       fg_conn_way_names[cd->c.way],
+		       cd->c.way_why[0] ? cd->c.way_why : strerror(-err));
 		return err;
 	}
 	err = fg_conn_pin(&cd->c, dir);
@@ -96,7 +96,7 @@ int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, struct fg_
 
 bool fg_connd_due(const struct fg_connd *cd, __u64 now_ns)
 {
-	return cd->open && cd->c.walk && now_ns >= cd->next_ns;
+	return cd->open && fg_conn_ready(&cd->c) && now_ns >= cd->next_ns;
 }
 
 static __u64 mono_ns(void)

@@ -20,34 +20,34 @@
 #include <stddef.h>
 
 enum fg_kf {
-	FG_KF_XDP = 0,		/* program type xdp: the filter itself */
-	FG_KF_XDP_FRAGS,	/* xdp.frags programs (5.18) */
-	FG_KF_BTF,		/* /sys/kernel/btf/vmlinux */
-	FG_KF_TRACING,		/* program type tracing: tp_btf, fentry, iterators */
-	FG_KF_EXT,		/* program type ext (freplace): libxdp's dispatcher */
-	FG_KF_SOCK_OPS,		/* program type sock_ops */
-	FG_KF_SCHED_CLS,	/* program type sched_cls (tc) */
-	FG_KF_CGROUP2,		/* a cgroup v2 hierarchy (mounted, or mountable) */
-	FG_KF_RINGBUF,		/* map type ringbuf (5.8) */
-	FG_KF_MMAP,		/* mmapable arrays (5.5) */
-	FG_KF_SK_STORAGE,	/* map type sk_storage (5.2) */
-	FG_KF_TP_SOCK_STATE,	/* BTF of the sock:inet_sock_set_state tracepoint */
-	FG_KF_ITER_TCP,		/* BTF of the tcp iterator (5.9) */
-	FG_KF_SYNCOOKIE,	/* bpf_tcp_raw_{gen,check}_syncookie_* in XDP (6.0) */
-	FG_KF_SKC_LOOKUP,	/* bpf_skc_lookup_tcp in XDP and tc */
-	FG_KF_TCP_REQSK,	/* kfunc bpf_sk_assign_tcp_reqsk (6.9) */
-	FG_KF_CT_LOOKUP,	/* kfunc bpf_xdp_ct_lookup (conntrack, 6.0) */
-	FG_KF_NETNS_COOKIE,	/* bpf_get_netns_cookie in sock_ops (5.15) */
+	FG_KF_XDP = 0,	     /* program type xdp: the filter itself */
+	FG_KF_XDP_FRAGS,     /* xdp.frags programs (5.18) */
+	FG_KF_BTF,	     /* /sys/kernel/btf/vmlinux */
+	FG_KF_TRACING,	     /* program type tracing: tp_btf, fentry, iterators */
+	FG_KF_EXT,	     /* program type ext (freplace): libxdp's dispatcher */
+	FG_KF_SOCK_OPS,	     /* program type sock_ops */
+	FG_KF_SCHED_CLS,     /* program type sched_cls (tc) */
+	FG_KF_CGROUP2,	     /* a cgroup v2 hierarchy (mounted, or mountable) */
+	FG_KF_RINGBUF,	     /* map type ringbuf (5.8) */
+	FG_KF_MMAP,	     /* mmapable arrays (5.5) */
+	FG_KF_SK_STORAGE,    /* map type sk_storage (5.2) */
+	FG_KF_TP_SOCK_STATE, /* BTF of the sock:inet_sock_set_state tracepoint */
+	FG_KF_ITER_TCP,	     /* BTF of the tcp iterator (5.9) */
+	FG_KF_SYNCOOKIE,     /* bpf_tcp_raw_{gen,check}_syncookie_* in XDP (6.0) */
+	FG_KF_SKC_LOOKUP,    /* bpf_skc_lookup_tcp in XDP and tc */
+	FG_KF_TCP_REQSK,     /* kfunc bpf_sk_assign_tcp_reqsk (6.9) */
+	FG_KF_CT_LOOKUP,     /* kfunc bpf_xdp_ct_lookup (conntrack, 6.0) */
+	FG_KF_NETNS_COOKIE,  /* bpf_get_netns_cookie in sock_ops (5.15) */
 	FG_KF_MAX,
 };
 
 struct fg_kf_item {
 	bool ok;
-	char why[128];		/* when !ok: what the probe found */
+	char why[128]; /* when !ok: what the probe found */
 };
 
 struct fg_kfeat {
-	char release[65];	/* uname -r */
+	char release[65]; /* uname -r */
 	struct fg_kf_item f[FG_KF_MAX];
 };
 
@@ -68,15 +68,35 @@ extern const char *const fg_kf_desc[FG_KF_MAX];
  * Items everything needs are left out when present. */
 void fg_kfeat_summary(const struct fg_kfeat *kf, char *buf, size_t len);
 
-/* The concurrency counter's ways, best first, and the best this kernel
- * allows (user/conn implements them): FG_CONN_WAY_NONE with *why naming
+/* The concurrency counter's ways, best first, and the one it takes on this
+ * kernel (user/conn implements them): FG_CONN_WAY_NONE with *why naming
  * the refused kernel features when none. */
 enum fg_conn_way {
 	FG_CONN_WAY_NONE = 0,
-	FG_CONN_WAY_TRACING,	/* tp_btf/inet_sock_set_state + iter/tcp */
-	FG_CONN_WAY_SOCKOPS,	/* sock_ops state callbacks on cgroup v2 + sock_diag dumps */
+	FG_CONN_WAY_TRACING, /* tp_btf/inet_sock_set_state + iter/tcp */
+	FG_CONN_WAY_SOCKOPS, /* sock_ops state callbacks on cgroup v2 + sock_diag dumps */
 };
 extern const char *const fg_conn_way_names[3];
+
+/* The environment variable that forces a way (operators, tests):
+ * "auto" (or unset), "tp_btf" or "sock_ops". */
+#define FG_CONN_WAY_ENV "FLOODGATE_CONN_WAY"
+
+/* "auto" (or NULL, ""): FG_CONN_WAY_NONE, meaning the best; "tp_btf" or
+ * "sock_ops": that way. -EINVAL for anything else. */
+int fg_conn_way_parse(const char *s, enum fg_conn_way *out);
+
+/* Can this kernel run that way? If not, *why says which feature it
+ * refuses, and why. */
+bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why, size_t len);
+
+/* The way to take: want (FG_CONN_WAY_NONE: the best this kernel allows)
+ * if this kernel allows it, else FG_CONN_WAY_NONE with *why. */
+enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why,
+					size_t len);
+
+/* fg_kfeat_conn_way_pick for what FG_CONN_WAY_ENV asks (unset: the best);
+ * an unknown value gives FG_CONN_WAY_NONE, *why naming it. */
 enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len);
 
 #endif /* FG_KFEAT_H */
