@@ -211,6 +211,10 @@ int fg_connd_metrics(struct fg_connd *cd, const struct fg_name *names, char **ou
 		"# TYPE floodgate_conn_missed_total counter\nfloodgate_conn_missed_total %llu\n",
 		(unsigned long long)misses);
 	fprintf(f,
+		"# HELP floodgate_conn_way How the connection counter counts (1 for the way taken: tp_btf, sock_ops; none: not at all).\n"
+		"# TYPE floodgate_conn_way gauge\nfloodgate_conn_way{way=\"%s\"} 1\n",
+		fg_conn_way_names[cd->c.way]);
+	fprintf(f,
 		"# HELP floodgate_conn_keys Source keys in the count table (last reconcile).\n"
 		"# TYPE floodgate_conn_keys gauge\nfloodgate_conn_keys %zu\n",
 		cd->keys);
