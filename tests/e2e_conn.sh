@@ -267,6 +267,22 @@ at_cap() { conn_field at_cap false "$1"; }
 # wait_conns SRC N TENTHS: until the daemon counts N for SRC; prints the count
 wait_conns() { wait_val conns "$1" "$2" "$3"; }
 status_get() { "$FG" status --json 2>/dev/null | fg_json_get - "$@"; }
+# after_close SRC LOW HIGH TENTHS: after closes that bring SRC's count to
+# LOW, with clients waiting in SYN-SENT to bring it back to HIGH: waits
+# until the daemon counts LOW, or HIGH while SRC holds HIGH established
+# (the waiting SYNs got in before a slow poll saw LOW: a slow guest); a
+# close that was not counted leaves neither. Prints what it counted.
+after_close() {
+	local n=$4 c
+	while :; do
+		c=$(conns "$1")
+		[ "$c" = "$2" ] && break
+		[ "$c" = "$3" ] && [ "$(est "$1")" = "$3" ] && break
+		[ "$n" -le 0 ] && break
+		sleep 0.1; n=$((n - 1))
+	done
+	echo "$c"
+}
 
 start_daemon() { fg_daemon_start srv "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; }
 
@@ -374,7 +390,9 @@ cmd c1 "open 2"
 sleep 1.2
 check_cmp "over its cap (11 > 10): a new SYN is refused" "$(synsent "$C1")" = 2
 cmd c1 "close 3"
-check_cmp "3 closed: 8 counted" "$(wait_conns "$C1" 8 30)" = 8
+c=$(after_close "$C1" 8 "$CAP" 30)
+if [ "$c" = 8 ] || [ "$c" = "$CAP" ]; then ok "3 closed: 8 counted (measured $c; $CAP: the 2 waiting got in already)"
+else bad "3 closed: 8 counted" "expected 8 (or $CAP, all established), measured '$c'"; fi
 check_cmp "... and the 2 waiting get in (10)" "$(wait_est "$C1" "$CAP" 60)" = "$CAP"
 cmd c1 closepending
 
@@ -429,7 +447,9 @@ cmd c1 "open 1"
 sleep 1.2
 check_cmp "lowered cap: a new SYN is refused" "$(synsent "$C1")" = 1
 cmd c1 "close 6"
-check_cmp "6 closed: 4 counted" "$(wait_conns "$C1" 4 30)" = 4
+c=$(after_close "$C1" 4 5 30)
+if [ "$c" = 4 ] || [ "$c" = 5 ]; then ok "6 closed: 4 counted (measured $c; 5: the waiting one got in already)"
+else bad "6 closed: 4 counted" "expected 4 (or 5, all established), measured '$c'"; fi
 check_cmp "... under the new cap, the waiting one gets in" "$(wait_est "$C1" 5 60)" = 5
 
 # --- shadow: at the cap it passes, counted --------------------------------------------

@@ -1281,6 +1281,102 @@ static void test_forced_way(void)
 		printf("  this kernel allows both ways: a refused way not tried\n");
 }
 
+/*
+ * A daemon that adopts the pins through the other way (FLOODGATE_CONN_WAY
+ * changed across a restart): sock_ops -> tp_btf -> sock_ops. The marks are
+ * the same; the counts stay exact, the closes of sockets the other way
+ * counted are seen (the tracepoint sees all; sock_ops sees its own by their
+ * state callbacks, the others at their release), and the pinned links are
+ * the new way's only. Needs a kernel with both ways.
+ */
+static bool pinned(const char *dir, const char *name)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static int adopt_way(const char *dir, enum fg_conn_way w)
+{
+	struct fg_conn_opts o = { .max_keys = 4096, .max_pending = 1024, .pin_dir = dir, .way = w };
+
+	if (!ASSERT_OK(fg_conn_open(&C, &o, why), why[0] ? why : "open") ||
+	    !ASSERT_EQ(C.way, w, "the way asked for"))
+		return -1;
+	if (!ASSERT_OK(fg_conn_set_caps(&C, &CAP, 1, why), "caps") ||
+	    !ASSERT_OK(fg_conn_attach(&C), "attach") || !ASSERT_OK(fg_conn_pin(&C, dir), "pin")) {
+		fg_conn_close(&C);
+		return -1;
+	}
+	return 0;
+}
+
+static void test_way_switch(void)
+{
+	const struct fg_kfeat *kf = fg_kfeat_get();
+	struct fg_conn_rec rec = {};
+	struct fg_conn_key k;
+	struct pairs p = { .n = 0 }, q = { .n = 0 };
+	struct statfs sfs;
+	char dir[128];
+	int lfd = -1;
+
+	if (!fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, NULL, 0) ||
+	    !fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, NULL, 0)) {
+		fg_test_skip("needs a kernel that allows both ways");
+		return;
+	}
+	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+		fg_test_skip("/sys/fs/bpf is not a BPF filesystem");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fgconn-switch-%d", (int)getpid());
+	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "mkdir pin dir"))
+		return;
+	key_of(&k, 4, "127.0.0.1");
+	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
+	if (!ASSERT_GE(lfd, 0, "listen") || adopt_way(dir, FG_CONN_WAY_SOCKOPS))
+		goto rm;
+	ASSERT_OK(open_pairs(&p, 4, 4, "127.0.0.1", PORT4, lfd), "4 connections (sock_ops)");
+	ASSERT_EQ(est_wait(&k, 4), 4, "sock_ops counts 4");
+	ASSERT_TRUE(pinned(dir, FG_CONN_RLINK_PIN), "sock_ops: release link pinned");
+	fg_conn_close(&C);
+
+	if (adopt_way(dir, FG_CONN_WAY_TRACING))
+		goto rm;
+	ASSERT_TRUE(!pinned(dir, FG_CONN_RLINK_PIN), "tp_btf: the release link unpinned");
+	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile");
+	ASSERT_EQ(rec.seeded + rec.fixed_keys, 0, "tp_btf adopts sock_ops' marks: nothing to fix");
+	ASSERT_EQ(est_of(&k), 4, "4");
+	for (int i = 0; i < 2; i++) {
+		close(p.cli[i]);
+		close(p.srv[i]);
+		p.cli[i] = p.srv[i] = -1;
+	}
+	ASSERT_EQ(est_wait(&k, 2), 2, "tp_btf sees the closes of sock_ops-counted sockets");
+	ASSERT_OK(open_pairs(&q, 2, 4, "127.0.0.1", PORT4, lfd), "2 connections (tp_btf)");
+	ASSERT_EQ(est_wait(&k, 4), 4, "tp_btf counts 2 more");
+	fg_conn_close(&C);
+
+	if (adopt_way(dir, FG_CONN_WAY_SOCKOPS))
+		goto rm;
+	ASSERT_TRUE(pinned(dir, FG_CONN_RLINK_PIN), "sock_ops again: release link pinned");
+	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile");
+	ASSERT_EQ(rec.seeded + rec.fixed_keys, 0, "sock_ops adopts tp_btf's marks: nothing to fix");
+	ASSERT_EQ(est_of(&k), 4, "4");
+	close_pairs(&p);
+	ASSERT_EQ(est_wait(&k, 2), 2, "its own (state callbacks): 2 left");
+	close_pairs(&q);
+	ASSERT_EQ(est_wait(&k, 0), 0, "tp_btf's, at their release: 0");
+	fg_conn_close(&C);
+rm:
+	close_pairs(&p);
+	pairs_close(&q, lfd);
+	ASSERT_OK(fg_conn_unpin(dir), "unpin");
+	ASSERT_OK(rmdir(dir) ? -errno : 0, "pin dir empty and removed");
+}
+
 /* ---- cost ----------------------------------------------------------------- */
 
 /* n connect/accept/close cycles; ns per cycle. The server closes first,
@@ -1887,6 +1983,7 @@ int main(int argc, char **argv)
 			FG_RUN(test_helper_cost);
 			FG_RUN(test_xdp_cap_cost);
 			FG_RUN(test_forced_way);
+			FG_RUN(test_way_switch);
 		}
 		run_way();
 	}
