@@ -307,10 +307,19 @@ fg_init --root
 mkdir "$FG_TMP/share"
 ok "guest: $(echo "$out" | sed -E 's/^vm-run: ready: //; s/ \(.*\),/,/; s/, initramfs .*//' | one_line 200)"
 t0=$SECONDS
+# the runner is a job of this script, so that the cleanup trap stops it
+# (by PID: it then stops its qemu and removes its run dir); its output is
+# followed from the file it writes
+: > "$FG_TMP/guest.out"
 TMPDIR=$FG_TMP FG_VM_TIMES=$FG_TMP/vm.times tools/vm/run -t "${FG_GUEST_TIMEOUT:-600}" -s "$FG_TMP/share" -- \
-	bash tests/guest_drills.sh --in-guest "$FG_TMP/share" "$@" 2>&1 | tee "$FG_TMP/guest.out" |
-	sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/# guest: \1/'
-rc=${PIPESTATUS[0]}
+	bash tests/guest_drills.sh --in-guest "$FG_TMP/share" "$@" >> "$FG_TMP/guest.out" 2>&1 &
+vpid=$!
+# in the background too: bash runs a trap only after a foreground command ends
+tail -c +1 -s 0.2 -f --pid="$vpid" "$FG_TMP/guest.out" |
+	sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/# guest: \1/' &
+wait "$vpid"
+rc=$?
+wait
 line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$FG_TMP/guest.out" | tail -n 1)
 if [ -n "$line" ]; then
 	read -r p _ f _ s _ <<< "${line//,/}"
