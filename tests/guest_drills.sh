@@ -15,8 +15,8 @@
 #              libxdp's dispatcher, both orders, either one leaving);
 #   caps       the concurrency cap counted by tp_btf: test_conn; a cap of 3
 #              per source, 8 connects, what the server accepted and the
-#              client holds, the counter's count and the cap outcome; then
-#              tests/e2e_conn.sh (FG_GUEST_E2E_CONN=0: not).
+#              client holds, the counter's count and the cap outcome;
+#              tests/e2e_conn.sh too with FG_GUEST_E2E_CONN=1 (minutes).
 #   tests/guest_drills.sh [DRILL...]    (default: all four, in that order)
 # From the repository root, as root, after make; OUTPUT= is honoured. It
 # installs what the guest needs (tools/deps.sh vm: qemu-system-x86,
@@ -250,10 +250,13 @@ print(sum(e["connections"] for e in d.get("connections", []) if e["source"].spli
 drill_caps() {
 	sub test_conn "$FG_OUT/tests/test_conn"
 	drill_cap
-	if [ "${FG_GUEST_E2E_CONN:-1}" = 1 ]; then
+	# e2e_conn.sh took 24-52 s here before its first daemon start (python
+	# clients and server under TCG), and it has five starts and reconcile
+	# waits after it: too long for the stage's ~3 minutes
+	if [ "${FG_GUEST_E2E_CONN:-0}" = 1 ]; then
 		sub e2e_conn bash tests/e2e_conn.sh
 	else
-		skip "caps: tests/e2e_conn.sh" "FG_GUEST_E2E_CONN=0"
+		skip "caps: tests/e2e_conn.sh" "opt-in (FG_GUEST_E2E_CONN=1): minutes under TCG; the cap drill counts a cap at both ends in one start"
 	fi
 }
 
