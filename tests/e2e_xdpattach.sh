@@ -19,10 +19,11 @@
 # and libxdp pins under /sys/fs/bpf/xdp: the script runs itself in a private
 # mount namespace with its own bpffs and /run, so none of that is shared with
 # the host or another test, and it all goes away with the script.
-# Parts (FG_XA_PARTS, default all, in this order): modes (FG_XA_MODES, default
-# "auto libxdp exclusive"), change, twoif, generic, beside, recreate,
-# badinput; tests/guest_drills.sh runs "modes beside" with FG_XA_MODES=libxdp
-# on Debian's stock kernel, where libxdp can build its dispatcher.
+# Parts (FG_XA_PARTS, default all, in this order): modes, change, twoif,
+# generic, beside, recreate, badinput; FG_XA_MODES (default "auto libxdp
+# exclusive") limits the xdp_attach values of modes and beside.
+# tests/guest_drills.sh runs "modes beside" with FG_XA_MODES=libxdp on
+# Debian's stock kernel, where libxdp can build its dispatcher.
 # Needs root, xdp-filter and fgen. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -289,6 +290,13 @@ part_generic() {
 }
 
 # --- xdp-filter first, then floodgate ----------------------------------------------------
+# beside_modes MODE...: those of FG_XA_MODES (all when it is not set)
+beside_modes() {
+	local m
+	for m in "$@"; do
+		case " ${FG_XA_MODES:-$XA_MODES} " in *" $m "*) echo "$m" ;; esac
+	done
+}
 part_beside() {
 	[ "$DISPATCHER" = 1 ] || skip "beside xdp-filter on one v1 through libxdp's dispatcher, both orders, either one leaving" \
 		"this kernel cannot build the dispatcher ($NO_DISPATCHER); tests/guest_drills.sh runs it on Debian's stock kernel"
@@ -297,10 +305,17 @@ part_beside() {
 		bad "xdp-filter loads on v1" "$(one_line < "$FG_TMP/xf.out")"
 	else
 		xf_on=1
-		xf_ids=$(xdp_ids)
 		check_cmp "xdp-filter alone drops UDP $P_XF" "$(arrived $P_XF)" = 0
-		# auto last: there, with a dispatcher, xdp-filter leaves first
-		for how in libxdp exclusive auto; do
+		# the modes of FG_XA_MODES; floodgate leaves first, except in the
+		# last of two that join xdp-filter through the dispatcher: there
+		# xdp-filter leaves first (floodgate first, below, has both)
+		hows=$(beside_modes libxdp exclusive auto)
+		last_join=$(for how in $hows; do [ "$how" = exclusive ] || echo "$how"; done)
+		[ "$(echo "$last_join" | wc -l)" -ge 2 ] && last_join=$(echo "$last_join" | tail -n 1) || last_join=
+		for how in $hows; do
+			# the device's program now: a dispatcher is rebuilt when a
+			# component leaves it, so its id is read again each time
+			xf_ids=$(xdp_ids)
 			policy "$FG_TMP/p.yaml" "$how"
 			: > "$DLOG"
 			if [ "$DISPATCHER" = 1 ] && [ "$how" != exclusive ]; then
@@ -311,7 +326,7 @@ part_beside() {
 				status_json && check_cmp "xdp-filter first, $how: status: two programs, floodgate first" \
 					"$(fg_json_get "$FG_TMP/st.json" interfaces.0.attach interfaces.0.position \
 					   interfaces.0.programs.1.ours)" = "dispatcher 1 false"
-				if [ "$how" = auto ]; then
+				if [ "$how" = "$last_join" ]; then
 					# the other way round: xdp-filter leaves, floodgate stays
 					xf_unload
 					xf_on=0
@@ -349,7 +364,7 @@ part_beside() {
 	fi
 
 # --- floodgate first, then xdp-filter ----------------------------------------------------
-	for how in libxdp exclusive; do
+	for how in $(beside_modes libxdp exclusive); do
 		policy "$FG_TMP/p.yaml" "$how"
 		: > "$DLOG"
 		if ! start; then bad "floodgate first, $how: starts" "$(tail -5 "$DLOG" | one_line 400)"; continue; fi
@@ -505,7 +520,7 @@ for p in $XA_PARTS; do
 	case " ${FG_XA_PARTS:-$XA_PARTS} " in *" $p "*) ;; *) not_run+=" $p" ;; esac
 done
 for p in $XA_MODES; do
-	case " ${FG_XA_MODES:-$XA_MODES} " in *" $p "*) ;; *) not_run+=" modes:$p" ;; esac
+	case " ${FG_XA_MODES:-$XA_MODES} " in *" $p "*) ;; *) not_run+=" $p(modes,beside)" ;; esac
 done
 [ -z "$not_run" ] || skip "parts not run:$not_run" "not in FG_XA_PARTS='${FG_XA_PARTS:-}' FG_XA_MODES='${FG_XA_MODES:-}'"
 fg_finish
