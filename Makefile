@@ -71,10 +71,16 @@ TEST_HELPER_OBJS := $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(TEST_HELPER_SRCS)
 FUZZ_SRCS  := $(wildcard tests/fuzz_*.c)
 FUZZERS    := $(patsubst tests/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 DEPS_STAMP := $(OUTPUT)/.deps-ok
+# --version: git's description of the tree (a tag once there is one), and the
+# libraries built with; the header is rewritten only when one of them changes
+FG_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+LIBBPF_VER  := $(shell $(PKG_CONFIG) --modversion libbpf 2>/dev/null || echo 0.0.0)
+LIBXDP_VER  := $(shell $(PKG_CONFIG) --modversion libxdp 2>/dev/null || echo unknown)
+VERSION_H   := $(OUTPUT)/fg_version.h
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: all clean help test test-unit gameday bench demo install deps fuzz verify-clang \
+.PHONY: FORCE all clean help test test-unit gameday bench demo install deps fuzz verify-clang \
 	format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
@@ -101,6 +107,13 @@ deps $(DEPS_STAMP):
 
 $(OUTPUT) $(OUTPUT)/tests $(OUTPUT)/fuzz/obj:
 	$(Q)mkdir -p $@
+
+$(VERSION_H): FORCE | $(OUTPUT)
+	$(Q)printf '#define FG_VERSION "%s"\n#define FG_LIBBPF_VERSION "%s"\n#define FG_LIBBPF_MAJOR %s\n#define FG_LIBBPF_MINOR %s\n#define FG_LIBXDP_VERSION "%s"\n' \
+		'$(FG_VERSION)' '$(LIBBPF_VER)' '$(word 1,$(subst ., ,$(LIBBPF_VER)))' \
+		'$(word 2,$(subst ., ,$(LIBBPF_VER)))' '$(LIBXDP_VER)' > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OUTPUT)/user/lib/version.o $(OUTPUT)/fuzz/obj/lib/version.o: $(VERSION_H)
 
 # --- BPF: clang -> strip DWARF (keep BTF) -> bpftool gen object -> skeleton --
 $(OUTPUT)/%.tmp.o: %.bpf.c | $(OUTPUT) $(DEPS_STAMP)

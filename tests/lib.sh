@@ -349,6 +349,7 @@ SCHEMAS = {
                          "limited": bool}],
             "throttled_sources": int, "tracked_sources": int},
     "status": {"pin_dir": str, "abi": int,
+               "version": {"floodgate": str, "libbpf": str, "libxdp": str},
                "daemon": {"running": bool, "pid": int, "started": int,
                           "state": frozenset(("running", "stopped", "none"))},
                "config": str,

@@ -51,6 +51,7 @@ static const struct fg_opt global_opts[] = {
 	FG_OPT_BOOL("verbose", 'v', A, verbose, "debug output"),
 	FG_OPT_STR("interface", 'i', A, iface, "IF",
 		   "without a pin dir: the filter running on IF (when several lost their pins)"),
+	FG_OPT_VERSION,
 	FG_OPT_HELP_END("help for the command"),
 };
 

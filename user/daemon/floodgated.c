@@ -123,6 +123,7 @@ static const struct fg_opt daemon_opts[] = {
 	FG_OPT_BOOL("foreground", 'f', O, foreground, "stay in the foreground, log to stderr"),
 	FG_OPT_BOOL("keep", 'k', O, keep, "leave the filter attached and pinned on SIGTERM"),
 	FG_OPT_COUNT("verbose", 'v', O, verbose, "debug logging (libbpf too)"),
+	FG_OPT_VERSION,
 	FG_OPT_HELP_END("this help"),
 };
 #undef O

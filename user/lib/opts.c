@@ -8,6 +8,7 @@
 #include "lib/opts.h"
 #include "policy/policy.h"
 #include "lib/units.h"
+#include "lib/version.h"
 
 #define MAX_TABS 3 /* a command's options, the program's, NULL */
 
@@ -114,6 +115,9 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 		return 0;
 	case FGO_HELP:
 		ps->p->help = true;
+		return 0;
+	case FGO_VERSION:
+		ps->p->help = ps->p->version = true;
 		return 0;
 	case FGO_CHOICE:
 		if (*(int *)dst && *(int *)dst != o->ival)
@@ -367,6 +371,10 @@ int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg, s
 			fprintf(stderr, "'%s%s%s --help' lists the options.\n", prog->name,
 				p->cmd ? " " : "", p->cmd ? p->cmd->name : "");
 		return FG_EXIT_USAGE;
+	}
+	if (p->version) {
+		fg_version_print(stdout, prog->name);
+		return 0;
 	}
 	if (p->help) {
 		fg_prog_help(stdout, prog, p->cmd);
