@@ -39,6 +39,7 @@ struct cli_args {
 	int npos;
 	const char *dir;   /* the pin dir in use */
 	const char *iface; /* --interface: discovery picks the filter on it */
+	const char *cmd;   /* the command's name, for messages */
 };
 
 int cli_status(void *cfg);

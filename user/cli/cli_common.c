@@ -93,11 +93,41 @@ static int open_found(const struct cli_args *a, struct fg_found *f, int n, struc
 	return 0;
 }
 
+/* CAP_BPF (39) or CAP_SYS_ADMIN (21) in the effective set: the bpf() calls
+ * every map command makes (kernel.unprivileged_bpf_disabled refuses them
+ * to anyone else). Unknown (no /proc): assume so, and let the call say. */
+static bool bpf_capable(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	bool known = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			known = true;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return !known || (eff >> 39 & 1) || (eff >> 21 & 1);
+}
+
 int cli_open_maps(const struct cli_args *a, struct fg_maps *m)
 {
 	char why[FG_WHY_LEN] = "";
 	struct fg_found *f;
-	int err = fg_maps_open(m, a->dir, why), n;
+	int err, n;
+
+	if (!bpf_capable()) {
+		pr_err("'floodgate %s' reads floodgate's BPF maps, which needs root or CAP_BPF: "
+		       "run it as root (su -c 'floodgate %s', or sudo floodgate %s where sudo is "
+		       "installed)",
+		       a->cmd ? a->cmd : "this command", a->cmd ? a->cmd : "...",
+		       a->cmd ? a->cmd : "...");
+		return -EPERM;
+	}
+	err = fg_maps_open(m, a->dir, why);
 
 	if (err && err != -ENOENT) {
 		pr_warn("%s", why[0] ? why : strerror(-err));

@@ -102,8 +102,8 @@ static int reload_precheck(const struct fg_meta *meta)
 		return -ENOMEM;
 	}
 	if (load_policy(meta->config, c, msg, sizeof(msg))) {
-		pr_warn("%s", msg);
-		pr_warn("not reloading: the running policy stays");
+		pr_err("%s", msg);
+		pr_err("not reloading: the running policy stays");
 		free(c);
 		return -EINVAL;
 	}
@@ -178,8 +178,8 @@ static int reload_result(const struct fg_meta *meta)
 		printf("reloaded %s: %s\n", meta->config, msg[0] ? msg : "done");
 		return 0;
 	}
-	pr_warn("floodgated (pid %u) refused the reload: %s", meta->pid,
-		msg[0] ? msg : strerror((int)meta->reload_err));
+	pr_err("floodgated (pid %u) refused the reload: %s", meta->pid,
+	       msg[0] ? msg : strerror((int)meta->reload_err));
 	return -(int)meta->reload_err;
 }
 
@@ -206,7 +206,7 @@ static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const s
 
 	err = proc_signal(p, SIGHUP);
 	if (err) {
-		pr_warn("cannot signal floodgated pid %u: %s", p->pid, strerror(-err));
+		pr_err("cannot signal floodgated pid %u: %s", p->pid, strerror(-err));
 		return err;
 	}
 	for (;;) {
@@ -222,16 +222,16 @@ static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const s
 		if (meta.pid == p->pid && meta.reload_seq != meta0->reload_seq)
 			return reload_result(&meta);
 		if (gone || meta.pid != p->pid) {
-			pr_warn("floodgated (pid %u) exited before it finished the reload: see its "
-				"log (journalctl -u floodgated); the policy in force is in "
-				"'floodgate status'",
-				p->pid);
+			pr_err("floodgated (pid %u) exited before it finished the reload: see its "
+			       "log (journalctl -u floodgated); the policy in force is in "
+			       "'floodgate status'",
+			       p->pid);
 			return -ESRCH;
 		}
 		if (waited >= RELOAD_WAIT_MS) {
-			pr_warn("floodgated (pid %u) did not finish the reload within %d s: it may "
-				"still; see 'floodgate status' and its log",
-				p->pid, RELOAD_WAIT_MS / 1000);
+			pr_err("floodgated (pid %u) did not finish the reload within %d s: it may "
+			       "still; see 'floodgate status' and its log",
+			       p->pid, RELOAD_WAIT_MS / 1000);
 			return -ETIMEDOUT;
 		}
 		if (!noted && waited >= RELOAD_NOTE_MS) {
@@ -258,9 +258,9 @@ int cli_reload(void *cfg)
 	proc_open(&p, meta.pid);
 	/* checked after the pidfd is open: it names this daemon from here on */
 	if (!meta.pid || proc_state(&p) == FG_DAEMON_NONE) {
-		pr_warn("floodgated is not running for %s: nothing to reload "
-			"(start it, e.g. systemctl start floodgated)",
-			a->dir);
+		pr_err("floodgated is not running for %s: nothing to reload "
+		       "(start it, e.g. systemctl start floodgated)",
+		       a->dir);
 		goto out;
 	}
 	meta.config[sizeof(meta.config) - 1] = 0;

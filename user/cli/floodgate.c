@@ -144,6 +144,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < p.npos && i < (int)(sizeof(a.pos) / sizeof(a.pos[0])); i++)
 		a.pos[i] = p.pos[i];
 	a.npos = p.npos;
+	a.cmd = p.cmd->name;
 	a.dir = fg_pin_dir_choose(a.pin_dir);
 	return p.cmd->fn(&a);
 }

@@ -54,6 +54,9 @@
 #define TICK_MS	  1000
 #define TRACK_MAX 65536 /* sources with drops tracked for the throttle log */
 #define LOCK_MS	  5000	/* waiting for the pin dir's lock */
+/* the interfaces when no --interface is given: the unit's environment file sets it */
+#define FG_IFACES_ENV "FLOODGATE_INTERFACES"
+#define FG_ENV_FILE   "/etc/default/floodgated"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_requested;
@@ -166,7 +169,7 @@ static int setup_signals(void)
 	    sigaction(SIGHUP, &sa, NULL)) {
 		int err = -errno;
 
-		pr_warn("cannot set up signal handlers: %s", strerror(-err));
+		pr_err("cannot set up signal handlers: %s", strerror(-err));
 		return err;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -192,7 +195,7 @@ static int load_first_config(struct daemon *d)
 	int err = load_config(d->o.config, &d->cfg, msg, sizeof(msg));
 
 	if (err)
-		pr_warn("%s", msg);
+		pr_err("%s", msg);
 	else
 		d->have_cfg = true;
 	return err;
@@ -215,36 +218,68 @@ static int absolute_config(struct daemon *d)
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd))) {
 		err = -errno;
-		pr_warn("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
+		pr_err("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
 		return err;
 	}
 	while (rel[0] == '.' && rel[1] == '/')
 		rel += 2;
 	if (snprintf(abs, sizeof(abs), "%s/%s", cwd, rel) >= (int)sizeof(abs)) {
-		pr_warn("--config %s: path too long once absolute", d->o.config);
+		pr_err("--config %s: path too long once absolute", d->o.config);
 		return -ENAMETOOLONG;
 	}
 	d->o.config = abs;
 	return 0;
 }
 
-/* The command line's interfaces, else the file's; each must exist. */
+/* $FLOODGATE_INTERFACES ("eth0 eth1" or "eth0,eth1": the unit's environment
+ * file sets it) into o's interfaces; 0 when unset or empty. */
+static int env_ifaces(struct daemon_opts *o)
+{
+	const char *env = getenv(FG_IFACES_ENV);
+	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[128];
+	char *save = NULL;
+
+	if (!env || !*env)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", env) >= (int)sizeof(buf)) {
+		pr_err("$" FG_IFACES_ENV ": too long (at most %d interfaces)", FG_MAX_IFS);
+		return -EINVAL;
+	}
+	for (char *w = strtok_r(buf, " ,\t", &save); w; w = strtok_r(NULL, " ,\t", &save)) {
+		if (add_iface(NULL, w, o, why, sizeof(why))) {
+			pr_err("$" FG_IFACES_ENV ": %s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* --interface, else $FLOODGATE_INTERFACES, else the file's; each must exist. */
 static int choose_ifaces(struct daemon *d)
 {
 	bool cli = d->o.n_ifs > 0;
+	int err = cli ? 0 : env_ifaces(&d->o);
 
+	if (err)
+		return err;
+	if (!cli && d->o.n_ifs)
+		pr_info("interfaces from $" FG_IFACES_ENV " (%s), not the file's",
+			getenv(FG_IFACES_ENV));
+	cli = d->o.n_ifs > 0;
 	d->n_ifs = cli ? d->o.n_ifs : d->cfg.n_ifs;
 	if (!d->n_ifs) {
-		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
+		pr_err("no interfaces to filter: set " FG_IFACES_ENV " in " FG_ENV_FILE
+		       " (systemd), interfaces: in %s, or pass --interface",
+		       d->o.config);
 		return -EINVAL;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
 		const char *name = cli ? d->o.ifaces[i] : d->cfg.ifaces[i];
 		/* by name, or the device its pinned link still holds (renamed) */
-		int err = fg_iface_init(&d->ifs[i], d->dir, name);
+		err = fg_iface_init(&d->ifs[i], d->dir, name);
 
 		if (err) {
-			pr_warn("interface %s: %s", name, strerror(-err));
+			pr_err("interface %s: %s", name, strerror(-err));
 			return err;
 		}
 	}
@@ -257,7 +292,7 @@ static int refuse_live_daemon(struct fg_maps *m, const char *dir, const char *hi
 	struct fg_meta meta;
 
 	if (!fg_meta_read(m, &meta) && fg_daemon_alive(meta.pid) && meta.pid != (__u32)getpid()) {
-		pr_warn("floodgated (pid %u) is already running on %s%s", meta.pid, dir, hint);
+		pr_err("floodgated (pid %u) is already running on %s%s", meta.pid, dir, hint);
 		return -EBUSY;
 	}
 	return 0;
@@ -303,7 +338,7 @@ static int check_kernel(struct daemon *d)
 	pr_info("%s", line);
 	err = fg_policy_kernel_check(&d->cfg, kf, d->kernel_why, sizeof(d->kernel_why));
 	if (err && !d->pin_dir_existed) {
-		pr_warn("%s: %s", d->o.config, d->kernel_why);
+		pr_err("%s: %s", d->o.config, d->kernel_why);
 		return err;
 	}
 	d->kernel_err = err;
@@ -343,7 +378,7 @@ static int check_pin_dir(struct daemon *d)
 	if (!err)
 		return 0;
 fail:
-	pr_warn("%s", why[0] ? why : strerror(-err));
+	pr_err("%s", why[0] ? why : strerror(-err));
 	return err;
 }
 
@@ -355,7 +390,7 @@ static int size_maps(struct daemon *d)
 	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(d->max_sources))) ||
 	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(d->max_sources))))
-		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
+		pr_err("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
 	return err;
 }
 
@@ -370,7 +405,7 @@ static int set_pin_paths(struct daemon *d)
 		snprintf(path, sizeof(path), "%s/%s", d->dir, bpf_map__name(pinned[i]));
 		err = bpf_map__set_pin_path(pinned[i], path);
 		if (err) {
-			pr_warn("pin path %s: %s", path, strerror(-err));
+			pr_err("pin path %s: %s", path, strerror(-err));
 			return err;
 		}
 	}
@@ -382,10 +417,10 @@ static int load_skel(struct daemon *d)
 	int err = floodgate_bpf__load(d->skel);
 
 	if (err)
-		pr_warn("cannot load the BPF program: %s%s", strerror(-err),
-			d->pin_dir_existed ? " (the pinned maps may not match this version: "
-					     "'floodgate detach' and start again)" :
-					     "");
+		pr_err("cannot load the BPF program: %s%s", strerror(-err),
+		       d->pin_dir_existed ? " (the pinned maps may not match this version: "
+					    "'floodgate detach' and start again)" :
+					    "");
 	return err;
 }
 
@@ -440,12 +475,12 @@ static int lock_and_apply(struct daemon *d)
 	if (!err)
 		err = fg_fleetd_open(&d->fleet, &d->maps, d->dir);
 	if (err) {
-		pr_warn("pin dir %s: %s", d->dir, strerror(-err));
+		pr_err("pin dir %s: %s", d->dir, strerror(-err));
 		return err;
 	}
 	err = fg_maps_lock(&d->maps, LOCK_MS);
 	if (err) {
-		pr_warn("%s is locked by another floodgate process: %s", d->dir, strerror(-err));
+		pr_err("%s is locked by another floodgate process: %s", d->dir, strerror(-err));
 		return err;
 	}
 	/* again under the lock: two daemons started at once */
@@ -455,7 +490,7 @@ static int lock_and_apply(struct daemon *d)
 	d->started = true;
 	err = fg_ctl_init(&d->maps, d->cfg.mode);
 	if (err) {
-		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
+		pr_err("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
 		return err;
 	}
 	if (fg_ctl_read(&d->maps, &c0))
@@ -469,7 +504,7 @@ static int lock_and_apply(struct daemon *d)
 	if (err && d->pin_dir_existed)
 		err = keep_pinned_policy(d, err, why, c0.slot);
 	else if (err)
-		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
+		pr_err("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->pin_dir_existed)
 		fg_reload_log("adopt", &was, &d->cfg); /* the file against the pinned state */
 	if (!err)
@@ -522,8 +557,8 @@ static int choose_attach(struct daemon *d)
 		fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
 
 	if (err) {
-		pr_warn("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
-			strerror(-err));
+		pr_err("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
+		       strerror(-err));
 		return err;
 	}
 	if (c->xdp_attach == FG_ATTACH_EXCLUSIVE)
@@ -602,7 +637,7 @@ static int open_conn(struct daemon *d)
 				d->cfg.conn_reconcile_ms, why);
 
 	if (err)
-		pr_warn("concurrency caps: %s", why[0] ? why : strerror(-err));
+		pr_err("concurrency caps: %s", why[0] ? why : strerror(-err));
 	return err;
 }
 
@@ -658,7 +693,7 @@ static int attach_all(struct daemon *d)
 
 		err = fg_attach_iface(d->skel, d->dir, &d->ac, ifc);
 		if (err) {
-			pr_warn("%s: %s", ifc->name, ifc->why);
+			pr_err("%s: %s", ifc->name, ifc->why);
 			return err;
 		}
 		log_attached(ifc);
@@ -668,9 +703,9 @@ static int attach_all(struct daemon *d)
 	err = fg_meta_write(&d->maps, &meta);
 	fg_maps_unlock(&d->maps);
 	if (err)
-		pr_warn("writing fg_meta: %s", strerror(-err));
+		pr_err("writing fg_meta: %s", strerror(-err));
 	else if ((err = fg_pinwatch_init(&d->pw, &d->maps)))
-		pr_warn("watching the pins in %s: %s", d->dir, strerror(-err));
+		pr_err("watching the pins in %s: %s", d->dir, strerror(-err));
 	return err;
 }
 
@@ -688,7 +723,7 @@ static int start_metrics(struct daemon *d)
 		return 0;
 	d->mx = fg_metrics_start(&mo, why, sizeof(why));
 	if (!d->mx) {
-		pr_warn("%s", why);
+		pr_err("%s", why);
 		return -EADDRNOTAVAIL;
 	}
 	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "
@@ -703,7 +738,7 @@ static int start_fleet(struct daemon *d)
 	int err = fg_fleetd_start(d->fleet, &d->cfg, why, sizeof(why));
 
 	if (err)
-		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
+		pr_err("fleet: %s", why[0] ? why : strerror(-err));
 	return err;
 }
 
@@ -716,7 +751,7 @@ static int start_shedder(struct daemon *d)
 		char name[PATH_MAX + 32];
 
 		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
-		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
+		pr_err("shedding: cannot start (signal %s): %s", name, strerror(-err));
 	} else if (d->shed.on) {
 		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
 			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
@@ -730,7 +765,7 @@ static int start_throttle_log(struct daemon *d)
 	int err = fg_srcwatch_start(&d->sw, &d->maps, TRACK_MAX);
 
 	if (err)
-		pr_warn("throttle log and source counts: %s", strerror(-err));
+		pr_err("throttle log and source counts: %s", strerror(-err));
 	fg_escd_init(&d->esc, d->dir);
 	return err;
 }
@@ -915,8 +950,8 @@ static void do_reload(struct daemon *d)
 	pr_info("reload: reading %s", d->o.config);
 	err = load_config(d->o.config, &ncfg, msg, sizeof(msg));
 	if (err) {
-		pr_warn("%s", msg);
-		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
+		pr_err("%s", msg);
+		pr_err("reload: %s is invalid; the running policy is unchanged", d->o.config);
 		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
 		report_reload(d, err, msg);
 		goto out;
@@ -925,14 +960,14 @@ static void do_reload(struct daemon *d)
 	if (err) {
 		fg_config_free(&ncfg);
 		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
-		pr_warn("reload: %s: %s", d->o.config, msg);
+		pr_err("reload: %s: %s", d->o.config, msg);
 		report_reload(d, err, msg);
 		goto out;
 	}
 	err = reload_apply(d, &ncfg, msg, sizeof(msg));
 	if (err) {
 		fg_config_free(&ncfg);
-		pr_warn("reload: %s", msg);
+		pr_err("reload: %s", msg);
 		report_reload(d, err, msg);
 		goto out;
 	}
@@ -1088,7 +1123,7 @@ int main(int argc, char **argv)
 	if ((err = absolute_config(d)))
 		goto cleanup;
 	if (!d->o.foreground && (err = fg_daemonize(&d->notify_fd))) {
-		pr_warn("cannot daemonize: %s", strerror(-err));
+		pr_err("cannot daemonize: %s", strerror(-err));
 		goto cleanup;
 	}
 	if ((err = setup_signals()) || (err = load_first_config(d)))
@@ -1099,7 +1134,7 @@ int main(int argc, char **argv)
 	d->skel = floodgate_bpf__open();
 	if (!d->skel) {
 		err = -errno;
-		pr_warn("cannot open the BPF object: %s", strerror(-err));
+		pr_err("cannot open the BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
 	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = open_conn(d)) ||

@@ -3,22 +3,53 @@
  * libbpf's and libxdp's, and the audit trail of operator actions. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
+#include <systemd/sd-journal.h>
 #include <xdp/libxdp.h>
 #include "lib/log.h"
 
 static enum fg_log_level log_level = FG_LOG_INFO;
 static bool log_syslog;
+static bool log_journal; /* stderr is the journal: send there with PRIORITY= */
 static char log_ident[32] = "floodgate";
 static char log_last_warn[512]; /* fg_log_last_warn */
 
+/* systemd sets JOURNAL_STREAM=dev:inode for a service whose stderr is the
+ * journal; a child whose stderr was redirected elsewhere inherits the
+ * variable, hence the comparison (sd_journal_stream_fd(3), systemd.exec(5)). */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && !fstat(2, &st) &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static void journal_vlog(int prio, const char *fmt, va_list ap)
+{
+	char msg[2048];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (n && msg[n - 1] == '\n')
+		msg[n - 1] = 0;
+	if (sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=%s",
+			    log_ident, NULL) < 0)
+		fprintf(stderr, "%s: %s\n", log_ident, msg); /* the journal refused: as before */
+}
+
 static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 {
-	static const int prio[] = { LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
-	if (level == FG_LOG_WARN) {
+	if (level <= FG_LOG_WARN) {
 		va_list cp;
 		size_t n;
 
@@ -33,6 +64,10 @@ static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 		return;
 	if (log_syslog) {
 		vsyslog(prio[level], fmt, ap);
+		return;
+	}
+	if (log_journal) {
+		journal_vlog(prio[level], fmt, ap);
 		return;
 	}
 	fprintf(stderr, "%s: ", log_ident);
@@ -111,6 +146,7 @@ void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 	snprintf(log_ident, sizeof(log_ident), "%s", ident);
 	log_level = level;
 	log_syslog = use_syslog;
+	log_journal = !use_syslog && stderr_is_journal();
 	openlog(log_ident, LOG_PID, LOG_DAEMON);
 	libbpf_set_print(libbpf_print_fn);
 	libxdp_set_print(libxdp_print_fn);
