@@ -374,3 +374,74 @@ int cli_json_print(struct json_object *obj, int err)
 	json_object_put(obj);
 	return err;
 }
+
+/* --- 80 columns ----------------------------------------------------------------- */
+
+static FILE *wrap_real; /* stdout while cli_wrap_begin captures it */
+static char *wrap_buf;
+static size_t wrap_len;
+
+bool cli_tty(void)
+{
+	return isatty(wrap_real ? fileno(wrap_real) : STDOUT_FILENO);
+}
+
+/* One line of at most width columns per output line: a longer one breaks at
+ * its last space that fits, and goes on indented 4 past where it started. */
+static void wrap_line(FILE *out, const char *l, size_t n, int width)
+{
+	size_t indent = strspn(l, " "), at = 0;
+	bool first = true;
+
+	while (n - at > (size_t)width - (first ? 0 : indent + 4)) {
+		size_t room = (size_t)width - (first ? 0 : indent + 4), cut = room;
+
+		while (cut > indent && l[at + cut] != ' ')
+			cut--;
+		if (cut <= (first ? indent : 0)) /* one long word: leave it whole */
+			break;
+		fprintf(out, "%*s%.*s\n", first ? 0 : (int)indent + 4, "", (int)cut, l + at);
+		at += cut;
+		at += strspn(l + at, " ");
+		first = false;
+	}
+	fprintf(out, "%*s%.*s\n", first ? 0 : (int)indent + 4, "", (int)(n - at), l + at);
+}
+
+void cli_wrap(FILE *out, const char *text, size_t len, int width)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		wrap_line(out, p, n, width);
+		p += n + 1;
+	}
+}
+
+int cli_wrap_begin(void)
+{
+	FILE *mem = open_memstream(&wrap_buf, &wrap_len);
+
+	if (!mem)
+		return -errno;
+	fflush(stdout);
+	wrap_real = stdout;
+	stdout = mem; /* glibc's stdout is an assignable FILE * */
+	return 0;
+}
+
+void cli_wrap_end(void)
+{
+	if (!wrap_real)
+		return;
+	fclose(stdout);
+	stdout = wrap_real;
+	wrap_real = NULL;
+	cli_wrap(stdout, wrap_buf, wrap_len, CLI_WIDTH);
+	free(wrap_buf);
+	wrap_buf = NULL;
+	wrap_len = 0;
+}

@@ -122,10 +122,10 @@ struct fg_opt {
 	{                                                                 \
 		.name = "help", .sname = 'h', .kind = FGO_HELP, .help = h \
 	}
-#define FG_OPT_VERSION                                                                   \
-	{                                                                                \
-		.name = "version", .sname = 'V', .kind = FGO_VERSION,                    \
-		.help = "print the version and the libbpf and libxdp versions, and exit" \
+#define FG_OPT_VERSION                                                            \
+	{                                                                         \
+		.name = "version", .sname = 'V', .kind = FGO_VERSION,             \
+		.help = "print the versions (floodgate, libbpf, libxdp) and exit" \
 	}
 #define FG_OPT_END              \
 	{                       \
