@@ -89,14 +89,16 @@ help:
 	@echo 'floodgate targets:'
 	@echo '  all (default)  BPF objects, skeletons, floodgated, floodgate, tools, tests'
 	@echo '  deps           install missing Debian packages (root)'
-	@echo '  test           whole test suite (as root): unit, BPF, end-to-end, game day (short)'
+	@echo '  test           the whole test suite (root): unit, BPF, end-to-end, game day'
 	@echo '  test-unit      tests that need no root or network namespaces'
 	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
-	@echo '  bench          benchmarks and cost curves against the floor, nftables and iptables (BENCH_QUICK=1: a few minutes)'
+	@echo '  bench          benchmarks and cost curves against the floor, nftables and'
+	@echo '                 iptables (BENCH_QUICK=1: a few minutes)'
 	@echo '  gameday        long adversarial drills, fuzzing and soaks'
 	@echo '  fuzz           build the libFuzzer targets'
-	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'
-	@echo '  install        PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=...'
+	@echo '  verify-clang   build and verifier-load the BPF object, clang 14 and 19'
+	@echo '  install        binaries, man pages, systemd unit, shell completion'
+	@echo '                 (PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=)'
 	@echo '  format         apply .clang-format to every C file (format-check: only list)'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
@@ -219,20 +221,45 @@ verify-clang:
 	$(Q)tools/deps.sh gameday
 	$(Q)tools/verify-clang.sh
 
+# shell completion, generated from the CLI's own command table
+COMPLETIONS := $(OUTPUT)/completion/floodgate.bash $(OUTPUT)/completion/_floodgate
+$(OUTPUT)/completion/floodgate.bash: $(OUTPUT)/floodgate
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< completion bash > $@
+$(OUTPUT)/completion/_floodgate: $(OUTPUT)/floodgate
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< completion zsh > $@
+all: $(COMPLETIONS)
+
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The unit with this install's paths; the operator's own copies of the
+# policy and of the environment file are never overwritten.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/lib/systemd/system \
-		$(DESTDIR)$(PREFIX)/share/doc/floodgate/examples
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/doc/floodgate/examples \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(SYSCONFDIR)/floodgate $(DESTDIR)$(SYSCONFDIR)/default
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 docs/floodgate.8 docs/floodgated.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 docs/floodgate.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' floodgated.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/floodgated.service
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		-e 's|@UNITDIR@|$(UNITDIR)|g' floodgated.service \
+		> $(DESTDIR)$(UNITDIR)/floodgated.service
+	install -m 0644 $(OUTPUT)/completion/floodgate.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/floodgate
+	install -m 0644 $(OUTPUT)/completion/_floodgate $(DESTDIR)$(PREFIX)/share/zsh/site-functions/
 	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
 	install -m 0644 README.md docs/operators-guide.md $(DESTDIR)$(PREFIX)/share/doc/floodgate/
-	@# the unit's default config; an operator's edited copy is never overwritten
-	install -d $(DESTDIR)$(SYSCONFDIR)/floodgate
 	test -e $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml || \
 		install -m 0644 examples/policy.yaml $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/floodgated || \
+		install -m 0644 floodgated.default $(DESTDIR)$(SYSCONFDIR)/default/floodgated
+	@echo 'installed. Next: set FLOODGATE_INTERFACES in $(SYSCONFDIR)/default/floodgated, then'
+	@echo '  systemctl daemon-reload && systemctl enable --now floodgated && floodgate status'
 
 # --- style (.clang-format) ------------------------------------------------------
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux.h$$')

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "lib/complete.h"
 #include "lib/log.h"
 #include "lib/opts.h"
 #include "policy/policy.h"
@@ -105,6 +106,8 @@ static const struct fg_opt detach_opts[] = {
 	FG_OPT_END,
 };
 
+static int cli_completion(void *cfg);
+
 static const struct fg_cmd cmds[] = {
 	{ "status", "[--json]", "daemon, interfaces, mode, bypass, policy", 0, 0, status_opts,
 	  cli_status },
@@ -131,10 +134,24 @@ static const struct fg_cmd cmds[] = {
 	  detach_opts, cli_detach },
 	{ "kernel", "[--json]", "what this kernel allows, and what floodgate does without the rest",
 	  0, 0, kernel_opts, cli_kernel },
+	{ "completion", "bash|zsh", "print a shell completion script (make install installs both)",
+	  1, 1, NULL, cli_completion },
 	{ NULL },
 };
 
 FG_DEFINE_PROG(prog, "floodgate", "[--pin-dir DIR] COMMAND [ARGS]", global_opts, .cmds = cmds);
+
+/* From the tables above: every command, option and first word there is. */
+static int cli_completion(void *cfg)
+{
+	const struct cli_args *a = cfg;
+
+	if (fg_prog_completion(stdout, &prog, a->pos[0])) {
+		pr_err("completion: \"%s\": expected bash or zsh", a->pos[0]);
+		return FG_EXIT_USAGE;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
