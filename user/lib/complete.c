@@ -8,10 +8,13 @@
 #include "lib/complete.h"
 
 /* The first positional word's literal alternatives of usage, space-separated
- * into buf ("on off"); *file: one of them is FILE. */
+ * into buf ("on off"); *file: one of them is FILE. An alternative starts
+ * the usage and follows each '|'; its first word that is not an option is
+ * the one (brackets only group). */
 static void first_words(const char *usage, char *buf, size_t len, bool *file)
 {
 	const char *p = usage;
+	bool want = true; /* the current alternative's first word is still to come */
 	size_t o = 0;
 
 	buf[0] = 0;
@@ -19,20 +22,23 @@ static void first_words(const char *usage, char *buf, size_t len, bool *file)
 	while (*p) {
 		size_t n;
 
-		p += strspn(p, " |[");
-		n = strcspn(p, " |]");
-		if (!n) {
-			if (*p)
-				p++;
+		p += strspn(p, " []");
+		if (*p == '|') {
+			want = true;
+			p++;
 			continue;
 		}
-		if (p[0] != '-' && islower((unsigned char)p[0]) && o + n + 2 < len)
-			o += (size_t)snprintf(buf + o, len - o, "%s%.*s", o ? " " : "", (int)n, p);
-		if (!strncmp(p, "FILE", 4) && n == 4)
-			*file = true;
-		/* on to the next alternative: past the next '|' outside brackets */
-		for (int depth = 0; *p && !(*p == '|' && !depth); p++)
-			depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+		n = strcspn(p, " []|");
+		if (!n)
+			continue;
+		if (p[0] != '-' && want) {
+			if (islower((unsigned char)p[0]) && o + n + 2 < len)
+				o += (size_t)snprintf(buf + o, len - o, "%s%.*s", o ? " " : "",
+						      (int)n, p);
+			*file |= n == 4 && !strncmp(p, "FILE", 4);
+			want = false;
+		}
+		p += n;
 	}
 }
 
