@@ -9,7 +9,7 @@ set -eu
 pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
 libmicrohttpd-dev libsystemd-dev libjson-c-dev libhiredis-dev libxdp-dev xdp-tools
 redis-server pkg-config iproute2 make gcc libclang-rt-dev ethtool util-linux curl
-python3 iputils-ping libsmartcols-dev mandoc prometheus bash-completion zsh"
+python3 iputils-ping mandoc prometheus bash-completion zsh"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;

@@ -38,9 +38,11 @@ struct cli_args {
 	const char *comment; /* allow/deny add --comment */
 	const char *pos[2];  /* positional words */
 	int npos;
-	const char *dir;   /* the pin dir in use */
-	const char *iface; /* --interface: discovery picks the filter on it */
-	const char *cmd;   /* the command's name, for messages */
+	const char *dir;      /* the pin dir in use */
+	const char *iface;    /* --interface: discovery picks the filter on it */
+	const char *cmd;      /* the command's name, for messages */
+	int cols[FG_OUT_MAX]; /* stats -o: the outcomes to show, in order */
+	int ncols;	      /* 0: those that happened */
 };
 
 int cli_status(void *cfg);

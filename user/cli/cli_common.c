@@ -301,6 +301,10 @@ void cli_fmt_num(char *buf, size_t len, double v)
 	static const char *suf[] = { "", "k", "M", "G", "T", "P" };
 	int i = 0;
 
+	if (!cli_tty()) { /* a script reads it: exact */
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
 	while (v >= 10000 && i < 5) {
 		v /= 1000;
 		i++;

@@ -31,7 +31,6 @@
 #define STR_(x)	       #x
 #define STR(x)	       STR_(x)
 
-
 /* --- check ---------------------------------------------------------------------- */
 
 /* Line n (1-based) of path, without its newline, into buf; false if there is none. */

@@ -1070,8 +1070,10 @@ int cli_status(void *cfg)
 		if (err)
 			pr_warn("status --json: %s", strerror(-err));
 	} else {
+		cli_wrap_begin();
 		status_text(st);
 		cli_conn_status_text(a, st->names);
+		cli_wrap_end();
 	}
 	fg_maps_close(&m);
 	free(st);

@@ -46,6 +46,43 @@ static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *
 	return 0;
 }
 
+/* stats -o pass,drop,rt_deny: outcome names from the counters' own table */
+static int opt_cols(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+{
+	struct cli_args *a = cfg;
+	char buf[256], *save = NULL;
+	size_t used = 0;
+
+	(void)o;
+	a->ncols = 0;
+	if (!strcmp(val, "all")) {
+		for (int i = 0; i < FG_OUT_MAX; i++)
+			a->cols[a->ncols++] = i;
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int i;
+
+		for (i = 0; i < FG_OUT_MAX && strcmp(w, fg_outcome_names[i]); i++)
+			;
+		if (i < FG_OUT_MAX && a->ncols < FG_OUT_MAX) {
+			a->cols[a->ncols++] = i;
+			continue;
+		}
+		char list[256];
+
+		for (int k = 0; k < FG_OUT_MAX && used < sizeof(list); k++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+						 k ? "," : "", fg_outcome_names[k]);
+		return fg_opt_fail(why, len, "\"%s\" is not an outcome (all, or a list of: %s)", w,
+				   list);
+	}
+	if (!a->ncols)
+		return fg_opt_fail(why, len, "no outcome named");
+	return 0;
+}
+
 static const struct fg_opt global_opts[] = {
 	FG_OPT_STR("pin-dir", 'p', A, pin_dir, "DIR",
 		   "pin dir (default $" FG_PIN_DIR_ENV " or " FG_PIN_DIR_DEFAULT ")"),
@@ -66,6 +103,9 @@ static const struct fg_opt stats_opts[] = {
 	OPT_JSON,
 	FG_OPT_FLAG_U64("watch", 'w', A, watch, watch_secs, "SECS", 1, 3600, "a number of seconds",
 			"print rates every SECS (default 1)"),
+	FG_OPT_FUNC("output", 'o', opt_cols, 0, "LIST",
+		    "the outcome columns, e.g. pass,drop,rt_deny, or all (default: those that "
+		    "happened)"),
 	FG_OPT_END,
 };
 static const struct fg_opt top_opts[] = {
@@ -111,8 +151,8 @@ static int cli_completion(void *cfg);
 static const struct fg_cmd cmds[] = {
 	{ "status", "[--json]", "daemon, interfaces, mode, bypass, policy", 0, 0, status_opts,
 	  cli_status },
-	{ "stats", "[--json] [--watch [SECS]]", "per-rule counters (summed over CPUs)", 0, 0,
-	  stats_opts, cli_stats },
+	{ "stats", "[--json] [--watch [SECS]] [-o LIST]", "per-rule counters (summed over CPUs)", 0,
+	  0, stats_opts, cli_stats },
 	{ "top", "[-n N] [--json]", "most throttled sources", 0, 0, top_opts, cli_top },
 	{ "mode", "[enforce|shadow|file] [--rule NAME]",
 	  "the mode in force; or override the file's (until 'mode file')", 0, 1, mode_opts,
