@@ -124,5 +124,6 @@ fi
 check "metrics: / links /metrics" bash -c "fg_ns_exec() { ip netns exec \"\$(printf '%s%s' '$FG_NS_PREFIX' \"\$1\")\" \"\${@:2}\"; };
 	fg_ns_exec b curl -sf http://127.0.0.1:$MPORT/ | grep -q 'href=\"/metrics\"'"
 
+[ -n "${FG_KEEP_OUT:-}" ] && cp "$FG_TMP"/out.* "$FG_KEEP_OUT"/
 fg_daemon_stop
 fg_finish

@@ -75,7 +75,7 @@ static void stats_events_text(const struct fg_stats *rows, const struct fg_name 
 }
 
 #define NUM_W	   10 /* a number column: "1234567890", "123.5k" */
-#define NAME_W_MAX 24 /* the rule column at most; a longer name is cut with '~' */
+#define NAME_W_MAX 24 /* the rule column's room at least; a longer name is cut with '~' */
 
 /* The columns: -o's outcomes, else those any row has counted (pass when none has). */
 static int stats_columns(const struct cli_args *a, const struct fg_stats *rows,
@@ -100,8 +100,12 @@ static int stats_columns(const struct cli_args *a, const struct fg_stats *rows,
 	return n;
 }
 
-static int name_width(const struct fg_name *names, const char *title)
+/* The rule column: the longest name, within what the number columns leave of 80 (at least
+ * NAME_W_MAX). */
+static int name_width(const struct fg_name *names, const char *title, int ncols)
 {
+	int fit = (CLI_WIDTH - NAME_W_MAX) / (NUM_W + 1);
+	int cap = CLI_WIDTH - (NUM_W + 1) * (ncols < fit ? ncols : fit);
 	int w = (int)strlen(title);
 
 	for (int r = 0; r < FG_NROWS; r++) {
@@ -110,7 +114,7 @@ static int name_width(const struct fg_name *names, const char *title)
 		if (nm && (int)strlen(nm) > w)
 			w = (int)strlen(nm);
 	}
-	return w > NAME_W_MAX ? NAME_W_MAX : w;
+	return w > cap ? cap : w;
 }
 
 /* A number as the column shows it: exact unless stdout is a terminal. */
@@ -129,7 +133,7 @@ static void stats_table(const struct cli_args *a, const struct fg_stats *rows,
 {
 	const char *title = prev ? "RULE (per second)" : "RULE";
 	int cols[FG_OUT_MAX], ncols = stats_columns(a, rows, names, cols);
-	int nw = name_width(names, prev ? "RULE" : title), per;
+	int nw = name_width(names, prev ? "RULE" : title, ncols), per;
 	char b[32];
 
 	if (prev && nw < (int)strlen(title))
