@@ -8,13 +8,12 @@
 #include <syslog.h>
 #include <sys/stat.h>
 #include <bpf/libbpf.h>
-#include <systemd/sd-journal.h>
 #include <xdp/libxdp.h>
 #include "lib/log.h"
 
 static enum fg_log_level log_level = FG_LOG_INFO;
 static bool log_syslog;
-static bool log_journal; /* stderr is the journal: send there with PRIORITY= */
+static bool log_journal; /* stderr is the journal's stream: "<N>" prefixes */
 static char log_ident[32] = "floodgate";
 static char log_last_warn[512]; /* fg_log_last_warn */
 
@@ -31,6 +30,12 @@ static bool stderr_is_journal(void)
 	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+/* The journal's stream takes "<N>" before a line as its priority
+ * (systemd.exec(5), SyslogLevelPrefix=, on by default). Through the stream,
+ * not sd_journal_send(): a short-lived process (ExecReload's floodgate
+ * reload) may be gone before journald reads its cgroup from a datagram,
+ * and its lines would lose their unit; a stream is the unit's from the
+ * start. */
 static void journal_vlog(int prio, const char *fmt, va_list ap)
 {
 	char msg[2048];
@@ -39,10 +44,13 @@ static void journal_vlog(int prio, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	if (n && msg[n - 1] == '\n')
-		msg[n - 1] = 0;
-	if (sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=%s",
-			    log_ident, NULL) < 0)
-		fprintf(stderr, "%s: %s\n", log_ident, msg); /* the journal refused: as before */
+		msg[--n] = 0;
+	for (char *l = msg, *nl; l; l = nl) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = 0;
+		fprintf(stderr, "<%d>%s\n", prio, l);
+	}
 }
 
 static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)

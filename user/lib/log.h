@@ -3,9 +3,9 @@
  * Logging for floodgated and the floodgate CLI: pr_err/pr_warn/pr_info/
  * pr_debug with printf checking, to stderr (default) or to syslog. Each
  * line keeps its syslog priority wherever it goes: through syslog(3), or,
- * when stderr is the journal (systemd's $JOURNAL_STREAM names it), straight
- * to the journal with PRIORITY=, so `journalctl -p err` finds what stopped
- * a start or refused a reload. libbpf's own messages are routed through
+ * when stderr is the journal (systemd's $JOURNAL_STREAM names it), with the
+ * "<N>" prefix the journal's stream reads as the line's priority, so
+ * `journalctl -p err` finds what stopped a start or refused a reload. libbpf's own messages are routed through
  * the same sink by fg_log_init (libbpf_set_print), warnings always, debug
  * output only at FG_LOG_DEBUG.
  *
