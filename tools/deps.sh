@@ -3,17 +3,18 @@
 # Install the Debian packages floodgate needs, if any are missing.
 #   tools/deps.sh            build + test dependencies
 #   tools/deps.sh bench      + nftables, iptables, gnuplot
-#   tools/deps.sh gameday    + hping3, clang-19, valgrind
+#   tools/deps.sh gameday    + hping3, clang-19, valgrind; mandoc, promtool
+#                            (prometheus), zsh for the man, metrics and completion checks
 # Run as root on a fresh machine; a machine that has everything needs nothing.
 set -eu
 pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
 libmicrohttpd-dev libsystemd-dev libjson-c-dev libhiredis-dev libxdp-dev xdp-tools
 redis-server pkg-config iproute2 make gcc libclang-rt-dev ethtool util-linux curl
-python3 iputils-ping mandoc prometheus bash-completion zsh"
+python3 iputils-ping"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;
-	gameday) pkgs="$pkgs hping3 clang-19 valgrind tcpdump" ;;
+	gameday) pkgs="$pkgs hping3 clang-19 valgrind tcpdump mandoc prometheus zsh" ;;
 	*) echo "deps.sh: unknown set '$extra'" >&2; exit 2 ;;
 	esac
 done

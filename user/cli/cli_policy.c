@@ -89,7 +89,10 @@ static void print_load_error(FILE *f, const struct fg_err *e)
 	char msg[1024];
 
 	fg_err_format(e, msg, sizeof(msg));
-	fprintf(f, "%s\n", msg);
+	if (isatty(fileno(f))) /* a terminal's 80 columns; a script gets one line */
+		cli_wrap(f, msg, strlen(msg), CLI_WIDTH);
+	else
+		fprintf(f, "%s\n", msg);
 	if (e->line > 0)
 		show_source(f, e->file, e->line, e->col);
 }

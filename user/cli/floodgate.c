@@ -200,6 +200,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	fg_log_init("floodgate", FG_LOG_INFO, false);
+	fg_log_wrap(CLI_WIDTH);
 	rc = fg_prog_args(&prog, argc, argv, &a, &p);
 	if (rc >= 0)
 		return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <syslog.h>
 #include <sys/stat.h>
 #include <bpf/libbpf.h>
@@ -14,6 +15,7 @@
 static enum fg_log_level log_level = FG_LOG_INFO;
 static bool log_syslog;
 static bool log_journal; /* stderr is the journal's stream: "<N>" prefixes */
+static int log_width;	 /* fg_log_wrap: a terminal's lines wrapped at this */
 static char log_ident[32] = "floodgate";
 static char log_last_warn[512]; /* fg_log_last_warn */
 
@@ -53,6 +55,30 @@ static void journal_vlog(int prio, const char *fmt, va_list ap)
 	}
 }
 
+/* "ident: message" broken at spaces to fit log_width, continued 4 columns in */
+static void wrap_vlog(const char *fmt, va_list ap)
+{
+	char msg[2048];
+	const char *p = msg;
+	int col = fprintf(stderr, "%s: ", log_ident);
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	while (*p) {
+		size_t n = strcspn(p, " \n");
+
+		if (col > 4 && col + 1 + (int)n > log_width) {
+			fprintf(stderr, "\n   ");
+			col = 3;
+		}
+		if (*p == '\n')
+			break;
+		col += fprintf(stderr, "%s%.*s", col > 4 && p != msg ? " " : "", (int)n, p);
+		p += n;
+		p += strspn(p, " ");
+	}
+	fputc('\n', stderr);
+}
+
 static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
@@ -76,6 +102,10 @@ static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 	}
 	if (log_journal) {
 		journal_vlog(prio[level], fmt, ap);
+		return;
+	}
+	if (log_width && isatty(STDERR_FILENO)) {
+		wrap_vlog(fmt, ap);
 		return;
 	}
 	fprintf(stderr, "%s: ", log_ident);
@@ -158,6 +188,11 @@ void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 	openlog(log_ident, LOG_PID, LOG_DAEMON);
 	libbpf_set_print(libbpf_print_fn);
 	libxdp_set_print(libxdp_print_fn);
+}
+
+void fg_log_wrap(int width)
+{
+	log_width = width;
 }
 
 void fg_log_set_level(enum fg_log_level level)

@@ -29,6 +29,9 @@ enum fg_log_level {
  * everything to syslog(LOG_DAEMON) instead of stderr. */
 void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog);
 void fg_log_set_level(enum fg_log_level level);
+/* On a terminal, break stderr's lines at spaces to fit width columns (the
+ * CLI: 80); a pipe or a file gets each message on one line, as before. */
+void fg_log_wrap(int width);
 
 void fg_log(enum fg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
