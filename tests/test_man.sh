@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# The man pages: mandoc -T lint and groff -ww clean; each command's heading
+# The man pages: mandoc -T lint and groff -ww clean; within 80 columns
+# when rendered for them; each command's heading
 # in floodgate(8) renders as its synopsis alone (a .TP tag is one line: a
 # tag split over two put the rest of the synopsis into the description);
 # every command of `floodgate --help` has one; FILES names every pinned map
@@ -21,6 +22,14 @@ for m in $PAGES; do
 	fi
 	out=$(groff -ww -man -Tutf8 -z "$m" 2>&1)
 	check_cmp "groff -ww $m: clean [$(echo "$out" | one_line 200)]" "${#out}" = 0
+done
+
+# rendered for an 80-column terminal, no line is wider (characters, not bytes)
+for m in $PAGES; do
+	w=$(MANWIDTH=80 man -l "$m" 2>/dev/null | col -bx | "$FG_PY" -c '
+import sys
+print(max((len(l.rstrip("\n")) for l in sys.stdin.buffer.read().decode("utf-8", "replace").splitlines()), default=0))')
+	check_cmp "man $m at MANWIDTH=80: the widest line" "$w" -le 80
 done
 
 # the rendered COMMANDS section: each heading line, then its description
