@@ -332,7 +332,9 @@ int cli_check(void *cfg)
 	} else {
 		print_warnings(stderr, c);
 		if (!a->quiet || bad) {
-			cli_wrap_begin();
+			/* -v: the compiled figures, a line each for scripts that read them */
+			if (!a->verbose)
+				cli_wrap_begin();
 			if (!a->quiet) {
 				fg_config_print(stdout, c, a->verbose);
 				check_text_tables(c, img);
