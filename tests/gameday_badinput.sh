@@ -62,8 +62,10 @@ ctl_dump() { bpftool map dump pinned "$1/fg_ctl" 2>&1; }
 state() {
 	{
 		ctl_dump "$1"
-		# what runs; not the note that the last file was refused (a refused reload sets it)
-		"$FG" --pin-dir "$1" status 2>&1 | grep -vE '^sources:|was NOT applied: '
+		# what runs; not the note that the last file was refused (a refused reload sets it),
+		# nor the lines such a line wraps onto (status fits 80 columns)
+		"$FG" --pin-dir "$1" status 2>&1 |
+			awk '/^sources:|was NOT applied:/ { skip = 1; next } skip && /^    / { next } { skip = 0; print }'
 	}
 }
 
@@ -232,8 +234,9 @@ usage 2 "--pin-dir without its value" status --pin-dir
 usage 2 "unknown option" status --frob
 usage 2 "bundled short options" top -nj
 usage 2 "extra argument" status extra
-usage 2 "missing argument" mode
-usage 2 "missing argument" bypass
+usage 2 "a bad word" mode frobnicate
+usage 2 "a bad word" bypass maybe
+usage 2 "--rule without a mode" mode --rule x
 usage 2 "missing argument" check
 usage 2 "two files" check "$TMP/good.yaml" "$TMP/good.yaml"
 usage 2 "bad mode" mode sideways
