@@ -120,10 +120,12 @@ int cli_json_print(struct json_object *obj, int err);
  * 80 columns. cli_wrap writes text with each line longer than width broken
  * at spaces, continued 4 columns further in than it started. cli_wrap_begin
  * captures stdout until cli_wrap_end, which writes it wrapped at CLI_WIDTH:
+ * 80 columns, or $COLUMNS when that is set (40 to 1000, as ls and ps take it):
  * for commands whose lines are printed all over (status). cli_tty: stdout
  * (the real one while captured) is a terminal.
  */
-#define CLI_WIDTH 80
+#define CLI_WIDTH cli_width()
+int cli_width(void);
 void cli_wrap(FILE *out, const char *text, size_t len, int width);
 int cli_wrap_begin(void);
 void cli_wrap_end(void);

@@ -385,6 +385,24 @@ static FILE *wrap_real; /* stdout while cli_wrap_begin captures it */
 static char *wrap_buf;
 static size_t wrap_len;
 
+int cli_width(void)
+{
+	static int width;
+	const char *env = getenv("COLUMNS");
+	char *end;
+	long v;
+
+	if (width)
+		return width;
+	width = 80;
+	if (env && *env) {
+		v = strtol(env, &end, 10);
+		if (!*end && v >= 40 && v <= 1000)
+			width = (int)v;
+	}
+	return width;
+}
+
 bool cli_tty(void)
 {
 	return isatty(wrap_real ? fileno(wrap_real) : STDOUT_FILENO);
