@@ -225,7 +225,8 @@ verify-clang:
 	$(Q)tools/verify-clang.sh
 
 # shell completion, generated from the CLI's own command table
-COMPLETIONS := $(OUTPUT)/completion/floodgate.bash $(OUTPUT)/completion/_floodgate
+COMPLETIONS := $(OUTPUT)/completion/floodgate.bash $(OUTPUT)/completion/_floodgate \
+	$(OUTPUT)/completion/floodgated.bash $(OUTPUT)/completion/_floodgated
 $(OUTPUT)/completion/floodgate.bash: $(OUTPUT)/floodgate
 	$(Q)mkdir -p $(@D)
 	$(call msg,GEN,$@)
@@ -234,6 +235,14 @@ $(OUTPUT)/completion/_floodgate: $(OUTPUT)/floodgate
 	$(Q)mkdir -p $(@D)
 	$(call msg,GEN,$@)
 	$(Q)$< completion zsh > $@
+$(OUTPUT)/completion/floodgated.bash: $(OUTPUT)/floodgated
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< --completion bash > $@
+$(OUTPUT)/completion/_floodgated: $(OUTPUT)/floodgated
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< --completion zsh > $@
 all: $(COMPLETIONS)
 
 UNITDIR ?= $(PREFIX)/lib/systemd/system
@@ -254,7 +263,10 @@ install: all
 		> $(DESTDIR)$(UNITDIR)/floodgated.service
 	install -m 0644 $(OUTPUT)/completion/floodgate.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/floodgate
-	install -m 0644 $(OUTPUT)/completion/_floodgate $(DESTDIR)$(PREFIX)/share/zsh/site-functions/
+	install -m 0644 $(OUTPUT)/completion/floodgated.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/floodgated
+	install -m 0644 $(OUTPUT)/completion/_floodgate $(OUTPUT)/completion/_floodgated \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/
 	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
 	install -m 0644 README.md docs/operators-guide.md $(DESTDIR)$(PREFIX)/share/doc/floodgate/
 	test -e $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml || \

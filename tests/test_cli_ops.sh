@@ -144,6 +144,17 @@ floodgate top -n 5 --j|--json
 floodgate completion |bash zsh
 EOF
 
+# floodgated's, from its option table
+"$FGD" --completion bash > "$FG_TMP/floodgated.bash"
+check "floodgated --completion bash: valid bash" bash -n "$FG_TMP/floodgated.bash"
+dcomplete() {
+	bash -c '. "$1"; read -ra COMP_WORDS <<< "$2"; [ "${2: -1}" = " " ] && COMP_WORDS+=("");
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _floodgated;
+		printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " " | sed "s/ $//"' _ "$FG_TMP/floodgated.bash" "$1"
+}
+check_cmp "bash completes 'floodgated --con'" "$(dcomplete 'floodgated --con')" = "--config"
+check_cmp "bash completes 'floodgated --config '" "$(cd "$FG_TMP/cdir" && dcomplete 'floodgated --config ')" = "p1.yaml p2.yaml"
+
 # --- the unit, installed -------------------------------------------------------------------
 root=$FG_TMP/root
 if make -s install DESTDIR="$root" > "$FG_TMP/install.log" 2>&1; then
@@ -154,7 +165,9 @@ fi
 unit=$root/usr/local/lib/systemd/system/floodgated.service
 for f in "$unit" "$root/etc/default/floodgated" "$root/etc/floodgate/policy.yaml" \
 	"$root/usr/local/share/bash-completion/completions/floodgate" \
-	"$root/usr/local/share/zsh/site-functions/_floodgate" "$root/usr/local/share/man/man8/floodgate.8"; do
+	"$root/usr/local/share/zsh/site-functions/_floodgate" "$root/usr/local/share/man/man8/floodgate.8" \
+	"$root/usr/local/share/bash-completion/completions/floodgated" \
+	"$root/usr/local/share/zsh/site-functions/_floodgated"; do
 	check "installed ${f#"$root"}" test -s "$f"
 done
 check "the unit reloads through floodgate reload (validated)" grep -qx 'ExecReload=/usr/local/sbin/floodgate reload' "$unit"

@@ -40,6 +40,7 @@
 #include "daemon/daemonize.h"
 #include "daemon/reload_log.h"
 #include "lib/kfeat.h"
+#include "lib/complete.h"
 #include "lib/log.h"
 #include "lib/opts.h"
 #include "lib/sysutil.h"
@@ -64,6 +65,7 @@ struct daemon_opts {
 	bool foreground;
 	bool keep;
 	int verbose;
+	const char *completion; /* --completion SHELL */
 	char ifaces[FG_MAX_IFS][IF_NAMESIZE];
 	int n_ifs;
 };
@@ -111,6 +113,8 @@ static const struct fg_opt daemon_opts[] = {
 	FG_OPT_BOOL("foreground", 'f', O, foreground, "stay in the foreground, log to stderr"),
 	FG_OPT_BOOL("keep", 'k', O, keep, "leave the filter attached and pinned on SIGTERM"),
 	FG_OPT_COUNT("verbose", 'v', O, verbose, "debug logging (libbpf too)"),
+	FG_OPT_STR("completion", 0, O, completion, "SHELL",
+		   "print a bash or zsh completion script, and exit"),
 	FG_OPT_VERSION,
 	FG_OPT_HELP_END("this help"),
 };
@@ -129,6 +133,13 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o)
 	struct fg_parsed p;
 	int rc = fg_prog_args(&prog, argc, argv, o, &p);
 
+	if (rc < 0 && o->completion) {
+		if (!fg_prog_completion(stdout, &prog, o->completion))
+			return 0;
+		fprintf(stderr, "floodgated: --completion: \"%s\": expected bash or zsh\n",
+			o->completion);
+		return FG_EXIT_USAGE;
+	}
 	if (rc < 0 && !o->config) {
 		fprintf(stderr, "floodgated: --config FILE is required\n");
 		fg_prog_help(stderr, &prog, NULL);

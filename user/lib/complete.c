@@ -177,6 +177,10 @@ static void zsh_opts(FILE *f, const struct fg_opt *o)
 		fputc(']', f);
 		if (o->arg && !strcmp(o->arg, "DIR"))
 			fprintf(f, ":dir:_files -/");
+		else if (o->arg && !strcmp(o->arg, "FILE"))
+			fprintf(f, ":file:_files");
+		else if (o->arg && !strcmp(o->arg, "IF"))
+			fprintf(f, ":interface:_net_interfaces");
 		else if (o->arg)
 			fprintf(f, ":%s:", o->arg);
 		fputc('\'', f);
@@ -216,12 +220,60 @@ static void zsh(FILE *f, const struct fg_prog *prog)
 	fprintf(f, "\t\tesac ;;\n\tesac\n}\n_%s \"$@\"\n", prog->name);
 }
 
+/* A program without commands (floodgated): its options, and their values
+ * where they name a file, a folder or an interface. */
+static void bash_opts_only(FILE *f, const struct fg_prog *prog)
+{
+	const char *sep = "";
+
+	fprintf(f,
+		"# bash completion for %s, generated from its option table by\n"
+		"# '%s --completion bash'.\n"
+		"_%s() {\n"
+		"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+		"\tcase $prev in\n",
+		prog->name, prog->name, prog->name);
+	for (const struct fg_opt *o = prog->opts; o && o->kind; o++) {
+		const char *how = NULL;
+
+		if (!o->arg || (o->flags & FG_OPT_OPTIONAL))
+			continue;
+		if (!strcmp(o->arg, "FILE"))
+			how = "COMPREPLY=($(compgen -f -- \"$cur\"))";
+		else if (!strcmp(o->arg, "DIR"))
+			how = "COMPREPLY=($(compgen -d -- \"$cur\"))";
+		else if (!strcmp(o->arg, "IF"))
+			how = "COMPREPLY=($(compgen -W \"$(ls /sys/class/net 2>/dev/null)\" -- "
+			      "\"$cur\"))";
+		fprintf(f, "\t");
+		sep = "";
+		if (o->name)
+			fprintf(f, "--%s", o->name), sep = "|";
+		if (o->sname)
+			fprintf(f, "%s-%c", sep, o->sname);
+		fprintf(f, ") %s%sreturn ;;\n", how ? how : "", how ? "; " : "");
+	}
+	fprintf(f, "\tesac\n\tCOMPREPLY=($(compgen -W '");
+	opt_words(f, prog->opts);
+	fprintf(f, "' -- \"$cur\"))\n}\ncomplete -F _%s %s\n", prog->name, prog->name);
+}
+
+static void zsh_opts_only(FILE *f, const struct fg_prog *prog)
+{
+	fprintf(f,
+		"#compdef %s\n# zsh completion for %s, generated from its option table by\n"
+		"# '%s --completion zsh'.\n_%s() {\n\t_arguments",
+		prog->name, prog->name, prog->name, prog->name);
+	zsh_opts(f, prog->opts);
+	fprintf(f, "\n}\n_%s \"$@\"\n", prog->name);
+}
+
 int fg_prog_completion(FILE *f, const struct fg_prog *prog, const char *shell)
 {
 	if (!strcmp(shell, "bash"))
-		bash(f, prog);
+		prog->cmds ? bash(f, prog) : bash_opts_only(f, prog);
 	else if (!strcmp(shell, "zsh"))
-		zsh(f, prog);
+		prog->cmds ? zsh(f, prog) : zsh_opts_only(f, prog);
 	else
 		return -EINVAL;
 	return 0;
