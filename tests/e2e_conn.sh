@@ -262,7 +262,7 @@ fg_json_check "top --json with the connections section" top "$FG_TMP/top.json"
 "$FG" top > "$FG_TMP/top.txt" 2>&1
 if grep -qE "^$C1/32 +web +$CAP +0 +$CAP yes$" "$FG_TMP/top.txt"; then ok "top: $C1 in the caps' section, at its cap"
 else bad "top: the caps' section" "$(one_line 400 < "$FG_TMP/top.txt")"; fi
-COLUMNS=1000 "$FG" status > "$FG_TMP/status.txt" 2>&1	# a line per item to grep
+"$FG" status > "$FG_TMP/status.txt" 2>&1
 if grep -qE "^concurrency: counting \(link pinned\)" "$FG_TMP/status.txt" &&
    grep -qE "^  web +cap $CAP per source, ports $PORT: 1 sources, 1 at the cap, $CAP connections" "$FG_TMP/status.txt"
 then ok "status: the counter and the capped rule"

@@ -13,6 +13,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 fg_init --root --pin ops "$FGD" "$FG" "$FGEN"
+unset COLUMNS	# the default width is what is checked here
 
 if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&
        fg_veth_create a v0 b v1 && fg_ns_addr a v0 10.79.0.1/24 && fg_ns_addr b v1 10.79.0.2/24; }; then

@@ -162,7 +162,7 @@ fg_snap "$PIN" "$FG_TMP/s0.json"; send 1003 1000; fg_snap "$PIN" "$FG_TMP/s1.jso
 check_cmp "shadow: best-effort shed 0, shed_shadow all that arrived" \
 	"$(d be shed) $(d be shed_shadow)" = "0 $(d be total)"
 check "status (text) shows the signal and the fractions" \
-	bash -c "COLUMNS=1000 '$FG' status | grep -q 'shedding:  signal file:$SIG = 0.950, growing' && COLUMNS=1000 '$FG' status | grep -q 'best-effort 100.0% (shadow'"
+	bash -c "'$FG' status | grep -q 'shedding:  signal file:$SIG = 0.950, growing' && '$FG' status | grep -q 'best-effort 100.0% (shadow'"
 policy "file:$SIG" > "$FG_TMP/p.yaml"
 kill -HUP "$FG_DPID"; sleep 0.6
 check_cmp "enforce again (reload)" "$(sj amount shadow)" = "3 false"

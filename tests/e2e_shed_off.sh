@@ -101,7 +101,7 @@ check_cmp "shed off: the daemon logs it once" \
 	"$(grep -c "switched off by the operator ('floodgate shed off'" "$DLOG")" = 1
 sleep 1	# five samples at 0.95: the daemon must not undo the switch
 check_cmp "shed off: still off after 5 samples (the daemon never writes off)" "$(sj off hold amount)" = "true off 0"
-COLUMNS=1000 "$FG" status > "$FG_TMP/st.txt" 2>&1	# a line per item to grep
+"$FG" status > "$FG_TMP/st.txt" 2>&1
 check "status (text) while off: 'held at zero: off' and the OFF line" \
 	bash -c "grep -q ', held at zero: off' '$FG_TMP/st.txt' && grep -q 'OFF: the operator switched shedding off' '$FG_TMP/st.txt'"
 if command -v curl > /dev/null; then

@@ -62,10 +62,8 @@ ctl_dump() { bpftool map dump pinned "$1/fg_ctl" 2>&1; }
 state() {
 	{
 		ctl_dump "$1"
-		# what runs; not the note that the last file was refused (a refused reload sets it),
-		# nor the lines such a line wraps onto (status fits 80 columns)
-		"$FG" --pin-dir "$1" status 2>&1 |
-			awk '/^sources:|was NOT applied:/ { skip = 1; next } skip && /^    / { next } { skip = 0; print }'
+		# what runs; not the note that the last file was refused (a refused reload sets it)
+		"$FG" --pin-dir "$1" status 2>&1 | grep -vE '^sources:|was NOT applied: '
 	}
 }
 

@@ -57,6 +57,9 @@ FGD=$FG_OUT/floodgated
 FGEN=$FG_OUT/fgen
 FGDUMP=$FG_OUT/fgdump
 FG_NAME=$(basename "$0" .sh)
+# the CLI's text is wrapped at 80 columns, or $COLUMNS: the tests grep whole
+# lines, so a line per item (test_cli_ops and e2e_ops unset it to check the 80)
+export COLUMNS=1000
 FG_PIN_PREFIX=/sys/fs/bpf/fg$$-
 FG_NS_PREFIX=fg$$-		# namespaces, as the pin dirs: fg<pid>-NAME
 FG_TMP=

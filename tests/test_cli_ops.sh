@@ -12,6 +12,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 fg_init "$FG" "$FGD"
+unset COLUMNS	# the default width is what is checked here
 
 # widest NAME FILE: a check that every line of FILE fits 80 columns
 widest() {
