@@ -53,7 +53,8 @@ static void metrics_tick(struct fgd *d, struct fg_tick *t)
 	if (!mx)
 		return;
 	f = open_memstream(&extra, &elen);
-	fgd_for_each_module(m) {
+	fgd_for_each_module(m)
+	{
 		if ((*m)->snap)
 			(*m)->snap(d, &s);
 		if (f && (*m)->metrics)

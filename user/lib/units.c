@@ -160,7 +160,7 @@ int fg_parse_rate(const char *s, long double *rate, int *bytes)
 		long double secs;
 	} periods[] = {
 		/* nft's spellings too: rate 10/second, /minute, /hour, /day */
-		{ "s", 1 },	  { "sec", 1 },	 { "second", 1 },  { "m", 60 },	   { "min", 60 },
+		{ "s", 1 },	  { "sec", 1 },	 { "second", 1 },  { "m", 60 },	     { "min", 60 },
 		{ "minute", 60 }, { "h", 3600 }, { "hour", 3600 }, { "day", 86400 },
 	};
 	long double v;
