@@ -568,7 +568,7 @@ void fg_fleetd_tick(struct fg_fleetd *fl)
 		fl->st.rule[i].lapse_ns = __atomic_load_n(&fl->r[i].lapse_ns, __ATOMIC_RELAXED);
 	}
 	fg_fleet_worker_conn_stats(fl->w, &fl->st.cs);
-	fl->st.updated_ns = fg_redis_now_ns();
+	fl->st.updated_ns = fg_mono_ns();
 	err = fg_fleet_status_write(fl->status_path, &fl->st);
 	if (err && !fl->status_warned)
 		pr_warn("fleet: cannot write %s: %s; `floodgate status` shows only what the maps "

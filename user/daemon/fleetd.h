@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include "maps/apply.h"
 #include "maps/fgmaps.h"
+#include "fleet/fleet.h"
 #include "fleet/fleet_status.h"
 #include "policy/policy.h"
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/opts.h"
-#include "policy/policy.h"
 #include "lib/units.h"
 #include "lib/version.h"
 
