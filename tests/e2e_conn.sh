@@ -288,7 +288,8 @@ start_daemon() { fg_daemon_start srv "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; }
 
 # --- policy ---------------------------------------------------------------------------
 out=$("$FG" check "$FG_TMP/policy.yaml" 2>&1)
-if echo "$out" | grep -q "concurrency $CAP connections per source, handshake_timeout 3000 ms; counts TCP to ports $PORT"; then
+if echo "$out" | grep -q "concurrency $CAP connections per source, handshake_timeout 3000 ms$" &&
+   echo "$out" | grep -q "^ *counts TCP to ports $PORT$"; then
 	ok "check prints the cap: $(echo "$out" | grep 'concurrency ' | sed 's/^ *//' | head -1)"
 else
 	bad "check prints the cap" "$(echo "$out" | one_line 400)"

@@ -6,7 +6,7 @@
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "lib/log.h"
-#include "lists/escalate.h"
+#include "daemon/escd.h"
 
 static struct fg_escd esc;
 

@@ -6,7 +6,7 @@
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "lib/log.h"
-#include "sources/srcwatch.h"
+#include "daemon/srcwatch.h"
 
 #define TRACK_MAX 65536 /* sources with drops tracked for the throttle log */
 

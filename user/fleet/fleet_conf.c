@@ -19,7 +19,6 @@ static int valid_node(const char *s)
 	return 1;
 }
 
-
 /* FNV-1a, 64 bits. */
 static __u64 fnv1a(const char *s, __u64 h)
 {

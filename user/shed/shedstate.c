@@ -207,4 +207,3 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 	fclose(f);
 	return st->pid && st->phase[0] && fields >= 6 ? 0 : -EINVAL;
 }
-
