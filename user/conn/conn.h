@@ -116,7 +116,8 @@ struct fg_conn_entry {
  * the maps are still made (the XDP program shares them) and c->way is
  * FG_CONN_WAY_NONE, with why in c->way_why: attach, pin and reconcile then
  * do nothing, and a policy with caps is refused (policy/policy_kernel.h).
- * -EINVAL (why filled) for an FG_CONN_WAY_ENV that names no way. */
+ * -EINVAL (why filled) for an FG_CONN_WAY_ENV that names no way (the
+ * daemon then runs without caps, daemon/mod_conn.c). */
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why);
 /* Read-only, for readers: the pinned maps of dir, checked (types, sizes,
  * ABI); -ENOENT if nothing is pinned there. */
