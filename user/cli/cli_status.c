@@ -8,13 +8,15 @@
 #include <time.h>
 #include <json-c/json.h>
 #include "cli/cli.h"
+#include "lib/kfeat.h"
 #include "maps/ctl.h"
 #include "attach/discover.h"
 #include "lists/escalate.h"
 #include "fleet/fleet_status.h"
 #include "lib/log.h"
-#include "daemon/shedd.h"
+#include "shed/shedstate.h"
 #include "lib/sysutil.h"
+#include "lib/version.h"
 #include "attach/xdpattach.h"
 
 /* A fleet rule of the active policy: what the program holds (fg_lease,
@@ -645,6 +647,7 @@ static void status_text(const struct status *st)
 	fleet_text(st);
 	print_shedding_text(st);
 	print_escalation_text(st);
+	cli_kernel_text(stdout, fg_kfeat_get(), false);
 }
 
 /* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
@@ -948,7 +951,7 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 		cli_json_add(err, f, "lease_ms", json_object_new_uint64(ds->lease_ms));
 		cli_json_add(err, f, "deadline_ms", json_object_new_uint64(ds->deadline_ms));
 		cli_json_add(err, f, "updated_s_ago",
-			     json_ms((fg_redis_now_ns() - ds->updated_ns) / 1e9));
+			     json_ms((fg_mono_ns() - ds->updated_ns) / 1e9));
 		cli_json_add(err, f, "round_ms", json_ms(ds->cs.last_round_ns / 1e6));
 		cli_json_add(err, f, "round_max_ms", json_ms(ds->cs.max_round_ns / 1e6));
 		cli_json_add(err, f, "evalsha", json_object_new_uint64(ds->cs.commands));
@@ -985,6 +988,17 @@ static struct json_object *escalation_json(const struct status *st, int *err)
 	return o;
 }
 
+/* {"floodgate": s, "libbpf": s, "libxdp": s}: this CLI's build (lib/version.h) */
+static struct json_object *version_json(int *err)
+{
+	struct json_object *o = json_object_new_object();
+
+	cli_json_add(err, o, "floodgate", json_object_new_string(fg_version()));
+	cli_json_add(err, o, "libbpf", json_object_new_string(fg_libbpf_version()));
+	cli_json_add(err, o, "libxdp", json_object_new_string(fg_libxdp_version()));
+	return o;
+}
+
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
 static int status_json(const struct cli_args *a, const struct status *st)
 {
@@ -993,6 +1007,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 
 	cli_json_add(&err, root, "pin_dir", json_object_new_string(st->dir));
 	cli_json_add(&err, root, "abi", json_object_new_uint64(st->ctl.abi));
+	cli_json_add(&err, root, "version", version_json(&err));
 	cli_json_add(&err, root, "daemon", daemon_json(st, &err));
 	cli_json_add(&err, root, "config", json_object_new_string(st->meta.config));
 	cli_json_add(&err, root, "interfaces", ifaces_json(st, &err));
@@ -1006,6 +1021,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, root, "override_since", json_object_new_uint64(st->ctl.ovr_since));
 	cli_json_add(&err, root, "bypass", bypass_json(st, &err));
 	cli_json_add(&err, root, "policy", policy_json(st, &err));
+	cli_json_add(&err, root, "kernel", cli_kernel_json(fg_kfeat_get(), &err));
 	if (file_not_applied(st))
 		cli_json_add(&err, root, "file_not_applied",
 			     json_object_new_string(file_not_applied(st)));
@@ -1054,8 +1070,10 @@ int cli_status(void *cfg)
 		if (err)
 			pr_warn("status --json: %s", strerror(-err));
 	} else {
+		cli_wrap_begin();
 		status_text(st);
 		cli_conn_status_text(a, st->names);
+		cli_wrap_end();
 	}
 	fg_maps_close(&m);
 	free(st);
