@@ -1714,8 +1714,8 @@ static void test_xdp_cap(void)
 
 	/* shadow: the same decision, passed and counted */
 	ASSERT_OK(dp_set_ctl(&d, FG_MODE_SHADOW, 0, 0), "shadow");
-	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40005, PORT4, 0, &v), FG_OUT_SHADOW,
-		  "shadow: would-drop");
+	ASSERT_EQ(xoutcome(&d, "127.0.0.1", 40005, PORT4, 0, &v), FG_OUT_CAP_SHADOW,
+		  "shadow: cap's twin, cap_shadow (ABI 8; shadow before)");
 	ASSERT_EQ(v, XDP_PASS, "shadow: passed");
 	ASSERT_EQ(dp_row_ev(&d, CAP.rule, FG_EV_CAP_SHADOW), 1, "shadow: event cap_shadow");
 	ASSERT_OK(val_rw(&k, &after, false), "after shadow");
