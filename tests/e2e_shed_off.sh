@@ -26,6 +26,7 @@ rules:
   - {name: be, match: {proto: udp, dport: 1003}, per_source: {rate: 100000/s, burst: 50000}, tier: best-effort}
   - {name: beq, match: {proto: udp, dport: 1004}, per_source: {rate: 10/s, burst: 100}, tier: best-effort}
   - {name: bex, match: {proto: udp, dport: 1005}, per_source: {rate: 100000/s, burst: 50000}, tier: best-effort, pool: exempt}
+  - {name: beo, match: {proto: udp, dport: 1006}, tier: best-effort}
 shedding:
   signal: "file:$SIG"
   interval: 200ms
@@ -71,6 +72,10 @@ read -r arr shed pass drop <<< "$(burst bex 1005 $N)"
 expect "shedding on: the exempt pool's best-effort rule is not shed" \
 	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $pass = $arr ]" \
 	"$N to bex (pool exempt)" "shed 0, all pass" "arrived $arr shed $shed pass $pass"
+read -r arr shed pass drop <<< "$(burst beo 1006 $N)"
+expect "shedding on: a rule with only a tier (no limit) is shed in full" \
+	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = $arr ] && [ $drop = 0 ]" \
+	"$N to beo (tier: best-effort alone)" "shed = arrived, no drop" "arrived $arr shed $shed pass $pass drop $drop"
 "$FG" status --json > "$FG_TMP/st.json" 2>&1
 fg_json_check "status --json with pools" status "$FG_TMP/st.json"
 check_cmp "status --json: the pools, exempt marked, off false" \
@@ -90,6 +95,10 @@ read -r arr shed pass drop <<< "$(burst be 1003 $N)"
 expect "shed off: best-effort no longer shed (at once, before any sample)" \
 	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $pass = $arr ]" \
 	"$N to be, signal still 0.95" "shed 0, all pass" "arrived $arr shed $shed pass $pass"
+read -r arr shed pass drop <<< "$(burst beo 1006 $N)"
+expect "shed off: the rule with only a tier passes everything (no limit of its own)" \
+	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $drop = 0 ] && [ $pass = $arr ]" \
+	"$N to beo" "all pass" "arrived $arr shed $shed pass $pass drop $drop"
 read -r arr shed pass drop <<< "$(burst beq 1004 $N)"
 expect "shed off: the quota still drops (burst 100 of $N)" \
 	"[ $shed = 0 ] && [ $drop -ge $((arr - 150)) ] && [ $pass -ge 90 ] && [ $pass -le 150 ]" \

@@ -715,8 +715,12 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
 	}
-	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE)
-		return FAIL(c, n, "a limit rule needs per_source, aggregate, fleet and/or pool");
+	/* a tier alone is a traffic class: shed under overload, never rate limited */
+	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE &&
+	    !val[RK_TIER])
+		return FAIL(c, n,
+			    "a limit rule needs per_source, aggregate, fleet and/or pool "
+			    "(or a tier alone: shed under overload, not rate limited)");
 	if (src->set && agg->set && src->bytes != agg->bytes)
 		return FAIL(
 			c, agg->node,

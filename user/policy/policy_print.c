@@ -379,10 +379,20 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	int bytes = ru->cost == FG_COST_BYTES;
 	int k, cls, shown = 0;
 
+	/* a tier or pool alone: a traffic class, not a rate limit */
+	bool nolimit = ru->action == FG_ACT_LIMIT && !ru->src.inc && !ru->agg.inc && !ru->fleet &&
+		       !ru->conn_cap;
+
 	fprintf(f, "    %2u %s%s: %s, %s", r, rs->name, rs->implicit ? " (implicit)" : "",
 		ru->mode == FG_MODE_SHADOW ? "shadow" : "enforce",
-		ru->action < 3 ? fg_action_names[ru->action] : "?");
-	if (ru->action == FG_ACT_LIMIT)
+		nolimit	       ? "no rate limit" :
+		ru->action < 3 ? fg_action_names[ru->action] :
+				 "?");
+	if (nolimit)
+		fprintf(f, " (only %s)",
+			ru->pool != FG_POOL_NONE ? "its pool, and shedding by tier" :
+						   "shed by its tier under overload");
+	else if (ru->action == FG_ACT_LIMIT)
 		fprintf(f, " %s per source /%d (v4) /%d (v6), on_full %s",
 			bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
 			ru->on_full < 3 ? fg_on_full_names[ru->on_full] : "?");
