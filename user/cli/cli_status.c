@@ -270,7 +270,8 @@ static void print_shedding_text(const struct status *st)
 		if (s->have_value)
 			printf("%.3f", s->value);
 		else
-			printf("unreadable (%s)", strerror(-s->sig_err));
+			printf("unreadable (%s)",
+			       s->sig_why[0] ? s->sig_why : strerror(-s->sig_err));
 		printf(", %s, amount %.3f of %d tiers%s%s\n", s->phase, s->amount, s->ntiers,
 		       strcmp(s->hold, "running") ? ", held at zero: " : "",
 		       strcmp(s->hold, "running") ? s->hold : "");
@@ -809,7 +810,8 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		} else {
 			cli_json_add_null(err, o, "value");
 			cli_json_add(err, o, "signal_error",
-				     json_object_new_string(strerror(-s->sig_err)));
+				     json_object_new_string(s->sig_why[0] ? s->sig_why :
+									    strerror(-s->sig_err)));
 		}
 		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));

@@ -15,6 +15,7 @@
 #include "lib/log.h"
 #include "policy/policy.h"
 #include "lib/prefix.h"
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 
 struct step {
@@ -277,12 +278,14 @@ int fg_escd_state_read(const char *path, struct fg_escd_state *st)
 	char key[32];
 	unsigned long long val;
 	int fields = 0;
-	FILE *f = fopen(path, "r");
+	/* a FIFO or a device at the path must not block `floodgate status` */
+	FILE *f = fg_fopen_regular(path, NULL, 0);
+	int lines = 0;
 
 	if (!f)
 		return -errno;
 	memset(st, 0, sizeof(*st));
-	while (fscanf(f, "%31s %llu", key, &val) == 2) {
+	while (lines++ < 64 && fscanf(f, "%31s %llu", key, &val) == 2) {
 		fields++;
 		if (!strcmp(key, "pid"))
 			st->pid = (__u32)val;

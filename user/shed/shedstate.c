@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 #include "shed/shedstate.h"
 
@@ -107,6 +108,7 @@ static const struct {
 	SF("signal", SF_STR, signal),
 	SF("value", SF_VALUE, value),
 	SF("signal_error", SF_INT, sig_err),
+	SF("signal_why", SF_STR, sig_why),
 	SF("phase", SF_STR, phase),
 	SF("hold", SF_STR, hold),
 	SF("amount", SF_D9, amount),
@@ -189,12 +191,13 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 {
 	char line[PATH_MAX + 64], key[32], val[PATH_MAX + 32];
 	int fields = 0;
-	FILE *f = fopen(path, "r");
+	/* a FIFO or a device at the path must not block `floodgate status` */
+	FILE *f = fg_fopen_regular(path, NULL, 0);
 
 	if (!f)
 		return -errno;
 	memset(st, 0, sizeof(*st));
-	while (fgets(line, sizeof(line), f)) {
+	while (fields < 256 && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%31s %4127[^\n]", key, val) != 2)
 			continue;
 		fields++;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "shed/fgsignal.h"
 
 #define FG_SHEDD_RUN_DIR "/run/floodgate"
 
@@ -35,6 +36,7 @@ struct fg_shedd_state {
 	bool have_value;
 	double value;
 	int sig_err;
+	char sig_why[FG_SIG_WHY_LEN]; /* its reason ("is a FIFO ..."), "" if none */
 	char phase[16];
 	char hold[16];
 	double amount, pressure;
