@@ -131,6 +131,7 @@ struct fg_fleet {
 	struct fg_fleet_event evq[FL_EVQ];
 	int ev_head, ev_len;
 	struct fg_fleet_conn_stats cs;
+	char last_why[FG_FLEET_REASON_LEN]; /* the last round's first failure, "" if none */
 };
 
 const char *fg_fleet_ev_name(int kind)
@@ -654,6 +655,7 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 	if (!err)
 		err = exchange_evals(f, deadline, why, sizeof(why));
 	now = fg_redis_now_ns();
+	f->last_why[0] = 0;
 	for (int i = 0; i < f->nrules; i++) {
 		struct fl_rule *r = &f->rule[i];
 		struct fg_fleet_out tmp = {};
@@ -676,8 +678,10 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 			/* nothing reached Redis for sure: returns are lost, debt waits */
 			r->st.discarded += r->ret;
 			on_failure(f, i, now, rwhy, rerr);
-			if (!first)
+			if (!first) {
 				first = rerr;
+				snprintf(f->last_why, sizeof(f->last_why), "%s", rwhy);
+			}
 		} else {
 			answered(f, i, v, t_send, now, &in[i], o);
 		}
@@ -703,6 +707,11 @@ int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in)
 		memset(f->rule[i].ring, 0, sizeof(f->rule[i].ring));
 	}
 	return err;
+}
+
+const char *fg_fleet_last_error(const struct fg_fleet *f)
+{
+	return f->last_why;
 }
 
 int fg_fleet_stats(const struct fg_fleet *f, int rule, struct fg_fleet_stats *st)

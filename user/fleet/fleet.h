@@ -86,6 +86,10 @@ int fg_fleet_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_f
  * One round trip; 0 or -errno (then the tokens simply expire). */
 int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in);
 
+/* Why the last round or release failed, as the operator should read it
+ * ("AUTH as user fg refused: WRONGPASS ..."); "" when it answered. */
+const char *fg_fleet_last_error(const struct fg_fleet *f);
+
 /* Pop the oldest queued event: 1, or 0 when there is none. */
 int fg_fleet_next_event(struct fg_fleet *f, struct fg_fleet_event *ev);
 
@@ -131,7 +135,8 @@ int fg_fleet_worker_stats(struct fg_fleet_worker *w, int rule, struct fg_fleet_s
 void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_stats *st);
 /* Stop and join (waits at most one round). release: hand the leases back
  * (detaching); otherwise they run out in the program (restart, adopt).
- * Frees the engine; returns the release's result. */
-int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release);
+ * Frees the engine; returns the release's result, its reason in why (may
+ * be NULL). */
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, size_t whylen);
 
 #endif /* FG_FLEET_H */

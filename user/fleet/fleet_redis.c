@@ -345,7 +345,8 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 	char db[16];
 	int n = 0, err;
 
-	if (r->url.password[0]) {
+	/* an ACL user without a password is a nopass user: AUTH takes any */
+	if (r->url.password[0] || r->url.user[0]) {
 		const char *av[3] = { "AUTH", r->url.user, r->url.password };
 		size_t al[3] = { 4, strlen(r->url.user), strlen(r->url.password) };
 
@@ -377,10 +378,14 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 		return err;
 	for (int i = 0; i < n; i++) {
 		if (rep[i]->type == REDIS_REPLY_ERROR) {
-			int auth = r->url.password[0] && i == 0;
+			int auth = (r->url.password[0] || r->url.user[0]) && i == 0;
 
-			fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
-				(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
+			if (auth && r->url.user[0])
+				fg_whyn(why, whylen, "AUTH as user %s refused: %.*s", r->url.user,
+					(int)(rep[i]->len > 140 ? 140 : rep[i]->len), rep[i]->str);
+			else
+				fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
+					(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
 			err = auth ? -EACCES : -EINVAL;
 			break;
 		}
