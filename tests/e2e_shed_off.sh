@@ -88,7 +88,11 @@ check "status (text) names the exempt pool" \
 
 # --- shed off: nothing shed at once, quotas still apply -------------------------------------
 "$FG" shed off > "$FG_TMP/off.out" 2>&1; rc=$?
+read -r fbe why <<< "$(sj shed.best-effort not_shedding)"
 check_cmp "shed off: exit 0" "$rc" = 0
+# status is what the program does now: it sheds nothing from the next
+# packet, whatever thresholds are still pinned (issue 22, item 3)
+check_cmp "shed off: status --json at once: best-effort shed 0, not_shedding off" "$fbe $why" = "0 off"
 check "shed off: says what it did and what still applies" \
 	grep -q "shedding off: no tier is shed from the next packet (it was shedding normal 0.0%, bulk 0.0%, best-effort 100.0%); pools, reserves and quotas still apply" "$FG_TMP/off.out"
 read -r arr shed pass drop <<< "$(burst be 1003 $N)"
@@ -151,6 +155,11 @@ expect "shed on: best-effort shed in full again" "[ $arr -ge $((N * 95 / 100)) ]
 # --- no daemon: the switch works from the pins, a restarted daemon honours it ----------------
 fg_daemon_stop KILL
 "$FG" shed off > "$FG_TMP/off2.out" 2>&1; rc=$?
+read -r fbe tbe why <<< "$(sj shed.best-effort thresholds.best-effort not_shedding)"
+expect "no daemon, shed off: status says nothing is shed, the pinned thresholds as such" \
+	"[ '$fbe' = 0 ] && [ '$why' = off ] && awk -v t='$tbe' 'BEGIN { exit !(t > 0) }'" \
+	"shed off, the dead daemon's thresholds still pinned" "shed 0, not_shedding off, thresholds > 0" \
+	"shed $fbe, not_shedding $why, thresholds $tbe"
 check_cmp "no daemon: shed off works from the pins (exit 0)" "$rc" = 0
 read -r arr shed pass drop <<< "$(burst be 1003 $N)"
 expect "no daemon, shed off: the last thresholds shed nothing" \

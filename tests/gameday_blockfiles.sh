@@ -172,6 +172,13 @@ while [ $n -gt 0 ]; do
 	sleep 0.1; n=$((n - 1))
 done
 check_cmp "redis socket back: the fleet rule leases again" "$(fl_rule_get "$FG_TMP/d.json" fl state)" = ok
+# status tells what is, and labels what was (issue 22, item 3)
+read -r reason < <(fl_rule_get "$FG_TMP/d.json" fl reason)
+last=$(fl_rule_get "$FG_TMP/d.json" fl last_error)
+ago=$(fl_rule_get "$FG_TMP/d.json" fl last_error_s_ago)
+expect "redis socket back: no error now; the outage's is history, with its age" \
+	"[ '$reason' = null ] && echo '$last' | grep -q 'not a socket' && awk -v a='$ago' 'BEGIN { exit !(a > 0 && a < 30) }'" \
+	"state ok" "reason null, last_error names it, an age" "reason $reason, last_error '$last', $ago s ago"
 
 # --- E. SIGTERM with a FIFO at the signal's path -------------------------------------------
 make_kind fifo "$SIG" > /dev/null

@@ -531,6 +531,7 @@ static void log_event(const struct fg_fleet_event *ev)
 	switch (ev->kind) {
 	case FG_FLEET_EV_GRACE:
 	case FG_FLEET_EV_FALLBACK:
+	case FG_FLEET_EV_DEGRADED:
 		pr_warn("fleet rule %s: %s: %s", ev->name, fg_fleet_ev_name(ev->kind), ev->reason);
 		break;
 	default:

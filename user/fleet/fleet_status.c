@@ -104,6 +104,8 @@ int fg_fleet_status_read(const char *path, struct fg_fleet_status *s)
 		s->rule[i].name[sizeof(s->rule[i].name) - 1] = 0;
 		s->rule[i].key[sizeof(s->rule[i].key) - 1] = 0;
 		s->rule[i].st.reason[sizeof(s->rule[i].st.reason) - 1] = 0;
+		s->rule[i].st.last_error[sizeof(s->rule[i].st.last_error) - 1] = 0;
+		s->rule[i].st.health[sizeof(s->rule[i].st.health) - 1] = 0;
 	}
 	return 0;
 }

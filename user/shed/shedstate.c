@@ -41,6 +41,28 @@ void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NT
 					  FG_SHED_ONE;
 }
 
+enum fg_shed_idle fg_shedd_shedding(const struct fg_shed_ctl *v, __u64 now_ns, bool bypass,
+				    bool global_shadow, double frac[FG_NTIERS])
+{
+	enum fg_shed_idle why = bypass				  ? FG_SHED_IDLE_BYPASS :
+				LOAD(&v->off)			  ? FG_SHED_IDLE_OFF :
+				global_shadow || LOAD(&v->shadow) ? FG_SHED_IDLE_SHADOW :
+								    FG_SHED_APPLIES;
+
+	fg_shedd_fracs(v, now_ns, frac);
+	if (why != FG_SHED_APPLIES)
+		for (int t = 0; t < FG_NTIERS; t++)
+			frac[t] = 0;
+	return why;
+}
+
+const char *fg_shed_idle_name(enum fg_shed_idle i)
+{
+	static const char *const n[] = { NULL, "off", "bypass", "shadow" };
+
+	return i <= FG_SHED_IDLE_SHADOW ? n[i] : "?";
+}
+
 int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len)
 {
 	struct bpf_map_info info = {};
