@@ -17,7 +17,8 @@
 #   D. the Redis unix socket's path replaced by a FIFO, a file, a
 #      directory (and the connection dropped): the round fails at once and
 #      the reason says what the path is, not "Connection refused";
-#   E. SIGTERM with a FIFO at the signal's path: acted on at once.
+#   E. SIGTERM with a FIFO at the signal's path: acted on at once;
+#   F. --pin-dir (CLI and daemon) and check's file as a FIFO: refused at once.
 # A redis-server on a Unix socket is started here. Needs root; cleans up its
 # namespaces, daemon, pin dir, Redis and files.
 set -u
@@ -187,5 +188,23 @@ t0=$(fl_now); fg_daemon_stop TERM; rc=$?; ms=$(ms_since "$t0")
 expect "SIGTERM with a FIFO as the signal: acted on at once" "[ $rc = 0 ] && [ $ms -lt 3000 ]" \
 	"SIGTERM" "exit 0 within 3 s" "exit $rc after $ms ms"
 rm -f "$SIG"
+
+# --- F. --pin-dir and --config pointing at a FIFO ----------------------------------------
+mkfifo "$FG_TMP/pinfifo"
+t0=$(fl_now); timeout 5 "$FG" --pin-dir "$FG_TMP/pinfifo" status > "$FG_TMP/f.out" 2>&1; rc=$?; ms=$(ms_since "$t0")
+expect "floodgate --pin-dir FIFO: refused at once" "[ $rc = 1 ] && [ $ms -lt 2000 ]" \
+	"status" "exit 1 within 2 s" "exit $rc after $ms ms: $(one_line 120 < "$FG_TMP/f.out")"
+t0=$(fl_now)
+fg_ns_exec r timeout 5 "$FGD" --pin-dir "$FG_TMP/pinfifo" --config "$FG_TMP/p.yaml" --foreground \
+	> "$FG_TMP/f.out" 2>&1; rc=$?
+ms=$(ms_since "$t0")
+expect "floodgated --pin-dir FIFO: refused at once, for what it is" \
+	"[ $rc != 0 ] && [ $rc != 124 ] && [ $ms -lt 3000 ] && grep -q 'pinfifo' '$FG_TMP/f.out'" \
+	"floodgated" "an error within 3 s" "exit $rc after $ms ms: $(tail -1 "$FG_TMP/f.out" | one_line 120)"
+t0=$(fl_now); timeout 5 "$FG" check "$FG_TMP/pinfifo" > "$FG_TMP/f.out" 2>&1; rc=$?; ms=$(ms_since "$t0")
+expect "floodgate check FIFO: refused at once, says what it is" \
+	"[ $rc = 1 ] && [ $ms -lt 2000 ] && grep -q 'is a FIFO' '$FG_TMP/f.out'" \
+	"check" "exit 1 within 2 s" "exit $rc after $ms ms: $(one_line 120 < "$FG_TMP/f.out")"
+rm -f "$FG_TMP/pinfifo"
 fl_redis_stop
 fg_finish
