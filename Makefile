@@ -124,6 +124,8 @@ $(OUTPUT)/%.tmp.o: %.bpf.c | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(OUTPUT)/$*.bpf.d -MT $@ -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
+	@# which compiler built it, for the verifier budget (tools/fgverify.c)
+	$(Q)$(CLANG) --version | head -n 1 > $(OUTPUT)/$*.bpf.cc
 
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.o
 	$(call msg,GEN-OBJ,$@)

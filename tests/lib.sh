@@ -38,7 +38,8 @@
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
 #   fg_stat SRC RULE FIELD      SRC: a pin dir, or a snapshot file (*.json);
 #                               FIELD: pass drop shadow allow deny bypass
-#                               malformed nonip rt_allow rt_deny shed shed_shadow, total,
+#                               malformed nonip rt_allow rt_deny cap shed shed_shadow
+#                               deny_shadow rt_deny_shadow malformed_shadow cap_shadow, total,
 #                               bytes:OUTCOME, ev:EVENT
 #                               0 if RULE has no row, -1 if it cannot be read
 #   fg_event SRC RULE EVENT     = fg_stat SRC RULE ev:EVENT
@@ -315,7 +316,8 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny", "cap", "shed", "shed_shadow")
+            "rt_allow", "rt_deny", "cap", "shed", "shed_shadow", "deny_shadow",
+            "rt_deny_shadow", "malformed_shadow", "cap_shadow")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
           "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem",

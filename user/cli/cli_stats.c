@@ -133,24 +133,28 @@ static void stats_table(const struct cli_args *a, const struct fg_stats *rows,
 {
 	const char *title = prev ? "RULE (per second)" : "RULE";
 	int cols[FG_OUT_MAX], ncols = stats_columns(a, rows, names, cols);
-	int nw = name_width(names, prev ? "RULE" : title, ncols), per;
+	int nw = name_width(names, prev ? "RULE" : title, ncols), cw[FG_OUT_MAX];
 	char b[32];
 
 	if (prev && nw < (int)strlen(title))
 		title = "RULE (/s)";
 	if (nw < (int)strlen(title))
 		nw = (int)strlen(title);
-	per = (CLI_WIDTH - nw) / (NUM_W + 1);
-	if (per < 1)
-		per = 1;
-	for (int c0 = 0; c0 < ncols; c0 += per) {
-		int c1 = c0 + per < ncols ? c0 + per : ncols;
+	for (int c = 0; c < ncols; c++) { /* a column is as wide as its name, at least NUM_W */
+		int l = (int)strlen(fg_outcome_names[cols[c]]);
 
+		cw[c] = l > NUM_W ? l : NUM_W;
+	}
+	for (int c0 = 0, c1; c0 < ncols; c0 = c1) {
+		int used = nw + 1 + cw[c0];
+
+		for (c1 = c0 + 1; c1 < ncols && used + 1 + cw[c1] <= CLI_WIDTH; c1++)
+			used += 1 + cw[c1];
 		if (c0)
 			printf("\n");
 		printf("%-*s", nw, title);
 		for (int c = c0; c < c1; c++)
-			printf(" %*s", NUM_W, fg_outcome_names[cols[c]]);
+			printf(" %*s", cw[c], fg_outcome_names[cols[c]]);
 		printf("\n");
 		for (int r = 0; r < FG_NROWS; r++) {
 			const char *nm = cli_row_name(names, r);
@@ -168,7 +172,7 @@ static void stats_table(const struct cli_args *a, const struct fg_stats *rows,
 				if (prev)
 					v = (rows[r].pkts[o] - prev[r].pkts[o]) / dt;
 				stats_num(b, sizeof(b), v);
-				printf(" %*s", NUM_W, b);
+				printf(" %*s", cw[c], b);
 			}
 			printf("\n");
 		}

@@ -814,7 +814,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 	__u32 mode;
 
 	bprintf(&b,
-		"# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule).\n"
+		"# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule; outcomes shadow and *_shadow: what enforce refuses, passed in shadow mode).\n"
 		"# TYPE floodgate_packets_total counter\n");
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 1)

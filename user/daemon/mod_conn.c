@@ -76,7 +76,7 @@ static int conn_start(struct fgd *d)
 	err = fg_connd_start(&conn, &d->cfg->pol, d->dir, &rec, why);
 
 	if (!err && conn.c.way == FG_CONN_WAY_NONE)
-		pr_info("concurrency caps: unavailable on this kernel (%s); a policy with "
+		pr_info("concurrency caps: unavailable (%s); a policy with "
 			"per_source concurrency is refused",
 			conn.c.way_why);
 	else if (!err)
