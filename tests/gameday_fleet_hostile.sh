@@ -16,7 +16,13 @@
 #   - the fleet admits at most burst + rate x T + rate x 2L (section 3);
 #   - every host's status says the fleet is degraded, with the repair, at
 #     once; each host logs it once and logs its end once; then it heals.
-# Needs root. Cleans up its namespaces, daemons, pin dirs and Redis.
+# Every field the script keeps is written hostile once: the bucket's tok, ts,
+# sum and its marks vt, rt, rb; a node's demand and a ghost's; a ghost's
+# expiry; each key replaced by a string. The windows are measured as they
+# were (a loaded machine stretches them). The default run measures 2 s after
+# each write (about 50 s in all); FG_GAMEDAY=1 measures 5 s after each and
+# writes five more values (a node's own expiry among them). Needs root.
+# Cleans up its namespaces, daemons, pin dirs and Redis.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
@@ -25,7 +31,8 @@ fl_init "$FGD" "$FG" "$FGEN"
 
 RATE=1500; BURST=1500; FLOOD=1500	# per host: 3 x the fleet's share each
 L=0.4				# the lease (2 x the 200 ms interval)
-T=2.5				# seconds measured after each write
+T=2				# seconds measured after each write
+[ "${FG_GAMEDAY:-0}" = 1 ] && T=5
 SOCK=$FG_TMP/redis.sock
 
 for n in 1 2 3; do
@@ -78,23 +85,42 @@ for n in 1 2 3; do
 	fg_bg "g$n" "$FGEN" -i v0 --dst-mac "${MAC[n]}" -s "10.231.$n.1" -d "10.231.$n.2" \
 		--dport 9 -r "$FLOOD" -t 3600 --json > "$FG_TMP/flood-$n.json" 2>&1
 done
-sleep 3	# the bucket's burst spent: a saturated fleet
+sleep 1.5	# the bucket's burst spent (3,000/s net drain): a saturated fleet
 
 noports() { local n; for n in 1 2 3; do printf '%s ' "$(fl_noports "h$n")"; done; echo; }
 deglines() { grep -c "fleet rule fl: $2:" "$FG_TMP/h$1.log"; }
-SHARE=$(awk 'BEGIN { printf "%d", '"$RATE"' / 3 * ('"$T"' - '"$L"') * 0.85 }')
-LIM=$(awk 'BEGIN { printf "%d", '"$BURST"' + '"$RATE"' * '"$T"' + '"$RATE"' * 2 * '"$L"' }')
+# repairs: "R T": the repairs every host's engine counted, and its
+# rounds that timed out (a reply lost: a repair Redis made in it is
+# counted by no node), summed
+repairs() {
+	local n r=0 t=0 v u
+	for n in 1 2 3; do
+		fl_status "${PIN[n]}" "$FG_TMP/r$n.json"
+		read -r v u < <(fl_rule_get "$FG_TMP/r$n.json" fl repairs timeouts)
+		case $v in '' | *[!0-9]*) v=0 ;; esac
+		case $u in '' | *[!0-9]*) u=0 ;; esac
+		r=$((r + v)); t=$((t + u))
+	done
+	echo "$r $t"
+}
+LOST=0
+# the bounds over a window measured as it was (a loaded machine stretches it):
+# share over the shortest it can have been, the fleet over the longest
+share_for() { awk -v w="$1" 'BEGIN { printf "%d", '"$RATE"' / 3 * (w - '"$L"') * 0.85 }'; }
+lim_for() { awk -v w="$1" 'BEGIN { printf "%d", '"$BURST"' + '"$RATE"' * w + '"$RATE"' * 2 * '"$L"' }'; }
 
 # drill WHAT CMD...: one hostile write, judged at the receivers and in status
 drill() {
-	local what=$1 n a b adm tot=0 line="" low=0 d0=() h0=(); shift
+	local what=$1 n a b adm tot=0 line="" low=0 d0=() h0=() r0 t0; shift
 	for n in 1 2 3; do d0[n]=$(deglines "$n" degraded); h0[n]=$(deglines "$n" healed); done
-	read -r -a a < <(noports)
+	read -r r0 t0 < <(repairs)
+	local ta0 ta1 tb0 tb1 wlo whi share lim
+	ta0=$(fl_now); read -r -a a < <(noports); ta1=$(fl_now)
 	fl_cli "$@" > "$FG_TMP/write.out" 2>&1 || bad "$what: the write" "$(one_line < "$FG_TMP/write.out")"
 	# the status file is written once a tick (1 s), degraded holds 10
-	# intervals (2 s): each host's status must say it within 1.5 s
+	# intervals and at least 3 s: each host's status must say it within 3 s
 	local seen=(x 0 0 0) k t_end reasons=""
-	t_end=$(awk -v t="$(fl_now)" 'BEGIN { print t + 1.5 }')
+	t_end=$(awk -v t="$(fl_now)" 'BEGIN { print t + 3 }')
 	while awk -v t="$(fl_now)" -v e="$t_end" 'BEGIN { exit !(t < e) }'; do
 		for k in 1 2 3; do
 			fl_status "${PIN[k]}" "$FG_TMP/s$k.json"
@@ -107,22 +133,34 @@ drill() {
 		sleep 0.1
 	done
 	expect "$what: every host's status says degraded, with the repair, at once" \
-		"[ '${seen[*]}' = 'x 1 1 1' ]" "$*" "degraded true on h1 h2 h3 within 1.5 s" \
+		"[ '${seen[*]}' = 'x 1 1 1' ]" "$*" "degraded true on h1 h2 h3 within 3 s" \
 		"seen h1 ${seen[1]} h2 ${seen[2]} h3 ${seen[3]}: $reasons"
-	sleep "$(awk -v t0="$t_end" -v t="$(fl_now)" 'BEGIN { r = '"$T"' - 1.5 + (t0 - t); print (r > 0) ? r : 0 }')"
-	read -r -a b < <(noports)
+	sleep "$(awk -v t0="$ta1" -v t="$(fl_now)" 'BEGIN { r = '"$T"' - (t - t0); print (r > 0) ? r : 0 }')"
+	tb0=$(fl_now); read -r -a b < <(noports); tb1=$(fl_now)
+	wlo=$(awk -v a="$ta1" -v b="$tb0" 'BEGIN { printf "%.2f", b - a }')
+	whi=$(awk -v a="$ta0" -v b="$tb1" 'BEGIN { printf "%.2f", b - a }')
+	share=$(share_for "$wlo"); lim=$(lim_for "$whi")
 	for n in 1 2 3; do
 		adm=$(( b[n - 1] - a[n - 1] )); tot=$((tot + adm)); line+="h$n $adm "
-		[ "$adm" -ge "$SHARE" ] || low=1
+		[ "$adm" -ge "$share" ] || low=1
 	done
-	expect "$what: each host admitted its share over ${T} s (rate / 3 after the first lease)" \
-		"[ $low = 0 ]" "$FLOOD/s to each host" ">= $SHARE each" "$line"
-	expect "$what: the fleet within burst + rate x T + rate x 2L" "[ $tot -le $LIM ]" \
-		"$((3 * FLOOD))/s" "<= $LIM" "$tot"
+	expect "$what: each host admitted its share over ${wlo} s (rate / 3 after the first lease)" \
+		"[ $low = 0 ]" "$FLOOD/s to each host" ">= $share each" "$line"
+	expect "$what: the fleet within burst + rate x ${whi} s + rate x 2L" "[ $tot -le $lim ]" \
+		"$((3 * FLOOD))/s" "<= $lim" "$tot"
 	if wait_all degraded false 60; then
 		ok "$what: healed (degraded false on every host)"
 	else
 		bad "$what: heals" "degraded $(all_rule degraded)"
+	fi
+	# after the heal, so that every host's status file holds its count
+	local r1 t1; read -r r1 t1 < <(repairs)
+	if [ "$r1" -le "$r0" ] && [ "$t1" -gt "$t0" ]; then
+		LOST=$((LOST + 1))
+		skip "$what: the repair counted" "no node counted it; $((t1 - t0)) round(s) timed out meanwhile (a reply lost on a loaded machine)"
+	else
+		expect "$what: the repair was counted (the hosts' repairs summed)" "[ $r1 -gt $r0 ]" \
+			"one write" "> $r0" "$r1 (timeouts +$((t1 - t0)))"
 	fi
 	line=""
 	for n in 1 2 3; do
@@ -132,24 +170,37 @@ drill() {
 		"$line" = "h1 1/1 h2 1/1 h3 1/1 "
 }
 
-drill "b.sum 1e300 (the issue's drill)" HSET "$BKEY" sum 1e300
-drill "b.sum negative" HSET "$BKEY" sum -1
-drill "b.sum not a number" HSET "$BKEY" sum lots
-drill "b.tok NaN" HSET "$BKEY" tok nan
-drill "b.tok -1e300" HSET "$BKEY" tok -1e300
-drill "b.ts in the far future" HSET "$BKEY" ts 1e300
-drill "b.vt in the far future (no verification)" HSET "$BKEY" vt 1e300
-drill "d: h1's demand 1e300" HSET "$DKEY" h1 1e300
-drill "d: a ghost node's demand 1e300" HSET "$DKEY" ghost 1e300
-drill "n: a ghost node expiring never" ZADD "$NKEY" +inf ghost
-drill "b replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$BKEY"
-drill "d replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$DKEY"
-drill "n replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$NKEY"
+# every field of every key, once
+NW=0
+w() { NW=$((NW + 1)); drill "$@"; }
+w "b.sum 1e300 (the issue's drill)" HSET "$BKEY" sum 1e300
+w "b.tok NaN" HSET "$BKEY" tok nan
+w "b.tok 1e300 (above the burst)" HSET "$BKEY" tok 1e300
+w "b.ts in the far future" HSET "$BKEY" ts 1e300
+w "b.vt in the far future (no verification)" HSET "$BKEY" vt 1e300
+w "b.rt in the far future (a repair that never ages)" HSET "$BKEY" rt 1e300
+w "b.rb not a set of repairs" HSET "$BKEY" rb 1e300
+w "d: h1's demand 1e300" HSET "$DKEY" h1 1e300
+w "d: a ghost node's demand 1e300" HSET "$DKEY" ghost 1e300
+w "n: a ghost node expiring never" ZADD "$NKEY" +inf ghost
+if [ "${FG_GAMEDAY:-0}" = 1 ]; then
+	# more values of the same fields
+	w "b.sum negative" HSET "$BKEY" sum -1
+	w "b.sum not a number" HSET "$BKEY" sum lots
+	w "b.tok -1e300" HSET "$BKEY" tok -1e300
+	w "d: h1's demand negative" HSET "$DKEY" h1 -5
+	w "n: h1 expiring in 1e300 us" ZADD "$NKEY" 1e300 h1
+else
+	skip "more values of the same fields (sum -1 and 'lots', tok -1e300, a demand of -5, h1 expiring in 1e300 us)" "FG_GAMEDAY=1"
+fi
+w "b replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$BKEY"
+w "d replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$DKEY"
+w "n replaced by a string" EVAL "redis.call('DEL', KEYS[1]); return redis.call('SET', KEYS[1], 'x')" 1 "$NKEY"
 
 all_status
 read -r r1 r2 r3 < <(all_rule repairs)
-check "the repairs were counted ($r1 + $r2 + $r3 by h1, h2, h3; 13 writes)" \
-	bash -c "[ $((r1 + r2 + r3)) -ge 13 ]"
+check "the repairs were counted ($r1 + $r2 + $r3 by h1, h2, h3; $NW writes, $LOST replies lost)" \
+	bash -c "[ $((r1 + r2 + r3)) -ge $((NW - LOST)) ]"
 for n in 1 2 3; do [ -n "${DPID[n]}" ] && fg_bg_stop "${DPID[n]}" TERM; done
 FG_DPID=
 fl_redis_stop

@@ -563,9 +563,11 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 	       (unsigned long long)v->row->ev[FG_EV_FLEET_DROP]);
 	if (!e)
 		return;
-	printf("  %-24s engine %s, share %.1f%%, granted %llu, returned %llu, discarded %llu, "
+	/* the share is Redis's last answer: history unless the engine is ok */
+	printf("  %-24s engine %s, share %.1f%%%s, granted %llu, returned %llu, discarded %llu, "
 	       "fallbacks %llu (%.1f s), timeouts %llu\n",
 	       "", fg_fleet_state_name(e->st.state), e->st.share_ppm / 1e4,
+	       e->st.state == FG_FLEET_OK ? "" : " (last answer)",
 	       (unsigned long long)e->st.granted, (unsigned long long)e->st.returned,
 	       (unsigned long long)e->st.discarded, (unsigned long long)e->st.fallbacks,
 	       e->st.fallback_ns / 1e9, (unsigned long long)e->st.timeouts);

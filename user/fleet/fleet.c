@@ -188,6 +188,7 @@ struct fl_rule {
 	/* the engine's own refusals of a reply (FG_FLEET_REP_REPLY), and when */
 	__u32 ebits;
 	__u64 ebits_ns;
+	__u64 bits_ns; /* when the last round saw repair bits: degraded until degraded_min_ms */
 	redisReply *rep;
 	bool pending; /* waiting for its reply */
 };
@@ -730,6 +731,14 @@ static void health(struct fg_fleet *f, int i, __u32 fleet_bits, __u32 own, __u64
 	if (r->ebits && now - r->ebits_ns < hold)
 		bits |= r->ebits;
 	r->st.repair_bits = bits;
+	if (bits)
+		r->bits_ns = now;
+	/* the bits last hold intervals after a repair; degraded stays for at
+	 * least degraded_min_ms after it, so that a status written once a
+	 * second shows it */
+	if (!bits && r->st.degraded &&
+	    now - r->bits_ns + hold < (__u64)f->c.degraded_min_ms * 1000000ull)
+		return;
 	if (bits) {
 		fg_fleet_repair_str(bits, r->st.health, sizeof(r->st.health));
 		if (!r->st.degraded)

@@ -132,6 +132,7 @@ static int parse_timing(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *const *v
 	int err;
 
 	fc->interval_ms = FG_FLEET_INTERVAL_MS;
+	fc->degraded_min_ms = FG_FLEET_DEGRADED_MIN_MS;
 	fc->deadline_ms = FG_FLEET_DEADLINE_MS;
 	if (val[FK_INTERVAL] &&
 	    (err = parse_ms(c, val[FK_INTERVAL], "lease_interval", FG_FLEET_MIN_INTERVAL_MS,
