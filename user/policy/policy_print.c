@@ -421,9 +421,12 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	if (cfg->esc[r].set)
 		fprintf(f,
 			"      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
-			"/%d (v6) on the runtime deny list for %.6g s\n",
+			"/%d (v6) on the runtime deny list for %.6g s, %s\n",
 			"escalate", cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6,
-			cfg->esc[r].for_ns / 1e9);
+			cfg->esc[r].for_ns / 1e9,
+			cfg->esc[r].scope == FG_ESC_SCOPE_ADDRESS ?
+				"the whole address (scope: address)" :
+				"for this rule's traffic only (scope: rule)");
 }
 
 /* The fleet: section with the daemon's defaults, for the keys; NULL
