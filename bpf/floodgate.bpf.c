@@ -23,6 +23,8 @@
  *      array reads (struct fg_dir4), IPv6 one LPM lookup
  *   4. first matching rule of the active policy slot, within the packet's
  *      protocol class
+ *   4b. runtime deny entries scoped to that rule (escalation), only while
+ *      fg_ctl.rt_scoped says there are entries (struct fg_rts_key4)
  *   5. the rule's action: pass, drop, or, for a limit rule:
  *      a. a tier other than critical: the adaptive shedder's share of its
  *         packets is shed at random, before any bucket (fg_shed_tier)
@@ -193,6 +195,13 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	k = v->row;
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);
 	shadow |= fg_rule_mode(ctl, r, k) == FG_MODE_SHADOW; /* global shadow wins */
+
+	/* 4b. runtime deny entries scoped to this rule (escalation), while any exist */
+	if (FG_READ_ONCE(ctl->rt_scoped) &&
+	    fg_rt_scoped(&p, r->id, fg_now_ns(), &v->ev) == FG_LIST_DENY) {
+		fg_refuse(v, FG_OUT_RT_DENY, shadow);
+		return;
+	}
 
 	/* 5. the rule's action */
 	switch (r->action) {

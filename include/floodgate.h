@@ -20,7 +20,7 @@
 #endif
 
 #define FG_ABI_MAGIC   0x46474154u /* "FGAT" */
-#define FG_ABI_VERSION 8u	   /* what changed, version by version: docs/abi.md */
+#define FG_ABI_VERSION 9u	   /* what changed, version by version: docs/abi.md */
 /*
  * Rules and rule ids. A policy file writes at most FG_MAX_FILE_RULES rules;
  * the compiler appends the implicit "fragments" rule, so a policy has at
@@ -236,7 +236,8 @@ struct fg_ctl {
 	__u32 rt_active; /* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
 	__u32 rule_ovr_n; /* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
 	__u32 src6_bits;		  /* 52 fg_src6 has 1 << src6_bits sets (init) */
-	__u64 pad1;			  /* 56 */
+	__u32 rt_scoped; /* 56 scoped runtime deny entries present (fg_rts4, fg_rts6); 0 = no lookup (atomic add/sub) */
+	__u32 pad1;			  /* 60 */
 	__u64 rule_ovr_set[FG_OVR_WORDS]; /* 64 bit per rule id: the operator set its mode (CLI) */
 	__u64 rule_ovr_shadow
 		[FG_OVR_WORDS]; /* 192 ... to shadow (1) or enforce (0); meaningful where set */
@@ -563,6 +564,35 @@ struct fg_rt {
 	char comment[64]; /* 64 the operator's comment, NUL-terminated */
 };
 _Static_assert(sizeof(struct fg_rt) == 128, "fg_rt layout");
+
+/* ===================== Scoped runtime deny entries (ABI 9) =====================
+ *
+ * A runtime deny entry of fg_rt4/fg_rt6 denies the whole address, before
+ * any rule. A scoped one denies the address only for one rule: it lives in
+ * fg_rts4/fg_rts6, LPM tries keyed by (rule id, prefix), and the program
+ * looks it up after the rule matched, only while fg_ctl.rt_scoped is not 0,
+ * counting a hit as rt_deny (rt_deny_shadow in shadow) on the rule's row.
+ * Escalation from a rule whose evidence can be forged (a spoofed UDP or
+ * ICMP flood can carry anyone's address) adds scoped entries unless the
+ * rule's escalate: {scope: address} asks for the whole address
+ * (docs/escalation.md). The key's prefixlen counts the rule id's 32 bits:
+ * 32 + the address's prefix length; the value is a struct fg_rt whose plen
+ * is the address's prefix length. rt_scoped is kept as rt_active is (may
+ * count too many, never too few), FG_RT_MAX entries per family.
+ */
+#define FG_RTS_ID_BITS 32 /* the rule id's part of a scoped key's prefixlen */
+
+struct fg_rts_key4 {
+	__u32 prefixlen; /* 32 + 0..32 */
+	__u32 id;	 /* the rule's id (fg_rule.id), all 32 bits always matched */
+	__be32 addr;
+};
+
+struct fg_rts_key6 {
+	__u32 prefixlen; /* 32 + 0..128 */
+	__u32 id;
+	__u8 addr[16];
+};
 
 /*
  * fg_dir4[slot] and fg_blk4[slot]: IPv4 lists and sets as a DIR-16-8-8

@@ -10,8 +10,13 @@
 
 int dp_rt_open(struct dp *d, struct fg_rt_maps *rt)
 {
-	return fg_rt_open(rt, bpf_map__fd(d->skel->maps.fg_ctl), bpf_map__fd(d->skel->maps.fg_rt4),
-			  bpf_map__fd(d->skel->maps.fg_rt6));
+	int err = fg_rt_open(rt, bpf_map__fd(d->skel->maps.fg_ctl),
+			     bpf_map__fd(d->skel->maps.fg_rt4), bpf_map__fd(d->skel->maps.fg_rt6));
+
+	if (!err && (err = fg_rt_open_scoped(rt, bpf_map__fd(d->skel->maps.fg_rts4),
+					     bpf_map__fd(d->skel->maps.fg_rts6))))
+		fg_rt_close(rt);
+	return err;
 }
 
 struct fg_rt_entry dp_rt_entry(const char *cidr, __u32 list, __u64 expires, const char *comment)

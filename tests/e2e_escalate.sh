@@ -65,10 +65,11 @@ flood() {
 # delivered SECS: "SENT DELIVERED RT_DENY-GROWTH" for one flood from $FLOODER
 delivered() {
 	local n0 d0 sent
-	n0=$(noports); d0=$(fg_stat "$PIN" _global rt_deny)
+	# scope: rule (the default): counted on the rule's row, not the global one
+	n0=$(noports); d0=$(fg_stat "$PIN" udp9 rt_deny)
 	sent=$(flood "$1")
 	sleep 0.2
-	echo "$sent $(( $(noports) - n0 )) $(( $(fg_stat "$PIN" _global rt_deny) - d0 ))"
+	echo "$sent $(( $(noports) - n0 )) $(( $(fg_stat "$PIN" udp9 rt_deny) - d0 ))"
 }
 deny_json() { "$FG" deny list --json > "$FG_TMP/deny.json" 2> "$FG_TMP/deny.err"; }
 status_json() { "$FG" status --json > "$FG_TMP/status.json" 2> "$FG_TMP/status.err"; }
@@ -92,6 +93,8 @@ fg_json_check "deny list --json with an escalated entry" rtlist "$FG_TMP/deny.js
 check_cmp "after 4 s of flood the flooder is on the deny list, marked escalated" \
 	"$(fg_json_get "$FG_TMP/deny.json" entries.0.prefix entries.0.escalated escalated)" = "$FLOODER/32 true 1"
 check_cmp "its author" "$(fg_json_get "$FG_TMP/deny.json" entries.0.who)" = "floodgated (escalation)"
+check_cmp "scoped to the rule that escalated it (scope: rule, the default)" \
+	"$(fg_json_get "$FG_TMP/deny.json" entries.0.scope entries.0.rule)" = "rule udp9"
 check "its comment names the rule and how long it was throttled" \
 	grep -qE '"comment": *"escalated: rule udp9 throttled [23]s"' "$FG_TMP/deny.json"
 left=$(fg_json_get "$FG_TMP/deny.json" entries.0.expires_in_s)

@@ -161,14 +161,18 @@ check_cmp "shadow (reload): the amount is kept, fg_shed.shadow set" "$(sj amount
 fg_snap "$PIN" "$FG_TMP/s0.json"; send 1003 1000; fg_snap "$PIN" "$FG_TMP/s1.json"
 check_cmp "shadow: best-effort shed 0, shed_shadow all that arrived" \
 	"$(d be shed) $(d be shed_shadow)" = "0 $(d be total)"
+check_cmp "shadow: status --json says so: shed 0, not_shedding shadow, thresholds 1" \
+	"$(sj shed.best-effort not_shedding thresholds.best-effort)" = "0 shadow 1"
 check "status (text) shows the signal and the fractions" \
-	bash -c "'$FG' status | grep -q 'shedding:  signal file:$SIG = 0.950, growing' && '$FG' status | grep -q 'best-effort 100.0% (shadow'"
+	bash -c "'$FG' status | grep -q 'shedding:  signal file:$SIG = 0.950, growing' && '$FG' status | grep -q 'best-effort 100.0% (shadow: counted as would-shed'"
 policy "file:$SIG" > "$FG_TMP/p.yaml"
 kill -HUP "$FG_DPID"; sleep 0.6
 check_cmp "enforce again (reload)" "$(sj amount shadow)" = "3 false"
 
 # --- kill switch: held at zero, starts again through the delay ------------------------------------
 "$FG" bypass on > /dev/null 2>&1
+check_cmp "bypass: status --json at once: nothing shed, not_shedding bypass" \
+	"$(sj shed.best-effort not_shedding)" = "0 bypass"
 sleep 0.5
 check_cmp "bypass: held at zero" "$(sj hold amount shed.best-effort)" = "bypass 0 0"
 "$FG" bypass off > /dev/null 2>&1

@@ -26,6 +26,7 @@ rules:
   - {name: be, match: {proto: udp, dport: 1003}, per_source: {rate: 100000/s, burst: 50000}, tier: best-effort}
   - {name: beq, match: {proto: udp, dport: 1004}, per_source: {rate: 10/s, burst: 100}, tier: best-effort}
   - {name: bex, match: {proto: udp, dport: 1005}, per_source: {rate: 100000/s, burst: 50000}, tier: best-effort, pool: exempt}
+  - {name: beo, match: {proto: udp, dport: 1006}, tier: best-effort}
 shedding:
   signal: "file:$SIG"
   interval: 200ms
@@ -71,6 +72,10 @@ read -r arr shed pass drop <<< "$(burst bex 1005 $N)"
 expect "shedding on: the exempt pool's best-effort rule is not shed" \
 	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $pass = $arr ]" \
 	"$N to bex (pool exempt)" "shed 0, all pass" "arrived $arr shed $shed pass $pass"
+read -r arr shed pass drop <<< "$(burst beo 1006 $N)"
+expect "shedding on: a rule with only a tier (no limit) is shed in full" \
+	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = $arr ] && [ $drop = 0 ]" \
+	"$N to beo (tier: best-effort alone)" "shed = arrived, no drop" "arrived $arr shed $shed pass $pass drop $drop"
 "$FG" status --json > "$FG_TMP/st.json" 2>&1
 fg_json_check "status --json with pools" status "$FG_TMP/st.json"
 check_cmp "status --json: the pools, exempt marked, off false" \
@@ -83,13 +88,21 @@ check "status (text) names the exempt pool" \
 
 # --- shed off: nothing shed at once, quotas still apply -------------------------------------
 "$FG" shed off > "$FG_TMP/off.out" 2>&1; rc=$?
+read -r fbe why <<< "$(sj shed.best-effort not_shedding)"
 check_cmp "shed off: exit 0" "$rc" = 0
+# status is what the program does now: it sheds nothing from the next
+# packet, whatever thresholds are still pinned (issue 22, item 3)
+check_cmp "shed off: status --json at once: best-effort shed 0, not_shedding off" "$fbe $why" = "0 off"
 check "shed off: says what it did and what still applies" \
 	grep -q "shedding off: no tier is shed from the next packet (it was shedding normal 0.0%, bulk 0.0%, best-effort 100.0%); pools, reserves and quotas still apply" "$FG_TMP/off.out"
 read -r arr shed pass drop <<< "$(burst be 1003 $N)"
 expect "shed off: best-effort no longer shed (at once, before any sample)" \
 	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $pass = $arr ]" \
 	"$N to be, signal still 0.95" "shed 0, all pass" "arrived $arr shed $shed pass $pass"
+read -r arr shed pass drop <<< "$(burst beo 1006 $N)"
+expect "shed off: the rule with only a tier passes everything (no limit of its own)" \
+	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ] && [ $drop = 0 ] && [ $pass = $arr ]" \
+	"$N to beo" "all pass" "arrived $arr shed $shed pass $pass drop $drop"
 read -r arr shed pass drop <<< "$(burst beq 1004 $N)"
 expect "shed off: the quota still drops (burst 100 of $N)" \
 	"[ $shed = 0 ] && [ $drop -ge $((arr - 150)) ] && [ $pass -ge 90 ] && [ $pass -le 150 ]" \
@@ -142,6 +155,11 @@ expect "shed on: best-effort shed in full again" "[ $arr -ge $((N * 95 / 100)) ]
 # --- no daemon: the switch works from the pins, a restarted daemon honours it ----------------
 fg_daemon_stop KILL
 "$FG" shed off > "$FG_TMP/off2.out" 2>&1; rc=$?
+read -r fbe tbe why <<< "$(sj shed.best-effort thresholds.best-effort not_shedding)"
+expect "no daemon, shed off: status says nothing is shed, the pinned thresholds as such" \
+	"[ '$fbe' = 0 ] && [ '$why' = off ] && awk -v t='$tbe' 'BEGIN { exit !(t > 0) }'" \
+	"shed off, the dead daemon's thresholds still pinned" "shed 0, not_shedding off, thresholds > 0" \
+	"shed $fbe, not_shedding $why, thresholds $tbe"
 check_cmp "no daemon: shed off works from the pins (exit 0)" "$rc" = 0
 read -r arr shed pass drop <<< "$(burst be 1003 $N)"
 expect "no daemon, shed off: the last thresholds shed nothing" \

@@ -271,7 +271,7 @@ deciding() {
 counted() {
 	local n=$1 fb0=$2 fs0=$3 fb fs reason ds lo hi
 	read -r fb fs < <(engine "$n" fl-local fallbacks fallback_s)
-	reason=$(engine "$n" fl-local reason)
+	reason=$(engine "$n" fl-local last_error)
 	ds=$(awk -v a="$fs0" -v b="$fs" 'BEGIN { printf "%.2f", b - a }')
 	lo=$(awk -v t="$(dt "$DRILL-a" "$DRILL-c")" 'BEGIN { printf "%.2f", t - 1 }')
 	hi=$(dt "$DRILL-a" "$DRILL-d")
@@ -333,9 +333,10 @@ links() {	# links up|down
 
 # --- 1. Redis killed ------------------------------------------------------------------------
 outage_drill "redis killed" "fl_redis_stop KILL" "fl_redis_restart"
-reason=$(engine 1 fl-local reason)
-case "$reason" in *refused*|*reset*|*"Broken pipe"*|*closed*) ok "redis killed: the reason names the failure: $reason" ;;
-*) bad "redis killed: reason" "$reason" ;; esac
+reason=$(engine 1 fl-local last_error)
+case "$reason" in *refused*|*reset*|*"Broken pipe"*|*closed*) ok "redis killed: the last error names the failure: $reason" ;;
+*) bad "redis killed: last error" "$reason" ;; esac
+check_cmp "redis killed, then answering: no error now (the outage's is history)" "$(engine 1 fl-local reason)" = null
 
 # --- 2. Redis SIGSTOPped: slow, not dead -------------------------------------------------------
 to0=$(engine 1 fl-local timeouts)

@@ -405,7 +405,9 @@ SCHEMAS = {
     "rtlist": {"list": frozenset(("allow", "deny")),
                "entries": [{"prefix": prefix, "list": frozenset(("allow", "deny")),
                             "expired": bool, "expires_in_s": (float, None),
-                            "created": int, "who": str, "comment": str, "escalated": bool}],
+                            "created": int, "who": str, "comment": str, "escalated": bool,
+                            "scope": frozenset(("address", "rule")), "rule": (str, None),
+                            "rule_id": (int, None)}],
                "ipv4": int, "ipv6": int, "max_per_family": int, "escalated": int},
 }
 

@@ -160,6 +160,25 @@ static void test_after_and_for(void)
 	ASSERT_TRUE(!strcmp(e->val.who, FG_ESC_WHO), "who: the escalation's author mark");
 	ASSERT_TRUE(!strcmp(e->val.comment, "escalated: rule udp9 throttled 30s"),
 		    "comment names the rule and how long");
+	ASSERT_TRUE(e->scoped, "scope rule, the default: a scoped entry");
+	ASSERT_EQ(e->rule, 1, "scoped to the rule that escalated it");
+	ASSERT_EQ(tf_count(log, "for this rule's traffic only"), 1, "the log says the scope");
+}
+
+/* escalate: {scope: address}: a whole-address entry, as deny add. */
+static void test_scope_address(void)
+{
+	const char *log;
+
+	rig_init(8);
+	R.v.rule[1].whole = 1;
+	tf_begin();
+	flood4(7, 100, 130);
+	ASSERT_EQ(step_at(130), 1, "escalated");
+	log = tf_end();
+	ASSERT_EQ(R.f.adds, 1, "one entry");
+	ASSERT_TRUE(!R.f.list[0].scoped, "scope address: not scoped");
+	ASSERT_EQ(tf_count(log, "the whole address"), 1, "the log says so");
 }
 
 /* A lookup that says every bucket expired. */
@@ -455,6 +474,17 @@ static void test_policy_keys(void)
 	ASSERT_EQ(cfg.esc[0].for_ns, 120 * SEC, "for");
 	ASSERT_EQ(cfg.esc_max, 16, "max_entries");
 	ASSERT_EQ(cfg.esc[1].set, 0, "fragments does not");
+	ASSERT_EQ(cfg.esc[0].scope, FG_ESC_SCOPE_RULE, "scope's default: the rule");
+	ASSERT_EQ(cfg.esc[0].scope_set, 0, "not said by the file");
+	fg_config_free(&cfg);
+	if (!ASSERT_EQ(parse(RULE "    escalate: {scope: address}\n", &cfg, &err), 0, err.msg))
+		return;
+	ASSERT_EQ(cfg.esc[0].scope, FG_ESC_SCOPE_ADDRESS, "scope: address");
+	ASSERT_EQ(cfg.esc[0].scope_set, 1, "said by the file");
+	fg_config_free(&cfg);
+	if (!ASSERT_EQ(parse(RULE "    escalate: {scope: rule}\n", &cfg, &err), 0, err.msg))
+		return;
+	ASSERT_EQ(cfg.esc[0].scope, FG_ESC_SCOPE_RULE, "scope: rule");
 	fg_config_free(&cfg);
 	if (!ASSERT_EQ(parse(RULE "    escalate: {}\n", &cfg, &err), 0, err.msg))
 		return;
@@ -481,6 +511,8 @@ static void test_policy_errors(void)
 		{ RULE "    escalate: {for: 0s}\n", "escalate: for: bad duration", 5, 21 },
 		{ RULE "    escalate: {for: 8d}\n", "for: 8d is out of range (1s..7d)", 5, 21 },
 		{ RULE "    escalate: 30s\n", "escalate", 5, 15 },
+		{ RULE "    escalate: {scope: host}\n",
+		  "escalate: scope: bad value \"host\" (expected rule | address)", 5, 23 },
 		{ "rules:\n  - name: u\n    match: {proto: udp}\n    aggregate: {rate: 10/s, burst: 10}\n"
 		  "    escalate: {after: 5s}\n",
 		  "escalate needs action: limit with a per_source rate", 5, 15 },
@@ -516,10 +548,10 @@ static void test_policy_errors(void)
 int main(int argc, char **argv)
 {
 	tf_init(argc, argv, "test_escalate", names, "udp9");
-	FG_RUN_EACH(test_after_and_for, test_break_resets_since, test_still_dropping, test_cap,
-		    test_budget, test_full_list, test_shadow, test_bypass, test_allow_listed,
-		    test_already_listed, test_rules_and_generations, test_ipv6,
-		    test_overlap_and_count, test_sorted_overlap, test_policy_keys,
+	FG_RUN_EACH(test_after_and_for, test_scope_address, test_break_resets_since,
+		    test_still_dropping, test_cap, test_budget, test_full_list, test_shadow,
+		    test_bypass, test_allow_listed, test_already_listed, test_rules_and_generations,
+		    test_ipv6, test_overlap_and_count, test_sorted_overlap, test_policy_keys,
 		    test_policy_errors);
 	fg_throttle_free(&R.t);
 	return fg_test_summary();

@@ -79,7 +79,7 @@ static redisReply *admin(int argc, const char **argv)
 	if (admin_path[0])
 		snprintf(u.path, sizeof(u.path), "%s", admin_path);
 	struct fg_redis *r = fg_redis_new(&u);
-	size_t len[16];
+	size_t len[40];
 	redisReply *rep = NULL;
 	char why[160];
 	__u64 dl = now_ns() + 1000 * MS;
@@ -462,6 +462,10 @@ static void test_url_parsing(void)
 		{ "redis://10.0.0.1:1/", 0, "10.0.0.1", NULL, 1, 0, "", "" },
 		{ "unix:/run/redis/redis.sock", 1, NULL, "/run/redis/redis.sock", 0, 0, "", "" },
 		{ "unix:/tmp/r.sock?db=4", 1, NULL, "/tmp/r.sock", 0, 4, "", "" },
+		{ "unix:/tmp/r.sock?user=fg", 1, NULL, "/tmp/r.sock", 0, 0, "fg", "" },
+		{ "unix:/tmp/r.sock?db=2&user=fg%26x", 1, NULL, "/tmp/r.sock", 0, 2, "fg&x", "" },
+		{ "unix:/tmp/r.sock?user=a.b-c_d&db=3", 1, NULL, "/tmp/r.sock", 0, 3, "a.b-c_d",
+		  "" },
 	};
 	static const struct {
 		const char *url;
@@ -488,6 +492,13 @@ static void test_url_parsing(void)
 		{ "unix:", "absolute" },
 		{ "unix:/x?db=a", "db=N" },
 		{ "unix:/x?foo=1", "db=N" },
+		{ "unix:/x?", "nothing after" },
+		{ "unix:/x?user=", "user=NAME" },
+		{ "unix:/x?user=a%20b", "user name" },
+		{ "unix:/x?db=1&", "after '&'" },
+		{ "unix:/x?db=1&db=2", "each once" },
+		{ "unix:/x?user=a&user=b", "each once" },
+		{ "redis://a%20b:pw@host", "user name" },
 		{ "rediss://h:1", "TLS" },
 	};
 	struct fg_redis_url u;
@@ -534,6 +545,11 @@ static void test_url_parsing(void)
 	fg_redis_url_str(&u, shown, sizeof(shown));
 	ASSERT_TRUE(!strstr(shown, "hunter2"), "the printed URL hides the password");
 	ASSERT_STR_CONTAINS(shown, "host:7/1", "the printed URL");
+	ASSERT_OK(fg_redis_url_parse("unix:/r.sock?db=2&user=fg", &u, why, sizeof(why)),
+		  "parse unix with a user");
+	fg_redis_url_str(&u, shown, sizeof(shown));
+	ASSERT_EQ(strcmp(shown, "unix:/r.sock?user=fg&db=2"), 0,
+		  "the printed unix URL names its user");
 }
 
 static void test_config_refused(void)
@@ -1190,7 +1206,7 @@ static void test_worker_never_blocks(void)
 	char key[FG_FLEET_KEY_LEN], nkey[FG_FLEET_KEY_LEN];
 	const char *zcard[2] = { "ZCARD", nkey };
 	__u64 worst = 0, calls = 0, t_end;
-	int kinds[4] = {};
+	int kinds[8] = {};
 
 	flushall();
 	if (!ASSERT_OK(sim_init(&w.s, "w1", "worker", RATE, BURST, 20000, FG_FLEET_LOSS_OPEN),
@@ -1218,7 +1234,7 @@ static void test_worker_never_blocks(void)
 		fg_fleet_worker_stats(wk, 0, &st);
 		k = fg_fleet_worker_events(wk, ev, 16);
 		for (int i = 0; i < k; i++)
-			kinds[ev[i].kind & 3]++;
+			kinds[ev[i].kind & 7]++;
 		d = now_ns() - t0;
 		if (d > worst)
 			worst = d;
@@ -1234,14 +1250,336 @@ static void test_worker_never_blocks(void)
 	usleep(300000);
 	for (int k; (k = fg_fleet_worker_events(wk, ev, 16)) > 0;)
 		for (int i = 0; i < k; i++)
-			kinds[ev[i].kind & 3]++;
+			kinds[ev[i].kind & 7]++;
 	ASSERT_EQ(kinds[FG_FLEET_EV_GRACE], 1, "grace event seen by the main thread");
 	ASSERT_EQ(kinds[FG_FLEET_EV_FALLBACK], 1, "fallback event");
 	ASSERT_EQ(kinds[FG_FLEET_EV_RECOVERED], 1, "recovered event");
 	ASSERT_EQ(int_cmd(2, zcard), 1, "the node is in the fleet");
-	ASSERT_OK(fg_fleet_worker_stop(wk, true), "stop with release");
+	ASSERT_OK(fg_fleet_worker_stop(wk, true, NULL, 0), "stop with release");
 	ASSERT_EQ(int_cmd(2, zcard), 0, "released: the node left at once");
 	ASSERT_EQ(w.s.tokens, 0, "nothing left in the program");
+}
+
+/*
+ * Everything read from Redis is untrusted (issue 22, item 2): one hostile
+ * write of each field of a rule's keys, in the middle of a saturated fleet
+ * of three nodes of equal demand. The documented bound (docs/fleet.md
+ * section 4): a single write holds a node below its share of the refill
+ * for at most one lease. Checked: from one lease after the write on, each
+ * node is granted its share (rate / 3 per second, within 25 %, for load);
+ * the repair is reported by every node (degraded, the reason), counted by
+ * the one whose call made it, and the keys hold sane values again. Before
+ * the checks `HSET ...:b sum 1e300` granted nothing, for ever.
+ */
+struct hostile {
+	const char *what;
+	char key;	   /* 'b', 'd' or 'n' */
+	const char *cmd;   /* HSET, ZADD or SET */
+	const char *a, *b; /* its arguments after the key */
+	__u32 bits;	   /* what must be reported repaired (any of them) */
+};
+
+static const struct hostile hostile[] = {
+	{ "b.sum 1e300 (the drill of the issue)", 'b', "HSET", "sum", "1e300", FG_FLEET_REP_SUM },
+	{ "b.sum negative", 'b', "HSET", "sum", "-5", FG_FLEET_REP_SUM },
+	{ "b.sum NaN", 'b', "HSET", "sum", "nan", FG_FLEET_REP_SUM },
+	{ "b.sum infinite", 'b', "HSET", "sum", "inf", FG_FLEET_REP_SUM },
+	{ "b.sum not a number", 'b', "HSET", "sum", "lots", FG_FLEET_REP_SUM },
+	{ "b.sum ten times the demand", 'b', "HSET", "sum", "60000", FG_FLEET_REP_SUM },
+	{ "b.tok -1e300", 'b', "HSET", "tok", "-1e300", FG_FLEET_REP_TOK_BAD },
+	{ "b.tok NaN", 'b', "HSET", "tok", "nan", FG_FLEET_REP_TOK_BAD },
+	{ "b.tok 1e300", 'b', "HSET", "tok", "1e300", FG_FLEET_REP_TOK_HIGH },
+	{ "b.ts in the far future", 'b', "HSET", "ts", "1e300", FG_FLEET_REP_TS },
+	{ "b.ts negative", 'b', "HSET", "ts", "-1", FG_FLEET_REP_TS },
+	{ "b.vt in the future (no verification)", 'b', "HSET", "vt", "1e300", FG_FLEET_REP_MARK },
+	{ "b.rb out of range", 'b', "HSET", "rb", "99999", FG_FLEET_REP_MARK },
+	{ "d: n1's demand 1e300", 'd', "HSET", "n1", "1e300", FG_FLEET_REP_DEMAND },
+	{ "d: n2's demand NaN", 'd', "HSET", "n2", "nan", FG_FLEET_REP_DEMAND },
+	{ "d: a ghost's demand 1e300, no expiry", 'd', "HSET", "ghost", "1e300",
+	  FG_FLEET_REP_DEMAND },
+	{ "n: a ghost expiring in the far future", 'n', "ZADD", "1e300", "ghost",
+	  FG_FLEET_REP_EXPIRY },
+	{ "n: n3 expiring never (+inf)", 'n', "ZADD", "+inf", "n3", FG_FLEET_REP_EXPIRY },
+	{ "b is a string", 'b', "SET", "x", NULL, FG_FLEET_REP_TYPE },
+	{ "d is a string", 'd', "SET", "x", NULL, FG_FLEET_REP_TYPE },
+	{ "n is a string", 'n', "SET", "x", NULL, FG_FLEET_REP_TYPE },
+};
+
+#define HOSTILE_WARM  6	 /* rounds before the write: a saturated fleet */
+#define HOSTILE_AFTER 10 /* rounds after it */
+
+static int hostile_write(const struct hostile *h, const char *bkey)
+{
+	char key[FG_FLEET_KEY_LEN];
+	const char *del[2] = { "DEL", key };
+	const char *av[4] = { h->cmd, key, h->a, h->b };
+
+	snprintf(key, sizeof(key), "%.*s%c", (int)strlen(bkey) - 1, bkey, h->key);
+	if (!strcmp(h->cmd, "SET") && !admin_ok(2, del))
+		return 0;
+	return admin_ok(h->b ? 4 : 3, av);
+}
+
+static void hostile_case(const struct hostile *h, bool heal)
+{
+	struct sim a, b, c;
+	struct sim *n[3] = { &a, &b, &c };
+	static __u64 g[HOSTILE_WARM + HOSTILE_AFTER + 16][4];
+	char name[160], bkey[FG_FLEET_KEY_LEN];
+	int lease_rounds = LEASE_MS / IVAL_MS, degraded = 0, ev_deg = 0, ev_heal = 0;
+	__u64 repairs = 0, got[3] = {};
+	double want;
+
+	flushall();
+	if (!ASSERT_OK(sim_init(&a, "n1", "hostile", RATE, BURST, RATE, FG_FLEET_LOSS_CLOSED) ||
+			       sim_init(&b, "n2", "hostile", RATE, BURST, RATE,
+					FG_FLEET_LOSS_CLOSED) ||
+			       sim_init(&c, "n3", "hostile", RATE, BURST, RATE,
+					FG_FLEET_LOSS_CLOSED),
+		       "three nodes"))
+		return;
+	fg_fleet_key(a.f, 0, bkey, sizeof(bkey));
+	run_rounds(n, 3, HOSTILE_WARM, g, NULL);
+	snprintf(name, sizeof(name), "%s: the write", h->what);
+	ASSERT_TRUE(hostile_write(h, bkey), name);
+	run_rounds(n, 3, HOSTILE_AFTER, g + HOSTILE_WARM, NULL);
+	/* from one lease after the write on, each node its share of the refill */
+	want = RATE / 3.0 * (HOSTILE_AFTER - lease_rounds) * IVAL_MS / 1000.0;
+	for (int r = HOSTILE_WARM + lease_rounds; r < HOSTILE_WARM + HOSTILE_AFTER; r++)
+		for (int i = 0; i < 3; i++)
+			got[i] += g[r][i];
+	for (int i = 0; i < 3; i++) {
+		struct fg_fleet_stats st = sim_stats(n[i]);
+		struct fg_fleet_event e;
+
+		snprintf(name, sizeof(name), "%s: %s granted its share one lease after the write",
+			 h->what, n[i]->node);
+		if (!ASSERT_GE(got[i], (__u64)(want * 0.75), name))
+			printf("  %s: %s got %llu in %d rounds, share %.0f; reason %s\n", h->what,
+			       n[i]->node, (unsigned long long)got[i], HOSTILE_AFTER - lease_rounds,
+			       want, st.reason);
+		degraded += st.degraded && (st.repair_bits & h->bits) && st.health[0];
+		repairs += st.repairs;
+		while (fg_fleet_next_event(n[i]->f, &e)) {
+			ev_deg += e.kind == FG_FLEET_EV_DEGRADED;
+			ev_heal += e.kind == FG_FLEET_EV_HEALED;
+		}
+	}
+	snprintf(name, sizeof(name), "%s: every node reports the fleet degraded, with the repair",
+		 h->what);
+	if (!ASSERT_EQ(degraded, 3, name)) {
+		struct fg_fleet_stats st = sim_stats(&a);
+
+		printf("  n1: degraded %u bits %#x health \"%s\"\n", st.degraded, st.repair_bits,
+		       st.health);
+	}
+	snprintf(name, sizeof(name), "%s: the repair counted (by the node that made it)", h->what);
+	ASSERT_GE(repairs, 1, name);
+	snprintf(name, sizeof(name), "%s: one degraded event per node", h->what);
+	ASSERT_EQ(ev_deg, 3, name);
+	if (h->key == 'b' && strcmp(h->cmd, "SET")) {
+		double v = bucket_field(bkey, h->a);
+
+		snprintf(name, sizeof(name), "%s: the bucket's %s is sane again (%g)", h->what,
+			 h->a, v);
+		ASSERT_TRUE(v == v && v >= 0 && v < 1e17, name);
+	}
+	if (heal) {
+		struct fg_fleet_event e;
+
+		run_rounds(n, 3, FG_FLEET_HOLD_IVALS + 2, NULL, NULL);
+		for (int i = 0; i < 3; i++)
+			while (fg_fleet_next_event(n[i]->f, &e))
+				ev_heal += e.kind == FG_FLEET_EV_HEALED;
+		snprintf(name, sizeof(name), "%s: healthy again %d intervals after the repair",
+			 h->what, FG_FLEET_HOLD_IVALS);
+		ASSERT_EQ(sim_stats(&a).degraded + sim_stats(&b).degraded + sim_stats(&c).degraded,
+			  0, name);
+		ASSERT_EQ(ev_heal, 3, "one healed event per node");
+	}
+	sim_free(&a);
+	sim_free(&b);
+	sim_free(&c);
+}
+
+static void test_hostile_values(void)
+{
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++)
+		hostile_case(&hostile[i], i == 0);
+}
+
+/*
+ * Redis ACL users (issue 22, item 4), on the Unix socket: the user the
+ * docs give (docs/fleet.md, "Redis users"), with exactly the rights listed
+ * there, leases; a wrong password, a user short of one right and keys
+ * outside its pattern fail with a reason that says so; a nopass user needs
+ * no password; a release refused by AUTH names the refusal.
+ */
+static const char *const acl_rights[] = {
+	"resetkeys", "~floodgate:*",   "resetchannels",
+	"-@all",     "+evalsha",       "+script|load",
+	"+select",   "+time",	       "+hget",
+	"+hmget",    "+hset",	       "+hdel",
+	"+hgetall",  "+del",	       "+zadd",
+	"+zrem",     "+zscore",	       "+zcount",
+	"+zrange",   "+zrangebyscore", "+zremrangebyscore",
+	"+pexpire",
+};
+#define NRIGHTS (sizeof(acl_rights) / sizeof(acl_rights[0]))
+
+/* ACL SETUSER user reset on PASS (">pw" or "nopass") and rights[0..n) but skip */
+static int acl_user(const char *user, const char *pass, const char *skip)
+{
+	const char *av[40] = { "ACL", "SETUSER", user, "reset", "on", pass };
+	int n = 6;
+
+	for (size_t i = 0; i < NRIGHTS; i++)
+		if (!skip || strcmp(acl_rights[i], skip))
+			av[n++] = acl_rights[i];
+	return admin_ok(n, av);
+}
+
+static struct fg_fleet *acl_engine(const char *user, const char *pass, const char *prefix)
+{
+	struct fg_fleet_conf c = { .redis = test_url(),
+				   .interval_ms = IVAL_MS,
+				   .deadline_ms = DEADLINE_MS };
+	struct fg_fleet_rule_conf rc = { .name = "acl", .rate = RATE, .burst = BURST };
+	char why[160];
+	struct fg_fleet *f;
+
+	snprintf(c.node, sizeof(c.node), "acl1");
+	snprintf(c.redis.user, sizeof(c.redis.user), "%s", user);
+	snprintf(c.redis.password, sizeof(c.redis.password), "%s", pass);
+	if (prefix)
+		snprintf(c.prefix, sizeof(c.prefix), "%s", prefix);
+	f = fg_fleet_new(&c, why, sizeof(why));
+	if (f && fg_fleet_add_rule(f, &rc, why, sizeof(why)) < 0) {
+		fg_fleet_free(f);
+		f = NULL;
+	}
+	if (!f)
+		printf("  acl engine: %s\n", why);
+	return f;
+}
+
+/* One round of a fresh engine: its result and the rule's reason in why. */
+static int acl_round(const char *user, const char *pass, const char *prefix, char *why, size_t len)
+{
+	struct fg_fleet_in in = { .offered = 100 };
+	struct fg_fleet_out out;
+	struct fg_fleet_stats st = {};
+	struct fg_fleet *f = acl_engine(user, pass, prefix);
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = fg_fleet_round(f, &in, &out);
+	fg_fleet_stats(f, 0, &st);
+	snprintf(why, len, "%s", st.reason);
+	if (!err && !(out.renewed && out.grant > 0))
+		err = -EPROTO;
+	fg_fleet_free(f);
+	return err;
+}
+
+static int nop_collect(void *ctx, struct fg_fleet_in *in, int n)
+{
+	(void)ctx;
+	for (int i = 0; i < n; i++)
+		in[i].offered = 50;
+	return 0;
+}
+
+static void nop_apply(void *ctx, const struct fg_fleet_out *out, int n)
+{
+	(void)ctx;
+	(void)out;
+	(void)n;
+}
+
+static int nop_take_all(void *ctx, struct fg_fleet_in *in, int n)
+{
+	(void)ctx;
+	(void)in;
+	(void)n;
+	return 0;
+}
+
+static void test_acl_user(void)
+{
+	const char *kill_user[4] = { "CLIENT", "KILL", "USER", "fgnode" };
+	const char *del[5] = { "ACL", "DELUSER", "fgnode", "fgweak", "fgopen" };
+	const char *newpass[5] = { "ACL", "SETUSER", "fgnode", "resetpass", ">changed" };
+	struct fg_fleet_ops ops = { .collect = nop_collect,
+				    .apply = nop_apply,
+				    .take_all = nop_take_all };
+	struct fg_fleet_worker *wk;
+	struct fg_fleet_stats st;
+	char why[FG_FLEET_REASON_LEN];
+	struct fg_fleet *f;
+	int err;
+
+	flushall();
+	if (!ASSERT_TRUE(acl_user("fgnode", ">s3cret", NULL),
+			 "ACL SETUSER fgnode (the docs' rights)"))
+		return;
+	err = acl_round("fgnode", "s3cret", NULL, why, sizeof(why));
+	if (!ASSERT_OK(err, "user fgnode with the documented rights leases"))
+		printf("  reason: %s\n", why);
+
+	err = acl_round("fgnode", "wrong", NULL, why, sizeof(why));
+	ASSERT_EQ(err, -EACCES, "a wrong password is refused");
+	ASSERT_STR_CONTAINS(why, "AUTH as user fgnode refused: WRONGPASS", "its reason");
+
+	ASSERT_TRUE(acl_user("fgweak", ">pw", "+zadd"), "ACL SETUSER fgweak (all but +zadd)");
+	err = acl_round("fgweak", "pw", NULL, why, sizeof(why));
+	ASSERT_EQ(err, -EPROTO, "a user short of a right fails the round");
+	/* Redis 7.0 names the script line, not the command */
+	ASSERT_STR_CONTAINS(why, "can't run this command", "the reason is Redis's own");
+	err = acl_round("fgnode", "s3cret", "otherfleet", why, sizeof(why));
+	ASSERT_EQ(err, -EPROTO, "keys outside ~floodgate:* fail the round");
+	ASSERT_STR_CONTAINS(why, "NOPERM", "the reason says NOPERM");
+
+	ASSERT_TRUE(acl_user("fgopen", "nopass", NULL), "ACL SETUSER fgopen nopass");
+	f = acl_engine("fgopen", "", NULL);
+	if (ASSERT_TRUE(f != NULL, "nopass engine")) {
+		struct fg_fleet_in in = { .offered = 100 };
+		struct fg_fleet_out out;
+		const char *list[2] = { "CLIENT", "LIST" };
+		redisReply *rep;
+
+		ASSERT_OK(fg_fleet_round(f, &in, &out), "a nopass user leases without a password");
+		rep = admin(2, list);
+		ASSERT_TRUE(rep && rep->type == REDIS_REPLY_STRING &&
+				    strstr(rep->str, "user=fgopen"),
+			    "... connected as fgopen, not as the default user");
+		if (rep)
+			freeReplyObject(rep);
+		fg_fleet_free(f);
+	}
+
+	/* the password changes under a running worker: its release names AUTH */
+	f = acl_engine("fgnode", "s3cret", NULL);
+	if (!ASSERT_TRUE(f != NULL, "worker engine"))
+		goto out;
+	wk = fg_fleet_worker_start(f, &ops, NULL);
+	if (!ASSERT_TRUE(wk != NULL, "worker started")) {
+		fg_fleet_free(f);
+		goto out;
+	}
+	usleep(4 * IVAL_MS * 1000);
+	fg_fleet_worker_stats(wk, 0, &st);
+	ASSERT_EQ(st.state, FG_FLEET_OK, "the worker leases as fgnode");
+	ASSERT_TRUE(admin_ok(5, newpass), "ACL SETUSER fgnode resetpass >changed");
+	ASSERT_TRUE(int_cmd(4, kill_user) >= 1, "CLIENT KILL USER fgnode");
+	usleep(3 * IVAL_MS * 1000);
+	err = fg_fleet_worker_stop(wk, true, why, sizeof(why));
+	ASSERT_EQ(err, -EACCES, "handing the leases back is refused by AUTH");
+	ASSERT_STR_CONTAINS(why, "AUTH as user fgnode refused: WRONGPASS",
+			    "the release's reason names the AUTH refusal");
+out:
+	admin_ok(5, del);
 }
 
 /* Script throughput and round-trip latency on this machine (loopback
@@ -1342,9 +1680,11 @@ int main(int argc, char **argv)
 	FG_RUN(test_redis_stopped);
 	FG_RUN(test_partition);
 	FG_RUN(test_redis_restarted_empty);
+	FG_RUN(test_hostile_values);
 	if (!redis_pid && redis_start())
 		return fg_test_summary();
 	FG_RUN(test_worker_never_blocks);
+	FG_RUN(test_acl_user);
 	FG_RUN(test_throughput);
 	return fg_test_summary();
 }

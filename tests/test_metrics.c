@@ -187,9 +187,9 @@ static void test_families(void)
 	ASSERT_EQ(dup, 0, "lines written twice");
 	ASSERT_EQ(orphan, 0, "samples outside their family");
 	ASSERT_EQ(helped, types, "families with HELP then TYPE");
-	/* 13 families before the fleet's, 16 per-rule fleet ones, 3 of the connection, 6 of
+	/* 13 families before the fleet's, 18 per-rule fleet ones, 3 of the connection, 6 of
 	 * the process */
-	ASSERT_EQ(types, 13 + 16 + 3 + 6, "families");
+	ASSERT_EQ(types, 13 + 18 + 3 + 6, "families");
 	ASSERT_GE(samples, 16 * NRULES, "samples");
 	free(page);
 }

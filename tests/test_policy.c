@@ -1641,6 +1641,37 @@ static void test_shed_absent(void)
 	}
 }
 
+/* A tier alone (or a pool alone) is a traffic class: shed under overload,
+ * not rate limited (issue 22, item 5). A rule with nothing is still refused. */
+static void test_tier_alone(void)
+{
+	static const char *const tiers[] = { "critical", "normal", "bulk", "best-effort" };
+	struct fg_config cfg;
+	char y[256], name[96];
+
+	for (size_t i = 0; i < sizeof(tiers) / sizeof(tiers[0]); i++) {
+		snprintf(y, sizeof(y), "%srules:\n  - {name: a, match: {proto: udp}, tier: %s}\n",
+			 i ? "shedding: {signal: cpu}\n" : "", tiers[i]);
+		snprintf(name, sizeof(name), "a rule with only tier: %s", tiers[i]);
+		if (!ASSERT_OK(parse_ok(y, &cfg), name))
+			continue;
+		ASSERT_EQ(cfg.pol.rules[0].action, FG_ACT_LIMIT, "its action: limit");
+		ASSERT_EQ(cfg.pol.rules[0].tier, (__u8)i, "its tier");
+		ASSERT_EQ(cfg.pol.rules[0].src.inc | cfg.pol.rules[0].agg.inc |
+				  cfg.pol.rules[0].fleet | cfg.pol.rules[0].pool |
+				  cfg.pol.rules[0].conn_cap,
+			  0, "no bucket, no fleet, no pool, no cap");
+		fg_config_free(&cfg);
+	}
+	if (ASSERT_OK(parse_ok("pools:\n  - {name: p, rate: 10/s, burst: 10}\n"
+			       "rules:\n  - {name: a, match: {proto: udp}, pool: p}\n",
+			       &cfg),
+		      "a rule with only a pool")) {
+		ASSERT_EQ(cfg.pol.rules[0].pool, 1, "its pool");
+		fg_config_free(&cfg);
+	}
+}
+
 static void test_shed_bad(void)
 {
 	pc_check_refused("tests/policies/cases/shed_refused.cases", "shed_bad");
@@ -1814,6 +1845,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_fleet_print);
 	FG_RUN(test_shed_good);
 	FG_RUN(test_shed_absent);
+	FG_RUN(test_tier_alone);
 	FG_RUN(test_shed_bad);
 	FG_RUN(test_shed_print);
 	FG_RUN(test_rules_max_compile);

@@ -9,7 +9,7 @@
  * entry (counted) the next lookup asks for prefixes shorter than it, at
  * most FG_RT_DEPTH lookups in all; key starts with its prefixlen.
  */
-static __always_inline __u32 fg_rt_walk(void *map, void *key, __u64 now, __u32 *ev)
+static __always_inline __u32 fg_rt_walk(void *map, void *key, __u32 base, __u64 now, __u32 *ev)
 {
 	__u32 *plen = key;
 	const struct fg_rt *e;
@@ -22,9 +22,10 @@ static __always_inline __u32 fg_rt_walk(void *map, void *key, __u64 now, __u32 *
 		if (!e->expires || now < e->expires)
 			return e->list;
 		*ev |= 1u << FG_EV_RT_EXPIRED;
-		if (!e->plen || e->plen > *plen)
+		/* base: the key's bits before the address (a scoped key's rule id) */
+		if (!e->plen || e->plen + base > *plen)
 			break;
-		*plen = e->plen - 1;
+		*plen = base + e->plen - 1;
 	}
 	return FG_LIST_NONE;
 }
@@ -39,12 +40,45 @@ __noinline __u32 fg_rt_lookup(const struct fg_pkt *p, __u64 now, __u32 *ev)
 	if (p->family == 4) {
 		struct fg_rt_key4 k = { .prefixlen = 32, .addr = p->saddr[0] };
 
-		list = fg_rt_walk(&fg_rt4, &k, now, &e);
+		list = fg_rt_walk(&fg_rt4, &k, 0, now, &e);
 	} else {
 		struct fg_rt_key6 k = { .prefixlen = 128 };
 
 		__builtin_memcpy(k.addr, p->saddr, 16);
-		list = fg_rt_walk(&fg_rt6, &k, now, &e);
+		list = fg_rt_walk(&fg_rt6, &k, 0, now, &e);
+	}
+	*ev |= e;
+	return list;
+}
+
+/* Scoped runtime deny entries, keyed by (rule id, prefix) (struct
+ * fg_rts_key4): written as fg_rt4 is, read after a rule matched. */
+FG_MAP(fg_rts4, BPF_MAP_TYPE_LPM_TRIE, FG_RT_MAX, BPF_F_NO_PREALLOC, struct fg_rts_key4,
+       struct fg_rt);
+
+/* Same for IPv6. */
+FG_MAP(fg_rts6, BPF_MAP_TYPE_LPM_TRIE, FG_RT_MAX, BPF_F_NO_PREALLOC, struct fg_rts_key6,
+       struct fg_rt);
+
+/* The list of the scoped entry for rule id covering the source (FG_LIST_DENY),
+ * or FG_LIST_NONE; its own global function, checked once. */
+__noinline __u32 fg_rt_scoped(const struct fg_pkt *p, __u32 id, __u64 now, __u32 *ev)
+{
+	__u32 e = 0, list;
+
+	if (!p || !ev)
+		return FG_LIST_NONE;
+	if (p->family == 4) {
+		struct fg_rts_key4 k = { .prefixlen = FG_RTS_ID_BITS + 32,
+					 .id = id,
+					 .addr = p->saddr[0] };
+
+		list = fg_rt_walk(&fg_rts4, &k, FG_RTS_ID_BITS, now, &e);
+	} else {
+		struct fg_rts_key6 k = { .prefixlen = FG_RTS_ID_BITS + 128, .id = id };
+
+		__builtin_memcpy(k.addr, p->saddr, 16);
+		list = fg_rt_walk(&fg_rts6, &k, FG_RTS_ID_BITS, now, &e);
 	}
 	*ev |= e;
 	return list;

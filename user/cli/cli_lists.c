@@ -191,21 +191,54 @@ static int do_add(const struct cli_args *a, const char *cmd, __u32 list)
 	return 0;
 }
 
+/* The deny entries of exactly e's prefix scoped to a rule (escalation's),
+ * deleted; how many, or -errno. */
+static int del_scoped(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now)
+{
+	struct fg_rt_entry *v = NULL;
+	size_t n = 0;
+	int err, done = 0;
+
+	err = fg_rt_list(rt, FG_LIST_DENY, now, &v, &n, NULL, NULL);
+	for (size_t i = 0; !err && i < n; i++) {
+		if (!v[i].scoped || v[i].expired || v[i].family != e->family ||
+		    v[i].plen != e->plen || memcmp(v[i].addr, e->addr, 16))
+			continue;
+		err = fg_rt_del(rt, &v[i], now, NULL, NULL);
+		if (err == -ENOENT)
+			err = 0; /* gone meanwhile */
+		else if (!err)
+			done++;
+	}
+	free(v);
+	return err ? err : done;
+}
+
 static int do_del(const struct cli_args *a, const char *cmd, __u32 list)
 {
 	char why[FG_WHY_LEN] = "", w[128], p[80];
 	struct fg_rt_entry e;
 	struct fg_rt_maps rt;
 	struct fg_maps m;
-	bool expired;
-	int err;
+	bool expired = false;
+	int err, scoped = 0;
+	__u64 now;
 
 	if (parse_prefix(cmd, a->pos[1], &e))
 		return FG_EXIT_USAGE;
 	e.val.list = list;
 	if (open_lists(a, &m, &rt))
 		return 1;
-	err = fg_rt_del(&rt, &e, fg_mono_coarse_ns(), &expired, why);
+	now = fg_mono_coarse_ns();
+	err = fg_rt_del(&rt, &e, now, &expired, why);
+	/* deny del: the prefix's entries scoped to a rule go too */
+	if (list == FG_LIST_DENY && (!err || err == -ENOENT)) {
+		scoped = del_scoped(&rt, &e, now);
+		if (scoped > 0 && err == -ENOENT)
+			err = 0;
+		else if (scoped < 0 && !err)
+			err = scoped;
+	}
 	fg_rt_close(&rt);
 	fg_maps_close(&m);
 	fg_rt_prefix_str(&e, p, sizeof(p));
@@ -214,8 +247,13 @@ static int do_del(const struct cli_args *a, const char *cmd, __u32 list)
 		return 1;
 	}
 	cli_who(w, sizeof(w));
-	pr_info("%s is off the runtime %s list%s", p, cmd,
-		expired ? " (its time was over already)" : "");
+	if (scoped > 0)
+		pr_info("%s is off the runtime %s list (%d entr%s scoped to a rule)%s", p, cmd,
+			scoped, scoped == 1 ? "y" : "ies",
+			expired ? " (its time was over already)" : "");
+	else
+		pr_info("%s is off the runtime %s list%s", p, cmd,
+			expired ? " (its time was over already)" : "");
 	fg_log_audit("runtime %s del %s by %s (pin dir %s)", cmd, p, w, a->dir);
 	return 0;
 }
@@ -230,13 +268,40 @@ static const char *clean(char *s, size_t cap)
 	return s;
 }
 
-static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6,
-		      __u64 now)
+/* The names of the scoped entries' rules, one per entry ("" for the
+ * others, "(removed)" for an id no rule holds now). */
+static char (*scope_names(struct fg_maps *m, const struct fg_rt_entry *v, size_t n))[FG_NAME_LEN]
 {
-	size_t expired = 0;
+	char(*nm)[FG_NAME_LEN] = calloc(n ? n : 1, FG_NAME_LEN);
+
+	for (size_t i = 0; nm && i < n; i++) {
+		struct fg_name fn;
+
+		if (!v[i].scoped)
+			continue;
+		if (v[i].rule < FG_MAX_IDS && !fg_array_read(m, FGM_NAMES, v[i].rule, &fn) &&
+		    fn.in_use) {
+			fn.name[FG_NAME_LEN - 1] = 0;
+			snprintf(nm[i], FG_NAME_LEN, "%s", fn.name);
+		} else {
+			snprintf(nm[i], FG_NAME_LEN, "(removed)");
+		}
+	}
+	return nm;
+}
+
+static const char *scope_word(const struct fg_rt_entry *e)
+{
+	return e->scoped ? "rule" : "address";
+}
+
+static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6,
+		      __u64 now, char (*nm)[FG_NAME_LEN])
+{
+	size_t expired = 0, scoped = 0;
 
 	/* a line per entry within 80 columns; who and why on the next, indented */
-	printf("%-30s %-5s %-16s %s\n", "PREFIX", "LIST", "LEFT", "CREATED");
+	printf("%-30s %-5s %-8s %-16s %s\n", "PREFIX", "LIST", "SCOPE", "LEFT", "CREATED");
 	for (size_t i = 0; i < n; i++) {
 		char p[80], left[32], created[32];
 		struct fg_rt *r = &v[i].val;
@@ -250,8 +315,15 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 			fmt_left(left, sizeof(left), r->expires - now);
 		fmt_created(created, sizeof(created), r->created);
 		expired += v[i].expired;
-		printf("%-30s %-5s %-16s %s\n", p, list_word(r->list), left, created);
-		printf("    by %s", clean(r->who, sizeof(r->who)));
+		scoped += v[i].scoped && !v[i].expired;
+		printf("%-30s %-5s %-8s %-16s %s\n", p, list_word(r->list), scope_word(&v[i]), left,
+		       created);
+		if (v[i].scoped)
+			printf("    rule %s (id %u) only; by %s",
+			       nm ? clean(nm[i], FG_NAME_LEN) : "?", v[i].rule,
+			       clean(r->who, sizeof(r->who)));
+		else
+			printf("    by %s", clean(r->who, sizeof(r->who)));
 		if (r->comment[0])
 			printf(": %s", clean(r->comment, sizeof(r->comment)));
 		printf("\n");
@@ -264,9 +336,13 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 		printf("%zu of them escalated by floodgated (who: %s): ordinary entries, "
 		       "'floodgate deny del PREFIX' removes one\n",
 		       fg_esc_count_live(v, n), FG_ESC_WHO);
+	if (scoped)
+		printf("%zu of them scoped to a rule: they deny the prefix for that rule's traffic "
+		       "only (scope address: every protocol)\n",
+		       scoped);
 }
 
-static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err)
+static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, const char *rule, int *err)
 {
 	struct json_object *o = json_object_new_object();
 	struct fg_rt *r = &e->val;
@@ -292,16 +368,26 @@ static struct json_object *entry_json(struct fg_rt_entry *e, __u64 now, int *err
 	cli_json_add(err, o, "comment",
 		     json_object_new_string(clean(r->comment, sizeof(r->comment))));
 	cli_json_add(err, o, "escalated", json_object_new_boolean(fg_esc_is_escalated(r)));
+	cli_json_add(err, o, "scope", json_object_new_string(scope_word(e)));
+	if (e->scoped) {
+		cli_json_add(err, o, "rule", json_object_new_string(rule ? rule : "?"));
+		cli_json_add(err, o, "rule_id", json_object_new_uint64(e->rule));
+	} else {
+		cli_json_add_null(err, o, "rule");
+		cli_json_add_null(err, o, "rule_id");
+	}
 	return o;
 }
 
-static int list_json(__u32 list, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6, __u64 now)
+static int list_json(__u32 list, struct fg_rt_entry *v, size_t n, size_t n4, size_t n6, __u64 now,
+		     char (*nm)[FG_NAME_LEN])
 {
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
 	int err = 0;
 
 	for (size_t i = 0; i < n; i++)
-		cli_json_push(&err, arr, entry_json(&v[i], now, &err));
+		cli_json_push(&err, arr,
+			      entry_json(&v[i], now, nm ? clean(nm[i], FG_NAME_LEN) : NULL, &err));
 	cli_json_add(&err, root, "list", json_object_new_string(list_word(list)));
 	cli_json_add(&err, root, "entries", arr);
 	cli_json_add(&err, root, "ipv4", json_object_new_uint64(n4));
@@ -317,6 +403,7 @@ static int do_list(const struct cli_args *a, const char *cmd, __u32 list)
 	struct fg_rt_maps rt;
 	struct fg_maps m;
 	size_t n = 0, n4 = 0, n6 = 0;
+	char(*nm)[FG_NAME_LEN] = NULL;
 	__u64 now;
 	int err;
 
@@ -324,6 +411,8 @@ static int do_list(const struct cli_args *a, const char *cmd, __u32 list)
 		return 1;
 	now = fg_mono_coarse_ns();
 	err = fg_rt_list(&rt, list, now, &v, &n, &n4, &n6);
+	if (!err)
+		nm = scope_names(&m, v, n);
 	fg_rt_close(&rt);
 	fg_maps_close(&m);
 	if (err) {
@@ -331,14 +420,15 @@ static int do_list(const struct cli_args *a, const char *cmd, __u32 list)
 		return 1;
 	}
 	if (a->json) {
-		err = list_json(list, v, n, n4, n6, now);
+		err = list_json(list, v, n, n4, n6, now, nm);
 		if (err)
 			pr_warn("%s list --json: %s", cmd, strerror(-err));
 	} else {
 		cli_wrap_begin();
-		list_text(cmd, v, n, n4, n6, now);
+		list_text(cmd, v, n, n4, n6, now, nm);
 		cli_wrap_end();
 	}
+	free(nm);
 	free(v);
 	return err ? 1 : 0;
 }

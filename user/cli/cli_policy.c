@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "maps/mapimg.h"
 #include "policy/policy.h"
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 #include <json-c/json.h>
 #include "maps/fgmaps.h"
@@ -36,7 +37,7 @@
 /* Line n (1-based) of path, without its newline, into buf; false if there is none. */
 static bool source_line(const char *path, int n, char *buf, size_t len)
 {
-	FILE *f = n > 0 ? fopen(path, "re") : NULL;
+	FILE *f = n > 0 ? fg_fopen_regular(path, NULL, 0) : NULL;
 	bool found = false;
 
 	for (int i = 1; f && fgets(buf, (int)len, f); i++) {

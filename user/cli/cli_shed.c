@@ -19,7 +19,8 @@ static void fracs_str(const struct fg_shed_ctl *v, char *buf, size_t len)
 {
 	double f[FG_NTIERS];
 
-	fg_shedd_fracs(v, fg_mono_coarse_ns(), f);
+	/* off or shadow already: it sheds nothing */
+	fg_shedd_shedding(v, fg_mono_coarse_ns(), false, false, f);
 	snprintf(buf, len, "normal %.1f%%, bulk %.1f%%, best-effort %.1f%%",
 		 100 * f[FG_TIER_NORMAL], 100 * f[FG_TIER_BULK], 100 * f[FG_TIER_BEST_EFFORT]);
 }

@@ -56,8 +56,10 @@ struct status {
 	__u64 counted_at; /* CLOCK_REALTIME s of that count, 0 = never */
 	__u64 now;
 	struct fleet_view fleet;
-	struct fg_shed_ctl shed;   /* the pinned thresholds */
-	double frac[FG_NTIERS];	   /* ... as the program applies them now */
+	struct fg_shed_ctl shed; /* the pinned thresholds */
+	double thr[FG_NTIERS];	 /* ... as decayed now */
+	double frac[FG_NTIERS];	 /* what the program sheds now: thr, or 0 (idle says why) */
+	enum fg_shed_idle idle;
 	struct fg_shedd_state sst; /* the running daemon's shedder */
 	bool have_sst;
 	bool shed_rules;		     /* a rule has a tier other than critical, or a pool */
@@ -67,6 +69,8 @@ struct status {
 	struct fg_escd_state est;	     /* the running daemon's escalation */
 	bool have_est;
 };
+
+static bool bypass_on(const struct status *st);
 
 /* fg_ctl as one snapshot of the mapping, and the modes in force in it (the
  * rule in include/floodgate.h, ctl.h's readers). */
@@ -142,7 +146,9 @@ static int shed_read(struct fg_maps *m, struct status *st)
 				  st->pol.rules[i].pool != FG_POOL_NONE;
 	if (st->shed_rules && (err = fg_stats_read(m, st->shed_rows)))
 		return err;
-	fg_shedd_fracs(&st->shed, st->now, st->frac);
+	fg_shedd_fracs(&st->shed, st->now, st->thr);
+	st->idle = fg_shedd_shedding(&st->shed, st->now, bypass_on(st), st->mode == FG_MODE_SHADOW,
+				     st->frac);
 	fg_shedd_state_path(getenv("FLOODGATE_RUN_DIR"), st->dir, path, sizeof(path));
 	st->have_sst = st->running && !fg_shedd_state_read(path, &st->sst) &&
 		       st->sst.pid == st->meta.pid;
@@ -270,14 +276,14 @@ static void print_shedding_text(const struct status *st)
 		if (s->have_value)
 			printf("%.3f", s->value);
 		else
-			printf("unreadable (%s)", strerror(-s->sig_err));
+			printf("unreadable (%s)",
+			       s->sig_why[0] ? s->sig_why : strerror(-s->sig_err));
 		printf(", %s, amount %.3f of %d tiers%s%s\n", s->phase, s->amount, s->ntiers,
 		       strcmp(s->hold, "running") ? ", held at zero: " : "",
 		       strcmp(s->hold, "running") ? s->hold : "");
 		printf("           good %g, bad %g, interval %gs, delay %gs, ramp %gs, decay %gs\n",
 		       s->good, s->bad, s->interval, s->delay, s->ramp, s->decay);
-	} else if (st->frac[FG_TIER_NORMAL] + st->frac[FG_TIER_BULK] +
-				   st->frac[FG_TIER_BEST_EFFORT] ==
+	} else if (st->thr[FG_TIER_NORMAL] + st->thr[FG_TIER_BULK] + st->thr[FG_TIER_BEST_EFFORT] ==
 			   0 &&
 		   !st->shed.off) {
 		printf("shedding:  none (no controller, nothing shed)\n");
@@ -286,10 +292,17 @@ static void print_shedding_text(const struct status *st)
 	} else {
 		printf("shedding:  no controller running (the pinned thresholds decay by themselves)\n");
 	}
-	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%%s\n",
+	printf("           shed now: normal %.1f%%, bulk %.1f%%, best-effort %.1f%%\n",
 	       100 * st->frac[FG_TIER_NORMAL], 100 * st->frac[FG_TIER_BULK],
-	       100 * st->frac[FG_TIER_BEST_EFFORT],
-	       st->shed.shadow ? " (shadow: counted, not shed)" : "");
+	       100 * st->frac[FG_TIER_BEST_EFFORT]);
+	if (st->idle != FG_SHED_APPLIES)
+		printf("           thresholds pinned: normal %.1f%%, bulk %.1f%%, best-effort %.1f%% "
+		       "(%s: %s)\n",
+		       100 * st->thr[FG_TIER_NORMAL], 100 * st->thr[FG_TIER_BULK],
+		       100 * st->thr[FG_TIER_BEST_EFFORT], fg_shed_idle_name(st->idle),
+		       st->idle == FG_SHED_IDLE_SHADOW ? "counted as would-shed, not shed" :
+		       st->idle == FG_SHED_IDLE_BYPASS ? "bypass passes everything" :
+							 "not applied");
 	if (st->shed.off)
 		printf("           OFF: the operator switched shedding off ('floodgate shed on' resumes): "
 		       "no tier is shed; pools and quotas still apply\n");
@@ -511,6 +524,14 @@ static const char *on_loss_str(__u8 on_loss)
 					   "?";
 }
 
+/* Seconds since a CLOCK_MONOTONIC ns of the daemon's (the same clock). */
+static double ago_s(__u64 ns)
+{
+	__u64 now = fg_mono_ns();
+
+	return now > ns ? (now - ns) / 1e9 : 0;
+}
+
 /* What the program does with the rule now: "leased", "on_loss", or
  * "stale" (the entry is another rule's: it drops). */
 static const char *fleet_program_str(const struct status *st, const struct fleet_rule_view *v)
@@ -542,14 +563,23 @@ static void fleet_rule_text(const struct status *st, const struct fleet_rule_vie
 	       (unsigned long long)v->row->ev[FG_EV_FLEET_DROP]);
 	if (!e)
 		return;
-	printf("  %-24s engine %s, share %.1f%%, granted %llu, returned %llu, discarded %llu, "
+	/* the share is Redis's last answer: history unless the engine is ok */
+	printf("  %-24s engine %s, share %.1f%%%s, granted %llu, returned %llu, discarded %llu, "
 	       "fallbacks %llu (%.1f s), timeouts %llu\n",
 	       "", fg_fleet_state_name(e->st.state), e->st.share_ppm / 1e4,
+	       e->st.state == FG_FLEET_OK ? "" : " (last answer)",
 	       (unsigned long long)e->st.granted, (unsigned long long)e->st.returned,
 	       (unsigned long long)e->st.discarded, (unsigned long long)e->st.fallbacks,
 	       e->st.fallback_ns / 1e9, (unsigned long long)e->st.timeouts);
 	if (e->st.reason[0])
-		printf("  %-24s last error: %s\n", "", e->st.reason);
+		printf("  %-24s error now: %s\n", "", e->st.reason);
+	else if (e->st.last_error[0])
+		printf("  %-24s last error %.1f s ago (history: redis answers now): %s\n", "",
+		       ago_s(e->st.last_error_ns), e->st.last_error);
+	if (e->st.degraded)
+		printf("  %-24s DEGRADED: redis held implausible values, repaired (%llu by this "
+		       "node): %s\n",
+		       "", (unsigned long long)e->st.repairs, e->st.health);
 }
 
 /* The fleet lines: the connection, then each fleet rule. */
@@ -753,10 +783,13 @@ static struct json_object *num_json(double v, const char *fmt)
  *  "signal_error": str|null, "phase": str|null, "hold": str|null,
  *  "amount": number|null, "tiers": n, "pressure_s": number|null,
  *  "shed": {"critical": f, "normal": f, "bulk": f, "best-effort": f},
+ *  "thresholds": {the same}, "not_shedding": "off"|"bypass"|"shadow"|null,
  *  "shadow": bool, "off": bool, "decays_in_s": number,
  *  "pools": [{"name": str, "id": n, "exempt": bool}], "shed_pkts": {"RULE": n}}
  * controller: the running daemon runs one (its fields null otherwise);
- * shed: fractions in [0, 1] as the program applies them now; off: the
+ * shed: fractions in [0, 1] the program sheds now (0 while off, bypass or
+ * shadow: not_shedding says which); thresholds: the pinned ones as decayed
+ * now, whatever holds them off; off: the
  * operator's switch (floodgate shed off); exempt: the pool's shedding: off;
  * shed_pkts: outcome shed of each rule with a tier other than critical or a pool.
  */
@@ -797,6 +830,7 @@ static struct json_object *shed_pkts_json(const struct status *st, int *err)
 static struct json_object *shedding_json(const struct status *st, int *err)
 {
 	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
+	struct json_object *th = json_object_new_object();
 	const struct fg_shedd_state *s = &st->sst;
 	bool c = st->have_sst;
 
@@ -809,7 +843,8 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 		} else {
 			cli_json_add_null(err, o, "value");
 			cli_json_add(err, o, "signal_error",
-				     json_object_new_string(strerror(-s->sig_err)));
+				     json_object_new_string(s->sig_why[0] ? s->sig_why :
+									    strerror(-s->sig_err)));
 		}
 		cli_json_add(err, o, "phase", json_object_new_string(s->phase));
 		cli_json_add(err, o, "hold", json_object_new_string(s->hold));
@@ -824,9 +859,17 @@ static struct json_object *shedding_json(const struct status *st, int *err)
 			cli_json_add_null(err, o, keys[i]);
 		cli_json_add(err, o, "tiers", json_object_new_uint64(0));
 	}
-	for (int t = 0; t < FG_NTIERS; t++)
+	for (int t = 0; t < FG_NTIERS; t++) {
 		cli_json_add(err, f, fg_tier_name(t), num_json(st->frac[t], "%.10g"));
+		cli_json_add(err, th, fg_tier_name(t), num_json(st->thr[t], "%.10g"));
+	}
 	cli_json_add(err, o, "shed", f);
+	cli_json_add(err, o, "thresholds", th);
+	if (st->idle != FG_SHED_APPLIES)
+		cli_json_add(err, o, "not_shedding",
+			     json_object_new_string(fg_shed_idle_name(st->idle)));
+	else
+		cli_json_add_null(err, o, "not_shedding");
 	cli_json_add(err, o, "shadow", json_object_new_boolean(st->shed.shadow != 0));
 	cli_json_add(err, o, "off", json_object_new_boolean(st->shed.off != 0));
 	cli_json_add(err, o, "decays_in_s", num_json(shed_left_s(st), "%.4g"));
@@ -875,10 +918,17 @@ static struct json_object *json_ms(double v)
 /* The engine's fields of one rule, null without a daemon's view. */
 static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_object *o, int *err)
 {
-	static const char *const keys[] = { "key",	 "state",      "share",	  "granted",
-					    "returned",	 "discarded",  "debt",	  "grace_entries",
-					    "fallbacks", "fallback_s", "rounds",  "failed",
-					    "timeouts",	 "lapses",     "lapse_s", "reason" };
+	static const char *const keys[] = { "key",	  "state",
+					    "share",	  "granted",
+					    "returned",	  "discarded",
+					    "debt",	  "grace_entries",
+					    "fallbacks",  "fallback_s",
+					    "rounds",	  "failed",
+					    "timeouts",	  "lapses",
+					    "lapse_s",	  "reason",
+					    "last_error", "last_error_s_ago",
+					    "degraded",	  "degraded_reason",
+					    "repairs",	  "last_repair_s_ago" };
 
 	if (!e) {
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -900,7 +950,28 @@ static void fleet_engine_json(const struct fg_fleet_rule_status *e, struct json_
 	cli_json_add(err, o, "timeouts", json_object_new_uint64(e->st.timeouts));
 	cli_json_add(err, o, "lapses", json_object_new_uint64(e->lapses));
 	cli_json_add(err, o, "lapse_s", json_ms(e->lapse_ns / 1e9));
-	cli_json_add(err, o, "reason", json_object_new_string(e->st.reason));
+	/* the failure now; the last one is history, with its age */
+	if (e->st.reason[0])
+		cli_json_add(err, o, "reason", json_object_new_string(e->st.reason));
+	else
+		cli_json_add_null(err, o, "reason");
+	if (e->st.last_error_ns) {
+		cli_json_add(err, o, "last_error", json_object_new_string(e->st.last_error));
+		cli_json_add(err, o, "last_error_s_ago", json_ms(ago_s(e->st.last_error_ns)));
+	} else {
+		cli_json_add_null(err, o, "last_error");
+		cli_json_add_null(err, o, "last_error_s_ago");
+	}
+	cli_json_add(err, o, "degraded", json_object_new_boolean(e->st.degraded != 0));
+	if (e->st.degraded)
+		cli_json_add(err, o, "degraded_reason", json_object_new_string(e->st.health));
+	else
+		cli_json_add_null(err, o, "degraded_reason");
+	cli_json_add(err, o, "repairs", json_object_new_uint64(e->st.repairs));
+	if (e->st.repaired_ns)
+		cli_json_add(err, o, "last_repair_s_ago", json_ms(ago_s(e->st.repaired_ns)));
+	else
+		cli_json_add_null(err, o, "last_repair_s_ago");
 }
 
 static struct json_object *fleet_rule_json(const struct status *st, const struct fleet_rule_view *v,
@@ -931,6 +1002,15 @@ static struct json_object *fleet_rule_json(const struct status *st, const struct
 	return o;
 }
 
+/* Some rule's engine repaired values Redis held lately. */
+static bool fleet_degraded(const struct fleet_view *fv)
+{
+	for (int i = 0; i < fv->n; i++)
+		if (fv->r[i].eng && fv->r[i].eng->st.degraded)
+			return true;
+	return false;
+}
+
 /* null without fleet rules; the schema is in floodgate(8), JSON OUTPUT */
 static struct json_object *fleet_json(const struct status *st, int *err)
 {
@@ -955,10 +1035,12 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 		cli_json_add(err, f, "round_ms", json_ms(ds->cs.last_round_ns / 1e6));
 		cli_json_add(err, f, "round_max_ms", json_ms(ds->cs.max_round_ns / 1e6));
 		cli_json_add(err, f, "evalsha", json_object_new_uint64(ds->cs.commands));
+		cli_json_add(err, f, "degraded", json_object_new_boolean(fleet_degraded(fv)));
 	} else {
 		static const char *const keys[] = { "node",	"redis",	"lease_interval_ms",
 						    "lease_ms", "deadline_ms",	"updated_s_ago",
-						    "round_ms", "round_max_ms", "evalsha" };
+						    "round_ms", "round_max_ms", "evalsha",
+						    "degraded" };
 
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			cli_json_add_null(err, f, keys[k]);

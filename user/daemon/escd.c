@@ -24,6 +24,7 @@ static void pfx_of(const struct fg_rt_entry *e, struct fg_esc_pfx *p)
 	p->family = e->family;
 	p->plen = e->plen;
 	memcpy(p->addr, e->addr, 16);
+	p->scope = e->scoped ? e->rule + 1 : 0;
 }
 
 /* The runtime lists as read this tick, and the allow prefixes. */
@@ -74,7 +75,12 @@ static bool w_listed(void *arg, const struct fg_rt_entry *e)
 
 	pfx_of(e, &k);
 	i = fg_esc_pfx_lower_bound(w->listed, w->nlisted, &k);
-	return i < w->nlisted && !fg_esc_pfx_cmp(&w->listed[i], &k);
+	if (i < w->nlisted && !fg_esc_pfx_cmp(&w->listed[i], &k))
+		return true;
+	/* a scoped one: the prefix denied whole already covers the rule's traffic */
+	k.scope = 0;
+	i = fg_esc_pfx_lower_bound(w->listed, w->nlisted, &k);
+	return e->scoped && i < w->nlisted && !fg_esc_pfx_cmp(&w->listed[i], &k);
 }
 
 /* The file's allow prefixes, sorted, when the config is a new one. */
@@ -161,6 +167,7 @@ static __u32 build_view(struct fg_esc_view *v, const struct fg_config *cfg,
 		r->plen6 = (__u8)popcount_be(ru->mask6, 4);
 		r->after_ns = cfg->esc[i].after_ns;
 		r->for_ns = cfg->esc[i].for_ns;
+		r->whole = cfg->esc[i].scope == FG_ESC_SCOPE_ADDRESS;
 		snprintf(r->name, sizeof(r->name), "%.*s", FG_NAME_LEN - 1, name);
 		any++;
 	}

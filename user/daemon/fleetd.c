@@ -451,18 +451,19 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 
 static void stop_worker(struct fg_fleetd *fl, bool release)
 {
+	char why[FG_FLEET_REASON_LEN];
 	int err;
 
 	if (!fl->w)
 		return;
 	fg_fleetd_tick(fl); /* the last events */
-	err = fg_fleet_worker_stop(fl->w, release);
+	err = fg_fleet_worker_stop(fl->w, release, why, sizeof(why));
 	fl->w = NULL;
 	fl->n = 0;
 	if (release && err)
 		pr_warn("fleet: handing the leases back failed (%s); they return to the fleet "
 			"when they expire in Redis",
-			strerror(-err));
+			why);
 	else if (release)
 		pr_info("fleet: leases handed back, node withdrawn");
 	fg_fleet_status_remove(fl->status_path);
@@ -530,6 +531,7 @@ static void log_event(const struct fg_fleet_event *ev)
 	switch (ev->kind) {
 	case FG_FLEET_EV_GRACE:
 	case FG_FLEET_EV_FALLBACK:
+	case FG_FLEET_EV_DEGRADED:
 		pr_warn("fleet rule %s: %s: %s", ev->name, fg_fleet_ev_name(ev->kind), ev->reason);
 		break;
 	default:

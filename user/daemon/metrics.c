@@ -503,6 +503,8 @@ static const struct rule_metric rule_metrics[] = {
 		    "This node's share of the fleet's demand (0..1)."),
 	RULE_METRIC("fallback_seconds_total", "counter", RV_SECONDS, st.fallback_ns,
 		    "Time spent in fallback, the current spell included."),
+	RULE_METRIC("degraded", "gauge", RV_COUNT, st.degraded,
+		    "1 while values Redis held for the rule were repaired lately (docs/fleet.md)."),
 };
 
 /* ... and its counters (struct fg_fleet_stats), after them. */
@@ -521,6 +523,8 @@ static const struct rule_metric rule_counters[] = {
 	FLEET_COUNTER("rounds_total", rounds, "Lease rounds the rule took part in."),
 	FLEET_COUNTER("failed_total", failed, "Rounds without an answer for the rule."),
 	FLEET_COUNTER("timeouts_total", timeouts, "Rounds that ended at the deadline."),
+	FLEET_COUNTER("repairs_total", repairs,
+		      "Answers in which this node's call repaired an implausible value Redis held."),
 };
 
 static void fleet_head(struct buf *b, const char *name, const char *type, const char *help)
@@ -685,7 +689,8 @@ static void render_shedding(struct buf *b, const struct fg_shedd *sd, const stru
 		"# HELP floodgate_shed_shadow 1: shedding counts what it would shed and sheds nothing.\n"
 		"# TYPE floodgate_shed_shadow gauge\nfloodgate_shed_shadow %d\n",
 		sd->hold != FG_SHEDD_RUN, sd->shadow);
-	fg_shedd_fracs(sd->map, fg_mono_coarse_ns(), frac);
+	/* what the program sheds: nothing while off or in shedding's shadow */
+	fg_shedd_shedding(sd->map, fg_mono_coarse_ns(), sd->hold == FG_SHEDD_BYPASS, false, frac);
 	bprintf(b,
 		"# HELP floodgate_shed_fraction Share of a tier's packets shed now (SYNs go first at twice it, established TCP at 2f - 1).\n"
 		"# TYPE floodgate_shed_fraction gauge\n");

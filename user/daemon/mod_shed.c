@@ -22,7 +22,8 @@ static int shed_start(struct fgd *d)
 		char name[PATH_MAX + 32];
 
 		fg_signal_name(&d->cfg->shed_signal, name, sizeof(name));
-		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
+		pr_warn("shedding: cannot start (signal %s): %s", name,
+			shed.open_why[0] ? shed.open_why : strerror(-err));
 	} else if (shed.on) {
 		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
 			d->cfg->shed.interval, shed.c.amount, shed.c.ntiers,
@@ -39,7 +40,7 @@ static void shed_reloaded(struct fgd *d, const struct fg_config *old, const stru
 	(void)old;
 	if (err)
 		pr_warn("reload: shedding: %s; the shedder keeps its previous settings",
-			strerror(-err));
+			shed.open_why[0] ? shed.open_why : strerror(-err));
 }
 
 static __u64 shed_poll(struct fgd *d, __u64 now_ns)

@@ -75,6 +75,8 @@ void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st)
 	st->have_value = sd->have_value;
 	st->value = sd->have_value ? sd->value : 0;
 	st->sig_err = sd->sig_err;
+	if (sd->sig_err)
+		snprintf(st->sig_why, sizeof(st->sig_why), "%s", sd->sig_why);
 	snprintf(st->phase, sizeof(st->phase), "%s", fg_shed_phase_name(sd->c.phase));
 	snprintf(st->hold, sizeof(st->hold), "%s", fg_shedd_hold_name(sd->hold));
 	st->amount = sd->c.amount;
@@ -103,11 +105,18 @@ static int state_write(const struct fg_shedd *sd)
 	return fg_file_replace(sd->state_path, state_print, &st);
 }
 
-static int open_signal(const struct fg_config *cfg, struct fg_signal *sig)
+static int open_signal(struct fg_shedd *sd, const struct fg_config *cfg, struct fg_signal *sig)
 {
+	int err;
+
 	*sig = cfg->shed_signal;
 	sig->nl = -1;
-	return fg_signal_open(sig);
+	err = fg_signal_open(sig);
+	snprintf(sd->open_why, sizeof(sd->open_why), "%s",
+		 !err	     ? "" :
+		 sig->why[0] ? sig->why :
+			       strerror(-err));
+	return err;
 }
 
 static void close_signal(struct fg_shedd *sd)
@@ -143,7 +152,7 @@ int fg_shedd_start(struct fg_shedd *sd, struct fg_maps *m, const struct fg_confi
 	}
 	err = fg_shed_init(&sd->c, &cfg->shed);
 	if (!err)
-		err = open_signal(cfg, &sd->sig);
+		err = open_signal(sd, cfg, &sd->sig);
 	if (err) {
 		fg_shed_map_close(&sd->map, sd->map_len);
 		return err;
@@ -186,6 +195,7 @@ int fg_shedd_reload(struct fg_shedd *sd, const struct fg_config *cfg, __u64 now_
 	bool reopen;
 	int err;
 
+	sd->open_why[0] = 0;
 	if (!cfg->has_shedding) {
 		close_signal(sd);
 		sd->on = false;
@@ -204,13 +214,14 @@ int fg_shedd_reload(struct fg_shedd *sd, const struct fg_config *cfg, __u64 now_
 		return err;
 	reopen = !sd->on || !same_signal(&sd->sig, &cfg->shed_signal);
 	if (reopen) {
-		err = open_signal(cfg, &sig);
+		err = open_signal(sd, cfg, &sig);
 		if (err)
 			return err;
 		close_signal(sd);
 		sd->sig = sig;
 		sd->have_value = false;
 		sd->sig_err = 0;
+		sd->sig_why[0] = 0;
 	}
 	sd->c = c;
 	fg_shed_resume(&sd->c, s < c.ntiers ? s : c.ntiers);
@@ -254,13 +265,16 @@ int fg_shedd_sample(struct fg_shedd *sd, struct fg_maps *m, __u64 now_ns,
 	err = fg_signal_read(&sd->sig, &u);
 	if (err) {
 		sd->lost++;
-		if (err != sd->sig_err)
+		/* a new error, or the same errno for another reason (a FIFO, then a socket) */
+		if (err != sd->sig_err || strcmp(sd->sig.why, sd->sig_why))
 			chg->sig_err = err;
 		sd->sig_err = err;
+		snprintf(sd->sig_why, sizeof(sd->sig_why), "%s", sd->sig.why);
 		sd->have_value = false;
 	} else {
 		chg->sig_back = sd->sig_err != 0;
 		sd->sig_err = 0;
+		sd->sig_why[0] = 0;
 		sd->value = u;
 		sd->have_value = true;
 	}
@@ -320,7 +334,7 @@ void fg_shedd_log(const struct fg_shedd *sd, const struct fg_shedd_change *chg)
 	sig_name(&sd->sig, name, sizeof(name));
 	if (chg->sig_err)
 		pr_warn("shedding: signal %s cannot be read: %s; shedding decays (fail-open)", name,
-			strerror(-chg->sig_err));
+			sd->sig_why[0] ? sd->sig_why : strerror(-chg->sig_err));
 	if (chg->sig_back)
 		pr_info("shedding: signal %s readable again (%.3f)", name, sd->value);
 	for (int t = FG_NTIERS - 1; t > FG_TIER_CRITICAL; t--) {

@@ -50,7 +50,9 @@ struct fg_shedd {
 	__u64 lost;    /* of which the signal could not be read */
 	double value;  /* the last sample, valid when have_value */
 	bool have_value;
-	int sig_err; /* the last read's -errno, 0 after a good one */
+	int sig_err;		       /* the last read's -errno, 0 after a good one */
+	char sig_why[FG_SIG_WHY_LEN];  /* ... and its reason */
+	char open_why[FG_SIG_WHY_LEN]; /* why the last start or reload could not open the signal */
 	enum fg_shedd_hold hold;
 	struct fg_shed_out out; /* the last step */
 };

@@ -18,10 +18,12 @@
 const char fg_fleet_lua[] =
 	"-- floodgate fleet lease v1 (docs/fleet.md): one node asks one rule's\n"
 	"-- fleet bucket for a slice in proportion to its demand, on Redis's clock.\n"
-	"-- KEYS: bucket hash {tok, ts, sum}, demand hash {node: cost/s},\n"
+	"-- KEYS: bucket hash {tok, ts, sum, vt, rt, rb}, demand hash {node: cost/s},\n"
 	"--       zset {node: expiry us}; one hash tag, so one Cluster slot.\n"
 	"-- ARGV: node, rate (/s), burst, interval (us), lease (us), demand (/s),\n"
 	"--       want, returned, debt, flags (1 known, 2 recovering, 4 leaving)\n"
+	"-- Whatever the keys hold is untrusted (docs/fleet.md section 4): checked\n"
+	"-- before use, repaired, and reported in the reply's last two numbers.\n"
 	"local b, d, s = KEYS[1], KEYS[2], KEYS[3]\n"
 	"local node = ARGV[1]\n"
 	"local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
@@ -32,15 +34,41 @@ const char fg_fleet_lua[] =
 	"local known, recov, leaving = flags % 2 == 1, flags % 4 >= 2, flags % 8 >= 4\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+	"local DMAX, HOLD = 1e15, 10 * ival\n"
+	"local hi = now + 4 * ival -- the latest expiry a node writes (now + 3 I), and an interval\n"
+	"local rep = 0             -- what this call repaired, bits (docs/fleet.md)\n"
+	"local function num(v)     -- a finite number, or nil\n"
+	"  local x = tonumber(v)\n"
+	"  if x and x == x and x ~= math.huge and x ~= -math.huge then return x end\n"
+	"  return nil\n"
+	"end\n"
+	"local function bad(v) return not v or v < 0 or v > DMAX end -- not a demand\n"
+	"local function fix(m) rep = bit.bor(rep, m) end\n"
+	"-- a key of another type (a hostile SET) would fail every call: reset it\n"
+	"-- (pcall on the first use of each key, so no TYPE call when all is well)\n"
+	"local function wrong(r, k)\n"
+	"  if type(r) == 'table' and r.err then redis.call('DEL', k); fix(64); return true end\n"
+	"  return false\n"
+	"end\n"
 	"\n"
-	"local st = redis.call('HMGET', b, 'tok', 'ts', 'sum')\n"
-	"local tok, ts, sum = tonumber(st[1]), tonumber(st[2]), tonumber(st[3])\n"
-	"if not tok then\n"
+	"local st = redis.pcall('HMGET', b, 'tok', 'ts', 'sum', 'vt', 'rt', 'rb')\n"
+	"if wrong(st, b) then st = {} end\n"
+	"local tok, ts, sum = num(st[1]), num(st[2]), num(st[3])\n"
+	"local vt, rt, rb = num(st[4]), num(st[5]), num(st[6])\n"
+	"if not st[1] and not st[2] and not st[3] then\n"
 	"  -- no bucket: idle long enough to be full, unless this node held a\n"
 	"  -- lease from it (restart, failover, eviction): then empty, no burst\n"
-	"  tok, ts, sum = known and 0 or burst, now, 0\n"
+	"  tok, ts, sum, vt = known and 0 or burst, now, 0, nil\n"
 	"  redis.call('DEL', d, s)\n"
+	"else\n"
+	"  if not tok or tok < 0 then tok = 0; fix(1) -- emptied: the safe side\n"
+	"  elseif tok > burst then tok = burst; fix(2) end\n"
+	"  if not ts or ts <= 0 or ts > now + lease then ts = now; fix(4) end\n"
+	"  if not sum or sum < 0 then sum = nil; fix(8) end -- recomputed below\n"
 	"end\n"
+	"if vt and (vt <= 0 or vt > now + lease) then vt = nil; fix(128) end\n"
+	"if rt and (rt <= 0 or rt > now + lease) then rt = nil; fix(128) end\n"
+	"if rb and (rb < 0 or rb >= 512 or rb % 1 ~= 0) then rb = nil; fix(128) end\n"
 	"-- refill; a clock that steps back refills nothing\n"
 	"if now > ts then tok = math.min(burst, tok + rate * (now - ts) / 1e6) end\n"
 	"-- back from fallback: what accrued while nodes decided alone is no burst\n"
@@ -48,15 +76,45 @@ const char fg_fleet_lua[] =
 	"if recov then tok = math.min(tok, rate * ival / 1e6) end\n"
 	"tok = math.max(0, math.min(burst, tok + ret) - debt)\n"
 	"\n"
+	"-- expiries no node writes: gone (their demand entries go below)\n"
+	"local gone = redis.pcall('ZREMRANGEBYSCORE', s, string.format('(%.0f', hi), '+inf')\n"
+	"if wrong(gone, s) then sum = nil\n"
+	"elseif gone > 0 then fix(32); sum = nil end\n"
+	"local old = redis.pcall('HGET', d, node)\n"
+	"if wrong(old, d) then old, sum = nil, nil else old = num(old) end\n"
+	"if old and bad(old) then redis.call('HDEL', d, node); fix(16); old, sum = nil, nil end\n"
 	"-- nodes that stopped asking stop counting (a bounded number per call)\n"
 	"local dead = redis.call('ZRANGEBYSCORE', s, '-inf', now, 'LIMIT', 0, 32)\n"
 	"for i = 1, #dead do\n"
-	"  sum = sum - (tonumber(redis.call('HGET', d, dead[i])) or 0)\n"
+	"  local v = num(redis.call('HGET', d, dead[i]))\n"
+	"  if sum and not bad(v) then sum = sum - v end\n"
 	"  redis.call('HDEL', d, dead[i])\n"
 	"  redis.call('ZREM', s, dead[i])\n"
 	"end\n"
-	"local prev = tonumber(redis.call('ZSCORE', s, node))\n"
-	"local old = tonumber(redis.call('HGET', d, node)) or 0\n"
+	"-- the sum of the demands, checked against the demand entries once an\n"
+	"-- interval (vt: when it last was), and whenever it cannot be right\n"
+	"if not sum or not vt or now - vt >= ival then\n"
+	"  local exp, live, all = {}, 0, 0\n"
+	"  local z = redis.call('ZRANGE', s, 0, -1, 'WITHSCORES')\n"
+	"  for i = 1, #z, 2 do exp[z[i]] = num(z[i + 1]) end\n"
+	"  local h = redis.call('HGETALL', d)\n"
+	"  for i = 1, #h, 2 do\n"
+	"    local v, e = num(h[i + 1]), exp[h[i]]\n"
+	"    if bad(v) or not e then\n"
+	"      redis.call('HDEL', d, h[i]); fix(16) -- not a demand, or no node's\n"
+	"    else\n"
+	"      all = all + v\n"
+	"      if e > now then live = live + v else redis.call('HDEL', d, h[i]) end\n"
+	"    end\n"
+	"  end\n"
+	"  -- the incremental sum may still hold dead nodes not yet cleaned up\n"
+	"  if sum and math.abs(sum - all) > 0.5 + 1e-9 * all and\n"
+	"     math.abs(sum - live) > 0.5 + 1e-9 * live then fix(8) end\n"
+	"  sum, vt = live, now\n"
+	"  old = num(redis.call('HGET', d, node))\n"
+	"end\n"
+	"old = old or 0\n"
+	"local prev = num(redis.call('ZSCORE', s, node))\n"
 	"local dt = ival\n"
 	"if prev then dt = math.max(0, math.min(2 * ival, now - prev + 3 * ival)) end\n"
 	"if leaving then dem, want = 0, 0 end\n"
@@ -65,7 +123,7 @@ const char fg_fleet_lua[] =
 	"elseif old > 0 then redis.call('HDEL', d, node) end\n"
 	"if leaving then redis.call('ZREM', s, node)\n"
 	"else redis.call('ZADD', s, now + 3 * ival, node) end\n"
-	"local nodes = redis.call('ZCARD', s)\n"
+	"local nodes = redis.call('ZCOUNT', s, string.format('(%.0f', now), string.format('%.0f', hi))\n"
 	"\n"
 	"-- the slice: this node's share of the refill since its last call, plus\n"
 	"-- the same share of what the bucket holds beyond one interval's refill\n"
@@ -77,16 +135,24 @@ const char fg_fleet_lua[] =
 	"  grant = math.max(0, math.floor(math.min(want, tok, slice)))\n"
 	"  tok = tok - grant\n"
 	"end\n"
-	"redis.call('HSET', b, 'tok', tok, 'ts', now, 'sum', sum)\n"
+	"-- what was repaired lately, by any node: every node reports it for HOLD\n"
+	"local recent = 0\n"
+	"if rt and rb and now - rt < HOLD then recent = rb end\n"
+	"if rep > 0 then recent, rt = bit.bor(recent, rep), now end\n"
+	"if recent > 0 then redis.call('HSET', b, 'tok', tok, 'ts', now, 'sum', sum, 'vt', vt, 'rt', rt, 'rb', recent)\n"
+	"else\n"
+	"  redis.call('HSET', b, 'tok', tok, 'ts', now, 'sum', sum, 'vt', vt)\n"
+	"  if st[5] or st[6] then redis.call('HDEL', b, 'rt', 'rb') end\n"
+	"end\n"
 	"-- idle keys expire once the bucket would be full again anyway\n"
 	"local ttl = math.min(1e12, math.ceil(burst / rate * 1000 + 10 * ival / 1000))\n"
 	"redis.call('PEXPIRE', b, ttl)\n"
 	"redis.call('PEXPIRE', d, ttl)\n"
 	"redis.call('PEXPIRE', s, ttl)\n"
 	"return {grant, lease, nodes, math.floor(tok), math.floor(share * 1e6),\n"
-	"        tonumber(t[1]), tonumber(t[2])}\n";
+	"        tonumber(t[1]), tonumber(t[2]), rep, recent}\n";
 
-#define FL_NREPLY    7	/* elements of the script's answer */
+#define FL_NREPLY    9	/* elements of the script's answer */
 #define FL_RING	     16 /* recent grants remembered per rule */
 #define FL_EVQ	     256
 #define FL_F_KNOWN   1
@@ -117,6 +183,12 @@ struct fl_rule {
 	int flags;
 	__u64 ret, sent_debt;
 	__s64 target;
+	__u64 want; /* what this round asked for: a grant above it is impossible */
+	bool leaving;
+	/* the engine's own refusals of a reply (FG_FLEET_REP_REPLY), and when */
+	__u32 ebits;
+	__u64 ebits_ns;
+	__u64 bits_ns; /* when the last round saw repair bits: degraded until degraded_min_ms */
 	redisReply *rep;
 	bool pending; /* waiting for its reply */
 };
@@ -131,13 +203,44 @@ struct fg_fleet {
 	struct fg_fleet_event evq[FL_EVQ];
 	int ev_head, ev_len;
 	struct fg_fleet_conn_stats cs;
+	char last_why[FG_FLEET_REASON_LEN]; /* the last round's first failure, "" if none */
 };
 
 const char *fg_fleet_ev_name(int kind)
 {
-	static const char *const n[] = { "grace", "resumed", "fallback", "recovered" };
+	static const char *const n[] = { "grace",     "resumed",  "fallback",
+					 "recovered", "degraded", "healed" };
 
 	return kind >= 0 && kind < (int)(sizeof(n) / sizeof(n[0])) ? n[kind] : "?";
+}
+
+void fg_fleet_repair_str(__u32 bits, char *buf, size_t len)
+{
+	static const char *const what[] = {
+		"tok emptied (not a number or negative)",
+		"tok clamped to the burst",
+		"ts set to now (not a time, or in the future)",
+		"sum recomputed (unlike the demand entries)",
+		"demand entries removed (not a demand, or no node's)",
+		"node expiries removed (later than any node writes)",
+		"a key of another type reset",
+		"the script's marks reset (vt, rt or rb implausible)",
+		"a reply out of range not used (grant, lease, node count or share)",
+	};
+	size_t o = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (size_t k = 0; k < sizeof(what) / sizeof(what[0]); k++) {
+		int n;
+
+		if (!(bits & (1u << k)) || o >= len)
+			continue;
+		n = snprintf(buf + o, len - o, "%s%s", o ? "; " : "", what[k]);
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
 }
 
 const char *fg_fleet_loss_name(int on_loss)
@@ -308,6 +411,8 @@ static void on_failure(struct fg_fleet *f, int i, __u64 now, const char *why, in
 	if (err == -ETIMEDOUT)
 		r->st.timeouts++;
 	snprintf(r->st.reason, sizeof(r->st.reason), "%s", why);
+	snprintf(r->st.last_error, sizeof(r->st.last_error), "%s", why);
+	r->st.last_error_ns = now;
 	switch (r->state) {
 	case FG_FLEET_INIT:
 	case FG_FLEET_OK:
@@ -354,6 +459,7 @@ static void on_answer(struct fg_fleet *f, int i, __u64 now)
 		r->state = FG_FLEET_OK;
 		break;
 	}
+	r->st.reason[0] = 0; /* the failure is over; last_error keeps it */
 }
 
 /* --- one round ---------------------------------------------------------------- */
@@ -390,6 +496,8 @@ static void prepare(struct fg_fleet *f, struct fl_rule *r, const struct fg_fleet
 	if (el < 1000000)
 		el = 1000000;
 	dem = (double)in->offered * 1e9 / (double)el;
+	if (dem > FG_FLEET_DEMAND_MAX)
+		dem = FG_FLEET_DEMAND_MAX; /* the script treats more as not a demand */
 	/* hold enough for two intervals of the demand seen: the next round
 	 * may come late by up to the deadline */
 	target = dem * 2.0 * f->c.interval_ms / 1000.0;
@@ -397,6 +505,8 @@ static void prepare(struct fg_fleet *f, struct fl_rule *r, const struct fg_fleet
 	want = r->target - in->held;
 	if (want < 0 || leaving)
 		want = 0;
+	r->want = (__u64)want;
+	r->leaving = leaving;
 	r->ret = r->discard ? 0 : in->taken;
 	if (r->discard)
 		r->st.discarded += in->taken;
@@ -560,11 +670,98 @@ static void local_limit(const struct fl_rule *r, struct fg_fleet_out *o)
 		o->local_burst = 1;
 }
 
-/* Redis answered for rule i: grant, take back, renew. */
-static void answered(struct fg_fleet *f, int i, const long long v[FL_NREPLY], __u64 t_send,
-		     __u64 now, const struct fg_fleet_in *in, struct fg_fleet_out *o)
+/*
+ * The reply checked as untrusted input: nothing the script can answer is
+ * used beyond its range. A grant above what was asked, a lease other than
+ * the one sent, no node or an absurd node count, tokens above the burst, a
+ * share above 1: the impossible part is not used (no grant, the shorter
+ * lease, the last node count) and FG_FLEET_REP_REPLY is set.
+ */
+static __u32 check_reply(const struct fg_fleet *f, const struct fl_rule *r, long long v[FL_NREPLY])
+{
+	long long lease_us = (long long)f->c.lease_ms * 1000;
+	__u32 bad = 0;
+
+	if ((__u64)v[0] > r->want || (double)v[0] > r->c.burst) {
+		v[0] = 0;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	if (v[1] != lease_us) {
+		if (v[1] > lease_us)
+			v[1] = lease_us;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	if ((!v[2] && !r->leaving) || v[2] > FG_FLEET_MAX_NODES) {
+		v[2] = r->nodes;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	if ((double)v[3] > r->c.burst) {
+		v[3] = (long long)r->c.burst;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	if (v[4] > 1000000) {
+		v[4] = 1000000;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	if (v[7] > FG_FLEET_REP_ALL || v[8] > FG_FLEET_REP_ALL) {
+		v[7] &= FG_FLEET_REP_ALL;
+		v[8] &= FG_FLEET_REP_ALL;
+		bad = FG_FLEET_REP_REPLY;
+	}
+	return bad;
+}
+
+/* What was repaired lately (the fleet's, from the script, and the
+ * engine's own): degraded while there is any, one event on the way in
+ * and one on the way out. */
+static void health(struct fg_fleet *f, int i, __u32 fleet_bits, __u32 own, __u64 now)
 {
 	struct fl_rule *r = &f->rule[i];
+	__u64 hold = (__u64)FG_FLEET_HOLD_IVALS * f->c.interval_ms * 1000000ull;
+	__u32 bits = fleet_bits;
+
+	if (own) {
+		r->st.repairs++;
+		r->st.repaired_ns = now;
+	}
+	if (own & FG_FLEET_REP_REPLY) {
+		r->ebits = FG_FLEET_REP_REPLY;
+		r->ebits_ns = now;
+	}
+	if (r->ebits && now - r->ebits_ns < hold)
+		bits |= r->ebits;
+	r->st.repair_bits = bits;
+	if (bits)
+		r->bits_ns = now;
+	/* the bits last hold intervals after a repair; degraded stays for at
+	 * least degraded_min_ms after it, so that a status written once a
+	 * second shows it */
+	if (!bits && r->st.degraded &&
+	    now - r->bits_ns + hold < (__u64)f->c.degraded_min_ms * 1000000ull)
+		return;
+	if (bits) {
+		fg_fleet_repair_str(bits, r->st.health, sizeof(r->st.health));
+		if (!r->st.degraded)
+			ev_push(f, i, FG_FLEET_EV_DEGRADED, now, 0,
+				"redis held implausible values for this rule, repaired: %s",
+				r->st.health);
+		r->st.degraded = 1;
+	} else if (r->st.degraded) {
+		ev_push(f, i, FG_FLEET_EV_HEALED, now, 0,
+			"no implausible value in redis for %u intervals (%llu repairs by this node "
+			"so far)",
+			FG_FLEET_HOLD_IVALS, (unsigned long long)r->st.repairs);
+		r->st.degraded = 0;
+		r->st.health[0] = 0;
+	}
+}
+
+/* Redis answered for rule i: grant, take back, renew. */
+static void answered(struct fg_fleet *f, int i, long long v[FL_NREPLY], __u64 t_send, __u64 now,
+		     const struct fg_fleet_in *in, struct fg_fleet_out *o)
+{
+	struct fl_rule *r = &f->rule[i];
+	__u32 bad = check_reply(f, r, v);
 	__u64 lease_ns = (__u64)v[1] * 1000ull;
 	__u64 window = (__u64)f->c.lease_ms * 1000000ull;
 	bool was_fallback = r->state == FG_FLEET_FALLBACK;
@@ -607,6 +804,7 @@ static void answered(struct fg_fleet *f, int i, const long long v[FL_NREPLY], __
 			      t_send;
 	o->renewed = 1;
 	on_answer(f, i, now);
+	health(f, i, (__u32)v[8], (__u32)v[7] | bad, now);
 }
 
 static void finish(struct fg_fleet *f, int i, struct fg_fleet_out *o)
@@ -654,6 +852,7 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 	if (!err)
 		err = exchange_evals(f, deadline, why, sizeof(why));
 	now = fg_redis_now_ns();
+	f->last_why[0] = 0;
 	for (int i = 0; i < f->nrules; i++) {
 		struct fl_rule *r = &f->rule[i];
 		struct fg_fleet_out tmp = {};
@@ -676,8 +875,10 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 			/* nothing reached Redis for sure: returns are lost, debt waits */
 			r->st.discarded += r->ret;
 			on_failure(f, i, now, rwhy, rerr);
-			if (!first)
+			if (!first) {
 				first = rerr;
+				snprintf(f->last_why, sizeof(f->last_why), "%s", rwhy);
+			}
 		} else {
 			answered(f, i, v, t_send, now, &in[i], o);
 		}
@@ -703,6 +904,11 @@ int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in)
 		memset(f->rule[i].ring, 0, sizeof(f->rule[i].ring));
 	}
 	return err;
+}
+
+const char *fg_fleet_last_error(const struct fg_fleet *f)
+{
+	return f->last_why;
 }
 
 int fg_fleet_stats(const struct fg_fleet *f, int rule, struct fg_fleet_stats *st)

@@ -52,7 +52,33 @@ enum fg_fleet_ev_kind {
 	FG_FLEET_EV_RESUMED,   /* Redis answered again before the lease ran out */
 	FG_FLEET_EV_FALLBACK,  /* the lease ran out: on_loss applies */
 	FG_FLEET_EV_RECOVERED, /* left fallback */
+	FG_FLEET_EV_DEGRADED,  /* values Redis held were implausible: repaired */
+	FG_FLEET_EV_HEALED,    /* none for FG_FLEET_HOLD_IVALS intervals */
 };
+
+/*
+ * What the lease script repaired of what Redis held (the reply's last two
+ * numbers: this call's, and the fleet's within the hold), and what the
+ * engine refused of the reply itself. docs/fleet.md section 4 has the checks.
+ */
+enum {
+	FG_FLEET_REP_TOK_BAD = 1,  /* tok not a number or negative: emptied */
+	FG_FLEET_REP_TOK_HIGH = 2, /* tok above the burst: clamped */
+	FG_FLEET_REP_TS = 4,	   /* ts not a time (<= 0, beyond now + lease): now */
+	FG_FLEET_REP_SUM = 8,	   /* sum unlike the demand entries: recomputed */
+	FG_FLEET_REP_DEMAND = 16,  /* a demand entry not a demand, or no node's: removed */
+	FG_FLEET_REP_EXPIRY = 32,  /* a node expiry beyond what a node writes: removed */
+	FG_FLEET_REP_TYPE = 64,	   /* a key of another type: reset */
+	FG_FLEET_REP_MARK = 128,   /* the script's own marks (vt, rt, rb) implausible: reset */
+	FG_FLEET_REP_REPLY = 256, /* the reply out of range (engine): the impossible parts unused */
+	FG_FLEET_REP_ALL = 511,
+};
+#define FG_FLEET_HOLD_IVALS 10	   /* degraded for this many intervals after a repair */
+#define FG_FLEET_MAX_NODES  100000 /* a node count above this is not believed */
+#define FG_FLEET_DEMAND_MAX 1e15   /* cost/s a node may report (the highest rate) */
+
+/* The repairs in bits as one line ("tok emptied (not a number or negative), ..."). */
+void fg_fleet_repair_str(__u32 bits, char *buf, size_t len);
 
 struct fg_fleet_event {
 	int rule;      /* index from fg_fleet_add_rule */
@@ -85,6 +111,10 @@ int fg_fleet_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_f
  * everything the program held) and withdraw this node's demand at once.
  * One round trip; 0 or -errno (then the tokens simply expire). */
 int fg_fleet_release(struct fg_fleet *f, const struct fg_fleet_in *in);
+
+/* Why the last round or release failed, as the operator should read it
+ * ("AUTH as user fg refused: WRONGPASS ..."); "" when it answered. */
+const char *fg_fleet_last_error(const struct fg_fleet *f);
 
 /* Pop the oldest queued event: 1, or 0 when there is none. */
 int fg_fleet_next_event(struct fg_fleet *f, struct fg_fleet_event *ev);
@@ -131,7 +161,8 @@ int fg_fleet_worker_stats(struct fg_fleet_worker *w, int rule, struct fg_fleet_s
 void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_stats *st);
 /* Stop and join (waits at most one round). release: hand the leases back
  * (detaching); otherwise they run out in the program (restart, adopt).
- * Frees the engine; returns the release's result. */
-int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release);
+ * Frees the engine; returns the release's result, its reason in why (may
+ * be NULL). */
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, size_t whylen);
 
 #endif /* FG_FLEET_H */

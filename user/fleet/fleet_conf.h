@@ -45,6 +45,8 @@ enum fg_fleet_state {
 	FG_FLEET_NSTATES,
 };
 
+#define FG_FLEET_DEGRADED_MIN_MS 3000 /* floodgated's degraded_min_ms */
+
 struct fg_fleet_conf {
 	struct fg_redis_url redis;
 	char node[FG_FLEET_NODE_LEN];	  /* unique in the fleet; "" = host name */
@@ -52,6 +54,10 @@ struct fg_fleet_conf {
 	__u32 interval_ms;		  /* 0 = FG_FLEET_INTERVAL_MS */
 	__u32 deadline_ms;		  /* 0 = FG_FLEET_DEADLINE_MS; < interval */
 	__u32 lease_ms;			  /* 0 = 2 * interval; > interval + deadline */
+	/* degraded stays in status at least this long (the daemon writes its
+	 * status once a second: a shorter flag can be missed); 0 = the
+	 * FG_FLEET_HOLD_IVALS intervals alone */
+	__u32 degraded_min_ms;
 };
 
 struct fg_fleet_rule_conf {

@@ -13,8 +13,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include "fleet/fleet_redis.h"
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 
 #define FG_REDIS_MAX_REPLY (1u << 20) /* bytes read per exchange, at most */
@@ -141,6 +143,24 @@ fail:
 	return err;
 }
 
+/* connect(2) to a path that is no socket (a FIFO, a file) fails at once
+ * with ECONNREFUSED, which would send the operator after a dead server:
+ * say what the path is. */
+static void unix_why(const char *path, int err, char *why, size_t whylen)
+{
+	struct stat st;
+
+	if (err == -ECONNREFUSED && !stat(path, &st) && !S_ISSOCK(st.st_mode))
+		fg_whyn(why, whylen, "connect unix:%s: is %s, not a socket", path,
+			fg_file_type(st.st_mode));
+	else if (err == -ELOOP)
+		fg_whyn(why, whylen, "connect unix:%s: too many levels of symbolic links (a loop?)",
+			path);
+	else
+		fg_whyn(why, whylen, "connect unix:%s: %s", path,
+			err == -ETIMEDOUT ? "timed out" : strerror(-err));
+}
+
 static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why,
 		       size_t whylen)
 {
@@ -158,8 +178,7 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 		sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
 		err = connect_addr(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), deadline_ns, fdp);
 		if (err)
-			fg_whyn(why, whylen, "connect unix:%s: %s", u->path,
-				err == -ETIMEDOUT ? "timed out" : strerror(-err));
+			unix_why(u->path, err, why, whylen);
 		return err;
 	}
 	snprintf(port, sizeof(port), "%u", u->port);
@@ -326,7 +345,8 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 	char db[16];
 	int n = 0, err;
 
-	if (r->url.password[0]) {
+	/* an ACL user without a password is a nopass user: AUTH takes any */
+	if (r->url.password[0] || r->url.user[0]) {
 		const char *av[3] = { "AUTH", r->url.user, r->url.password };
 		size_t al[3] = { 4, strlen(r->url.user), strlen(r->url.password) };
 
@@ -358,10 +378,14 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 		return err;
 	for (int i = 0; i < n; i++) {
 		if (rep[i]->type == REDIS_REPLY_ERROR) {
-			int auth = r->url.password[0] && i == 0;
+			int auth = (r->url.password[0] || r->url.user[0]) && i == 0;
 
-			fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
-				(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
+			if (auth && r->url.user[0])
+				fg_whyn(why, whylen, "AUTH as user %s refused: %.*s", r->url.user,
+					(int)(rep[i]->len > 140 ? 140 : rep[i]->len), rep[i]->str);
+			else
+				fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
+					(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
 			err = auth ? -EACCES : -EINVAL;
 			break;
 		}

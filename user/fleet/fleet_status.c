@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "fleet/fleet_status.h"
+#include "lib/safefile.h"
 
 /* FNV-1a of the pin dir's absolute path: two dirs of one basename differ. */
 int fg_fleet_status_path(const char *pin_dir, char *buf, size_t len)
@@ -43,9 +44,10 @@ int fg_fleet_status_write(const char *path, const struct fg_fleet_status *s)
 	if (mkdir(FG_RUN_DIR, 0755) && errno != EEXIST)
 		return -errno;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* never a FIFO or a symlink planted at the temporary name */
+	fd = fg_create_fresh(tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (left) {
 		ssize_t w = write(fd, p, left);
 
@@ -78,9 +80,10 @@ int fg_fleet_status_read(const char *path, struct fg_fleet_status *s)
 	size_t got = 0;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO or a device at the path must not block `floodgate status` */
+	fd = fg_open_regular(path, NULL, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (got < sizeof(*s)) {
 		ssize_t r = read(fd, (char *)s + got, sizeof(*s) - got);
 
@@ -101,6 +104,8 @@ int fg_fleet_status_read(const char *path, struct fg_fleet_status *s)
 		s->rule[i].name[sizeof(s->rule[i].name) - 1] = 0;
 		s->rule[i].key[sizeof(s->rule[i].key) - 1] = 0;
 		s->rule[i].st.reason[sizeof(s->rule[i].st.reason) - 1] = 0;
+		s->rule[i].st.last_error[sizeof(s->rule[i].st.last_error) - 1] = 0;
+		s->rule[i].st.health[sizeof(s->rule[i].st.health) - 1] = 0;
 	}
 	return 0;
 }

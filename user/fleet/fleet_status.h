@@ -17,7 +17,7 @@
 
 #define FG_RUN_DIR		"/run/floodgate"
 #define FG_FLEET_STATUS_MAGIC	0x46474653u /* "FGFS" */
-#define FG_FLEET_STATUS_VERSION 1u
+#define FG_FLEET_STATUS_VERSION 2u
 #define FG_FLEET_URL_LEN	(FG_REDIS_HOST_LEN + 64)
 
 struct fg_fleet_stats {
@@ -40,8 +40,15 @@ struct fg_fleet_stats {
 	__u32 nodes;	 /* nodes with this rule, last known */
 	__u32 share_ppm; /* this node's share of the fleet's demand */
 	__u8 state;	 /* enum fg_fleet_state */
-	__u8 pad[7];
-	char reason[FG_FLEET_REASON_LEN]; /* the last failure */
+	__u8 degraded;	 /* 1: values Redis held were repaired lately (repair_bits) */
+	__u8 pad[2];
+	__u32 repair_bits;   /* what was repaired lately, fleet-wide (FG_FLEET_REP_*) */
+	__u64 repairs;	     /* answers in which this node's call repaired something */
+	__u64 repaired_ns;   /* CLOCK_MONOTONIC of the last of them, 0 = never */
+	__u64 last_error_ns; /* CLOCK_MONOTONIC of the last failure, 0 = never */
+	char reason[FG_FLEET_REASON_LEN];     /* the failure now; "" while Redis answers */
+	char last_error[FG_FLEET_REASON_LEN]; /* the last failure (history) */
+	char health[FG_FLEET_REASON_LEN];     /* while degraded: what was repaired */
 };
 
 /* Connection-level counters, for metrics. */

@@ -20,6 +20,7 @@ struct fg_fleet_worker {
 	/* under mu */
 	bool stop, release;
 	int release_err;
+	char release_why[FG_FLEET_REASON_LEN];
 	struct fg_fleet_stats st[FG_FLEET_MAX_RULES];
 	struct fg_fleet_conn_stats cs;
 	struct fg_fleet_event ev[FW_EVQ];
@@ -105,6 +106,10 @@ static void *worker_main(void *arg)
 			err = fg_fleet_release(w->f, w->in);
 		pthread_mutex_lock(&w->mu);
 		w->release_err = err;
+		snprintf(w->release_why, sizeof(w->release_why), "%s",
+			 !err		 ? "" :
+			 w->ops.take_all ? fg_fleet_last_error(w->f) :
+					   "the caller cannot take the leases back");
 		publish(w);
 		pthread_mutex_unlock(&w->mu);
 	}
@@ -178,7 +183,7 @@ void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_
 	pthread_mutex_unlock(&w->mu);
 }
 
-int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release)
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, size_t whylen)
 {
 	int err;
 
@@ -191,6 +196,11 @@ int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release)
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
 	err = w->release_err;
+	if (why && whylen)
+		snprintf(why, whylen, "%s",
+			 w->release_why[0] ? w->release_why :
+			 err		   ? strerror(-err) :
+					     "");
 	fg_fleet_free(w->f);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);

@@ -88,11 +88,63 @@ static int valid_v6(const char *h)
 	return inet_pton(AF_INET6, h, &a) == 1;
 }
 
+/* A Redis ACL user name: printable, no blanks (ACL SETUSER's own rule for
+ * names given on one line). */
+static int valid_user(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s <= ' ' || *s > '~')
+			return 0;
+	return 1;
+}
+
+/* unix:'s options: ?db=N and user=NAME (percent-encoded), joined by '&'. */
+static int parse_unix_opts(const char *q, struct fg_redis_url *u, char *why, size_t whylen)
+{
+	bool seen_db = false, seen_user = false;
+
+	for (;;) {
+		const char *amp = strchr(q, '&');
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
+		long db;
+
+		if (n > 3 && !strncmp(q, "db=", 3) && !seen_db &&
+		    !parse_dec(q + 3, n - 3, 0, FG_REDIS_MAX_DB, &db)) {
+			u->db = (int)db;
+			seen_db = true;
+		} else if (n > 5 && !strncmp(q, "user=", 5) && !seen_user) {
+			if (pct_decode(q + 5, n - 5, u->user, sizeof(u->user)) ||
+			    !valid_user(u->user)) {
+				fg_whyn(why, whylen,
+					"unix socket URL: bad or too long user name (1..%zu "
+					"printable characters, no blanks; percent-encode '&' and '%%')",
+					sizeof(u->user) - 1);
+				return -EINVAL;
+			}
+			seen_user = true;
+		} else {
+			fg_whyn(why, whylen,
+				"unix socket URL: the options are ?db=N (0..%d) and user=NAME "
+				"(an ACL user), each once, joined by '&'",
+				FG_REDIS_MAX_DB);
+			return -EINVAL;
+		}
+		q += n;
+		if (!*q)
+			return 0;
+		if (!*++q) { /* past the '&' */
+			fg_whyn(why, whylen, "unix socket URL: an option after '&' is missing");
+			return -EINVAL;
+		}
+	}
+}
+
 static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
 {
 	const char *q = strchr(s, '?');
 	size_t plen = q ? (size_t)(q - s) : strlen(s);
-	long db;
 
 	if (!plen || s[0] != '/') {
 		fg_whyn(why, whylen,
@@ -109,13 +161,11 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	u->is_unix = true;
 	if (!q)
 		return 0;
-	if (strncmp(q, "?db=", 4) || parse_dec(q + 4, strlen(q + 4), 0, FG_REDIS_MAX_DB, &db)) {
-		fg_whyn(why, whylen, "unix socket URL: the only option is ?db=N (0..%d)",
-			FG_REDIS_MAX_DB);
+	if (!q[1]) {
+		fg_whyn(why, whylen, "unix socket URL: nothing after '?' (?db=N, user=NAME)");
 		return -EINVAL;
 	}
-	u->db = (int)db;
-	return 0;
+	return parse_unix_opts(q + 1, u, why, whylen);
 }
 
 static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
@@ -137,7 +187,8 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 				"(or user:password@host)");
 			return -EINVAL;
 		}
-		if (pct_decode(s, (size_t)(c - s), u->user, sizeof(u->user))) {
+		if (pct_decode(s, (size_t)(c - s), u->user, sizeof(u->user)) ||
+		    (u->user[0] && !valid_user(u->user))) {
 			fg_whyn(why, whylen, "redis URL: bad or too long user name");
 			return -EINVAL;
 		}
@@ -243,21 +294,29 @@ int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t 
 	return err;
 }
 
+bool fg_redis_valid_user(const char *s)
+{
+	return valid_user(s);
+}
+
 void fg_redis_url_str(const struct fg_redis_url *u, char *buf, size_t len)
 {
-	const char *auth = u->password[0] ? "***@" : "";
+	const char *pw = u->password[0] ? "***" : "";
+	const char *at = u->user[0] || u->password[0] ? "@" : "";
+	const char *colon = u->password[0] ? ":" : "";
 
 	if (u->is_unix)
-		snprintf(buf, len, "unix:%s%s", u->path, u->db ? "?db=" : "");
+		snprintf(buf, len, "unix:%s%s%s%s%s", u->path, u->user[0] || u->db ? "?" : "",
+			 u->user[0] ? "user=" : "", u->user, u->user[0] && u->db ? "&" : "");
 	else if (strchr(u->host, ':'))
-		snprintf(buf, len, "redis://%s%s%s[%s]:%u", u->user, u->user[0] ? ":" : "", auth,
-			 u->host, u->port);
+		snprintf(buf, len, "redis://%s%s%s%s[%s]:%u", u->user, colon, pw, at, u->host,
+			 u->port);
 	else
-		snprintf(buf, len, "redis://%s%s%s%s:%u", u->user, u->user[0] ? ":" : "", auth,
-			 u->host, u->port);
+		snprintf(buf, len, "redis://%s%s%s%s%s:%u", u->user, colon, pw, at, u->host,
+			 u->port);
 	if (u->db) {
 		size_t l = strlen(buf);
 
-		snprintf(buf + l, len > l ? len - l : 0, u->is_unix ? "%d" : "/%d", u->db);
+		snprintf(buf + l, len > l ? len - l : 0, u->is_unix ? "db=%d" : "/%d", u->db);
 	}
 }

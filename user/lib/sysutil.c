@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <sys/types.h>
 
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 
 void fg_whyn(char *why, size_t len, const char *fmt, ...)
@@ -128,12 +129,21 @@ int fg_file_replace(const char *path, void (*fill)(FILE *f, const void *arg), co
 {
 	char tmp[PATH_MAX + 8];
 	FILE *f;
-	int err = 0;
+	int fd, err = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
+	/* never a FIFO (open(2) for writing would wait for a reader) or a
+	 * symlink planted at the temporary name */
+	fd = fg_create_fresh(tmp);
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
 	fill(f, arg);
 	if (fflush(f) || ferror(f))
 		err = -EIO;

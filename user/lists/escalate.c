@@ -15,6 +15,7 @@
 #include "lib/log.h"
 #include "policy/policy.h"
 #include "lib/prefix.h"
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 
 struct step {
@@ -68,6 +69,8 @@ static void entry_for(const struct fg_tracked *e, const struct fg_esc_rule *r,
 	out->plen = e->family == 4 ? r->plen4 : r->plen6;
 	memcpy(out->addr, e->addr, (size_t)bytes);
 	fg_prefix_mask(out->addr, out->plen, bytes);
+	out->scoped = !r->whole;
+	out->rule = e->rule;
 	out->val.list = FG_LIST_DENY;
 	out->val.plen = out->plen;
 	out->val.expires = v->now + r->for_ns;
@@ -184,8 +187,9 @@ static void decide(void *arg, struct fg_tracked *e)
 	s->x->n.escalated++;
 	elog(s->x,
 	     "escalating %s (rule %s): throttled for %.0f s; on the runtime deny list for "
-	     "%.6g s (%zu of at most %u escalated entries)",
-	     p, r->name, secs, r->for_ns / 1e9, v->live, v->max);
+	     "%.6g s, %s (%zu of at most %u escalated entries)",
+	     p, r->name, secs, r->for_ns / 1e9,
+	     r->whole ? "the whole address" : "for this rule's traffic only", v->live, v->max);
 }
 
 size_t fg_esc_step(struct fg_esc *x, struct fg_throttle *t, struct fg_esc_view *v,
@@ -217,7 +221,9 @@ int fg_esc_pfx_cmp(const struct fg_esc_pfx *x, const struct fg_esc_pfx *y)
 	if (x->family != y->family)
 		return x->family - y->family;
 	c = memcmp(x->addr, y->addr, 16);
-	return c ? c : x->plen - y->plen;
+	if (c || x->plen != y->plen)
+		return c ? c : x->plen - y->plen;
+	return x->scope < y->scope ? -1 : x->scope > y->scope;
 }
 
 int fg_esc_pfx_qcmp(const void *a, const void *b)
@@ -245,7 +251,10 @@ bool fg_esc_pfx_overlap(const struct fg_esc_pfx *v, size_t n, const struct fg_es
 {
 	int bytes = e->family == 4 ? 4 : 16;
 	struct fg_esc_pfx k = *e;
-	size_t i = fg_esc_pfx_lower_bound(v, n, &k);
+	size_t i;
+
+	k.scope = 0; /* v: whole-address prefixes */
+	i = fg_esc_pfx_lower_bound(v, n, &k);
 
 	/* inside e: canonical prefixes in e's range sort from e's own key on */
 	if (i < n && v[i].family == e->family && v[i].plen >= e->plen &&
@@ -277,12 +286,14 @@ int fg_escd_state_read(const char *path, struct fg_escd_state *st)
 	char key[32];
 	unsigned long long val;
 	int fields = 0;
-	FILE *f = fopen(path, "r");
+	/* a FIFO or a device at the path must not block `floodgate status` */
+	FILE *f = fg_fopen_regular(path, NULL, 0);
+	int lines = 0;
 
 	if (!f)
 		return -errno;
 	memset(st, 0, sizeof(*st));
-	while (fscanf(f, "%31s %llu", key, &val) == 2) {
+	while (lines++ < 64 && fscanf(f, "%31s %llu", key, &val) == 2) {
 		fields++;
 		if (!strcmp(key, "pid"))
 			st->pid = (__u32)val;

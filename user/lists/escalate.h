@@ -7,7 +7,11 @@
  * last, and still drops (new drops within FG_THROTTLE_QUIET_TICKS) goes onto the runtime deny
  * list (rtlist.h) for for: its bucket's prefix (the rule's prefix_v4 /
  * prefix_v6), author FG_ESC_WHO, a comment naming the rule and how long it
- * was throttled. Such entries are ordinary runtime entries: they end by
+ * was throttled. The entry is scoped to the rule (it denies the address
+ * only for that rule's traffic, struct fg_rts_key4) unless the rule says
+ * escalate: {scope: address} (fg_esc_default_scope decides when it does
+ * not): the evidence, a source address nothing proved, can be forged.
+ * Such entries are ordinary runtime entries: they end by
  * themselves in the program, `floodgate deny del` removes one.
  *
  * Bounds. At most max_entries (escalation: {max_entries}) escalated entries
@@ -57,6 +61,7 @@ struct fg_esc_rule {
 	__u8 shadow; /* its mode in force is shadow */
 	__u16 gen;
 	__u8 plen4, plen6; /* the rule's source grouping */
+	__u8 whole;	   /* escalate: {scope: address}: deny every protocol, not the rule's */
 	__u64 after_ns, for_ns;
 	char name[FG_NAME_LEN];
 };
@@ -113,6 +118,7 @@ bool fg_esc_overlap(const __u8 *a, int alen, const __u8 *b, int blen, int bytes)
 struct fg_esc_pfx {
 	__u8 family, plen;
 	__u8 addr[16];
+	__u32 scope; /* 0: the whole address; a scoped entry's rule id + 1 (sorts last) */
 };
 
 /* Does e overlap a prefix of v (sorted by family, address, length; n)? A

@@ -10,12 +10,19 @@
 #include "lib/prefix.h"
 #include "lib/sysutil.h"
 
-/* A key of either family; both start with the prefix length. */
+/* A key of either family, whole or scoped; all start with the prefix length. */
 union rt_key {
 	__u32 prefixlen;
 	struct fg_rt_key4 k4;
 	struct fg_rt_key6 k6;
+	struct fg_rts_key4 s4;
+	struct fg_rts_key6 s6;
 };
+
+/* Map index fi: fg_rt4, fg_rt6, fg_rts4, fg_rts6. */
+#define SCOPED(fi) ((fi) >= 2)
+#define FAM6(fi)   ((fi)&1)
+#define BASE(fi)   (SCOPED(fi) ? FG_RTS_ID_BITS : 0) /* the key's bits before the address */
 
 /* What one walk over a family found. */
 struct rt_scan {
@@ -31,14 +38,23 @@ static const char *list_name(__u32 list)
 	return list == FG_LIST_ALLOW ? "allow" : list == FG_LIST_DENY ? "deny" : "?";
 }
 
-static int fam_idx(__u8 family)
+static int fam_idx(const struct fg_rt_entry *e)
 {
-	return family == 6;
+	return (e->family == 6) + (e->scoped ? 2 : 0);
 }
 
 static const char *map_name(int fi)
 {
-	return fi ? "fg_rt6" : "fg_rt4";
+	static const char *const n[] = { "fg_rt4", "fg_rt6", "fg_rts4", "fg_rts6" };
+
+	return n[fi & 3];
+}
+
+/* rt_active or rt_scoped: the count of map fi */
+static int count(struct fg_rt_maps *rt, int fi, int delta)
+{
+	return SCOPED(fi) ? fg_switch_rt_scoped(&rt->cm, delta) :
+			    fg_switch_rt_active(&rt->cm, delta);
 }
 
 static int check_map(int fd, __u32 key_size)
@@ -58,7 +74,7 @@ int fg_rt_open(struct fg_rt_maps *rt, int ctl_fd, int fd4, int fd6)
 {
 	int err;
 
-	rt->fd[0] = rt->fd[1] = -1;
+	rt->fd[0] = rt->fd[1] = rt->fd[2] = rt->fd[3] = -1;
 	rt->cm.ctl = NULL;
 	rt->cm.len = 0;
 	if ((err = check_map(fd4, sizeof(struct fg_rt_key4))) ||
@@ -77,15 +93,31 @@ int fg_rt_open(struct fg_rt_maps *rt, int ctl_fd, int fd4, int fd6)
 	return 0;
 }
 
+int fg_rt_open_scoped(struct fg_rt_maps *rt, int fds4, int fds6)
+{
+	int err;
+
+	if ((err = check_map(fds4, sizeof(struct fg_rts_key4))) ||
+	    (err = check_map(fds6, sizeof(struct fg_rts_key6))))
+		return err;
+	rt->fd[2] = fds4;
+	rt->fd[3] = fds6;
+	return 0;
+}
+
 int fg_rt_open_maps(struct fg_rt_maps *rt, struct fg_maps *m)
 {
-	return fg_rt_open(rt, m->fd[FGM_CTL], m->fd[FGM_RT4], m->fd[FGM_RT6]);
+	int err = fg_rt_open(rt, m->fd[FGM_CTL], m->fd[FGM_RT4], m->fd[FGM_RT6]);
+
+	if (!err && (err = fg_rt_open_scoped(rt, m->fd[FGM_RTS4], m->fd[FGM_RTS6])))
+		fg_rt_close(rt);
+	return err;
 }
 
 void fg_rt_close(struct fg_rt_maps *rt)
 {
 	fg_ctl_map_close(&rt->cm);
-	rt->fd[0] = rt->fd[1] = -1;
+	rt->fd[0] = rt->fd[1] = rt->fd[2] = rt->fd[3] = -1;
 }
 
 bool fg_rt_is_expired(const struct fg_rt *v, __u64 now)
@@ -104,6 +136,17 @@ void fg_rt_prefix_str(const struct fg_rt_entry *e, char *buf, size_t len)
 static void key_of(const struct fg_rt_entry *e, union rt_key *k)
 {
 	memset(k, 0, sizeof(*k));
+	if (e->scoped) {
+		k->prefixlen = FG_RTS_ID_BITS + e->plen;
+		if (e->family == 4) {
+			k->s4.id = e->rule;
+			memcpy(&k->s4.addr, e->addr, 4);
+		} else {
+			k->s6.id = e->rule;
+			memcpy(k->s6.addr, e->addr, 16);
+		}
+		return;
+	}
 	k->prefixlen = e->plen;
 	if (e->family == 4)
 		memcpy(&k->k4.addr, e->addr, 4);
@@ -115,12 +158,20 @@ static void entry_of(int fi, const union rt_key *k, const struct fg_rt *v, bool 
 		     struct fg_rt_entry *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->family = fi ? 6 : 4;
-	e->plen = (__u8)k->prefixlen;
-	if (fi)
+	e->family = FAM6(fi) ? 6 : 4;
+	e->plen = (__u8)(k->prefixlen - BASE(fi));
+	e->scoped = SCOPED(fi);
+	if (SCOPED(fi)) {
+		e->rule = FAM6(fi) ? k->s6.id : k->s4.id;
+		if (FAM6(fi))
+			memcpy(e->addr, k->s6.addr, 16);
+		else
+			memcpy(e->addr, &k->s4.addr, 4);
+	} else if (FAM6(fi)) {
 		memcpy(e->addr, k->k6.addr, 16);
-	else
+	} else {
 		memcpy(e->addr, &k->k4.addr, 4);
+	}
 	e->expired = expired;
 	e->val = *v;
 }
@@ -163,6 +214,15 @@ static int check_prefix(const struct fg_rt_entry *e, char *why)
 		fg_why(why, "list %u: expected allow or deny", e->val.list);
 		return -EINVAL;
 	}
+	if (e->scoped && e->val.list != FG_LIST_DENY) {
+		fg_why(why,
+		       "a scoped entry is a deny entry (allow entries are for the whole address)");
+		return -EINVAL;
+	}
+	if (e->scoped && e->rule >= FG_MAX_IDS) {
+		fg_why(why, "rule id %u: ids are below %u", e->rule, FG_MAX_IDS);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -189,11 +249,11 @@ static int check_value(const struct fg_rt *v, __u64 now, char *why)
  * longest entry covering k, so the one found is k's own only if its plen
  * (which every writer sets to the key's length) is k's. 0, -ENOENT or -errno.
  */
-static int lookup_exact(int fd, const union rt_key *k, struct fg_rt *v)
+static int lookup_exact(int fd, int fi, const union rt_key *k, struct fg_rt *v)
 {
 	if (bpf_map_lookup_elem(fd, k, v))
 		return -errno;
-	return v->plen == k->prefixlen ? 0 : -ENOENT;
+	return v->plen + BASE(fi) == k->prefixlen ? 0 : -ENOENT;
 }
 
 /*
@@ -206,7 +266,7 @@ static int remove_expired(struct fg_rt_maps *rt, int fi, const union rt_key *k, 
 	struct fg_rt cur;
 	int fd = rt->fd[fi], err;
 
-	err = lookup_exact(fd, k, &cur);
+	err = lookup_exact(fd, fi, k, &cur);
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	if (memcmp(&cur, seen, sizeof(cur))) {
@@ -215,7 +275,7 @@ static int remove_expired(struct fg_rt_maps *rt, int fi, const union rt_key *k, 
 	}
 	if (bpf_map_delete_elem(fd, k))
 		return errno == ENOENT ? 0 : -errno;
-	err = fg_switch_rt_active(&rt->cm, -1);
+	err = count(rt, fi, -1);
 	return err ? err : 1;
 }
 
@@ -320,7 +380,7 @@ static int scan_family(struct rt_scan *s, struct fg_rt_maps *rt, int fi, __u64 n
 		struct fg_rt v;
 		int r = 2;
 
-		err = lookup_exact(rt->fd[fi], &keys[i], &v);
+		err = lookup_exact(rt->fd[fi], fi, &keys[i], &v);
 		if (err) {
 			err = err == -ENOENT ? 0 : err;
 			continue; /* deleted meanwhile */
@@ -361,8 +421,12 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 		return err;
 	if (!rt->cm.ctl)
 		return -EBADF;
-	fi = fam_idx(n.family);
+	fi = fam_idx(&n);
 	fd = rt->fd[fi];
+	if (fd < 0) {
+		fg_why(why, "no %s map here", map_name(fi));
+		return -EBADF;
+	}
 	key_of(&n, &k);
 	fg_rt_prefix_str(&n, p, sizeof(p));
 	err = scan_family(&s, rt, fi, now);
@@ -374,7 +438,7 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 		struct fg_rt cur;
 		bool found;
 
-		err = lookup_exact(fd, &k, &cur);
+		err = lookup_exact(fd, fi, &k, &cur);
 		if (err && err != -ENOENT)
 			return err;
 		found = !err;
@@ -405,12 +469,12 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 				return -ENOSPC;
 			}
 			/* counted before it is there, so the program never misses it */
-			err = fg_switch_rt_active(&rt->cm, 1);
+			err = count(rt, fi, 1);
 			if (err)
 				return err;
 			if (bpf_map_update_elem(fd, &k, &n.val, BPF_NOEXIST)) {
 				err = -errno;
-				fg_switch_rt_active(&rt->cm, -1);
+				count(rt, fi, -1);
 				if (err == -EEXIST)
 					continue; /* added meanwhile: update it */
 				if (err == -ENOSPC)
@@ -421,7 +485,7 @@ int fg_rt_add(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 			*updated = false;
 		}
 		/* still there? a sweep that read the old entry may have removed ours */
-		err = lookup_exact(fd, &k, &cur);
+		err = lookup_exact(fd, fi, &k, &cur);
 		if (err != -ENOENT)
 			return err;
 	}
@@ -447,10 +511,12 @@ int fg_rt_del(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 		return err;
 	if (!rt->cm.ctl)
 		return -EBADF;
-	fi = fam_idx(e->family);
+	fi = fam_idx(e);
+	if (rt->fd[fi] < 0)
+		return -EBADF;
 	key_of(e, &k);
 	fg_rt_prefix_str(e, p, sizeof(p));
-	err = lookup_exact(rt->fd[fi], &k, &cur);
+	err = lookup_exact(rt->fd[fi], fi, &k, &cur);
 	if (err && err != -ENOENT)
 		return err;
 	if (err) {
@@ -470,7 +536,7 @@ int fg_rt_del(struct fg_rt_maps *rt, const struct fg_rt_entry *e, __u64 now, boo
 	}
 	if (was_expired)
 		*was_expired = fg_rt_is_expired(&cur, now);
-	return fg_switch_rt_active(&rt->cm, -1);
+	return count(rt, fi, -1);
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -481,7 +547,11 @@ static int entry_cmp(const void *a, const void *b)
 	if (x->family != y->family)
 		return x->family - y->family;
 	c = memcmp(x->addr, y->addr, 16);
-	return c ? c : x->plen - y->plen;
+	if (c || x->plen != y->plen)
+		return c ? c : x->plen - y->plen;
+	if (x->scoped != y->scoped)
+		return x->scoped - y->scoped;
+	return x->rule < y->rule ? -1 : x->rule > y->rule;
 }
 
 int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry **out, size_t *n,
@@ -496,11 +566,14 @@ int fg_rt_list(struct fg_rt_maps *rt, __u32 list, __u64 now, struct fg_rt_entry 
 	if (!rt->cm.ctl)
 		return -EBADF;
 	s.collect = true;
-	for (int fi = 0; fi < 2 && !err; fi++) {
+	for (int fi = 0; fi < 4 && !err; fi++) {
 		size_t before = s.live;
 
+		if (rt->fd[fi] < 0)
+			continue;
 		err = scan_family(&s, rt, fi, now);
-		live[fi] = s.live - before;
+		if (fi < 2)
+			live[fi] = s.live - before;
 	}
 	if (err) {
 		free(s.v);
@@ -530,8 +603,9 @@ int fg_rt_gc(struct fg_rt_maps *rt, __u64 now, unsigned int *removed)
 
 	if (!rt->cm.ctl)
 		return -EBADF;
-	for (int fi = 0; fi < 2 && !err; fi++)
-		err = scan_family(&s, rt, fi, now);
+	for (int fi = 0; fi < 4 && !err; fi++)
+		if (rt->fd[fi] >= 0)
+			err = scan_family(&s, rt, fi, now);
 	if (removed)
 		*removed = s.removed;
 	return err;
@@ -551,7 +625,7 @@ int fg_rt_gc_maps(struct fg_maps *m, __u64 now, unsigned int *removed)
 	if (err)
 		return err;
 	err = fg_ctl_snapshot(&rt.cm, &c);
-	if (!err && c.rt_active)
+	if (!err && (c.rt_active || c.rt_scoped))
 		err = fg_rt_gc(&rt, now, removed);
 	fg_rt_close(&rt);
 	return err;

@@ -195,6 +195,16 @@ int fg_switch_rt_active(struct fg_ctl_map *cm, int delta)
 	return 0;
 }
 
+int fg_switch_rt_scoped(struct fg_ctl_map *cm, int delta)
+{
+	if (!cm->ctl)
+		return -EBADF;
+	if (delta != 1 && delta != -1)
+		return -EINVAL;
+	__atomic_fetch_add(&cm->ctl->rt_scoped, (__u32)delta, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 __u32 fg_ctl_mode_global(const struct fg_ctl *c)
 {
 	if (c->mode_ovr)
@@ -288,6 +298,7 @@ int fg_ctl_snapshot(const struct fg_ctl_map *cm, struct fg_ctl *out)
 	out->seed4 = LOAD(&c->seed4);
 	out->src4_bits = LOAD(&c->src4_bits);
 	out->rt_active = LOAD(&c->rt_active);
+	out->rt_scoped = LOAD(&c->rt_scoped);
 	out->rule_ovr_n = LOAD(&c->rule_ovr_n);
 	for (int w = 0; w < FG_OVR_WORDS; w++) {
 		out->rule_ovr_set[w] = LOAD(&c->rule_ovr_set[w]);

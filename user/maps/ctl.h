@@ -80,6 +80,8 @@ int fg_ctl_stamp6(struct fg_ctl_map *cm, __u32 src6_bits, const __u64 seed6[2]);
 /* Runtime lists: add delta (+1 before an insert, -1 after a delete) to
  * rt_active, atomically; the count of other writers is never lost. */
 int fg_switch_rt_active(struct fg_ctl_map *cm, int delta);
+/* The same for rt_scoped (the scoped entries of fg_rts4, fg_rts6). */
+int fg_switch_rt_scoped(struct fg_ctl_map *cm, int delta);
 
 /* Readers: what is in force, by the rule in include/floodgate.h. */
 

@@ -47,6 +47,10 @@
 	  FG_RT_MAX, 0)                                                                            \
 	X(FGM_RT6, fg_rt6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rt_key6), sizeof(struct fg_rt), \
 	  FG_RT_MAX, 0)                                                                            \
+	X(FGM_RTS4, fg_rts4, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rts_key4),                    \
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)                                                      \
+	X(FGM_RTS6, fg_rts6, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fg_rts_key6),                    \
+	  sizeof(struct fg_rt), FG_RT_MAX, 0)                                                      \
 	X(FGM_LEASE, fg_lease, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_lease), FG_MAX_IDS,         \
 	  BPF_F_MMAPABLE)                                                                          \
 	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, BPF_F_MMAPABLE) \

@@ -41,6 +41,8 @@ enum fg_map_id {
 	FGM_META,
 	FGM_RT4,
 	FGM_RT6,
+	FGM_RTS4, /* scoped runtime deny entries (struct fg_rts_key4) */
+	FGM_RTS6,
 	FGM_LEASE,
 	FGM_SHED,
 	FGM_TEV,  /* ring buffer of throttle events (struct fg_tev) */

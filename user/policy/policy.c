@@ -27,6 +27,7 @@
 
 #include "conn/conn.h"
 #include "policy/policy_int.h"
+#include "lib/safefile.h"
 #include "lib/units.h"
 
 #define DEFAULT_MAX_SOURCES (1u << 20)
@@ -715,8 +716,12 @@ static int rule_check(struct pol_ctx *c, yaml_node_t *n, const struct rule_in *r
 			return FAIL(c, val[RK_FULL], "on_full needs action: limit with per_source");
 		return 0;
 	}
-	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE)
-		return FAIL(c, n, "a limit rule needs per_source, aggregate, fleet and/or pool");
+	/* a tier alone is a traffic class: shed under overload, never rate limited */
+	if (!src->set && !agg->set && !fl->set && !src->conn_cap && ri->pool == FG_POOL_NONE &&
+	    !val[RK_TIER])
+		return FAIL(c, n,
+			    "a limit rule needs per_source, aggregate, fleet and/or pool "
+			    "(or a tier alone: shed under overload, not rate limited)");
 	if (src->set && agg->set && src->bytes != agg->bytes)
 		return FAIL(
 			c, agg->node,
@@ -1225,38 +1230,20 @@ static int read_all(int fd, char **buf, size_t *len, struct fg_err *err)
 	}
 }
 
-static const char *file_type(mode_t m)
-{
-	return S_ISFIFO(m) ? "a FIFO (named pipe)" :
-	       S_ISCHR(m)  ? "a character device" :
-	       S_ISBLK(m)  ? "a block device" :
-	       S_ISSOCK(m) ? "a socket" :
-			     "not a file";
-}
-
-/* Only a regular file: a FIFO or a device could block or never end.
- * O_NONBLOCK: open() of a FIFO returns at once instead of waiting for a
- * writer. Symlinks are followed (linked configs are normal); what counts
- * is what the opened fd is. */
+/* Only a regular file: a FIFO or a device could block or never end
+ * (lib/safefile.h, shared with every file a user can point at). Symlinks
+ * are followed (linked configs are normal); what counts is what the
+ * opened fd is. */
 static int read_policy(const char *path, char **buf, size_t *len, struct fg_err *err)
 {
 	struct stat st;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0 && errno == ENXIO && !stat(path, &st) && S_ISSOCK(st.st_mode))
-		return load_err(err, -EINVAL, "is a socket, not a regular file: refused");
+	fd = fg_open_regular(path, err->msg, sizeof(err->msg));
 	if (fd < 0)
-		return load_err(err, -errno, "cannot open: %s", strerror(errno));
+		return fd;
 	if (fstat(fd, &st))
 		ret = load_err(err, -errno, "cannot stat: %s", strerror(errno));
-	else if (S_ISDIR(st.st_mode))
-		ret = load_err(err, -EISDIR, "is a directory");
-	else if (!S_ISREG(st.st_mode))
-		ret = load_err(err, -EINVAL,
-			       "is %s, not a regular file: refused (reading it "
-			       "could block)",
-			       file_type(st.st_mode));
 	else if (st.st_size > (off_t)FG_MAX_FILE_SIZE)
 		ret = load_err(err, -EFBIG, "policy is %lld bytes, larger than the limit of %u",
 			       (long long)st.st_size, FG_MAX_FILE_SIZE);

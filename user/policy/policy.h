@@ -83,11 +83,30 @@ struct fg_pool_src {
 #define FG_ESC_MAX_DEFAULT	256 /* escalation: max_entries, both families together */
 #define FG_ESC_MAX_MAX		(FG_RT_MAX / 2) /* half a family's runtime list stays the operator's */
 
+/* What an escalated entry denies (escalate: {scope}). */
+enum fg_esc_scope {
+	FG_ESC_SCOPE_RULE = 0,	  /* the rule's traffic only (a scoped runtime entry) */
+	FG_ESC_SCOPE_ADDRESS = 1, /* every protocol of the address (a whole-address entry) */
+};
+
 struct fg_esc_rule_conf {
 	int set;	/* the rule has escalate: */
 	__u64 after_ns; /* throttled this long without a break ... */
 	__u64 for_ns;	/* ... denied this long */
+	int scope;	/* enum fg_esc_scope: the file's, or fg_esc_default_scope's */
+	int scope_set;	/* the file said it */
 };
+
+struct fg_config;
+/*
+ * The scope of a rule's escalation when the file does not say: the rule's
+ * traffic (FG_ESC_SCOPE_RULE), as long as the evidence it escalates on can
+ * be forged (a source address that nothing proved: UDP, ICMP, a TCP rule
+ * without SYN authentication). The hook for rules whose sources prove
+ * their address (syn_auth: cookie): those will default to the whole
+ * address. Called once the rule's other keys are compiled.
+ */
+int fg_esc_default_scope(const struct fg_config *cfg, int idx);
 
 /* metrics: {max_connections, per_client, timeout} (daemon/metrics.h) */
 #define FG_METRICS_MAX_CONN	1024 /* default max_connections */

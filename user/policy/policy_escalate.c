@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Policy compiler, escalation (docs/floodgate.yaml.5, ESCALATION): a rule's
- * escalate: {after, for} and the top-level escalation: {max_entries}. The
+ * escalate: {after, for, scope} and the top-level escalation: {max_entries}. The
  * daemon's side is user/lists/escalate.c.
  */
 #include <errno.h>
@@ -10,11 +10,26 @@
 
 #include "policy/policy_int.h"
 
-static const char *const esc_rule_keys[] = { "after", "for" };
+static const char *const esc_rule_keys[] = { "after", "for", "scope" };
 enum {
 	EK_AFTER,
-	EK_FOR
+	EK_FOR,
+	EK_SCOPE
 };
+
+/* enum fg_esc_scope's names */
+static const char *const esc_scopes[] = { "rule", "address" };
+
+int fg_esc_default_scope(const struct fg_config *cfg, int idx)
+{
+	/* Every rule's sources are unproven today: a spoofed flood can frame
+	 * any address, so it loses only the rule's traffic. A rule with SYN
+	 * authentication (syn_auth: cookie) will return FG_ESC_SCOPE_ADDRESS
+	 * here: its escalation counts only proven handshakes. */
+	(void)cfg;
+	(void)idx;
+	return FG_ESC_SCOPE_RULE;
+}
 
 static const char *const esc_keys[] = { "max_entries" };
 enum {
@@ -41,7 +56,7 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 
 	if (!n || pol_is_null(n))
 		return 0;
-	err = pol_read_map(c, n, "escalate", "{after: 30s, for: 10m}", &ks);
+	err = pol_read_map(c, n, "escalate", "{after: 30s, for: 10m, scope: rule}", &ks);
 	if (err)
 		return err;
 	if (!has_rate)
@@ -56,6 +71,14 @@ int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_
 	    (err = esc_duration(c, ks.val[EK_FOR], "for", FG_ESC_FOR_MIN_NS, FG_ESC_FOR_MAX_NS,
 				"out of range (1s..7d)", &e.for_ns)))
 		return err;
+	if (ks.val[EK_SCOPE]) {
+		err = ENUM(c, ks.val[EK_SCOPE], "escalate: scope", esc_scopes, &e.scope);
+		if (err)
+			return err;
+		e.scope_set = 1;
+	} else {
+		e.scope = fg_esc_default_scope(c->cfg, idx);
+	}
 	c->cfg->esc[idx] = e;
 	return 0;
 }

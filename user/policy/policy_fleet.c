@@ -26,10 +26,11 @@ const char *const fg_on_loss_names[3] = { "local", "open", "closed" };
 #define FLEET_MAX      1e15
 
 static const char *const fleet_keys[] = {
-	"redis", "password", "db", "node", "prefix", "lease_interval", "deadline", "lease",
+	"redis", "user", "password", "db", "node", "prefix", "lease_interval", "deadline", "lease",
 };
 enum {
 	FK_REDIS,
+	FK_USER,
 	FK_PASSWORD,
 	FK_DB,
 	FK_NODE,
@@ -80,7 +81,7 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 l
 	return 0;
 }
 
-/* redis:, password: and db: into fc->redis. */
+/* redis:, user:, password: and db: into fc->redis (each key overrides the URL's). */
 static int parse_redis(struct pol_ctx *c, yaml_node_t *const *val, struct fg_fleet_conf *fc)
 {
 	char why[256];
@@ -93,6 +94,17 @@ static int parse_redis(struct pol_ctx *c, yaml_node_t *const *val, struct fg_fle
 		return err;
 	if (fg_redis_url_parse(s, &fc->redis, why, sizeof(why)))
 		return FAIL(c, val[FK_REDIS], "fleet: redis: %s", why);
+	if (val[FK_USER]) {
+		err = pol_scalar(c, val[FK_USER], "user", &s);
+		if (err)
+			return err;
+		if (strlen(s) >= sizeof(fc->redis.user) || !fg_redis_valid_user(s))
+			return FAIL(c, val[FK_USER],
+				    "fleet: user (a Redis ACL user) must be 1..%zu printable "
+				    "characters without blanks",
+				    sizeof(fc->redis.user) - 1);
+		memcpy(fc->redis.user, s, strlen(s) + 1);
+	}
 	if (val[FK_PASSWORD]) {
 		err = pol_scalar(c, val[FK_PASSWORD], "password", &s);
 		if (err)
@@ -120,6 +132,7 @@ static int parse_timing(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *const *v
 	int err;
 
 	fc->interval_ms = FG_FLEET_INTERVAL_MS;
+	fc->degraded_min_ms = FG_FLEET_DEGRADED_MIN_MS;
 	fc->deadline_ms = FG_FLEET_DEADLINE_MS;
 	if (val[FK_INTERVAL] &&
 	    (err = parse_ms(c, val[FK_INTERVAL], "lease_interval", FG_FLEET_MIN_INTERVAL_MS,

@@ -379,10 +379,20 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	int bytes = ru->cost == FG_COST_BYTES;
 	int k, cls, shown = 0;
 
+	/* a tier or pool alone: a traffic class, not a rate limit */
+	bool nolimit = ru->action == FG_ACT_LIMIT && !ru->src.inc && !ru->agg.inc && !ru->fleet &&
+		       !ru->conn_cap;
+
 	fprintf(f, "    %2u %s%s: %s, %s", r, rs->name, rs->implicit ? " (implicit)" : "",
 		ru->mode == FG_MODE_SHADOW ? "shadow" : "enforce",
-		ru->action < 3 ? fg_action_names[ru->action] : "?");
-	if (ru->action == FG_ACT_LIMIT)
+		nolimit	       ? "no rate limit" :
+		ru->action < 3 ? fg_action_names[ru->action] :
+				 "?");
+	if (nolimit)
+		fprintf(f, " (only %s)",
+			ru->pool != FG_POOL_NONE ? "its pool, and shedding by tier" :
+						   "shed by its tier under overload");
+	else if (ru->action == FG_ACT_LIMIT)
 		fprintf(f, " %s per source /%d (v4) /%d (v6), on_full %s",
 			bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
 			ru->on_full < 3 ? fg_on_full_names[ru->on_full] : "?");
@@ -411,9 +421,12 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	if (cfg->esc[r].set)
 		fprintf(f,
 			"      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
-			"/%d (v6) on the runtime deny list for %.6g s\n",
+			"/%d (v6) on the runtime deny list for %.6g s, %s\n",
 			"escalate", cfg->esc[r].after_ns / 1e9, rs->plen4, rs->plen6,
-			cfg->esc[r].for_ns / 1e9);
+			cfg->esc[r].for_ns / 1e9,
+			cfg->esc[r].scope == FG_ESC_SCOPE_ADDRESS ?
+				"the whole address (scope: address)" :
+				"for this rule's traffic only (scope: rule)");
 }
 
 /* The fleet: section with the daemon's defaults, for the keys; NULL

@@ -19,6 +19,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include "shed/fgsignal.h"
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 
 #define WHY(...)                                         \
@@ -354,34 +355,15 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-/* The whole of a small file into buf (NUL-terminated); -EFBIG if longer
- * than cap - 1 bytes. */
-static int read_small(const char *path, char *buf, size_t cap)
+/* The whole of a small file into buf (NUL-terminated), through the
+ * helper that opens nothing but a regular file (a FIFO would block the
+ * daemon's loop in open(2)); -EFBIG if longer than cap - 1 bytes; the
+ * reason in s->why. */
+static int read_small(struct fg_signal *s, char *buf, size_t cap)
 {
-	size_t n = 0;
-	int fd, err = 0;
+	ssize_t n = fg_read_small(s->path, buf, cap, s->why, sizeof(s->why));
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (n < cap) {
-		ssize_t r = fg_read_retry(fd, buf + n, cap - n);
-
-		if (r <= 0) {
-			err = (int)r;
-			break;
-		}
-		n += (size_t)r;
-	}
-	close(fd);
-	if (err)
-		return err;
-	if (n == cap)
-		return -EFBIG;
-	buf[n] = 0;
-	if (memchr(buf, 0, n))
-		return -EINVAL; /* a NUL inside is not text */
-	return 0;
+	return n < 0 ? (int)n : 0;
 }
 
 /* /proc/stat line by line: cpuN sits at line N + 2 of a file whose "intr"
@@ -411,31 +393,37 @@ static int read_cpu(int cpu, struct fg_cpu_times *out)
 	return err;
 }
 
-static int read_psi(const char *path, __u64 *total)
+static int read_psi(struct fg_signal *s, __u64 *total)
 {
 	char buf[512];
 	struct fg_psi psi;
 	int err;
 
-	err = read_small(path, buf, sizeof(buf));
+	err = read_small(s, buf, sizeof(buf));
 	if (err)
 		return err == -EFBIG ? -EINVAL : err;
 	err = fg_psi_parse(buf, &psi);
-	if (err)
+	if (err) {
+		snprintf(s->why, sizeof(s->why), "no \"some avg10=... total=N\" line");
 		return err;
+	}
 	*total = psi.total;
 	return 0;
 }
 
-static int read_file(const char *path, double *u)
+static int read_file(struct fg_signal *s, double *u)
 {
 	char buf[FG_SIG_FILE_MAX + 1];
 	int err;
 
-	err = read_small(path, buf, sizeof(buf));
+	err = read_small(s, buf, sizeof(buf));
 	if (err)
 		return err == -EFBIG ? -EINVAL : err;
-	return fg_value_parse(buf, u);
+	err = fg_value_parse(buf, u);
+	if (err)
+		snprintf(s->why, sizeof(s->why), "%s",
+			 err == -ERANGE ? "a number outside [0, 1]" : "not a number in [0, 1]");
+	return err;
 }
 
 /*
@@ -554,7 +542,8 @@ int fg_signal_open(struct fg_signal *s)
 	case FG_SIG_CPU:
 		return read_cpu(s->cpu, &s->prev);
 	case FG_SIG_PSI:
-		err = read_psi(s->path, &s->psi_total);
+		s->why[0] = 0;
+		err = read_psi(s, &s->psi_total);
 		s->psi_ns = mono_ns();
 		return err;
 	case FG_SIG_ACCEPTQ:
@@ -581,6 +570,7 @@ int fg_signal_read(struct fg_signal *s, double *u)
 	__u64 total, now;
 	int err;
 
+	s->why[0] = 0;
 	switch (s->kind) {
 	case FG_SIG_CPU:
 		err = read_cpu(s->cpu, &cur);
@@ -591,7 +581,7 @@ int fg_signal_read(struct fg_signal *s, double *u)
 			s->prev = cur;
 		return err;
 	case FG_SIG_PSI:
-		err = read_psi(s->path, &total);
+		err = read_psi(s, &total);
 		now = mono_ns();
 		if (err)
 			return err;
@@ -606,7 +596,7 @@ int fg_signal_read(struct fg_signal *s, double *u)
 			return -EBADF;
 		return read_acceptq(s, u);
 	case FG_SIG_FILE:
-		return read_file(s->path, u);
+		return read_file(s, u);
 	}
 	return -EINVAL;
 }

@@ -34,6 +34,7 @@ enum fg_signal_kind {
 
 #define FG_SIG_PSI_DEFAULT "/proc/pressure/cpu"
 #define FG_SIG_FILE_MAX	   128 /* bytes a file signal may hold */
+#define FG_SIG_WHY_LEN	   160
 
 /* Cumulative CPU time in USER_HZ ticks, from one /proc/stat line. */
 struct fg_cpu_times {
@@ -56,6 +57,7 @@ struct fg_signal {
 	struct fg_cpu_times prev; /* FG_SIG_CPU: the last sample */
 	__u64 psi_total;	  /* FG_SIG_PSI: the last sample's total ... */
 	__u64 psi_ns;		  /* ... and when (CLOCK_MONOTONIC) */
+	char why[FG_SIG_WHY_LEN]; /* the last failed read's reason, "" after a good one */
 };
 
 /* Parse a spec (see above) into *sig, which then needs fg_signal_open.

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include "lib/safefile.h"
 #include "lib/sysutil.h"
 #include "shed/shedstate.h"
 
@@ -38,6 +39,28 @@ void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NT
 				  (double)fg_shed_decayed(LOAD(&v->thr[t][FG_SHED_ANY]), end,
 							  hshift, now_ns) /
 					  FG_SHED_ONE;
+}
+
+enum fg_shed_idle fg_shedd_shedding(const struct fg_shed_ctl *v, __u64 now_ns, bool bypass,
+				    bool global_shadow, double frac[FG_NTIERS])
+{
+	enum fg_shed_idle why = bypass				  ? FG_SHED_IDLE_BYPASS :
+				LOAD(&v->off)			  ? FG_SHED_IDLE_OFF :
+				global_shadow || LOAD(&v->shadow) ? FG_SHED_IDLE_SHADOW :
+								    FG_SHED_APPLIES;
+
+	fg_shedd_fracs(v, now_ns, frac);
+	if (why != FG_SHED_APPLIES)
+		for (int t = 0; t < FG_NTIERS; t++)
+			frac[t] = 0;
+	return why;
+}
+
+const char *fg_shed_idle_name(enum fg_shed_idle i)
+{
+	static const char *const n[] = { NULL, "off", "bypass", "shadow" };
+
+	return i <= FG_SHED_IDLE_SHADOW ? n[i] : "?";
 }
 
 int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len)
@@ -107,6 +130,7 @@ static const struct {
 	SF("signal", SF_STR, signal),
 	SF("value", SF_VALUE, value),
 	SF("signal_error", SF_INT, sig_err),
+	SF("signal_why", SF_STR, sig_why),
 	SF("phase", SF_STR, phase),
 	SF("hold", SF_STR, hold),
 	SF("amount", SF_D9, amount),
@@ -189,12 +213,13 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 {
 	char line[PATH_MAX + 64], key[32], val[PATH_MAX + 32];
 	int fields = 0;
-	FILE *f = fopen(path, "r");
+	/* a FIFO or a device at the path must not block `floodgate status` */
+	FILE *f = fg_fopen_regular(path, NULL, 0);
 
 	if (!f)
 		return -errno;
 	memset(st, 0, sizeof(*st));
-	while (fgets(line, sizeof(line), f)) {
+	while (fields < 256 && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%31s %4127[^\n]", key, val) != 2)
 			continue;
 		fields++;

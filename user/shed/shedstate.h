@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
+#include "shed/fgsignal.h"
 
 #define FG_SHEDD_RUN_DIR "/run/floodgate"
 
@@ -35,6 +36,7 @@ struct fg_shedd_state {
 	bool have_value;
 	double value;
 	int sig_err;
+	char sig_why[FG_SIG_WHY_LEN]; /* its reason ("is a FIFO ..."), "" if none */
 	char phase[16];
 	char hold[16];
 	double amount, pressure;
@@ -43,9 +45,25 @@ struct fg_shedd_state {
 	__u64 samples, lost;
 };
 
-/* The pinned fg_shed as the program applies it at now_ns: the fraction of
- * each tier's non-TCP packets shed (critical: 0). For status and metrics. */
+/* The pinned thresholds of fg_shed as decayed at now_ns: the fraction of
+ * each tier's non-TCP packets they shed (critical: 0), whether or not
+ * anything holds them off (fg_shedd_shedding says what the program does). */
 void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NTIERS]);
+
+/* Why the program sheds nothing whatever the thresholds say. */
+enum fg_shed_idle {
+	FG_SHED_APPLIES = 0, /* the thresholds are what it sheds */
+	FG_SHED_IDLE_OFF,    /* fg_shed_ctl.off: `floodgate shed off` */
+	FG_SHED_IDLE_BYPASS, /* the kill switch: nothing is decided at all */
+	FG_SHED_IDLE_SHADOW, /* shadow (fg_shed_ctl.shadow or the global mode): counted, not shed */
+};
+/* What the program sheds at now_ns (rules in shadow of their own aside):
+ * the thresholds, or zero with the reason returned. bypass and
+ * global_shadow come from fg_ctl. */
+enum fg_shed_idle fg_shedd_shedding(const struct fg_shed_ctl *v, __u64 now_ns, bool bypass,
+				    bool global_shadow, double frac[FG_NTIERS]);
+/* "off", "bypass", "shadow"; NULL for FG_SHED_APPLIES */
+const char *fg_shed_idle_name(enum fg_shed_idle i);
 
 /* The state file of the daemon on pin dir (NULL: FG_SHEDD_RUN_DIR). */
 void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, size_t len);
