@@ -23,7 +23,7 @@
 #                offered as many distinct sources as it has ways, memlock
 #                over what it then holds (part daemon)
 #   8. start     floodgated's start-up against policy size (one rule, 0 to
-#                1M deny prefixes): a fresh start, an adopting restart after
+#                1M deny /24s): a fresh start, an adopting restart after
 #                SIGKILL (the running program kept), and one that loads and
 #                swaps anyway (FLOODGATE_ADOPT_RELOAD=1); wall time until the
 #                background start returns, i.e. fg_meta names the daemon
@@ -455,16 +455,18 @@ if part profile && [ "$PROFILE" = 1 ] && command -v perf >/dev/null; then
 fi
 
 # --- 8. start: start-up time against policy size ------------------------------------
-# One rule, max_sources 65,536, N deny /32s; each pass: fresh, adopting
+# One rule, max_sources 65,536, N deny /24s; each pass: fresh, adopting
 # (kept), adopting with FLOODGATE_ADOPT_RELOAD=1; ms until the background
 # start returns (the daemon says so once fg_meta names it).
 gen_start_policy() {	# gen_start_policy N FILE
 	awk -v n="$1" 'BEGIN {
 		print "interfaces: [veth1]"
 		print "max_sources: 65536"
-		if (n) print "deny:"
+		# /24s from 32.0.0.0, a flow list: a million fit the file size limit (16 MB)
+		if (n) printf "deny: ["
 		for (i = 0; i < n; i++)
-			printf "  - 100.%d.%d.%d/32\n", 64 + int(i / 65536), int(i / 256) % 256, i % 256
+			printf "%s%d.%d.%d.0/24", i ? "," : "", 32 + int(i / 65536), int(i / 256) % 256, i % 256
+		if (n) print "]"
 		print "rules:"
 		print "  - {name: flood, match: {proto: udp}, per_source: {rate: 100/s, burst: 200}}"
 	}' > "$2"
@@ -478,8 +480,8 @@ start_ms() {	# start_ms VAR POLICY [ENV=...]: ms of one background start in VAR;
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"] or "")' 2>/dev/null)
 	printf -v "$var" %s "$ms"
 }
-kill_fgd() {	# SIGKILL the daemon (the filter stays pinned)
-	[ -n "$FGD_PID" ] && kill -KILL "$FGD_PID" 2>/dev/null
+kill_fgd() {	# kill_fgd [SIGNAL]: KILL (the filter stays pinned) the daemon, wait until it is gone
+	[ -n "$FGD_PID" ] && kill "-${1:-KILL}" "$FGD_PID" 2>/dev/null
 	while [ -n "$FGD_PID" ] && kill -0 "$FGD_PID" 2>/dev/null; do sleep 0.05; done
 	FGD_PID=
 }
@@ -491,7 +493,7 @@ if part start; then
 			start_ms f "$WORK/start.yaml"; kill_fgd
 			start_ms a "$WORK/start.yaml"; kill_fgd
 			start_ms r "$WORK/start.yaml" FLOODGATE_ADOPT_RELOAD=1
-			bg_stop FGD_PID
+			kill_fgd TERM	# --keep: it leaves the filter pinned; detach removes it
 			"$O/floodgate" detach --pin-dir "$PIN" > /dev/null 2>&1
 			printf '{"kind":"start","prefixes":%s,"pass":%s,"fresh_ms":%s,"adopt_ms":%s,"adopt_reload_ms":%s,"load":"%s"}\n' \
 				"$n" "$p" "$f" "$a" "$r" "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$RAW"
