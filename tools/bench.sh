@@ -94,6 +94,8 @@ GEN_PID=
 cleanup() {
 	local p
 	for p in $FGD_PID $XDP_PID $GEN_PID; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	# the start part's daemons are not our children: wait until gone (5 s at most)
+	for p in $(seq 50); do [ -n "$FGD_PID" ] && kill -0 "$FGD_PID" 2>/dev/null || break; sleep 0.1; done
 	fg_ns_cleanup
 	[ -e "$PIN" ] && "$O/floodgate" detach --pin-dir "$PIN" >/dev/null 2>&1
 	[ -e "$PIN" ] && rm -rf "$PIN"
