@@ -356,7 +356,7 @@ SCHEMAS = {
     "status": {"pin_dir": str, "abi": int,
                "version": {"floodgate": str, "libbpf": str, "libxdp": str},
                "daemon": {"running": bool, "pid": int, "started": int,
-                          "state": frozenset(("running", "stopped", "none"))},
+                          "state": frozenset(("running", "stopped", "starting", "adopting", "none"))},
                "config": str,
                "interfaces": [{"name": str, "ifindex": int,
                                "xdp_mode": frozenset(("native", "generic", "none")),

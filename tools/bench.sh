@@ -22,6 +22,11 @@
 #   7. memory    map bytes per tracked source: each of the daemon's tables
 #                offered as many distinct sources as it has ways, memlock
 #                over what it then holds (part daemon)
+#   8. start     floodgated's start-up against policy size (one rule, 0 to
+#                1M deny /24s): a fresh start, an adopting restart after
+#                SIGKILL (the running program kept), and one that loads and
+#                swaps anyway (FLOODGATE_ADOPT_RELOAD=1); wall time until the
+#                background start returns, i.e. fg_meta names the daemon
 # Every figure is min/median/max over BENCH_PASSES interleaved passes: pass 1
 # runs every competitor, then pass 2 runs them all again, ...
 #
@@ -33,7 +38,7 @@
 #   BENCH_QUICK=1   one pass, short runs, sweeps to 100k sources and 10k
 #                   prefixes, live at 1 and 1,000 sources, daemon to 100k,
 #                   no profiles (a few minutes; the figures are rough)
-#   BENCH_PARTS="micro sweep live acc daemon dispatch profile": only those
+#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
 # Everything it makes (two namespaces and their veth pair, the nft table and
@@ -48,15 +53,17 @@ if [ "$QUICK" = 1 ]; then
 	PASSES=${BENCH_PASSES:-1}; SECS=${BENCH_SECONDS:-1}; ACC_SECS=${BENCH_ACC_SECONDS:-2}
 	REPEAT=${BENCH_REPEAT:-262144}; PROFILE=${BENCH_PROFILE:-0}
 	DWIN=${BENCH_DAEMON_SECONDS:-3}; LIVE_SRC="1 1000"; DAEMON_PTS="10000 100000"
+	START_PTS=${BENCH_START_PTS:-0 10000}
 	SWEEP_ARGS=(--quick)
 else
 	PASSES=${BENCH_PASSES:-3}; SECS=${BENCH_SECONDS:-3}; ACC_SECS=${BENCH_ACC_SECONDS:-5}
 	REPEAT=${BENCH_REPEAT:-1048576}; PROFILE=${BENCH_PROFILE:-1}
 	DWIN=${BENCH_DAEMON_SECONDS:-10}; LIVE_SRC="1 1000 10000 100000"
 	DAEMON_PTS="10000 100000 1000000"
+	START_PTS=${BENCH_START_PTS:-0 10000 100000 1000000}
 	SWEEP_ARGS=()
 fi
-PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile} "
+PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start} "
 CPU=${BENCH_CPU:-1}
 OUT=${BENCH_OUT:-results}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -87,6 +94,8 @@ GEN_PID=
 cleanup() {
 	local p
 	for p in $FGD_PID $XDP_PID $GEN_PID; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	# the start part's daemons are not our children: wait until gone (5 s at most)
+	for p in $(seq 50); do [ -n "$FGD_PID" ] && kill -0 "$FGD_PID" 2>/dev/null || break; sleep 0.1; done
 	fg_ns_cleanup
 	[ -e "$PIN" ] && "$O/floodgate" detach --pin-dir "$PIN" >/dev/null 2>&1
 	[ -e "$PIN" ] && rm -rf "$PIN"
@@ -447,6 +456,53 @@ if part profile && [ "$PROFILE" = 1 ] && command -v perf >/dev/null; then
 	grep -v '"kind":"live","comp":"fg","sources":[0-9]*,"pass":0' "$RAW" > "$RAW.tmp" && mv "$RAW.tmp" "$RAW"
 fi
 
+# --- 8. start: start-up time against policy size ------------------------------------
+# One rule, max_sources 65,536, N deny /24s; each pass: fresh, adopting
+# (kept), adopting with FLOODGATE_ADOPT_RELOAD=1; ms until the background
+# start returns (the daemon says so once fg_meta names it).
+gen_start_policy() {	# gen_start_policy N FILE
+	awk -v n="$1" 'BEGIN {
+		print "interfaces: [veth1]"
+		print "max_sources: 65536"
+		# /24s from 32.0.0.0, a flow list: a million fit the file size limit (16 MB)
+		if (n) printf "deny: ["
+		for (i = 0; i < n; i++)
+			printf "%s%d.%d.%d.0/24", i ? "," : "", 32 + int(i / 65536), int(i / 256) % 256, i % 256
+		if (n) print "]"
+		print "rules:"
+		print "  - {name: flood, match: {proto: udp}, per_source: {rate: 100/s, burst: 200}}"
+	}' > "$2"
+}
+start_ms() {	# start_ms VAR POLICY [ENV=...]: ms of one background start in VAR; FGD_PID after
+	local var=$1 pol=$2 ms
+	shift 2
+	ms=$(ms_of nsenter --net="$(fg_ns_path r)" env "$@" "$O/floodgated" -c "$pol" -p "$PIN" --keep)
+	[ "$ms" -ge 0 ] || { log "start: floodgated failed:"; cat "$WORK/ms.out" >&2; }
+	FGD_PID=$("$O/floodgate" status --json --pin-dir "$PIN" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"] or "")' 2>/dev/null)
+	printf -v "$var" %s "$ms"
+}
+kill_fgd() {	# kill_fgd [SIGNAL]: KILL (the filter stays pinned) the daemon, wait until it is gone
+	[ -n "$FGD_PID" ] && kill "-${1:-KILL}" "$FGD_PID" 2>/dev/null
+	while [ -n "$FGD_PID" ] && kill -0 "$FGD_PID" 2>/dev/null; do sleep 0.05; done
+	FGD_PID=
+}
+if part start; then
+	for n in $START_PTS; do
+		gen_start_policy "$n" "$WORK/start.yaml"
+		for p in $(seq 1 "$PASSES"); do
+			log "start: $n prefixes, pass $p: fresh, adopting, adopting with a reload of the program"
+			start_ms f "$WORK/start.yaml"; kill_fgd
+			start_ms a "$WORK/start.yaml"; kill_fgd
+			start_ms r "$WORK/start.yaml" FLOODGATE_ADOPT_RELOAD=1
+			kill_fgd TERM	# --keep: it leaves the filter pinned; detach removes it
+			"$O/floodgate" detach --pin-dir "$PIN" > /dev/null 2>&1
+			printf '{"kind":"start","prefixes":%s,"pass":%s,"fresh_ms":%s,"adopt_ms":%s,"adopt_reload_ms":%s,"load":"%s"}\n' \
+				"$n" "$p" "$f" "$a" "$r" "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$RAW"
+		done
+	done
+fi
+
 # --- report -------------------------------------------------------------------------
 printf '{"kind":"duration","seconds":%s}\n' $(( $(date +%s) - T_START )) >> "$RAW"
 cp "$RAW" "$OUT/bench-raw.jsonl"
@@ -689,6 +745,24 @@ for mm in res["memory"]:
 for fam in (4, 6):
     if not any(mm["family"] == fam for mm in res["memory"]):
         notrun(f"memory: IPv{fam} <= 64 bytes of map memory per tracked source", "daemon")
+# start-up against policy size: medians over the passes, ms (-1: a start failed)
+for r in kinds("start"):
+    e = res.setdefault("start", {}).setdefault(str(r["prefixes"]), {"fresh_ms": [], "adopt_ms": [], "adopt_reload_ms": [], "load": []})
+    for k in ("fresh_ms", "adopt_ms", "adopt_reload_ms"):
+        if r[k] >= 0: e[k].append(r[k])
+    e["load"].append(r["load"])
+for n, e in res.get("start", {}).items():
+    for k in ("fresh_ms", "adopt_ms", "adopt_reload_ms"):
+        e[k] = st(e[k])
+    e["adopt_over_fresh"] = e["adopt_ms"]["median"] / e["fresh_ms"]["median"] if e["adopt_ms"] and e["fresh_ms"] else None
+S = res.get("start", {})
+for k, what in (("fresh_ms", "fresh"), ("adopt_ms", "adopting")):
+    t = f"start: one rule, max_sources 65,536, {what}: ready within 0.5 s (median)"
+    e = S.get("0", {}).get(k)
+    goal(t, e["median"] <= 500, f"{e['median']:.0f} ms (min {e['min']:.0f}, max {e['max']:.0f}; load {S['0']['load'][0]})") if e else notrun(t, "start")
+t = "start: 1M-prefix adoption within 2 s (median)"
+e = S.get("1000000", {}).get("adopt_ms")
+goal(t, e["median"] <= 2000, f"{e['median']:.0f} ms (fresh {S['1000000']['fresh_ms']['median']:.0f} ms)") if e else (notrun(t, "start") if "start" not in parts else goal(t, False, "not measured (quick run)"))
 D = {(d["family"], d["target"]): d for d in res["daemon"]}
 def at1m(d):  # the goal's load: a million tracked of the family, else say how many
     return "" if d["tracked"] >= 1000000 else f"; only {d['tracked']} tracked: fewer than the goal's 1,000,000"
@@ -786,6 +860,13 @@ if dp:
         T.append(f"DISPATCH  floodgate alone {dp['exclusive_ns']:.1f} ns, first of two in libxdp's dispatcher {dp['dispatcher_ns']:.1f} ns: +{dp['added_ns']:.1f} ns")
     else:
         T.append(f"DISPATCH  floodgate alone (exclusive attach) {dp['exclusive_ns']:.1f} ns; inside libxdp's dispatcher: not measured, it cannot be built here: {dp['why']}")
+if res.get("start"):
+    T.append("START     floodgated until ready (fg_meta names it), ms min / median / max, one rule + N deny prefixes")
+    T.append(f"  {'prefixes':>9s}  {'fresh':18s} {'adopting (kept)':18s} {'adopting, reloaded':18s} {'adopt/fresh':>11s}  load")
+    for n, e in S.items():
+        f0 = lambda s: "-" if not s else f"{s['min']:.0f} / {s['median']:.0f} / {s['max']:.0f}"
+        T.append(f"  {n:>9s}  {f0(e['fresh_ms']):18s} {f0(e['adopt_ms']):18s} {f0(e['adopt_reload_ms']):18s} "
+                 f"{(format(e['adopt_over_fresh'], '.2f') if e['adopt_over_fresh'] else '-'):>11s}  {e['load'][0]}")
 T.append("")
 T.append("GOALS")
 for g in G:

@@ -23,6 +23,12 @@ const volatile __u32 fg_skip_rule = 0;
  * The reference also keeps fg_pfx4 among the program's maps, by which
  * user/attach/discover.c finds a pin dir's maps from an attached program. */
 const volatile __u32 fg_trie4 = 0;
+/* Load-time: which build of this object runs (a hash of the object file,
+ * set by floodgated; zero elsewhere). With the rest of .rodata it lets a
+ * restarted daemon recognise its own build running over the same maps
+ * and keep that program instead of verifying a copy again
+ * (user/daemon/floodgated.c, keep_running_prog). */
+const volatile __u64 fg_build[2] = {};
 
 /* Runtime switches; mmapped and stored field by field by floodgated and
  * the CLI (user/maps/ctl.h). */

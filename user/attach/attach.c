@@ -2,6 +2,7 @@
 /* floodgated's interfaces: pinned XDP links, adoption, renames, and interfaces that come and go. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,11 +210,28 @@ static int open_link(const char *path, struct fg_iface *ifc)
 	return err;
 }
 
-/* A link pinned at path by an earlier daemon: swap our program in. 1 when
- * there is none to adopt (none pinned, or severed: then it is removed). */
-static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_iface *ifc)
+/* The program to attach: the running one kept (fg_keep_running_prog),
+ * else the skeleton's. */
+static int prog_fd(struct floodgate_bpf *skel, const struct fg_attach_conf *ac)
 {
-	int err;
+	return ac->kept_fd >= 0 ? ac->kept_fd : bpf_program__fd(skel->progs.floodgate);
+}
+
+static __u32 link_prog_id(int link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(link_fd, &info, &len) ? 0 : info.prog_id;
+}
+
+/* A link pinned at path by an earlier daemon: swap our program in (or,
+ * when it runs the program kept, leave it). 1 when there is none to adopt
+ * (none pinned, or severed: then it is removed). */
+static int adopt_link(struct floodgate_bpf *skel, const struct fg_attach_conf *ac, const char *path,
+		      struct fg_iface *ifc)
+{
+	int err = 0;
 
 	if (access(path, F_OK))
 		return 1;
@@ -229,8 +247,12 @@ static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_if
 		ifc->severed = true;
 		return 1;
 	}
-	err = bpf_link__update_program(ifc->link, skel->progs.floodgate);
+	if (ac->kept_fd >= 0 && link_prog_id(bpf_link__fd(ifc->link)) == ac->kept_id)
+		ifc->kept = true; /* it runs this very build already: nothing to swap */
+	else
+		err = bpf_link_update(bpf_link__fd(ifc->link), prog_fd(skel, ac), NULL);
 	if (err) {
+		err = -errno;
 		snprintf(ifc->why, sizeof(ifc->why),
 			 "cannot swap the program into pinned link %s: %s", path, strerror(-err));
 		return err;
@@ -241,17 +263,18 @@ static int adopt_link(struct floodgate_bpf *skel, const char *path, struct fg_if
 }
 
 /* A new link, native or generic as xdp_mode allows (native first); its fd. */
-static int create_link(struct floodgate_bpf *skel, int xdp_mode, struct fg_iface *ifc)
+static int create_link(struct floodgate_bpf *skel, const struct fg_attach_conf *ac,
+		       struct fg_iface *ifc)
 {
 	static const __u32 try_flags[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
-	int prog_fd = bpf_program__fd(skel->progs.floodgate);
+	int pfd = prog_fd(skel, ac), xdp_mode = ac->xdp_mode;
 	int err = -EINVAL, fd;
 
 	for (int i = 0; i < 2; i++) {
 		if ((xdp_mode == FG_XDP_NATIVE && i == 1) || (xdp_mode == FG_XDP_SKB && i == 0))
 			continue;
 		LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = try_flags[i]);
-		fd = bpf_link_create(prog_fd, ifc->ifindex, BPF_XDP, &lo);
+		fd = bpf_link_create(pfd, ifc->ifindex, BPF_XDP, &lo);
 		if (fd >= 0) {
 			ifc->xdp_mode = i + 1;
 			return fd;
@@ -274,6 +297,7 @@ int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
 			__u32 chain)
 {
 	memset(ac, 0, sizeof(*ac));
+	ac->kept_fd = -1;
 	if (xdp_attach < FG_ATTACH_AUTO || xdp_attach > FG_ATTACH_EXCLUSIVE ||
 	    prio > FG_XDP_PRIO_MAX)
 		return -EINVAL;
@@ -313,6 +337,13 @@ static int attach_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf
 	struct fg_xdp_att a;
 	int err;
 
+	if (ac->kept_fd >= 0) {
+		/* never chosen with libxdp (fg_keep_running_prog): libxdp wants the object */
+		snprintf(ifc->why, sizeof(ifc->why),
+			 "the running program was kept at start, and libxdp attaches only a "
+			 "loaded object: restart floodgated to attach here");
+		return -EOPNOTSUPP;
+	}
 	/* found before adopting: did an earlier daemon leave it there? */
 	ifc->adopted = !fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) &&
 		       fg_xdp_list_ours(&cur);
@@ -376,7 +407,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 	char path[FG_LINK_PATH_LEN];
 	int err, fd;
 
-	ifc->adopted = ifc->severed = ifc->repinned = ifc->how_kept = false;
+	ifc->adopted = ifc->severed = ifc->repinned = ifc->how_kept = ifc->kept = false;
 	ifc->in_dispatcher = false;
 	ifc->prog_id = ifc->dispatcher_id = 0;
 	ifc->how = FG_XDP_EXCLUSIVE;
@@ -389,7 +420,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 	err = repin_link(dir, path, ifc);
 	if (err)
 		return err;
-	err = adopt_link(skel, path, ifc);
+	err = adopt_link(skel, ac, path, ifc);
 	if (err <= 0) {
 		ifc->how_kept = !err && ac->how != FG_XDP_EXCLUSIVE;
 		return err;
@@ -399,7 +430,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 	err = exclusive_meets_libxdp(skel, ac, ifc);
 	if (err <= 0)
 		return err;
-	fd = create_link(skel, ac->xdp_mode, ifc);
+	fd = create_link(skel, ac, ifc);
 	if (fd < 0)
 		return fd;
 	if (bpf_obj_pin(fd, path)) {
@@ -411,6 +442,182 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 	}
 	close(fd); /* the pin holds it; reopen as a libbpf link */
 	return open_link(path, ifc);
+}
+
+/* ---- keeping the running program ---------------------------------------- */
+
+#define KEEP_MAX_MAPS 64
+
+static int keep_fail(char *why, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int keep_fail(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static __u32 fd_map_id(int fd)
+{
+	struct bpf_map_info mi = {};
+	__u32 mlen = sizeof(mi);
+
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &mi, &mlen) ? mi.id : 0;
+}
+
+/* The id of the map skel will load m with: its pin, else the fd reused
+ * into it; 0 when it would make a map of its own. */
+static __u32 planned_map_id(const struct bpf_map *m)
+{
+	const char *pin = bpf_map__pin_path(m);
+	__u32 id = 0;
+	int fd;
+
+	if (pin) {
+		fd = bpf_obj_get(pin);
+		id = fd_map_id(fd);
+		if (fd >= 0)
+			close(fd);
+		return id;
+	}
+	return fd_map_id(bpf_map__fd(m));
+}
+
+static bool map_suffix(const char *name, const char *suffix)
+{
+	const char *dot = strrchr(name, '.');
+
+	return dot && !strcmp(dot, suffix);
+}
+
+/* The running program's .rodata (map fd) against skel's, before load. */
+static bool rodata_same(int mfd, struct floodgate_bpf *skel, __u32 value_size)
+{
+	size_t sz = 0;
+	const void *ours = bpf_map__initial_value(skel->maps.rodata, &sz);
+	static char theirs[4096];
+	__u32 key = 0;
+
+	if (!ours || sz != value_size || sz > sizeof(theirs))
+		return false;
+	return !bpf_map_lookup_elem(mfd, &key, theirs) && !memcmp(ours, theirs, sz);
+}
+
+/* Every map of program pfd is one skel plans to use, or its own .bss/.data,
+ * or a .rodata equal to skel's. */
+static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_t len)
+{
+	__u32 ids[KEEP_MAX_MAPS], planned[KEEP_MAX_MAPS], np = 0;
+	struct bpf_prog_info pi = {};
+	__u32 plen = sizeof(pi);
+	struct bpf_map *m;
+	bool rodata_seen = false;
+
+	pi.nr_map_ids = KEEP_MAX_MAPS;
+	pi.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &pi, &plen))
+		return keep_fail(why, len, -errno, "program info: %s", strerror(errno));
+	if (pi.type != BPF_PROG_TYPE_XDP || strcmp(pi.name, FG_PROG_NAME))
+		return keep_fail(why, len, -ESTALE,
+				 "the link runs program %u (%s), not floodgate's", pi.id, pi.name);
+	if (pi.nr_map_ids > KEEP_MAX_MAPS)
+		return keep_fail(why, len, -E2BIG, "program %u uses %u maps", pi.id, pi.nr_map_ids);
+	bpf_object__for_each_map(m, skel->obj) {
+		const char *name = bpf_map__name(m);
+
+		if (map_suffix(name, ".rodata") || map_suffix(name, ".bss") ||
+		    map_suffix(name, ".data"))
+			continue;
+		planned[np] = planned_map_id(m);
+		if (!planned[np])
+			return keep_fail(why, len, -ESTALE,
+					 "map %s would be made anew (not pinned, not shared)",
+					 name);
+		if (++np == KEEP_MAX_MAPS)
+			return keep_fail(why, len, -E2BIG, "too many maps");
+	}
+	for (__u32 i = 0; i < pi.nr_map_ids; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi), j;
+		bool ok;
+		int mfd;
+
+		for (j = 0; j < np && planned[j] != ids[i]; j++)
+			;
+		if (j < np)
+			continue;
+		mfd = bpf_map_get_fd_by_id(ids[i]);
+		if (mfd < 0)
+			return keep_fail(why, len, -errno, "map %u: %s", ids[i], strerror(errno));
+		if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen)) {
+			close(mfd);
+			return keep_fail(why, len, -errno, "map %u: %s", ids[i], strerror(errno));
+		}
+		ok = map_suffix(mi.name, ".bss") || map_suffix(mi.name, ".data");
+		if (map_suffix(mi.name, ".rodata")) {
+			ok = rodata_seen = rodata_same(mfd, skel, mi.value_size);
+			if (!ok)
+				snprintf(why, len,
+					 "program %u is another build (its .rodata differs)",
+					 pi.id);
+		} else if (!ok) {
+			snprintf(why, len, "program %u runs on map %u (%s), not this pin dir's",
+				 pi.id, ids[i], mi.name);
+		}
+		close(mfd);
+		if (!ok)
+			return -ESTALE;
+	}
+	if (!rodata_seen)
+		return keep_fail(why, len, -ESTALE, "program %u has no .rodata to compare", pi.id);
+	return 0;
+}
+
+int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const struct fg_iface *ifs,
+			 int n, int *fd, __u32 *id, char *why, size_t len)
+{
+	char path[FG_LINK_PATH_LEN];
+	__u32 pid = 0;
+	int err, pfd;
+
+	*fd = -1;
+	*id = 0;
+	if (n <= 0)
+		return keep_fail(why, len, -ENOENT, "no interfaces");
+	for (int i = 0; i < n; i++) {
+		__u32 p;
+		int lfd;
+
+		err = fg_link_path(path, sizeof(path), dir, ifs[i].conf);
+		if (err)
+			return keep_fail(why, len, err, "link path: %s", strerror(-err));
+		lfd = bpf_obj_get(path);
+		if (lfd < 0)
+			return keep_fail(why, len, -ENOENT, "%s has no pinned link", ifs[i].conf);
+		p = fg_link_ifindex(lfd) == ifs[i].ifindex ? link_prog_id(lfd) : 0;
+		close(lfd);
+		if (!p)
+			return keep_fail(why, len, -ENOENT, "%s: the pinned link is severed",
+					 ifs[i].conf);
+		if (pid && p != pid)
+			return keep_fail(why, len, -ESTALE,
+					 "the interfaces run different programs (%u, %u)", pid, p);
+		pid = p;
+	}
+	pfd = bpf_prog_get_fd_by_id(pid);
+	if (pfd < 0)
+		return keep_fail(why, len, -errno, "program %u: %s", pid, strerror(errno));
+	err = keep_maps_match(pfd, skel, why, len);
+	if (err) {
+		close(pfd);
+		return err;
+	}
+	*fd = pfd;
+	*id = pid;
+	return 0;
 }
 
 /* Forget a severed link: the filter is gone from the interface with it;

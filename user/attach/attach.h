@@ -57,6 +57,7 @@ struct fg_iface {
 	struct bpf_link *link;
 	int failed_ifindex;   /* attaching to this ifindex failed: do not retry */
 	bool adopted;	      /* the last attach swapped into a pinned link */
+	bool kept;	      /* ... or found it running the program kept: left as it was */
 	bool severed;	      /* the last attach found a severed pinned link and removed it */
 	unsigned int change;  /* enum fg_iface_change bits of the last fg_watch_ifaces */
 	char why[FG_WHY_LEN]; /* why the last attach failed */
@@ -76,6 +77,8 @@ struct fg_attach_conf {
 	unsigned int run_prio; /* libxdp */
 	__u32 chain;	       /* libxdp: 1 << XDP_x per chain-call action */
 	char probe[160];       /* why it cannot, when !dispatcher */
+	int kept_fd;	       /* the running program kept (fg_keep_running_prog), else -1 */
+	__u32 kept_id;	       /* ... its id */
 };
 
 #define FG_LINK_PATH_LEN 320 /* a pin dir of up to 255 bytes, "/link_", a name */
@@ -110,6 +113,21 @@ int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
  * cannot share fails with a reason naming it. */
 int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg_attach_conf *ac,
 		    struct fg_iface *ifc);
+
+/*
+ * An adopting start that need not verify its program again (issue 25):
+ * every interface of ifs has a live pinned link in dir, all run one
+ * program, and that program is this build over the maps skel (opened,
+ * sized, pin paths set, shared maps reused; not loaded) will load with:
+ * its .rodata equals skel's byte for byte (fg_build, the object's hash,
+ * included), and every other map of it is one of skel's, by id, as
+ * pinned or reused, but its own .bss and .data. Then *fd is an fd of it,
+ * *id its id, and 0; else why says what differs and -ESTALE, -ENOENT or
+ * -errno. The caller then does not autoload skel's program, and passes
+ * *fd as fg_attach_conf.kept_fd.
+ */
+int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const struct fg_iface *ifs,
+			 int n, int *fd, __u32 *id, char *why, size_t len);
 
 /* Notice interfaces renamed, gone (their link severed, or their device
  * and our program with it) and back, and attach again; sets each one's

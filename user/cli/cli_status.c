@@ -8,6 +8,7 @@
 #include <time.h>
 #include <json-c/json.h>
 #include "cli/cli.h"
+#include "daemon/startstate.h"
 #include "lib/kfeat.h"
 #include "maps/ctl.h"
 #include "attach/discover.h"
@@ -52,6 +53,8 @@ struct status {
 	int xdp_err[FG_MAX_IFS];	    /* reading them failed (-errno) */
 	bool running;			    /* meta.pid is a live floodgated (stopped or not) */
 	enum fg_daemon_state state;	    /* running, stopped (SIGSTOP) or none */
+	struct fg_start_state start;	    /* a floodgated starting or adopting here ... */
+	bool starting;			    /* ... while none runs (startstate.h) */
 	__u64 n4, n6;	  /* the daemon's last count (fg_meta.src_count*): no table is read */
 	__u64 counted_at; /* CLOCK_REALTIME s of that count, 0 = never */
 	__u64 now;
@@ -202,6 +205,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 	st->counted_at = st->meta.src_count_at;
 	st->state = fg_daemon_state(st->meta.pid);
 	st->running = st->state != FG_DAEMON_NONE;
+	st->starting = !st->running && !fg_start_state_read(st->dir, &st->start);
 	if ((err = shed_read(m, st)))
 		return err;
 	esc_read(m, st);
@@ -432,9 +436,27 @@ static void print_sources_text(const struct status *st)
 	       st->running ? "" : " by a daemon that is gone");
 }
 
+/* "floodgated pid N is adopting the pinned filter (for 2 s)", a start
+ * that fg_meta does not name yet */
+static void print_start_text(const struct fg_start_state *s, bool pinned)
+{
+	__u64 now = (__u64)time(NULL);
+	long long took = now > s->since ? (long long)(now - s->since) : 0;
+
+	if (s->phase == FG_START_ADOPTING)
+		printf("daemon:    floodgated pid %u is adopting the pinned filter (for %lld s); "
+		       "the filter keeps enforcing the last policy meanwhile\n",
+		       s->pid, took);
+	else
+		printf("daemon:    floodgated pid %u is starting (for %lld s)%s\n", s->pid, took,
+		       pinned ? ": not attached yet" : ": nothing loaded or attached yet");
+}
+
 static void print_daemon_text(const struct status *st)
 {
-	if (st->state == FG_DAEMON_STOPPED) {
+	if (st->starting) {
+		print_start_text(&st->start, true);
+	} else if (st->state == FG_DAEMON_STOPPED) {
 		printf("daemon:    floodgated pid %u is STOPPED (SIGSTOP): the filter keeps "
 		       "enforcing; kill -CONT %u\n",
 		       st->meta.pid, st->meta.pid);
@@ -680,11 +702,29 @@ static void status_text(const struct status *st)
 	cli_kernel_text(stdout, fg_kfeat_get(), false);
 }
 
-/* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
- * runs (not stopped); pid and started are 0 when there is none */
-static struct json_object *daemon_json(const struct status *st, int *err)
+/* status --json's daemon of a start in progress (startstate.h) */
+static struct json_object *start_json(const struct fg_start_state *s, int *err)
 {
 	struct json_object *d = json_object_new_object();
+
+	cli_json_add(err, d, "running", json_object_new_boolean(false));
+	cli_json_add(err, d, "state", json_object_new_string(fg_start_phase_name(s->phase)));
+	cli_json_add(err, d, "pid", json_object_new_uint64(s->pid));
+	cli_json_add(err, d, "started", json_object_new_uint64(s->since));
+	return d;
+}
+
+/* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
+ * runs (not stopped); state "starting" or "adopting" while a daemon's
+ * start is in progress (its pid, and when it began); pid and started are
+ * 0 when there is none */
+static struct json_object *daemon_json(const struct status *st, int *err)
+{
+	struct json_object *d;
+
+	if (st->starting)
+		return start_json(&st->start, err);
+	d = json_object_new_object();
 
 	cli_json_add(err, d, "running", json_object_new_boolean(st->state == FG_DAEMON_RUNNING));
 	cli_json_add(err, d, "state", json_object_new_string(fg_daemon_state_name(st->state)));
@@ -1127,6 +1167,23 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	return cli_json_print(root, err);
 }
 
+/* Nothing pinned yet, a daemon starting: the pin dir and the daemon only. */
+static int status_starting(const struct cli_args *a, const struct status *st)
+{
+	struct json_object *root;
+	int err = 0;
+
+	if (!a->json) {
+		printf("pin dir:   %s (nothing pinned yet)\n", st->dir);
+		print_start_text(&st->start, false);
+		return 0;
+	}
+	root = json_object_new_object();
+	cli_json_add(&err, root, "pin_dir", json_object_new_string(st->dir));
+	cli_json_add(&err, root, "daemon", start_json(&st->start, &err));
+	return cli_json_print(root, err);
+}
+
 int cli_status(void *cfg)
 {
 	const struct cli_args *a = cfg;
@@ -1139,6 +1196,12 @@ int cli_status(void *cfg)
 		return 1;
 	}
 	st->dir = a->dir;
+	if (!fg_pin_dir_populated(a->dir) && !fg_start_state_read(a->dir, &st->start)) {
+		/* a fresh start that has pinned nothing yet */
+		err = status_starting(a, st);
+		free(st);
+		return err ? 1 : 0;
+	}
 	err = cli_open_maps(a, &m);
 	if (err) {
 		free(st);

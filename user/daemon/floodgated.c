@@ -39,6 +39,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemonize.h"
 #include "daemon/reload_log.h"
+#include "daemon/startstate.h"
 #include "lib/kfeat.h"
 #include "lib/complete.h"
 #include "lib/log.h"
@@ -54,6 +55,9 @@
 /* the interfaces when no --interface is given: the unit's environment file sets it */
 #define FG_IFACES_ENV "FLOODGATE_INTERFACES"
 #define FG_ENV_FILE   "/etc/default/floodgated"
+/* set (not "0"): an adopting start loads and swaps its program even when
+ * the running one is this build (keep_running_prog) */
+#define FG_ADOPT_RELOAD_ENV "FLOODGATE_ADOPT_RELOAD"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_requested;
@@ -443,9 +447,70 @@ static int set_pin_paths(struct daemon *d)
 	return 0;
 }
 
+/* FNV-1a, 64 bits, from basis h */
+static __u64 fnv1a64(__u64 h, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* rodata fg_build: this object's hash (two FNV-1a from different bases,
+ * and its size), so the program carries which build it is. */
+static void set_build(struct daemon *d)
+{
+	size_t sz = 0;
+	const unsigned char *elf = floodgate_bpf__elf_bytes(&sz);
+	volatile __u64 *b = (volatile __u64 *)d->g.skel->rodata->fg_build;
+
+	b[0] = fnv1a64(0xcbf29ce484222325ull, elf, sz) ^ (__u64)sz;
+	b[1] = fnv1a64(0x84222325cbf29ce4ull, elf, sz);
+}
+
+/*
+ * Adopting with an exclusive link on every interface: if the pinned links
+ * run this very build over these maps (fg_keep_running_prog), keep it and
+ * do not load the XDP program at all; its verification is most of a
+ * start (issue 25: about 0.6 s idle, several seconds on a loaded host).
+ * Any difference loads and swaps as before, and says why.
+ */
+static void keep_running_prog(struct daemon *d)
+{
+	char why[FG_WHY_LEN] = "";
+	int err;
+
+	const char *env = getenv(FG_ADOPT_RELOAD_ENV);
+
+	if (!d->g.adopting)
+		return;
+	if (env && *env && strcmp(env, "0")) {
+		pr_info("adopting: loading the XDP program ($" FG_ADOPT_RELOAD_ENV "=%s)", env);
+		return;
+	}
+	if (d->ac.how != FG_XDP_EXCLUSIVE) {
+		pr_info("adopting: loading the XDP program (xdp_attach through libxdp wants "
+			"a loaded object)");
+		return;
+	}
+	err = fg_keep_running_prog(d->g.skel, d->g.dir, d->ifs, d->n_ifs, &d->ac.kept_fd,
+				   &d->ac.kept_id, why, sizeof(why));
+	if (err) {
+		pr_info("adopting: loading the XDP program: the running one is not kept: %s",
+			why[0] ? why : strerror(-err));
+		return;
+	}
+	bpf_program__set_autoload(d->g.skel->progs.floodgate, false);
+	pr_info("adopting: program %u is this build over these maps: kept, not loaded again",
+		d->ac.kept_id);
+}
+
 static int load_skel(struct daemon *d)
 {
-	int err = floodgate_bpf__load(d->g.skel);
+	int err;
+
+	set_build(d);
+	keep_running_prog(d);
+	err = floodgate_bpf__load(d->g.skel);
 
 	if (err)
 		pr_err("cannot load the BPF program: %s%s", strerror(-err),
@@ -588,6 +653,8 @@ static void log_attached(const struct fg_iface *ifc)
 	if (ifc->adopted && ifc->how == FG_XDP_LIBXDP)
 		pr_info("%s: adopted floodgate's program (%s XDP, %s)", ifc->name,
 			ifc->xdp_mode == 1 ? "native" : "generic", how);
+	else if (ifc->kept)
+		pr_info("%s: adopted pinned link, its program kept", ifc->name);
 	else if (ifc->adopted)
 		pr_info("%s: adopted pinned link, program swapped atomically", ifc->name);
 	else
@@ -670,8 +737,6 @@ static int attach_all(struct daemon *d)
 	struct fg_meta meta;
 	int err;
 
-	if ((err = choose_attach(d)))
-		return err;
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct fg_iface *ifc = &d->ifs[i];
 
@@ -686,6 +751,8 @@ static int attach_all(struct daemon *d)
 	fill_meta(d, &meta);
 	err = fg_meta_write(&d->g.maps, &meta);
 	fg_maps_unlock(&d->g.maps);
+	if (!err) /* fg_meta names us now */
+		fg_start_state_remove(d->g.dir, (__u32)getpid());
 	if (err)
 		pr_err("writing fg_meta: %s", strerror(-err));
 	else if ((err = fg_pinwatch_init(&d->pw, &d->g.maps)))
@@ -1029,9 +1096,28 @@ static int release_pin_dir(struct daemon *d, int err)
 	return err;
 }
 
+/* The start file (startstate.h): `floodgate status` says "starting" or
+ * "adopting" with our pid until fg_meta names us. Without it (no /run)
+ * status says "not running" meanwhile, as before: said once. */
+static void say_starting(struct daemon *d)
+{
+	struct fg_start_state s = {
+		.pid = (__u32)getpid(),
+		.phase = fg_pin_dir_populated(d->g.dir) ? FG_START_ADOPTING : FG_START_FRESH,
+		.since = (__u64)time(NULL),
+	};
+	int err = fg_start_state_write(d->g.dir, &s);
+
+	if (err)
+		pr_warn("cannot write the start file (status will say \"not running\" until the "
+			"start is done): %s",
+			strerror(-err));
+}
+
 static void init_daemon(struct daemon *d)
 {
 	d->notify_fd = -1;
+	d->ac.kept_fd = -1;
 	d->g.maps.dirfd = -1;
 	for (int i = 0; i < FGM_NMAPS; i++)
 		d->g.maps.fd[i] = -1;
@@ -1055,10 +1141,12 @@ int main(int argc, char **argv)
 		pr_err("cannot daemonize: %s", strerror(-err));
 		goto cleanup;
 	}
+	say_starting(d);
 	if ((err = setup_signals()) || (err = load_first_config(d)))
 		goto cleanup;
 	d->max_sources = d->g.cfg->max_sources;
-	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)) || (err = check_kernel(d)))
+	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)) || (err = check_kernel(d)) ||
+	    (err = choose_attach(d)))
 		goto cleanup;
 	d->g.skel = floodgate_bpf__open();
 	if (!d->g.skel) {
@@ -1081,11 +1169,14 @@ int main(int argc, char **argv)
 	err = 0;
 
 cleanup:
+	fg_start_state_remove(d->g.dir, (__u32)getpid());
 	close_modules(d, will_detach(d, err));
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link); /* closes our fd; a pin keeps the link */
 	floodgate_bpf__destroy(d->g.skel);
+	if (d->ac.kept_fd >= 0)
+		close(d->ac.kept_fd);
 	if (d->g.cfg)
 		fg_config_free(d->g.cfg);
 	free(d->g.cfg);
