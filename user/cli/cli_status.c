@@ -8,7 +8,7 @@
 #include <time.h>
 #include <json-c/json.h>
 #include "cli/cli.h"
-#include "daemon/startstate.h"
+#include "maps/startstate.h"
 #include "lib/kfeat.h"
 #include "maps/ctl.h"
 #include "attach/discover.h"

@@ -39,7 +39,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemonize.h"
 #include "daemon/reload_log.h"
-#include "daemon/startstate.h"
+#include "maps/startstate.h"
 #include "lib/kfeat.h"
 #include "lib/complete.h"
 #include "lib/log.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "daemon/startstate.h"
+#include "maps/startstate.h"
 #include "lib/sysutil.h"
 
 #define FG_START_RUN_DIR "/run/floodgate"
