@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The test runner behind tests/fgtest.h: counters, filters, the summary line. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
@@ -9,6 +10,15 @@ int fg_t_pass, fg_t_fail, fg_t_skip;
 int fg_t_cur_failed, fg_t_cur_skipped;
 const char *fg_t_cur = "";
 char fg_t_filter[128];
+static double fg_t_start; /* the current test's start, CLOCK_MONOTONIC seconds */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 void fg_test_init(int argc, char **argv)
 {
@@ -27,6 +37,7 @@ void fg_test_begin(const char *name)
 	fg_t_cur = name;
 	fg_t_cur_failed = 0;
 	fg_t_cur_skipped = 0;
+	fg_t_start = mono_s();
 }
 
 void fg_test_fail(const char *file, int line, const char *fmt, ...)
@@ -58,15 +69,19 @@ void fg_test_skip(const char *why, ...)
 	va_end(ap);
 }
 
+/* Each result line says how long the test took: where a binary's time goes
+ * is read from its log, not guessed. */
 void fg_test_end(void)
 {
+	double t = mono_s() - fg_t_start;
+
 	if (fg_t_cur_failed) {
-		printf("FAIL - %s (%d checks failed)\n", fg_t_cur, fg_t_cur_failed);
+		printf("FAIL - %s (%d checks failed, %.2f s)\n", fg_t_cur, fg_t_cur_failed, t);
 		fg_t_fail++;
 	} else if (fg_t_cur_skipped) {
 		fg_t_skip++;
 	} else {
-		printf("ok - %s\n", fg_t_cur);
+		printf("ok - %s (%.2f s)\n", fg_t_cur, t);
 		fg_t_pass++;
 	}
 }
