@@ -1513,6 +1513,13 @@ int main(int argc, char **argv)
 		return fg_test_skip_all("test_conn", "no private network namespace: %s",
 					strerror(errno));
 	libbpf_set_print(NULL);
+	{
+		char why[FG_WHY_LEN];
+
+		if (fg_kfeat_conn_way(fg_kfeat_get(), why, sizeof(why)) == FG_CONN_WAY_NONE)
+			return fg_test_skip_all("test_conn", "no way to count on this kernel: %s",
+						why);
+	}
 	alarm(300); /* a hung socket call fails the run instead of blocking it */
 	FG_RUN(test_count_ipv4);
 	FG_RUN(test_count_ipv6);

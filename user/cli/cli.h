@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "floodgate.h"
 #include "maps/fgmaps.h"
 
@@ -51,6 +52,18 @@ int cli_reload(void *cfg);
 int cli_detach(void *cfg);
 int cli_allow(void *cfg);
 int cli_deny(void *cfg);
+int cli_kernel(void *cfg);
+
+/* --- cli_kernel.c: what this kernel allows (lib/kfeat.h) --- */
+struct fg_kfeat;
+struct fg_config;
+/* all: every item, else only the refused ones */
+void cli_kernel_text(FILE *f, const struct fg_kfeat *kf, bool all);
+struct json_object *cli_kernel_json(const struct fg_kfeat *kf, int *err);
+/* A policy's features here (policy/policy_kernel.h); returns how many cannot run. */
+int cli_needs_text(FILE *f, const struct fg_config *cfg, const struct fg_kfeat *kf);
+struct json_object *cli_needs_json(const struct fg_config *cfg, const struct fg_kfeat *kf,
+				   int *err);
 
 /* --- cli_conn.c: the concurrency caps in top and status --- */
 void cli_conn_top_text(const struct cli_args *a, const struct fg_name *names);

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "attach/attach.h"
 #include "cli/cli.h"
+#include "lib/kfeat.h"
 #include "lib/log.h"
 #include "maps/mapimg.h"
 #include "policy/policy.h"
@@ -75,6 +76,9 @@ int cli_check(void *cfg)
 	}
 	fg_config_print(stdout, c);
 	err = check_dir4(c);
+	/* what floodgated would refuse on this machine's kernel */
+	if (cli_needs_text(stdout, c, fg_kfeat_get()))
+		err = err ? err : -EOPNOTSUPP;
 	fg_config_free(c);
 	free(c);
 	return err ? 1 : 0;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <json-c/json.h>
 #include "cli/cli.h"
+#include "lib/kfeat.h"
 #include "maps/ctl.h"
 #include "attach/discover.h"
 #include "lists/escalate.h"
@@ -645,6 +646,7 @@ static void status_text(const struct status *st)
 	fleet_text(st);
 	print_shedding_text(st);
 	print_escalation_text(st);
+	cli_kernel_text(stdout, fg_kfeat_get(), false);
 }
 
 /* {"running":bool,"state":s,"pid":n,"started":n}: running only when it
@@ -1006,6 +1008,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, root, "override_since", json_object_new_uint64(st->ctl.ovr_since));
 	cli_json_add(&err, root, "bypass", bypass_json(st, &err));
 	cli_json_add(&err, root, "policy", policy_json(st, &err));
+	cli_json_add(&err, root, "kernel", cli_kernel_json(fg_kfeat_get(), &err));
 	if (file_not_applied(st))
 		cli_json_add(&err, root, "file_not_applied",
 			     json_object_new_string(file_not_applied(st)));

@@ -89,6 +89,10 @@ static const struct fg_opt list_opts[] = {
 	OPT_JSON,
 	FG_OPT_END,
 };
+static const struct fg_opt kernel_opts[] = {
+	OPT_JSON,
+	FG_OPT_END,
+};
 static const struct fg_opt detach_opts[] = {
 	FG_OPT_BOOL("force", 'f', A, force, "stop a running floodgated first (SIGTERM)"),
 	FG_OPT_END,
@@ -117,6 +121,8 @@ static const struct fg_cmd cmds[] = {
 	{ "reload", "", "make floodgated re-read its policy file", 0, 0, NULL, cli_reload },
 	{ "detach", "[--force]", "detach from all interfaces and remove the pin dir", 0, 0,
 	  detach_opts, cli_detach },
+	{ "kernel", "[--json]", "what this kernel allows, and what floodgate does without the rest",
+	  0, 0, kernel_opts, cli_kernel },
 	{ NULL },
 };
 

@@ -191,6 +191,14 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		return err;
 	}
 	bpf_program__set_autoload(c->skel->progs.fgc_test, o->test_entry);
+	c->way = fg_kfeat_conn_way(fg_kfeat_get(), c->way_why, sizeof(c->way_why));
+	if (c->way != FG_CONN_WAY_TRACING) {
+		/* the tracing programs would be refused: the maps alone */
+		c->way = FG_CONN_WAY_NONE;
+		bpf_program__set_autoload(c->skel->progs.fgc_state, false);
+		bpf_program__set_autoload(c->skel->progs.fgc_walk, false);
+		bpf_program__set_autoload(c->skel->progs.fgc_sweep, false);
+	}
 	err = bpf_map__set_max_entries(c->skel->maps.fgc_count, keys);
 	if (!err)
 		err = bpf_map__set_max_entries(c->skel->maps.fgc_pend, pend);
@@ -293,6 +301,8 @@ int fg_conn_attach(struct fg_conn *c)
 
 	if (!c->skel)
 		return -EINVAL;
+	if (c->way == FG_CONN_WAY_NONE)
+		return 0; /* nothing to attach: no capped policy is accepted */
 	if (!c->state) {
 		c->state = bpf_program__attach(c->skel->progs.fgc_state);
 		if (!c->state)
@@ -328,7 +338,7 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 	char p[512];
 	int i, err;
 
-	if (!c->skel || !c->state)
+	if (!c->skel || (!c->state && c->way != FG_CONN_WAY_NONE))
 		return -EINVAL;
 	conn_maps(c->skel, m);
 	for (i = 0; i < FGC_NMAPS; i++) {
@@ -340,6 +350,8 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 		if (err)
 			return err;
 	}
+	if (!c->state)
+		return 0; /* FG_CONN_WAY_NONE: the maps only */
 	err = conn_pin_path(p, sizeof(p), dir, FG_CONN_LINK_PIN);
 	if (err)
 		return err;
@@ -522,6 +534,10 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	__u32 epoch;
 	int err;
 
+	if (c->skel && c->way == FG_CONN_WAY_NONE) {
+		memset(rec, 0, sizeof(*rec)); /* nothing counts, nothing to reconcile */
+		return 0;
+	}
 	if (!c->skel || !c->walk || !c->sweep)
 		return -EINVAL;
 	err = fg_conn_stats_read(c, &before);

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include "fg_conn.h"
 #include "floodgate.h"
+#include "lib/kfeat.h"
 #include "lib/sysutil.h"
 
 #define FG_CONN_WHY_LEN	     FG_WHY_LEN
@@ -69,8 +70,10 @@ struct fg_conn {
 	struct bpf_link *sweep;	 /* iter/bpf_map_elem over fgc_count */
 	struct fg_conn_ctl *ctl; /* fgc_ctl[0], mmapped */
 	int ncpus;
-	bool adopted;	/* maps came from a pin dir */
-	__u64 test_now; /* nonzero: the reconcile judges pending slots
+	bool adopted;		  /* maps came from a pin dir */
+	enum fg_conn_way way;	  /* how this kernel lets it count (lib/kfeat.h) */
+	char way_why[FG_WHY_LEN]; /* FG_CONN_WAY_NONE: what the kernel lacks */
+	__u64 test_now;		  /* nonzero: the reconcile judges pending slots
 					 * at this time (an XDP program on a fake clock) */
 };
 
@@ -99,6 +102,12 @@ struct fg_conn_entry {
 	__u32 pad;
 };
 
+/* Load or adopt the counting maps, and the counting programs of the best
+ * way this kernel allows (c->way). Where it allows none, the maps are
+ * still made (the XDP program shares them) and c->way is
+ * FG_CONN_WAY_NONE, with what is missing in c->way_why: attach, pin and
+ * reconcile then do nothing, and a policy with caps is refused
+ * (policy/policy_kernel.h). */
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why);
 /* Read-only, for readers: the pinned maps of dir, checked (types, sizes,
  * ABI); -ENOENT if nothing is pinned there. */

@@ -64,6 +64,14 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 {
 	int err = fg_conn_attach(&cd->c);
 
+	if (!err && cd->c.way == FG_CONN_WAY_NONE) {
+		/* the shared maps only; policy_kernel.h refuses capped policies */
+		err = fg_conn_pin(&cd->c, dir);
+		if (err)
+			fg_why(why, "pinning the counting maps in %s: %s", dir, strerror(-err));
+		memset(rec, 0, sizeof(*rec));
+		return err;
+	}
 	if (err) {
 		fg_why(why,
 		       "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",

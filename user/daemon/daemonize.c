@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "daemon/daemonize.h"
@@ -30,11 +31,24 @@ static void __attribute__((noreturn)) wait_for_child(int fd, pid_t child)
 			(int)child, FG_START_TIMEOUT_S);
 		exit(1);
 	}
-	if (r < 0 || read(fd, &c, 1) != 1)
+	if (r < 0 || read(fd, &c, 1) != 1) {
 		c = 1; /* the child died before it could say */
-	if (c)
-		fprintf(stderr, "floodgated: start failed; the reason is in the system log "
-				"(or run with --foreground)\n");
+		fprintf(stderr,
+			"floodgated: start failed: pid %d exited before it said why; see "
+			"the system log (or run with --foreground)\n",
+			(int)child);
+	} else if (c) {
+		/* the child's last warning follows its status byte */
+		char why[FG_START_WHY_LEN];
+		ssize_t n = read(fd, why, sizeof(why) - 1);
+
+		why[n > 0 ? n : 0] = 0;
+		if (n > 0)
+			fprintf(stderr, "floodgated: start failed: %s\n", why);
+		else
+			fprintf(stderr, "floodgated: start failed; the reason is in the system log "
+					"(or run with --foreground)\n");
+	}
 	exit(c ? 1 : 0);
 }
 
@@ -81,13 +95,21 @@ int fg_daemonize(int *notify_fd)
 	return detach_stdio();
 }
 
-void fg_daemonize_done(int *notify_fd, int failed)
+void fg_daemonize_done(int *notify_fd, int failed, const char *why)
 {
-	char status = failed ? 1 : 0;
+	char msg[FG_START_WHY_LEN];
+	size_t n = 0;
 
 	if (*notify_fd < 0)
 		return;
-	if (write(*notify_fd, &status, 1) != 1) {
+	msg[n++] = failed ? 1 : 0;
+	if (failed && why && *why) {
+		size_t w = strnlen(why, sizeof(msg) - 2);
+
+		memcpy(msg + 1, why, w);
+		n += w;
+	}
+	if (write(*notify_fd, msg, n) != (ssize_t)n) {
 		/* the parent is gone (killed): nobody to tell */
 	}
 	close(*notify_fd);

@@ -48,6 +48,8 @@
 #include "attach/xdpattach.h"
 #include "maps/apply.h"
 #include "lib/sysutil.h"
+#include "lib/kfeat.h"
+#include "policy/policy_kernel.h"
 
 #define TICK_MS	  1000
 #define TRACK_MAX 65536 /* sources with drops tracked for the throttle log */
@@ -91,6 +93,8 @@ struct daemon {
 	struct fg_connd conn;	 /* concurrency caps (connd.h) */
 	__u64 max_sources;	 /* the maps' size: the file's, or as pinned when adopting */
 	int not_applied; /* adopting start: the file was refused (-errno), the pinned policy kept */
+	int kernel_err;	 /* adopting start: this kernel cannot run the file (check_kernel) */
+	char kernel_why[FG_WHY_LEN];
 	char not_applied_why[FG_WHY_LEN];
 };
 
@@ -282,6 +286,29 @@ static int adopt_pinned_size(struct daemon *d, char *why)
 	return 0;
 }
 
+/*
+ * What this kernel allows, said once; a policy it cannot run (a feature
+ * no way on this kernel provides, policy/policy_kernel.h) is refused
+ * before anything is loaded, or, adopting, leaves the pinned policy in
+ * force (lock_and_apply).
+ */
+static int check_kernel(struct daemon *d)
+{
+	const struct fg_kfeat *kf = fg_kfeat_get();
+	char line[1024];
+	int err;
+
+	fg_kfeat_summary(kf, line, sizeof(line));
+	pr_info("%s", line);
+	err = fg_policy_kernel_check(&d->cfg, kf, d->kernel_why, sizeof(d->kernel_why));
+	if (err && !d->pin_dir_existed) {
+		pr_warn("%s: %s", d->o.config, d->kernel_why);
+		return err;
+	}
+	d->kernel_err = err;
+	return 0;
+}
+
 /* The pin dir: bpffs, ours, compatible, not in use by a live daemon. */
 static int check_pin_dir(struct daemon *d)
 {
@@ -432,7 +459,12 @@ static int lock_and_apply(struct daemon *d)
 	}
 	if (fg_ctl_read(&d->maps, &c0))
 		c0.slot = ~0u;
-	err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
+	if (d->kernel_err) {
+		err = d->kernel_err;
+		snprintf(why, sizeof(why), "%s", d->kernel_why);
+	} else {
+		err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
+	}
 	if (err && d->pin_dir_existed)
 		err = keep_pinned_policy(d, err, why, c0.slot);
 	else if (err)
@@ -579,6 +611,12 @@ static int start_conn(struct daemon *d)
 	struct fg_conn_rec rec;
 	int err = fg_connd_start(&d->conn, &d->cfg.pol, d->dir, &rec, why);
 
+	if (!err && d->conn.c.way == FG_CONN_WAY_NONE)
+		pr_info("concurrency caps: unavailable on this kernel (%s); a policy with "
+			"per_source concurrency is refused",
+			d->conn.c.way_why);
+	else if (!err)
+		pr_info("concurrency caps: counting through %s", fg_conn_way_names[d->conn.c.way]);
 	log_conn_rec("seed", err, &rec, why);
 	return err;
 }
@@ -882,6 +920,14 @@ static void do_reload(struct daemon *d)
 		report_reload(d, err, msg);
 		goto out;
 	}
+	err = fg_policy_kernel_check(&ncfg, fg_kfeat_get(), msg, sizeof(msg) - 40);
+	if (err) {
+		fg_config_free(&ncfg);
+		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
+		pr_warn("reload: %s: %s", d->o.config, msg);
+		report_reload(d, err, msg);
+		goto out;
+	}
 	err = reload_apply(d, &ncfg, msg, sizeof(msg));
 	if (err) {
 		fg_config_free(&ncfg);
@@ -950,7 +996,7 @@ static void serve(struct daemon *d)
 			(unsigned long long)d->cfg.pol.version, d->o.config, d->n_ifs, d->dir,
 			getpid());
 	sd_notify(0, "READY=1");
-	fg_daemonize_done(&d->notify_fd, 0);
+	fg_daemonize_done(&d->notify_fd, 0, NULL);
 	while (!stop_signal) {
 		struct timespec ts = { TICK_MS / 1000, (TICK_MS % 1000) * 1000000L };
 
@@ -1047,7 +1093,7 @@ int main(int argc, char **argv)
 	if ((err = setup_signals()) || (err = load_first_config(d)))
 		goto cleanup;
 	d->max_sources = d->cfg.max_sources;
-	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)))
+	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)) || (err = check_kernel(d)))
 		goto cleanup;
 	d->skel = floodgate_bpf__open();
 	if (!d->skel) {
@@ -1079,6 +1125,6 @@ cleanup:
 		fg_config_free(&d->cfg);
 	fg_srcwatch_stop(&d->sw);
 	fg_escd_stop(&d->esc);
-	fg_daemonize_done(&d->notify_fd, err);
+	fg_daemonize_done(&d->notify_fd, err, fg_log_last_warn());
 	return err ? 1 : 0;
 }

@@ -12,11 +12,23 @@
 static enum fg_log_level log_level = FG_LOG_INFO;
 static bool log_syslog;
 static char log_ident[32] = "floodgate";
+static char log_last_warn[512]; /* fg_log_last_warn */
 
 static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 {
 	static const int prio[] = { LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
+	if (level == FG_LOG_WARN) {
+		va_list cp;
+		size_t n;
+
+		va_copy(cp, ap);
+		vsnprintf(log_last_warn, sizeof(log_last_warn), fmt, cp);
+		va_end(cp);
+		n = strlen(log_last_warn);
+		if (n && log_last_warn[n - 1] == '\n')
+			log_last_warn[n - 1] = 0;
+	}
 	if (level > log_level)
 		return;
 	if (log_syslog) {
@@ -78,6 +90,12 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 		l = FG_LOG_DEBUG;
 		break;
 	}
+	/* libbpf blames RLIMIT_MEMLOCK for every EPERM; since 5.11 BPF memory
+	 * is charged to the memory cgroup and the limit plays no part, so on
+	 * the kernels floodgate supports the hint only points the wrong way
+	 * (the caller says what the kernel refused, from lib/kfeat.h) */
+	if (strstr(fmt, "ulimit -l"))
+		l = FG_LOG_DEBUG;
 	fg_vlog(l, fmt, ap);
 	return 0;
 }
@@ -101,4 +119,9 @@ void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 void fg_log_set_level(enum fg_log_level level)
 {
 	log_level = level;
+}
+
+const char *fg_log_last_warn(void)
+{
+	return log_last_warn;
 }

@@ -25,6 +25,10 @@ void fg_log_set_level(enum fg_log_level level);
 
 void fg_log(enum fg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The last warning logged (whatever the level shown), "" if none: what a
+ * failed background start hands its parent to print. */
+const char *fg_log_last_warn(void);
+
 #define pr_warn(fmt, ...)  fg_log(FG_LOG_WARN, fmt, ##__VA_ARGS__)
 #define pr_info(fmt, ...)  fg_log(FG_LOG_INFO, fmt, ##__VA_ARGS__)
 #define pr_debug(fmt, ...) fg_log(FG_LOG_DEBUG, fmt, ##__VA_ARGS__)

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* A policy's features against this kernel (see policy_kernel.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "policy/policy_kernel.h"
+
+const char *const fg_need_state_names[3] = { "ok", "degraded", "unavailable" };
+
+static struct fg_need *need(struct fg_need *out, int *n, const char *feature)
+{
+	struct fg_need *d = &out[*n];
+
+	if (*n >= FG_NEEDS_MAX)
+		return NULL;
+	memset(d, 0, sizeof(*d));
+	d->feature = feature;
+	(*n)++;
+	return d;
+}
+
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* The XDP program itself: xdp.frags, a ring buffer (throttle events),
+ * mmapable arrays (fg_ctl, the source tables): no other way. */
+static void need_filter(const struct fg_kfeat *kf, struct fg_need *d)
+{
+	static const enum fg_kf req[] = { FG_KF_XDP, FG_KF_XDP_FRAGS, FG_KF_RINGBUF, FG_KF_MMAP };
+
+	snprintf(d->how, sizeof(d->how), "XDP (native where the driver has it, else generic)");
+	for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
+		if (kf->f[req[i]].ok)
+			continue;
+		d->state = FG_NEED_UNAVAILABLE;
+		say(d->why, sizeof(d->why), "%s: %s", fg_kf_desc[req[i]], kf->f[req[i]].why);
+		return;
+	}
+}
+
+static bool has_caps(const struct fg_config *cfg)
+{
+	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++)
+		if (cfg->pol.rules[i].conn_cap)
+			return true;
+	return false;
+}
+
+static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
+{
+	char why[sizeof(d->why)];
+	enum fg_conn_way w = fg_kfeat_conn_way(kf, why, sizeof(why));
+
+	switch (w) {
+	case FG_CONN_WAY_TRACING:
+		snprintf(d->how, sizeof(d->how), "tp_btf/inet_sock_set_state + iter/tcp");
+		break;
+	case FG_CONN_WAY_SOCKOPS:
+		snprintf(d->how, sizeof(d->how), "sock_ops on cgroup v2 + sock_diag dumps");
+		d->state = FG_NEED_DEGRADED;
+		say(d->why, sizeof(d->why), "no tp_btf way: %s",
+		    !kf->f[FG_KF_TRACING].ok ? kf->f[FG_KF_TRACING].why :
+		    !kf->f[FG_KF_TP_SOCK_STATE].ok ? kf->f[FG_KF_TP_SOCK_STATE].why :
+						   kf->f[FG_KF_ITER_TCP].why);
+		break;
+	default:
+		d->state = FG_NEED_UNAVAILABLE;
+		snprintf(d->why, sizeof(d->why), "%s", why);
+	}
+}
+
+static void need_libxdp(const struct fg_config *cfg, const struct fg_kfeat *kf, struct fg_need *d)
+{
+	if (kf->f[FG_KF_EXT].ok) {
+		snprintf(d->how, sizeof(d->how), "libxdp's dispatcher (freplace)");
+		return;
+	}
+	snprintf(d->how, sizeof(d->how), "floodgate's own bpf_link, alone on each device");
+	/* auto and libxdp both attach alone where no dispatcher can be built
+	 * (docs/libxdp.md): no other XDP program can join floodgate there */
+	d->state = FG_NEED_DEGRADED;
+	say(d->why, sizeof(d->why), "no dispatcher: %s%s", kf->f[FG_KF_EXT].why,
+	    cfg->xdp_attach == FG_ATTACH_AUTO ? "" : "; no other XDP program can share a device");
+}
+
+static void need_psi(const struct fg_config *cfg, struct fg_need *d)
+{
+	const char *p = cfg->shed_signal.path[0] ? cfg->shed_signal.path : "/proc/pressure/cpu";
+
+	say(d->how, sizeof(d->how), "%s", p);
+	if (access(p, R_OK)) {
+		d->state = FG_NEED_UNAVAILABLE;
+		say(d->why, sizeof(d->why), "%s: %s (the kernel has no pressure stall information: "
+					    "CONFIG_PSI, or psi=0 on its command line)", p,
+		    strerror(errno));
+	}
+}
+
+int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *kf,
+			   struct fg_need *out)
+{
+	struct fg_need *d;
+	int n = 0;
+
+	if ((d = need(out, &n, "filter")))
+		need_filter(kf, d);
+	if (has_caps(cfg) && (d = need(out, &n, "concurrency caps")))
+		need_caps(kf, d);
+	if (cfg->xdp_attach != FG_ATTACH_EXCLUSIVE &&
+	    (d = need(out, &n, cfg->xdp_attach == FG_ATTACH_AUTO ? "xdp_attach: auto" :
+								    "xdp_attach: libxdp")))
+		need_libxdp(cfg, kf, d);
+	if (cfg->has_shedding && cfg->shed_signal.kind == FG_SIG_PSI &&
+	    (d = need(out, &n, "shedding signal psi")))
+		need_psi(cfg, d);
+	return n;
+}
+
+int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why,
+			   size_t len)
+{
+	struct fg_need nd[FG_NEEDS_MAX];
+	int n = fg_policy_kernel_needs(cfg, kf, nd), bad = 0;
+	size_t off = 0;
+
+	if (why && len)
+		why[0] = 0;
+	for (int i = 0; i < n; i++) {
+		if (nd[i].state != FG_NEED_UNAVAILABLE)
+			continue;
+		if (why && off < len)
+			off += snprintf(why + off, len - off, "%s%s: this kernel cannot run it: %s",
+					bad ? "; " : "", nd[i].feature, nd[i].why);
+		bad++;
+	}
+	return bad ? -EOPNOTSUPP : 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * A compiled policy against what this kernel allows (lib/kfeat.h): for
+ * each feature the policy uses, whether it runs here, the way it takes and
+ * why not. floodgated refuses a policy with an unavailable feature at start
+ * and at reload (the running one stays); `floodgate check` shows the list
+ * beforehand; `floodgate status` the features of the policy in force.
+ */
+#ifndef FG_POLICY_KERNEL_H
+#define FG_POLICY_KERNEL_H
+
+#include <stddef.h>
+#include "lib/kfeat.h"
+#include "policy/policy.h"
+
+enum fg_need_state {
+	FG_NEED_OK = 0,	      /* runs here as designed */
+	FG_NEED_DEGRADED,     /* runs here, another way (how says which, why what is missing) */
+	FG_NEED_UNAVAILABLE,  /* no way on this kernel: the policy is refused */
+};
+
+struct fg_need {
+	const char *feature;  /* "filter", "concurrency caps", "xdp_attach: libxdp", ... */
+	enum fg_need_state state;
+	char how[96];	      /* the way it takes, when it runs */
+	char why[384];	      /* what the kernel lacks, when not OK */
+};
+
+#define FG_NEEDS_MAX 8
+
+/* The features cfg uses, into out[FG_NEEDS_MAX]; returns how many. */
+int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *kf,
+			   struct fg_need *out);
+
+/* 0, or -EOPNOTSUPP with "FEATURE: why; ..." in why for every unavailable one. */
+int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why,
+			   size_t len);
+
+extern const char *const fg_need_state_names[3];
+
+#endif /* FG_POLICY_KERNEL_H */
