@@ -74,8 +74,8 @@ DEPS_STAMP := $(OUTPUT)/.deps-ok
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: all clean help test test-unit gameday bench demo install deps fuzz san verify-clang \
-	format format-check
+.PHONY: all clean help test test-unit guest-test gameday bench demo install deps fuzz san \
+	verify-clang format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
 
@@ -85,6 +85,7 @@ help:
 	@echo '  deps           install missing Debian packages (root)'
 	@echo '  test           whole test suite (as root): unit, BPF, end-to-end, game day (short), in parallel'
 	@echo '  test-unit      tests that need no root or network namespaces'
+	@echo '  guest-test     the kernel-dependent drills in a QEMU guest on Debian'"'"'s stock kernel (root)'
 	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
 	@echo '  bench          benchmarks and cost curves against the floor, nftables and iptables (BENCH_QUICK=1: a few minutes)'
 	@echo '  gameday        the suite at length: full sanitizer build, valgrind on the daemon, long fuzzing and drills'
@@ -218,10 +219,15 @@ san: $(SAN_BINS)
 # the daemon, fuzzing 600 s a target, the drills' long variants)
 test: all fuzz san
 	$(Q)tools/deps.sh gameday
+	@# the guest stage's qemu and kernel; without them it skips, saying why
+	$(Q)tools/deps.sh vm || echo "make test: no guest set-up (tools/deps.sh vm): the guest drills will skip"
 	$(Q)OUTPUT=$(OUTPUT) tests/run.sh $(TEST_ARGS)
 
 test-unit: all
 	$(Q)OUTPUT=$(OUTPUT) tests/run.sh --unit
+
+guest-test: all
+	$(Q)OUTPUT=$(OUTPUT) tests/guest_drills.sh
 
 gameday: all fuzz san
 	$(Q)tools/deps.sh gameday

@@ -27,7 +27,7 @@ fg_init --root --pin dcost "$FGD" "$FG" "$FGFILL"
 MAX=${DC_MAX:-1048576}
 CPU_SECS=${DC_CPU_SECS:-10}
 TEV_RATE=4096 TEV_BURST=4096	# include/floodgate.h FG_TEV_RATE, FG_TEV_BURST
-# per tick at most (user/sources/srcwatch.h): 8192 IPv4 sets and 4096 IPv6 sets of 8
+# per tick at most (user/daemon/srcwatch.h): 8192 IPv4 sets and 4096 IPv6 sets of 8
 # ways, 4096 re-checks of 8 ways
 READS_MAX=$((8192 * 8 + 4096 * 8 + 4096 * 8))
 

@@ -36,7 +36,7 @@ int pf_apply(struct fg_maps *m, const char *txt, char *why)
 	why[0] = 0;
 	err = fg_maps_lock(m, 1000);
 	if (!err)
-		err = fg_policy_apply(m, cfg, why);
+		err = fg_policy_apply(m, cfg, NULL, why);
 	fg_maps_unlock(m);
 	if (err && why[0])
 		printf("  apply: %s\n", why);

@@ -402,7 +402,7 @@ static int apply_yaml(struct inst *g, const char *y, struct fg_config *cfg, char
 		fg_err_format(&e, why, FG_WHY_LEN);
 		return err;
 	}
-	return fg_policy_apply(&g->maps, cfg, why);
+	return fg_policy_apply(&g->maps, cfg, NULL, why);
 }
 
 /* What the kernel's LPM trie of slot holds for a: the outcome it implies. */
@@ -708,7 +708,11 @@ static void test_apply_1m_random32(void)
 			      "    match: {proto: udp}\n");
 	if (!ASSERT_OK(fg_config_parse(y, o, "<test_dir4 1M>", &cfg, &e), "parse 1M /32s"))
 		goto out;
-	if (!ASSERT_OK(fg_policy_apply_diff(&g.maps, &cfg, &was, why), why))
+	if (!ASSERT_OK(fg_policy_apply(&g.maps, &cfg,
+				       &(struct fg_apply_opts){ .sz = sizeof(struct fg_apply_opts),
+								.was = &was },
+				       why),
+		       why))
 		goto out;
 	ASSERT_STR_CONTAINS(was.dir4_note, "/24 ranges answered by the trie: the block budget is",
 			    "the apply's note");

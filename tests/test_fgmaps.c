@@ -271,7 +271,11 @@ static void test_replace_every_rule(void)
 	if (!ASSERT_OK(pf_parse(p1, &cfg), "parse"))
 		goto out;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
-	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "renamed back");
+	ASSERT_OK(fg_policy_apply(&maps, &cfg,
+				  &(struct fg_apply_opts){ .sz = sizeof(struct fg_apply_opts),
+							   .was = &was },
+				  why),
+		  "renamed back");
 	fg_maps_unlock(&maps);
 	ASSERT_EQ(was.pol.nrules, FG_MAX_RULES, "was: FG_MAX_RULES rules");
 	ASSERT_EQ(was.pol.version, pol.version, "was: the version in force");
@@ -297,7 +301,11 @@ static void test_inforce_prefixes(void)
 	    !ASSERT_OK(pf_parse(pol_b_only, &cfg), "parse"))
 		return;
 	ASSERT_OK(fg_maps_lock(&maps, 1000), "lock");
-	ASSERT_OK(fg_policy_apply_diff(&maps, &cfg, &was, why), "apply without lists");
+	ASSERT_OK(fg_policy_apply(&maps, &cfg,
+				  &(struct fg_apply_opts){ .sz = sizeof(struct fg_apply_opts),
+							   .was = &was },
+				  why),
+		  "apply without lists");
 	fg_maps_unlock(&maps);
 	ASSERT_EQ(was.n_pfx, 3, "three entries were in force");
 	for (size_t i = 0; i < was.n_pfx; i++) {
@@ -329,7 +337,7 @@ static void test_refusals(void)
 	fg_policy_read_active(&maps, &p1);
 	ASSERT_EQ(c1.slot, c0.slot, "slot unchanged");
 	ASSERT_EQ(p1.version, p0.version, "version unchanged");
-	ASSERT_EQ(fg_policy_apply(&maps, NULL, why), -ENOLCK, "apply needs the lock");
+	ASSERT_EQ(fg_policy_apply(&maps, NULL, NULL, why), -ENOLCK, "apply needs the lock");
 }
 
 /* A read-only fd of the map behind fd: writes through it fail with EPERM. */

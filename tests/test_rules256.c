@@ -64,7 +64,7 @@ static int apply_yaml(const char *y, char *why)
 		fg_err_format(&e, why, FG_WHY_LEN);
 		return err;
 	}
-	err = fg_policy_apply(&maps, &cfg, why);
+	err = fg_policy_apply(&maps, &cfg, NULL, why);
 	fg_config_free(&cfg);
 	return err;
 }
@@ -195,7 +195,7 @@ static void test_257_refused_changes_nothing(void)
 	if (!ASSERT_TRUE(y, "yaml") || !ASSERT_OK(parse(y, &cfg, &e), "256 rules"))
 		goto out;
 	cfg.pol.nrules = FG_MAX_RULES + 1;
-	ASSERT_EQ(fg_policy_apply(&maps, &cfg, why), -E2BIG, "apply: FG_MAX_RULES + 1 rules");
+	ASSERT_EQ(fg_policy_apply(&maps, &cfg, NULL, why), -E2BIG, "apply: FG_MAX_RULES + 1 rules");
 	ASSERT_STR_CONTAINS(why, "policy has 258 rules, at most 257", "apply's reason");
 	cfg.pol.nrules = FG_MAX_RULES;
 	fg_config_free(&cfg);

@@ -238,7 +238,7 @@ static int fgi_open_ex(struct fgi *g, const char *yaml, const char *path, __u32 
 	snprintf(g->dir, sizeof(g->dir), "/tmp/fgbench.XXXXXX");
 	err = fg_maps_scratch(&g->maps, g->skel, g->dir);
 	if (!err)
-		err = fg_policy_apply(&g->maps, &g->cfg, why);
+		err = fg_policy_apply(&g->maps, &g->cfg, NULL, why);
 	if (err)
 		fprintf(stderr, "fgbench: applying the policy: %s\n",
 			why[0] ? why : strerror(-err));

@@ -21,8 +21,8 @@ void cli_kernel_text(FILE *f, const struct fg_kfeat *kf, bool all)
 		fprintf(f, "  %-13s %-3s %s%s%s\n", fg_kf_names[i], kf->f[i].ok ? "yes" : "no",
 			fg_kf_desc[i], kf->f[i].ok ? "" : ": ", kf->f[i].why);
 	}
-	fprintf(f, "  concurrency caps count through: %s", fg_conn_way_names[fg_kfeat_conn_way(
-								 kf, why, sizeof(why))]);
+	fprintf(f, "  concurrency caps count through: %s",
+		fg_conn_way_names[fg_kfeat_conn_way(kf, why, sizeof(why))]);
 	if (fg_kfeat_conn_way(kf, NULL, 0) == FG_CONN_WAY_NONE)
 		fprintf(f, " (%s)", why);
 	fputc('\n', f);
@@ -63,13 +63,14 @@ int cli_needs_text(FILE *f, const struct fg_config *cfg, const struct fg_kfeat *
 		bad += nd[i].state == FG_NEED_UNAVAILABLE;
 	}
 	if (bad)
-		fprintf(f, "floodgated would refuse this policy here: %d feature%s this kernel "
-			   "cannot run\n", bad, bad == 1 ? "" : "s");
+		fprintf(f,
+			"floodgated would refuse this policy here: %d feature%s this kernel "
+			"cannot run\n",
+			bad, bad == 1 ? "" : "s");
 	return bad;
 }
 
-struct json_object *cli_needs_json(const struct fg_config *cfg, const struct fg_kfeat *kf,
-				   int *err)
+struct json_object *cli_needs_json(const struct fg_config *cfg, const struct fg_kfeat *kf, int *err)
 {
 	struct fg_need nd[FG_NEEDS_MAX];
 	int n = fg_policy_kernel_needs(cfg, kf, nd);
@@ -79,7 +80,8 @@ struct json_object *cli_needs_json(const struct fg_config *cfg, const struct fg_
 		struct json_object *o = json_object_new_object();
 
 		cli_json_add(err, o, "feature", json_object_new_string(nd[i].feature));
-		cli_json_add(err, o, "state", json_object_new_string(fg_need_state_names[nd[i].state]));
+		cli_json_add(err, o, "state",
+			     json_object_new_string(fg_need_state_names[nd[i].state]));
 		cli_json_add(err, o, "how", json_object_new_string(nd[i].how));
 		cli_json_add(err, o, "why", json_object_new_string(nd[i].why));
 		cli_json_push(err, a, o);

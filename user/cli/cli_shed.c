@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "lib/log.h"
 #include "lib/opts.h"
-#include "daemon/shedd.h"
+#include "shed/shedstate.h"
 #include "lib/sysutil.h"
 
 /* What the program sheds now, as "normal 0.0%, bulk 40.0%, best-effort 100.0%". */

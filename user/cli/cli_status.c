@@ -14,7 +14,7 @@
 #include "lists/escalate.h"
 #include "fleet/fleet_status.h"
 #include "lib/log.h"
-#include "daemon/shedd.h"
+#include "shed/shedstate.h"
 #include "lib/sysutil.h"
 #include "attach/xdpattach.h"
 
@@ -950,7 +950,7 @@ static struct json_object *fleet_json(const struct status *st, int *err)
 		cli_json_add(err, f, "lease_ms", json_object_new_uint64(ds->lease_ms));
 		cli_json_add(err, f, "deadline_ms", json_object_new_uint64(ds->deadline_ms));
 		cli_json_add(err, f, "updated_s_ago",
-			     json_ms((fg_redis_now_ns() - ds->updated_ns) / 1e9));
+			     json_ms((fg_mono_ns() - ds->updated_ns) / 1e9));
 		cli_json_add(err, f, "round_ms", json_ms(ds->cs.last_round_ns / 1e6));
 		cli_json_add(err, f, "round_max_ms", json_ms(ds->cs.max_round_ns / 1e6));
 		cli_json_add(err, f, "evalsha", json_object_new_uint64(ds->cs.commands));

@@ -39,7 +39,6 @@ struct fg_fleetd {
 	struct fg_lease *lease; /* FG_MAX_IDS entries, shared with the program */
 	size_t maplen;
 	char status_path[PATH_MAX];
-	struct fg_apply_hook hook;
 	struct fg_fleet_worker *w; /* NULL: no fleet rule runs */
 	int n;
 	struct fd_rule r[FG_FLEET_MAX_RULES];
@@ -148,13 +147,13 @@ static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, cha
 	return is;
 }
 
-static int before_flip(void *ctx, struct fg_maps *m, const struct fg_config *cfg, char *why)
+int fg_fleetd_before_flip(struct fg_fleetd *fl, const struct fg_config *cfg, char *why)
 {
-	struct fg_fleetd *fl = ctx;
 	struct fd_rule r;
 	int is;
 
-	(void)m;
+	if (!fl)
+		return 0;
 	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why, FG_WHY_LEN)) > 0; i++) {
 		struct fg_lease *e;
 
@@ -168,11 +167,6 @@ static int before_flip(void *ctx, struct fg_maps *m, const struct fg_config *cfg
 		lease_fresh(e, &r);
 	}
 	return is;
-}
-
-const struct fg_apply_hook *fg_fleetd_hook(struct fg_fleetd *fl)
-{
-	return fl ? &fl->hook : NULL;
 }
 
 /* --- the worker's callbacks ---------------------------------------------------- */
@@ -310,8 +304,6 @@ int fg_fleetd_open(struct fg_fleetd **out, struct fg_maps *m, const char *pin_di
 	if (!fl)
 		return -ENOMEM;
 	fl->m = m;
-	fl->hook.before_flip = before_flip;
-	fl->hook.ctx = fl;
 	err = fg_fleet_status_path(pin_dir, fl->status_path, sizeof(fl->status_path));
 	if (err)
 		goto fail;
@@ -576,7 +568,7 @@ void fg_fleetd_tick(struct fg_fleetd *fl)
 		fl->st.rule[i].lapse_ns = __atomic_load_n(&fl->r[i].lapse_ns, __ATOMIC_RELAXED);
 	}
 	fg_fleet_worker_conn_stats(fl->w, &fl->st.cs);
-	fl->st.updated_ns = fg_redis_now_ns();
+	fl->st.updated_ns = fg_mono_ns();
 	err = fg_fleet_status_write(fl->status_path, &fl->st);
 	if (err && !fl->status_warned)
 		pr_warn("fleet: cannot write %s: %s; `floodgate status` shows only what the maps "

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include "maps/apply.h"
 #include "maps/fgmaps.h"
+#include "fleet/fleet.h"
 #include "fleet/fleet_status.h"
 #include "policy/policy.h"
 
@@ -27,14 +28,14 @@ struct fg_fleetd;
 int fg_fleetd_open(struct fg_fleetd **out, struct fg_maps *m, const char *pin_dir);
 
 /*
- * For fg_policy_apply_hook: before the flip, every fleet rule whose
+ * Inside every apply (apply.h, before_flip): every fleet rule whose
  * fg_lease entry is not its own (another gen: a new rule, or one that just
  * became a fleet rule) gets a fresh one: gen, on_loss, the local share with
  * an empty bucket, no lease (on_loss applies until the first answer). An
  * entry that is the rule's own keeps its lease (a surviving rule, an
  * adopted pin dir); only its on_loss follows the file.
  */
-const struct fg_apply_hook *fg_fleetd_hook(struct fg_fleetd *fl);
+int fg_fleetd_before_flip(struct fg_fleetd *fl, const struct fg_config *cfg, char *why);
 
 /* After the policy is applied: start the engine for cfg's fleet rules,
  * adopting each pinned lease whose gen matches (its tokens are kept while

@@ -12,8 +12,10 @@
  * `floodgate reload`) re-reads the policy file.
  *
  * main() is the lifecycle; each step is a function below it in the order
- * it runs. Elsewhere: attach.c (links), srcwatch.c (the throttle log, source counts),
- * reload_log.c (what a reload changed), daemonize.c, metrics.c.
+ * it runs. It knows no feature: each (concurrency caps, fleet, shedding,
+ * the sources watch, escalation, the runtime lists, metrics) is a module
+ * whose hooks the steps call (daemon.h, modules.c). Elsewhere: attach.c
+ * (links), reload_log.c (what a reload changed), daemonize.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,30 +32,24 @@
 #include <systemd/sd-daemon.h>
 #include "floodgate.skel.h"
 #include "attach/attach.h"
-#include "daemon/connd.h"
-#include "daemon/daemonize.h"
 #include "attach/discover.h"
-#include "maps/fgmaps.h"
-#include "daemon/fleetd.h"
-#include "lib/log.h"
-#include "daemon/metrics.h"
-#include "lib/opts.h"
 #include "attach/pinwatch.h"
-#include "policy/policy.h"
-#include "daemon/reload_log.h"
-#include "lists/rtlist.h"
-#include "daemon/shedd.h"
-#include "sources/srcwatch.h"
-#include "lists/escalate.h"
 #include "attach/xdpattach.h"
-#include "maps/apply.h"
-#include "lib/sysutil.h"
+#include "conn/conn.h"
+#include "daemon/daemon.h"
+#include "daemon/daemonize.h"
+#include "daemon/reload_log.h"
 #include "lib/kfeat.h"
+#include "lib/log.h"
+#include "lib/opts.h"
+#include "lib/sysutil.h"
+#include "maps/apply.h"
+#include "maps/fgmaps.h"
+#include "policy/policy.h"
 #include "policy/policy_kernel.h"
 
-#define TICK_MS	  1000
-#define TRACK_MAX 65536 /* sources with drops tracked for the throttle log */
-#define LOCK_MS	  5000	/* waiting for the pin dir's lock */
+#define TICK_MS 1000
+#define LOCK_MS 5000 /* waiting for the pin dir's lock */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_requested;
@@ -70,28 +66,17 @@ struct daemon_opts {
 };
 
 struct daemon {
+	struct fgd g; /* what the modules see (daemon.h): dir, skel, maps, cfg, ... */
 	struct daemon_opts o;
-	const char *dir;
-	struct floodgate_bpf *skel;
-	struct fg_maps maps;
-	struct fg_config cfg;
-	bool have_cfg;
-	bool pin_dir_existed; /* it held pinned maps before us: never remove it on failure */
-	bool started;	      /* the pin dir is ours to clean up */
+	bool started; /* the pin dir is ours to clean up */
 	struct fg_iface ifs[FG_MAX_IFS];
 	int n_ifs;
 	struct fg_attach_conf ac; /* how to attach (xdp_attach:, attach.h) */
-	struct fg_metrics *mx;
-	__u32 dir4[4]; /* the IPv4 lists as last applied: blocks, trie /16s, /24s, prefixes */
-	struct fg_srcwatch sw;	 /* throttle log and source counts (srcwatch.h) */
-	struct fg_escd esc;	 /* escalation to the runtime deny list (escalate.h) */
-	struct fg_fleetd *fleet; /* fleet leases (fleetd.h) */
-	struct fg_shedd shed;	 /* the adaptive shedder (shedd.h) */
-	int notify_fd;		 /* background start: write the status, then close */
-	bool meta_dirty;	 /* fg_meta's interfaces need rewriting */
-	struct fg_pinwatch pw;	 /* are the pins still ours (pinwatch.h) */
-	struct fg_connd conn;	 /* concurrency caps (connd.h) */
-	__u64 max_sources;	 /* the maps' size: the file's, or as pinned when adopting */
+	struct fg_tick *tick;	  /* the counters, read once per tick for every module */
+	int notify_fd;		  /* background start: write the status, then close */
+	bool meta_dirty;	  /* fg_meta's interfaces need rewriting */
+	struct fg_pinwatch pw;	  /* are the pins still ours (pinwatch.h) */
+	__u64 max_sources;	  /* the maps' size: the file's, or as pinned when adopting */
 	int not_applied; /* adopting start: the file was refused (-errno), the pinned policy kept */
 	int kernel_err;	 /* adopting start: this kernel cannot run the file (check_kernel) */
 	char kernel_why[FG_WHY_LEN];
@@ -185,15 +170,49 @@ static int load_config(const char *path, struct fg_config *cfg, char *msg, size_
 	return err;
 }
 
+/* The config in force lives on the heap (190 KB): d->g.cfg, NULL until
+ * the file first loads. */
 static int load_first_config(struct daemon *d)
 {
+	struct fg_config *c = calloc(1, sizeof(*c));
 	char msg[1024];
-	int err = load_config(d->o.config, &d->cfg, msg, sizeof(msg));
+	int err;
 
-	if (err)
+	if (!c) {
+		pr_warn("loading %s: out of memory", d->o.config);
+		return -ENOMEM;
+	}
+	err = load_config(d->o.config, c, msg, sizeof(msg));
+	if (err) {
 		pr_warn("%s", msg);
-	else
-		d->have_cfg = true;
+		free(c);
+		return err;
+	}
+	d->g.cfg = c;
+	d->g.config = d->o.config;
+	d->g.metrics_listen = d->o.metrics;
+	return 0;
+}
+
+/* Every module's hook for one step of the start, in list order; the first
+ * failure stops the start (the module said why). */
+#define run_start_step(d, hook)                                                                \
+	({                                                                                     \
+		int __err = 0;                                                                 \
+		fgd_for_each_module(m) if ((*m)->hook && (__err = (*m)->hook(&(d)->g))) break; \
+		__err;                                                                         \
+	})
+
+/* apply.h's before_flip: every module's, in order. */
+static int modules_before_flip(void *ctx, struct fg_maps *mp, const struct fg_config *cfg,
+			       char *why)
+{
+	struct daemon *d = ctx;
+	int err = 0;
+
+	(void)mp;
+	fgd_for_each_module(m) if ((*m)->before_flip &&
+				   (err = (*m)->before_flip(&d->g, cfg, why))) break;
 	return err;
 }
 
@@ -232,15 +251,15 @@ static int choose_ifaces(struct daemon *d)
 {
 	bool cli = d->o.n_ifs > 0;
 
-	d->n_ifs = cli ? d->o.n_ifs : d->cfg.n_ifs;
+	d->n_ifs = cli ? d->o.n_ifs : d->g.cfg->n_ifs;
 	if (!d->n_ifs) {
 		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
 		return -EINVAL;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
-		const char *name = cli ? d->o.ifaces[i] : d->cfg.ifaces[i];
+		const char *name = cli ? d->o.ifaces[i] : d->g.cfg->ifaces[i];
 		/* by name, or the device its pinned link still holds (renamed) */
-		int err = fg_iface_init(&d->ifs[i], d->dir, name);
+		int err = fg_iface_init(&d->ifs[i], d->g.dir, name);
 
 		if (err) {
 			pr_warn("interface %s: %s", name, strerror(-err));
@@ -271,14 +290,14 @@ static int adopt_pinned_size(struct daemon *d, char *why)
 {
 	struct fg_meta meta;
 	struct fg_maps m;
-	int err = fg_maps_open(&m, d->dir, why);
+	int err = fg_maps_open(&m, d->g.dir, why);
 
 	if (err)
 		return err;
 	err = fg_meta_read(&m, &meta);
 	fg_maps_close(&m);
 	if (err) {
-		fg_why(why, "%s: reading fg_meta: %s", d->dir, strerror(-err));
+		fg_why(why, "%s: reading fg_meta: %s", d->g.dir, strerror(-err));
 		return err;
 	}
 	if (meta.max_sources)
@@ -300,8 +319,8 @@ static int check_kernel(struct daemon *d)
 
 	fg_kfeat_summary(kf, line, sizeof(line));
 	pr_info("%s", line);
-	err = fg_policy_kernel_check(&d->cfg, kf, d->kernel_why, sizeof(d->kernel_why));
-	if (err && !d->pin_dir_existed) {
+	err = fg_policy_kernel_check(d->g.cfg, kf, d->kernel_why, sizeof(d->kernel_why));
+	if (err && !d->g.adopting) {
 		pr_warn("%s: %s", d->o.config, d->kernel_why);
 		return err;
 	}
@@ -316,29 +335,29 @@ static int check_pin_dir(struct daemon *d)
 	struct fg_maps m;
 	int err;
 
-	err = fg_pin_dir_prepare(d->dir, why);
+	err = fg_pin_dir_prepare(d->g.dir, why);
 	if (err)
 		goto fail;
-	d->pin_dir_existed = fg_pin_dir_populated(d->dir);
-	if (!d->pin_dir_existed) {
+	d->g.adopting = fg_pin_dir_populated(d->g.dir);
+	if (!d->g.adopting) {
 		/* a filter whose pins are gone still holds our interfaces */
-		err = fg_found_orphan(d->ifs, d->n_ifs, d->dir, why);
+		err = fg_found_orphan(d->ifs, d->n_ifs, d->g.dir, why);
 		if (err)
 			goto fail;
 		return 0;
 	}
 	/* a live daemon first: its pin dir is not ours to judge, and the
 	 * max_sources advice below ("detach first") would stop it */
-	err = fg_maps_open(&m, d->dir, why);
+	err = fg_maps_open(&m, d->g.dir, why);
 	if (err)
 		goto fail;
-	err = refuse_live_daemon(&m, d->dir, "; use 'floodgate reload' or stop it first");
+	err = refuse_live_daemon(&m, d->g.dir, "; use 'floodgate reload' or stop it first");
 	fg_maps_close(&m);
 	if (err)
 		return err;
 	err = adopt_pinned_size(d, why);
 	if (!err)
-		err = fg_pin_dir_check(d->dir, d->max_sources, why);
+		err = fg_pin_dir_check(d->g.dir, d->max_sources, why);
 	if (!err)
 		return 0;
 fail:
@@ -350,10 +369,11 @@ static int size_maps(struct daemon *d)
 {
 	int err;
 
-	/* d->skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
+	/* d->g.skel->rodata->fg_clock stays FG_CLOCK_COARSE; the tries are sized
 	 * in their definitions (FG_PFX_ENTRIES, include/floodgate.h) */
-	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(d->max_sources))) ||
-	    (err = bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(d->max_sources))))
+	if ((err = bpf_map__set_max_entries(d->g.skel->maps.fg_src4,
+					    fg_src4_sets(d->max_sources))) ||
+	    (err = bpf_map__set_max_entries(d->g.skel->maps.fg_src6, fg_src6_sets(d->max_sources))))
 		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
 	return err;
 }
@@ -364,9 +384,9 @@ static int set_pin_paths(struct daemon *d)
 	char path[512];
 	int err;
 
-	fg_skel_maps(d->skel, pinned);
+	fg_skel_maps(d->g.skel, pinned);
 	for (size_t i = 0; i < FGM_NMAPS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", d->dir, bpf_map__name(pinned[i]));
+		snprintf(path, sizeof(path), "%s/%s", d->g.dir, bpf_map__name(pinned[i]));
 		err = bpf_map__set_pin_path(pinned[i], path);
 		if (err) {
 			pr_warn("pin path %s: %s", path, strerror(-err));
@@ -378,13 +398,13 @@ static int set_pin_paths(struct daemon *d)
 
 static int load_skel(struct daemon *d)
 {
-	int err = floodgate_bpf__load(d->skel);
+	int err = floodgate_bpf__load(d->g.skel);
 
 	if (err)
 		pr_warn("cannot load the BPF program: %s%s", strerror(-err),
-			d->pin_dir_existed ? " (the pinned maps may not match this version: "
-					     "'floodgate detach' and start again)" :
-					     "");
+			d->g.adopting ? " (the pinned maps may not match this version: "
+					"'floodgate detach' and start again)" :
+					"");
 	return err;
 }
 
@@ -401,11 +421,12 @@ static int keep_pinned_policy(struct daemon *d, int err, const char *why, __u32 
 	struct fg_ctl c1;
 	__u64 version = 0;
 	/* a failure after the slot flip leaves the file's policy in force */
-	bool flipped = !fg_ctl_read(&d->maps, &c1) && c1.slot != slot0;
+	bool flipped = !fg_ctl_read(&d->g.maps, &c1) && c1.slot != slot0;
 
-	if (!fg_policy_read_active(&d->maps, &pol))
+	if (!fg_policy_read_active(&d->g.maps, &pol))
 		version = pol.version;
 	d->not_applied = err;
+	d->g.not_applied = true;
 	snprintf(d->not_applied_why, sizeof(d->not_applied_why), "%s; policy version %llu %s",
 		 why[0] ? why : strerror(-err), (unsigned long long)version,
 		 flipped ? "from the file is in force" : "from the pinned state stays in force");
@@ -418,62 +439,77 @@ static int keep_pinned_policy(struct daemon *d, int err, const char *why, __u32 
  * line when the trie answers part of them (floodgate.h, "the block budget"). */
 static void dir4_applied(struct daemon *d, const struct fg_inforce *was, const char *what)
 {
-	d->dir4[0] = was->dir4_blocks;
-	d->dir4[1] = was->dir4_trie16;
-	d->dir4[2] = was->dir4_trie24;
-	d->dir4[3] = was->dir4_trie_pfx;
+	d->g.dir4[0] = was->dir4_blocks;
+	d->g.dir4[1] = was->dir4_trie16;
+	d->g.dir4[2] = was->dir4_trie24;
+	d->g.dir4[3] = was->dir4_trie_pfx;
 	if (was->dir4_note[0])
 		pr_info("%s: %s", what, was->dir4_note);
 }
 
-/* Lock the loaded pin dir, then fg_ctl and the policy; the lock is held
- * until attach_all is done. From here on the pin dir is ours (started). */
+/* The file's policy into the maps (or this kernel's refusal of it), what
+ * was in force before in was. */
+static int apply_file(struct daemon *d, struct fg_inforce *was, char *why, struct fg_ctl *c0)
+{
+	if (fg_ctl_read(&d->g.maps, c0))
+		c0->slot = ~0u;
+	if (d->kernel_err) {
+		snprintf(why, FG_WHY_LEN, "%s", d->kernel_why);
+		return d->kernel_err;
+	}
+	FG_APPLY_OPTS(o, .before_flip = modules_before_flip, .ctx = d, .was = was);
+
+	return fg_policy_apply(&d->g.maps, d->g.cfg, &o, why);
+}
+
+/* Lock the loaded pin dir, then fg_ctl and the policy, then the modules'
+ * start; the lock is held until attach_all is done. From here on the pin
+ * dir is ours (started). */
 static int lock_and_apply(struct daemon *d)
 {
 	char why[FG_WHY_LEN] = "";
-	struct fg_inforce was;
+	struct fg_inforce *was;
 	struct fg_ctl c0;
 	int err;
 
-	err = fg_maps_from_skel(&d->maps, d->skel, d->dir);
-	if (!err)
-		err = fg_fleetd_open(&d->fleet, &d->maps, d->dir);
+	err = fg_maps_from_skel(&d->g.maps, d->g.skel, d->g.dir);
 	if (err) {
-		pr_warn("pin dir %s: %s", d->dir, strerror(-err));
+		pr_warn("pin dir %s: %s", d->g.dir, strerror(-err));
 		return err;
 	}
-	err = fg_maps_lock(&d->maps, LOCK_MS);
+	if ((err = run_start_step(d, init)))
+		return err;
+	err = fg_maps_lock(&d->g.maps, LOCK_MS);
 	if (err) {
-		pr_warn("%s is locked by another floodgate process: %s", d->dir, strerror(-err));
+		pr_warn("%s is locked by another floodgate process: %s", d->g.dir, strerror(-err));
 		return err;
 	}
 	/* again under the lock: two daemons started at once */
-	err = refuse_live_daemon(&d->maps, d->dir, "");
+	err = refuse_live_daemon(&d->g.maps, d->g.dir, "");
 	if (err)
 		return err;
 	d->started = true;
-	err = fg_ctl_init(&d->maps, d->cfg.mode);
+	err = fg_ctl_init(&d->g.maps, d->g.cfg->mode);
 	if (err) {
-		pr_warn("initialising fg_ctl in %s: %s", d->dir, strerror(-err));
+		pr_warn("initialising fg_ctl in %s: %s", d->g.dir, strerror(-err));
 		return err;
 	}
-	if (fg_ctl_read(&d->maps, &c0))
-		c0.slot = ~0u;
-	if (d->kernel_err) {
-		err = d->kernel_err;
-		snprintf(why, sizeof(why), "%s", d->kernel_why);
-	} else {
-		err = fg_policy_apply_ex(&d->maps, &d->cfg, fg_fleetd_hook(d->fleet), &was, why);
-	}
-	if (err && d->pin_dir_existed)
+	was = calloc(1, sizeof(*was)); /* 163 KB: not on the stack */
+	if (!was)
+		return -ENOMEM;
+	err = apply_file(d, was, why, &c0);
+	if (err && d->g.adopting)
 		err = keep_pinned_policy(d, err, why, c0.slot);
 	else if (err)
 		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
-	else if (d->pin_dir_existed)
-		fg_reload_log("adopt", &was, &d->cfg); /* the file against the pinned state */
+	else if (d->g.adopting)
+		fg_reload_log("adopt", was, d->g.cfg); /* the file against the pinned state */
+	if (!err && !d->not_applied)
+		dir4_applied(d, was, d->g.adopting ? "adopt" : "start");
+	fg_inforce_free(was);
+	free(was);
 	if (!err)
-		dir4_applied(d, &was, d->pin_dir_existed ? "adopt" : "start");
-	fg_inforce_free(&was);
+		err = run_start_step(d, start);
 	return err;
 }
 
@@ -515,7 +551,7 @@ static void log_attached(const struct fg_iface *ifc)
 /* xdp_attach: resolved once, and said once. */
 static int choose_attach(struct daemon *d)
 {
-	const struct fg_config *c = &d->cfg;
+	const struct fg_config *c = d->g.cfg;
 	struct fg_attach_conf *ac = &d->ac;
 	int err =
 		fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
@@ -550,9 +586,9 @@ static void log_stale_link(const char *ifname, int err)
 
 static void fill_meta(struct daemon *d, struct fg_meta *meta)
 {
-	bool found = !fg_meta_read(&d->maps, meta);
+	bool found = !fg_meta_read(&d->g.maps, meta);
 	__u32 seq = found ? meta->reload_seq : 0;
-	__u32 file_mode = found && d->not_applied ? meta->file_mode : (__u32)d->cfg.mode;
+	__u32 file_mode = found && d->not_applied ? meta->file_mode : (__u32)d->g.cfg->mode;
 
 	memset(meta, 0, sizeof(*meta));
 	/* `floodgate reload` waits for a change: never back to a number seen */
@@ -581,69 +617,6 @@ static void fill_meta(struct daemon *d, struct fg_meta *meta)
 	memcpy(meta->config, d->o.config, strnlen(d->o.config, sizeof(meta->config) - 1));
 }
 
-/* Concurrency caps (connd.h): the counter, loaded before the XDP program
- * so that both share its maps; started once the policy has its rule ids;
- * the cap table again on every reload; reconciled every period. */
-static void log_conn_rec(const char *when, int err, const struct fg_conn_rec *rec, const char *why)
-{
-	char msg[256];
-
-	if (err)
-		pr_warn("concurrency caps: %s: %s", when, why && why[0] ? why : strerror(-err));
-	else if (fg_connd_rec_msg(rec, msg, sizeof(msg)))
-		pr_info("concurrency caps: %s: %s", when, msg);
-}
-
-static int open_conn(struct daemon *d)
-{
-	char why[FG_CONN_WHY_LEN] = "";
-	int err = fg_connd_open(&d->conn, d->skel, d->dir, d->cfg.conn_max_keys,
-				d->cfg.conn_reconcile_ms, why);
-
-	if (err)
-		pr_warn("concurrency caps: %s", why[0] ? why : strerror(-err));
-	return err;
-}
-
-static int start_conn(struct daemon *d)
-{
-	char why[FG_CONN_WHY_LEN] = "";
-	struct fg_conn_rec rec;
-	int err = fg_connd_start(&d->conn, &d->cfg.pol, d->dir, &rec, why);
-
-	if (!err && d->conn.c.way == FG_CONN_WAY_NONE)
-		pr_info("concurrency caps: unavailable on this kernel (%s); a policy with "
-			"per_source concurrency is refused",
-			d->conn.c.way_why);
-	else if (!err)
-		pr_info("concurrency caps: counting through %s", fg_conn_way_names[d->conn.c.way]);
-	log_conn_rec("seed", err, &rec, why);
-	return err;
-}
-
-/* A failure leaves the counter on the old cap table; XDP has the new caps. */
-static void reload_conn(struct daemon *d, const struct fg_policy *pol)
-{
-	char why[FG_CONN_WHY_LEN] = "";
-	struct fg_conn_rec rec;
-	int err = fg_connd_policy(&d->conn, pol, &rec, why);
-
-	log_conn_rec("reload", err, &rec, why);
-}
-
-static void reconcile_conn(struct daemon *d)
-{
-	struct fg_conn_rec rec;
-	int err;
-
-	/* under the lock; held by a CLI command: the next tick tries again */
-	if (!fg_connd_due(&d->conn, fg_mono_coarse_ns()) || fg_maps_lock(&d->maps, 0))
-		return;
-	err = fg_connd_reconcile(&d->conn, &rec);
-	fg_maps_unlock(&d->maps);
-	log_conn_rec("reconcile", err, &rec, NULL);
-}
-
 /* Every interface, stale links gone, fg_meta written; then unlock. */
 static int attach_all(struct daemon *d)
 {
@@ -655,82 +628,21 @@ static int attach_all(struct daemon *d)
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct fg_iface *ifc = &d->ifs[i];
 
-		err = fg_attach_iface(d->skel, d->dir, &d->ac, ifc);
+		err = fg_attach_iface(d->g.skel, d->g.dir, &d->ac, ifc);
 		if (err) {
 			pr_warn("%s: %s", ifc->name, ifc->why);
 			return err;
 		}
 		log_attached(ifc);
 	}
-	fg_drop_stale_links(d->dir, d->ifs, d->n_ifs, log_stale_link);
+	fg_drop_stale_links(d->g.dir, d->ifs, d->n_ifs, log_stale_link);
 	fill_meta(d, &meta);
-	err = fg_meta_write(&d->maps, &meta);
-	fg_maps_unlock(&d->maps);
+	err = fg_meta_write(&d->g.maps, &meta);
+	fg_maps_unlock(&d->g.maps);
 	if (err)
 		pr_warn("writing fg_meta: %s", strerror(-err));
-	else if ((err = fg_pinwatch_init(&d->pw, &d->maps)))
-		pr_warn("watching the pins in %s: %s", d->dir, strerror(-err));
-	return err;
-}
-
-static int start_metrics(struct daemon *d)
-{
-	struct fg_metrics_opts mo = {
-		.listen = d->o.metrics ? d->o.metrics : d->cfg.metrics,
-		.max_connections = d->cfg.metrics_max_conn,
-		.per_client = d->cfg.metrics_per_client,
-		.timeout_s = d->cfg.metrics_timeout_s,
-	};
-	char why[256];
-
-	if (!mo.listen || !*mo.listen)
-		return 0;
-	d->mx = fg_metrics_start(&mo, why, sizeof(why));
-	if (!d->mx) {
-		pr_warn("%s", why);
-		return -EADDRNOTAVAIL;
-	}
-	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "
-		"%u s per request)",
-		mo.listen, mo.max_connections, mo.per_client, mo.timeout_s);
-	return 0;
-}
-
-static int start_fleet(struct daemon *d)
-{
-	char why[FG_WHY_LEN] = "";
-	int err = fg_fleetd_start(d->fleet, &d->cfg, why, sizeof(why));
-
-	if (err)
-		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
-	return err;
-}
-
-static int start_shedder(struct daemon *d)
-{
-	int err = fg_shedd_start(&d->shed, &d->maps, &d->cfg, getenv("FLOODGATE_RUN_DIR"),
-				 fg_mono_coarse_ns());
-
-	if (err) {
-		char name[PATH_MAX + 32];
-
-		fg_signal_name(&d->cfg.shed_signal, name, sizeof(name));
-		pr_warn("shedding: cannot start (signal %s): %s", name, strerror(-err));
-	} else if (d->shed.on) {
-		pr_info("shedding: signal sampled every %gs, amount %.3f of %d tiers%s",
-			d->cfg.shed.interval, d->shed.c.amount, d->shed.c.ntiers,
-			d->shed.shadow ? ", shadow" : "");
-	}
-	return err;
-}
-
-static int start_throttle_log(struct daemon *d)
-{
-	int err = fg_srcwatch_start(&d->sw, &d->maps, TRACK_MAX);
-
-	if (err)
-		pr_warn("throttle log and source counts: %s", strerror(-err));
-	fg_escd_init(&d->esc, d->dir);
+	else if ((err = fg_pinwatch_init(&d->pw, &d->g.maps)))
+		pr_warn("watching the pins in %s: %s", d->g.dir, strerror(-err));
 	return err;
 }
 
@@ -740,21 +652,21 @@ static void rewrite_meta_ifaces(struct daemon *d)
 {
 	struct fg_meta meta;
 
-	if (fg_meta_read(&d->maps, &meta))
+	if (fg_meta_read(&d->g.maps, &meta))
 		return;
 	for (int i = 0; i < d->n_ifs && i < FG_MAX_IFS; i++) {
 		meta.ifs[i].ifindex = d->ifs[i].ifindex;
 		meta.ifs[i].xdp_mode = d->ifs[i].xdp_mode;
 		memcpy(meta.ifs[i].name, d->ifs[i].name, sizeof(meta.ifs[i].name));
 	}
-	if (!fg_meta_write(&d->maps, &meta))
+	if (!fg_meta_write(&d->g.maps, &meta))
 		d->meta_dirty = false;
 }
 
 /* Interfaces deleted and back (attach.c), logged once each. */
 static void watch_ifaces(struct daemon *d)
 {
-	if (fg_watch_ifaces(d->ifs, d->n_ifs, d->skel, d->dir, &d->ac)) {
+	if (fg_watch_ifaces(d->ifs, d->n_ifs, d->g.skel, d->g.dir, &d->ac)) {
 		for (int i = 0; i < d->n_ifs; i++) {
 			const struct fg_iface *ifc = &d->ifs[i];
 
@@ -781,96 +693,71 @@ static void watch_ifaces(struct daemon *d)
 /* Pins removed under us: put them back from our fds, or say why not. */
 static void watch_pins(struct daemon *d)
 {
-	if (fg_pinwatch_check(&d->pw, &d->maps, d->ifs, d->n_ifs, fg_mono_coarse_ns()))
+	if (fg_pinwatch_check(&d->pw, &d->g.maps, d->ifs, d->n_ifs, fg_mono_coarse_ns()))
 		pr_warn("%s", d->pw.msg);
 }
 
+/* The counters, read once, then every module's tick in order. */
 static void tick(struct daemon *d)
 {
-	static struct fg_stats rows[FG_NROWS];
-	struct fg_name names[FG_MAX_IDS];
-	struct fg_policy pol;
-	struct fg_ctl ctl;
-	bool swept = false;
+	struct fg_tick *t = d->tick;
 	int err;
 
-	if ((err = fg_ctl_read(&d->maps, &ctl)) || (err = fg_names_read(&d->maps, names)) ||
-	    (err = fg_policy_read_active(&d->maps, &pol)) ||
-	    (err = fg_stats_read(&d->maps, rows))) {
+	if ((err = fg_ctl_read(&d->g.maps, &t->ctl)) ||
+	    (err = fg_names_read(&d->g.maps, t->names)) ||
+	    (err = fg_policy_read_active(&d->g.maps, &t->pol)) ||
+	    (err = fg_stats_read(&d->g.maps, t->rows))) {
 		pr_warn("reading counters: %s", strerror(-err));
 		return;
 	}
-	if ((err = fg_srcwatch_tick(&d->sw, &pol, names)))
-		pr_warn("watching the source tables: %s", strerror(-err));
-	err = fg_escd_tick(&d->esc, &d->maps, &d->sw.tr, &d->cfg, &pol, names, &ctl, &swept);
-	if (err && !d->esc.warned)
-		pr_warn("escalation: reading the runtime lists: %s (said once)", strerror(-err));
-	d->esc.warned |= err != 0;
-	if (!swept && ctl.rt_active && (err = fg_rt_gc_maps(&d->maps, fg_mono_coarse_ns(), NULL)))
-		pr_warn("runtime lists: removing expired entries: %s", strerror(-err));
-	fg_fleetd_tick(d->fleet);
-	if (d->mx) {
-		struct fg_metrics_snap s = { .rows = rows,
-					     .names = names,
-					     .ctl = &ctl,
-					     .pol = &pol,
-					     .sources4 = d->sw.count4,
-					     .sources6 = d->sw.count6,
-					     .sources_at = d->sw.count_at,
-					     .source_reads = d->sw.walk.reads,
-					     .throttle_events = d->sw.events,
-					     .fleet = fg_fleetd_status(d->fleet),
-					     .shed = &d->shed,
-					     .esc = &d->esc.x.n,
-					     .ipv4_blocks = d->dir4[0],
-					     .ipv4_trie16 = d->dir4[1],
-					     .ipv4_trie24 = d->dir4[2],
-					     .ipv4_trie_pfx = d->dir4[3] };
-		char *page, *conn = NULL;
-		size_t len, clen = 0;
-
-		if (!fg_connd_metrics(&d->conn, names, &conn, &clen))
-			s.extra = conn, s.extra_len = clen;
-		if (!fg_metrics_render(&s, &page, &len))
-			fg_metrics_publish(d->mx, page, len);
-		free(conn);
-	}
+	t->now_ns = fg_mono_coarse_ns();
+	t->rt_swept = false;
+	fgd_for_each_module(m) if ((*m)->tick)(*m)->tick(&d->g, t);
 }
 
-/* Under the lock: the new policy, with the file's modes (apply.h); then
- * what changed against what was in force. On failure msg says why and
- * whether the running policy stayed. */
+/* Under the lock: the new policy, with the file's modes (apply.h), the
+ * modules' after_flip; then what changed against what was in force. On
+ * failure msg says why and whether the running policy stayed. */
 static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, size_t len)
 {
+	struct fg_inforce *was = calloc(1, sizeof(*was)); /* 163 KB: not on the stack */
 	char why[FG_WHY_LEN] = "";
-	struct fg_inforce was;
 	struct fg_ctl c0, c1;
 	int err;
 
-	err = fg_maps_lock(&d->maps, LOCK_MS);
+	if (!was) {
+		snprintf(msg, len, "out of memory; the running policy is unchanged");
+		return -ENOMEM;
+	}
+	err = fg_maps_lock(&d->g.maps, LOCK_MS);
 	if (err) {
-		snprintf(msg, len, "cannot lock %s: %s; the running policy is unchanged", d->dir,
+		snprintf(msg, len, "cannot lock %s: %s; the running policy is unchanged", d->g.dir,
 			 strerror(-err));
+		free(was);
 		return err;
 	}
-	if (fg_ctl_read(&d->maps, &c0))
+	if (fg_ctl_read(&d->g.maps, &c0))
 		c0.slot = ~0u;
-	err = fg_policy_apply_ex(&d->maps, ncfg, fg_fleetd_hook(d->fleet), &was, why);
+	FG_APPLY_OPTS(o, .before_flip = modules_before_flip, .ctx = d, .was = was);
+	err = fg_policy_apply(&d->g.maps, ncfg, &o, why);
 	if (err) {
 		/* a failure after the slot flip leaves the new policy in force */
-		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->maps, &c1) && c1.slot != c0.slot;
+		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->g.maps, &c1) &&
+			       c1.slot != c0.slot;
 
-		fg_maps_unlock(&d->maps);
+		fg_maps_unlock(&d->g.maps);
 		snprintf(msg, len, "%s; %s", why[0] ? why : strerror(-err),
 			 flipped ? "the new policy is in force" :
 				   "the running policy is unchanged");
+		free(was);
 		return err;
 	}
-	reload_conn(d, &ncfg->pol); /* the cap table, under the lock too */
-	fg_maps_unlock(&d->maps);
-	fg_reload_log("reload", &was, ncfg);
-	dir4_applied(d, &was, "reload");
-	fg_inforce_free(&was);
+	fgd_for_each_module(m) if ((*m)->after_flip)(*m)->after_flip(&d->g, ncfg);
+	fg_maps_unlock(&d->g.maps);
+	fg_reload_log("reload", was, ncfg);
+	dir4_applied(d, was, "reload");
+	fg_inforce_free(was);
+	free(was);
 	return 0;
 }
 
@@ -879,14 +766,14 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 static void report_reload(struct daemon *d, int err, const char *msg)
 {
 	struct fg_meta meta;
-	int werr = fg_meta_read(&d->maps, &meta);
+	int werr = fg_meta_read(&d->g.maps, &meta);
 
 	if (!werr) {
 		meta.reload_seq++;
 		meta.reload_err = (__u32)(err < 0 ? -err : err);
 		meta.reload_done = (__u64)time(NULL);
 		snprintf(meta.reload_msg, sizeof(meta.reload_msg), "%s", msg);
-		werr = fg_meta_write(&d->maps, &meta);
+		werr = fg_meta_write(&d->g.maps, &meta);
 	}
 	if (werr)
 		pr_warn("reload: cannot record the result in fg_meta: %s ('floodgate reload' "
@@ -894,87 +781,104 @@ static void report_reload(struct daemon *d, int err, const char *msg)
 			strerror(-werr));
 }
 
-static void reload_fleet(struct daemon *d, const struct fg_config *ncfg)
+/* What a reload cannot change while running: said, not applied. */
+static void reload_restart_only(const struct fg_config *old, const struct fg_config *ncfg)
 {
-	char why[FG_WHY_LEN] = "";
-	int err = fg_fleetd_reload(d->fleet, &d->cfg, ncfg, why, sizeof(why));
+	if (ncfg->n_ifs != old->n_ifs || memcmp(ncfg->ifaces, old->ifaces, sizeof(ncfg->ifaces)) ||
+	    ncfg->xdp_mode != old->xdp_mode || ncfg->xdp_attach != old->xdp_attach ||
+	    ncfg->xdp_priority != old->xdp_priority || ncfg->xdp_chain != old->xdp_chain)
+		pr_warn("reload: interfaces/xdp_mode/xdp_attach changed in the file; they take "
+			"effect on restart");
+	if (strcmp(ncfg->metrics, old->metrics) ||
+	    ncfg->metrics_max_conn != old->metrics_max_conn ||
+	    ncfg->metrics_per_client != old->metrics_per_client ||
+	    ncfg->metrics_timeout_s != old->metrics_timeout_s)
+		pr_warn("reload: metrics changed in the file; it takes effect on restart");
+}
 
-	if (err < 0)
-		pr_warn("reload: fleet: %s; fleet rules apply on_loss once their leases run out",
-			why[0] ? why : strerror(-err));
+/* The file again, checked against this kernel, applied; on any failure the
+ * running policy stays and msg says why (fg_meta's reload fields). The new
+ * config is on the heap (190 KB) and replaces the old by pointer. */
+static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size_t len)
+{
+	struct fg_config *ncfg = calloc(1, sizeof(*ncfg));
+	int err;
+
+	*out = NULL;
+	if (!ncfg) {
+		snprintf(msg, len, "out of memory; the running policy is unchanged");
+		return -ENOMEM;
+	}
+	err = load_config(d->o.config, ncfg, msg, len);
+	if (err) {
+		pr_warn("%s", msg);
+		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
+		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
+		free(ncfg);
+		return err;
+	}
+	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg, len - 40);
+	if (err) {
+		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
+		pr_warn("reload: %s: %s", d->o.config, msg);
+	} else if ((err = reload_apply(d, ncfg, msg, len))) {
+		pr_warn("reload: %s", msg);
+	}
+	if (err) {
+		fg_config_free(ncfg);
+		free(ncfg);
+		return err;
+	}
+	*out = ncfg;
+	return 0;
 }
 
 static void do_reload(struct daemon *d)
 {
-	struct fg_config ncfg;
+	struct fg_config *ncfg, *old = d->g.cfg;
 	char msg[1024];
 	int err;
 
 	sd_notify(0, "RELOADING=1");
 	pr_info("reload: reading %s", d->o.config);
-	err = load_config(d->o.config, &ncfg, msg, sizeof(msg));
+	err = reload_file(d, &ncfg, msg, sizeof(msg));
 	if (err) {
-		pr_warn("%s", msg);
-		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
-		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
 		report_reload(d, err, msg);
-		goto out;
+		sd_notify(0, "READY=1");
+		return;
 	}
-	err = fg_policy_kernel_check(&ncfg, fg_kfeat_get(), msg, sizeof(msg) - 40);
-	if (err) {
-		fg_config_free(&ncfg);
-		strncat(msg, "; the running policy is unchanged", sizeof(msg) - strlen(msg) - 1);
-		pr_warn("reload: %s: %s", d->o.config, msg);
-		report_reload(d, err, msg);
-		goto out;
-	}
-	err = reload_apply(d, &ncfg, msg, sizeof(msg));
-	if (err) {
-		fg_config_free(&ncfg);
-		pr_warn("reload: %s", msg);
-		report_reload(d, err, msg);
-		goto out;
-	}
-	reload_fleet(d, &ncfg);
-	if ((err = fg_shedd_reload(&d->shed, &ncfg, fg_mono_coarse_ns())))
-		pr_warn("reload: shedding: %s; the shedder keeps its previous settings",
-			strerror(-err));
-	if (ncfg.n_ifs != d->cfg.n_ifs || memcmp(ncfg.ifaces, d->cfg.ifaces, sizeof(ncfg.ifaces)) ||
-	    ncfg.xdp_mode != d->cfg.xdp_mode || ncfg.xdp_attach != d->cfg.xdp_attach ||
-	    ncfg.xdp_priority != d->cfg.xdp_priority || ncfg.xdp_chain != d->cfg.xdp_chain)
-		pr_warn("reload: interfaces/xdp_mode/xdp_attach changed in the file; they take "
-			"effect on restart");
-	if (strcmp(ncfg.metrics, d->cfg.metrics) ||
-	    ncfg.metrics_max_conn != d->cfg.metrics_max_conn ||
-	    ncfg.metrics_per_client != d->cfg.metrics_per_client ||
-	    ncfg.metrics_timeout_s != d->cfg.metrics_timeout_s)
-		pr_warn("reload: metrics changed in the file; it takes effect on restart");
+	fgd_for_each_module(m) if ((*m)->reloaded)(*m)->reloaded(&d->g, old, ncfg);
+	reload_restart_only(old, ncfg);
 	snprintf(msg, sizeof(msg), "policy version %llu active",
-		 (unsigned long long)ncfg.pol.version);
+		 (unsigned long long)ncfg->pol.version);
 	pr_info("reload: %s", msg);
 	report_reload(d, 0, msg);
 	d->not_applied = 0;
-	fg_config_free(&d->cfg);
-	d->cfg = ncfg;
-out:
+	d->g.not_applied = false;
+	d->g.cfg = ncfg;
+	fg_config_free(old);
+	free(old);
 	sd_notify(0, "READY=1");
 }
 
-/* One tick's sleep; the shedder samples on its own interval meanwhile. */
+/* One tick's sleep; modules that poll (the shedder samples on its own
+ * interval) are called meanwhile, each when it asked to be. */
 static void rest(struct daemon *d, const struct timespec *tick_len)
 {
 	__u64 now = fg_mono_coarse_ns();
 	__u64 until = now + (__u64)tick_len->tv_sec * 1000000000ull + (__u64)tick_len->tv_nsec;
 
 	while (!stop_signal && !reload_requested && now < until) {
-		struct fg_shedd_change chg;
 		__u64 wake = until;
 		struct timespec ts;
 
-		fg_shedd_sample(&d->shed, &d->maps, now, &chg);
-		fg_shedd_log(&d->shed, &chg);
-		if (d->shed.on && d->shed.next_ns < wake)
-			wake = d->shed.next_ns;
+		fgd_for_each_module(m)
+		{
+			__u64 next = (*m)->poll ? (*m)->poll(&d->g, now) : 0;
+
+			if (next && next < wake)
+				wake = next;
+		}
 		if (wake > now) {
 			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
 			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
@@ -989,11 +893,11 @@ static void serve(struct daemon *d)
 	if (d->not_applied)
 		pr_warn("adopted pinned state; %s NOT applied, the pinned policy in force, on %d "
 			"interface(s), pin dir %s (pid %d)",
-			d->o.config, d->n_ifs, d->dir, getpid());
+			d->o.config, d->n_ifs, d->g.dir, getpid());
 	else
 		pr_info("%s policy version %llu from %s on %d interface(s), pin dir %s (pid %d)",
-			d->pin_dir_existed ? "adopted pinned state;" : "started;",
-			(unsigned long long)d->cfg.pol.version, d->o.config, d->n_ifs, d->dir,
+			d->g.adopting ? "adopted pinned state;" : "started;",
+			(unsigned long long)d->g.cfg->pol.version, d->o.config, d->n_ifs, d->g.dir,
 			getpid());
 	sd_notify(0, "READY=1");
 	fg_daemonize_done(&d->notify_fd, 0, NULL);
@@ -1006,7 +910,6 @@ static void serve(struct daemon *d)
 		}
 		watch_ifaces(d);
 		watch_pins(d);
-		reconcile_conn(d);
 		tick(d);
 		rest(d, &ts);
 	}
@@ -1016,12 +919,26 @@ static void serve(struct daemon *d)
 
 /* --- stop ------------------------------------------------------------------------- */
 
+/* Every module's close, last first (each is safe on a module that never
+ * started); detach: the filter is being removed (fleet hands its leases
+ * back), else it keeps running. Before the maps close. */
+static void close_modules(struct daemon *d, bool detach)
+{
+	size_t n = 0;
+
+	while (fg_modules[n])
+		n++;
+	while (n--)
+		if (fg_modules[n]->close)
+			fg_modules[n]->close(&d->g, detach);
+}
+
 /* Does stopping (after err) detach and unpin? */
 static bool will_detach(const struct daemon *d, int err)
 {
 	if (d->started && err)
-		return !d->pin_dir_existed; /* a failed start removes only a pin dir it made */
-	return d->started && !d->o.keep && (!d->have_cfg || d->cfg.detach_on_exit);
+		return !d->g.adopting; /* a failed start removes only a pin dir it made */
+	return d->started && !d->o.keep && (!d->g.cfg || d->g.cfg->detach_on_exit);
 }
 
 static void log_iface_detach(const struct fg_iface *ifc, int err, const char *why)
@@ -1038,28 +955,29 @@ static int release_pin_dir(struct daemon *d, int err)
 	char why[FG_WHY_LEN] = "";
 	struct fg_meta meta;
 
-	if (d->started && !detach && d->maps.fd[FGM_META] >= 0 && !fg_meta_read(&d->maps, &meta) &&
-	    meta.pid == (__u32)getpid()) {
+	if (d->started && !detach && d->g.maps.fd[FGM_META] >= 0 &&
+	    !fg_meta_read(&d->g.maps, &meta) && meta.pid == (__u32)getpid()) {
 		meta.pid = 0; /* the filter keeps running; nobody tends it */
-		fg_meta_write(&d->maps, &meta);
+		fg_meta_write(&d->g.maps, &meta);
 	}
-	fg_maps_close(&d->maps);
+	fg_maps_close(&d->g.maps);
 	if (detach)
 		fg_detach_ifaces(d->ifs, d->n_ifs, log_iface_detach);
 	if (detach) {
-		int rerr = fg_pin_dir_remove(d->dir, why);
+		int rerr = fg_pin_dir_remove(d->g.dir, why);
 
 		if (rerr) {
-			pr_warn("removing the pin dir %s: %s", d->dir,
+			pr_warn("removing the pin dir %s: %s", d->g.dir,
 				why[0] ? why : strerror(-rerr));
 			return err ? err : -EIO;
 		}
-		pr_info("detached and unpinned %s%s", d->dir, err ? " after the failed start" : "");
+		pr_info("detached and unpinned %s%s", d->g.dir,
+			err ? " after the failed start" : "");
 	} else if (d->started) {
-		pr_info("left the filter attached and pinned in %s", d->dir);
-	} else if (d->dir && !d->pin_dir_existed) {
-		fg_conn_unpin(d->dir); /* the counter loads first */
-		rmdir(d->dir);	       /* a dir we made for a start that failed; only if empty */
+		pr_info("left the filter attached and pinned in %s", d->g.dir);
+	} else if (d->g.dir && !d->g.adopting) {
+		fg_conn_unpin(d->g.dir); /* the counter loads first */
+		rmdir(d->g.dir);	 /* a dir we made for a start that failed; only if empty */
 	}
 	return err;
 }
@@ -1067,10 +985,10 @@ static int release_pin_dir(struct daemon *d, int err)
 static void init_daemon(struct daemon *d)
 {
 	d->notify_fd = -1;
-	d->maps.dirfd = -1;
+	d->g.maps.dirfd = -1;
 	for (int i = 0; i < FGM_NMAPS; i++)
-		d->maps.fd[i] = -1;
-	d->dir = fg_pin_dir_choose(d->o.pin_dir);
+		d->g.maps.fd[i] = -1;
+	d->g.dir = fg_pin_dir_choose(d->o.pin_dir);
 	fg_log_init("floodgated", d->o.verbose ? FG_LOG_DEBUG : FG_LOG_INFO, !d->o.foreground);
 }
 
@@ -1092,39 +1010,39 @@ int main(int argc, char **argv)
 	}
 	if ((err = setup_signals()) || (err = load_first_config(d)))
 		goto cleanup;
-	d->max_sources = d->cfg.max_sources;
+	d->max_sources = d->g.cfg->max_sources;
 	if ((err = choose_ifaces(d)) || (err = check_pin_dir(d)) || (err = check_kernel(d)))
 		goto cleanup;
-	d->skel = floodgate_bpf__open();
-	if (!d->skel) {
+	d->g.skel = floodgate_bpf__open();
+	if (!d->g.skel) {
 		err = -errno;
 		pr_warn("cannot open the BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
-	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = open_conn(d)) ||
+	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = run_start_step(d, open)) ||
 	    (err = load_skel(d)))
 		goto cleanup;
-	if ((err = lock_and_apply(d)) || (err = start_conn(d)) || (err = attach_all(d)))
+	if ((err = lock_and_apply(d)) || (err = attach_all(d)))
 		goto cleanup;
-	if ((err = start_metrics(d)) || (err = start_throttle_log(d)) || (err = start_fleet(d)) ||
-	    (err = start_shedder(d)))
+	d->tick = calloc(1, sizeof(*d->tick)); /* 160 KB: not on the stack */
+	if (!d->tick) {
+		err = -ENOMEM;
+		pr_warn("out of memory");
 		goto cleanup;
+	}
 	serve(d);
 	err = 0;
 
 cleanup:
-	fg_shedd_stop(&d->shed);
-	fg_metrics_stop(d->mx);
-	fg_fleetd_close(d->fleet, will_detach(d, err)); /* detaching hands the leases back */
+	close_modules(d, will_detach(d, err));
 	err = release_pin_dir(d, err);
 	for (int i = 0; i < d->n_ifs; i++)
 		bpf_link__destroy(d->ifs[i].link); /* closes our fd; a pin keeps the link */
-	floodgate_bpf__destroy(d->skel);
-	fg_connd_close(&d->conn); /* a pinned counter keeps counting */
-	if (d->have_cfg)
-		fg_config_free(&d->cfg);
-	fg_srcwatch_stop(&d->sw);
-	fg_escd_stop(&d->esc);
+	floodgate_bpf__destroy(d->g.skel);
+	if (d->g.cfg)
+		fg_config_free(d->g.cfg);
+	free(d->g.cfg);
+	free(d->tick);
 	fg_daemonize_done(&d->notify_fd, err, fg_log_last_warn());
 	return err ? 1 : 0;
 }

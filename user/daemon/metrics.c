@@ -583,7 +583,7 @@ static void render_rule_metrics(struct buf *b, const struct fg_metrics_snap *s,
 /* Every per-rule fleet metric. */
 static void render_fleet_rules(struct buf *b, const struct fg_metrics_snap *s)
 {
-	__u64 now = fg_redis_now_ns();
+	__u64 now = fg_mono_ns();
 
 	render_rule_metrics(b, s, rule_metrics, sizeof(rule_metrics) / sizeof(rule_metrics[0]),
 			    now);

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "floodgate.h"
+#include "policy/policy.h"
 #include "fleet/fleet_status.h"
 
 struct fg_shedd;
@@ -48,12 +49,9 @@ struct fg_metrics_snap {
  * address, never keep a scraper from another address out, and not for
  * longer than timeout from the same one.
  */
-#define FG_METRICS_MAX_CONN	1024 /* default max_connections */
-#define FG_METRICS_MAX_CONN_MAX 65536
-#define FG_METRICS_PER_CLIENT	8 /* default per_client */
-#define FG_METRICS_TIMEOUT_S	3 /* default timeout */
-#define FG_METRICS_TIMEOUT_MAX	300
-#define FG_METRICS_REQ_MAX	16384 /* bytes a connection may buffer: request line + headers */
+/* FG_METRICS_MAX_CONN ... FG_METRICS_TIMEOUT_MAX: the metrics: section's defaults and
+ * bounds, in policy/policy.h */
+#define FG_METRICS_REQ_MAX 16384 /* bytes a connection may buffer: request line + headers */
 
 struct fg_metrics_opts {
 	const char *listen;	      /* "host:port", "[v6]:port" or ":port" (all addresses) */

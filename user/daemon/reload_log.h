@@ -2,7 +2,7 @@
 /*
  * What a reload (or an adoption) changed, for floodgated's log: the new
  * file against what was in force just before, the active policy slot and
- * fg_ctl as fg_policy_apply_diff found them (apply.h), not against the file
+ * fg_ctl as fg_policy_apply found them (opts.was) (apply.h), not against the file
  * as the daemon read it last. Rules added, removed, moved, and each changed
  * field (limits, grouping, action, mode, cost, on_full), then the global
  * mode, match entries, verdicts, prefixes and admission; "no policy

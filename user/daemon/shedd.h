@@ -32,15 +32,7 @@
 #include "shed/fgsignal.h"
 #include "policy/policy.h"
 #include "shed/shed.h"
-
-#define FG_SHEDD_RUN_DIR "/run/floodgate"
-
-/* Why the controller is held at zero. */
-enum fg_shedd_hold {
-	FG_SHEDD_RUN = 0,
-	FG_SHEDD_BYPASS, /* the kill switch is on */
-	FG_SHEDD_OFF,	 /* fg_shed_ctl.off */
-};
+#include "shed/shedstate.h"
 
 struct fg_shedd {
 	bool on;		 /* the policy has a shedding: section */
@@ -73,21 +65,6 @@ struct fg_shedd_change {
 	int state_err; /* writing the state file failed (first time only) */
 };
 
-/* The daemon's state, as the state file has it (fg_shedd_state_read). */
-struct fg_shedd_state {
-	__u32 pid;
-	char signal[PATH_MAX + 32];
-	bool have_value;
-	double value;
-	int sig_err;
-	char phase[16];
-	char hold[16];
-	double amount, pressure;
-	int ntiers;
-	double interval, delay, ramp, decay, good, bad, orphan;
-	__u64 samples, lost;
-};
-
 /* Map fg_shed and start from cfg's shedding: section. An adopted pin dir
  * resumes from what the pinned thresholds decayed to by now_ns. Without a
  * shedding: section the thresholds are zeroed and nothing else happens.
@@ -112,27 +89,7 @@ void fg_shedd_stop(struct fg_shedd *sd);
 /* The daemon's log lines for chg (each tier change once). */
 void fg_shedd_log(const struct fg_shedd *sd, const struct fg_shedd_change *chg);
 
-/* The pinned fg_shed as the program applies it at now_ns: the fraction of
- * each tier's non-TCP packets shed (critical: 0). For status and metrics. */
-void fg_shedd_fracs(const struct fg_shed_ctl *v, __u64 now_ns, double frac[FG_NTIERS]);
-
-/* The state file of the daemon on pin dir (NULL: FG_SHEDD_RUN_DIR). */
-void fg_shedd_state_path(const char *state_dir, const char *pin_dir, char *buf, size_t len);
-/* 0, -ENOENT (none), -EINVAL (not a state file). */
-int fg_shedd_state_read(const char *path, struct fg_shedd_state *st);
 /* From a live sd, as the file would have it. */
 void fg_shedd_state_of(const struct fg_shedd *sd, struct fg_shedd_state *st);
-
-const char *fg_shedd_hold_name(enum fg_shedd_hold h);
-
-/* Map the pinned fg_shed (fd; type, sizes and BPF_F_MMAPABLE checked:
- * -EPROTO otherwise) read-write into *v, *len bytes. */
-int fg_shed_map_open(int fd, struct fg_shed_ctl **v, size_t *len);
-void fg_shed_map_close(struct fg_shed_ctl **v, size_t len);
-/* The operator's switch (floodgate shed off|on): stores fg_shed_ctl.off
- * alone, so the daemon's field-by-field writes never undo it; *was is
- * what it held. The program stops tier shedding at the next packet; a
- * running daemon holds its controller at zero from its next sample. */
-int fg_shed_switch_off(struct fg_shed_ctl *v, bool off, bool *was);
 
 #endif /* FG_SHEDD_H */

@@ -133,15 +133,6 @@ struct fg_fleet {
 	struct fg_fleet_conn_stats cs;
 };
 
-static const char *const state_names[FG_FLEET_NSTATES] = {
-	"init", "ok", "grace", "fallback", "recovering",
-};
-
-const char *fg_fleet_state_name(int state)
-{
-	return state >= 0 && state < FG_FLEET_NSTATES ? state_names[state] : "?";
-}
-
 const char *fg_fleet_ev_name(int kind)
 {
 	static const char *const n[] = { "grace", "resumed", "fallback", "recovered" };
@@ -158,21 +149,10 @@ const char *fg_fleet_loss_name(int on_loss)
 
 /* --- setup ------------------------------------------------------------------ */
 
-static int valid_node(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'))
-			return 0;
-	return 1;
-}
-
 struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t whylen)
 {
 	struct fg_fleet *f;
-	int err = -EINVAL;
+	int err;
 
 	f = calloc(1, sizeof(*f));
 	if (!f) {
@@ -180,57 +160,9 @@ struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t w
 		errno = ENOMEM;
 		return NULL;
 	}
-	f->c = *c;
-	if (!f->c.interval_ms)
-		f->c.interval_ms = FG_FLEET_INTERVAL_MS;
-	if (!f->c.deadline_ms)
-		f->c.deadline_ms = FG_FLEET_DEADLINE_MS;
-	if (!f->c.lease_ms)
-		f->c.lease_ms = 2 * f->c.interval_ms;
-	if (!f->c.prefix[0])
-		snprintf(f->c.prefix, sizeof(f->c.prefix), "floodgate");
-	if (!f->c.node[0] && gethostname(f->c.node, sizeof(f->c.node) - 1)) {
-		err = -errno;
-		fg_whyn(why, whylen, "gethostname: %s", strerror(errno));
+	err = fg_fleet_conf_resolve(c, &f->c, why, whylen);
+	if (err)
 		goto fail;
-	}
-	f->c.node[sizeof(f->c.node) - 1] = 0;
-	f->c.prefix[sizeof(f->c.prefix) - 1] = 0;
-	if (!valid_node(f->c.node)) {
-		fg_whyn(why, whylen, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -",
-			f->c.node, FG_FLEET_NODE_LEN - 1);
-		goto fail;
-	}
-	if (!valid_node(f->c.prefix)) {
-		fg_whyn(why, whylen,
-			"fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
-			f->c.prefix, FG_FLEET_PREFIX_LEN - 1);
-		goto fail;
-	}
-	if (f->c.interval_ms < FG_FLEET_MIN_INTERVAL_MS ||
-	    f->c.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
-		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s",
-			f->c.interval_ms, FG_FLEET_MIN_INTERVAL_MS,
-			FG_FLEET_MAX_INTERVAL_MS / 1000);
-		goto fail;
-	}
-	if (f->c.deadline_ms >= f->c.interval_ms) {
-		fg_whyn(why, whylen,
-			"deadline %u ms: must be shorter than the lease interval (%u ms)",
-			f->c.deadline_ms, f->c.interval_ms);
-		goto fail;
-	}
-	if (f->c.lease_ms <=
-		    f->c.interval_ms + f->c.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
-	    f->c.lease_ms > 10 * f->c.interval_ms) {
-		fg_whyn(why, whylen,
-			"lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
-			"and be at most 10 intervals",
-			f->c.lease_ms, FG_FLEET_LEASE_MARGIN_NS / 1000000,
-			(unsigned long long)(f->c.interval_ms + f->c.deadline_ms +
-					     FG_FLEET_LEASE_MARGIN_NS / 1000000));
-		goto fail;
-	}
 	f->r = fg_redis_new(&f->c.redis);
 	if (!f->r) {
 		err = -ENOMEM;
@@ -258,61 +190,19 @@ void fg_fleet_free(struct fg_fleet *f)
 	free(f);
 }
 
-/* FNV-1a, 64 bits. */
-static __u64 fnv1a(const char *s, __u64 h)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/*
- * The policy namespace: a hash of what defines the fleet bucket (schema,
- * name, rate, burst, unit), so an edited rule starts on new keys and never
- * inherits another definition's state; on_loss and the local rate are
- * per-node choices and stay out of it.
- */
-static __u64 rule_ns(const struct fg_fleet_rule_conf *rc)
-{
-	char buf[FG_NAME_LEN + 96];
-
-	snprintf(buf, sizeof(buf), "v1|%s|%.17g|%.17g|%s", rc->name, rc->rate, rc->burst,
-		 rc->cost == FG_COST_BYTES ? "bytes" : "packets");
-	return fnv1a(buf, 0xcbf29ce484222325ull);
-}
-
 int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why,
 		      size_t whylen)
 {
-	static const char sfx[3] = { 'b', 'd', 'n' };
 	struct fl_rule *r;
-	__u64 ns;
+	int err;
 
 	if (f->nrules >= FG_FLEET_MAX_RULES) {
 		fg_whyn(why, whylen, "more than %d fleet rules", FG_FLEET_MAX_RULES);
 		return -ENOSPC;
 	}
-	if (!valid_node(rc->name) || strnlen(rc->name, FG_NAME_LEN) >= FG_NAME_LEN) {
-		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name",
-			rc->name);
-		return -EINVAL;
-	}
-	if (!(rc->rate >= 1e-3 && rc->rate <= 1e15) || !(rc->burst >= 1 && rc->burst <= 1e15)) {
-		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15",
-			rc->name);
-		return -EINVAL;
-	}
-	if (rc->on_loss > FG_FLEET_LOSS_CLOSED || rc->cost > FG_COST_BYTES) {
-		fg_whyn(why, whylen, "rule %s: bad on_loss or cost unit", rc->name);
-		return -EINVAL;
-	}
-	if (rc->local_rate < 0 || rc->local_burst < 0 || !isfinite(rc->local_rate) ||
-	    !isfinite(rc->local_burst)) {
-		fg_whyn(why, whylen, "rule %s: local_rate and local_burst must be >= 0", rc->name);
-		return -EINVAL;
-	}
+	err = fg_fleet_rule_check(rc, why, whylen);
+	if (err)
+		return err;
 	for (int i = 0; i < f->nrules; i++)
 		if (!strcmp(f->rule[i].c.name, rc->name)) {
 			fg_whyn(why, whylen, "fleet rule %s added twice", rc->name);
@@ -321,10 +211,7 @@ int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, c
 	r = &f->rule[f->nrules];
 	memset(r, 0, sizeof(*r));
 	r->c = *rc;
-	ns = rule_ns(rc);
-	for (int k = 0; k < 3; k++)
-		snprintf(r->key[k], sizeof(r->key[k]), "%s:{%s.%016llx}:%c", f->c.prefix, rc->name,
-			 (unsigned long long)ns, sfx[k]);
+	fg_fleet_rule_keys(&f->c, rc, r->key);
 	r->nodes = rc->nodes_hint;
 	r->lease_ns = rc->adopted_expires;
 	if (rc->adopted_expires) {

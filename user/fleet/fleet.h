@@ -21,60 +21,9 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "floodgate.h"
+#include "fleet/fleet_conf.h"
+#include "fleet/fleet_status.h"
 #include "fleet/fleet_redis.h"
-
-#define FG_FLEET_INTERVAL_MS	 200 /* default lease interval */
-#define FG_FLEET_DEADLINE_MS	 30  /* default deadline of one round trip */
-#define FG_FLEET_MIN_INTERVAL_MS 20
-#define FG_FLEET_MAX_INTERVAL_MS 10000
-#define FG_FLEET_MAX_RULES	 FG_MAX_RULES
-#define FG_FLEET_NODE_LEN	 64
-#define FG_FLEET_PREFIX_LEN	 32
-#define FG_FLEET_KEY_LEN	 (FG_FLEET_PREFIX_LEN + FG_NAME_LEN + 32)
-#define FG_FLEET_REASON_LEN	 160
-/* bpf_ktime_get_coarse_ns lags CLOCK_MONOTONIC by up to a tick (4 ms at
- * HZ=250): leases are written this much shorter than Redis granted. */
-#define FG_FLEET_LEASE_MARGIN_NS 5000000ull
-
-/* What a rule does when its lease has run out (values proposed for the ABI
- * as enum fg_on_loss, docs/fleet.md). */
-enum fg_fleet_loss {
-	FG_FLEET_LOSS_LOCAL = 0,  /* a static local share: local_rate, or rate / nodes */
-	FG_FLEET_LOSS_OPEN = 1,	  /* only the local limits apply */
-	FG_FLEET_LOSS_CLOSED = 2, /* drop what the rule's fleet limit would judge */
-};
-
-enum fg_fleet_state {
-	FG_FLEET_INIT = 0,   /* no answer from Redis yet */
-	FG_FLEET_OK,	     /* leasing */
-	FG_FLEET_GRACE,	     /* Redis failed; the program spends the lease it holds */
-	FG_FLEET_FALLBACK,   /* the lease ran out: on_loss applies (in the program) */
-	FG_FLEET_RECOVERING, /* first answer after a fallback: no burst, debt paid */
-	FG_FLEET_NSTATES,
-};
-
-struct fg_fleet_conf {
-	struct fg_redis_url redis;
-	char node[FG_FLEET_NODE_LEN];	  /* unique in the fleet; "" = host name */
-	char prefix[FG_FLEET_PREFIX_LEN]; /* key prefix; "" = "floodgate" */
-	__u32 interval_ms;		  /* 0 = FG_FLEET_INTERVAL_MS */
-	__u32 deadline_ms;		  /* 0 = FG_FLEET_DEADLINE_MS; < interval */
-	__u32 lease_ms;			  /* 0 = 2 * interval; > interval + deadline */
-};
-
-struct fg_fleet_rule_conf {
-	char name[FG_NAME_LEN];
-	double rate;	    /* cost units per second, fleet-wide */
-	double burst;	    /* cost units */
-	__u8 cost;	    /* enum fg_cost */
-	__u8 on_loss;	    /* enum fg_fleet_loss */
-	double local_rate;  /* on_loss local: 0 = rate / last known node count */
-	double local_burst; /* 0 = local rate * burst / rate */
-	/* adopting pinned state after a restart: the lease the program holds */
-	__u32 nodes_hint;      /* node count known from before, 0 = none */
-	__u64 adopted_expires; /* its CLOCK_MONOTONIC expiry, 0 = none */
-	__u64 adopted_tokens;  /* its balance: kept (not taken back) while the lease runs */
-};
 
 /* What the caller read for one rule just before a round. */
 struct fg_fleet_in {
@@ -96,43 +45,6 @@ struct fg_fleet_out {
 	__u8 state;   /* enum fg_fleet_state after the round */
 	__u8 renewed; /* Redis answered for this rule */
 	__u8 pad[2];
-};
-
-struct fg_fleet_stats {
-	__u64 rounds;	 /* rounds this rule took part in */
-	__u64 answered;	 /* ... with an answer */
-	__u64 failed;	 /* ... without (timeout, connection, error reply) */
-	__u64 timeouts;	 /* failed because the deadline passed */
-	__u64 granted;	 /* tokens received */
-	__u64 returned;	 /* tokens handed back to the fleet bucket */
-	__u64 discarded; /* tokens taken back but not returned (stale or Redis down) */
-	__u64 debt;	 /* cost admitted under on_loss, charged on recovery */
-	__u64 grace_entries;
-	__u64 fallbacks;      /* entries into fallback */
-	__u64 fallback_ns;    /* time spent in fallback, the current spell included */
-	__u64 lease_expires;  /* CLOCK_MONOTONIC ns of the lease the program holds */
-	__u64 last_answer_ns; /* CLOCK_MONOTONIC ns of the last answer */
-	__u64 redis_time_us;  /* Redis TIME of the last answer */
-	__u64 last_grant;
-	__s64 bucket;	 /* tokens left in the fleet bucket at the last answer */
-	__u32 nodes;	 /* nodes with this rule, last known */
-	__u32 share_ppm; /* this node's share of the fleet's demand */
-	__u8 state;	 /* enum fg_fleet_state */
-	__u8 pad[7];
-	char reason[FG_FLEET_REASON_LEN]; /* the last failure */
-};
-
-/* Connection-level counters, for metrics. */
-struct fg_fleet_conn_stats {
-	__u64 rounds;
-	__u64 connects; /* successful connects */
-	__u64 connect_failures;
-	__u64 script_loads;  /* SCRIPT LOAD sent (new connection or NOSCRIPT) */
-	__u64 noscript;	     /* NOSCRIPT replies (script cache flushed, failover) */
-	__u64 commands;	     /* EVALSHA sent */
-	__u64 last_round_ns; /* duration of the last round */
-	__u64 max_round_ns;
-	__u64 events_lost; /* events dropped because the queue was full */
 };
 
 enum fg_fleet_ev_kind {
@@ -184,7 +96,6 @@ void fg_fleet_conn_stats(const struct fg_fleet *f, struct fg_fleet_conn_stats *s
 int fg_fleet_key(const struct fg_fleet *f, int rule, char *buf, size_t len);
 const struct fg_fleet_conf *fg_fleet_conf(const struct fg_fleet *f);
 
-const char *fg_fleet_state_name(int state);
 const char *fg_fleet_ev_name(int kind);
 const char *fg_fleet_loss_name(int on_loss);
 

@@ -111,3 +111,12 @@ int fg_fleet_status_remove(const char *path)
 		return -errno;
 	return 0;
 }
+
+static const char *const state_names[FG_FLEET_NSTATES] = {
+	"init", "ok", "grace", "fallback", "recovering",
+};
+
+const char *fg_fleet_state_name(int state)
+{
+	return state >= 0 && state < FG_FLEET_NSTATES ? state_names[state] : "?";
+}

@@ -13,12 +13,52 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "floodgate.h"
-#include "fleet/fleet.h"
+#include "fleet/fleet_conf.h"
 
 #define FG_RUN_DIR		"/run/floodgate"
 #define FG_FLEET_STATUS_MAGIC	0x46474653u /* "FGFS" */
 #define FG_FLEET_STATUS_VERSION 1u
 #define FG_FLEET_URL_LEN	(FG_REDIS_HOST_LEN + 64)
+
+struct fg_fleet_stats {
+	__u64 rounds;	 /* rounds this rule took part in */
+	__u64 answered;	 /* ... with an answer */
+	__u64 failed;	 /* ... without (timeout, connection, error reply) */
+	__u64 timeouts;	 /* failed because the deadline passed */
+	__u64 granted;	 /* tokens received */
+	__u64 returned;	 /* tokens handed back to the fleet bucket */
+	__u64 discarded; /* tokens taken back but not returned (stale or Redis down) */
+	__u64 debt;	 /* cost admitted under on_loss, charged on recovery */
+	__u64 grace_entries;
+	__u64 fallbacks;      /* entries into fallback */
+	__u64 fallback_ns;    /* time spent in fallback, the current spell included */
+	__u64 lease_expires;  /* CLOCK_MONOTONIC ns of the lease the program holds */
+	__u64 last_answer_ns; /* CLOCK_MONOTONIC ns of the last answer */
+	__u64 redis_time_us;  /* Redis TIME of the last answer */
+	__u64 last_grant;
+	__s64 bucket;	 /* tokens left in the fleet bucket at the last answer */
+	__u32 nodes;	 /* nodes with this rule, last known */
+	__u32 share_ppm; /* this node's share of the fleet's demand */
+	__u8 state;	 /* enum fg_fleet_state */
+	__u8 pad[7];
+	char reason[FG_FLEET_REASON_LEN]; /* the last failure */
+};
+
+/* Connection-level counters, for metrics. */
+struct fg_fleet_conn_stats {
+	__u64 rounds;
+	__u64 connects; /* successful connects */
+	__u64 connect_failures;
+	__u64 script_loads;  /* SCRIPT LOAD sent (new connection or NOSCRIPT) */
+	__u64 noscript;	     /* NOSCRIPT replies (script cache flushed, failover) */
+	__u64 commands;	     /* EVALSHA sent */
+	__u64 last_round_ns; /* duration of the last round */
+	__u64 max_round_ns;
+	__u64 events_lost; /* events dropped because the queue was full */
+};
+
+/* "init", "ok", ...: enum fg_fleet_state by name */
+const char *fg_fleet_state_name(int state);
 
 struct fg_fleet_rule_status {
 	char name[FG_NAME_LEN];

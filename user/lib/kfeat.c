@@ -50,7 +50,8 @@ const char *const fg_kf_desc[FG_KF_MAX] = {
 	[FG_KF_ITER_TCP] = "the BPF TCP socket iterator",
 	[FG_KF_SYNCOOKIE] = "the raw SYN cookie helpers in XDP (6.0)",
 	[FG_KF_SKC_LOOKUP] = "socket lookup (bpf_skc_lookup_tcp) in XDP",
-	[FG_KF_TCP_REQSK] = "bpf_sk_assign_tcp_reqsk (6.9: a tc program hands a cookie to the listener)",
+	[FG_KF_TCP_REQSK] =
+		"bpf_sk_assign_tcp_reqsk (6.9: a tc program hands a cookie to the listener)",
 	[FG_KF_CT_LOOKUP] = "conntrack lookup from XDP (bpf_xdp_ct_lookup)",
 	[FG_KF_NETNS_COOKIE] = "bpf_get_netns_cookie in sock_ops (5.15)",
 };
@@ -113,8 +114,7 @@ static void probe_helper(struct fg_kfeat *kf, enum fg_kf i, enum bpf_prog_type t
 {
 	char what[96];
 
-	snprintf(what, sizeof(what), "helper %s in %s programs", name,
-		 libbpf_bpf_prog_type_str(t));
+	snprintf(what, sizeof(what), "helper %s in %s programs", name, libbpf_bpf_prog_type_str(t));
 	probe_answer(kf, i, libbpf_probe_bpf_helper(t, id, NULL), what);
 }
 

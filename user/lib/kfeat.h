@@ -20,34 +20,34 @@
 #include <stddef.h>
 
 enum fg_kf {
-	FG_KF_XDP = 0,		/* program type xdp: the filter itself */
-	FG_KF_XDP_FRAGS,	/* xdp.frags programs (5.18) */
-	FG_KF_BTF,		/* /sys/kernel/btf/vmlinux */
-	FG_KF_TRACING,		/* program type tracing: tp_btf, fentry, iterators */
-	FG_KF_EXT,		/* program type ext (freplace): libxdp's dispatcher */
-	FG_KF_SOCK_OPS,		/* program type sock_ops */
-	FG_KF_SCHED_CLS,	/* program type sched_cls (tc) */
-	FG_KF_CGROUP2,		/* a cgroup v2 hierarchy (mounted, or mountable) */
-	FG_KF_RINGBUF,		/* map type ringbuf (5.8) */
-	FG_KF_MMAP,		/* mmapable arrays (5.5) */
-	FG_KF_SK_STORAGE,	/* map type sk_storage (5.2) */
-	FG_KF_TP_SOCK_STATE,	/* BTF of the sock:inet_sock_set_state tracepoint */
-	FG_KF_ITER_TCP,		/* BTF of the tcp iterator (5.9) */
-	FG_KF_SYNCOOKIE,	/* bpf_tcp_raw_{gen,check}_syncookie_* in XDP (6.0) */
-	FG_KF_SKC_LOOKUP,	/* bpf_skc_lookup_tcp in XDP and tc */
-	FG_KF_TCP_REQSK,	/* kfunc bpf_sk_assign_tcp_reqsk (6.9) */
-	FG_KF_CT_LOOKUP,	/* kfunc bpf_xdp_ct_lookup (conntrack, 6.0) */
-	FG_KF_NETNS_COOKIE,	/* bpf_get_netns_cookie in sock_ops (5.15) */
+	FG_KF_XDP = 0,	     /* program type xdp: the filter itself */
+	FG_KF_XDP_FRAGS,     /* xdp.frags programs (5.18) */
+	FG_KF_BTF,	     /* /sys/kernel/btf/vmlinux */
+	FG_KF_TRACING,	     /* program type tracing: tp_btf, fentry, iterators */
+	FG_KF_EXT,	     /* program type ext (freplace): libxdp's dispatcher */
+	FG_KF_SOCK_OPS,	     /* program type sock_ops */
+	FG_KF_SCHED_CLS,     /* program type sched_cls (tc) */
+	FG_KF_CGROUP2,	     /* a cgroup v2 hierarchy (mounted, or mountable) */
+	FG_KF_RINGBUF,	     /* map type ringbuf (5.8) */
+	FG_KF_MMAP,	     /* mmapable arrays (5.5) */
+	FG_KF_SK_STORAGE,    /* map type sk_storage (5.2) */
+	FG_KF_TP_SOCK_STATE, /* BTF of the sock:inet_sock_set_state tracepoint */
+	FG_KF_ITER_TCP,	     /* BTF of the tcp iterator (5.9) */
+	FG_KF_SYNCOOKIE,     /* bpf_tcp_raw_{gen,check}_syncookie_* in XDP (6.0) */
+	FG_KF_SKC_LOOKUP,    /* bpf_skc_lookup_tcp in XDP and tc */
+	FG_KF_TCP_REQSK,     /* kfunc bpf_sk_assign_tcp_reqsk (6.9) */
+	FG_KF_CT_LOOKUP,     /* kfunc bpf_xdp_ct_lookup (conntrack, 6.0) */
+	FG_KF_NETNS_COOKIE,  /* bpf_get_netns_cookie in sock_ops (5.15) */
 	FG_KF_MAX,
 };
 
 struct fg_kf_item {
 	bool ok;
-	char why[128];		/* when !ok: what the probe found */
+	char why[128]; /* when !ok: what the probe found */
 };
 
 struct fg_kfeat {
-	char release[65];	/* uname -r */
+	char release[65]; /* uname -r */
 	struct fg_kf_item f[FG_KF_MAX];
 };
 
@@ -73,8 +73,8 @@ void fg_kfeat_summary(const struct fg_kfeat *kf, char *buf, size_t len);
  * the refused kernel features when none. */
 enum fg_conn_way {
 	FG_CONN_WAY_NONE = 0,
-	FG_CONN_WAY_TRACING,	/* tp_btf/inet_sock_set_state + iter/tcp */
-	FG_CONN_WAY_SOCKOPS,	/* sock_ops state callbacks on cgroup v2 + sock_diag dumps */
+	FG_CONN_WAY_TRACING, /* tp_btf/inet_sock_set_state + iter/tcp */
+	FG_CONN_WAY_SOCKOPS, /* sock_ops state callbacks on cgroup v2 + sock_diag dumps */
 };
 extern const char *const fg_conn_way_names[3];
 enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/opts.h"
-#include "policy/policy.h"
 #include "lib/units.h"
 
 #define MAX_TABS 3 /* a command's options, the program's, NULL */

@@ -35,6 +35,14 @@ __u64 fg_mono_coarse_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+__u64 fg_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 void fg_addr_str(int family, const __u8 *addr, char *buf, size_t len)
 {
 	if (!inet_ntop(family == 6 ? AF_INET6 : AF_INET, addr, buf, len))

@@ -24,6 +24,8 @@ void fg_whyn(char *why, size_t len, const char *fmt, ...) __attribute__((format(
  * expiry compare with it exactly.
  */
 __u64 fg_mono_coarse_ns(void);
+/* CLOCK_MONOTONIC, ns. */
+__u64 fg_mono_ns(void);
 
 /* Is pid a floodgated (not a zombie, not a recycled pid)? True also while
  * it is stopped (SIGSTOP): see fg_daemon_state. */

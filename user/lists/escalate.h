@@ -120,18 +120,13 @@ struct fg_esc_pfx {
  * those that cover it. */
 bool fg_esc_pfx_overlap(const struct fg_esc_pfx *v, size_t n, const struct fg_esc_pfx *e);
 
-/* --- the daemon's side ---------------------------------------------------------- */
+/* Prefixes sorted by family, address, length (as fg_rt_list sorts them):
+ * the comparison, for qsort, and the first index of v (sorted, n) not below k. */
+int fg_esc_pfx_cmp(const struct fg_esc_pfx *x, const struct fg_esc_pfx *y);
+int fg_esc_pfx_qcmp(const void *a, const void *b);
+size_t fg_esc_pfx_lower_bound(const struct fg_esc_pfx *v, size_t n, const struct fg_esc_pfx *k);
 
-struct fg_escd {
-	struct fg_esc x;
-	struct fg_esc_pfx *allow; /* the file's allow prefixes, sorted */
-	size_t nallow;
-	const void *allow_of; /* ... of this fg_config.pfx, n_pfx */
-	size_t allow_n;
-	__u64 allow_ver;	   /* ... and fg_config.pol.version */
-	char state_path[PATH_MAX]; /* "" when it cannot be written */
-	bool warned;		   /* a failed tick was logged */
-};
+#define FG_ESC_RUN_DIR "/run/floodgate"
 
 /* The state file of pin dir pin_dir, for `floodgate status`: in state_dir
  * (NULL: $FLOODGATE_RUN_DIR, else /run/floodgate), "escalate-<pin dir>.state". */
@@ -143,20 +138,6 @@ struct fg_escd_state {
 	struct fg_esc_counts n;
 };
 int fg_escd_state_read(const char *path, struct fg_escd_state *st);
-
-void fg_escd_init(struct fg_escd *d, const char *pin_dir);
-/*
- * One tick: the runtime lists read once (their expired entries removed:
- * *swept is then true, the caller need not sweep them again), the live
- * escalated entries counted, fg_esc_step over the tracker with the rules of
- * pol (the active policy) that cfg gives escalate: (by name), the state
- * file written. Nothing is read when no rule escalates. 0 or -errno.
- */
-int fg_escd_tick(struct fg_escd *d, struct fg_maps *m, struct fg_throttle *t,
-		 const struct fg_config *cfg, const struct fg_policy *pol,
-		 const struct fg_name *names, const struct fg_ctl *ctl, bool *swept);
-/* The state file removed. */
-void fg_escd_stop(struct fg_escd *d);
 
 /* Is it an escalated entry (a deny entry whose author is FG_ESC_WHO)? */
 bool fg_esc_is_escalated(const struct fg_rt *r);

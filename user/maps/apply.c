@@ -240,7 +240,7 @@ struct apply {
 	struct fg_maps *m;
 	struct fg_config *cfg;
 	struct fg_inforce *was;
-	const struct fg_apply_hook *hook; /* may be NULL */
+	const struct fg_apply_opts *opts; /* may be NULL */
 	char *why;
 	struct fg_ctl_map cm; /* fg_ctl, mapped */
 	struct fg_ctl ctl;    /* as found */
@@ -694,8 +694,8 @@ static int apply_run(struct apply *a)
 	    (err = apply_assign_pool_ids(a)) || (err = apply_snapshot(a)))
 		return err;
 	err = apply_write_inactive(a);
-	if (!err && a->hook && a->hook->before_flip)
-		err = a->hook->before_flip(a->hook->ctx, a->m, cfg, a->why);
+	if (!err && a->opts && a->opts->before_flip)
+		err = a->opts->before_flip(a->opts->ctx, a->m, cfg, a->why);
 	if (!err)
 		err = apply_switch(a);
 	if (err) {
@@ -705,12 +705,15 @@ static int apply_run(struct apply *a)
 	return apply_commit(a);
 }
 
-int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
-		       struct fg_inforce *was, char *why)
+int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_opts *opts,
+		    char *why)
 {
+	struct fg_inforce *was = opts ? opts->was : NULL;
 	struct apply *a;
 	int err;
 
+	if (opts && opts->sz != sizeof(*opts))
+		return -EINVAL;
 	if (was)
 		memset(was, 0, sizeof(*was));
 	if (!m->locked)
@@ -723,7 +726,7 @@ int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg
 	a->m = m;
 	a->cfg = cfg;
 	a->was = was;
-	a->hook = hook;
+	a->opts = opts;
 	a->why = why;
 	err = apply_run(a);
 	if (!err && was && a->dir4) {
@@ -744,23 +747,6 @@ int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg
 	if (err && was)
 		fg_inforce_free(was);
 	return err;
-}
-
-int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
-			 char *why)
-{
-	return fg_policy_apply_ex(m, cfg, NULL, was, why);
-}
-
-int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
-			 char *why)
-{
-	return fg_policy_apply_ex(m, cfg, hook, NULL, why);
-}
-
-int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why)
-{
-	return fg_policy_apply_ex(m, cfg, NULL, NULL, why);
 }
 
 void fg_inforce_free(struct fg_inforce *was)

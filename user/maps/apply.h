@@ -43,38 +43,38 @@ struct fg_inforce {
 
 void fg_inforce_free(struct fg_inforce *was);
 
+/* Called once the new slot is written and the rule ids assigned
+ * (cfg->pol.rules[i].id, .gen), just before the flip: state the new
+ * policy's rules need from their first packet (fleet leases) goes in
+ * there. Its error (why set) aborts the apply before the flip. */
+typedef int (*fg_before_flip_fn)(void *ctx, struct fg_maps *m, const struct fg_config *cfg,
+				 char *why);
+
+/* fg_policy_apply's options, LIBBPF_OPTS style: FG_APPLY_OPTS(o, .was = &w). */
+struct fg_apply_opts {
+	size_t sz;		       /* sizeof(struct fg_apply_opts) */
+	fg_before_flip_fn before_flip; /* may be NULL */
+	void *ctx;		       /* its first argument */
+	struct fg_inforce *was;	       /* receives what was in force before; may be NULL */
+};
+#define FG_APPLY_OPTS(name, ...) \
+	struct fg_apply_opts name = { .sz = sizeof(struct fg_apply_opts), __VA_ARGS__ }
+
 /*
  * Apply a compiled policy: rule ids by name (a surviving rule keeps its id,
  * generation, buckets and counters; a new name gets one of FG_MAX_IDS ids
  * free now, so every rule can be replaced in one apply), pool ids by name
  * the same way (cfg->pol.pool_names; a new pool's buckets start full), the inactive slot
- * written, the slot and the file's global mode switched, then the ids of
- * removed rules freed and fg_meta stamped. Everything that can be checked
+ * written, opts->before_flip called, the slot and the file's global mode switched, then the
+ * ids of removed rules freed and fg_meta stamped. Everything that can be checked
  * is checked before anything is written; a failure before the switch leaves
  * the active policy as it was. A failure after it (why says "the new
  * policy is active, but ...") leaves the new policy active with that
  * clean-up undone; the next apply does it again. cfg->pol is updated in
- * place (ids, gens, lists, admission, version). was (may be NULL) receives
- * what was in force before; free it with fg_inforce_free.
+ * place (ids, gens, lists, admission, version). opts may be NULL; opts->was
+ * (free it with fg_inforce_free) receives what was in force before.
  */
-int fg_policy_apply_diff(struct fg_maps *m, struct fg_config *cfg, struct fg_inforce *was,
-			 char *why);
-/* fg_policy_apply_diff without the snapshot. */
-int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, char *why);
-
-/* The same, calling hook->before_flip once the new slot is written and the
- * rule ids assigned (cfg->pol.rules[i].id, .gen), just before the flip:
- * state the new policy's rules need from their first packet (fleet leases)
- * goes in there. Its error (why set) aborts the apply before the flip. */
-struct fg_apply_hook {
-	int (*before_flip)(void *ctx, struct fg_maps *m, const struct fg_config *cfg, char *why);
-	void *ctx;
-};
-int fg_policy_apply_hook(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
-			 char *why);
-
-/* Both: the hook, and what was in force before in was (may be NULL). */
-int fg_policy_apply_ex(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_hook *hook,
-		       struct fg_inforce *was, char *why);
+int fg_policy_apply(struct fg_maps *m, struct fg_config *cfg, const struct fg_apply_opts *opts,
+		    char *why);
 
 #endif /* FG_APPLY_H */

@@ -25,7 +25,6 @@
 #include <netinet/in.h>
 
 #include "conn/conn.h"
-#include "daemon/metrics.h"
 #include "policy/policy_int.h"
 #include "lib/units.h"
 

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include "floodgate.h"
 #include "shed/fgsignal.h"
-#include "fleet/fleet.h"
+#include "fleet/fleet_conf.h"
 #include "lib/prefix.h"
 #include "shed/shed.h"
 
@@ -87,6 +87,13 @@ struct fg_esc_rule_conf {
 	__u64 after_ns; /* throttled this long without a break ... */
 	__u64 for_ns;	/* ... denied this long */
 };
+
+/* metrics: {max_connections, per_client, timeout} (daemon/metrics.h) */
+#define FG_METRICS_MAX_CONN	1024 /* default max_connections */
+#define FG_METRICS_MAX_CONN_MAX 65536
+#define FG_METRICS_PER_CLIENT	8 /* default per_client */
+#define FG_METRICS_TIMEOUT_S	3 /* default timeout */
+#define FG_METRICS_TIMEOUT_MAX	300
 
 #define FG_MAX_FILE_SIZE   (16u << 20) /* policy files larger are refused */
 #define FG_READ_TIMEOUT_MS 3000	       /* opening and reading a policy file, at most */

@@ -307,28 +307,32 @@ int pol_parse_fleet_rule(struct pol_ctx *c, yaml_node_t *n, struct pol_fleet_lim
 	return 0;
 }
 
-/* ---- the engine's word ------------------------------------------------------ */
+/* ---- the fleet's word on the section and its rules -------------------------- */
 
 int pol_fleet_check(struct pol_ctx *c)
 {
 	const struct fg_config *cfg = c->cfg;
-	struct fg_fleet *f;
+	struct fg_fleet_conf fc;
 	char why[256];
-	int err = 0;
+	int err = 0, n = 0;
 
 	if (!cfg->has_fleet)
 		return 0;
-	f = fg_fleet_new(&cfg->fleet, why, sizeof(why));
-	if (!f)
-		return errno == ENOMEM ? pol_fail_nomem(c) :
-					 FAIL(c, c->fleet_sec, "fleet: %s", why);
+	if (fg_fleet_conf_resolve(&cfg->fleet, &fc, why, sizeof(why)))
+		return FAIL(c, c->fleet_sec, "fleet: %s", why);
+	explicit_bzero(&fc, sizeof(fc));
 	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES && !err; i++) {
+		const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[i];
+
 		if (!cfg->pol.rules[i].fleet)
 			continue;
-		if (fg_fleet_add_rule(f, &cfg->fleet_rules[i], why, sizeof(why)) < 0)
-			err = FAIL(c, c->fleet_rule[i] ? c->fleet_rule[i] : c->fleet_sec,
-				   "fleet: %s", why);
+		if (++n > FG_FLEET_MAX_RULES)
+			snprintf(why, sizeof(why), "more than %d fleet rules", FG_FLEET_MAX_RULES);
+		else if (fg_fleet_rule_check(rc, why, sizeof(why)))
+			;
+		else
+			continue;
+		err = FAIL(c, c->fleet_rule[i] ? c->fleet_rule[i] : c->fleet_sec, "fleet: %s", why);
 	}
-	fg_fleet_free(f);
 	return err;
 }

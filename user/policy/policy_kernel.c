@@ -69,9 +69,9 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 		snprintf(d->how, sizeof(d->how), "sock_ops on cgroup v2 + sock_diag dumps");
 		d->state = FG_NEED_DEGRADED;
 		say(d->why, sizeof(d->why), "no tp_btf way: %s",
-		    !kf->f[FG_KF_TRACING].ok ? kf->f[FG_KF_TRACING].why :
+		    !kf->f[FG_KF_TRACING].ok	   ? kf->f[FG_KF_TRACING].why :
 		    !kf->f[FG_KF_TP_SOCK_STATE].ok ? kf->f[FG_KF_TP_SOCK_STATE].why :
-						   kf->f[FG_KF_ITER_TCP].why);
+						     kf->f[FG_KF_ITER_TCP].why);
 		break;
 	default:
 		d->state = FG_NEED_UNAVAILABLE;
@@ -100,9 +100,10 @@ static void need_psi(const struct fg_config *cfg, struct fg_need *d)
 	say(d->how, sizeof(d->how), "%s", p);
 	if (access(p, R_OK)) {
 		d->state = FG_NEED_UNAVAILABLE;
-		say(d->why, sizeof(d->why), "%s: %s (the kernel has no pressure stall information: "
-					    "CONFIG_PSI, or psi=0 on its command line)", p,
-		    strerror(errno));
+		say(d->why, sizeof(d->why),
+		    "%s: %s (the kernel has no pressure stall information: "
+		    "CONFIG_PSI, or psi=0 on its command line)",
+		    p, strerror(errno));
 	}
 }
 
@@ -117,8 +118,9 @@ int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *k
 	if (has_caps(cfg) && (d = need(out, &n, "concurrency caps")))
 		need_caps(kf, d);
 	if (cfg->xdp_attach != FG_ATTACH_EXCLUSIVE &&
-	    (d = need(out, &n, cfg->xdp_attach == FG_ATTACH_AUTO ? "xdp_attach: auto" :
-								    "xdp_attach: libxdp")))
+	    (d = need(out, &n,
+		      cfg->xdp_attach == FG_ATTACH_AUTO ? "xdp_attach: auto" :
+							  "xdp_attach: libxdp")))
 		need_libxdp(cfg, kf, d);
 	if (cfg->has_shedding && cfg->shed_signal.kind == FG_SIG_PSI &&
 	    (d = need(out, &n, "shedding signal psi")))

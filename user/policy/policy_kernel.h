@@ -14,16 +14,16 @@
 #include "policy/policy.h"
 
 enum fg_need_state {
-	FG_NEED_OK = 0,	      /* runs here as designed */
-	FG_NEED_DEGRADED,     /* runs here, another way (how says which, why what is missing) */
-	FG_NEED_UNAVAILABLE,  /* no way on this kernel: the policy is refused */
+	FG_NEED_OK = 0,	     /* runs here as designed */
+	FG_NEED_DEGRADED,    /* runs here, another way (how says which, why what is missing) */
+	FG_NEED_UNAVAILABLE, /* no way on this kernel: the policy is refused */
 };
 
 struct fg_need {
-	const char *feature;  /* "filter", "concurrency caps", "xdp_attach: libxdp", ... */
+	const char *feature; /* "filter", "concurrency caps", "xdp_attach: libxdp", ... */
 	enum fg_need_state state;
-	char how[96];	      /* the way it takes, when it runs */
-	char why[384];	      /* what the kernel lacks, when not OK */
+	char how[96];  /* the way it takes, when it runs */
+	char why[384]; /* what the kernel lacks, when not OK */
 };
 
 #define FG_NEEDS_MAX 8

@@ -2,13 +2,13 @@
 /* fg_config_print: a compiled policy, human readable (`floodgate check`). */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "policy/admission.h"
 #include "conn/conn.h"
-#include "fleet/fleet.h"
-#include "daemon/metrics.h"
+#include "fleet/fleet_conf.h"
 #include "policy/policy.h"
 #include "lib/units.h"
 
@@ -213,8 +213,8 @@ static void print_fleet(FILE *f, const struct fg_config *cfg)
 }
 
 /* A fleet rule's lease arithmetic (docs/fleet.md sections 3 and 6). */
-static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl,
-			     int fi)
+static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r,
+			     const struct fg_fleet_conf *fl, int fi)
 {
 	const struct fg_fleet_rule_conf *rc = &cfg->fleet_rules[r];
 	const struct fg_fleet_conf *fc = &cfg->fleet;
@@ -223,14 +223,17 @@ static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r, stru
 	double i_s = fc->interval_ms / 1000.0, l_s = fc->lease_ms / 1000.0;
 	double w_s = l_s + (l_s > 2 * i_s ? l_s : 2 * i_s);
 	double ideal = rc->burst + rc->rate * BOUND_T, out = rc->rate * w_s;
-	char a[48], b[48], c[48], d[48], key[FG_FLEET_KEY_LEN];
+	char a[48], b[48], c[48], d[48], key[3][FG_FLEET_KEY_LEN];
 
 	fg_format_amount(a, sizeof(a), rc->rate, bytes);
 	fg_format_amount(b, sizeof(b), rc->burst, bytes);
 	fprintf(f, "      %-10s %s/s burst %s fleet-wide, on_loss %s\n", "fleet", a, b,
 		fg_on_loss_names[rc->on_loss < 3 ? rc->on_loss : 0]);
-	if (fl && !fg_fleet_key(fl, fi, key, sizeof(key)))
-		fprintf(f, "        key        %s (and :d, :n)\n", key);
+	(void)fi;
+	if (fl) {
+		fg_fleet_rule_keys(fl, rc, key);
+		fprintf(f, "        key        %s (and :d, :n)\n", key[0]);
+	}
 	fg_format_amount(a, sizeof(a), rc->rate * i_s, bytes);
 	fg_format_amount(b, sizeof(b), out, bytes);
 	fprintf(f,
@@ -336,7 +339,8 @@ static void print_shedding(FILE *f, const struct fg_config *cfg)
 		sc->delay + sc->ramp, 2 * sc->interval, (double)(1ull << h) / 1e9, sc->orphan, h);
 }
 
-static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_fleet *fl, int fi)
+static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
+		       const struct fg_fleet_conf *fl, int fi)
 {
 	const struct fg_policy *pol = &cfg->pol;
 	const struct fg_rule *ru = &pol->rules[r];
@@ -382,27 +386,22 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r, struct fg_
 			cfg->esc[r].for_ns / 1e9);
 }
 
-/* The engine the daemon would make, for the keys (it makes no connection). */
-static struct fg_fleet *fleet_engine(const struct fg_config *cfg)
+/* The fleet: section with the daemon's defaults, for the keys; NULL
+ * without one (or when it cannot be resolved: the compiler said why). */
+static const struct fg_fleet_conf *fleet_resolved(const struct fg_config *cfg,
+						  struct fg_fleet_conf *out)
 {
-	struct fg_fleet *fl;
 	char why[256];
 
-	if (!cfg->has_fleet)
+	if (!cfg->has_fleet || fg_fleet_conf_resolve(&cfg->fleet, out, why, sizeof(why)))
 		return NULL;
-	fl = fg_fleet_new(&cfg->fleet, why, sizeof(why));
-	for (__u32 r = 0; fl && r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
-		if (cfg->pol.rules[r].fleet &&
-		    fg_fleet_add_rule(fl, &cfg->fleet_rules[r], why, sizeof(why)) < 0) {
-			fg_fleet_free(fl);
-			fl = NULL;
-		}
-	return fl;
+	return out;
 }
 
 void fg_config_print(FILE *f, const struct fg_config *cfg)
 {
-	struct fg_fleet *fl = fleet_engine(cfg);
+	struct fg_fleet_conf fc;
+	const struct fg_fleet_conf *fl = fleet_resolved(cfg, &fc);
 	__u32 caps = 0, escs = 0;
 	int fi = 0;
 
@@ -429,5 +428,5 @@ void fg_config_print(FILE *f, const struct fg_config *cfg)
 		print_rule(f, cfg, r, fl, fi);
 		fi += cfg->pol.rules[r].fleet;
 	}
-	fg_fleet_free(fl);
+	explicit_bzero(&fc, sizeof(fc));
 }

@@ -6,7 +6,7 @@
 #include <bpf/libbpf.h>
 
 #include "maps/fgmaps.h"
-#include "sources/srcwatch.h"
+#include "daemon/srcwatch.h"
 #include "lib/sysutil.h"
 
 static int on_event(void *ctx, void *data, size_t len)
