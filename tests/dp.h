@@ -9,6 +9,7 @@
 #ifndef FG_TEST_DP_H
 #define FG_TEST_DP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
@@ -38,6 +39,7 @@ struct dp {
 	struct fg_lease *lease; /* fg_lease, mapped: FG_MAX_IDS entries */
 	size_t lease_len;
 	struct fg_shed_ctl *shed; /* fg_shed, mapped: one entry */
+	bool kept;		  /* dp_close keeps the program for the next dp_open (dp.c) */
 };
 
 int dp_open(struct dp *d, __u32 max_sources);

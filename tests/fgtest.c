@@ -9,7 +9,7 @@
 int fg_t_pass, fg_t_fail, fg_t_skip;
 int fg_t_cur_failed, fg_t_cur_skipped;
 const char *fg_t_cur = "";
-char fg_t_filter[128];
+char fg_t_filter[4096];
 static double fg_t_start; /* the current test's start, CLOCK_MONOTONIC seconds */
 
 static double mono_s(void)
@@ -22,14 +22,33 @@ static double mono_s(void)
 
 void fg_test_init(int argc, char **argv)
 {
+	if (argc > 1 && strlen(argv[1]) >= sizeof(fg_t_filter)) {
+		fprintf(stderr, "%s: filter longer than %zu characters\n", argv[0],
+			sizeof(fg_t_filter) - 1);
+		exit(2);
+	}
 	if (argc > 1)
 		snprintf(fg_t_filter, sizeof(fg_t_filter), "%s", argv[1]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* The filter: a substring of the names to run, or "=a,b,c": exactly those. */
 int fg_test_selected(const char *name)
 {
-	return !fg_t_filter[0] || strstr(name, fg_t_filter);
+	const char *f = fg_t_filter + 1;
+	size_t n = strlen(name);
+
+	if (fg_t_filter[0] != '=')
+		return !fg_t_filter[0] || strstr(name, fg_t_filter);
+	for (;;) {
+		size_t len = strcspn(f, ",");
+
+		if (len == n && !strncmp(f, name, n))
+			return 1;
+		if (!f[len])
+			return 0;
+		f += len + 1;
+	}
 }
 
 void fg_test_begin(const char *name)
