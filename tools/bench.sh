@@ -579,7 +579,7 @@ for r in kinds("daemon"):
                           "tracked_other": f["tracked%d" % (10 - fam)], "offered": f["next"],
                           "insert_limited": f["insert_limited"],
                           "counted_after": sa.get("ipv%d" % fam),
-                          "counted_age_s": r["status_at"] - sa["counted_at"] if "counted_at" in sa else None,
+                          "counted_age_s": r["status_at"] - sa["counted_at"] if sa.get("counted_at") is not None else None,
                           "cpu_pct": 100.0 * r["ticks"] / r["hz"] / (r["window_ns"] / 1e9),
                           "window_s": r["window_ns"] / 1e9, "status_ms": r["status_ms"], "top_ms": r["top_ms"],
                           "map_bytes": mem, "bytes_per_tracked": mem / tracked if tracked else None,
