@@ -33,6 +33,8 @@
 #   BENCH_QUICK=1   one pass, short runs, sweeps to 100k sources and 10k
 #                   prefixes, live at 1 and 1,000 sources, daemon to 100k,
 #                   no profiles (a few minutes; the figures are rough)
+#   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
+#                   fgbench sweep run with the same options (tests/e2e_bench.sh)
 #   BENCH_PARTS="micro sweep live acc daemon dispatch profile": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
@@ -171,7 +173,10 @@ if part micro; then
 fi
 
 # --- 2. sweep: the curves ---------------------------------------------------------
-if part sweep; then
+if part sweep && [ -n "${BENCH_SWEEP_FILE:-}" ]; then
+	log "sweep: the curves of $BENCH_SWEEP_FILE (fgbench sweep's output), not measured again"
+	cat "$BENCH_SWEEP_FILE" >> "$RAW" || { log "cannot read $BENCH_SWEEP_FILE"; exit 1; }
+elif part sweep; then
 	log "sweep: sources, rules, prefixes, shedding; $PASSES passes a point, each next to the floor"
 	if ! "$O/fgbench" sweep --cpu "$CPU" --passes "$PASSES" --repeat "$REPEAT" "${SWEEP_ARGS[@]}" >> "$RAW"; then
 		log "sweep failed"; exit 1
