@@ -71,10 +71,16 @@ TEST_HELPER_OBJS := $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(TEST_HELPER_SRCS)
 FUZZ_SRCS  := $(wildcard tests/fuzz_*.c)
 FUZZERS    := $(patsubst tests/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 DEPS_STAMP := $(OUTPUT)/.deps-ok
+# --version: git's description of the tree (a tag once there is one), and the
+# libraries built with; the header is rewritten only when one of them changes
+FG_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+LIBBPF_VER  := $(shell $(PKG_CONFIG) --modversion libbpf 2>/dev/null || echo 0.0.0)
+LIBXDP_VER  := $(shell $(PKG_CONFIG) --modversion libxdp 2>/dev/null || echo unknown)
+VERSION_H   := $(OUTPUT)/fg_version.h
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: all clean help test test-unit guest-test gameday bench demo install deps fuzz san \
+.PHONY: FORCE all clean help test test-unit guest-test gameday bench demo install deps fuzz san \
 	verify-clang format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
@@ -83,16 +89,21 @@ help:
 	@echo 'floodgate targets:'
 	@echo '  all (default)  BPF objects, skeletons, floodgated, floodgate, tools, tests'
 	@echo '  deps           install missing Debian packages (root)'
-	@echo '  test           whole test suite (as root): unit, BPF, end-to-end, game day (short), in parallel'
+	@echo '  test           the whole test suite (root), in parallel: unit, BPF, end-to-end,'
+	@echo '                 game day short, the guest drills'
 	@echo '  test-unit      tests that need no root or network namespaces'
-	@echo '  guest-test     the kernel-dependent drills in a QEMU guest on Debian'"'"'s stock kernel (root)'
+	@echo '  guest-test     the kernel-dependent drills in a QEMU guest booting'
+	@echo '                 Debian'"'"'s stock kernel (root)'
 	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
-	@echo '  bench          benchmarks and cost curves against the floor, nftables and iptables (BENCH_QUICK=1: a few minutes)'
-	@echo '  gameday        the suite at length: full sanitizer build, valgrind on the daemon, long fuzzing and drills'
+	@echo '  bench          benchmarks and cost curves against the floor, nftables and'
+	@echo '                 iptables (BENCH_QUICK=1: a few minutes)'
+	@echo '  gameday        the suite at length: full sanitizer build, valgrind on the daemon,'
+	@echo '                 verify-clang with the log, long fuzzing and drills'
 	@echo '  fuzz           build the libFuzzer targets'
 	@echo '  san            ASan+UBSan floodgated, floodgate and unit tests on the fuzzers'"'"' objects'
-	@echo '  verify-clang   build and verifier-load the BPF object with clang 14 and clang 19'
-	@echo '  install        PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=...'
+	@echo '  verify-clang   build and verifier-load the BPF object, clang 14 and 19'
+	@echo '  install        binaries, man pages, systemd unit, shell completion'
+	@echo '                 (PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=)'
 	@echo '  format         apply .clang-format to every C file (format-check: only list)'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
@@ -105,11 +116,20 @@ deps $(DEPS_STAMP):
 $(OUTPUT) $(OUTPUT)/tests $(OUTPUT)/fuzz/obj:
 	$(Q)mkdir -p $@
 
+$(VERSION_H): FORCE | $(OUTPUT)
+	$(Q)printf '#define FG_VERSION "%s"\n#define FG_LIBBPF_VERSION "%s"\n#define FG_LIBBPF_MAJOR %s\n#define FG_LIBBPF_MINOR %s\n#define FG_LIBXDP_VERSION "%s"\n' \
+		'$(FG_VERSION)' '$(LIBBPF_VER)' '$(word 1,$(subst ., ,$(LIBBPF_VER)))' \
+		'$(word 2,$(subst ., ,$(LIBBPF_VER)))' '$(LIBXDP_VER)' > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OUTPUT)/user/lib/version.o $(OUTPUT)/fuzz/obj/lib/version.o: $(VERSION_H)
+
 # --- BPF: clang -> strip DWARF (keep BTF) -> bpftool gen object -> skeleton --
 $(OUTPUT)/%.tmp.o: %.bpf.c | $(OUTPUT) $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(OUTPUT)/$*.bpf.d -MT $@ -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
+	@# which compiler built it, for the verifier budget (tools/fgverify.c)
+	$(Q)$(CLANG) --version | head -n 1 > $(OUTPUT)/$*.bpf.cc
 
 $(OUTPUT)/%.bpf.o: $(OUTPUT)/%.tmp.o
 	$(call msg,GEN-OBJ,$@)
@@ -237,27 +257,67 @@ bench: all
 	$(Q)tools/deps.sh bench
 	$(Q)tools/bench.sh
 
-demo: all
+# the build first (about 90 s on 2 cores from a fresh clone; then only what changed)
+demo:
+	$(Q)test -x $(OUTPUT)/floodgated || echo 'demo: building first: the Debian packages it needs, then about 90 s on 2 cores'
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)OUTPUT=$(OUTPUT) tools/demo.sh
 
 verify-clang:
 	$(Q)tools/deps.sh gameday
 	$(Q)tools/verify-clang.sh
 
+# shell completion, generated from the CLI's own command table
+COMPLETIONS := $(OUTPUT)/completion/floodgate.bash $(OUTPUT)/completion/_floodgate \
+	$(OUTPUT)/completion/floodgated.bash $(OUTPUT)/completion/_floodgated
+$(OUTPUT)/completion/floodgate.bash: $(OUTPUT)/floodgate
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< completion bash > $@
+$(OUTPUT)/completion/_floodgate: $(OUTPUT)/floodgate
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< completion zsh > $@
+$(OUTPUT)/completion/floodgated.bash: $(OUTPUT)/floodgated
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< --completion bash > $@
+$(OUTPUT)/completion/_floodgated: $(OUTPUT)/floodgated
+	$(Q)mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$< --completion zsh > $@
+all: $(COMPLETIONS)
+
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The unit with this install's paths; the operator's own copies of the
+# policy and of the environment file are never overwritten.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/lib/systemd/system \
-		$(DESTDIR)$(PREFIX)/share/doc/floodgate/examples
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/doc/floodgate/examples \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(SYSCONFDIR)/floodgate $(DESTDIR)$(SYSCONFDIR)/default
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 docs/floodgate.8 docs/floodgated.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 docs/floodgate.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' floodgated.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/floodgated.service
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		-e 's|@UNITDIR@|$(UNITDIR)|g' floodgated.service \
+		> $(DESTDIR)$(UNITDIR)/floodgated.service
+	install -m 0644 $(OUTPUT)/completion/floodgate.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/floodgate
+	install -m 0644 $(OUTPUT)/completion/floodgated.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/floodgated
+	install -m 0644 $(OUTPUT)/completion/_floodgate $(OUTPUT)/completion/_floodgated \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/
 	install -m 0644 examples/policy.yaml $(DESTDIR)$(PREFIX)/share/doc/floodgate/examples/
 	install -m 0644 README.md docs/operators-guide.md $(DESTDIR)$(PREFIX)/share/doc/floodgate/
-	@# the unit's default config; an operator's edited copy is never overwritten
-	install -d $(DESTDIR)$(SYSCONFDIR)/floodgate
 	test -e $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml || \
 		install -m 0644 examples/policy.yaml $(DESTDIR)$(SYSCONFDIR)/floodgate/policy.yaml
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/floodgated || \
+		install -m 0644 floodgated.default $(DESTDIR)$(SYSCONFDIR)/default/floodgated
+	@echo 'installed. Next: set FLOODGATE_INTERFACES in $(SYSCONFDIR)/default/floodgated, then'
+	@echo '  systemctl daemon-reload && systemctl enable --now floodgated && floodgate status'
 
 # --- style (.clang-format) ------------------------------------------------------
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux.h$$')

@@ -2,8 +2,8 @@
 /*
  * BPF-only pieces that bpf/floodgate.bpf.c and bpf/fg_conn.bpf.h (hence
  * bpf/fgconn.bpf.c) share: the BTF map definition every plain map repeats,
- * and a source address masked as a rule groups sources. Include after
- * vmlinux.h and bpf_helpers.h.
+ * a load that is done once, and a source address masked as a rule groups
+ * sources. Include after vmlinux.h and bpf_helpers.h.
  */
 #ifndef FG_COMMON_BPF_H
 #define FG_COMMON_BPF_H
@@ -18,6 +18,15 @@
 		__type(key, _key);                           \
 		__type(value, _value);                       \
 	} _name SEC(".maps")
+
+/* One load, not merged with or moved across another FG_READ_ONCE: fields
+ * of fg_ctl change under the program (user/maps/ctl.h). */
+#define FG_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+
+/* x's value hidden from clang, so that a check or mask of it that clang
+ * could prove redundant stays in the code for the verifier (the
+ * selftests' barrier_var). */
+#define FG_OPAQUE(x) asm volatile("" : "+r"(x))
 
 /* saddr masked by mask4 (family 4: out[0] only, out[1..3] untouched) or
  * by mask6. */

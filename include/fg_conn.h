@@ -19,7 +19,7 @@
 #endif
 
 #define FG_CONN_ABI_MAGIC   0x46474343u /* "FGCC" */
-#define FG_CONN_ABI_VERSION 1u
+#define FG_CONN_ABI_VERSION 2u
 
 #define FG_CONN_MAX_CAPS       64 /* capped rules in one cap table (of the FG_MAX_RULES a policy has) */
 #define FG_CONN_RANGES	       8    /* destination-port ranges per capped rule */
@@ -184,23 +184,61 @@ struct fg_conn_caps {
 
 /* fgc_ctl[0] (mmapable: userspace stores slot and epoch atomically). */
 struct fg_conn_ctl {
-	__u32 magic; /* FG_CONN_ABI_MAGIC */
-	__u32 abi;   /* FG_CONN_ABI_VERSION */
-	__u32 slot;  /* active fgc_caps slot, 0 or 1 */
-	__u32 epoch; /* reconcile epoch; est's half epoch & 1 takes new counts */
-	__u32 netns; /* inode of the network namespace counted */
-	__u32 pad;
+	__u32 magic;	  /* FG_CONN_ABI_MAGIC */
+	__u32 abi;	  /* FG_CONN_ABI_VERSION */
+	__u32 slot;	  /* active fgc_caps slot, 0 or 1 */
+	__u32 epoch;	  /* reconcile epoch; est's half epoch & 1 takes new counts */
+	__u32 netns;	  /* inode of the network namespace counted (the tp_btf way's filter) */
+	__u32 way;	  /* enum fg_conn_way (user/lib/kfeat.h) of the last attach, for readers */
 	__u64 reconciles; /* completed reconciles */
+	__u64 netns_cookie; /* SO_NETNS_COOKIE of that namespace (the sock_ops way's filter) */
 };
 
-/* fgc_mark (socket storage): what a socket is counted under. Written only
- * with the socket locked (tracepoint, iterator), so it needs no atomics. */
+/*
+ * fgc_mark (socket storage): what a socket is counted under. One word says
+ * which of three key sets is counted, how many keys and in which epoch:
+ *	bits 63..32  epoch when last counted
+ *	bit   5      tracked: counted by the sock_ops program, which sees its
+ *	             close; else (seeded by a walk) the sock_ops way uncounts
+ *	             it when the application releases it
+ *	bits  4..3   the key set counted (0..2)
+ *	bits  2..0   keys in it; 0 = not counted
+ * Set 0 is written only by the counting program when the socket enters the
+ * counted states (with the socket locked); sets 1 and 2 only by the
+ * reconcile walk, which takes the one not counted. Whoever counts a socket
+ * writes its set and counts the keys first, then swaps the word with a
+ * compare-and-swap; the loser takes its counts back. A close swaps the
+ * word to "not counted" (keeping the set bits) and uncounts what the word
+ * said. So the sock_ops way's walk, which cannot lock the socket, never
+ * races a transition into a wrong count (docs/concurrency.md).
+ */
+#define FG_CONN_MARK_SETS 3
 struct fg_conn_mark {
-	__u32 epoch; /* fg_conn_ctl.epoch when last counted */
-	__u8 n;	     /* keys in key[]; 0 = not counted */
-	__u8 pad[3];
-	struct fg_conn_key key[FG_CONN_PER_SOCK];
+	__u64 word;
+	struct fg_conn_key key[FG_CONN_MARK_SETS][FG_CONN_PER_SOCK];
 };
+
+#define FG_CONN_W_SETMASK 0x18ull
+#define FG_CONN_W_TRACKED 0x20ull
+static inline __attribute__((always_inline)) __u32 fg_conn_w_n(__u64 w)
+{
+	return (__u32)w & 7;
+}
+
+static inline __attribute__((always_inline)) __u32 fg_conn_w_set(__u64 w)
+{
+	return ((__u32)w >> 3) & 3;
+}
+
+static inline __attribute__((always_inline)) __u32 fg_conn_w_epoch(__u64 w)
+{
+	return (__u32)(w >> 32);
+}
+
+static inline __attribute__((always_inline)) __u64 fg_conn_w_make(__u32 epoch, __u32 set, __u32 n)
+{
+	return ((__u64)epoch << 32) | ((set & 3) << 3) | (n & 7);
+}
 
 /* fgc_stats (per CPU): events of the counting side. */
 enum fg_conn_event {
@@ -216,6 +254,9 @@ enum fg_conn_event {
 	FGC_EV_MAP_FULL,   /* fgc_count full: a socket went uncounted */
 	FGC_EV_NO_STORAGE, /* no socket storage: a socket went uncounted */
 	FGC_EV_MULTI,	   /* more than FG_CONN_PER_SOCK capped rules matched */
+	FGC_EV_CONTENDED, /* a mark's compare-and-swap lost FG_CONN_CAS times: left to the reconcile */
+	FGC_EV_GONE,	  /* sock_ops walk: a dumped socket had closed before it was looked up */
+	FGC_EV_RELEASE, /* sock_ops: a seeded socket uncounted when its application released it */
 	FGC_EV_MAX,
 };
 
@@ -249,6 +290,52 @@ struct fg_conn_test {
 	__u8 pad;
 	__s32 verdict; /* out: enum fg_conn_verdict, or at_cap 0/1 */
 	__u32 pad2;
+};
+
+/*
+ * The sock_ops way's reconcile programs (bpf/fgconn.bpf.c, SEC("tc"), run
+ * by userspace with BPF_PROG_TEST_RUN, so that their writes are atomic
+ * with the XDP side's and the counting program's): a frame is an Ethernet
+ * header's worth of padding (the test run wants one), a struct
+ * fg_conn_batch, then n entries; each entry's out fields are written back.
+ */
+#define FG_CONN_BATCH 64
+
+struct fg_conn_batch {
+	__u8 l2[14];  /* ignored */
+	__u16 n;      /* entries that follow, at most FG_CONN_BATCH */
+	__u64 now_ns; /* fgc_fix: judge pending slots at this time; 0 = the real clock */
+};
+
+/* fgc_swalk: one socket from a sock_diag dump (addresses and ports as the
+ * dump gives them, network order; an IPv4-mapped IPv6 socket as IPv4). */
+struct fg_conn_walk_sock {
+	__be32 laddr[4];
+	__be32 raddr[4];
+	__be16 lport;
+	__be16 rport;
+	__u8 family;  /* 4 or 6 */
+	__u8 verdict; /* out: enum fg_conn_walk_verdict */
+	__u16 pad;
+};
+
+enum fg_conn_walk_verdict {
+	FGC_WALK_KEPT = 0,  /* counted already, in this epoch, under the right keys */
+	FGC_WALK_SEEDED,    /* counted now: nobody had */
+	FGC_WALK_MOVED,	    /* moved to this epoch (and to new keys if they changed) */
+	FGC_WALK_UNCOUNTED, /* no longer in a counted state: uncounted */
+	FGC_WALK_NOCAP,	    /* no capped rule covers it */
+	FGC_WALK_GONE,	    /* closed since the dump */
+	FGC_WALK_FAILED,    /* no storage, or the compare-and-swap kept losing */
+};
+
+/* fgc_fix: one fgc_count key to sweep. */
+struct fg_conn_fix {
+	struct fg_conn_key key;
+	__s32 fixed; /* out: what the half that must be empty held (a correction) */
+	__u8 zero;   /* out: the entry is at zero with no live slot (userspace deletes it) */
+	__u8 found;  /* out: the entry exists */
+	__u16 pad;
 };
 
 #endif /* FG_CONN_H */

@@ -4,9 +4,10 @@
  * (user/, tools/, tests/). Only fixed-width types and explicit padding, so the
  * layout is the same for clang's BPF target and for the host compiler.
  *
- * Bump FG_ABI_VERSION whenever a layout below changes: pinned maps carry it
- * in fg_ctl and userspace refuses a pin dir from another version, because
- * libbpf's reuse check compares only sizes, not layouts.
+ * Bump FG_ABI_VERSION whenever a layout below changes, and say what changed
+ * in docs/abi.md: pinned maps carry it in fg_ctl and userspace refuses a pin
+ * dir from another version, because libbpf's reuse check compares only
+ * sizes, not layouts.
  */
 #ifndef FLOODGATE_H
 #define FLOODGATE_H
@@ -19,62 +20,7 @@
 #endif
 
 #define FG_ABI_MAGIC   0x46474154u /* "FGAT" */
-#define FG_ABI_VERSION 7u
-/*
- * ABI 7, from 6:
- * - new pinned map fg_clk (PERCPU_ARRAY, 1 entry, struct fg_clk): the coarse clock cached per CPU
- * - FG_MAX_FILE_RULES 256 written rules, FG_MAX_RULES 257 with the implicit fragments rule
- *   (fg_policy.rules grows by one), FG_MAX_IDS 1024: fg_stats 1025 rows, fg_names and
- *   fg_lease 1024, fg_agg 2 * 1024 + 1 + 2 * FG_POOL_IDS + 1 buckets
- * - fg_ctl: rule_ovr_set and rule_ovr_shadow are 16 words each, at 64 and 192; ovr_since at
- *   320, seed6 at 328; 216 -> 344 bytes (the first cache line is unchanged)
- *
- * ABI 6, from 5:
- * - fg_policy.pool_names[FG_MAX_POOLS] after pad2 (the program never reads it): pool bucket
- *   ids are kept by name across reloads and adoption (user/maps/apply.c), status and metrics name pools
- * - throttle events (docs/operators-guide.md, "The daemon's own cost"): ring buffer map
- *   fg_tev (struct fg_tev records), its rate cap fg_agg[FG_TEV_IDX] (FG_NAGG grows by 1),
- *   events FG_EV_TEV_CAPPED and FG_EV_TEV_LOST (fg_stats grows); the low 4 bits of a
- *   bucket's drops word hold its last event's epoch tag (FG_TEV_TAG_MASK; readers mask them)
- * - fg_meta: src_count4, src_count6, src_count_at (the daemon's incremental walk); 952 -> 976 bytes
- * - fg_src6 is a set-associative BPF_F_MMAPABLE array of struct fg_set6 (was an LRU hash of
- *   struct fg_key6 -> struct fg_bucket; fg_key6 is gone); fg_ctl: src6_bits (52), seed6[2] (200)
- * - fg_dir4 is DIR-16-8-8 (struct fg_dir4): __u32 entries (a leaf index or FG_DIR4_BLK | block)
- *   and a leaf table; new map fg_blk4 (ARRAY_OF_MAPS, 2 slots) of 256-entry blocks
- *   (struct fg_blk4); FG_LIST_TRIE is gone
- * - FG_MAX_RULES 256, FG_MAX_IDS 512: fg_stats 513 rows, fg_names and fg_lease 512,
- *   fg_agg 2 * 512 + 1 + 2 * FG_POOL_IDS buckets; FG_MAX_MATCH 1024 entries per class
- * - struct fg_wkey4: rule is __u16 FG_WKEY4_USED | id (the used byte is gone), same 8 bytes
- * - struct fg_match: rule is __u16 at 18 (was __u8 at 17)
- * - fg_ctl: rule_ovr_n (48, was rule_ovr_set[0]); rule_ovr_set and rule_ovr_shadow are 8
- *   words each, at 64 and 128; ovr_since at 192; with the IPv6 fields, 88 -> 216 bytes
- * - fg_pidx: the first-match index by bitmaps (destination port, source port, ICMP type or
- *   protocol -> a bitmap of candidate entries), replaces the per-port start index;
- *   128 KiB -> 1.6 MiB a slot
- * - fg_dir4/fg_blk4 entry FG_DIR4_TRIE (bit 30): the range is answered by one lookup in the
- *   slot's fg_pfx4 (past the block budget, or beyond FG_DIR4_LEAVES values); nothing is refused
- *
- * ABI 5, from 4:
- * - fg_ctl is BPF_F_MMAPABLE and written field by field (user/maps/ctl.h), never whole after init
- * - fg_ctl: mode_ovr (was pad), rule_ovr_set/rule_ovr_shadow, ovr_since; 48 -> 88 bytes
- * - FG_MAX_IDS = 128 rule ids: fg_stats 129 rows, fg_names 128, fg_agg 257 buckets
- * - struct fg_slot4 is struct fg_wkey4 (same layout)
- * - fg_pfx4, fg_pfx6: FG_PFX_ENTRIES (2^21) entries each, fixed in the map definitions
- * - fg_meta: reload_seq, reload_err, reload_done, file_mode, lock, reload_msg; 672 -> 952 bytes
- * - runtime lists: fg_rt4, fg_rt6 (struct fg_rt), fg_ctl.rt_active (was pad),
- *   outcomes FG_OUT_RT_ALLOW, FG_OUT_RT_DENY, event FG_EV_RT_EXPIRED (fg_stats grows)
- * - fleet limits (docs/fleet.md): map fg_lease (struct fg_lease, FG_MAX_IDS entries), fg_rule.fleet
- *   (was tail padding), events FG_EV_FLEET_DROP and FG_EV_FLEET_LOSS, fg_stats.fleet_offered and
- *   fleet_unleased
- * - concurrency caps (docs/concurrency.md): fg_rule.conn_cap, conn_ttl_ms (80 -> 88 bytes);
- *   outcome FG_OUT_CAP; events FG_EV_CAP_SHADOW, _NOSLOT, _CONTENDED, _NOMEM; the XDP
- *   program shares fgc_count and fgc_pend with bpf/fgconn.bpf.c (include/fg_conn.h)
- * - load shedding (docs/shedding.md): enum fg_tier, fg_shed_kind, FG_SHED_ONE (from user/shed/shed.h);
- *   fg_rule.tier and .pool (were tail padding); struct fg_pool, fg_policy.pools[FG_MAX_POOLS] and
- *   npools; two fg_agg buckets per pool id (FG_NAGG grows); outcomes FG_OUT_SHED, FG_OUT_SHED_SHADOW;
- *   events FG_EV_SHED_TIER, _CAP, _POOL; map fg_shed (struct fg_shed_ctl, one entry, mmapable)
- */
-
+#define FG_ABI_VERSION 8u	   /* what changed, version by version: docs/abi.md */
 /*
  * Rules and rule ids. A policy file writes at most FG_MAX_FILE_RULES rules;
  * the compiler appends the implicit "fragments" rule, so a policy has at
@@ -171,23 +117,54 @@ enum fg_on_full {
 	FG_FULL_CLOSED = 2,   /* drop */
 };
 
-/* Exclusive outcomes: every packet is counted in exactly one. */
+/*
+ * Exclusive outcomes: every packet is counted in exactly one. Every outcome
+ * that refuses a packet in enforce has a shadow twin, counted instead when
+ * shadow (global or the rule's) passes the packet (fg_out_shadow below;
+ * docs/abi.md, ABI 8).
+ */
 enum fg_outcome {
 	FG_OUT_PASS = 0,    /* admitted by a rule, or unmatched with default pass */
 	FG_OUT_DROP,	    /* dropped by a rule, or unmatched with default drop */
-	FG_OUT_SHADOW,	    /* would have been dropped; passed because of shadow mode */
+	FG_OUT_SHADOW,	    /* would have been dropped (drop); passed because of shadow */
 	FG_OUT_ALLOW,	    /* allowlisted source */
-	FG_OUT_DENY,	    /* denylisted source */
+	FG_OUT_DENY,	    /* denylisted source: dropped */
 	FG_OUT_BYPASS,	    /* kill switch on */
-	FG_OUT_MALFORMED,   /* unparseable IP packet (verdict: policy's malformed) */
+	FG_OUT_MALFORMED,   /* unparseable IP packet, dropped or passed per the policy */
 	FG_OUT_NONIP,	    /* ARP, LLDP, ... always passed */
 	FG_OUT_RT_ALLOW,    /* on a runtime allow list (floodgate allow add) */
-	FG_OUT_RT_DENY,	    /* on a runtime deny list (floodgate deny add); passed in shadow */
+	FG_OUT_RT_DENY,	    /* on a runtime deny list (floodgate deny add): dropped */
 	FG_OUT_CAP,	    /* SYN refused: its source holds the rule's concurrency cap */
 	FG_OUT_SHED,	    /* shed: the host is overloaded (tier shedding, or its pool refused) */
-	FG_OUT_SHED_SHADOW, /* would have been shed; passed (shadow) */
+	FG_OUT_SHED_SHADOW, /* would have been shed (shed); passed (shadow) */
+	FG_OUT_DENY_SHADOW, /* would have been dropped as deny; passed (shadow) */
+	FG_OUT_RT_DENY_SHADOW,	 /* would have been dropped as rt_deny; passed (shadow) */
+	FG_OUT_MALFORMED_SHADOW, /* malformed, the policy drops it; passed (shadow) */
+	FG_OUT_CAP_SHADOW,	 /* would have been refused as cap; passed (shadow) */
 	FG_OUT_MAX,
 };
+
+/* The outcome a refusal out is counted as when shadow passes the packet;
+ * an outcome that refuses nothing is its own. A constant folds to one. */
+static inline __attribute__((always_inline)) __u32 fg_out_shadow(__u32 out)
+{
+	switch (out) {
+	case FG_OUT_DROP:
+		return FG_OUT_SHADOW;
+	case FG_OUT_SHED:
+		return FG_OUT_SHED_SHADOW;
+	case FG_OUT_DENY:
+		return FG_OUT_DENY_SHADOW;
+	case FG_OUT_RT_DENY:
+		return FG_OUT_RT_DENY_SHADOW;
+	case FG_OUT_MALFORMED:
+		return FG_OUT_MALFORMED_SHADOW;
+	case FG_OUT_CAP:
+		return FG_OUT_CAP_SHADOW;
+	default:
+		return out;
+	}
+}
 
 /* Events: counted in addition to the outcome. */
 enum fg_event {
@@ -205,7 +182,7 @@ enum fg_event {
 	FG_EV_FLEET_DROP,     /* fleet lease exhausted: dropped (or would-drop in shadow) */
 	FG_EV_FLEET_LOSS,     /* decided under on_loss (lease expired, or stale: gen mismatch) */
 	/* concurrency caps (a capped rule's SYN, after every other check passed) */
-	FG_EV_CAP_SHADOW,    /* at the cap, passed because of shadow mode (outcome shadow) */
+	FG_EV_CAP_SHADOW,    /* at the cap, passed because of shadow (the outcome cap_shadow) */
 	FG_EV_CAP_NOSLOT,    /* under the cap, but FG_CONN_SLOTS handshakes pending: dropped */
 	FG_EV_CAP_CONTENDED, /* pending-slot CAS retries exhausted: dropped */
 	FG_EV_CAP_NOMEM,     /* no pending entry for a new source: per on_full (closed drops) */

@@ -16,14 +16,52 @@
 # the count within the reconcile period; a spoofed SYN flood creates no
 # count entry and the cap holds; a reload lowering the cap cuts nothing
 # and refuses until the count is under it; shadow mode passes at the cap;
-# SIGTERM leaves nothing pinned.
+# SIGTERM leaves nothing pinned; a second daemon in another namespace,
+# with its own program on the same cgroup hooks, neither disturbs nor is
+# disturbed.
+# All of it runs once per way of counting this kernel allows (tp_btf,
+# sock_ops: FLOODGATE_CONN_WAY, which floodgated and floodgate read), each
+# check named "[way] ..."; FG_E2E_CONN_WAY=WAY runs one.
 # Needs root. Cleans up namespaces, pin dir and processes (by PID).
 # Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
+
+if [ -z "${FG_E2E_CONN_WAY:-}" ]; then
+	tp=0 tf=0 ts=0 ran=0
+	for way in tp_btf sock_ops; do
+		if [ "$(FLOODGATE_CONN_WAY=$way "$FG" kernel --json 2>/dev/null |
+			fg_json get - conn_way 2>/dev/null)" != "$way" ]; then
+			echo "skip - [$way] concurrency caps: this kernel cannot count that way:" \
+				"$(FLOODGATE_CONN_WAY=$way "$FG" kernel 2>&1 | grep 'count through' | sed 's/^ *//')"
+			ts=$((ts + 1))
+			continue
+		fi
+		ran=1
+		out=$(mktemp /tmp/fg-e2e-conn-way.XXXXXX)
+		FG_E2E_CONN_WAY=$way FLOODGATE_CONN_WAY=$way bash "$0" 2>&1 |
+			sed -u -E "s/^(ok|FAIL|skip) - /\1 - [$way] /" | tee "$out"
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+		rm -f "$out"
+		if [ -z "$line" ]; then
+			echo "FAIL - [$way] e2e_conn.sh printed no summary"; tf=$((tf + 1)); continue
+		fi
+		read -r p _ f _ s _ <<< "$line"
+		tp=$((tp + p)); tf=$((tf + f)); ts=$((ts + s))
+	done
+	if [ "$ran" = 0 ]; then	# no way at all: the one run says why it skips
+		FG_E2E_CONN_WAY=none bash "$0"
+		exit $?
+	fi
+	echo "$tp passed, $tf failed, $ts skipped"
+	[ "$tf" = 0 ]
+	exit $?
+fi
+
 fg_init --root --pin conn "$FGD" "$FG"
-if [ "$("$FG" kernel --json | fg_json get - conn_way)" = none ]; then
+WAY=$("$FG" kernel --json | fg_json get - conn_way)
+if [ "$WAY" = none ]; then
 	skip "concurrency caps" "no way to count connections on this kernel: $("$FG" kernel | grep 'count through')"
 	fg_finish
 fi
@@ -170,10 +208,10 @@ SPID=$FG_BG_PID
 fg_wait_for "$SACK" '^ready' 50 || { bad "server starts" "$(cat "$FG_TMP/server.log")"; fg_finish; }
 
 declare -A CPID
-client_start() {	# client_start NAME SRC DST
+client_start() {	# client_start NAME SRC DST [NS [PORT]]
 	mkfifo "$FG_TMP/$1.fifo"
 	: > "$FG_TMP/$1.fifo.ack"
-	fg_bg cli "$FG_PY" "$FG_TMP/client.py" "$2" "$3" "$PORT" "$FG_TMP/$1.fifo" \
+	fg_bg "${4:-cli}" "$FG_PY" "$FG_TMP/client.py" "$2" "$3" "${5:-$PORT}" "$FG_TMP/$1.fifo" \
 		> "$FG_TMP/$1.log" 2>&1
 	CPID[$1]=$FG_BG_PID
 }
@@ -229,21 +267,45 @@ at_cap() { conn_field at_cap false "$1"; }
 # wait_conns SRC N TENTHS: until the daemon counts N for SRC; prints the count
 wait_conns() { wait_val conns "$1" "$2" "$3"; }
 status_get() { "$FG" status --json 2>/dev/null | fg_json_get - "$@"; }
+# after_close SRC LOW HIGH TENTHS: after closes that bring SRC's count to
+# LOW, with clients waiting in SYN-SENT to bring it back to HIGH: waits
+# until the daemon counts LOW, or HIGH while SRC holds HIGH established
+# (the waiting SYNs got in before a slow poll saw LOW: a slow guest); a
+# close that was not counted leaves neither. Prints what it counted.
+after_close() {
+	local n=$4 c
+	while :; do
+		c=$(conns "$1")
+		[ "$c" = "$2" ] && break
+		[ "$c" = "$3" ] && [ "$(est "$1")" = "$3" ] && break
+		[ "$n" -le 0 ] && break
+		sleep 0.1; n=$((n - 1))
+	done
+	echo "$c"
+}
 
 start_daemon() { fg_daemon_start srv "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; }
 
 # --- policy ---------------------------------------------------------------------------
 out=$("$FG" check "$FG_TMP/policy.yaml" 2>&1)
-if echo "$out" | grep -q "concurrency $CAP connections per source, handshake_timeout 3000 ms; counts TCP to ports $PORT"; then
+if echo "$out" | grep -q "concurrency $CAP connections per source, handshake_timeout 3000 ms$" &&
+   echo "$out" | grep -q "^ *counts TCP to ports $PORT$"; then
 	ok "check prints the cap: $(echo "$out" | grep 'concurrency ' | sed 's/^ *//' | head -1)"
 else
 	bad "check prints the cap" "$(echo "$out" | one_line 400)"
 fi
 
 # --- 30 connections from one client: exactly 10 -----------------------------------------
+CG2_MOUNTS=$(grep -c ' - cgroup2 ' /proc/self/mountinfo)
 if ! start_daemon; then bad "floodgated starts" "$(tail -5 "$DLOG")"; fg_finish; fi
 ok "floodgated starts with a cap of $CAP per source"
 check "the counter is pinned next to the filter" test -e "$PIN/fgc_link" -a -e "$PIN/fgc_count"
+check "the daemon says it counts through $WAY" grep -q "concurrency caps: counting through $WAY" "$DLOG"
+if [ "$WAY" = sock_ops ]; then
+	check "sock_ops: the release hook's link is pinned too" test -e "$PIN/fgc_rlink"
+	check_cmp "sock_ops: no cgroup2 mount left behind (it came from a private mount)" \
+		"$(grep -c ' - cgroup2 ' /proc/self/mountinfo)" = "$CG2_MOUNTS"
+fi
 
 cmd c1 "open 30"
 sleep 1.5
@@ -262,7 +324,7 @@ fg_json_check "top --json with the connections section" top "$FG_TMP/top.json"
 if grep -qE "^$C1/32 +web +$CAP +0 +$CAP yes$" "$FG_TMP/top.txt"; then ok "top: $C1 in the caps' section, at its cap"
 else bad "top: the caps' section" "$(one_line 400 < "$FG_TMP/top.txt")"; fi
 "$FG" status > "$FG_TMP/status.txt" 2>&1
-if grep -qE "^concurrency: counting \(link pinned\)" "$FG_TMP/status.txt" &&
+if grep -qE "^concurrency: counting \(link pinned\) through $WAY," "$FG_TMP/status.txt" &&
    grep -qE "^  web +cap $CAP per source, ports $PORT: 1 sources, 1 at the cap, $CAP connections" "$FG_TMP/status.txt"
 then ok "status: the counter and the capped rule"
 else bad "status: the caps" "$(one_line 600 < "$FG_TMP/status.txt")"; fi
@@ -279,8 +341,11 @@ check_cmp "$C1 still at $CAP" "$(est "$C1")" = "$CAP"
 # close 5: 5 of the waiting SYNs get in at their next retransmit, no more
 cmd c1 "close 5"
 check_cmp "5 closed: the count falls to 5" "$(wait_conns "$C1" 5 30)" = 5
+# until then, at most 40 s: the waiting clients' SYN retransmits back off
+# (1, 3, 7, 15, 31 s after their first), and in a slow guest this comes a
+# minute after the connects
 peak=0; t0=$SECONDS
-while [ $((SECONDS - t0)) -lt 9 ]; do
+while [ $((SECONDS - t0)) -lt 40 ]; do
 	e=$(est "$C1"); [ "$e" -gt "$peak" ] && peak=$e
 	[ "$e" = "$CAP" ] && [ "$(synsent "$C1")" = 15 ] && break
 	sleep 0.2
@@ -303,7 +368,7 @@ cmd c1 closepending
 
 # --- closes the counter missed: repaired by the next daemon's seed ---------------------
 fg_daemon_stop KILL
-rm -f "$PIN/fgc_link"	# no counter attached from here on
+rm -f "$PIN/fgc_link" "$PIN/fgc_rlink"	# no counter attached from here on
 cmd c1 "close 4"
 sleep 0.5
 check_cmp "closes while no counter runs: client has 6" "$(est "$C1")" = 6
@@ -313,6 +378,7 @@ check_cmp "the seed corrects $C1 to 6" "$(conns "$C1")" = 6
 check "the daemon logs the correction" grep -qE "concurrency caps: seed: .*corrected 1 key by 4 connections" "$DLOG"
 check_cmp "status --json: corrections counted" "$(status_get concurrency.corrections.connections)" -ge 4
 check_cmp "status --json: the counter's link is pinned again" "$(status_get concurrency.counting)" = true
+check_cmp "status --json: the way" "$(status_get concurrency.way)" = "$WAY"
 "$FG" status --json > "$FG_TMP/status.json" 2>/dev/null
 fg_json_check "status --json with the concurrency section" status "$FG_TMP/status.json"
 
@@ -328,7 +394,9 @@ cmd c1 "open 2"
 sleep 1.2
 check_cmp "over its cap (11 > 10): a new SYN is refused" "$(synsent "$C1")" = 2
 cmd c1 "close 3"
-check_cmp "3 closed: 8 counted" "$(wait_conns "$C1" 8 30)" = 8
+c=$(after_close "$C1" 8 "$CAP" 30)
+if [ "$c" = 8 ] || [ "$c" = "$CAP" ]; then ok "3 closed: 8 counted (measured $c; $CAP: the 2 waiting got in already)"
+else bad "3 closed: 8 counted" "expected 8 (or $CAP, all established), measured '$c'"; fi
 check_cmp "... and the 2 waiting get in (10)" "$(wait_est "$C1" "$CAP" 60)" = "$CAP"
 cmd c1 closepending
 
@@ -383,7 +451,9 @@ cmd c1 "open 1"
 sleep 1.2
 check_cmp "lowered cap: a new SYN is refused" "$(synsent "$C1")" = 1
 cmd c1 "close 6"
-check_cmp "6 closed: 4 counted" "$(wait_conns "$C1" 4 30)" = 4
+c=$(after_close "$C1" 4 5 30)
+if [ "$c" = 4 ] || [ "$c" = 5 ]; then ok "6 closed: 4 counted (measured $c; 5: the waiting one got in already)"
+else bad "6 closed: 4 counted" "expected 4 (or 5, all established), measured '$c'"; fi
 check_cmp "... under the new cap, the waiting one gets in" "$(wait_est "$C1" 5 60)" = 5
 
 # --- shadow: at the cap it passes, counted --------------------------------------------
@@ -408,11 +478,69 @@ if command -v curl > /dev/null; then
 	check_cmp "metrics: reconcile corrections, as status says" "${fixed:-none}" = "$fixed0"
 	check_cmp "metrics: connections counted under web" "${held:-none}" = 7
 	check_cmp "metrics: sources at web's cap of 5" "${atcap:-none}" = 1
+	check_cmp "metrics: the way" "$(echo "$m" | sed -nE 's/^floodgate_conn_way\{way="([a-z_]+)"\} 1$/\1/p')" = "$WAY"
 	rec_us=$(echo "$m" | awk '/^floodgate_conn_reconcile_seconds / { printf "%d", $2 * 1e6 }')
 	check_cmp "metrics: the last reconcile (us) took far less than its period" "${rec_us:-none}" -lt 500000
 else
 	skip "metrics" "no curl"
 fi
+
+# --- a second daemon, in the client's namespace -------------------------------------------
+# Its own cap (3) on the same port, for a server in cli and a client in
+# srv: both daemons' programs are on the same hooks (the cgroup v2 root for
+# sock_ops, the tracepoint for tp_btf) and see every namespace's sockets;
+# each counts its own namespace's only.
+PORT2=$PORT
+PIN2=$(fg_pin conn2)
+DLOG2=$FG_TMP/daemon2.log
+cat > "$FG_TMP/policy2.yaml" <<YAML
+interfaces: [v0]
+max_sources: 4096
+concurrency: {reconcile: ${RECONCILE_S}s, max_keys: 4096}
+rules:
+  - name: other
+    match: {proto: tcp, dport: $PORT2}
+    per_source: {concurrency: 3, handshake_timeout: 3s}
+YAML
+SACK2=$FG_TMP/server2.ack
+fg_bg cli "$FG_PY" "$FG_TMP/server.py" "$PORT2" "$SACK2" > "$FG_TMP/server2.log" 2>&1
+fg_wait_for "$SACK2" '^ready' 50 || bad "second server starts" "$(cat "$FG_TMP/server2.log")"
+client_start c3 "$S4" "$C1" srv "$PORT2"
+D1=$FG_DPID
+if fg_daemon_start cli "$PIN2" "$FG_TMP/policy2.yaml" "$DLOG2"; then
+	D2=$FG_DPID
+	FG_DPID=$D1
+	held=$(conns "$C1")
+	cmd c3 "open 5"
+	est3=$(fg_ns_exec srv ss -Htn state established "dport = :$PORT2" 2>/dev/null | wc -l)
+	for _ in $(seq 30); do
+		[ "$est3" = 3 ] && break
+		sleep 0.1
+		est3=$(fg_ns_exec srv ss -Htn state established "dport = :$PORT2" 2>/dev/null | wc -l)
+	done
+	check_cmp "second daemon: its cap of 3 holds for its own server" "$est3" = 3
+	c2n=$(FLOODGATE_PIN_DIR=$PIN2 conns "$S4")
+	check_cmp "second daemon counts $S4's connections to its server" "$c2n" = 3
+	check_cmp "the first daemon still counts $C1 as before" "$(conns "$C1")" = "$held"
+	check_cmp "the first daemon counts nothing of the other namespace's ($S4)" "$(conns "$S4")" = 0
+	check_cmp "the second counts nothing of the first's ($C1)" "$(FLOODGATE_PIN_DIR=$PIN2 conns "$C1")" = 0
+	"$FG" --pin-dir "$PIN2" status > "$FG_TMP/status2.txt" 2>&1
+	check "second daemon: its status says it counts through $WAY" \
+		grep -qE "^concurrency: counting \(link pinned\) through $WAY," "$FG_TMP/status2.txt"
+	sleep "$RECONCILE_S"	# both reconcile at least once, each over its own namespace
+	check_cmp "after both reconciled: the second still 3" "$(FLOODGATE_PIN_DIR=$PIN2 conns "$S4")" = 3
+	check_cmp "... the first still $held" "$(conns "$C1")" = "$held"
+	fg_bg_stop "$D2" TERM || bad "the second floodgated exits 0 on SIGTERM"
+	check_cmp "second daemon stopped: its pin dir removed" "$(ls -A "$PIN2" 2>/dev/null | wc -l)" = 0
+	cmd c1 "close 1"
+	check_cmp "the first daemon's counting goes on without the other's links: $((held - 1))" \
+		"$(wait_conns "$C1" $((held - 1)) 30)" = $((held - 1))
+else
+	FG_DPID=$D1
+	bad "a second floodgated starts in the other namespace" "$(tail -5 "$DLOG2")"
+fi
+cmd c3 closeall
+
 cmd c1 closeall
 cmd c2 closeall
 fg_daemon_stop TERM

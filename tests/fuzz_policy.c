@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	fg_policy_set_admission(&cfg);
 	f = fopen("/dev/null", "w");
 	if (f) {
-		fg_config_print(f, &cfg);
+		fg_config_print(f, &cfg, true);
 		fclose(f);
 	}
 	fg_config_free(&cfg);

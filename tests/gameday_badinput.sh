@@ -232,8 +232,9 @@ usage 2 "--pin-dir without its value" status --pin-dir
 usage 2 "unknown option" status --frob
 usage 2 "bundled short options" top -nj
 usage 2 "extra argument" status extra
-usage 2 "missing argument" mode
-usage 2 "missing argument" bypass
+usage 2 "a bad word" mode frobnicate
+usage 2 "a bad word" bypass maybe
+usage 2 "--rule without a mode" mode --rule x
 usage 2 "missing argument" check
 usage 2 "two files" check "$TMP/good.yaml" "$TMP/good.yaml"
 usage 2 "bad mode" mode sideways

@@ -30,7 +30,7 @@ gd_pair || { bad "setup: namespaces and veth pair"; fg_finish; }
 
 # admission of a policy file as floodgate computes it: "RATE BURST"
 admission_of() {
-	"$FG" check "$1" | sed -nE 's/.*admission: +([0-9.e+]+) new sources.*inc ([0-9]+), tau ([0-9]+).*/\1 \2 \3/p' |
+	"$FG" --verbose check "$1" | sed -nE 's/.*admission: +([0-9.e+]+) new sources.*inc ([0-9]+), tau ([0-9]+).*/\1 \2 \3/p' |
 		awk '{ printf "%s %d\n", $1, $3 / $2 }'
 }
 # awk arithmetic: calc EXPR

@@ -38,7 +38,8 @@
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
 #   fg_stat SRC RULE FIELD      SRC: a pin dir, or a snapshot file (*.json);
 #                               FIELD: pass drop shadow allow deny bypass
-#                               malformed nonip rt_allow rt_deny shed shed_shadow, total,
+#                               malformed nonip rt_allow rt_deny cap shed shed_shadow
+#                               deny_shadow rt_deny_shadow malformed_shadow cap_shadow, total,
 #                               bytes:OUTCOME, ev:EVENT
 #                               0 if RULE has no row, -1 if it cannot be read
 #   fg_event SRC RULE EVENT     = fg_stat SRC RULE ev:EVENT
@@ -57,6 +58,9 @@ FGD=$FG_OUT/floodgated
 FGEN=$FG_OUT/fgen
 FGDUMP=$FG_OUT/fgdump
 FG_NAME=$(basename "$0" .sh)
+# the CLI's text is wrapped at 80 columns, or $COLUMNS: the tests grep whole
+# lines, so a line per item (test_cli_ops and e2e_ops unset it to check the 80)
+export COLUMNS=1000
 FG_PIN_PREFIX=/sys/fs/bpf/fg$$-
 FG_NS_PREFIX=fg$$-		# namespaces, as the pin dirs: fg<pid>-NAME
 FG_TMP=
@@ -312,7 +316,8 @@ FG_JSON_PY=$(cat <<'PY'
 import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
-            "rt_allow", "rt_deny", "cap", "shed", "shed_shadow")
+            "rt_allow", "rt_deny", "cap", "shed", "shed_shadow", "deny_shadow",
+            "rt_deny_shadow", "malformed_shadow", "cap_shadow")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
           "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem",
@@ -349,6 +354,7 @@ SCHEMAS = {
                          "limited": bool}],
             "throttled_sources": int, "tracked_sources": int},
     "status": {"pin_dir": str, "abi": int,
+               "version": {"floodgate": str, "libbpf": str, "libxdp": str},
                "daemon": {"running": bool, "pid": int, "started": int,
                           "state": frozenset(("running", "stopped", "none"))},
                "config": str,
@@ -378,6 +384,24 @@ SCHEMAS = {
                "escalation": {"live": int, "rules": (int, None), "max": (int, None),
                               "escalated": (int, None), "refused": (int, None),
                               "would_escalate": (int, None)}},
+    "check": {"file": str, "ok": bool, "error": None,
+              "warnings": [{"line": int, "col": int, "message": str}],
+              "interfaces": [str], "mode": frozenset(("enforce", "shadow")), "max_sources": int,
+              "rules": [{"name": str, "action": frozenset(("limit", "pass", "drop")),
+                         "mode": frozenset(("enforce", "shadow")), "implicit": bool,
+                         "prefix_v4": int, "prefix_v6": int,
+                         "per_source": ({"rate": float, "burst": float,
+                                         "unit": frozenset(("packets", "bytes")),
+                                         "refill_s": float}, None),
+                         "aggregate": ({"rate": float, "burst": float,
+                                        "unit": frozenset(("packets", "bytes")),
+                                        "refill_s": float}, None),
+                         "concurrency": int, "fleet": bool, "escalate": bool}],
+              "memory": {"src4_bytes": int, "src6_bytes": int, "lists4_bytes": int},
+              "kernel": [{"feature": str, "state": str, "how": str, "why": str}]},
+    "check_error": {"file": str, "ok": bool,
+                    "error": {"line": int, "col": int, "message": str, "source": (str, None)}},
+    "kernel": {"release": str, "features": {}, "conn_way": str},
     "rtlist": {"list": frozenset(("allow", "deny")),
                "entries": [{"prefix": prefix, "list": frozenset(("allow", "deny")),
                             "expired": bool, "expires_in_s": (float, None),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# The whole test suite. Runs every .output/tests/test_* binary, then every
-# tests/e2e_*.sh and tests/gameday_*.sh script, and ends with one line
+# The whole test suite. Runs every .output/tests/test_* binary, every
+# tests/test_*.sh, then every tests/e2e_*.sh and tests/gameday_*.sh script, and ends with one line
 # "N passed, N failed, N skipped" for CI.
 #   tests/run.sh            everything (needs root)
 #   tests/run.sh --unit     only tests that need neither root nor namespaces
@@ -58,6 +58,11 @@ for t in "$OUT"/tests/test_*; do
 		echo "skip - $(basename "$t"): needs root (--unit)"; skip=$((skip + 1)); continue
 	fi
 	run_one "$(basename "$t")" "$t"
+done
+
+# shell tests that need no namespace (each skips what needs root itself)
+for s in tests/test_*.sh; do
+	[ -f "$s" ] && run_one "$(basename "$s")" bash "$s"
 done
 
 if [ "$unit_only" = 0 ]; then

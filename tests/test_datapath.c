@@ -14,6 +14,8 @@
 #include "fgtest.h"
 #include "dp.h"
 #include "dpcheck.h"
+#include "dp_rt.h"
+#include "maps/fgmaps.h"
 #include "fg_parse.h"
 
 #define NS 1000000000ull
@@ -1094,7 +1096,10 @@ static void test_mode_overrides(void)
 				if (c)
 					continue;
 				want = rows[g].deny == 'S' ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
-				ASSERT_EQ(dp_outcome_of(&D, &deny, &row, &v), FG_OUT_DENY, name);
+				/* in shadow, its twin deny_shadow (ABI 8; deny before) */
+				ASSERT_EQ(dp_outcome_of(&D, &deny, &row, &v),
+					  want == FG_MODE_SHADOW ? FG_OUT_DENY_SHADOW : FG_OUT_DENY,
+					  name);
 				ASSERT_EQ(v, want == FG_MODE_SHADOW ? XDP_PASS : XDP_DROP,
 					  "denylisted: the global mode alone");
 				ASSERT_OK(fg_ctl_global_mode(&D.cm, &m), "global mode");
@@ -2828,6 +2833,187 @@ out:
 	dp_close(&D);
 }
 
+/* ---- shadow twins (include/floodgate.h fg_out_shadow; docs/abi.md, ABI 8) ---- */
+
+/*
+ * Every outcome that refuses a packet in enforce has a shadow twin, counted
+ * instead when shadow passes the packet. For each refusal, the same kind of
+ * frame under five settings: enforce; global shadow from the file, then
+ * from the operator's override; the rule's shadow from the file, then from
+ * the operator's rule override. Global shadow gives the twin, passed, in
+ * the same row. The rule's shadow gives the twin for what the rule decides
+ * (drop, shed, cap) and leaves what is decided before any rule (deny,
+ * rt_deny, malformed) enforced. Every check is of the one outcome the
+ * frame was counted under (dp_outcome_of), its verdict and its row.
+ */
+enum twin_kind {
+	TW_DROP,
+	TW_SHED,
+	TW_DENY,
+	TW_RT_DENY,
+	TW_MALFORMED,
+	TW_CAP,
+	TW_N
+};
+
+static const struct {
+	const char *what;
+	__u32 out, twin;
+	bool by_rule; /* decided by rule 0: its own shadow applies */
+} twins[TW_N] = {
+	[TW_DROP] = { "a rule's drop (over its rate)", FG_OUT_DROP, FG_OUT_SHADOW, true },
+	[TW_SHED] = { "a shed (the rule's pool empty)", FG_OUT_SHED, FG_OUT_SHED_SHADOW, true },
+	[TW_DENY] = { "the deny list", FG_OUT_DENY, FG_OUT_DENY_SHADOW, false },
+	[TW_RT_DENY] = { "a runtime deny entry", FG_OUT_RT_DENY, FG_OUT_RT_DENY_SHADOW, false },
+	[TW_MALFORMED] = { "a malformed frame, policy drop", FG_OUT_MALFORMED,
+			   FG_OUT_MALFORMED_SHADOW, false },
+	[TW_CAP] = { "a SYN at its concurrency cap", FG_OUT_CAP, FG_OUT_CAP_SHADOW, true },
+};
+
+/* The program for kind k, rule 0 (id 0) matching every frame, and the
+ * frames spent so that every next one of twin_frame(k, i) is refused. */
+static int twin_setup(enum twin_kind k)
+{
+	struct fg_rule r = limit_rule(1, 1);
+	struct fg_rt_maps rt;
+	struct pkt_spec s;
+
+	if (setup(1024))
+		return -1;
+	switch (k) {
+	case TW_SHED:
+		r = shed_rule(FG_TIER_CRITICAL, 1);
+		if (!ASSERT_OK(dp_pool(&D, 0, 1, 1, 0, 0), "pool 1/s, burst 1"))
+			return -1;
+		break;
+	case TW_DENY:
+	case TW_RT_DENY:
+	case TW_MALFORMED:
+		r = (struct fg_rule){ .action = FG_ACT_PASS };
+		break;
+	case TW_CAP:
+		r = (struct fg_rule){ .action = FG_ACT_LIMIT,
+				      .conn_cap = 1,
+				      .conn_ttl_ms = 60000,
+				      .mask4 = 0xffffffff };
+		break;
+	default:
+		break;
+	}
+	dp_rule(&D, &r, &M_ANY, C_ALL);
+	D.pol.malformed_verdict = FG_DROP;
+	if (k == TW_DENY && !ASSERT_OK(dp_pfx(&D, "198.51.100.0/24", FG_LIST_DENY, 0), "deny /24"))
+		return -1;
+	if (!ASSERT_OK(dp_apply(&D), "policy"))
+		return -1;
+	if (k == TW_RT_DENY &&
+	    (!ASSERT_OK(dp_rt_open(&D, &rt), "runtime lists") ||
+	     !ASSERT_OK(dp_rt_add(&D, &rt, "198.51.100.0/24", FG_LIST_DENY, 0), "runtime deny")))
+		return -1;
+	/* the one frame admitted: the rate's burst, the pool's, the cap's place */
+	s = (struct pkt_spec){ .family = 4,
+			       .src = "198.51.100.9",
+			       .proto = 6,
+			       .sport = 999,
+			       .dport = 80,
+			       .tcp_flags = FG_TCP_SYN,
+			       .tcp_flags_set = 1 };
+	if ((k == TW_DROP || k == TW_SHED || k == TW_CAP) &&
+	    !ASSERT_EQ(dp_outcome_of(&D, &s, NULL, NULL), FG_OUT_PASS, "the first frame admitted"))
+		return -1;
+	return 0;
+}
+
+/* The i-th frame for kind k: a SYN from 198.51.100.9 (a new source port
+ * each: a new handshake for the cap), three VLAN tags when malformed. */
+static struct pkt_spec twin_frame(enum twin_kind k, int i)
+{
+	struct pkt_spec s = { .family = 4,
+			      .src = "198.51.100.9",
+			      .proto = 6,
+			      .sport = (uint16_t)(1000 + i),
+			      .dport = 80,
+			      .tcp_flags = FG_TCP_SYN,
+			      .tcp_flags_set = 1 };
+
+	if (k == TW_MALFORMED)
+		s.nvlan = 3;
+	return s;
+}
+
+static void test_shadow_twins(void)
+{
+	static const char *const how[5] = { "enforce", "global shadow (file)",
+					    "global shadow (operator)", "rule shadow (file)",
+					    "rule shadow (operator)" };
+
+	for (int k = 0; k < TW_N; k++) {
+		__u64 n_out[2] = { 0 }, n_twin[2] = { 0 };
+		__u32 row_ok = twins[k].by_rule ? 0 : FG_ROW_GLOBAL;
+
+		if (twin_setup(k)) {
+			dp_close(&D);
+			continue;
+		}
+		for (int m = 0; m < 5; m++) {
+			bool shadow = m == 1 || m == 2 || (m >= 3 && twins[k].by_rule);
+			struct pkt_spec s = twin_frame(k, m);
+			char name[160];
+			__u32 row = 99;
+			int v = -1;
+
+			ASSERT_OK(fg_switch_file_mode(&D.cm,
+						      m == 1 ? FG_MODE_SHADOW : FG_MODE_ENFORCE),
+				  "file mode");
+			ASSERT_OK(fg_switch_mode_ovr(&D.cm, m == 2 ? FG_OVR_SHADOW : FG_OVR_NONE),
+				  "global override");
+			D.pol.rules[0].mode = m == 3 ? FG_MODE_SHADOW : FG_MODE_ENFORCE;
+			ASSERT_OK(dp_apply(&D), "the rule's mode in the file");
+			ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0,
+						     m == 4 ? FG_OVR_SHADOW : FG_OVR_NONE),
+				  "rule override");
+			snprintf(name, sizeof(name), "%s, %s: counted as %s", twins[k].what, how[m],
+				 fg_outcome_names[shadow ? twins[k].twin : twins[k].out]);
+			ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v),
+				  shadow ? twins[k].twin : twins[k].out, name);
+			ASSERT_EQ(v, shadow ? XDP_PASS : XDP_DROP, name);
+			ASSERT_EQ(row, row_ok, name);
+			n_twin[0] += shadow;
+			n_out[0] += !shadow;
+		}
+		n_twin[1] = dp_row_pkts(&D, row_ok, twins[k].twin);
+		n_out[1] = dp_row_pkts(&D, row_ok, twins[k].out);
+		ASSERT_EQ(n_twin[1], n_twin[0], twins[k].what);
+		ASSERT_EQ(n_out[1], n_out[0], twins[k].what);
+		if (k == TW_CAP)
+			ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_CAP_SHADOW), n_twin[0],
+				  "cap: the event cap_shadow counts the same packets");
+		dp_close(&D);
+	}
+}
+
+/* A malformed frame the policy passes is malformed in shadow too: there
+ * is nothing for shadow to pass. */
+static void test_shadow_malformed_passed(void)
+{
+	struct fg_rule r = { .action = FG_ACT_PASS };
+	struct pkt_spec s = twin_frame(TW_MALFORMED, 0);
+	int v = -1;
+
+	if (setup_one(&r))
+		return;
+	D.pol.malformed_verdict = FG_PASS;
+	ASSERT_OK(dp_apply(&D), "policy: malformed passes");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_MALFORMED, "enforce: malformed");
+	ASSERT_EQ(v, XDP_PASS, "enforce: passed");
+	ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW), "global shadow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_MALFORMED, "shadow: still malformed");
+	ASSERT_EQ(v, XDP_PASS, "shadow: passed");
+	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_MALFORMED_SHADOW), 0,
+		  "no malformed_shadow");
+	dp_close(&D);
+}
+
 static const struct fg_test_case cases[] = {
 	FG_CASE(test_parse_cases),
 	FG_CASE(test_parse_fields),
@@ -2876,6 +3062,8 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_rules_max_protocols),
 	FG_CASE(test_drop_sample_rotation),
 	FG_CASE(test_own_way_v4),
+	FG_CASE(test_shadow_twins),
+	FG_CASE(test_shadow_malformed_passed),
 };
 
 FG_MAIN_BPF("test_datapath", "needs root for BPF_PROG_TEST_RUN", cases)

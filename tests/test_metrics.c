@@ -5,10 +5,17 @@
  * each rule, every family has one HELP and one TYPE before its samples, and
  * no sample is written twice. Needs no root and touches no map.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "fgtest.h"
+#include "lib/version.h"
 #include "fleet/fleet_redis.h"
 #include "fleet/fleet_status.h"
 #include "daemon/metrics.h"
@@ -180,8 +187,9 @@ static void test_families(void)
 	ASSERT_EQ(dup, 0, "lines written twice");
 	ASSERT_EQ(orphan, 0, "samples outside their family");
 	ASSERT_EQ(helped, types, "families with HELP then TYPE");
-	/* 12 families before the fleet's, 16 per-rule fleet ones, 3 of the connection */
-	ASSERT_EQ(types, 12 + 16 + 3, "families");
+	/* 13 families before the fleet's, 16 per-rule fleet ones, 3 of the connection, 6 of
+	 * the process */
+	ASSERT_EQ(types, 13 + 16 + 3 + 6, "families");
 	ASSERT_GE(samples, 16 * NRULES, "samples");
 	free(page);
 }
@@ -197,11 +205,141 @@ static void test_no_fleet(void)
 	free(page);
 }
 
+/* The value of series in page as a number; NAN when it is not there once. */
+static double value(const char *page, const char *series)
+{
+	char got[64];
+
+	return sample(page, series, got, sizeof(got)) ? NAN : strtod(got, NULL);
+}
+
+/* The mode as a label, the build, the process metrics (issue 23). */
+static void test_ops_metrics(void)
+{
+	char *page, series[256];
+	double start, now = (double)time(NULL);
+
+	ctl.mode = FG_MODE_SHADOW;
+	page = render(NULL);
+	ctl.mode = FG_MODE_ENFORCE;
+	if (!page)
+		return;
+	ASSERT_EQ(value(page, "floodgate_mode{mode=\"shadow\"}"), 1, "mode shadow: 1");
+	ASSERT_EQ(value(page, "floodgate_mode{mode=\"enforce\"}"), 0, "mode enforce: 0");
+	snprintf(series, sizeof(series),
+		 "floodgate_build_info{version=\"%s\",libbpf=\"%s\",libxdp=\"%s\",abi=\"%u\"}",
+		 fg_version(), fg_libbpf_version(), fg_libxdp_version(), FG_ABI_VERSION);
+	ASSERT_EQ(value(page, series), 1, "floodgate_build_info with this build's versions");
+	ASSERT_TRUE(strstr(page, "\nfloodgate_sources_counted_timestamp_seconds ") != NULL,
+		    "the count's time is a _timestamp_seconds");
+	ASSERT_TRUE(!strstr(page, "floodgate_sources_counted_seconds"), "no old name");
+	ASSERT_GE(value(page, "process_cpu_seconds_total"), 0, "process_cpu_seconds_total");
+	ASSERT_GE(value(page, "process_resident_memory_bytes"), 1 << 20,
+		  "process_resident_memory_bytes: at least 1 MB");
+	ASSERT_GE(value(page, "process_open_fds"), 3, "process_open_fds: stdin, stdout, stderr");
+	start = value(page, "process_start_time_seconds");
+	ASSERT_TRUE(start <= now + 1 && start >= now - 3600,
+		    "process_start_time_seconds: this test started within the hour");
+	free(page);
+}
+
+/* promtool, Prometheus' own linter, passes the page (fleet included). */
+static void test_promtool(void)
+{
+	char path[] = "/tmp/fgmetrics.XXXXXX", cmd[512], out[4096] = "";
+	char *page;
+	FILE *f, *p;
+	int fd, rc;
+	size_t n;
+
+	if (system("command -v promtool >/dev/null 2>&1")) {
+		fg_test_skip(
+			"promtool is not installed (Debian package prometheus; tools/deps.sh)");
+		return;
+	}
+	fill_fleet(fg_redis_now_ns());
+	page = render(&fs);
+	fd = mkstemp(path);
+	if (!page || !ASSERT_GE(fd, 0, "mkstemp")) {
+		free(page);
+		return;
+	}
+	f = fdopen(fd, "w");
+	fputs(page, f);
+	fclose(f);
+	free(page);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s 2>&1", path);
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = 0;
+	rc = p ? pclose(p) : -1;
+	unlink(path);
+	if (rc || out[0])
+		fg_test_fail(__FILE__, __LINE__, "promtool check metrics: exit %d: %s", rc, out);
+	ASSERT_EQ(rc, 0, "promtool check metrics: clean");
+}
+
+/* GET / is a page that links /metrics; /metrics is the page published. */
+static void test_landing(void)
+{
+	struct fg_metrics_opts o = { .listen = "127.0.0.1:0" };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char why[256] = "", buf[4096], listen[32];
+	struct fg_metrics *mx = NULL;
+	const char *paths[] = { "/", "/metrics" };
+	int port = 0;
+
+	/* a free port: bind one, close it, serve there */
+	for (int tries = 0; tries < 20 && !mx; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		socklen_t sl = sizeof(sa);
+
+		sa.sin_port = 0;
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		port = ntohs(sa.sin_port);
+		close(fd);
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		o.listen = listen;
+		mx = fg_metrics_start(&o, why, sizeof(why));
+	}
+	if (!ASSERT_TRUE(mx != NULL, why[0] ? why : "fg_metrics_start"))
+		return;
+	fg_metrics_publish(mx, strdup("floodgate_bypass 0\n"), strlen("floodgate_bypass 0\n"));
+	for (size_t i = 0; i < 2; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t n, got = 0;
+
+		sa.sin_port = htons((unsigned short)port);
+		if (!ASSERT_OK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), "connect"))
+			break;
+		snprintf(buf, sizeof(buf), "GET %s HTTP/1.0\r\n\r\n", paths[i]);
+		if (write(fd, buf, strlen(buf)) < 0)
+			break;
+		while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+			got += n;
+		buf[got] = 0;
+		close(fd);
+		ASSERT_STR_CONTAINS(buf, " 200 ", paths[i]);
+		ASSERT_STR_CONTAINS(buf, i ? "floodgate_bypass 0" : "<a href=\"/metrics\">",
+				    i ? "/metrics: the page" : "/: a link to /metrics");
+	}
+	fg_metrics_stop(mx);
+}
+
 int main(int argc, char **argv)
 {
 	fg_test_init(argc, argv);
 	FG_RUN(test_fleet_rules);
 	FG_RUN(test_families);
 	FG_RUN(test_no_fleet);
+	FG_RUN(test_ops_metrics);
+	FG_RUN(test_promtool);
+	FG_RUN(test_landing);
 	return fg_test_summary();
 }

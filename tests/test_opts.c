@@ -392,8 +392,9 @@ static void test_help(void)
 	static const struct fg_want prog_help[] = {
 		{ "Usage: t [--pin-dir DIR] COMMAND [ARGS]\n", "program help: usage" },
 		{ "Commands (any unique prefix works):", "program help: commands" },
-		{ "  stats [--json] [--watch [SECS]]    counters\n",
-		  "program help: a command, aligned" },
+		{ "  stats [--json] [--watch [SECS]]\n                              counters\n",
+		  "program help: a command, aligned (a long usage on a line of its own)" },
+		{ "  status [--json]             status\n", "program help: a short one, aligned" },
 		{ "  check FILE", "program help: check" },
 		{ "Options for every command:\n", "program help: global options" },
 		{ "  -p, --pin-dir DIR  pin dir\n", "program help: --pin-dir" },
@@ -401,6 +402,13 @@ static void test_help(void)
 	};
 	ASSERT_CONTAINS_ALL(h, prog_help);
 	ASSERT_TRUE(h && !strstr(h, "--json  JSON"), "program help: no command's options");
+	for (const char *l = h; l && *l;) {
+		size_t n = strcspn(l, "\n");
+
+		if (!ASSERT_LE(n, 80, "program help: every line fits 80 columns"))
+			break;
+		l += n + (l[n] == '\n');
+	}
 	free(h);
 
 	h = help_of(&t_prog, &t_cmds[2]);

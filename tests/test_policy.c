@@ -422,6 +422,56 @@ POLICY_TEST(test_icmp_and_numeric_proto, "icmp")
 	ASSERT_EQ(m->dport_lo, 80, "numeric tcp takes ports");
 }
 
+/* nft's spellings of a rate: 10/second, /minute, /hour, /day (issue 23). */
+static void test_nft_rates(void)
+{
+	static const struct {
+		const char *rate;
+		double per_s;
+	} t[] = {
+		{ "10/second", 10 },
+		{ "60/minute", 1 },
+		{ "3600/hour", 1 },
+		{ "86400/day", 1 },
+	};
+	char yaml[256];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct fg_config cfg;
+
+		snprintf(yaml, sizeof(yaml),
+			 "rules:\n  - name: a\n    per_source: {rate: %s, burst: 5}\n", t[i].rate);
+		if (!ASSERT_OK(parse_ok(yaml, &cfg), t[i].rate))
+			continue;
+		ASSERT_NEAR(cfg.rules[0].per_source.rate, t[i].per_s, 1e-9, t[i].rate);
+		fg_config_free(&cfg);
+	}
+}
+
+/* A prefix with host bits set works (masked) and is warned about, with its place. */
+static void test_host_bits_warned(void)
+{
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok("allow: [10.1.2.3/8, 192.0.2.0/24]\nrules:\n  - name: a\n"
+				"    match: {src: [\"2001:db8::1/64\"]}\n"
+				"    per_source: {rate: 1/s, burst: 1}\n",
+				&cfg),
+		       "host bits: accepted"))
+		return;
+	ASSERT_EQ(cfg.n_warn, 2, "host bits: two warnings (192.0.2.0/24 has none)");
+	ASSERT_EQ(cfg.warn[0].line, 1, "host bits: line of the first");
+	ASSERT_EQ(cfg.warn[0].col, 9, "host bits: column of the first");
+	ASSERT_STR_CONTAINS(cfg.warn[0].msg,
+			    "allow: 10.1.2.3/8 has host bits set: it means 10.0.0.0/8",
+			    "host bits: the first says what it means");
+	ASSERT_STR_CONTAINS(cfg.warn[1].msg,
+			    "src: 2001:db8::1/64 has host bits set: it means 2001:db8::/64",
+			    "host bits: IPv6 too");
+	ASSERT_EQ(cfg.warn[1].line, 4, "host bits: line of the second");
+	fg_config_free(&cfg);
+}
+
 static void test_rate_units(void)
 {
 	static const struct {
@@ -1092,7 +1142,7 @@ static char *printed(const struct fg_config *cfg)
 
 	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
 		return NULL;
-	fg_config_print(f, cfg);
+	fg_config_print(f, cfg, true);
 	fclose(f);
 	return out;
 }
@@ -1144,7 +1194,8 @@ static void test_print(void)
 	};
 	static const struct fg_want cap_print[] = {
 		{ "concurrency: 1 capped rules; reconcile every 10 s", "globals" },
-		{ "concurrency 7 connections per source, handshake_timeout 2000 ms; counts TCP to ports 80,30000-40000",
+		{ "concurrency 7 connections per source, handshake_timeout 2000 ms\n"
+		  "        counts TCP to ports 80,30000-40000",
 		  "the cap" },
 		{ "overlap the default ephemeral range", "ephemeral note" },
 	};
@@ -1766,6 +1817,8 @@ int main(int argc, char **argv)
 	FG_RUN(test_shed_bad);
 	FG_RUN(test_shed_print);
 	FG_RUN(test_rules_max_compile);
+	FG_RUN(test_nft_rates);
+	FG_RUN(test_host_bits_warned);
 	pc_free(&policies);
 	return fg_test_summary();
 }

@@ -290,7 +290,8 @@ static void test_bound(void)
 	ASSERT_EQ(dp_rt_raw(&D, &e), -ENOSPC, "fg_rt4 max_entries is the hard stop");
 }
 
-/* Global shadow: a runtime deny is counted as rt_deny and passed. */
+/* Global shadow: a runtime deny is counted as its shadow twin,
+ * rt_deny_shadow, and passed (ABI 8; it was rt_deny before). */
 static void test_shadow(void)
 {
 	struct pkt_spec s = udp4("10.1.5.9");
@@ -299,17 +300,21 @@ static void test_shadow(void)
 
 	ASSERT_OK(dp_rt_add(&D, &RT, "10.1.5.0/24", FG_LIST_DENY, 0), "runtime deny");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_SHADOW), "file mode shadow");
-	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY, "counted as rt_deny in shadow");
+	ASSERT_EQ(dp_outcome_of(&D, &s, &row, &v), FG_OUT_RT_DENY_SHADOW,
+		  "counted as rt_deny_shadow in shadow");
 	ASSERT_EQ(v, XDP_PASS, "and passed");
 	ASSERT_EQ(row, FG_ROW_GLOBAL, "global row");
 	ASSERT_OK(fg_switch_file_mode(&D.cm, FG_MODE_ENFORCE), "file mode enforce");
 	ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_SHADOW), "operator's shadow override");
-	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "rt_deny under the override");
+	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY_SHADOW,
+		  "rt_deny_shadow under the override");
 	ASSERT_EQ(v, XDP_PASS, "passed");
 	ASSERT_OK(fg_switch_mode_ovr(&D.cm, FG_OVR_NONE), "override off");
 	ASSERT_EQ(dp_outcome_of(&D, &s, NULL, &v), FG_OUT_RT_DENY, "enforce");
 	ASSERT_EQ(v, XDP_DROP, "dropped");
-	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 3, "all three counted");
+	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY_SHADOW), 2,
+		  "the two shadow passes counted as rt_deny_shadow");
+	ASSERT_EQ(dp_row_pkts(&D, FG_ROW_GLOBAL, FG_OUT_RT_DENY), 1, "the enforced one as rt_deny");
 }
 
 static void test_ipv6(void)

@@ -90,7 +90,7 @@ static void test_print(void)
 	f = open_memstream(&buf, &len);
 	if (!ASSERT_TRUE(f != NULL, "open_memstream"))
 		goto out;
-	fg_config_print(f, &cfg);
+	fg_config_print(f, &cfg, true);
 	fclose(f);
 	ASSERT_STR_CONTAINS(buf, "xdp_attach:  libxdp (priority 7, chain on drop pass)", "printed");
 out:

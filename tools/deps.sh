@@ -3,7 +3,8 @@
 # Install the Debian packages floodgate needs, if any are missing.
 #   tools/deps.sh            build + test dependencies
 #   tools/deps.sh bench      + nftables, iptables, gnuplot
-#   tools/deps.sh gameday    + hping3, clang-19, valgrind
+#   tools/deps.sh gameday    + hping3, clang-19, valgrind; mandoc, promtool
+#                            (prometheus), zsh for the man, metrics and completion checks
 #   tools/deps.sh vm         + qemu-system-x86, busybox-static, kmod, and the
 #                            guest's kernel (tools/vm/setup: linux-image-amd64's
 #                            current one, downloaded into the cache, not installed)
@@ -17,7 +18,7 @@ vm=0
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs nftables iptables gnuplot-nox linux-perf" ;;
-	gameday) pkgs="$pkgs hping3 clang-19 valgrind tcpdump" ;;
+	gameday) pkgs="$pkgs hping3 clang-19 valgrind tcpdump mandoc prometheus zsh" ;;
 	vm) pkgs="$pkgs qemu-system-x86 busybox-static kmod xz-utils"; vm=1 ;;
 	*) echo "deps.sh: unknown set '$extra'" >&2; exit 2 ;;
 	esac

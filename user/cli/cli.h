@@ -24,7 +24,8 @@ struct json_object;
 struct cli_args {
 	const char *pin_dir; /* --pin-dir; NULL: $FLOODGATE_PIN_DIR or the default */
 	bool verbose;
-	bool json;	     /* stats, top, status */
+	bool json;	     /* stats, top, status, check, kernel, lists */
+	bool quiet;	     /* check --quiet: nothing when the file is good */
 	bool watch;	     /* stats --watch */
 	__u64 watch_secs;    /* stats --watch SECS (default 1) */
 	__u64 top_n;	     /* top -n (default 10) */
@@ -37,8 +38,11 @@ struct cli_args {
 	const char *comment; /* allow/deny add --comment */
 	const char *pos[2];  /* positional words */
 	int npos;
-	const char *dir;   /* the pin dir in use */
-	const char *iface; /* --interface: discovery picks the filter on it */
+	const char *dir;      /* the pin dir in use */
+	const char *iface;    /* --interface: discovery picks the filter on it */
+	const char *cmd;      /* the command's name, for messages */
+	int cols[FG_OUT_MAX]; /* stats -o: the outcomes to show, in order */
+	int ncols;	      /* 0: those that happened */
 };
 
 int cli_status(void *cfg);
@@ -111,5 +115,20 @@ void cli_json_add_null(int *err, struct json_object *obj, const char *key);
 void cli_json_push(int *err, struct json_object *arr, struct json_object *val);
 /* Print obj as one line to stdout and release it; 0 or -ENOMEM/-EIO. */
 int cli_json_print(struct json_object *obj, int err);
+
+/*
+ * 80 columns. cli_wrap writes text with each line longer than width broken
+ * at spaces, continued 4 columns further in than it started. cli_wrap_begin
+ * captures stdout until cli_wrap_end, which writes it wrapped at CLI_WIDTH:
+ * 80 columns, or $COLUMNS when that is set (40 to 1000, as ls and ps take it):
+ * for commands whose lines are printed all over (status). cli_tty: stdout
+ * (the real one while captured) is a terminal.
+ */
+#define CLI_WIDTH cli_width()
+int cli_width(void);
+void cli_wrap(FILE *out, const char *text, size_t len, int width);
+int cli_wrap_begin(void);
+void cli_wrap_end(void);
+bool cli_tty(void);
 
 #endif /* FG_CLI_H */

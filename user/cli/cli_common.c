@@ -93,11 +93,41 @@ static int open_found(const struct cli_args *a, struct fg_found *f, int n, struc
 	return 0;
 }
 
+/* CAP_BPF (39) or CAP_SYS_ADMIN (21) in the effective set: the bpf() calls
+ * every map command makes (kernel.unprivileged_bpf_disabled refuses them
+ * to anyone else). Unknown (no /proc): assume so, and let the call say. */
+static bool bpf_capable(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	bool known = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			known = true;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return !known || (eff >> 39 & 1) || (eff >> 21 & 1);
+}
+
 int cli_open_maps(const struct cli_args *a, struct fg_maps *m)
 {
 	char why[FG_WHY_LEN] = "";
 	struct fg_found *f;
-	int err = fg_maps_open(m, a->dir, why), n;
+	int err, n;
+
+	if (!bpf_capable()) {
+		pr_err("'floodgate %s' reads floodgate's BPF maps, which needs root or CAP_BPF: "
+		       "run it as root (su -c 'floodgate %s', or sudo floodgate %s where sudo is "
+		       "installed)",
+		       a->cmd ? a->cmd : "this command", a->cmd ? a->cmd : "...",
+		       a->cmd ? a->cmd : "...");
+		return -EPERM;
+	}
+	err = fg_maps_open(m, a->dir, why);
 
 	if (err && err != -ENOENT) {
 		pr_warn("%s", why[0] ? why : strerror(-err));
@@ -271,6 +301,10 @@ void cli_fmt_num(char *buf, size_t len, double v)
 	static const char *suf[] = { "", "k", "M", "G", "T", "P" };
 	int i = 0;
 
+	if (!cli_tty()) { /* a script reads it: exact */
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
 	while (v >= 10000 && i < 5) {
 		v /= 1000;
 		i++;
@@ -343,4 +377,93 @@ int cli_json_print(struct json_object *obj, int err)
 		err = -EIO;
 	json_object_put(obj);
 	return err;
+}
+
+/* --- 80 columns ----------------------------------------------------------------- */
+
+static FILE *wrap_real; /* stdout while cli_wrap_begin captures it */
+static char *wrap_buf;
+static size_t wrap_len;
+
+int cli_width(void)
+{
+	static int width;
+	const char *env = getenv("COLUMNS");
+	char *end;
+	long v;
+
+	if (width)
+		return width;
+	width = 80;
+	if (env && *env) {
+		v = strtol(env, &end, 10);
+		if (!*end && v >= 40 && v <= 1000)
+			width = (int)v;
+	}
+	return width;
+}
+
+bool cli_tty(void)
+{
+	return isatty(wrap_real ? fileno(wrap_real) : STDOUT_FILENO);
+}
+
+/* One line of at most width columns per output line: a longer one breaks at
+ * its last space that fits, and goes on indented 4 past where it started. */
+static void wrap_line(FILE *out, const char *l, size_t n, int width)
+{
+	size_t indent = strspn(l, " "), at = 0;
+	bool first = true;
+
+	while (n - at > (size_t)width - (first ? 0 : indent + 4)) {
+		size_t room = (size_t)width - (first ? 0 : indent + 4), cut = room;
+
+		while (cut > indent && l[at + cut] != ' ')
+			cut--;
+		if (cut <= (first ? indent : 0)) /* one long word: leave it whole */
+			break;
+		fprintf(out, "%*s%.*s\n", first ? 0 : (int)indent + 4, "", (int)cut, l + at);
+		at += cut;
+		at += strspn(l + at, " ");
+		first = false;
+	}
+	fprintf(out, "%*s%.*s\n", first ? 0 : (int)indent + 4, "", (int)(n - at), l + at);
+}
+
+void cli_wrap(FILE *out, const char *text, size_t len, int width)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		wrap_line(out, p, n, width);
+		p += n + 1;
+	}
+}
+
+int cli_wrap_begin(void)
+{
+	FILE *mem = open_memstream(&wrap_buf, &wrap_len);
+
+	if (!mem)
+		return -errno;
+	fflush(stdout);
+	wrap_real = stdout;
+	stdout = mem; /* glibc's stdout is an assignable FILE * */
+	return 0;
+}
+
+void cli_wrap_end(void)
+{
+	if (!wrap_real)
+		return;
+	fclose(stdout);
+	stdout = wrap_real;
+	wrap_real = NULL;
+	cli_wrap(stdout, wrap_buf, wrap_len, CLI_WIDTH);
+	free(wrap_buf);
+	wrap_buf = NULL;
+	wrap_len = 0;
 }

@@ -23,6 +23,7 @@
 struct conn_view {
 	bool present;  /* the counter's maps are pinned here */
 	bool counting; /* ... and its link */
+	__u32 way;     /* enum fg_conn_way of the last attach (fgc_ctl) */
 	struct fg_conn_caps caps;
 	struct fg_conn_entry *e; /* every fgc_count entry */
 	size_t n;
@@ -61,6 +62,7 @@ static int view_read(const char *dir, struct conn_view *v)
 		goto out;
 	}
 	v->reconciles = ctl.reconciles;
+	v->way = ctl.way;
 	v->max_keys = info.max_entries;
 	fg_conn_summarise(&v->caps, v->e, v->n, v->sum);
 out:
@@ -68,6 +70,13 @@ out:
 		pr_warn("reading the connection counts in %s: %s", dir, strerror(-err));
 	fg_conn_close(&c);
 	return err;
+}
+
+static const char *way_name(const struct conn_view *v)
+{
+	return v->way < sizeof(fg_conn_way_names) / sizeof(fg_conn_way_names[0]) ?
+		       fg_conn_way_names[v->way] :
+		       "unknown";
 }
 
 static void view_free(struct conn_view *v)
@@ -234,10 +243,10 @@ void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names)
 		view_free(&v);
 		return;
 	}
-	printf("concurrency: %s, %zu keys tracked (max %u), %llu reconciles, corrections "
-	       "%llu keys / %llu connections\n",
-	       v.counting ? "counting (link pinned)" : "NOT counting (no pinned link)", v.n,
-	       v.max_keys, (unsigned long long)v.reconciles,
+	printf("concurrency: %s through %s, %zu keys tracked (max %u), %llu reconciles, "
+	       "corrections %llu keys / %llu connections\n",
+	       v.counting ? "counting (link pinned)" : "NOT counting (no pinned link)",
+	       way_name(&v), v.n, v.max_keys, (unsigned long long)v.reconciles,
 	       (unsigned long long)v.st.ev[FGC_EV_FIX],
 	       (unsigned long long)v.st.ev[FGC_EV_FIX_CONNS]);
 	for (__u32 i = 0; i < v.caps.n && i < FG_CONN_MAX_CAPS; i++) {
@@ -253,7 +262,7 @@ void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names)
 	view_free(&v);
 }
 
-/* "concurrency": {counting, keys, max_keys, reconciles, corrections:
+/* "concurrency": {counting, way, keys, max_keys, reconciles, corrections:
  * {keys, connections}, rules: [{name, cap, ports, sources, at_cap,
  * connections, pending}]} (floodgate(8), JSON OUTPUT). */
 struct json_object *cli_conn_status_json(const struct cli_args *a, const struct fg_name *names,
@@ -267,6 +276,7 @@ struct json_object *cli_conn_status_json(const struct cli_args *a, const struct 
 	if (view_read(a->dir, &v))
 		*err = *err ? *err : -EIO;
 	cli_json_add(err, o, "counting", json_object_new_boolean(v.counting));
+	cli_json_add(err, o, "way", json_object_new_string(way_name(&v)));
 	cli_json_add(err, o, "keys", json_object_new_uint64(v.n));
 	cli_json_add(err, o, "max_keys", json_object_new_uint64(v.max_keys));
 	cli_json_add(err, o, "reconciles", json_object_new_uint64(v.reconciles));

@@ -97,6 +97,8 @@ int cli_kernel(void *cfg)
 
 	if (a->json)
 		return cli_json_print(cli_kernel_json(kf, &err), err) ? 1 : 0;
+	cli_wrap_begin();
 	cli_kernel_text(stdout, kf, true);
+	cli_wrap_end();
 	return 0;
 }

@@ -235,8 +235,8 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 {
 	size_t expired = 0;
 
-	printf("%-28s %-5s %-15s %-19s %-28s %s\n", "PREFIX", "LIST", "LEFT", "CREATED", "WHO",
-	       "COMMENT");
+	/* a line per entry within 80 columns; who and why on the next, indented */
+	printf("%-30s %-5s %-16s %s\n", "PREFIX", "LIST", "LEFT", "CREATED");
 	for (size_t i = 0; i < n; i++) {
 		char p[80], left[32], created[32];
 		struct fg_rt *r = &v[i].val;
@@ -250,8 +250,11 @@ static void list_text(const char *cmd, struct fg_rt_entry *v, size_t n, size_t n
 			fmt_left(left, sizeof(left), r->expires - now);
 		fmt_created(created, sizeof(created), r->created);
 		expired += v[i].expired;
-		printf("%-28s %-5s %-15s %-19s %-28s %s\n", p, list_word(r->list), left, created,
-		       clean(r->who, sizeof(r->who)), clean(r->comment, sizeof(r->comment)));
+		printf("%-30s %-5s %-16s %s\n", p, list_word(r->list), left, created);
+		printf("    by %s", clean(r->who, sizeof(r->who)));
+		if (r->comment[0])
+			printf(": %s", clean(r->comment, sizeof(r->comment)));
+		printf("\n");
 	}
 	printf("%zu on the %s list; IPv4 %zu, IPv6 %zu of %u entries per family in use "
 	       "(allow and deny)%s\n",
@@ -332,7 +335,9 @@ static int do_list(const struct cli_args *a, const char *cmd, __u32 list)
 		if (err)
 			pr_warn("%s list --json: %s", cmd, strerror(-err));
 	} else {
+		cli_wrap_begin();
 		list_text(cmd, v, n, n4, n6, now);
+		cli_wrap_end();
 	}
 	free(v);
 	return err ? 1 : 0;

@@ -18,6 +18,9 @@
 #include "maps/mapimg.h"
 #include "policy/policy.h"
 #include "lib/sysutil.h"
+#include <json-c/json.h>
+#include "maps/fgmaps.h"
+#include "policy/policy_kernel.h"
 
 #define WAIT_STEP_MS   50    /* reload, detach --force: look every 50 ms */
 #define RELOAD_WAIT_MS 60000 /* reload: the daemon's answer, at most */
@@ -28,65 +31,329 @@
 #define STR_(x)	       #x
 #define STR(x)	       STR_(x)
 
-/* Load path into cfg; on failure the message (file:line:col: ...) is in msg. */
-static int load_policy(const char *path, struct fg_config *cfg, char *msg, size_t len)
-{
-	struct fg_err e = {};
-	int err;
+/* --- check ---------------------------------------------------------------------- */
 
-	err = fg_config_load(path, cfg, &e);
-	if (err)
-		fg_err_format(&e, msg, len);
-	return err;
+/* Line n (1-based) of path, without its newline, into buf; false if there is none. */
+static bool source_line(const char *path, int n, char *buf, size_t len)
+{
+	FILE *f = n > 0 ? fopen(path, "re") : NULL;
+	bool found = false;
+
+	for (int i = 1; f && fgets(buf, (int)len, f); i++) {
+		size_t l = strlen(buf);
+		bool whole = l && buf[l - 1] == '\n';
+
+		if (i == n) {
+			buf[strcspn(buf, "\r\n")] = 0;
+			found = true;
+			break;
+		}
+		while (!whole && fgets(buf, (int)len, f)) /* the rest of a long line */
+			whole = (l = strlen(buf)) && buf[l - 1] == '\n';
+	}
+	if (f)
+		fclose(f);
+	return found;
 }
 
-/* The IPv4 lists as apply will build them: blocks, memory, what the trie answers. */
-static int check_dir4(const struct fg_config *c)
+/* As `nft -c` does: the offending line, and a caret under the column with a
+ * tilde under the rest of its word. */
+static void show_source(FILE *f, const char *path, int line, int col)
+{
+	char buf[512];
+	int w = 1;
+
+	if (!source_line(path, line, buf, sizeof(buf)) || col < 1 || col > (int)strlen(buf) + 1)
+		return;
+	for (const char *p = buf + col; *p && !strchr(" \t,:{}[]", *p); p++)
+		w++;
+	fprintf(f, "  %s\n  ", buf);
+	for (int i = 1; i < col; i++)
+		fputc(buf[i - 1] == '\t' ? '\t' : ' ', f);
+	fputc('^', f);
+	for (int i = 1; i < w; i++)
+		fputc('~', f);
+	fputc('\n', f);
+}
+
+/* Load path into cfg; on failure e says where and why. */
+static int load_policy_at(const char *path, struct fg_config *cfg, struct fg_err *e)
+{
+	memset(e, 0, sizeof(*e));
+	return fg_config_load(path, cfg, e);
+}
+
+/* The error the way an operator reads it: file:line:col: why, the line, a caret. */
+static void print_load_error(FILE *f, const struct fg_err *e)
+{
+	char msg[1024];
+
+	fg_err_format(e, msg, sizeof(msg));
+	if (isatty(fileno(f))) /* a terminal's 80 columns; a script gets one line */
+		cli_wrap(f, msg, strlen(msg), CLI_WIDTH);
+	else
+		fprintf(f, "%s\n", msg);
+	if (e->line > 0)
+		show_source(f, e->file, e->line, e->col);
+}
+
+/* The IPv4 lists as apply will build them (mapimg.h); NULL after saying why. */
+static struct fg_dir4_img *build_dir4(const struct fg_config *c)
 {
 	struct fg_dir4_img *img = malloc(sizeof(*img));
-	char line[256];
 	int err = img ? fg_dir4_build(c->pfx, c->n_pfx, img) : -ENOMEM;
 
 	if (err) {
-		pr_warn("check: building the IPv4 lists: %s", strerror(-err));
-	} else {
-		fg_dir4_describe(img, line, sizeof(line));
-		printf("%s\n", line);
-		fg_dir4_img_free(img);
+		pr_err("check: building the IPv4 lists: %s", strerror(-err));
+		free(img);
+		return NULL;
 	}
-	free(img);
-	return err;
+	return img;
+}
+
+/* What the policy's tables take in memory, in bytes. */
+struct check_mem {
+	__u64 src4, src6; /* the source tables: fg_src4 and fg_src6 */
+	__u64 lists4;	  /* the IPv4 lists' blocks and /16 directory, one policy slot */
+};
+
+static void check_memory(const struct fg_config *c, const struct fg_dir4_img *img,
+			 struct check_mem *m)
+{
+	m->src4 = (__u64)fg_src4_sets(c->max_sources) * sizeof(struct fg_set4);
+	m->src6 = (__u64)fg_src6_sets(c->max_sources) * sizeof(struct fg_set6);
+	m->lists4 = (__u64)img->nblk * sizeof(struct fg_blk4) + sizeof(struct fg_dir4);
+}
+
+/* 1536 -> "1.5 KB", 25165824 -> "24 MB" (binary units, as the kernel's memlock is) */
+static const char *mem_str(__u64 b, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KB", "MB", "GB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, v < 10 && u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+	return buf;
+}
+
+static void check_text_tables(const struct fg_config *c, const struct fg_dir4_img *img)
+{
+	struct check_mem m;
+	char a[32], b[32], l[32], line[512];
+
+	check_memory(c, img, &m);
+	printf("tables (memory in the kernel):\n");
+	printf("  sources    %llu per family: IPv4 %s, IPv6 %s\n",
+	       (unsigned long long)c->max_sources, mem_str(m.src4, a, sizeof(a)),
+	       mem_str(m.src6, b, sizeof(b)));
+	printf("  lists      %zu allow and deny prefixes; IPv4 in %u blocks, %s for each of the "
+	       "2 policy slots\n",
+	       c->n_pfx, img->nblk, mem_str(m.lists4, l, sizeof(l)));
+	if (fg_dir4_img_fallback(img)) {
+		fg_dir4_describe(img, line, sizeof(line));
+		printf("  note       %s\n", line);
+	}
+}
+
+static void print_warnings(FILE *f, const struct fg_config *c)
+{
+	for (int i = 0; i < c->n_warn && i < FG_MAX_WARN; i++) {
+		fprintf(f, "%s:%d:%d: warning: %s\n", c->path, c->warn[i].line, c->warn[i].col,
+			c->warn[i].msg);
+		show_source(f, c->path, c->warn[i].line, c->warn[i].col);
+	}
+	if (c->n_warn > FG_MAX_WARN)
+		fprintf(f, "%s: %d more warnings\n", c->path, c->n_warn - FG_MAX_WARN);
+}
+
+/* {"rate": n, "burst": n, "unit": "packets"|"bytes", "refill_s": n} or null */
+static struct json_object *limit_json(const struct fg_limit_src *l, const struct fg_limit *cl,
+				      int bytes, int *err)
+{
+	struct json_object *o;
+
+	if (!l->set)
+		return NULL;
+	o = json_object_new_object();
+	cli_json_add(err, o, "rate", json_object_new_double(l->rate));
+	cli_json_add(err, o, "burst", json_object_new_double(l->burst));
+	cli_json_add(err, o, "unit", json_object_new_string(bytes ? "bytes" : "packets"));
+	cli_json_add(err, o, "refill_s",
+		     json_object_new_double((double)cl->tau / (double)FG_TU_PER_SEC));
+	return o;
+}
+
+static void add_limit(int *err, struct json_object *o, const char *key,
+		      const struct fg_limit_src *l, const struct fg_limit *cl, int bytes)
+{
+	struct json_object *v = limit_json(l, cl, bytes, err);
+
+	if (v)
+		cli_json_add(err, o, key, v);
+	else
+		cli_json_add_null(err, o, key);
+}
+
+static struct json_object *rules_json(const struct fg_config *c, int *err)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (__u32 r = 0; r < c->pol.nrules && r < FG_MAX_RULES; r++) {
+		const struct fg_rule *ru = &c->pol.rules[r];
+		const struct fg_rule_src *rs = &c->rules[r];
+		struct json_object *o = json_object_new_object();
+		int bytes = ru->cost == FG_COST_BYTES;
+
+		cli_json_add(err, o, "name", json_object_new_string(rs->name));
+		cli_json_add(err, o, "action", json_object_new_string(cli_action_str(ru->action)));
+		cli_json_add(err, o, "mode", json_object_new_string(cli_mode_str(ru->mode)));
+		cli_json_add(err, o, "implicit", json_object_new_boolean(rs->implicit));
+		cli_json_add(err, o, "prefix_v4", json_object_new_int(rs->plen4));
+		cli_json_add(err, o, "prefix_v6", json_object_new_int(rs->plen6));
+		add_limit(err, o, "per_source", &rs->per_source, &ru->src, bytes);
+		add_limit(err, o, "aggregate", &rs->aggregate, &ru->agg, bytes);
+		cli_json_add(err, o, "concurrency", json_object_new_uint64(ru->conn_cap));
+		cli_json_add(err, o, "fleet", json_object_new_boolean(ru->fleet));
+		cli_json_add(err, o, "escalate", json_object_new_boolean(c->esc[r].set));
+		cli_json_push(err, arr, o);
+	}
+	return arr;
+}
+
+static struct json_object *warnings_json(const struct fg_config *c, int *err)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < c->n_warn && i < FG_MAX_WARN; i++) {
+		struct json_object *o = json_object_new_object();
+
+		cli_json_add(err, o, "line", json_object_new_int(c->warn[i].line));
+		cli_json_add(err, o, "col", json_object_new_int(c->warn[i].col));
+		cli_json_add(err, o, "message", json_object_new_string(c->warn[i].msg));
+		cli_json_push(err, arr, o);
+	}
+	return arr;
+}
+
+/* {"file", "ok": true, "warnings", "interfaces", "mode", "max_sources", "rules",
+ *  "memory": {"src4_bytes", "src6_bytes", "lists4_bytes"}, "kernel": [...],
+ *  "error": null}; the schema is in floodgate(8), JSON OUTPUT */
+static int check_json_ok(const struct fg_config *c, const struct fg_dir4_img *img, int bad)
+{
+	struct json_object *root = json_object_new_object(), *ifs = json_object_new_array();
+	struct json_object *mem = json_object_new_object();
+	struct check_mem m;
+	int err = 0;
+
+	check_memory(c, img, &m);
+	cli_json_add(&err, root, "file", json_object_new_string(c->path));
+	cli_json_add(&err, root, "ok", json_object_new_boolean(!bad));
+	cli_json_add_null(&err, root, "error");
+	cli_json_add(&err, root, "warnings", warnings_json(c, &err));
+	for (int i = 0; i < c->n_ifs; i++)
+		cli_json_push(&err, ifs, json_object_new_string(c->ifaces[i]));
+	cli_json_add(&err, root, "interfaces", ifs);
+	cli_json_add(&err, root, "mode", json_object_new_string(cli_mode_str((__u32)c->mode)));
+	cli_json_add(&err, root, "max_sources", json_object_new_uint64(c->max_sources));
+	cli_json_add(&err, root, "rules", rules_json(c, &err));
+	cli_json_add(&err, mem, "src4_bytes", json_object_new_uint64(m.src4));
+	cli_json_add(&err, mem, "src6_bytes", json_object_new_uint64(m.src6));
+	cli_json_add(&err, mem, "lists4_bytes", json_object_new_uint64(m.lists4));
+	cli_json_add(&err, root, "memory", mem);
+	cli_json_add(&err, root, "kernel", cli_needs_json(c, fg_kfeat_get(), &err));
+	return cli_json_print(root, err);
+}
+
+/* {"file", "ok": false, "error": {"line", "col", "message", "source"}, ...} */
+static int check_json_error(const char *path, const struct fg_err *e)
+{
+	struct json_object *root = json_object_new_object(), *o = json_object_new_object();
+	char src[512];
+	int err = 0;
+
+	cli_json_add(&err, root, "file", json_object_new_string(path));
+	cli_json_add(&err, root, "ok", json_object_new_boolean(false));
+	cli_json_add(&err, o, "line", json_object_new_int(e->line));
+	cli_json_add(&err, o, "col", json_object_new_int(e->col));
+	cli_json_add(&err, o, "message", json_object_new_string(e->msg));
+	if (e->line > 0 && source_line(e->file, e->line, src, sizeof(src)))
+		cli_json_add(&err, o, "source", json_object_new_string(src));
+	else
+		cli_json_add_null(&err, o, "source");
+	cli_json_add(&err, root, "error", o);
+	return cli_json_print(root, err);
+}
+
+/* How many of the policy's features this kernel cannot run (policy_kernel.h). */
+static int needs_unavailable(const struct fg_config *c)
+{
+	struct fg_need nd[FG_NEEDS_MAX];
+	int n = fg_policy_kernel_needs(c, fg_kfeat_get(), nd), bad = 0;
+
+	for (int i = 0; i < n; i++)
+		bad += nd[i].state == FG_NEED_UNAVAILABLE;
+	return bad;
 }
 
 int cli_check(void *cfg)
 {
 	const struct cli_args *a = cfg;
 	struct fg_config *c = calloc(1, sizeof(*c));
-	char msg[1024];
-	int err;
+	struct fg_dir4_img *img = NULL;
+	struct fg_err e;
+	int err = 0, bad;
 
 	if (!c) {
-		pr_warn("check: out of memory");
+		pr_err("check: out of memory");
 		return 1;
 	}
-	if (load_policy(a->pos[0], c, msg, sizeof(msg))) {
-		fprintf(stderr, "%s\n", msg);
+	if (load_policy_at(a->pos[0], c, &e)) {
+		if (a->json)
+			check_json_error(a->pos[0], &e);
+		else
+			print_load_error(stderr, &e);
 		free(c);
 		return 1;
 	}
-	fg_config_print(stdout, c);
-	err = check_dir4(c);
+	img = build_dir4(c);
+	if (!img) {
+		fg_config_free(c);
+		free(c);
+		return 1;
+	}
 	/* what floodgated would refuse on this machine's kernel */
-	if (cli_needs_text(stdout, c, fg_kfeat_get()))
-		err = err ? err : -EOPNOTSUPP;
+	bad = needs_unavailable(c);
+	if (a->json) {
+		err = check_json_ok(c, img, bad);
+	} else {
+		print_warnings(stderr, c);
+		if (!a->quiet || bad) {
+			/* -v: the compiled figures, a line each for scripts that read them */
+			if (!a->verbose)
+				cli_wrap_begin();
+			if (!a->quiet) {
+				fg_config_print(stdout, c, a->verbose);
+				check_text_tables(c, img);
+			}
+			cli_needs_text(stdout, c, fg_kfeat_get());
+			cli_wrap_end();
+		}
+	}
+	fg_dir4_img_free(img);
+	free(img);
 	fg_config_free(c);
 	free(c);
-	return err ? 1 : 0;
+	return err || bad ? 1 : 0;
 }
 
 /* The daemon's file must compile here first: the error is where the operator is. */
 static int reload_precheck(const struct fg_meta *meta)
 {
+	struct fg_err e;
 	struct fg_config *c;
 	char msg[1024];
 
@@ -101,9 +368,12 @@ static int reload_precheck(const struct fg_meta *meta)
 		pr_warn("reload: out of memory");
 		return -ENOMEM;
 	}
-	if (load_policy(meta->config, c, msg, sizeof(msg))) {
-		pr_warn("%s", msg);
-		pr_warn("not reloading: the running policy stays");
+	if (load_policy_at(meta->config, c, &e)) {
+		fg_err_format(&e, msg, sizeof(msg));
+		pr_err("%s", msg);
+		if (e.line > 0)
+			show_source(stderr, e.file, e.line, e.col);
+		pr_err("not reloading: the running policy stays");
 		free(c);
 		return -EINVAL;
 	}
@@ -178,8 +448,8 @@ static int reload_result(const struct fg_meta *meta)
 		printf("reloaded %s: %s\n", meta->config, msg[0] ? msg : "done");
 		return 0;
 	}
-	pr_warn("floodgated (pid %u) refused the reload: %s", meta->pid,
-		msg[0] ? msg : strerror((int)meta->reload_err));
+	pr_err("floodgated (pid %u) refused the reload: %s", meta->pid,
+	       msg[0] ? msg : strerror((int)meta->reload_err));
 	return -(int)meta->reload_err;
 }
 
@@ -206,7 +476,7 @@ static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const s
 
 	err = proc_signal(p, SIGHUP);
 	if (err) {
-		pr_warn("cannot signal floodgated pid %u: %s", p->pid, strerror(-err));
+		pr_err("cannot signal floodgated pid %u: %s", p->pid, strerror(-err));
 		return err;
 	}
 	for (;;) {
@@ -222,16 +492,16 @@ static int reload_signal(struct fg_maps *m, const struct fg_meta *meta0, const s
 		if (meta.pid == p->pid && meta.reload_seq != meta0->reload_seq)
 			return reload_result(&meta);
 		if (gone || meta.pid != p->pid) {
-			pr_warn("floodgated (pid %u) exited before it finished the reload: see its "
-				"log (journalctl -u floodgated); the policy in force is in "
-				"'floodgate status'",
-				p->pid);
+			pr_err("floodgated (pid %u) exited before it finished the reload: see its "
+			       "log (journalctl -u floodgated); the policy in force is in "
+			       "'floodgate status'",
+			       p->pid);
 			return -ESRCH;
 		}
 		if (waited >= RELOAD_WAIT_MS) {
-			pr_warn("floodgated (pid %u) did not finish the reload within %d s: it may "
-				"still; see 'floodgate status' and its log",
-				p->pid, RELOAD_WAIT_MS / 1000);
+			pr_err("floodgated (pid %u) did not finish the reload within %d s: it may "
+			       "still; see 'floodgate status' and its log",
+			       p->pid, RELOAD_WAIT_MS / 1000);
 			return -ETIMEDOUT;
 		}
 		if (!noted && waited >= RELOAD_NOTE_MS) {
@@ -258,9 +528,9 @@ int cli_reload(void *cfg)
 	proc_open(&p, meta.pid);
 	/* checked after the pidfd is open: it names this daemon from here on */
 	if (!meta.pid || proc_state(&p) == FG_DAEMON_NONE) {
-		pr_warn("floodgated is not running for %s: nothing to reload "
-			"(start it, e.g. systemctl start floodgated)",
-			a->dir);
+		pr_err("floodgated is not running for %s: nothing to reload "
+		       "(start it, e.g. systemctl start floodgated)",
+		       a->dir);
 		goto out;
 	}
 	meta.config[sizeof(meta.config) - 1] = 0;

@@ -74,31 +74,108 @@ static void stats_events_text(const struct fg_stats *rows, const struct fg_name 
 	}
 }
 
-/* prev NULL prints totals and events; otherwise per-second rates over dt */
-static void stats_table(const struct fg_stats *rows, const struct fg_stats *prev, double dt,
-			const struct fg_name *names)
-{
-	char b[32];
+#define NUM_W	   10 /* a number column: "1234567890", "123.5k" */
+#define NAME_W_MAX 24 /* the rule column's room at least; a longer name is cut with '~' */
 
-	printf("%-24s", prev ? "RULE (per second)" : "RULE (packets)");
-	for (int o = 0; o < FG_OUT_MAX; o++)
-		printf(" %9s", fg_outcome_names[o]);
-	printf("\n");
+/* The columns: -o's outcomes, else those any row has counted (pass when none has). */
+static int stats_columns(const struct cli_args *a, const struct fg_stats *rows,
+			 const struct fg_name *names, int *cols)
+{
+	int n = 0;
+
+	if (a->ncols) {
+		memcpy(cols, a->cols, sizeof(a->cols[0]) * (size_t)a->ncols);
+		return a->ncols;
+	}
+	for (int o = 0; o < FG_OUT_MAX; o++) {
+		bool seen = false;
+
+		for (int r = 0; r < FG_NROWS && !seen; r++)
+			seen = cli_row_name(names, r) && rows[r].pkts[o];
+		if (seen)
+			cols[n++] = o;
+	}
+	if (!n)
+		cols[n++] = FG_OUT_PASS;
+	return n;
+}
+
+/* The rule column: the longest name, within what the number columns leave of 80 (at least
+ * NAME_W_MAX). */
+static int name_width(const struct fg_name *names, const char *title, int ncols)
+{
+	int fit = (CLI_WIDTH - NAME_W_MAX) / (NUM_W + 1);
+	int cap = CLI_WIDTH - (NUM_W + 1) * (ncols < fit ? ncols : fit);
+	int w = (int)strlen(title);
+
 	for (int r = 0; r < FG_NROWS; r++) {
 		const char *nm = cli_row_name(names, r);
 
-		if (!nm)
-			continue;
-		printf("%-24s", nm);
-		for (int o = 0; o < FG_OUT_MAX; o++) {
-			double v = rows[r].pkts[o];
+		if (nm && (int)strlen(nm) > w)
+			w = (int)strlen(nm);
+	}
+	return w > cap ? cap : w;
+}
 
-			if (prev)
-				v = (rows[r].pkts[o] - prev[r].pkts[o]) / dt;
-			cli_fmt_num(b, sizeof(b), v);
-			printf(" %9s", b);
-		}
+/* A number as the column shows it: exact unless stdout is a terminal. */
+static void stats_num(char *buf, size_t len, double v)
+{
+	if (cli_tty())
+		cli_fmt_num(buf, len, v);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+/* prev NULL prints totals and events; otherwise per-second rates over dt.
+ * The columns that do not fit 80 go into a further table below. */
+static void stats_table(const struct cli_args *a, const struct fg_stats *rows,
+			const struct fg_stats *prev, double dt, const struct fg_name *names)
+{
+	const char *title = prev ? "RULE (per second)" : "RULE";
+	int cols[FG_OUT_MAX], ncols = stats_columns(a, rows, names, cols);
+	int nw = name_width(names, prev ? "RULE" : title, ncols), cw[FG_OUT_MAX];
+	char b[32];
+
+	if (prev && nw < (int)strlen(title))
+		title = "RULE (/s)";
+	if (nw < (int)strlen(title))
+		nw = (int)strlen(title);
+	for (int c = 0; c < ncols; c++) { /* a column is as wide as its name, at least NUM_W */
+		int l = (int)strlen(fg_outcome_names[cols[c]]);
+
+		cw[c] = l > NUM_W ? l : NUM_W;
+	}
+	for (int c0 = 0, c1; c0 < ncols; c0 = c1) {
+		int used = nw + 1 + cw[c0];
+
+		for (c1 = c0 + 1; c1 < ncols && used + 1 + cw[c1] <= CLI_WIDTH; c1++)
+			used += 1 + cw[c1];
+		if (c0)
+			printf("\n");
+		printf("%-*s", nw, title);
+		for (int c = c0; c < c1; c++)
+			printf(" %*s", cw[c], fg_outcome_names[cols[c]]);
 		printf("\n");
+		for (int r = 0; r < FG_NROWS; r++) {
+			const char *nm = cli_row_name(names, r);
+
+			if (!nm)
+				continue;
+			if ((int)strlen(nm) > nw)
+				printf("%.*s~", nw - 1, nm);
+			else
+				printf("%-*s", nw, nm);
+			for (int c = c0; c < c1; c++) {
+				int o = cols[c];
+				double v = rows[r].pkts[o];
+
+				if (prev)
+					v = (rows[r].pkts[o] - prev[r].pkts[o]) / dt;
+				stats_num(b, sizeof(b), v);
+				printf(" %*s", cw[c], b);
+			}
+			printf("\n");
+		}
 	}
 	if (!prev)
 		stats_events_text(rows, names);
@@ -145,7 +222,9 @@ static int stats_watch(const struct cli_args *a, struct fg_maps *m, struct fg_na
 
 			strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
 			printf("--- %s\n", ts);
-			stats_table(rows, prev, (t1 - t0) / 1e9, names);
+			cli_wrap_begin();
+			stats_table(a, rows, prev, (t1 - t0) / 1e9, names);
+			cli_wrap_end();
 		}
 		fflush(stdout);
 	}
@@ -166,9 +245,11 @@ int cli_stats(void *cfg)
 		pr_warn("reading counters: %s", strerror(-err));
 	else if (a->watch)
 		err = stats_watch(a, &m, names, rows);
-	else if (!a->json)
-		stats_table(rows, NULL, 0, names);
-	else if ((err = stats_json(rows, names)))
+	else if (!a->json) {
+		cli_wrap_begin();
+		stats_table(a, rows, NULL, 0, names);
+		cli_wrap_end();
+	} else if ((err = stats_json(rows, names)))
 		pr_warn("stats --json: %s", strerror(-err));
 	fg_maps_close(&m);
 	return err ? 1 : 0;
@@ -214,14 +295,25 @@ static void top_text(const struct fg_source *src, size_t n, const struct fg_src_
 		     const struct fg_policy *pol, const struct fg_name *names)
 {
 	char addr[INET6_ADDRSTRLEN + 16];
+	int aw = (int)strlen("SOURCE"), rw = (int)strlen("RULE");
 
-	printf("%-44s %-20s %12s %s\n", "SOURCE", "RULE", "DROPS(~)", "LIMITED");
+	/* columns as wide as what they hold: an IPv4 source needs 18, not 44 */
+	for (size_t i = 0; i < n; i++) {
+		const char *nm = cli_rule_name(names, src[i].rule, src[i].gen);
+
+		source_str(&src[i], pol, addr, sizeof(addr));
+		if ((int)strlen(addr) > aw)
+			aw = (int)strlen(addr);
+		if ((int)strlen(nm ? nm : "(removed)") > rw)
+			rw = (int)strlen(nm ? nm : "(removed)");
+	}
+	printf("%-*s %-*s %12s %s\n", aw, "SOURCE", rw, "RULE", "DROPS(~)", "LIMITED");
 	for (size_t i = 0; i < n; i++) {
 		const struct fg_source *s = &src[i];
 		const char *nm = cli_rule_name(names, s->rule, s->gen);
 
 		source_str(s, pol, addr, sizeof(addr));
-		printf("%-44s %-20s %12llu %s\n", addr, nm ? nm : "(removed)",
+		printf("%-*s %-*s %12llu %s\n", aw, addr, rw, nm ? nm : "(removed)",
 		       (unsigned long long)s->drops, s->limited ? "yes" : "no");
 	}
 	printf("%zu of %zu sources have drops (sampled 1 in %d, so counts are "
@@ -284,8 +376,10 @@ int cli_top(void *cfg)
 	if (n > a->top_n)
 		n = a->top_n;
 	if (!a->json) {
+		cli_wrap_begin();
 		top_text(src, n, &scan, pol, names);
 		cli_conn_top_text(a, names);
+		cli_wrap_end();
 	} else if ((err = top_json(a, src, n, &scan, pol, names))) {
 		pr_warn("top --json: %s", strerror(-err));
 	}

@@ -16,6 +16,7 @@
 #include "lib/log.h"
 #include "shed/shedstate.h"
 #include "lib/sysutil.h"
+#include "lib/version.h"
 #include "attach/xdpattach.h"
 
 /* A fleet rule of the active policy: what the program holds (fg_lease,
@@ -987,6 +988,17 @@ static struct json_object *escalation_json(const struct status *st, int *err)
 	return o;
 }
 
+/* {"floodgate": s, "libbpf": s, "libxdp": s}: this CLI's build (lib/version.h) */
+static struct json_object *version_json(int *err)
+{
+	struct json_object *o = json_object_new_object();
+
+	cli_json_add(err, o, "floodgate", json_object_new_string(fg_version()));
+	cli_json_add(err, o, "libbpf", json_object_new_string(fg_libbpf_version()));
+	cli_json_add(err, o, "libxdp", json_object_new_string(fg_libxdp_version()));
+	return o;
+}
+
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
 static int status_json(const struct cli_args *a, const struct status *st)
 {
@@ -995,6 +1007,7 @@ static int status_json(const struct cli_args *a, const struct status *st)
 
 	cli_json_add(&err, root, "pin_dir", json_object_new_string(st->dir));
 	cli_json_add(&err, root, "abi", json_object_new_uint64(st->ctl.abi));
+	cli_json_add(&err, root, "version", version_json(&err));
 	cli_json_add(&err, root, "daemon", daemon_json(st, &err));
 	cli_json_add(&err, root, "config", json_object_new_string(st->meta.config));
 	cli_json_add(&err, root, "interfaces", ifaces_json(st, &err));
@@ -1057,8 +1070,10 @@ int cli_status(void *cfg)
 		if (err)
 			pr_warn("status --json: %s", strerror(-err));
 	} else {
+		cli_wrap_begin();
 		status_text(st);
 		cli_conn_status_text(a, st->names);
+		cli_wrap_end();
 	}
 	fg_maps_close(&m);
 	free(st);

@@ -148,6 +148,56 @@ static void report_rule(const struct cli_args *a, struct fg_maps *m, const struc
 		     ovr_str(ovr), file, w, a->dir);
 }
 
+/* `floodgate mode` alone: the global mode in force and every rule whose own differs or is
+ * overridden. */
+static int show_mode(const struct cli_args *a)
+{
+	static struct fg_policy pol;
+	struct fg_name names[FG_MAX_IDS];
+	struct fg_ctl_map cm;
+	struct fg_maps m;
+	struct fg_ctl c;
+	__u32 g;
+	int err;
+
+	if (open_ctl(a, &m, &cm))
+		return 1;
+	err = fg_ctl_snapshot(&cm, &c);
+	if (!err)
+		err = fg_policy_read_active(&m, &pol);
+	if (!err)
+		err = fg_names_read(&m, names);
+	if (err) {
+		pr_err("mode: reading %s: %s", a->dir, strerror(-err));
+		goto out;
+	}
+	g = fg_ctl_mode_global(&c);
+	if (c.mode_ovr)
+		printf("mode: %s, a CLI override ('floodgate mode file' returns to the file's, %s)\n",
+		       cli_mode_str(g), cli_mode_str(c.mode));
+	else
+		printf("mode: %s (the file's)\n", cli_mode_str(g));
+	for (__u32 i = 0; i < pol.nrules && i < FG_MAX_RULES; i++) {
+		const struct fg_rule *r = &pol.rules[i];
+		__u32 ovr = fg_ctl_mode_rule_ovr(&c, r->id);
+		const char *nm = cli_rule_name(names, r->id, r->gen);
+
+		if (!ovr && r->mode == FG_MODE_ENFORCE)
+			continue;
+		printf("  rule %s: %s%s%s\n", nm ? nm : "?",
+		       ovr ? ovr_str(ovr) : cli_mode_str(r->mode),
+		       ovr ? ", a CLI override" : " (the file's)",
+		       g == FG_MODE_SHADOW &&
+				       (ovr ? ovr != FG_OVR_SHADOW : r->mode != FG_MODE_SHADOW) ?
+			       "; the global shadow wins" :
+			       "");
+	}
+out:
+	fg_ctl_map_close(&cm);
+	fg_maps_close(&m);
+	return err ? 1 : 0;
+}
+
 int cli_mode(void *cfg)
 {
 	static const char *const words[] = { "enforce", "shadow", "file" };
@@ -159,6 +209,12 @@ int cli_mode(void *cfg)
 	__u32 id = 0;
 	int pick, err;
 
+	if (!a->npos && !a->rule)
+		return show_mode(a);
+	if (!a->npos) {
+		pr_err("mode --rule %s: expected enforce, shadow or file", a->rule);
+		return FG_EXIT_USAGE;
+	}
 	pick = pick_word("mode", a->pos[0], words, 3);
 	if (pick < 0)
 		return FG_EXIT_USAGE;
@@ -204,6 +260,34 @@ static void log_bypass(const struct cli_args *a, bool on)
 	}
 }
 
+/* `floodgate bypass` alone: on or off, and for how long. */
+static int show_bypass(const struct cli_args *a)
+{
+	struct fg_ctl_map cm;
+	struct fg_maps m;
+	struct fg_ctl c;
+	__u64 now = fg_mono_coarse_ns();
+	int err;
+
+	if (open_ctl(a, &m, &cm))
+		return 1;
+	err = fg_ctl_snapshot(&cm, &c);
+	if (err)
+		pr_err("bypass: reading %s: %s", a->dir, strerror(-err));
+	else if (c.bypass && c.bypass_until && c.bypass_until <= now)
+		printf("bypass: off (expired %.0f s ago)\n", (now - c.bypass_until) / 1e9);
+	else if (c.bypass && c.bypass_until)
+		printf("bypass: ON for another %.0f s: everything passes\n",
+		       (c.bypass_until - now) / 1e9);
+	else if (c.bypass)
+		printf("bypass: ON until 'floodgate bypass off': everything passes\n");
+	else
+		printf("bypass: off\n");
+	fg_ctl_map_close(&cm);
+	fg_maps_close(&m);
+	return err ? 1 : 0;
+}
+
 int cli_bypass(void *cfg)
 {
 	static const char *const words[] = { "on", "off" };
@@ -214,6 +298,12 @@ int cli_bypass(void *cfg)
 	int pick, err;
 	bool on;
 
+	if (!a->npos && !a->bypass_for)
+		return show_bypass(a);
+	if (!a->npos) {
+		pr_err("bypass --for: expected on");
+		return FG_EXIT_USAGE;
+	}
 	pick = pick_word("bypass", a->pos[0], words, 2);
 	if (pick < 0)
 		return FG_EXIT_USAGE;

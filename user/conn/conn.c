@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "conn/conn.h"
+#include "conn/conn_int.h"
 #include "fgconn.skel.h"
 
 const char *const fg_conn_event_names[FGC_EV_MAX] = {
@@ -30,6 +31,9 @@ const char *const fg_conn_event_names[FGC_EV_MAX] = {
 	[FGC_EV_MAP_FULL] = "map_full",
 	[FGC_EV_NO_STORAGE] = "no_storage",
 	[FGC_EV_MULTI] = "multi",
+	[FGC_EV_CONTENDED] = "contended",
+	[FGC_EV_GONE] = "gone",
+	[FGC_EV_RELEASE] = "release",
 };
 
 const char *const fg_conn_map_names[FGC_NMAPS] = {
@@ -85,8 +89,9 @@ static int netns_inode(__u32 *ino)
 	return 0;
 }
 
-/* Before adopting dir's pins: same ABI, same namespace. */
-static int conn_check_pins(const char *dir, __u32 netns, bool *present, char *why)
+/* Before adopting dir's pins: same ABI, same namespace (its inode, and
+ * its cookie, which no other namespace ever has, when both are known). */
+static int conn_check_pins(const char *dir, __u32 netns, __u64 cookie, bool *present, char *why)
 {
 	struct fg_conn_ctl ctl;
 	char p[512];
@@ -115,10 +120,14 @@ static int conn_check_pins(const char *dir, __u32 netns, bool *present, char *wh
 		       "%s holds counting maps of another version (abi %u, this is %u): "
 		       "remove them (floodgate detach) first",
 		       dir, ctl.abi, FG_CONN_ABI_VERSION);
-	} else if (ctl.netns != netns) {
+	} else if (ctl.netns != netns ||
+		   (ctl.netns_cookie && cookie && ctl.netns_cookie != cookie)) {
 		err = -EXDEV;
-		fg_why(why, "%s counts the sockets of network namespace %u, this process is in %u",
-		       dir, ctl.netns, netns);
+		fg_why(why,
+		       "%s counts the sockets of network namespace %u (cookie %llu), this process "
+		       "is in %u (cookie %llu)",
+		       dir, ctl.netns, (unsigned long long)ctl.netns_cookie, netns,
+		       (unsigned long long)cookie);
 	}
 	close(fd);
 	return err;
@@ -160,11 +169,44 @@ static int conn_set_pins(struct fg_conn *c, const char *dir)
 	return 0;
 }
 
+/* The programs of each way; the others are not loaded (a kernel that
+ * refuses tracing refuses the whole object if one tracing program is in). */
+static void conn_autoload(struct fgconn_bpf *s, enum fg_conn_way w, bool test_entry)
+{
+	bool tr = w == FG_CONN_WAY_TRACING, so = w == FG_CONN_WAY_SOCKOPS;
+
+	bpf_program__set_autoload(s->progs.fgc_state, tr);
+	bpf_program__set_autoload(s->progs.fgc_walk, tr);
+	bpf_program__set_autoload(s->progs.fgc_sweep, tr);
+	bpf_program__set_autoload(s->progs.fgc_sockops, so);
+	bpf_program__set_autoload(s->progs.fgc_release, so);
+	bpf_program__set_autoload(s->progs.fgc_swalk, so);
+	bpf_program__set_autoload(s->progs.fgc_fix, so);
+	bpf_program__set_autoload(s->progs.fgc_test, test_entry);
+}
+
+/* The way asked for: o->way, else the environment's, else automatic. */
+static int conn_want_way(const struct fg_conn_opts *o, enum fg_conn_way *want, char *why)
+{
+	const char *e = getenv(FG_CONN_WAY_ENV);
+
+	*want = o->way;
+	if (*want != FG_CONN_WAY_NONE)
+		return 0;
+	if (fg_conn_way_parse(e, want)) {
+		fg_why(why, "%s=%s: expected auto, tp_btf or sock_ops", FG_CONN_WAY_ENV, e);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 {
 	__u32 keys = o->max_keys ? o->max_keys : FG_CONN_KEYS_DEFAULT;
 	__u32 pend = o->max_pending ? o->max_pending : keys, netns = 0, k = 0;
+	enum fg_conn_way want;
 	bool present = false;
+	__u64 cookie = 0;
 	long page = sysconf(_SC_PAGESIZE);
 	void *ctl;
 	int err;
@@ -176,8 +218,12 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		fg_why(why, "/proc/self/ns/net: %s", strerror(-err));
 		return err;
 	}
+	fg_conn_netns_cookie(&cookie); /* 0 before 5.14: no sock_ops way then */
+	err = conn_want_way(o, &want, why);
+	if (err)
+		return err;
 	if (o->pin_dir) {
-		err = conn_check_pins(o->pin_dir, netns, &present, why);
+		err = conn_check_pins(o->pin_dir, netns, cookie, &present, why);
 		if (err)
 			return err;
 	}
@@ -190,15 +236,8 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		fg_why(why, "opening the counting program: %s", strerror(-err));
 		return err;
 	}
-	bpf_program__set_autoload(c->skel->progs.fgc_test, o->test_entry);
-	c->way = fg_kfeat_conn_way(fg_kfeat_get(), c->way_why, sizeof(c->way_why));
-	if (c->way != FG_CONN_WAY_TRACING) {
-		/* the tracing programs would be refused: the maps alone */
-		c->way = FG_CONN_WAY_NONE;
-		bpf_program__set_autoload(c->skel->progs.fgc_state, false);
-		bpf_program__set_autoload(c->skel->progs.fgc_walk, false);
-		bpf_program__set_autoload(c->skel->progs.fgc_sweep, false);
-	}
+	c->way = fg_kfeat_conn_way_pick(fg_kfeat_get(), want, c->way_why, sizeof(c->way_why));
+	conn_autoload(c->skel, c->way, o->test_entry); /* NONE: the maps alone */
 	err = bpf_map__set_max_entries(c->skel->maps.fgc_count, keys);
 	if (!err)
 		err = bpf_map__set_max_entries(c->skel->maps.fgc_pend, pend);
@@ -231,6 +270,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 			.magic = FG_CONN_ABI_MAGIC,
 			.abi = FG_CONN_ABI_VERSION,
 			.netns = netns,
+			.netns_cookie = cookie,
 		};
 
 		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.fgc_ctl), &k, &init, 0)) {
@@ -238,6 +278,8 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 			fg_why(why, "fgc_ctl: %s", strerror(-err));
 			goto fail;
 		}
+	} else if (!c->ctl->netns_cookie) {
+		__atomic_store_n(&c->ctl->netns_cookie, cookie, __ATOMIC_RELEASE);
 	}
 	return 0;
 fail:
@@ -293,37 +335,78 @@ int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
 	return err;
 }
 
-int fg_conn_attach(struct fg_conn *c)
+static int conn_attach_tracing(struct fg_conn *c)
 {
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info linfo = {};
+	const char *what = "tp_btf/inet_sock_set_state";
+	int err = 0;
+
+	if (!c->state) {
+		c->state = bpf_program__attach(c->skel->progs.fgc_state);
+		err = c->state ? 0 : -errno;
+	}
+	if (!err && !c->walk) {
+		what = "iter/tcp";
+		c->walk = bpf_program__attach_iter(c->skel->progs.fgc_walk, NULL);
+		err = c->walk ? 0 : -errno;
+	}
+	if (!err && !c->sweep) {
+		what = "iter/bpf_map_elem";
+		linfo.map.map_fd = bpf_map__fd(c->skel->maps.fgc_count);
+		opts.link_info = &linfo;
+		opts.link_info_len = sizeof(linfo);
+		c->sweep = bpf_program__attach_iter(c->skel->progs.fgc_sweep, &opts);
+		err = c->sweep ? 0 : -errno;
+	}
+	if (err)
+		fg_why(c->way_why, "attaching %s: %s", what, strerror(-err));
+	return err;
+}
+
+int fg_conn_attach(struct fg_conn *c)
+{
 	int err;
 
 	if (!c->skel)
 		return -EINVAL;
 	if (c->way == FG_CONN_WAY_NONE)
 		return 0; /* nothing to attach: no capped policy is accepted */
-	if (!c->state) {
-		c->state = bpf_program__attach(c->skel->progs.fgc_state);
-		if (!c->state)
-			return -errno;
-	}
-	if (!c->walk) {
-		c->walk = bpf_program__attach_iter(c->skel->progs.fgc_walk, NULL);
-		if (!c->walk)
-			return -errno;
-	}
-	if (!c->sweep) {
-		linfo.map.map_fd = bpf_map__fd(c->skel->maps.fgc_count);
-		opts.link_info = &linfo;
-		opts.link_info_len = sizeof(linfo);
-		c->sweep = bpf_program__attach_iter(c->skel->progs.fgc_sweep, &opts);
-		if (!c->sweep) {
-			err = -errno;
-			return err;
-		}
-	}
-	return 0;
+	if (c->way == FG_CONN_WAY_TRACING)
+		err = conn_attach_tracing(c);
+	else
+		err = fg_conn_sock_attach(c, c->way_why);
+	if (!err)
+		__atomic_store_n(&c->ctl->way, (__u32)c->way, __ATOMIC_RELEASE);
+	return err;
+}
+
+bool fg_conn_ready(const struct fg_conn *c)
+{
+	if (!c->skel || !c->state)
+		return false;
+	return c->way == FG_CONN_WAY_SOCKOPS || (c->walk && c->sweep);
+}
+
+static int conn_unpin_one(const char *dir, const char *name)
+{
+	char p[512];
+	int err = conn_pin_path(p, sizeof(p), dir, name);
+
+	if (!err && unlink(p) && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+/* Pin link as dir/name, replacing what an earlier process pinned there. */
+static int conn_pin_link(struct bpf_link *link, const char *dir, const char *name)
+{
+	char p[512];
+	int err = conn_unpin_one(dir, name);
+
+	if (!err)
+		err = conn_pin_path(p, sizeof(p), dir, name);
+	return err ? err : bpf_link__pin(link, p);
 }
 
 /*
@@ -352,26 +435,24 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 	}
 	if (!c->state)
 		return 0; /* FG_CONN_WAY_NONE: the maps only */
-	err = conn_pin_path(p, sizeof(p), dir, FG_CONN_LINK_PIN);
-	if (err)
-		return err;
-	if (unlink(p) && errno != ENOENT)
-		return -errno;
-	return bpf_link__pin(c->state, p);
+	err = conn_pin_link(c->state, dir, FG_CONN_LINK_PIN);
+	if (!err)
+		/* another way's daemon may have pinned one: ours, or none */
+		err = c->release ? conn_pin_link(c->release, dir, FG_CONN_RLINK_PIN) :
+				   conn_unpin_one(dir, FG_CONN_RLINK_PIN);
+	return err;
 }
 
 int fg_conn_unpin(const char *dir)
 {
-	char p[512];
 	int err = 0;
 
-	/* the link first: unpinning it stops the counting */
-	for (int i = -1; i < FGC_NMAPS; i++) {
-		int e = conn_pin_path(p, sizeof(p), dir,
-				      i < 0 ? FG_CONN_LINK_PIN : fg_conn_map_names[i]);
+	/* the links first: unpinning them stops the counting */
+	for (int i = -2; i < FGC_NMAPS; i++) {
+		int e = conn_unpin_one(dir, i == -2 ? FG_CONN_LINK_PIN :
+					    i == -1 ? FG_CONN_RLINK_PIN :
+						      fg_conn_map_names[i]);
 
-		if (!e && unlink(p) && errno != ENOENT)
-			e = -errno;
 		if (e && !err)
 			err = e;
 	}
@@ -387,6 +468,7 @@ void fg_conn_close(struct fg_conn *c)
 	}
 	if (c->ctl)
 		munmap(c->ctl, sysconf(_SC_PAGESIZE));
+	bpf_link__destroy(c->release);
 	bpf_link__destroy(c->sweep);
 	bpf_link__destroy(c->walk);
 	bpf_link__destroy(c->state);
@@ -508,23 +590,41 @@ struct conn_del {
 	__u64 deleted;
 };
 
-/* Keys the sweep found at zero: delete those still at zero. The window
- * between this lookup and the delete is docs/concurrency.md's one race. */
+/* The window between this lookup and the delete is docs/concurrency.md's
+ * one race. */
+void fg_conn_delete_zero_keys(struct fg_conn *c, const struct fg_conn_key *k, size_t n,
+			      __u64 *deleted)
+{
+	int fd = c->fd[FGC_M_COUNT];
+	struct fg_conn_val v;
+
+	for (size_t i = 0; i < n; i++) {
+		if (bpf_map_lookup_elem(fd, &k[i], &v))
+			continue;
+		if (v.est != FG_CONN_EST_ZERO || fg_conn_pending(&v, c->test_now))
+			continue;
+		if (!bpf_map_delete_elem(fd, &k[i]))
+			(*deleted)++;
+	}
+}
+
+/* Keys the sweep found at zero: delete those still at zero. */
 static void conn_delete_zero(const void *buf, size_t len, void *arg)
 {
 	struct conn_del *d = arg;
-	int fd = d->c->fd[FGC_M_COUNT];
-	const struct fg_conn_key *k = buf;
-	struct fg_conn_val v;
 
-	for (size_t i = 0; i < len / sizeof(*k); i++) {
-		if (bpf_map_lookup_elem(fd, &k[i], &v))
-			continue;
-		if (v.est != FG_CONN_EST_ZERO || fg_conn_pending(&v, d->c->test_now))
-			continue;
-		if (!bpf_map_delete_elem(fd, &k[i]))
-			d->deleted++;
-	}
+	fg_conn_delete_zero_keys(d->c, buf, len / sizeof(struct fg_conn_key), &d->deleted);
+}
+
+/* One sweep of either way: the half not current reset, expired slots
+ * cleared; del: the keys left at zero deleted. */
+static int conn_sweep(struct fg_conn *c, bool del, struct conn_del *d)
+{
+	if (c->way == FG_CONN_WAY_SOCKOPS)
+		return fg_conn_sock_sweep(c, del, &d->deleted);
+	c->skel->bss->sweep_now = c->test_now;
+	c->skel->bss->sweep_emit = del;
+	return conn_run_iter(c->sweep, del ? conn_delete_zero : NULL, d);
 }
 
 int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
@@ -535,26 +635,27 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	int err;
 
 	if (c->skel && c->way == FG_CONN_WAY_NONE) {
-		memset(rec, 0, sizeof(*rec)); /* nothing counts, nothing to reconcile */
+		if (rec)
+			memset(rec, 0, sizeof(*rec)); /* nothing counts, nothing to reconcile */
 		return 0;
 	}
-	if (!c->skel || !c->walk || !c->sweep)
+	if (!fg_conn_ready(c))
 		return -EINVAL;
 	err = fg_conn_stats_read(c, &before);
 	if (err)
 		return err;
-	c->skel->bss->sweep_now = c->test_now;
-	c->skel->bss->sweep_emit = 0;
-	err = conn_run_iter(c->sweep, NULL, NULL); /* the half about to become current */
+	err = conn_sweep(c, false, &d); /* the half about to become current */
 	if (err)
 		return err;
 	epoch = __atomic_load_n(&c->ctl->epoch, __ATOMIC_ACQUIRE) + 1;
 	__atomic_store_n(&c->ctl->epoch, epoch, __ATOMIC_SEQ_CST);
-	err = conn_run_iter(c->walk, NULL, NULL);
+	if (c->way == FG_CONN_WAY_SOCKOPS)
+		err = fg_conn_sock_walk(c, NULL);
+	else
+		err = conn_run_iter(c->walk, NULL, NULL);
 	if (err)
 		return err;
-	c->skel->bss->sweep_emit = 1;
-	err = conn_run_iter(c->sweep, conn_delete_zero, &d); /* the half just left */
+	err = conn_sweep(c, true, &d); /* the half just left */
 	if (err)
 		return err;
 	__atomic_fetch_add(&c->ctl->reconciles, 1, __ATOMIC_RELAXED);
@@ -669,9 +770,12 @@ int fg_conn_misses(struct fg_conn *c, __u64 *misses)
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 
-	if (!c->skel)
+	if (!c->skel || c->way == FG_CONN_WAY_NONE)
 		return -EINVAL;
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->skel->progs.fgc_state), &info, &len))
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->way == FG_CONN_WAY_TRACING ?
+							   c->skel->progs.fgc_state :
+							   c->skel->progs.fgc_sockops),
+				   &info, &len))
 		return -errno;
 	*misses = info.recursion_misses;
 	return 0;

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Concurrency caps, userspace: load, attach and pin bpf/fgconn.bpf.c,
- * write its cap table, seed and reconcile its counts through the TCP
- * iterator, read them back. docs/concurrency.md has the design.
+ * write its cap table, seed and reconcile its counts, read them back, by
+ * either of two ways (lib/kfeat.h, enum fg_conn_way): tp_btf + iterators,
+ * or sock_ops on the cgroup v2 root + sock_diag dumps (conn_sock.c).
+ * docs/concurrency.md has the design.
  *
  * Lifecycle (the daemon):
  *   fg_conn_open(&c, &opts, why)    load fresh, or adopt the pins in
  *                                   opts.pin_dir (ABI and netns checked)
  *   fg_conn_set_caps(&c, caps, n)   from the policy (and on every reload)
- *   fg_conn_attach(&c)              tracepoint + iterators
+ *   fg_conn_attach(&c)              tracepoint + iterators, or sock_ops
  *   fg_conn_pin(&c, dir)            maps and the tracepoint link
  *   fg_conn_reconcile(&c, &rec)     at once (this is the seed), after
  *                                   every fg_conn_set_caps, then
@@ -34,7 +36,8 @@
 #include "lib/sysutil.h"
 
 #define FG_CONN_WHY_LEN	     FG_WHY_LEN
-#define FG_CONN_LINK_PIN     "fgc_link" /* not link_*: those are XDP interfaces */
+#define FG_CONN_LINK_PIN     "fgc_link"	 /* not link_*: those are XDP interfaces */
+#define FG_CONN_RLINK_PIN    "fgc_rlink" /* sock_ops way: cgroup/sock_release's link */
 #define FG_CONN_KEYS_DEFAULT 65536
 
 /* What a policy may ask for (user/policy/policy.c checks it). */
@@ -65,14 +68,16 @@ extern const char *const fg_conn_map_names[FGC_NMAPS];
 struct fg_conn {
 	struct fgconn_bpf *skel; /* NULL when opened from pins (readers) */
 	int fd[FGC_NMAPS];	 /* the skeleton's, or our own from the pins */
-	struct bpf_link *state;	 /* tracepoint link */
-	struct bpf_link *walk;	 /* iter/tcp */
-	struct bpf_link *sweep;	 /* iter/bpf_map_elem over fgc_count */
-	struct fg_conn_ctl *ctl; /* fgc_ctl[0], mmapped */
+	struct bpf_link *state;	 /* the counting program's link: tracepoint, or cgroup (sock_ops) */
+	struct bpf_link *walk;	 /* tp_btf way: iter/tcp */
+	struct bpf_link *sweep;	 /* tp_btf way: iter/bpf_map_elem over fgc_count */
+	struct bpf_link *release; /* sock_ops way: cgroup/sock_release */
+	struct fg_conn_ctl *ctl;  /* fgc_ctl[0], mmapped */
 	int ncpus;
 	bool adopted;		  /* maps came from a pin dir */
 	enum fg_conn_way way;	  /* how this kernel lets it count (lib/kfeat.h) */
-	char way_why[FG_WHY_LEN]; /* FG_CONN_WAY_NONE: what the kernel lacks */
+	char way_why[FG_WHY_LEN]; /* FG_CONN_WAY_NONE: what the kernel lacks; else, after a
+				   * failed fg_conn_attach, what failed */
 	__u64 test_now;		  /* nonzero: the reconcile judges pending slots
 					 * at this time (an XDP program on a fake clock) */
 };
@@ -82,6 +87,9 @@ struct fg_conn_opts {
 	__u32 max_pending;   /* fgc_pend entries; 0: as max_keys */
 	const char *pin_dir; /* adopt its fgc_* pins if present; NULL: none */
 	bool test_entry;     /* also load the fgc_test XDP entry (tests) */
+	/* the way: FG_CONN_WAY_NONE (0) = as FG_CONN_WAY_ENV says, by default
+	 * the best this kernel allows; else that way, if the kernel allows it */
+	enum fg_conn_way way;
 };
 
 /* What one reconcile did (events of its own walk and sweeps). */
@@ -102,17 +110,23 @@ struct fg_conn_entry {
 	__u32 pad;
 };
 
-/* Load or adopt the counting maps, and the counting programs of the best
- * way this kernel allows (c->way). Where it allows none, the maps are
- * still made (the XDP program shares them) and c->way is
- * FG_CONN_WAY_NONE, with what is missing in c->way_why: attach, pin and
- * reconcile then do nothing, and a policy with caps is refused
- * (policy/policy_kernel.h). */
+/* Load or adopt the counting maps, and the counting programs of the way
+ * asked for (o->way, else FG_CONN_WAY_ENV, else the best this kernel
+ * allows): c->way. Where the kernel allows none (or not the one forced),
+ * the maps are still made (the XDP program shares them) and c->way is
+ * FG_CONN_WAY_NONE, with why in c->way_why: attach, pin and reconcile then
+ * do nothing, and a policy with caps is refused (policy/policy_kernel.h).
+ * -EINVAL (why filled) for an FG_CONN_WAY_ENV that names no way (the
+ * daemon then runs without caps, daemon/mod_conn.c). */
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why);
 /* Read-only, for readers: the pinned maps of dir, checked (types, sizes,
  * ABI); -ENOENT if nothing is pinned there. */
 int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why);
+/* Attach the way's programs (on failure c->way_why says what failed) and
+ * record the way in fgc_ctl for readers. */
 int fg_conn_attach(struct fg_conn *c);
+/* Attached and able to reconcile (a way, its programs attached). */
+bool fg_conn_ready(const struct fg_conn *c);
 int fg_conn_pin(struct fg_conn *c, const char *dir);
 /* Remove the fgc_* pins of dir (unpinning the link stops the counting
  * unless a process still holds it). Missing pins are not an error. */
@@ -127,7 +141,8 @@ void fg_conn_close(struct fg_conn *c);
 int fg_conn_set_caps(struct fg_conn *c, const struct fg_conn_cap *caps, __u32 n, char *why);
 
 /* Seed / reconcile: sweep, bump the epoch, walk every TCP socket of this
- * process's network namespace, sweep again, delete entries at zero. */
+ * process's network namespace (the TCP iterator, or a sock_diag dump),
+ * sweep again, delete entries at zero. */
 int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec);
 
 /* A key's record: est and live pending slots at now_ns (CLOCK_MONOTONIC),
@@ -144,9 +159,10 @@ int fg_conn_caps_read(struct fg_conn *c, struct fg_conn_caps *out);
 /* Events summed over CPUs. */
 int fg_conn_stats_read(struct fg_conn *c, struct fg_conn_stats *out);
 
-/* Times the kernel skipped the tracepoint program because it was already
- * running on that CPU (bpf_prog_info.recursion_misses): transitions the
- * reconcile has to repair. */
+/* Times the kernel skipped the counting program because it was already
+ * running on that CPU (bpf_prog_info.recursion_misses; the tracepoint's,
+ * a sock_ops program is never skipped): transitions the reconcile has to
+ * repair. */
 int fg_conn_misses(struct fg_conn *c, __u64 *misses);
 
 /* Count a live pending slot? (userspace side of fg_conn_slot_live) */

@@ -73,9 +73,9 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 		return err;
 	}
 	if (err) {
-		fg_why(why,
-		       "attaching the connection counter (tp_btf/inet_sock_set_state, iterators): %s",
-		       strerror(-err));
+		fg_why(why, "attaching the connection counter (%s way): %s",
+		       fg_conn_way_names[cd->c.way],
+		       cd->c.way_why[0] ? cd->c.way_why : strerror(-err));
 		return err;
 	}
 	err = fg_conn_pin(&cd->c, dir);
@@ -96,7 +96,7 @@ int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, struct fg_
 
 bool fg_connd_due(const struct fg_connd *cd, __u64 now_ns)
 {
-	return cd->open && cd->c.walk && now_ns >= cd->next_ns;
+	return cd->open && fg_conn_ready(&cd->c) && now_ns >= cd->next_ns;
 }
 
 static __u64 mono_ns(void)
@@ -210,6 +210,10 @@ int fg_connd_metrics(struct fg_connd *cd, const struct fg_name *names, char **ou
 		"# HELP floodgate_conn_missed_total TCP state changes the counter missed (recursion), repaired by the next reconcile.\n"
 		"# TYPE floodgate_conn_missed_total counter\nfloodgate_conn_missed_total %llu\n",
 		(unsigned long long)misses);
+	fprintf(f,
+		"# HELP floodgate_conn_way How the connection counter counts (1 for the way taken: tp_btf, sock_ops; none: not at all).\n"
+		"# TYPE floodgate_conn_way gauge\nfloodgate_conn_way{way=\"%s\"} 1\n",
+		fg_conn_way_names[cd->c.way]);
 	fprintf(f,
 		"# HELP floodgate_conn_keys Source keys in the count table (last reconcile).\n"
 		"# TYPE floodgate_conn_keys gauge\nfloodgate_conn_keys %zu\n",

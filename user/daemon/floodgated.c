@@ -40,6 +40,7 @@
 #include "daemon/daemonize.h"
 #include "daemon/reload_log.h"
 #include "lib/kfeat.h"
+#include "lib/complete.h"
 #include "lib/log.h"
 #include "lib/opts.h"
 #include "lib/sysutil.h"
@@ -50,6 +51,9 @@
 
 #define TICK_MS 1000
 #define LOCK_MS 5000 /* waiting for the pin dir's lock */
+/* the interfaces when no --interface is given: the unit's environment file sets it */
+#define FG_IFACES_ENV "FLOODGATE_INTERFACES"
+#define FG_ENV_FILE   "/etc/default/floodgated"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t reload_requested;
@@ -61,6 +65,7 @@ struct daemon_opts {
 	bool foreground;
 	bool keep;
 	int verbose;
+	const char *completion; /* --completion SHELL */
 	char ifaces[FG_MAX_IFS][IF_NAMESIZE];
 	int n_ifs;
 };
@@ -108,6 +113,9 @@ static const struct fg_opt daemon_opts[] = {
 	FG_OPT_BOOL("foreground", 'f', O, foreground, "stay in the foreground, log to stderr"),
 	FG_OPT_BOOL("keep", 'k', O, keep, "leave the filter attached and pinned on SIGTERM"),
 	FG_OPT_COUNT("verbose", 'v', O, verbose, "debug logging (libbpf too)"),
+	FG_OPT_STR("completion", 0, O, completion, "SHELL",
+		   "print a bash or zsh completion script, and exit"),
+	FG_OPT_VERSION,
 	FG_OPT_HELP_END("this help"),
 };
 #undef O
@@ -125,6 +133,13 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o)
 	struct fg_parsed p;
 	int rc = fg_prog_args(&prog, argc, argv, o, &p);
 
+	if (rc < 0 && o->completion) {
+		if (!fg_prog_completion(stdout, &prog, o->completion))
+			return 0;
+		fprintf(stderr, "floodgated: --completion: \"%s\": expected bash or zsh\n",
+			o->completion);
+		return FG_EXIT_USAGE;
+	}
 	if (rc < 0 && !o->config) {
 		fprintf(stderr, "floodgated: --config FILE is required\n");
 		fg_prog_help(stderr, &prog, NULL);
@@ -150,7 +165,7 @@ static int setup_signals(void)
 	    sigaction(SIGHUP, &sa, NULL)) {
 		int err = -errno;
 
-		pr_warn("cannot set up signal handlers: %s", strerror(-err));
+		pr_err("cannot set up signal handlers: %s", strerror(-err));
 		return err;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -179,12 +194,12 @@ static int load_first_config(struct daemon *d)
 	int err;
 
 	if (!c) {
-		pr_warn("loading %s: out of memory", d->o.config);
+		pr_err("loading %s: out of memory", d->o.config);
 		return -ENOMEM;
 	}
 	err = load_config(d->o.config, c, msg, sizeof(msg));
 	if (err) {
-		pr_warn("%s", msg);
+		pr_err("%s", msg);
 		free(c);
 		return err;
 	}
@@ -233,36 +248,68 @@ static int absolute_config(struct daemon *d)
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd))) {
 		err = -errno;
-		pr_warn("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
+		pr_err("--config %s: cannot make the path absolute: %s", rel, strerror(-err));
 		return err;
 	}
 	while (rel[0] == '.' && rel[1] == '/')
 		rel += 2;
 	if (snprintf(abs, sizeof(abs), "%s/%s", cwd, rel) >= (int)sizeof(abs)) {
-		pr_warn("--config %s: path too long once absolute", d->o.config);
+		pr_err("--config %s: path too long once absolute", d->o.config);
 		return -ENAMETOOLONG;
 	}
 	d->o.config = abs;
 	return 0;
 }
 
-/* The command line's interfaces, else the file's; each must exist. */
+/* $FLOODGATE_INTERFACES ("eth0 eth1" or "eth0,eth1": the unit's environment
+ * file sets it) into o's interfaces; 0 when unset or empty. */
+static int env_ifaces(struct daemon_opts *o)
+{
+	const char *env = getenv(FG_IFACES_ENV);
+	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[128];
+	char *save = NULL;
+
+	if (!env || !*env)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", env) >= (int)sizeof(buf)) {
+		pr_err("$" FG_IFACES_ENV ": too long (at most %d interfaces)", FG_MAX_IFS);
+		return -EINVAL;
+	}
+	for (char *w = strtok_r(buf, " ,\t", &save); w; w = strtok_r(NULL, " ,\t", &save)) {
+		if (add_iface(NULL, w, o, why, sizeof(why))) {
+			pr_err("$" FG_IFACES_ENV ": %s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* --interface, else $FLOODGATE_INTERFACES, else the file's; each must exist. */
 static int choose_ifaces(struct daemon *d)
 {
 	bool cli = d->o.n_ifs > 0;
+	int err = cli ? 0 : env_ifaces(&d->o);
 
+	if (err)
+		return err;
+	if (!cli && d->o.n_ifs)
+		pr_info("interfaces from $" FG_IFACES_ENV " (%s), not the file's",
+			getenv(FG_IFACES_ENV));
+	cli = d->o.n_ifs > 0;
 	d->n_ifs = cli ? d->o.n_ifs : d->g.cfg->n_ifs;
 	if (!d->n_ifs) {
-		pr_warn("no interfaces: set interfaces: in %s or pass --interface", d->o.config);
+		pr_err("no interfaces to filter: set " FG_IFACES_ENV " in " FG_ENV_FILE
+		       " (systemd), interfaces: in %s, or pass --interface",
+		       d->o.config);
 		return -EINVAL;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
 		const char *name = cli ? d->o.ifaces[i] : d->g.cfg->ifaces[i];
 		/* by name, or the device its pinned link still holds (renamed) */
-		int err = fg_iface_init(&d->ifs[i], d->g.dir, name);
+		err = fg_iface_init(&d->ifs[i], d->g.dir, name);
 
 		if (err) {
-			pr_warn("interface %s: %s", name, strerror(-err));
+			pr_err("interface %s: %s", name, strerror(-err));
 			return err;
 		}
 	}
@@ -275,7 +322,7 @@ static int refuse_live_daemon(struct fg_maps *m, const char *dir, const char *hi
 	struct fg_meta meta;
 
 	if (!fg_meta_read(m, &meta) && fg_daemon_alive(meta.pid) && meta.pid != (__u32)getpid()) {
-		pr_warn("floodgated (pid %u) is already running on %s%s", meta.pid, dir, hint);
+		pr_err("floodgated (pid %u) is already running on %s%s", meta.pid, dir, hint);
 		return -EBUSY;
 	}
 	return 0;
@@ -321,7 +368,7 @@ static int check_kernel(struct daemon *d)
 	pr_info("%s", line);
 	err = fg_policy_kernel_check(d->g.cfg, kf, d->kernel_why, sizeof(d->kernel_why));
 	if (err && !d->g.adopting) {
-		pr_warn("%s: %s", d->o.config, d->kernel_why);
+		pr_err("%s: %s", d->o.config, d->kernel_why);
 		return err;
 	}
 	d->kernel_err = err;
@@ -361,7 +408,7 @@ static int check_pin_dir(struct daemon *d)
 	if (!err)
 		return 0;
 fail:
-	pr_warn("%s", why[0] ? why : strerror(-err));
+	pr_err("%s", why[0] ? why : strerror(-err));
 	return err;
 }
 
@@ -374,7 +421,7 @@ static int size_maps(struct daemon *d)
 	if ((err = bpf_map__set_max_entries(d->g.skel->maps.fg_src4,
 					    fg_src4_sets(d->max_sources))) ||
 	    (err = bpf_map__set_max_entries(d->g.skel->maps.fg_src6, fg_src6_sets(d->max_sources))))
-		pr_warn("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
+		pr_err("max_sources %llu: %s", (unsigned long long)d->max_sources, strerror(-err));
 	return err;
 }
 
@@ -389,7 +436,7 @@ static int set_pin_paths(struct daemon *d)
 		snprintf(path, sizeof(path), "%s/%s", d->g.dir, bpf_map__name(pinned[i]));
 		err = bpf_map__set_pin_path(pinned[i], path);
 		if (err) {
-			pr_warn("pin path %s: %s", path, strerror(-err));
+			pr_err("pin path %s: %s", path, strerror(-err));
 			return err;
 		}
 	}
@@ -401,10 +448,10 @@ static int load_skel(struct daemon *d)
 	int err = floodgate_bpf__load(d->g.skel);
 
 	if (err)
-		pr_warn("cannot load the BPF program: %s%s", strerror(-err),
-			d->g.adopting ? " (the pinned maps may not match this version: "
-					"'floodgate detach' and start again)" :
-					"");
+		pr_err("cannot load the BPF program: %s%s", strerror(-err),
+		       d->g.adopting ? " (the pinned maps may not match this version: "
+				       "'floodgate detach' and start again)" :
+				       "");
 	return err;
 }
 
@@ -474,14 +521,14 @@ static int lock_and_apply(struct daemon *d)
 
 	err = fg_maps_from_skel(&d->g.maps, d->g.skel, d->g.dir);
 	if (err) {
-		pr_warn("pin dir %s: %s", d->g.dir, strerror(-err));
+		pr_err("pin dir %s: %s", d->g.dir, strerror(-err));
 		return err;
 	}
 	if ((err = run_start_step(d, init)))
 		return err;
 	err = fg_maps_lock(&d->g.maps, LOCK_MS);
 	if (err) {
-		pr_warn("%s is locked by another floodgate process: %s", d->g.dir, strerror(-err));
+		pr_err("%s is locked by another floodgate process: %s", d->g.dir, strerror(-err));
 		return err;
 	}
 	/* again under the lock: two daemons started at once */
@@ -491,7 +538,7 @@ static int lock_and_apply(struct daemon *d)
 	d->started = true;
 	err = fg_ctl_init(&d->g.maps, d->g.cfg->mode);
 	if (err) {
-		pr_warn("initialising fg_ctl in %s: %s", d->g.dir, strerror(-err));
+		pr_err("initialising fg_ctl in %s: %s", d->g.dir, strerror(-err));
 		return err;
 	}
 	was = calloc(1, sizeof(*was)); /* 163 KB: not on the stack */
@@ -501,7 +548,7 @@ static int lock_and_apply(struct daemon *d)
 	if (err && d->g.adopting)
 		err = keep_pinned_policy(d, err, why, c0.slot);
 	else if (err)
-		pr_warn("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
+		pr_err("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->g.adopting)
 		fg_reload_log("adopt", was, d->g.cfg); /* the file against the pinned state */
 	if (!err && !d->not_applied)
@@ -557,8 +604,8 @@ static int choose_attach(struct daemon *d)
 		fg_attach_conf_init(ac, c->xdp_mode, c->xdp_attach, c->xdp_priority, c->xdp_chain);
 
 	if (err) {
-		pr_warn("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
-			strerror(-err));
+		pr_err("xdp_attach %d, xdp_priority %u: %s", c->xdp_attach, c->xdp_priority,
+		       strerror(-err));
 		return err;
 	}
 	if (c->xdp_attach == FG_ATTACH_EXCLUSIVE)
@@ -630,7 +677,7 @@ static int attach_all(struct daemon *d)
 
 		err = fg_attach_iface(d->g.skel, d->g.dir, &d->ac, ifc);
 		if (err) {
-			pr_warn("%s: %s", ifc->name, ifc->why);
+			pr_err("%s: %s", ifc->name, ifc->why);
 			return err;
 		}
 		log_attached(ifc);
@@ -640,9 +687,9 @@ static int attach_all(struct daemon *d)
 	err = fg_meta_write(&d->g.maps, &meta);
 	fg_maps_unlock(&d->g.maps);
 	if (err)
-		pr_warn("writing fg_meta: %s", strerror(-err));
+		pr_err("writing fg_meta: %s", strerror(-err));
 	else if ((err = fg_pinwatch_init(&d->pw, &d->g.maps)))
-		pr_warn("watching the pins in %s: %s", d->g.dir, strerror(-err));
+		pr_err("watching the pins in %s: %s", d->g.dir, strerror(-err));
 	return err;
 }
 
@@ -811,8 +858,8 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size
 	}
 	err = load_config(d->o.config, ncfg, msg, len);
 	if (err) {
-		pr_warn("%s", msg);
-		pr_warn("reload: %s is invalid; the running policy is unchanged", d->o.config);
+		pr_err("%s", msg);
+		pr_err("reload: %s is invalid; the running policy is unchanged", d->o.config);
 		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
 		free(ncfg);
 		return err;
@@ -820,9 +867,9 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size
 	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg, len - 40);
 	if (err) {
 		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
-		pr_warn("reload: %s: %s", d->o.config, msg);
+		pr_err("reload: %s: %s", d->o.config, msg);
 	} else if ((err = reload_apply(d, ncfg, msg, len))) {
-		pr_warn("reload: %s", msg);
+		pr_err("reload: %s", msg);
 	}
 	if (err) {
 		fg_config_free(ncfg);
@@ -1005,7 +1052,7 @@ int main(int argc, char **argv)
 	if ((err = absolute_config(d)))
 		goto cleanup;
 	if (!d->o.foreground && (err = fg_daemonize(&d->notify_fd))) {
-		pr_warn("cannot daemonize: %s", strerror(-err));
+		pr_err("cannot daemonize: %s", strerror(-err));
 		goto cleanup;
 	}
 	if ((err = setup_signals()) || (err = load_first_config(d)))
@@ -1016,7 +1063,7 @@ int main(int argc, char **argv)
 	d->g.skel = floodgate_bpf__open();
 	if (!d->g.skel) {
 		err = -errno;
-		pr_warn("cannot open the BPF object: %s", strerror(-err));
+		pr_err("cannot open the BPF object: %s", strerror(-err));
 		goto cleanup;
 	}
 	if ((err = size_maps(d)) || (err = set_pin_paths(d)) || (err = run_start_step(d, open)) ||

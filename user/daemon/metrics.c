@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The Prometheus endpoint: renders the page each tick and serves it; see metrics.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <netdb.h>
@@ -22,6 +23,7 @@
 #include "daemon/metrics.h"
 #include "daemon/shedd.h"
 #include "lib/sysutil.h"
+#include "lib/version.h"
 
 #define FD_RESERVE 128 /* descriptors left for the rest of the daemon */
 #define REAP_MS	   250 /* how often connections are held to their deadline */
@@ -135,6 +137,13 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
+/* What / serves, as exporters do: a pointer to the metrics. */
+static const char landing[] =
+	"<!DOCTYPE html>\n<html><head><title>floodgated</title></head><body>\n"
+	"<h1>floodgated</h1>\n<p>floodgate's XDP rate limiter: its counters for Prometheus.</p>\n"
+	"<p><a href=\"/metrics\">Metrics</a></p>\n"
+	"<p>Documentation: floodgated(8), floodgate(8).</p>\n</body></html>\n";
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -157,7 +166,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		resp = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
 						       MHD_RESPMEM_PERSISTENT);
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
-	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
+	} else if (!strcmp(url, "/")) {
+		resp = MHD_create_response_from_buffer(sizeof(landing) - 1, (void *)landing,
+						       MHD_RESPMEM_PERSISTENT);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8");
+	} else if (strcmp(url, "/metrics")) {
 		static const char msg[] = "not found; try /metrics\n";
 
 		resp = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
@@ -703,13 +717,99 @@ static void render_escalation(struct buf *b, const struct fg_esc_counts *n)
 		(unsigned long long)n->shadow, n->live, n->max);
 }
 
+/* /proc/self/stat's fields from utime (14) on; 0 or -errno */
+static int proc_stat(unsigned long long *utime, unsigned long long *stime,
+		     unsigned long long *start, unsigned long long *vsize, long long *rss)
+{
+	char buf[1024], *p;
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+			 "%*d %*d %llu %llu %lld",
+			 utime, stime, start, vsize, rss) != 5)
+		return -EPROTO;
+	return 0;
+}
+
+/* The boot time, CLOCK_REALTIME s (btime in /proc/stat); 0 if unknown. */
+static unsigned long long boot_time(void)
+{
+	unsigned long long bt = 0;
+	char line[256];
+	FILE *f = fopen("/proc/stat", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %llu", &bt) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return bt;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* opendir's own */
+}
+
+/* The standard process metrics, as Prometheus' client libraries name them. */
+static void render_process(struct buf *b)
+{
+	unsigned long long ut, st, start, vsize;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+	long long rss;
+	int fds = open_fds();
+
+	if (tck <= 0 || page <= 0 || proc_stat(&ut, &st, &start, &vsize, &rss))
+		return; /* not Linux /proc: nothing rather than wrong figures */
+	bprintf(b,
+		"# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+		"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+		"# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+		"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n"
+		"# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+		"# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n"
+		"# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+		"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
+		(double)(ut + st) / (double)tck, rss * page, vsize,
+		(double)boot_time() + (double)start / (double)tck);
+	if (fds >= 0)
+		bprintf(b,
+			"# HELP process_open_fds Number of open file descriptors.\n"
+			"# TYPE process_open_fds gauge\nprocess_open_fds %d\n",
+			fds);
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		bprintf(b,
+			"# HELP process_max_fds Maximum number of open file descriptors.\n"
+			"# TYPE process_max_fds gauge\nprocess_max_fds %llu\n",
+			(unsigned long long)rl.rlim_cur);
+}
+
 int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 {
 	struct buf b = {};
 	char lb[2 * FG_NAME_LEN + 4];
+	__u32 mode;
 
 	bprintf(&b,
-		"# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule).\n"
+		"# HELP floodgate_packets_total Packets by rule and outcome (rule=\"_global\": before any rule; outcomes shadow and *_shadow: what enforce refuses, passed in shadow mode).\n"
 		"# TYPE floodgate_packets_total counter\n");
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 1)
@@ -746,14 +846,22 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		}
 	}
 	bprintf(&b,
+		"# HELP floodgate_build_info The running floodgated's version and libraries (always 1).\n"
+		"# TYPE floodgate_build_info gauge\n"
+		"floodgate_build_info{version=\"%s\",libbpf=\"%s\",libxdp=\"%s\",abi=\"%u\"} 1\n",
+		label(fg_version(), lb, sizeof(lb)), fg_libbpf_version(), fg_libxdp_version(),
+		FG_ABI_VERSION);
+	bprintf(&b,
 		"# HELP floodgate_bypass 1 while the kill switch passes everything.\n"
 		"# TYPE floodgate_bypass gauge\nfloodgate_bypass %u\n",
 		s->ctl->bypass &&
 			(!s->ctl->bypass_until || s->ctl->bypass_until > fg_mono_coarse_ns()));
+	mode = fg_ctl_mode_global(s->ctl);
 	bprintf(&b,
-		"# HELP floodgate_mode Global mode: 0 enforce, 1 shadow.\n"
-		"# TYPE floodgate_mode gauge\nfloodgate_mode %u\n",
-		fg_ctl_mode_global(s->ctl));
+		"# HELP floodgate_mode The global mode in force, overrides included (1 for the current one).\n"
+		"# TYPE floodgate_mode gauge\nfloodgate_mode{mode=\"enforce\"} %d\n"
+		"floodgate_mode{mode=\"shadow\"} %d\n",
+		mode != FG_MODE_SHADOW, mode == FG_MODE_SHADOW);
 	bprintf(&b,
 		"# HELP floodgate_policy_version Version of the active policy.\n"
 		"# TYPE floodgate_policy_version gauge\nfloodgate_policy_version %llu\n",
@@ -764,10 +872,10 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		"floodgate_sources{family=\"ipv4\"} %zu\nfloodgate_sources{family=\"ipv6\"} %zu\n",
 		s->sources4, s->sources6);
 	bprintf(&b,
-		"# HELP floodgate_sources_counted_seconds When the daemon's last pass over the "
-		"source tables ended (floodgate_sources).\n"
-		"# TYPE floodgate_sources_counted_seconds gauge\n"
-		"floodgate_sources_counted_seconds %llu\n",
+		"# HELP floodgate_sources_counted_timestamp_seconds When the daemon's last pass "
+		"over the source tables ended (floodgate_sources), Unix time.\n"
+		"# TYPE floodgate_sources_counted_timestamp_seconds gauge\n"
+		"floodgate_sources_counted_timestamp_seconds %llu\n",
 		(unsigned long long)s->sources_at);
 	bprintf(&b,
 		"# HELP floodgate_daemon_source_reads_total Source table entries the daemon "
@@ -798,6 +906,7 @@ int fg_metrics_render(const struct fg_metrics_snap *s, char **out, size_t *len)
 		render_shedding(&b, s->shed, s->pol);
 	if (s->esc)
 		render_escalation(&b, s->esc);
+	render_process(&b);
 	if (b.err) {
 		free(b.p);
 		return b.err;

@@ -16,6 +16,8 @@
 #include "policy/policy.h"
 
 static struct fg_connd conn;
+static bool conn_failed;	       /* the counter would not load: caps refused */
+static char conn_why[FG_CONN_WHY_LEN]; /* ... why */
 
 static void log_rec(const char *when, int err, const struct fg_conn_rec *rec, const char *why)
 {
@@ -27,25 +29,54 @@ static void log_rec(const char *when, int err, const struct fg_conn_rec *rec, co
 		pr_info("concurrency caps: %s: %s", when, msg);
 }
 
+/* An optional program never stops the filter: a counter that will not
+ * load (a verifier that refuses it, a map type missing) leaves the XDP
+ * program its own small placeholder maps, and a policy with caps is
+ * refused at its apply (conn_before_flip) with the reason. */
 static int conn_open(struct fgd *d)
 {
-	char why[FG_CONN_WHY_LEN] = "";
 	int err = fg_connd_open(&conn, d->skel, d->dir, d->cfg->conn_max_keys,
-				d->cfg->conn_reconcile_ms, why);
+				d->cfg->conn_reconcile_ms, conn_why);
 
-	if (err)
-		pr_warn("concurrency caps: %s", why[0] ? why : strerror(-err));
-	return err;
+	if (err) {
+		if (!conn_why[0])
+			snprintf(conn_why, sizeof(conn_why), "%s", strerror(-err));
+		pr_warn("concurrency caps: unavailable: %s; a policy with per_source "
+			"concurrency is refused",
+			conn_why);
+		conn_failed = true;
+	}
+	return 0;
+}
+
+static int conn_before_flip(struct fgd *d, const struct fg_config *ncfg, char *why)
+{
+	(void)d;
+	if (!conn_failed)
+		return 0;
+	for (__u32 i = 0; i < ncfg->pol.nrules && i < FG_MAX_RULES; i++)
+		if (ncfg->pol.rules[i].conn_cap) {
+			snprintf(why, FG_WHY_LEN,
+				 "rule %s has a concurrency cap, but the connection counter could "
+				 "not be loaded: %.300s",
+				 ncfg->rules[i].name, conn_why);
+			return -EOPNOTSUPP;
+		}
+	return 0;
 }
 
 static int conn_start(struct fgd *d)
 {
 	char why[FG_CONN_WHY_LEN] = "";
 	struct fg_conn_rec rec;
-	int err = fg_connd_start(&conn, &d->cfg->pol, d->dir, &rec, why);
+	int err;
+
+	if (conn_failed)
+		return 0;
+	err = fg_connd_start(&conn, &d->cfg->pol, d->dir, &rec, why);
 
 	if (!err && conn.c.way == FG_CONN_WAY_NONE)
-		pr_info("concurrency caps: unavailable on this kernel (%s); a policy with "
+		pr_info("concurrency caps: unavailable (%s); a policy with "
 			"per_source concurrency is refused",
 			conn.c.way_why);
 	else if (!err)
@@ -59,9 +90,12 @@ static void conn_after_flip(struct fgd *d, const struct fg_config *ncfg)
 {
 	char why[FG_CONN_WHY_LEN] = "";
 	struct fg_conn_rec rec;
-	int err = fg_connd_policy(&conn, &ncfg->pol, &rec, why);
+	int err;
 
 	(void)d;
+	if (conn_failed)
+		return; /* conn_before_flip refused any cap */
+	err = fg_connd_policy(&conn, &ncfg->pol, &rec, why);
 	log_rec("reload", err, &rec, why);
 }
 
@@ -99,6 +133,7 @@ static void conn_close(struct fgd *d, bool detach)
 const struct fg_module fg_mod_conn = {
 	.name = "concurrency caps",
 	.open = conn_open,
+	.before_flip = conn_before_flip,
 	.start = conn_start,
 	.after_flip = conn_after_flip,
 	.tick = conn_tick,

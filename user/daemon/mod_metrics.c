@@ -27,7 +27,7 @@ static int metrics_start(struct fgd *d)
 		return 0;
 	mx = fg_metrics_start(&mo, why, sizeof(why));
 	if (!mx) {
-		pr_warn("%s", why);
+		pr_err("%s", why);
 		return -EADDRNOTAVAIL;
 	}
 	pr_info("metrics on http://%s/metrics (at most %u connections, %u per client, "

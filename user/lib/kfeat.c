@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/statfs.h>
@@ -258,33 +259,85 @@ const struct fg_kfeat *fg_kfeat_get(void)
 	return &kf;
 }
 
+int fg_conn_way_parse(const char *s, enum fg_conn_way *out)
+{
+	if (!s || !*s || !strcmp(s, "auto"))
+		*out = FG_CONN_WAY_NONE;
+	else if (!strcmp(s, "tp_btf"))
+		*out = FG_CONN_WAY_TRACING;
+	else if (!strcmp(s, "sock_ops"))
+		*out = FG_CONN_WAY_SOCKOPS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* What each way needs, in the order a refusal is reported. The sock_ops
+ * way's reconcile walk is a tc program run with BPF_PROG_TEST_RUN (socket
+ * lookup by tuple, socket storage), its sweep too. */
+static const enum fg_kf way_tracing[] = { FG_KF_TRACING, FG_KF_TP_SOCK_STATE, FG_KF_ITER_TCP,
+					  FG_KF_SK_STORAGE };
+static const enum fg_kf way_sockops[] = { FG_KF_SOCK_OPS, FG_KF_CGROUP2, FG_KF_NETNS_COOKIE,
+					  FG_KF_SK_STORAGE, FG_KF_SCHED_CLS };
+
+bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why, size_t len)
+{
+	const enum fg_kf *need = w == FG_CONN_WAY_TRACING ? way_tracing : way_sockops;
+	size_t n = w == FG_CONN_WAY_TRACING ? sizeof(way_tracing) / sizeof(way_tracing[0]) :
+					      sizeof(way_sockops) / sizeof(way_sockops[0]);
+
+	if (w != FG_CONN_WAY_TRACING && w != FG_CONN_WAY_SOCKOPS) {
+		if (why && len)
+			snprintf(why, len, "no such way");
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (kf->f[need[i]].ok)
+			continue;
+		if (why && len)
+			snprintf(why, len, "%s: %s", fg_kf_desc[need[i]], kf->f[need[i]].why);
+		return false;
+	}
+	return true;
+}
+
+enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why,
+					size_t len)
+{
+	char wa[256], wb[256];
+
+	if (want != FG_CONN_WAY_NONE) {
+		if (fg_kfeat_conn_way_ok(kf, want, wa, sizeof(wa)))
+			return want;
+		if (why && len)
+			snprintf(why, len, "%s=%s, and this kernel cannot count that way: %s",
+				 FG_CONN_WAY_ENV, fg_conn_way_names[want], wa);
+		return FG_CONN_WAY_NONE;
+	}
+	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, wa, sizeof(wa)))
+		return FG_CONN_WAY_TRACING;
+	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, wb, sizeof(wb)))
+		return FG_CONN_WAY_SOCKOPS;
+	if (why && len)
+		snprintf(
+			why, len,
+			"counting connections needs BPF tracing (%s) or sock_ops on cgroup v2 (%s)",
+			wa, wb);
+	return FG_CONN_WAY_NONE;
+}
+
 enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len)
 {
-	const struct fg_kf_item *f = kf->f;
+	const char *e = getenv(FG_CONN_WAY_ENV);
+	enum fg_conn_way want;
 
-	if (f[FG_KF_TRACING].ok && f[FG_KF_TP_SOCK_STATE].ok && f[FG_KF_ITER_TCP].ok &&
-	    f[FG_KF_SK_STORAGE].ok)
-		return FG_CONN_WAY_TRACING;
-	/* FG_CONN_WAY_SOCKOPS: not built yet (user/conn); this kernel's sock_ops
-	 * items are probed and reported meanwhile */
-	if (why) {
-		/* the first refused item of each way */
-		const enum fg_kf a[] = { FG_KF_TRACING, FG_KF_TP_SOCK_STATE, FG_KF_ITER_TCP,
-					 FG_KF_SK_STORAGE };
-		const enum fg_kf b[] = { FG_KF_SOCK_OPS, FG_KF_CGROUP2, FG_KF_NETNS_COOKIE,
-					 FG_KF_SK_STORAGE };
-		const char *wa = "", *wb = "";
-
-		for (size_t i = 0; i < sizeof(a) / sizeof(a[0]) && !*wa; i++)
-			if (!f[a[i]].ok)
-				wa = f[a[i]].why;
-		for (size_t i = 0; i < sizeof(b) / sizeof(b[0]) && !*wb; i++)
-			if (!f[b[i]].ok)
-				wb = f[b[i]].why;
-		snprintf(why, len, "counting connections needs BPF tracing (%s)", wa);
-		(void)wb;
+	if (fg_conn_way_parse(e, &want)) {
+		if (why && len)
+			snprintf(why, len, "%s=%s: expected auto, tp_btf or sock_ops",
+				 FG_CONN_WAY_ENV, e);
+		return FG_CONN_WAY_NONE;
 	}
-	return FG_CONN_WAY_NONE;
+	return fg_kfeat_conn_way_pick(kf, want, why, len);
 }
 
 void fg_kfeat_summary(const struct fg_kfeat *kf, char *buf, size_t len)

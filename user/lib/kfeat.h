@@ -68,8 +68,8 @@ extern const char *const fg_kf_desc[FG_KF_MAX];
  * Items everything needs are left out when present. */
 void fg_kfeat_summary(const struct fg_kfeat *kf, char *buf, size_t len);
 
-/* The concurrency counter's ways, best first, and the best this kernel
- * allows (user/conn implements them): FG_CONN_WAY_NONE with *why naming
+/* The concurrency counter's ways, best first, and the one it takes on this
+ * kernel (user/conn implements them): FG_CONN_WAY_NONE with *why naming
  * the refused kernel features when none. */
 enum fg_conn_way {
 	FG_CONN_WAY_NONE = 0,
@@ -77,6 +77,26 @@ enum fg_conn_way {
 	FG_CONN_WAY_SOCKOPS, /* sock_ops state callbacks on cgroup v2 + sock_diag dumps */
 };
 extern const char *const fg_conn_way_names[3];
+
+/* The environment variable that forces a way (operators, tests):
+ * "auto" (or unset), "tp_btf" or "sock_ops". */
+#define FG_CONN_WAY_ENV "FLOODGATE_CONN_WAY"
+
+/* "auto" (or NULL, ""): FG_CONN_WAY_NONE, meaning the best; "tp_btf" or
+ * "sock_ops": that way. -EINVAL for anything else. */
+int fg_conn_way_parse(const char *s, enum fg_conn_way *out);
+
+/* Can this kernel run that way? If not, *why says which feature it
+ * refuses, and why. */
+bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why, size_t len);
+
+/* The way to take: want (FG_CONN_WAY_NONE: the best this kernel allows)
+ * if this kernel allows it, else FG_CONN_WAY_NONE with *why. */
+enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why,
+					size_t len);
+
+/* fg_kfeat_conn_way_pick for what FG_CONN_WAY_ENV asks (unset: the best);
+ * an unknown value gives FG_CONN_WAY_NONE, *why naming it. */
 enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len);
 
 #endif /* FG_KFEAT_H */

@@ -3,22 +3,87 @@
  * libbpf's and libxdp's, and the audit trail of operator actions. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "lib/log.h"
 
 static enum fg_log_level log_level = FG_LOG_INFO;
 static bool log_syslog;
+static bool log_journal; /* stderr is the journal's stream: "<N>" prefixes */
+static int log_width;	 /* fg_log_wrap: a terminal's lines wrapped at this */
 static char log_ident[32] = "floodgate";
 static char log_last_warn[512]; /* fg_log_last_warn */
 
+/* systemd sets JOURNAL_STREAM=dev:inode for a service whose stderr is the
+ * journal; a child whose stderr was redirected elsewhere inherits the
+ * variable, hence the comparison (sd_journal_stream_fd(3), systemd.exec(5)). */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && !fstat(2, &st) &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+/* The journal's stream takes "<N>" before a line as its priority
+ * (systemd.exec(5), SyslogLevelPrefix=, on by default). Through the stream,
+ * not sd_journal_send(): a short-lived process (ExecReload's floodgate
+ * reload) may be gone before journald reads its cgroup from a datagram,
+ * and its lines would lose their unit; a stream is the unit's from the
+ * start. */
+static void journal_vlog(int prio, const char *fmt, va_list ap)
+{
+	char msg[2048];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (n && msg[n - 1] == '\n')
+		msg[--n] = 0;
+	for (char *l = msg, *nl; l; l = nl) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = 0;
+		fprintf(stderr, "<%d>%s\n", prio, l);
+	}
+}
+
+/* "ident: message" broken at spaces to fit log_width, continued 4 columns in */
+static void wrap_vlog(const char *fmt, va_list ap)
+{
+	char msg[2048];
+	const char *p = msg;
+	int col = fprintf(stderr, "%s: ", log_ident);
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	while (*p) {
+		size_t n = strcspn(p, " \n");
+
+		if (col > 4 && col + 1 + (int)n > log_width) {
+			fprintf(stderr, "\n   ");
+			col = 3;
+		}
+		if (*p == '\n')
+			break;
+		col += fprintf(stderr, "%s%.*s", col > 4 && p != msg ? " " : "", (int)n, p);
+		p += n;
+		p += strspn(p, " ");
+	}
+	fputc('\n', stderr);
+}
+
 static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 {
-	static const int prio[] = { LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
-	if (level == FG_LOG_WARN) {
+	if (level <= FG_LOG_WARN) {
 		va_list cp;
 		size_t n;
 
@@ -33,6 +98,14 @@ static void fg_vlog(enum fg_log_level level, const char *fmt, va_list ap)
 		return;
 	if (log_syslog) {
 		vsyslog(prio[level], fmt, ap);
+		return;
+	}
+	if (log_journal) {
+		journal_vlog(prio[level], fmt, ap);
+		return;
+	}
+	if (log_width && isatty(STDERR_FILENO)) {
+		wrap_vlog(fmt, ap);
 		return;
 	}
 	fprintf(stderr, "%s: ", log_ident);
@@ -111,9 +184,15 @@ void fg_log_init(const char *ident, enum fg_log_level level, bool use_syslog)
 	snprintf(log_ident, sizeof(log_ident), "%s", ident);
 	log_level = level;
 	log_syslog = use_syslog;
+	log_journal = !use_syslog && stderr_is_journal();
 	openlog(log_ident, LOG_PID, LOG_DAEMON);
 	libbpf_set_print(libbpf_print_fn);
 	libxdp_set_print(libxdp_print_fn);
+}
+
+void fg_log_wrap(int width)
+{
+	log_width = width;
 }
 
 void fg_log_set_level(enum fg_log_level level)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "lib/opts.h"
 #include "lib/units.h"
+#include "lib/version.h"
 
 #define MAX_TABS 3 /* a command's options, the program's, NULL */
 
@@ -113,6 +114,9 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 		return 0;
 	case FGO_HELP:
 		ps->p->help = true;
+		return 0;
+	case FGO_VERSION:
+		ps->p->help = ps->p->version = true;
 		return 0;
 	case FGO_CHOICE:
 		if (*(int *)dst && *(int *)dst != o->ival)
@@ -367,6 +371,10 @@ int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg, s
 				p->cmd ? " " : "", p->cmd ? p->cmd->name : "");
 		return FG_EXIT_USAGE;
 	}
+	if (p->version) {
+		fg_version_print(stdout, prog->name);
+		return 0;
+	}
 	if (p->help) {
 		fg_prog_help(stdout, prog, p->cmd);
 		return 0;
@@ -388,39 +396,99 @@ static void opt_left(const struct fg_opt *o, char *buf, size_t len)
 		 o->arg ? " " : "", opt ? "[" : "", o->arg ? o->arg : "", opt ? "]" : "");
 }
 
+#define HELP_WIDTH 80 /* help fits 80 columns */
+#define HELP_COL_MAX \
+	30 /* the help text's column, at most; a longer left goes on a line of its own */
+
+/* "  left  help", help wrapped at HELP_WIDTH from column col. */
+static void print_row(FILE *f, const char *left, const char *help, int col)
+{
+	int at = fprintf(f, "  %s", left);
+	const char *w = help;
+
+	if (at + 2 > col) {
+		fputc('\n', f);
+		at = 0;
+	}
+	while (*w) {
+		size_t n = strcspn(w, " ");
+
+		if (at > col && at + 1 + (int)n > HELP_WIDTH) {
+			fputc('\n', f);
+			at = 0;
+		}
+		if (at < col)
+			at += fprintf(f, "%*s", col - at, "");
+		else
+			at += fprintf(f, " ");
+		at += fprintf(f, "%.*s", (int)n, w);
+		w += n;
+		w += strspn(w, " ");
+	}
+	fputc('\n', f);
+}
+
+/* "Usage: prog cmd usage", the usage wrapped at HELP_WIDTH under its start. */
+static void print_usage(FILE *f, const char *prog, const char *cmd, const char *usage)
+{
+	int col = fprintf(f, "Usage: %s%s%s", prog, cmd ? " " : "", cmd ? cmd : "") + 1;
+	int at = col - 1;
+	const char *w = usage;
+
+	while (*w) {
+		/* an alternative ("| del PREFIX") starts a line rather than ends one */
+		size_t n = strcspn(w, " ");
+		const char *alt = w[0] == '|' ? strstr(w + 1, " | ") : NULL;
+		int need = alt ? (int)(alt - w) : (w[0] == '|' ? (int)strlen(w) : (int)n);
+
+		if (at + 1 + need > HELP_WIDTH && at > col) {
+			fprintf(f, "\n%*s", col - 1, "");
+			at = col - 1;
+		}
+		at += fprintf(f, " %.*s", (int)n, w);
+		w += n;
+		w += strspn(w, " ");
+	}
+	fputc('\n', f);
+}
+
+/* The help column: past the widest left part that fits HELP_COL_MAX. */
+static int help_col(int widest)
+{
+	int col = widest + 4;
+
+	return col > HELP_COL_MAX ? HELP_COL_MAX : col;
+}
+
 static void print_opts(FILE *f, const struct fg_opt *const *tabs)
 {
-	int width = 0;
+	int width = 0, col;
 	char left[96];
 
 	for (int t = 0; tabs[t]; t++) {
 		for (const struct fg_opt *o = tabs[t]; o->kind; o++) {
 			opt_left(o, left, sizeof(left));
-			if ((int)strlen(left) > width)
+			if ((int)strlen(left) > width && (int)strlen(left) + 4 <= HELP_COL_MAX)
 				width = (int)strlen(left);
 		}
 	}
+	col = help_col(width);
 	for (int t = 0; tabs[t]; t++) {
 		for (const struct fg_opt *o = tabs[t]; o->kind; o++) {
 			opt_left(o, left, sizeof(left));
-			fprintf(f, "  %-*s  %s\n", width, left, o->help ? o->help : "");
+			print_row(f, left, o->help ? o->help : "", col);
 		}
 	}
 }
 
+/* Commands: "name usage" then the help; a long usage goes on its own line. */
 static void print_cmds(FILE *f, const struct fg_cmd *cmds)
 {
 	char left[128];
-	int width = 0;
 
 	for (const struct fg_cmd *c = cmds; c->name; c++) {
 		snprintf(left, sizeof(left), "%s %s", c->name, c->usage);
-		if ((int)strlen(left) > width)
-			width = (int)strlen(left);
-	}
-	for (const struct fg_cmd *c = cmds; c->name; c++) {
-		snprintf(left, sizeof(left), "%s %s", c->name, c->usage);
-		fprintf(f, "  %-*s  %s\n", width, left, c->help);
+		print_row(f, left, c->help, HELP_COL_MAX);
 	}
 }
 
@@ -433,12 +501,12 @@ void fg_prog_help(FILE *f, const struct fg_prog *prog, const struct fg_cmd *cmd)
 			tabs[0] = cmd->opts;
 			tabs[1] = prog->opts;
 		}
-		fprintf(f, "Usage: %s %s%s%s\n%s\n\nOptions:\n", prog->name, cmd->name,
-			cmd->usage[0] ? " " : "", cmd->usage, cmd->help);
+		print_usage(f, prog->name, cmd->name, cmd->usage);
+		fprintf(f, "%s\n\nOptions:\n", cmd->help);
 		print_opts(f, tabs);
 		return;
 	}
-	fprintf(f, "Usage: %s %s\n", prog->name, prog->usage);
+	print_usage(f, prog->name, NULL, prog->usage);
 	if (prog->help)
 		fprintf(f, "\n%s\n", prog->help);
 	if (prog->cmds) {

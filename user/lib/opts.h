@@ -35,6 +35,7 @@ enum fg_opt_kind {
 	FGO_FUNC,    /* fn parses the value (or, without arg, acts on presence) */
 	FGO_HELP,    /* stop parsing: the caller prints help */
 	FGO_CHOICE,  /* int = ival; a different ival given before fails with what */
+	FGO_VERSION, /* stop parsing: fg_prog_args prints the version */
 };
 
 /* The value may be left out (see above): a FGO_FUNC's fn then gets NULL,
@@ -121,6 +122,11 @@ struct fg_opt {
 	{                                                                 \
 		.name = "help", .sname = 'h', .kind = FGO_HELP, .help = h \
 	}
+#define FG_OPT_VERSION                                                            \
+	{                                                                         \
+		.name = "version", .sname = 'V', .kind = FGO_VERSION,             \
+		.help = "print the versions (floodgate, libbpf, libxdp) and exit" \
+	}
 #define FG_OPT_END              \
 	{                       \
 		.kind = FGO_END \
@@ -159,7 +165,8 @@ struct fg_parsed {
 	const struct fg_cmd *cmd;    /* the command (also set when its options failed) */
 	const char *pos[FG_MAX_POS]; /* positional words */
 	int npos;
-	bool help; /* --help: parsing stopped there */
+	bool help;    /* --help or --version: parsing stopped there */
+	bool version; /* --version */
 };
 
 /* The whole command line (argv[0] is the program's name). */
@@ -167,8 +174,8 @@ int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg, 
 		  char *why, size_t len);
 
 /* For main: parse; on an error print it and a pointer to --help to stderr,
- * on --help print the help to stdout. Returns -1 when main should go on,
- * else the exit status: 0 after --help, 2 after a usage error. */
+ * on --help print the help to stdout, on --version the version. Returns -1 when main should go on,
+ * else the exit status: 0 after --help or --version, 2 after a usage error. */
 #define FG_EXIT_USAGE 2
 int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg, struct fg_parsed *p);
 

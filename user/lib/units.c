@@ -159,8 +159,9 @@ int fg_parse_rate(const char *s, long double *rate, int *bytes)
 		const char *s;
 		long double secs;
 	} periods[] = {
-		{ "s", 1 },    { "sec", 1 },  { "m", 60 },
-		{ "min", 60 }, { "h", 3600 }, { "hour", 3600 },
+		/* nft's spellings too: rate 10/second, /minute, /hour, /day */
+		{ "s", 1 },	  { "sec", 1 },	 { "second", 1 },  { "m", 60 },	     { "min", 60 },
+		{ "minute", 60 }, { "h", 3600 }, { "hour", 3600 }, { "day", 86400 },
 	};
 	long double v;
 	size_t i;

@@ -18,7 +18,8 @@ int fg_parse_u64(const char *s, __u64 *out);
 int fg_parse_duration(const char *s, __u64 *ns);
 
 /*
- * "100/s", "60/min", "2/h", "10MB/s", "1.5 KiB/s": *rate in cost units per
+ * "100/s", "60/min", "2/h", "10MB/s", "1.5 KiB/s", nft's "10/second",
+ * "60/minute", "2/hour", "1/day": *rate in cost units per
  * second, *bytes whether a byte unit was given (else packets). -ERANGE when
  * the integer part does not fit 64 bits.
  */

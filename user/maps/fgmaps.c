@@ -77,6 +77,10 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_CAP] = "cap",
 	[FG_OUT_SHED] = "shed",
 	[FG_OUT_SHED_SHADOW] = "shed_shadow",
+	[FG_OUT_DENY_SHADOW] = "deny_shadow",
+	[FG_OUT_RT_DENY_SHADOW] = "rt_deny_shadow",
+	[FG_OUT_MALFORMED_SHADOW] = "malformed_shadow",
+	[FG_OUT_CAP_SHADOW] = "cap_shadow",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {

@@ -9,6 +9,7 @@
  * Nothing is partial: on error everything allocated is freed and *cfg is
  * zeroed, so a caller never has to free a half-built config.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -218,6 +219,34 @@ static int parse_metrics(struct pol_ctx *c, yaml_node_t *n)
 	return 0;
 }
 
+/* "10.1.2.3/8" means 10.0.0.0/8 (fg_prefix_parse masks it): say so, as
+ * `floodgate deny add` does. */
+static void host_bits_warn(struct pol_ctx *c, yaml_node_t *e, const char *what, const char *s,
+			   const struct fg_pfx_src *p)
+{
+	char addr[INET6_ADDRSTRLEN + 4], masked[INET6_ADDRSTRLEN];
+	unsigned char raw[16];
+	struct fg_config *cfg = c->cfg;
+	int n = (int)strcspn(s, "/");
+
+	if (!s[n] || n >= (int)sizeof(addr))
+		return;
+	snprintf(addr, sizeof(addr), "%.*s", n, s);
+	if (inet_pton(p->family == 4 ? AF_INET : AF_INET6, addr, raw) != 1 ||
+	    !memcmp(raw, p->addr, p->family == 4 ? 4 : 16))
+		return;
+	inet_ntop(p->family == 4 ? AF_INET : AF_INET6, p->addr, masked, sizeof(masked));
+	if (cfg->n_warn < FG_MAX_WARN) {
+		struct fg_warn *w = &cfg->warn[cfg->n_warn];
+
+		w->line = (int)e->start_mark.line + 1;
+		w->col = (int)e->start_mark.column + 1;
+		snprintf(w->msg, sizeof(w->msg), "%s: %.64s has host bits set: it means %s/%u",
+			 what, s, masked, p->plen);
+	}
+	cfg->n_warn++;
+}
+
 /* One prefix of allow, deny or a source set, counted against FG_MAX_PREFIXES. */
 static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what, int allow,
 			    int deny, struct fg_pfx_src *p)
@@ -230,6 +259,7 @@ static int parse_one_prefix(struct pol_ctx *c, yaml_node_t *e, const char *what,
 		return err;
 	if (fg_prefix_parse(s, p, &why))
 		return FAIL(c, e, "%s: bad prefix \"%.64s\": %s", what, s, why);
+	host_bits_warn(c, e, what, s, p);
 	if (allow)
 		c->cfg->n_allow++;
 	if (deny)
@@ -417,7 +447,9 @@ int pol_parse_rate_burst(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *bu
 		return FAIL(c, rate_n, "rate \"%.64s\": number too large", s);
 	if (err)
 		return FAIL(c, rate_n,
-			    "bad rate \"%.64s\" (expected N/s, N/m, N/h or bytes like 10MB/s)", s);
+			    "bad rate \"%.64s\" (expected N/s, N/m, N/h, nft's N/second, N/minute, "
+			    "N/hour, N/day, or bytes like 10MB/s)",
+			    s);
 	err = pol_scalar(c, burst_n, "burst", &s);
 	if (err)
 		return err;

@@ -12,6 +12,7 @@
 #define FG_POLICY_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "floodgate.h"
@@ -99,6 +100,8 @@ struct fg_esc_rule_conf {
 #define FG_READ_TIMEOUT_MS 3000	       /* opening and reading a policy file, at most */
 /* FG_MAX_PREFIXES (allow + deny + set prefixes) is in floodgate.h */
 
+#define FG_MAX_WARN 16
+
 struct fg_config {
 	char path[256];
 	char ifaces[FG_MAX_IFS][16];
@@ -149,6 +152,15 @@ struct fg_config {
 	 * the escalation: section (FG_ESC_MAX_DEFAULT when absent) */
 	struct fg_esc_rule_conf esc[FG_MAX_RULES];
 	__u32 esc_max;
+	/* what the file says that works but is likely not what was meant
+	 * ("allow: 10.1.2.3/8 has host bits set: it means 10.0.0.0/8" at line,
+	 * col), for `floodgate check`; the first FG_MAX_WARN, n_warn counts
+	 * them all */
+	int n_warn;
+	struct fg_warn {
+		int line, col; /* 1-based */
+		char msg[160];
+	} warn[FG_MAX_WARN];
 };
 
 /* Parse and validate; 0 or -EINVAL/-ENOMEM/-EFBIG/-errno with *err set. On
@@ -185,7 +197,7 @@ int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, c
 		   size_t whylen);
 
 /* Print what would be loaded, human readable (policy_print.c). */
-void fg_config_print(FILE *f, const struct fg_config *cfg);
+void fg_config_print(FILE *f, const struct fg_config *cfg, bool internals);
 
 /* The policy's words, shared by the parser and the printer; indexed by
  * enum fg_mode, fg_action, fg_on_full, fg_on_loss, fg_xdp_mode and fg_class. */

@@ -79,6 +79,8 @@ struct pol_keys {
 
 /* n must be a mapping (example: what one looks like) of known keys, each
  * at most once: their values into ks->val. */
+/* The name of names closest to s if s looks like a typo of it, else NULL. */
+const char *pol_nearest(const char *s, const char *const *names, int n);
 int pol_read_map(struct pol_ctx *c, yaml_node_t *n, const char *what, const char *example,
 		 struct pol_keys *ks);
 

@@ -68,10 +68,13 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 	case FG_CONN_WAY_SOCKOPS:
 		snprintf(d->how, sizeof(d->how), "sock_ops on cgroup v2 + sock_diag dumps");
 		d->state = FG_NEED_DEGRADED;
-		say(d->why, sizeof(d->why), "no tp_btf way: %s",
-		    !kf->f[FG_KF_TRACING].ok	   ? kf->f[FG_KF_TRACING].why :
-		    !kf->f[FG_KF_TP_SOCK_STATE].ok ? kf->f[FG_KF_TP_SOCK_STATE].why :
-						     kf->f[FG_KF_ITER_TCP].why);
+		/* docs/concurrency.md, "The sock_ops way": what it sees later */
+		if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, why, sizeof(why)))
+			snprintf(why, sizeof(why), "chosen by %s", FG_CONN_WAY_ENV);
+		say(d->why, sizeof(d->why),
+		    "connections older than the counter come off the count at their release or "
+		    "the next reconcile; %s%s",
+		    strncmp(why, "chosen", 6) ? "no tp_btf way: " : "", why);
 		break;
 	default:
 		d->state = FG_NEED_UNAVAILABLE;

@@ -283,11 +283,16 @@ static int parse_proto(struct pol_ctx *c, yaml_node_t *n, int *proto)
 			return 0;
 		}
 	}
-	if (fg_parse_u64(s, &v) || v > 255)
+	if (fg_parse_u64(s, &v) || v > 255) {
+		static const char *const words[] = { "tcp", "udp", "icmp", "icmpv6", "any" };
+		const char *near = pol_nearest(s, words, 5);
+
 		return FAIL(
 			c, n,
-			"proto: bad value \"%.64s\" (expected tcp | udp | icmp | icmpv6 | any | 1..255)",
-			s);
+			"proto: bad value \"%.64s\"%s%s%s (expected tcp | udp | icmp | icmpv6 | "
+			"any | 1..255)",
+			s, near ? ": did you mean " : "", near ? near : "", near ? "?" : "");
+	}
 	if (v == 0)
 		return FAIL(c, n, "proto: 0 is not a transport protocol (use any)");
 	*proto = (int)v;

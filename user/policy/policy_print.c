@@ -19,6 +19,10 @@
 #define REDIS_SCRIPTS_HI 30000
 #define BOUND_T		 10 /* seconds, for the printed bound */
 
+/* fg_config_print's internals argument, for the whole printout: the
+ * compiled figures (GCRA inc and tau, in 1/64 ns) besides the operator's */
+static bool internals;
+
 static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
 			const struct fg_limit *l, int bytes)
 {
@@ -28,9 +32,13 @@ static void print_limit(FILE *f, const char *what, const struct fg_limit_src *s,
 		return;
 	fg_format_amount(r, sizeof(r), s->rate, bytes);
 	fg_format_amount(b, sizeof(b), s->burst, bytes);
-	fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n", what, r,
-		b, (unsigned long long)l->inc, (unsigned long long)l->tau,
-		(double)l->tau / (double)FG_TU_PER_SEC);
+	if (internals)
+		fprintf(f, "      %-10s %s/s burst %s  (inc %llu, tau %llu; refills in %.3g s)\n",
+			what, r, b, (unsigned long long)l->inc, (unsigned long long)l->tau,
+			(double)l->tau / (double)FG_TU_PER_SEC);
+	else
+		fprintf(f, "      %-10s %s/s burst %s (empty to full in %.3g s)\n", what, r, b,
+			(double)l->tau / (double)FG_TU_PER_SEC);
 }
 
 static void print_flags(FILE *f, __u8 mask, __u8 val)
@@ -46,17 +54,27 @@ static void print_flags(FILE *f, __u8 mask, __u8 val)
 			fputc(fg_tcp_flags[i].letter, f);
 }
 
+/* " dport 22" or " dport 1000-2000"; nothing for every port */
+static void print_ports(FILE *f, const char *what, __u16 lo, __u16 hi)
+{
+	if (lo == 0 && hi == 65535)
+		return;
+	if (lo == hi && !internals)
+		fprintf(f, " %s %u", what, lo);
+	else
+		fprintf(f, " %s %u-%u", what, lo, hi);
+}
+
 static void print_entry(FILE *f, int cls, const struct fg_match *e)
 {
 	fprintf(f, "      match %s", fg_class_names[cls]);
-	if (e->proto)
+	/* the class says it: tcp 6, udp 17, icmp 1 or 58 */
+	if (e->proto && (internals || cls == FG_CLASS_OTHER))
 		fprintf(f, " proto %u", e->proto);
 	if (e->flags & FG_M_FRAG)
 		fprintf(f, " non-first-fragments");
-	if (e->sport_lo != 0 || e->sport_hi != 65535)
-		fprintf(f, " sport %u-%u", e->sport_lo, e->sport_hi);
-	if (e->dport_lo != 0 || e->dport_hi != 65535)
-		fprintf(f, " dport %u-%u", e->dport_lo, e->dport_hi);
+	print_ports(f, "sport", e->sport_lo, e->sport_hi);
+	print_ports(f, "dport", e->dport_lo, e->dport_hi);
 	if (e->tcp_mask) {
 		fprintf(f, " flags ");
 		print_flags(f, e->tcp_mask, e->tcp_val);
@@ -81,7 +99,7 @@ static void print_globals(FILE *f, const struct fg_config *cfg)
 	fprintf(f, "policy %s\n", cfg->path[0] ? cfg->path : "(inline)");
 	fprintf(f, "  interfaces:  ");
 	if (!cfg->n_ifs)
-		fprintf(f, "(none; set on the command line)");
+		fprintf(f, "(none here: --interface or $FLOODGATE_INTERFACES sets them)");
 	for (k = 0; k < cfg->n_ifs; k++)
 		fprintf(f, "%s%s", k ? ", " : "", cfg->ifaces[k]);
 	fprintf(f, "\n  xdp_mode:    %s\n",
@@ -127,7 +145,13 @@ static void print_admission(FILE *f, const struct fg_config *cfg)
 	if (!tmp)
 		return;
 	*tmp = *cfg;
-	if (cfg->admission.set) {
+	if (!internals) {
+		rate = fg_policy_set_admission(tmp);
+		fprintf(f, "  admission:   %.6g new sources/s (%s)\n", rate,
+			cfg->admission.set ? "explicit" :
+					     "automatic: the tables' size over twice "
+					     "the longest refill");
+	} else if (cfg->admission.set) {
 		rate = fg_policy_set_admission(tmp);
 		fprintf(f,
 			"  admission:   %.6g new sources/s burst %.6g (explicit; inc %llu, tau %llu)\n",
@@ -157,7 +181,7 @@ static void print_cap(FILE *f, const struct fg_policy *pol, __u32 r)
 		fputc('\n', f);
 		return;
 	}
-	fprintf(f, "; counts TCP%s to ports",
+	fprintf(f, "\n        counts TCP%s to ports",
 		cap.families == FG_CONN_F_V4 ? " over IPv4" :
 		cap.families == FG_CONN_F_V6 ? " over IPv6" :
 					       "");
@@ -253,10 +277,11 @@ static void print_fleet_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 		if (loc->inc) {
 			fg_format_amount(a, sizeof(a), rc->local_rate, bytes);
 			fg_format_amount(b, sizeof(b), (double)loc->tau / (double)loc->inc, bytes);
-			fprintf(f,
-				"        on_loss    local: this node alone %s/s burst %s "
-				"(inc %llu, tau %llu)\n",
-				a, b, (unsigned long long)loc->inc, (unsigned long long)loc->tau);
+			fprintf(f, "        on_loss    local: this node alone %s/s burst %s", a, b);
+			if (internals)
+				fprintf(f, " (inc %llu, tau %llu)", (unsigned long long)loc->inc,
+					(unsigned long long)loc->tau);
+			fputc('\n', f);
 		} else {
 			fg_format_amount(a, sizeof(a), rc->rate / 10, bytes);
 			fg_format_amount(b, sizeof(b), rc->burst / 10, bytes);
@@ -301,12 +326,18 @@ static void print_pools(FILE *f, const struct fg_config *cfg)
 		fprintf(f, "    %-20s %s/s burst %s, reserve %g%%, shedding %s; %d rule%s\n",
 			ps->name, r, b, ps->reserve, ps->noshed ? "off" : "on", nr,
 			nr == 1 ? "" : "s");
-		fprintf(f, "      critical   the whole pool (inc %llu, tau %llu)\n",
-			(unsigned long long)pl->inc, (unsigned long long)pl->tau);
+		fprintf(f, "      critical   the whole pool");
+		if (internals)
+			fprintf(f, " (inc %llu, tau %llu)", (unsigned long long)pl->inc,
+				(unsigned long long)pl->tau);
 		fprintf(f,
-			"      others     together at most %s/s, and only while more than the reserve "
-			"is left (burst %s; cap inc %llu, tau_low %llu)\n",
-			lr, lb, (unsigned long long)pl->cap.inc, (unsigned long long)pl->tau_low);
+			"\n      others     together at most %s/s, and only while more than the reserve "
+			"is left (burst %s",
+			lr, lb);
+		if (internals)
+			fprintf(f, "; cap inc %llu, tau_low %llu", (unsigned long long)pl->cap.inc,
+				(unsigned long long)pl->tau_low);
+		fprintf(f, ")\n");
 	}
 }
 
@@ -348,12 +379,11 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	int bytes = ru->cost == FG_COST_BYTES;
 	int k, cls, shown = 0;
 
-	fprintf(f, "    %2u %-20s %s %s%s", r, rs->name,
+	fprintf(f, "    %2u %s%s: %s, %s", r, rs->name, rs->implicit ? " (implicit)" : "",
 		ru->mode == FG_MODE_SHADOW ? "shadow" : "enforce",
-		ru->action < 3 ? fg_action_names[ru->action] : "?",
-		rs->implicit ? " (implicit)" : "");
+		ru->action < 3 ? fg_action_names[ru->action] : "?");
 	if (ru->action == FG_ACT_LIMIT)
-		fprintf(f, " by %s, source /%d (v4) /%d (v6), on_full %s",
+		fprintf(f, " %s per source /%d (v4) /%d (v6), on_full %s",
 			bytes ? "bytes" : "packets", rs->plen4, rs->plen6,
 			ru->on_full < 3 ? fg_on_full_names[ru->on_full] : "?");
 	if (ru->tier != FG_TIER_CRITICAL || ru->pool != FG_POOL_NONE)
@@ -398,13 +428,14 @@ static const struct fg_fleet_conf *fleet_resolved(const struct fg_config *cfg,
 	return out;
 }
 
-void fg_config_print(FILE *f, const struct fg_config *cfg)
+void fg_config_print(FILE *f, const struct fg_config *cfg, bool with_internals)
 {
 	struct fg_fleet_conf fc;
 	const struct fg_fleet_conf *fl = fleet_resolved(cfg, &fc);
 	__u32 caps = 0, escs = 0;
 	int fi = 0;
 
+	internals = with_internals;
 	print_globals(f, cfg);
 	print_admission(f, cfg);
 	print_fleet(f, cfg);

@@ -146,6 +146,55 @@ int pol_each_item(struct pol_ctx *c, yaml_node_t *n, const char *what, int max, 
 	return 0;
 }
 
+/* Edit distance (insert, delete, substitute, swap two neighbours) between a
+ * and b, cut off at 9 (keys are short). */
+static int distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	int d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 9;
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++) {
+		for (int j = 1; j <= lb; j++) {
+			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
+/* The known name closest to s, if it is close enough to be a typo (at most
+ * 2 edits, and at most a third of its length); NULL otherwise. */
+const char *pol_nearest(const char *s, const char *const *names, int n)
+{
+	const char *best = NULL;
+	int bd = 9;
+
+	for (int i = 0; i < n; i++) {
+		int d = distance(s, names[i]);
+
+		if (d < bd) {
+			bd = d;
+			best = names[i];
+		}
+	}
+	return best && bd <= 2 && bd * 3 <= (int)strlen(best) ? best : NULL;
+}
+#define nearest pol_nearest
+
 /* Walk a mapping, recording each known key's value in ks->val. */
 static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 {
@@ -169,10 +218,17 @@ static int read_keys(struct pol_ctx *c, yaml_node_t *map, struct pol_keys *ks)
 			if (!strcmp(s, ks->names[i]))
 				break;
 		if (i == ks->n) {
+			const char *near = nearest(s, ks->names, ks->n);
+
 			list[0] = 0;
 			for (i = 0; i < ks->n && off < sizeof(list); i++)
 				off += snprintf(list + off, sizeof(list) - off, "%s%s",
 						i ? ", " : "", ks->names[i]);
+			if (near)
+				return FAIL(
+					c, k,
+					"unknown key \"%.64s\" in %s: did you mean %s? (expected %s)",
+					s, ks->where, near, list);
 			return FAIL(c, k, "unknown key \"%.64s\" in %s (expected %s)", s, ks->where,
 				    list);
 		}
@@ -214,6 +270,9 @@ int pol_parse_enum(struct pol_ctx *c, yaml_node_t *n, const char *what, const ch
 	list[0] = 0;
 	for (i = 0; i < nnames && off < sizeof(list); i++)
 		off += snprintf(list + off, sizeof(list) - off, "%s%s", i ? " | " : "", names[i]);
+	if (pol_nearest(s, names, nnames))
+		return FAIL(c, n, "%s: bad value \"%.64s\": did you mean %s? (expected %s)", what,
+			    s, pol_nearest(s, names, nnames), list);
 	return FAIL(c, n, "%s: bad value \"%.64s\" (expected %s)", what, s, list);
 }
 
