@@ -28,13 +28,16 @@ flood_start() {
 	intx "$FGEN" -i gdt0 --dst-mac "$GD_MAC" -d "$GD_RX_IP" -s 10.213.0.9 -t "$1" --json \
 		> "$GD_TMP/flood.json" 2> "$GD_TMP/flood.err" &
 	FLOOD_PID=$!
+	FLOOD_END=$((SECONDS + $1))
 	sleep 0.3
 }
 flood_wait() { wait "$FLOOD_PID" 2>/dev/null; FLOOD_PID=; }
-# flood_alive SECONDS: a new flood if the last one ended already (a loaded
-# machine takes longer between kill and restart than the flood was sized for)
+# flood_alive SECONDS: a new flood of SECONDS if the last one ended or ends
+# within 2 s, the window a check after it needs (a loaded machine takes
+# longer between kill and restart than the flood was sized for)
 flood_alive() {
-	[ -n "$FLOOD_PID" ] && kill -0 "$FLOOD_PID" 2>/dev/null && return 0
+	[ -n "$FLOOD_PID" ] && kill -0 "$FLOOD_PID" 2>/dev/null &&
+		[ $((FLOOD_END - SECONDS)) -gt 2 ] && return 0
 	flood_wait
 	flood_start "$1"
 }
