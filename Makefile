@@ -80,7 +80,7 @@ VERSION_H   := $(OUTPUT)/fg_version.h
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: FORCE all clean help test test-unit guest-test gameday bench demo install deps fuzz \
+.PHONY: FORCE all clean help test test-unit guest-test gameday bench demo install deps fuzz san \
 	verify-clang format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
@@ -89,21 +89,26 @@ help:
 	@echo 'floodgate targets:'
 	@echo '  all (default)  BPF objects, skeletons, floodgated, floodgate, tools, tests'
 	@echo '  deps           install missing Debian packages (root)'
-	@echo '  test           the whole test suite (root): unit, BPF, end-to-end, game day'
+	@echo '  test           the whole test suite (root), in parallel: unit, BPF,'
+	@echo '                 end-to-end, game day short, the guest drills'
 	@echo '  test-unit      tests that need no root or network namespaces'
 	@echo '  guest-test     the kernel-dependent drills in a QEMU guest booting'
 	@echo '                 Debian'"'"'s stock kernel (root)'
 	@echo '  demo           namespace pair, a flood, floodgate throttling it, live counters'
 	@echo '  bench          benchmarks and cost curves against the floor, nftables and'
 	@echo '                 iptables (BENCH_QUICK=1: a few minutes)'
-	@echo '  gameday        long adversarial drills, fuzzing and soaks'
+	@echo '  gameday        the suite at length: full sanitizer build, valgrind on'
+	@echo '                 the daemon, verify-clang, long fuzzing and drills'
 	@echo '  fuzz           build the libFuzzer targets'
+	@echo '  san            ASan+UBSan floodgated, floodgate and unit tests, on the'
+	@echo '                 fuzzers'"'"' objects'
 	@echo '  verify-clang   build and verifier-load the BPF object, clang 14 and 19'
 	@echo '  install        binaries, man pages, systemd unit, shell completion'
 	@echo '                 (PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=)'
 	@echo '  format         apply .clang-format to every C file (format-check: only list)'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
+	@echo '           TEST_ARGS= (tests/run.sh: -j N, test names)'
 
 deps $(DEPS_STAMP):
 	$(Q)tools/deps.sh
@@ -202,12 +207,42 @@ $(FUZZERS): $(OUTPUT)/fuzz/%: $(OUTPUT)/fuzz/obj/%.o $(FUZZ_LIB_OBJS)
 	$(Q)$(CLANG) -fsanitize=fuzzer $(FUZZ_SAN) $^ $(USER_LDLIBS) -o $@
 fuzz: $(FUZZERS)
 
+# --- the sanitizer smoke (make test): ASan+UBSan without a second build ------
+# The fuzzers' library objects above are the whole of user/ under ASan and
+# UBSan (their coverage hooks are the sanitizer runtime's no-ops without
+# libFuzzer): linked with the two mains and a few unit tests they give
+# sanitized programs for the price of those few files. The full
+# `make ASAN=1 UBSAN=1` build (gcc, every test) is game day's.
+SAN_TESTS     := test_policy test_gcra test_fgmaps
+SAN_TEST_OBJS := $(patsubst tests/%.c,$(OUTPUT)/fuzz/obj/%.o,$(TEST_HELPER_SRCS)) \
+		 $(patsubst tools/lib/%.c,$(OUTPUT)/fuzz/obj/toollib/%.o,$(TOOLLIB_SRCS))
+SAN_BINS      := $(OUTPUT)/fuzz/san/floodgated $(OUTPUT)/fuzz/san/floodgate \
+		 $(addprefix $(OUTPUT)/fuzz/san/,$(SAN_TESTS))
+
+$(OUTPUT)/fuzz/obj/toollib/%.o: tools/lib/%.c | $(SKELS) $(OUTPUT)/fuzz/obj $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(OUTPUT)/fuzz/san/floodgated: $(OUTPUT)/fuzz/obj/daemon/floodgated.o $(FUZZ_LIB_OBJS)
+$(OUTPUT)/fuzz/san/floodgate: $(OUTPUT)/fuzz/obj/cli/floodgate.o $(FUZZ_LIB_OBJS)
+$(addprefix $(OUTPUT)/fuzz/san/,$(SAN_TESTS)): $(OUTPUT)/fuzz/san/%: $(OUTPUT)/fuzz/obj/%.o \
+	$(SAN_TEST_OBJS) $(FUZZ_LIB_OBJS)
+$(SAN_BINS):
+	$(Q)mkdir -p $(@D)
+	$(call msg,SAN,$@)
+	$(Q)$(CLANG) $(FUZZ_SAN) $^ $(USER_LDLIBS) -o $@
+san: $(SAN_BINS)
+
 # --- running -------------------------------------------------------------------
-test: all fuzz
+# test: everything, the long parts as smokes (within 10 minutes on 2 CPUs);
+# gameday: the same tests at length (the full sanitizer build, valgrind on
+# the daemon, fuzzing 600 s a target, the drills' long variants)
+test: all fuzz san
 	$(Q)tools/deps.sh gameday
 	@# the guest stage's qemu and kernel; without them it skips, saying why
 	$(Q)tools/deps.sh vm || echo "make test: no guest set-up (tools/deps.sh vm): the guest drills will skip"
-	$(Q)OUTPUT=$(OUTPUT) tests/run.sh
+	$(Q)OUTPUT=$(OUTPUT) tests/run.sh $(TEST_ARGS)
 
 test-unit: all
 	$(Q)OUTPUT=$(OUTPUT) tests/run.sh --unit
@@ -215,9 +250,9 @@ test-unit: all
 guest-test: all
 	$(Q)OUTPUT=$(OUTPUT) tests/guest_drills.sh
 
-gameday: all fuzz
+gameday: all fuzz san
 	$(Q)tools/deps.sh gameday
-	$(Q)OUTPUT=$(OUTPUT) FG_GAMEDAY=1 tests/run.sh --gameday
+	$(Q)OUTPUT=$(OUTPUT) FG_GAMEDAY=1 tests/run.sh --gameday $(TEST_ARGS)
 
 bench: all
 	$(Q)tools/deps.sh bench

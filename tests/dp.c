@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 #include "dp.h"
 #include "shed/shed.h"
 #include "maps/fgmaps.h"
@@ -43,25 +44,328 @@ static int map_mmap(const struct bpf_map *map, size_t len, void **out)
 	return *out ? 0 : -errno;
 }
 
+/* d->st over the skeleton's fg_stats, and the two buffers of dp_outcome. */
+static int dp_stats_open(struct dp *d)
+{
+	struct fg_maps *m = &d->st;
+
+	memset(m, 0, sizeof(*m));
+	m->dirfd = -1;
+	for (int i = 0; i < FGM_NMAPS; i++)
+		m->fd[i] = -1;
+	m->fd[FGM_STATS] = bpf_map__fd(d->skel->maps.fg_stats);
+	m->ncpus = d->ncpu;
+	for (int i = 0; i < 2; i++) {
+		d->rows[i] = calloc(FG_NROWS, (size_t)d->ncpu * sizeof(struct fg_stats));
+		if (!d->rows[i])
+			return -ENOMEM;
+	}
+	d->row_bytes = (size_t)d->ncpu * sizeof(struct fg_stats); /* set: ready */
+	return 0;
+}
+
+/*
+ * One loaded program for many tests. Loading floodgate.bpf.o is the
+ * verifier's work, about 0.5 s of CPU a load here and most of
+ * test_datapath's time; so dp_close keeps the program dp_open loaded, and
+ * the next dp_open with the same table sizes takes it back after returning
+ * every map to what a fresh load holds (dp_reset): arrays zeroed, hash,
+ * LRU and LPM maps emptied, the ring buffer drained, the outer map of
+ * fg_blk4 emptied, .bss/.data as loaded. A program with a map of any other
+ * kind, or with more than DP_RESET_MAX keys to delete, is destroyed
+ * instead and the next test loads afresh (said once). FG_DP_FRESH=1, and
+ * FG_GAMEDAY=1, load afresh for every test as before.
+ */
+#define DP_RESET_MAX  (1u << 16) /* keys deleted one by one; past that a load is cheaper */
+#define DP_MAX_IMAGES 8
+
+static struct {
+	struct floodgate_bpf *skel; /* kept, not in use; NULL when none */
+	__u32 src4, src6;	    /* its fg_src4 / fg_src6 max_entries */
+	struct {
+		struct bpf_map *map;
+		void *img;
+		size_t len;
+	} image[DP_MAX_IMAGES]; /* internal writable maps as loaded */
+	int nimage;
+	struct floodgate_bpf *imaged; /* the skeleton image[] belongs to */
+	bool told;
+} dp_keep;
+
+static void dp_keep_tell(const char *fmt, const char *name, int err)
+{
+	if (dp_keep.told)
+		return;
+	dp_keep.told = true;
+	printf("  dp: a fresh program for each test from now on: ");
+	printf(fmt, name, err);
+	printf("\n");
+}
+
+static bool dp_fresh_only(void)
+{
+	const char *f = getenv("FG_DP_FRESH"), *g = getenv("FG_GAMEDAY");
+
+	return (f && *f && strcmp(f, "0")) || (g && !strcmp(g, "1"));
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* .bss and .data sections: their images right after load, for dp_reset. */
+static int dp_keep_images(struct floodgate_bpf *skel)
+{
+	struct bpf_map *m;
+
+	for (int i = 0; i < dp_keep.nimage; i++)
+		free(dp_keep.image[i].img);
+	dp_keep.nimage = 0;
+	dp_keep.imaged = skel;
+	bpf_object__for_each_map(m, skel->obj) {
+		const char *name = bpf_map__name(m);
+		size_t len = 0;
+		void *v;
+
+		if (!bpf_map__is_internal(m) || strstr(name, ".rodata") ||
+		    ends_with(name, ".kconfig"))
+			continue; /* frozen: the same in every load */
+		if (!strstr(name, ".bss") && !strstr(name, ".data"))
+			return -EOPNOTSUPP;
+		v = (void *)bpf_map__initial_value(m,
+						   &len); /* libbpf 1.1: const, mapped writable */
+		if (!v || dp_keep.nimage == DP_MAX_IMAGES)
+			return -EOPNOTSUPP;
+		dp_keep.image[dp_keep.nimage].img = malloc(len ? len : 1);
+		if (!dp_keep.image[dp_keep.nimage].img)
+			return -ENOMEM;
+		memcpy(dp_keep.image[dp_keep.nimage].img, v, len);
+		dp_keep.image[dp_keep.nimage].map = m;
+		dp_keep.image[dp_keep.nimage].len = len;
+		dp_keep.nimage++;
+	}
+	return 0;
+}
+
+/* Every value of an array map zeroed: through a mapping where it has one,
+ * else batch updates (one update a key where the kernel refuses batches). */
+static int zero_array(const struct bpf_map *m, int ncpu)
+{
+	__u32 n = bpf_map__max_entries(m), vsz = bpf_map__value_size(m);
+	size_t esz = ((size_t)vsz + 7) & ~(size_t)7, row = vsz, chunk;
+	int fd = bpf_map__fd(m), err = 0;
+	__u32 *keys;
+	void *vals;
+
+	if (bpf_map__map_flags(m) & BPF_F_MMAPABLE) {
+		size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (esz * n + pg - 1) / pg * pg;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED)
+			return -errno;
+		memset(p, 0, esz * n);
+		munmap(p, len);
+		return 0;
+	}
+	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_ARRAY)
+		row = (size_t)ncpu * esz;
+	chunk = (1u << 20) / row;
+	chunk = chunk < 1 ? 1 : chunk > n ? n : chunk;
+	keys = calloc(chunk, sizeof(*keys));
+	vals = calloc(chunk, row);
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (__u32 first = 0; first < n && !err; first += (__u32)chunk) {
+		__u32 want = n - first < chunk ? n - first : (__u32)chunk, cnt = want;
+
+		for (__u32 i = 0; i < want; i++)
+			keys[i] = first + i;
+		if (!bpf_map_update_batch(fd, keys, vals, &cnt, NULL) && cnt == want)
+			continue;
+		for (__u32 i = 0; i < want && !err; i++) /* refused: one key at a time */
+			if (bpf_map_update_elem(fd, &keys[i], vals, 0))
+				err = -errno;
+	}
+	free(keys);
+	free(vals);
+	return err;
+}
+
+/* Every key of a hash, LRU or LPM map deleted; -E2BIG past DP_RESET_MAX. */
+static int empty_map(const struct bpf_map *m)
+{
+	__u32 ksz = bpf_map__key_size(m), n = 0;
+	int fd = bpf_map__fd(m), err = 0;
+	char *keys = malloc((size_t)ksz * (DP_RESET_MAX + 1));
+
+	if (!keys)
+		return -ENOMEM;
+	/* all keys first: deleting while walking may restart the walk */
+	while (!bpf_map_get_next_key(fd, n ? keys + (size_t)(n - 1) * ksz : NULL,
+				     keys + (size_t)n * ksz)) {
+		if (++n > DP_RESET_MAX) {
+			free(keys);
+			return -E2BIG;
+		}
+	}
+	if (errno != ENOENT)
+		err = -errno;
+	for (__u32 i = 0; i < n && !err; i++)
+		if (bpf_map_delete_elem(fd, keys + (size_t)i * ksz) && errno != ENOENT)
+			err = -errno;
+	free(keys);
+	return err;
+}
+
+static int drain_cb(void *ctx, void *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+/* skel's maps as a fresh load has them; 0, or -errno and the map's name in *what. */
+static int dp_reset(struct floodgate_bpf *skel, int ncpu, const char **what)
+{
+	struct bpf_map *m;
+	int err = 0;
+
+	bpf_object__for_each_map(m, skel->obj) {
+		*what = bpf_map__name(m);
+		if (bpf_map__is_internal(m))
+			continue; /* below */
+		switch (bpf_map__type(m)) {
+		case BPF_MAP_TYPE_ARRAY:
+		case BPF_MAP_TYPE_PERCPU_ARRAY:
+			err = zero_array(m, ncpu);
+			break;
+		case BPF_MAP_TYPE_HASH:
+		case BPF_MAP_TYPE_PERCPU_HASH:
+		case BPF_MAP_TYPE_LRU_HASH:
+		case BPF_MAP_TYPE_LRU_PERCPU_HASH:
+		case BPF_MAP_TYPE_LPM_TRIE:
+		case BPF_MAP_TYPE_ARRAY_OF_MAPS: /* empty after a load (checked in dp_open) */
+			err = empty_map(m);
+			break;
+		case BPF_MAP_TYPE_RINGBUF: {
+			struct ring_buffer *rb =
+				ring_buffer__new(bpf_map__fd(m), drain_cb, NULL, NULL);
+
+			err = rb ? ring_buffer__consume(rb) : -errno;
+			err = err < 0 ? err : 0;
+			ring_buffer__free(rb);
+			break;
+		}
+		case BPF_MAP_TYPE_PROG_ARRAY:
+			break; /* set by the load, written by nobody after */
+		default:
+			err = -EOPNOTSUPP;
+		}
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < dp_keep.nimage; i++) {
+		size_t len = 0;
+		void *v = (void *)bpf_map__initial_value(dp_keep.image[i].map, &len);
+
+		*what = bpf_map__name(dp_keep.image[i].map);
+		if (!v || len != dp_keep.image[i].len)
+			return -EIO;
+		memcpy(v, dp_keep.image[i].img, len);
+	}
+	return 0;
+}
+
+/* A fresh load with the test clock and these table sizes. */
+static struct floodgate_bpf *dp_load(__u32 src4, __u32 src6, int *err)
+{
+	struct floodgate_bpf *skel = floodgate_bpf__open();
+
+	if (!skel) {
+		*err = -errno;
+		return NULL;
+	}
+	skel->rodata->fg_clock = FG_CLOCK_TEST;
+	bpf_map__set_max_entries(skel->maps.fg_src4, src4);
+	bpf_map__set_max_entries(skel->maps.fg_src6, src6);
+	*err = floodgate_bpf__load(skel);
+	if (*err) {
+		floodgate_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Can this fresh load be kept for later tests? */
+static bool dp_keepable(struct floodgate_bpf *skel)
+{
+	__u32 k = 0, id;
+	int err;
+
+	if (dp_fresh_only() || dp_keep.told || dp_keep.imaged)
+		return false; /* one kept program at a time */
+	err = dp_keep_images(skel);
+	if (err) {
+		dp_keep_tell("its sections cannot be saved (%s%d)", "", err);
+		return false;
+	}
+	/* a fresh fg_blk4 holds no inner map: dp_reset empties it */
+	for (k = 0; k < bpf_map__max_entries(skel->maps.fg_blk4); k++)
+		if (!bpf_map_lookup_elem(bpf_map__fd(skel->maps.fg_blk4), &k, &id)) {
+			dp_keep_tell("%s holds an inner map after a load (%d)", "fg_blk4", 0);
+			return false;
+		}
+	return true;
+}
+
 int dp_open(struct dp *d, __u32 max_sources)
 {
+	__u32 src4 = fg_src4_sets(max_sources), src6 = fg_src6_sets(max_sources);
+	const char *what = "";
 	int err;
 
 	memset(d, 0, sizeof(*d));
 	d->ncpu = libbpf_num_possible_cpus();
-	d->skel = floodgate_bpf__open();
-	if (!d->skel)
-		return -errno;
-	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
-	bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(max_sources));
-	bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(max_sources));
-	err = floodgate_bpf__load(d->skel);
-	if (err) {
-		floodgate_bpf__destroy(d->skel);
-		d->skel = NULL;
-		return err;
+	if (d->ncpu <= 0)
+		return d->ncpu ? d->ncpu : -EINVAL;
+	if (dp_keep.skel && (dp_keep.src4 != src4 || dp_keep.src6 != src6)) {
+		floodgate_bpf__destroy(
+			dp_keep.skel); /* other table sizes: this test loads its own */
+		dp_keep.skel = NULL;
+		dp_keep.imaged = NULL;
+	}
+	if (dp_keep.skel) {
+		d->skel = dp_keep.skel;
+		dp_keep.skel = NULL;
+		err = dp_reset(d->skel, d->ncpu, &what);
+		if (err) {
+			dp_keep_tell("map %s cannot be reset (%d)", what, err);
+			floodgate_bpf__destroy(d->skel);
+			d->skel = NULL;
+			dp_keep.imaged = NULL;
+		} else {
+			d->kept = true;
+		}
+	}
+	if (!d->skel) {
+		d->skel = dp_load(src4, src6, &err);
+		if (!d->skel)
+			return err;
+		d->kept = dp_keepable(d->skel);
 	}
 	d->prog = bpf_program__fd(d->skel->progs.floodgate);
+	err = dp_stats_open(d);
+	if (err) {
+		dp_close(d);
+		return err;
+	}
 	d->lease_len = FG_MAX_IDS * sizeof(struct fg_lease);
 	if ((err = map_mmap(d->skel->maps.fg_lease, d->lease_len, (void **)&d->lease)) ||
 	    (err = map_mmap(d->skel->maps.fg_shed, sizeof(*d->shed), (void **)&d->shed))) {
@@ -88,9 +392,24 @@ void dp_close(struct dp *d)
 	if (d->shed)
 		munmap(d->shed, sizeof(*d->shed));
 	d->shed = NULL;
+	for (int i = 0; i < 2; i++) {
+		free(d->rows[i]);
+		d->rows[i] = NULL;
+	}
+	d->row_bytes = 0;
+	d->st.fd[FGM_STATS] = -1; /* the skeleton's own fd: closed with it */
 	fg_ctl_map_close(&d->cm);
-	floodgate_bpf__destroy(d->skel);
+	if (d->skel && d->kept && !dp_keep.skel && dp_keep.imaged == d->skel) {
+		dp_keep.skel = d->skel; /* dp_open resets it for the next test */
+		dp_keep.src4 = bpf_map__max_entries(d->skel->maps.fg_src4);
+		dp_keep.src6 = bpf_map__max_entries(d->skel->maps.fg_src6);
+	} else {
+		if (d->skel && d->skel == dp_keep.imaged)
+			dp_keep.imaged = NULL;
+		floodgate_bpf__destroy(d->skel);
+	}
 	d->skel = NULL;
+	d->kept = false;
 }
 
 void dp_lease_init(struct dp *d, __u32 id, __u16 gen, __u8 on_loss, struct fg_limit local)
@@ -336,51 +655,61 @@ int dp_send(struct dp *d, const struct pkt_spec *s)
 	return err ? err : (int)ret;
 }
 
-int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out)
+/* d->st and the buffers, for a struct dp that a test filled itself
+ * (test_conn shares the counter's maps) rather than through dp_open. */
+static int dp_stats_ready(struct dp *d)
 {
-	struct fg_stats *pc = calloc(d->ncpu, sizeof(*pc));
-	int err = 0;
-
-	if (!pc)
-		return -ENOMEM;
-	memset(out, 0, sizeof(*out));
-	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.fg_stats), &row, pc)) {
-		err = -errno;
-		goto out;
-	}
-	for (int c = 0; c < d->ncpu; c++) {
-		for (int i = 0; i < FG_OUT_MAX; i++) {
-			out->pkts[i] += pc[c].pkts[i];
-			out->bytes[i] += pc[c].bytes[i];
-		}
-		for (int i = 0; i < FG_EV_MAX; i++)
-			out->ev[i] += pc[c].ev[i];
-		out->fleet_offered += pc[c].fleet_offered;
-		out->fleet_unleased += pc[c].fleet_unleased;
-	}
-out:
-	free(pc);
-	return err;
+	if (d->row_bytes)
+		return 0;
+	if (d->ncpu <= 0)
+		d->ncpu = libbpf_num_possible_cpus();
+	return d->ncpu <= 0 ? -EINVAL : dp_stats_open(d);
 }
 
+int dp_read_stats(struct dp *d, __u32 row, struct fg_stats *out)
+{
+	int err = dp_stats_ready(d);
+
+	return err ? err : fg_stats_read_row(&d->st, row, out);
+}
+
+/* Packets counted under outcome o in one row of a dp_outcome buffer, summed over CPUs. */
+static __u64 row_pkts(const struct dp *d, const void *row, __u32 o)
+{
+	const struct fg_stats *pc = row;
+	__u64 n = 0;
+
+	for (int c = 0; c < d->ncpu; c++)
+		n += pc[c].pkts[o];
+	return n;
+}
+
+/* Every row in one batch call (a lookup per row per packet cost 7 ms a
+ * packet here); only rows whose bytes changed are summed and compared. */
 int dp_outcome(struct dp *d, __u32 *row, __u32 *out)
 {
 	int found = 0;
+	void *t;
 
+	if (dp_stats_ready(d) || fg_array_read_rows(&d->st, FGM_STATS, 0, FG_NROWS, d->rows[1]))
+		return -1;
 	for (__u32 r = 0; r < FG_NROWS; r++) {
-		struct fg_stats s;
+		const char *was = (const char *)d->rows[0] + (size_t)r * d->row_bytes;
+		const char *now = (const char *)d->rows[1] + (size_t)r * d->row_bytes;
 
-		if (dp_read_stats(d, r, &s))
-			return -1;
+		if (!memcmp(was, now, d->row_bytes))
+			continue;
 		for (__u32 o = 0; o < FG_OUT_MAX; o++) {
-			if (s.pkts[o] != d->snap[r].pkts[o]) {
+			if (row_pkts(d, now, o) != row_pkts(d, was, o)) {
 				found++;
 				*row = r;
 				*out = o;
 			}
 		}
-		d->snap[r] = s;
 	}
+	t = d->rows[0];
+	d->rows[0] = d->rows[1];
+	d->rows[1] = t;
 	return found == 1 ? 0 : -1;
 }
 

@@ -9,12 +9,14 @@
 #ifndef FG_TEST_DP_H
 #define FG_TEST_DP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include "floodgate.h"
 #include "floodgate.skel.h"
 #include "maps/ctl.h"
+#include "maps/fgmaps.h"
 #include "pkt.h"
 #include "policy/policy.h"
 
@@ -22,14 +24,22 @@ struct dp {
 	struct floodgate_bpf *skel;
 	int prog;
 	int ncpu;
-	struct fg_ctl_map cm;		/* fg_ctl, mapped */
-	struct fg_policy pol;		/* the policy being built */
-	struct fg_stats snap[FG_NROWS]; /* for dp_outcome() */
-	struct fg_pfx_entry pfx[128];	/* what dp_pfx wrote, for fg_dir4 */
+	struct fg_ctl_map cm; /* fg_ctl, mapped */
+	struct fg_policy pol; /* the policy being built */
+	/* The counters, read through user/maps: only st.fd[FGM_STATS] is open
+	 * (the skeleton's fd, not dup()ed). dp_outcome() reads every row in one
+	 * BPF_MAP_LOOKUP_BATCH into rows[1] and compares it with rows[0], the
+	 * read before: FG_NROWS rows of ncpu struct fg_stats each, as the
+	 * kernel copies them (row_bytes a row). */
+	struct fg_maps st;
+	void *rows[2];
+	size_t row_bytes;
+	struct fg_pfx_entry pfx[128]; /* what dp_pfx wrote, for fg_dir4 */
 	int npfx;
 	struct fg_lease *lease; /* fg_lease, mapped: FG_MAX_IDS entries */
 	size_t lease_len;
 	struct fg_shed_ctl *shed; /* fg_shed, mapped: one entry */
+	bool kept;		  /* dp_close keeps the program for the next dp_open (dp.c) */
 };
 
 int dp_open(struct dp *d, __u32 max_sources);

@@ -176,8 +176,11 @@ if [ -n "$miss" ]; then
 	skip "tools/bench.sh report" "missing:$miss (tools/deps.sh bench)"
 else
 	# its pin dir and namespaces are named by its PID
-	BENCH_QUICK=1 BENCH_PARTS="sweep daemon dispatch" BENCH_REPEAT=4096 BENCH_DAEMON_SECONDS=1 \
-		BENCH_OUT="$FG_TMP/out" tools/bench.sh > "$FG_TMP/bench.out" 2>&1 &
+	# the sweep of part 1 again, unless game day: the curves are part 1's
+	sweep_file=
+	[ "${FG_GAMEDAY:-0}" = 1 ] || [ ! -s "$FG_TMP/sweep.jsonl" ] || sweep_file=$FG_TMP/sweep.jsonl
+	BENCH_SWEEP_FILE=$sweep_file BENCH_QUICK=1 BENCH_PARTS="sweep daemon dispatch" BENCH_REPEAT=4096 \
+		BENCH_DAEMON_SECONDS=1 BENCH_OUT="$FG_TMP/out" tools/bench.sh > "$FG_TMP/bench.out" 2>&1 &
 	bpid=$!
 	wait "$bpid"; rc=$?
 	FG_LOGS+=("$FG_TMP/bench.out")

@@ -195,6 +195,9 @@ check "host bits are masked, and said so" bash -c "echo '$out' | grep -q 'host b
 "$FG" deny del 10.9.0.0/16 > /dev/null 2>&1
 
 # --- the bound: FG_RT_MAX IPv4 entries, one more is refused ---------------------------------------
+# the allow entry above ends by itself after 1m, and a fill that takes longer
+# (a loaded machine) then had room for one more: the bound counts it
+"$FG" allow del $DENIED/32 > /dev/null 2>&1
 list_json deny
 max=$(fg_json_get "$FG_TMP/deny.json" max_per_family)
 have=$(fg_json_get "$FG_TMP/deny.json" ipv4)	# both lists count

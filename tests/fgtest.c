@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The test runner behind tests/fgtest.h: counters, filters, the summary line. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
@@ -8,18 +9,46 @@
 int fg_t_pass, fg_t_fail, fg_t_skip;
 int fg_t_cur_failed, fg_t_cur_skipped;
 const char *fg_t_cur = "";
-char fg_t_filter[128];
+char fg_t_filter[4096];
+static double fg_t_start; /* the current test's start, CLOCK_MONOTONIC seconds */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 void fg_test_init(int argc, char **argv)
 {
+	if (argc > 1 && strlen(argv[1]) >= sizeof(fg_t_filter)) {
+		fprintf(stderr, "%s: filter longer than %zu characters\n", argv[0],
+			sizeof(fg_t_filter) - 1);
+		exit(2);
+	}
 	if (argc > 1)
 		snprintf(fg_t_filter, sizeof(fg_t_filter), "%s", argv[1]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* The filter: a substring of the names to run, or "=a,b,c": exactly those. */
 int fg_test_selected(const char *name)
 {
-	return !fg_t_filter[0] || strstr(name, fg_t_filter);
+	const char *f = fg_t_filter + 1;
+	size_t n = strlen(name);
+
+	if (fg_t_filter[0] != '=')
+		return !fg_t_filter[0] || strstr(name, fg_t_filter);
+	for (;;) {
+		size_t len = strcspn(f, ",");
+
+		if (len == n && !strncmp(f, name, n))
+			return 1;
+		if (!f[len])
+			return 0;
+		f += len + 1;
+	}
 }
 
 void fg_test_begin(const char *name)
@@ -27,6 +56,7 @@ void fg_test_begin(const char *name)
 	fg_t_cur = name;
 	fg_t_cur_failed = 0;
 	fg_t_cur_skipped = 0;
+	fg_t_start = mono_s();
 }
 
 void fg_test_fail(const char *file, int line, const char *fmt, ...)
@@ -58,15 +88,19 @@ void fg_test_skip(const char *why, ...)
 	va_end(ap);
 }
 
+/* Each result line says how long the test took: where a binary's time goes
+ * is read from its log, not guessed. */
 void fg_test_end(void)
 {
+	double t = mono_s() - fg_t_start;
+
 	if (fg_t_cur_failed) {
-		printf("FAIL - %s (%d checks failed)\n", fg_t_cur, fg_t_cur_failed);
+		printf("FAIL - %s (%d checks failed, %.2f s)\n", fg_t_cur, fg_t_cur_failed, t);
 		fg_t_fail++;
 	} else if (fg_t_cur_skipped) {
 		fg_t_skip++;
 	} else {
-		printf("ok - %s\n", fg_t_cur);
+		printf("ok - %s (%.2f s)\n", fg_t_cur, t);
 		fg_t_pass++;
 	}
 }

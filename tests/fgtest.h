@@ -54,7 +54,7 @@ static inline void fg_test_run_each(const char *names, const fg_test_fn *fn, siz
 extern int fg_t_pass, fg_t_fail, fg_t_skip;
 extern int fg_t_cur_failed, fg_t_cur_skipped;
 extern const char *fg_t_cur;
-extern char fg_t_filter[128];
+extern char fg_t_filter[4096];
 
 /* tests/fgtest.c */
 void fg_test_skip(const char *why, ...) __attribute__((format(printf, 1, 2)));
@@ -63,7 +63,7 @@ void fg_test_fail(const char *file, int line, const char *fmt, ...)
 void fg_test_begin(const char *name);
 void fg_test_end(void);
 int fg_test_summary(void);
-void fg_test_init(int argc, char **argv); /* argv[1]: substring filter */
+void fg_test_init(int argc, char **argv); /* argv[1]: a substring of names, or "=a,b": those */
 int fg_test_selected(const char *name);
 /* The whole binary skips, saying why under `name`; prints the summary line and returns 0, main's exit status. */
 int fg_test_skip_all(const char *name, const char *why, ...) __attribute__((format(printf, 2, 3)));

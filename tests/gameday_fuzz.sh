@@ -8,8 +8,10 @@
 #      a temp dir (the repository's corpus is never modified), both targets
 #      in parallel; any artifact (crash/leak/timeout/oom) fails and is saved
 #      under $OUTPUT/fuzz-artifacts/ so it outlives the run.
-# Time per target: 20 s by default, 600 s with FG_GAMEDAY=1; FG_FUZZ_TIME=N
-# overrides both. Fuzzer processes are ours, stopped by PID on exit.
+# Time per target: 5 s by default (make test: a smoke on top of the whole
+# replay, which is the regression set), 600 s with FG_GAMEDAY=1 (make
+# gameday); FG_FUZZ_TIME=N overrides both. Fuzzer processes are ours,
+# stopped by PID on exit.
 # Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -25,7 +27,7 @@ if [ -n "${FG_FUZZ_TIME:-}" ]; then
 elif [ -n "${FG_GAMEDAY:-}" ]; then
 	T=600
 else
-	T=20
+	T=5
 fi
 RSS=2048
 # -fsanitize=undefined recovers by default: make a UBSan report a crash, so

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# Userspace under sanitizers and valgrind:
-#   1. `make OUTPUT=$OUTPUT/asan ASAN=1 UBSAN=1` (an output dir of its own:
-#      .output is not touched) and check the binaries really are
-#      instrumented;
-#   2. the unit tests built there (test_policy, test_gcra, test_fgmaps,
-#      test_datapath): any AddressSanitizer/LeakSanitizer/UBSan report fails;
-#   3. floodgated start / reload (good and bad file) / stop in a namespace
-#      with a veth and its own pin dir, plus CLI commands against it, under
-#      valgrind --leak-check=full --error-exitcode=9 (normal build) and
-#      under the ASan+UBSan build (leak check at exit).
+# Userspace under sanitizers and valgrind. By default (make test), a smoke
+# that needs no second build of everything:
+#   1. `make san`: floodgated, floodgate, test_policy, test_gcra and
+#      test_fgmaps linked from the fuzzers' ASan+UBSan objects of user/
+#      ($OUTPUT/fuzz/san), checked instrumented;
+#   2. those unit tests: any AddressSanitizer/LeakSanitizer/UBSan report fails;
+#   4. floodgated start / CLI commands / reload (good, bad, garbage, good) /
+#      metrics / stop in a namespace with a veth and its own pin dir, then a
+#      `floodgate reload` cycle, all of that ASan build (leak check at exit);
+#   5. valgrind --leak-check=full on `floodgate check` of a good and a bad file.
+# FG_GAMEDAY=1 (make gameday) adds:
+#   3. `make OUTPUT=$OUTPUT/asan ASAN=1 UBSAN=1` (gcc, everything; an output
+#      dir of its own: .output is not touched), checked instrumented, and
+#      test_policy, test_gcra, test_fgmaps and test_datapath built there;
+#   5. the daemon's cycle of 4 under valgrind (normal build);
+#   6. the cycle of 4 under the gcc ASan+UBSan build.
 # valgrind has no exact model of bpf(2): it flags fields of union bpf_attr
 # that libbpf deliberately leaves outside the size it passes, and the NULL
 # key of BPF_MAP_GET_NEXT_KEY (which means "first key"). Those Param
@@ -22,6 +28,7 @@ cd "$(dirname "$0")/.." || exit 2
 fg_init --root
 OUT=$FG_OUT
 AOUT=$OUT/asan
+GD_FULL=0; [ "${FG_GAMEDAY:-0}" = 1 ] && GD_FULL=1
 PIN=$(fg_pin san)
 TMP=$FG_TMP
 FG_STOP_TENTHS=600	# a daemon under valgrind takes its time to exit
@@ -30,40 +37,76 @@ export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 SAN_RE='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer'
 
-# --- 1. the sanitizer build ------------------------------------------------------------
+# instrumented BIN...: each links ASan and UBSan (gcc: the shared runtimes;
+# clang: the static ones, whose entry points it defines)
+instrumented() {
+	local b
+	for b in "$@"; do
+		{ ldd "$b" 2>/dev/null | grep -q libasan || nm "$b" 2>/dev/null | grep -q ' __asan_init$'; } &&
+		{ ldd "$b" 2>/dev/null | grep -q libubsan || nm "$b" 2>/dev/null | grep -q ' __ubsan_handle_'; } ||
+		{ echo "$b"; return 1; }
+	done
+}
+
+# san_tests DIR LABEL T...: the unit tests T in DIR, any sanitizer report fails
+san_tests() {
+	local dir=$1 label=$2 t bin line rc what
+	shift 2
+	for t in "$@"; do
+		bin=$dir/$t
+		if [ ! -x "$bin" ]; then bad "$t ($label)" "$bin not built"; continue; fi
+		t0=$SECONDS
+		# headroom: test_datapath under ASan took 60-120 s here on a loaded machine
+		timeout 900 "$bin" > "$TMP/$t.$label.log" 2>&1; rc=$?
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/$t.$label.log" | tail -n 1)
+		if [ $rc = 0 ] && ! grep -qE "$SAN_RE" "$TMP/$t.$label.log"; then
+			ok "$t under $label: ${line:-no summary} ($((SECONDS - t0)) s)"
+		else
+			what=$(grep -m1 -E "$SAN_RE" "$TMP/$t.$label.log")
+			bad "$t under $label" "exit $rc, ${line:-no summary line}; ${what:-no sanitizer report}"
+			grep -m1 -B2 -A12 -E "$SAN_RE" "$TMP/$t.$label.log" | sed 's/^/    /'
+		fi
+	done
+}
+
+# --- 1. the smoke's programs: no second build of user/ ---------------------------------
+SOUT=$OUT/fuzz/san
 t0=$SECONDS
-if env -u MAKEFLAGS -u MAKELEVEL make -s -j2 OUTPUT="$AOUT" ASAN=1 UBSAN=1 all > "$TMP/build.log" 2>&1; then
-	ok "make OUTPUT=$AOUT ASAN=1 UBSAN=1 builds ($((SECONDS - t0)) s)"
+if env -u MAKEFLAGS -u MAKELEVEL make -s -j2 OUTPUT="$OUT" san > "$TMP/san.log" 2>&1; then
+	ok "make san: ASan+UBSan programs on the fuzzers' objects in $SOUT ($((SECONDS - t0)) s)"
 else
-	bad "make OUTPUT=$AOUT ASAN=1 UBSAN=1" "$(tail -n 10 "$TMP/build.log" | one_line 1500)"
+	bad "make OUTPUT=$OUT san" "$(tail -n 10 "$TMP/san.log" | one_line 1500)"
 	fg_finish
 fi
-inst=1
-for b in "$AOUT/floodgated" "$AOUT/floodgate" "$AOUT"/tests/test_policy; do
-	if ! ldd "$b" 2>/dev/null | grep -q libasan || ! ldd "$b" 2>/dev/null | grep -q libubsan; then
-		bad "$b is instrumented" "not linked with libasan and libubsan: ASAN=1/UBSAN=1 did not reach it"
-		inst=0
-	fi
-done
-[ $inst = 1 ] && ok "the binaries under $AOUT link libasan and libubsan"
+if not=$(instrumented "$SOUT/floodgated" "$SOUT/floodgate" "$SOUT/test_policy"); then
+	ok "the programs under $SOUT are built with ASan and UBSan"
+else
+	bad "$not is instrumented" "it links neither the ASan nor the UBSan runtime"
+fi
 
-# --- 2. unit tests under ASan + UBSan ----------------------------------------------------
-for t in test_policy test_gcra test_fgmaps test_datapath; do
-	bin=$AOUT/tests/$t
-	if [ ! -x "$bin" ]; then bad "$t (ASan+UBSan)" "$bin not built"; continue; fi
+# --- 2. unit tests under ASan + UBSan --------------------------------------------------------
+san_tests "$SOUT" "ASan+UBSan" test_policy test_gcra test_fgmaps
+
+# --- 3. (game day) the full gcc build under ASAN=1 UBSAN=1 -------------------------------------
+if [ "$GD_FULL" = 1 ]; then
 	t0=$SECONDS
-	timeout 120 "$bin" > "$TMP/$t.log" 2>&1; rc=$?
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/$t.log" | tail -n 1)
-	if [ $rc = 0 ] && ! grep -qE "$SAN_RE" "$TMP/$t.log"; then
-		ok "$t under ASan+UBSan: ${line:-no summary} ($((SECONDS - t0)) s)"
+	if env -u MAKEFLAGS -u MAKELEVEL make -s -j2 OUTPUT="$AOUT" ASAN=1 UBSAN=1 all > "$TMP/build.log" 2>&1; then
+		ok "make OUTPUT=$AOUT ASAN=1 UBSAN=1 builds ($((SECONDS - t0)) s)"
+		if not=$(instrumented "$AOUT/floodgated" "$AOUT/floodgate" "$AOUT"/tests/test_policy); then
+			ok "the binaries under $AOUT link libasan and libubsan"
+		else
+			bad "$not is instrumented" "not linked with libasan and libubsan: ASAN=1/UBSAN=1 did not reach it"
+		fi
+		san_tests "$AOUT/tests" "gcc ASan+UBSan" test_policy test_gcra test_fgmaps test_datapath
 	else
-		what=$(grep -m1 -E "$SAN_RE" "$TMP/$t.log")
-		bad "$t under ASan+UBSan" "exit $rc, ${line:-no summary line}; ${what:-no sanitizer report}"
-		grep -m1 -B2 -A12 -E "$SAN_RE" "$TMP/$t.log" | sed 's/^/    /'
+		bad "make OUTPUT=$AOUT ASAN=1 UBSAN=1" "$(tail -n 10 "$TMP/build.log" | one_line 1500)"
 	fi
-done
+else
+	skip "make ASAN=1 UBSAN=1 (gcc, everything) and test_datapath under it; the daemon under valgrind" \
+		"FG_GAMEDAY=1 (make gameday) runs them"
+fi
 
-# --- 3. the daemon's life cycle, under valgrind and under ASan -----------------------------
+# --- the daemon's life cycle: set-up -------------------------------------------------------------
 # valgrind cannot run a sanitized binary: under `make ASAN=1 UBSAN=1 test`
 # the suite's own tree is sanitized, so build a plain one beside it
 if ldd "$FGD" 2>/dev/null | grep -q 'libasan\|libubsan'; then
@@ -93,6 +136,12 @@ done > "$TMP/vg.supp"
 # dispatcher probe's attach target (xdpattach.c), which valgrind never saw written
 for k in Cond Value8; do
 	printf '{\n   fg-libbpf-btf-info-%s\n   Memcheck:%s\n   ...\n   fun:bpf_program__set_attach_target\n}\n' "$k" "$k"
+done >> "$TMP/vg.supp"
+# ... nor of the verifier log a refused load writes (valgrind marks a
+# syscall's output only when it succeeds): libbpf_probe_bpf_helper reads
+# the log of the helper probe the kernel refused (user/lib/kfeat.c)
+for k in Cond Value8; do
+	printf '{\n   fg-libbpf-probe-log-%s\n   Memcheck:%s\n   ...\n   fun:libbpf_probe_bpf_helper\n}\n' "$k" "$k"
 done >> "$TMP/vg.supp"
 
 policy() {	# policy RATE
@@ -174,57 +223,70 @@ cycle() {
 	else bad "$label: SIGTERM left $PIN"; fg_pin_remove "$PIN"; fi
 }
 
-if command -v valgrind > /dev/null && [ -x "$FGD" ]; then
-	VG=(valgrind --leak-check=full --error-exitcode=9 --suppressions="$TMP/vg.supp" -q)
-	cycle valgrind "$FG" "$FGD" "${VG[@]}"
-	errs=$(grep -E "^==[0-9]+== " "$CYC_LOG" | grep -vE "WARNING: unhandled eBPF command" | head -n 40)
-	if [ "$CYC_RC" = 0 ] && [ -z "$errs" ]; then
-		ok "valgrind: floodgated start/reload/stop: no errors, no leaks (exit 0)"
-	else
-		bad "valgrind: floodgated start/reload/stop" "exit $CYC_RC (9 = valgrind errors)"
-		echo "$errs" | sed 's/^/    /'
+# asan_cycle LABEL DIR: the cycle of 4 with DIR's floodgated and floodgate,
+# then `floodgate reload` (good, bad) from that CLI to that daemon
+asan_cycle() {
+	local label=$1 dir=$2 rep rc
+	if [ ! -x "$dir/floodgated" ] || [ ! -x "$dir/floodgate" ]; then
+		bad "$label floodgated" "$dir/floodgated or $dir/floodgate not built"
+		return
 	fi
-	# the CLI under valgrind, on a stale pin dir is not needed: run a few on the
-	# way (no daemon needed for check)
+	cycle "$label" "$dir/floodgate" "$dir/floodgated"
+	rep=$(grep -E "$SAN_RE" "$CYC_LOG" | head -n 5)
+	if [ "$CYC_RC" = 0 ] && [ -z "$rep" ]; then
+		ok "$label: floodgated start/reload/stop: no reports, no leaks (exit 0)"
+	else
+		bad "$label: floodgated start/reload/stop" "exit $CYC_RC; $(echo "$rep" | one_line 600)"
+		grep -m1 -A20 -E "$SAN_RE" "$CYC_LOG" | sed 's/^/    /'
+	fi
+	policy 5 > "$TMP/policy.yaml"
+	: > "$TMP/$label-2.log"
+	FGD=$dir/floodgated FG_START_TENTHS=600 fg_daemon_start s "$PIN" "$TMP/policy.yaml" "$TMP/$label-2.log"
+	policy 9 > "$TMP/policy.yaml"
+	"$dir/floodgate" --pin-dir "$PIN" reload > "$TMP/reload.out" 2>&1
+	check "$label: floodgate reload (good) exits 0" [ $? = 0 ]
+	printf 'rules: [ {name: broken\n' > "$TMP/policy.yaml"
+	"$dir/floodgate" --pin-dir "$PIN" reload >> "$TMP/reload.out" 2>&1
+	check "$label: floodgate reload (bad) exits 1" [ $? = 1 ]
+	"$dir/floodgate" --pin-dir "$PIN" detach >> "$TMP/reload.out" 2>&1
+	check "$label: floodgate detach refuses while the daemon runs" [ $? = 1 ]
+	fg_daemon_stop TERM; rc=$?
+	rep=$(grep -E "$SAN_RE" "$TMP/$label-2.log" "$TMP/reload.out" | head -n 5)
+	if [ $rc = 0 ] && [ -z "$rep" ] && [ ! -e "$PIN" ]; then ok "$label: CLI reload cycle clean, daemon exit 0, unpinned"
+	else bad "$label: CLI reload cycle" "daemon exit $rc; $(echo "$rep" | one_line 600)"; fi
+}
+
+# --- 4. the daemon's life cycle under ASan + UBSan (the smoke's build) ------------------------
+asan_cycle "ASan+UBSan" "$SOUT"
+
+# --- 5. valgrind: `floodgate check`; (game day) the daemon's cycle ------------------------------
+if command -v valgrind > /dev/null && [ -x "$FGD" ] && [ -x "$FG" ]; then
+	VG=(valgrind --leak-check=full --error-exitcode=9 --suppressions="$TMP/vg.supp" -q)
+	# no daemon needed: a good file and a bad one
 	vrc=0
+	policy 5 > "$TMP/policy.yaml"
 	for f in "$TMP/policy.yaml" tests/policies/bad_prefix.yaml; do
 		"${VG[@]}" "$FG" check "$f" > "$TMP/vgcli.log" 2>&1
 		rc=$?
 		[ $rc = 9 ] && { vrc=9; bad "valgrind: floodgate check $f" "$(grep '^==' "$TMP/vgcli.log" | head -n 20 | one_line 1500)"; }
 	done
 	[ $vrc = 0 ] && ok "valgrind: floodgate check (good and bad file): no errors, no leaks"
+	if [ "$GD_FULL" = 1 ]; then
+		cycle valgrind "$FG" "$FGD" "${VG[@]}"
+		errs=$(grep -E "^==[0-9]+== " "$CYC_LOG" | grep -vE "WARNING: unhandled eBPF command" | head -n 40)
+		if [ "$CYC_RC" = 0 ] && [ -z "$errs" ]; then
+			ok "valgrind: floodgated start/reload/stop: no errors, no leaks (exit 0)"
+		else
+			bad "valgrind: floodgated start/reload/stop" "exit $CYC_RC (9 = valgrind errors)"
+			echo "$errs" | sed 's/^/    /'
+		fi
+	fi
 else
 	skip valgrind "$(command -v valgrind > /dev/null || echo 'no valgrind (tools/deps.sh gameday)') $([ -x "$FGD" ] || echo "$FGD not built")"
 fi
 
-if [ -x "$AOUT/floodgated" ]; then
-	cycle asan "$AOUT/floodgate" "$AOUT/floodgated"
-	rep=$(grep -E "$SAN_RE" "$CYC_LOG" | head -n 5)
-	if [ "$CYC_RC" = 0 ] && [ -z "$rep" ]; then
-		ok "ASan+UBSan: floodgated start/reload/stop: no reports, no leaks (exit 0)"
-	else
-		bad "ASan+UBSan: floodgated start/reload/stop" "exit $CYC_RC; $(echo "$rep" | one_line 600)"
-		grep -m1 -A20 -E "$SAN_RE" "$CYC_LOG" | sed 's/^/    /'
-	fi
-	# and `floodgate reload` from the ASan CLI to the ASan daemon
-	policy 5 > "$TMP/policy.yaml"
-	: > "$TMP/asan2.log"
-	FGD=$AOUT/floodgated fg_daemon_start s "$PIN" "$TMP/policy.yaml" "$TMP/asan2.log"
-	policy 9 > "$TMP/policy.yaml"
-	"$AOUT/floodgate" --pin-dir "$PIN" reload > "$TMP/reload.out" 2>&1
-	check "ASan: floodgate reload (good) exits 0" [ $? = 0 ]
-	printf 'rules: [ {name: broken\n' > "$TMP/policy.yaml"
-	"$AOUT/floodgate" --pin-dir "$PIN" reload > "$TMP/reload.out" 2>&1
-	check "ASan: floodgate reload (bad) exits 1" [ $? = 1 ]
-	"$AOUT/floodgate" --pin-dir "$PIN" detach > /dev/null 2>&1
-	check "ASan: floodgate detach refuses while the daemon runs" [ $? = 1 ]
-	fg_daemon_stop TERM; rc=$?
-	rep=$(grep -E "$SAN_RE" "$TMP/asan2.log" "$TMP/reload.out" | head -n 5)
-	if [ $rc = 0 ] && [ -z "$rep" ] && [ ! -e "$PIN" ]; then ok "ASan: CLI reload cycle clean, daemon exit 0, unpinned"
-	else bad "ASan: CLI reload cycle" "daemon exit $rc; $(echo "$rep" | one_line 600)"; fi
-else
-	bad "ASan floodgated" "$AOUT/floodgated not built"
-fi
+# --- 6. (game day) the daemon's life cycle under the gcc ASan + UBSan build ---------------------
+[ "$GD_FULL" = 1 ] && asan_cycle "gcc ASan+UBSan" "$AOUT"
 
 check "nothing left pinned" [ ! -e "$PIN" ]
 fg_finish

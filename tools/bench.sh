@@ -38,6 +38,8 @@
 #   BENCH_QUICK=1   one pass, short runs, sweeps to 100k sources and 10k
 #                   prefixes, live at 1 and 1,000 sources, daemon to 100k,
 #                   no profiles (a few minutes; the figures are rough)
+#   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
+#                   fgbench sweep run with the same options (tests/e2e_bench.sh)
 #   BENCH_PARTS="micro sweep live acc daemon dispatch profile start": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
@@ -180,7 +182,10 @@ if part micro; then
 fi
 
 # --- 2. sweep: the curves ---------------------------------------------------------
-if part sweep; then
+if part sweep && [ -n "${BENCH_SWEEP_FILE:-}" ]; then
+	log "sweep: the curves of $BENCH_SWEEP_FILE (fgbench sweep's output), not measured again"
+	cat "$BENCH_SWEEP_FILE" >> "$RAW" || { log "cannot read $BENCH_SWEEP_FILE"; exit 1; }
+elif part sweep; then
 	log "sweep: sources, rules, prefixes, shedding; $PASSES passes a point, each next to the floor"
 	if ! "$O/fgbench" sweep --cpu "$CPU" --passes "$PASSES" --repeat "$REPEAT" "${SWEEP_ARGS[@]}" >> "$RAW"; then
 		log "sweep failed"; exit 1
@@ -635,7 +640,7 @@ for r in kinds("daemon"):
                           "tracked_other": f["tracked%d" % (10 - fam)], "offered": f["next"],
                           "insert_limited": f["insert_limited"],
                           "counted_after": sa.get("ipv%d" % fam),
-                          "counted_age_s": r["status_at"] - sa["counted_at"] if "counted_at" in sa else None,
+                          "counted_age_s": r["status_at"] - sa["counted_at"] if sa.get("counted_at") is not None else None,
                           "cpu_pct": 100.0 * r["ticks"] / r["hz"] / (r["window_ns"] / 1e9),
                           "window_s": r["window_ns"] / 1e9, "status_ms": r["status_ms"], "top_ms": r["top_ms"],
                           "map_bytes": mem, "bytes_per_tracked": mem / tracked if tracked else None,
