@@ -70,6 +70,10 @@ declare -A SERIAL=(
 	[e2e_fgen.sh]="fgen's pacing within 10 %"
 	[e2e_shed.sh]="the shedder's ramp and decay timed in wall-clock seconds"
 	[guest_drills.sh]="a QEMU guest under TCG, ~2 CPUs: never beside a test that times rates"
+	[gameday_fleet_hostile.sh]="each host's share after a hostile write, against lease expiry"
+	[e2e_soak.sh]="per-source and aggregate admission within 1 % of burst + rate x T"
+	[e2e_escalate_scope.sh]="escalation after 2 s of a 500/s flood, a client's connects every 0.2 s"
+	[e2e_synauth.sh]="real connects and SYN-ACK caps during a SYN flood at fgen's full rate"
 )
 
 # FG_ALONE="NAME ...", FG_SERIAL="NAME ...": these instead (to measure
