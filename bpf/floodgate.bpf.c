@@ -61,6 +61,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "lib/charge.bpf.h"
 #include "lib/shed.bpf.h"
 #include "lib/cap.bpf.h"
+#include "lib/synauth.bpf.h"
 
 /*
  * 5c. A limit rule: the adaptive shedder's share of its tier, then its

@@ -81,6 +81,11 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_RT_DENY_SHADOW] = "rt_deny_shadow",
 	[FG_OUT_MALFORMED_SHADOW] = "malformed_shadow",
 	[FG_OUT_CAP_SHADOW] = "cap_shadow",
+	[FG_OUT_SA_ANSWER] = "syn_answered",
+	[FG_OUT_SA_CAPPED] = "reply_capped",
+	[FG_OUT_SA_BADCOOKIE] = "cookie_invalid",
+	[FG_OUT_SA_BADCOOKIE_SHADOW] = "cookie_invalid_shadow",
+	[FG_OUT_SA_PROOF] = "rst_proof",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
@@ -106,6 +111,13 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_SHED_POOL] = "shed_pool",
 	[FG_EV_TEV_CAPPED] = "tev_capped",
 	[FG_EV_TEV_LOST] = "tev_lost",
+	[FG_EV_SA_SHADOW] = "syn_auth_shadow",
+	[FG_EV_SA_VALID] = "cookie_valid",
+	[FG_EV_SA_VERIFIED] = "verified",
+	[FG_EV_SA_NOKEY] = "syn_auth_nokey",
+	[FG_EV_SA_SOCKET] = "ack_socket",
+	[FG_EV_SA_DUP] = "cookie_dup",
+	[FG_EV_SA_FAIL] = "syn_auth_fail",
 };
 
 const char *fg_pin_dir_choose(const char *arg)
