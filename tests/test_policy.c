@@ -1785,7 +1785,7 @@ out:
 	"  - name: ssh\n"                                                         \
 	"    match: {proto: tcp, dport: 22}\n"                                    \
 	"    syn_auth: cookie\n"                                                  \
-	"    action: pass\n"                                                      \
+	"    per_source: {rate: 5/s, burst: 5}\n"                                 \
 	"  - name: dns\n"                                                         \
 	"    match: {proto: udp, dport: 53}\n"                                    \
 	"    syn_auth: off\n"                                                     \
@@ -1814,6 +1814,25 @@ static void test_synauth_good(void)
 	ASSERT_EQ(s->per_prefix.inc, FG_TU_PER_SEC / 500, "reply_per_prefix 500/s");
 	ASSERT_EQ(s->per_prefix.tau, 50 * s->per_prefix.inc, "burst 50 as written");
 	ASSERT_EQ(cfg.n_warn, 0, "no warnings");
+	/* what the program reads: pol.sa */
+	ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT, "sa.way retransmit");
+	ASSERT_EQ(cfg.pol.sa.verified_ns, 300ull * 1000000000ull, "sa.verified_ns");
+	ASSERT_EQ(cfg.pol.sa.reply.inc, s->reply.inc, "sa.reply");
+	ASSERT_EQ(cfg.pol.sa.reply_pfx.tau, s->per_prefix.tau, "sa.reply_pfx");
+	ASSERT_EQ(cfg.pol.sa.pfx_mask4, htonl(0xfffffc00u), "sa.pfx_mask4 /22");
+	ASSERT_TRUE(cfg.pol.sa.pfx_mask6[0] == 0xffffffffu &&
+			    cfg.pol.sa.pfx_mask6[1] == htonl(0xffffff00u) &&
+			    !cfg.pol.sa.pfx_mask6[2],
+		    "sa.pfx_mask6 /56");
+	ASSERT_EQ(cfg.pol.sa.rules[0], 3, "sa.rules: web (0) and ssh (1)");
+	ASSERT_EQ(cfg.pol.sa.nmatch, 3, "sa.nmatch: web's two ports, ssh's one");
+	for (int k = 0; k < cfg.pol.sa.nmatch; k++) {
+		const struct fg_match *e = entry(&cfg, FG_CLASS_TCP, cfg.pol.sa.match[k]);
+
+		ASSERT_TRUE(e->rule == (k < 2 ? 0 : 1),
+			    "sa.match: the rules' TCP entries, in order");
+	}
+	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, cfg.pol.sa.match[2])->dport_lo, 22, "ssh's entry");
 	fg_config_free(&cfg);
 }
 
@@ -1824,7 +1843,7 @@ static void test_synauth_defaults(void)
 	struct fg_config cfg;
 
 	if (!ASSERT_OK(parse_ok("rules:\n  - name: a\n    match: {proto: tcp, dport: 80}\n"
-				"    syn_auth: cookie\n    action: pass\n",
+				"    syn_auth: cookie\n    per_source: {rate: 1/s, burst: 1}\n",
 				&cfg),
 		       "syn_auth without the section"))
 		return;
@@ -1839,12 +1858,17 @@ static void test_synauth_defaults(void)
 	ASSERT_EQ(s->reply.inc, FG_TU_PER_SEC / FG_SYN_REPLY_RATE_DEFAULT, "reply_rate default");
 	ASSERT_EQ(s->per_prefix.inc, FG_TU_PER_SEC / FG_SYN_PER_PREFIX_DEFAULT,
 		  "reply_per_prefix default");
+	ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT,
+		  "auto compiles as retransmit until the daemon resolves it");
+	ASSERT_EQ(cfg.pol.sa.pfx_mask4, htonl(0xffffff00u), "/24");
 	fg_config_free(&cfg);
 	/* a reply_rate below the default per-prefix cap lowers that cap with it */
-	if (ASSERT_OK(parse_ok("syn_auth: {reply_rate: 200/s}\nrules:\n  - name: a\n"
-			       "    match: {proto: tcp}\n    syn_auth: cookie\n    action: pass\n",
-			       &cfg),
-		      "a low reply_rate alone")) {
+	if (ASSERT_OK(
+		    parse_ok(
+			    "syn_auth: {reply_rate: 200/s}\nrules:\n  - name: a\n"
+			    "    match: {proto: tcp}\n    syn_auth: cookie\n    per_source: {rate: 1/s, burst: 1}\n",
+			    &cfg),
+		    "a low reply_rate alone")) {
 		ASSERT_EQ(cfg.syn.per_prefix.inc, cfg.syn.reply.inc, "per prefix = reply_rate");
 		ASSERT_EQ(cfg.syn.per_prefix.tau, 20 * cfg.syn.reply.inc, "burst 20");
 		fg_config_free(&cfg);
@@ -1862,6 +1886,8 @@ static void test_synauth_defaults(void)
 	/* the spec policy is unchanged by the feature */
 	if (ASSERT_OK(parse_ok(policy("spec"), &cfg), "spec policy")) {
 		ASSERT_EQ(cfg.syn.nrules, 0, "spec: nothing authenticates");
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_OFF, "spec: sa.way off");
+		ASSERT_EQ(cfg.pol.sa.nmatch | cfg.pol.sa.rules[0], 0, "spec: sa empty");
 		for (__u32 r = 0; r < cfg.pol.nrules; r++)
 			ASSERT_EQ(cfg.syn_auth[r], 0, "spec: no rule marked");
 		fg_config_free(&cfg);
@@ -1904,7 +1930,7 @@ static void test_synauth_kernel(void)
 {
 	static const char *const y = "syn_auth: {way: %s}\nrules:\n  - name: a\n"
 				     "    match: {proto: tcp, dport: 80}\n    syn_auth: cookie\n"
-				     "    action: pass\n";
+				     "    per_source: {rate: 1/s, burst: 1}\n";
 	struct fg_need nd[FG_NEEDS_MAX];
 	const struct fg_need *d;
 	struct fg_config cfg;
@@ -1982,6 +2008,17 @@ static void test_synauth_kernel(void)
 			ASSERT_STR_CONTAINS(d->why, "chosen by syn_auth: way: retransmit",
 					    "... by choice");
 		}
+		fg_config_free(&cfg);
+	}
+	/* fg_policy_kernel_fill: auto becomes handoff where the kernel gives it */
+	snprintf(buf, sizeof(buf), y, "auto");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way auto, filled")) {
+		kf_all(&kf);
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_HANDOFF, "6.18: handoff");
+		kf_lacks(&kf, FG_KF_TCP_REQSK, "none");
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT, "6.1: retransmit");
 		fg_config_free(&cfg);
 	}
 	/* a policy without syn_auth needs nothing of it */

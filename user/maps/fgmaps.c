@@ -52,7 +52,14 @@
 	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, BPF_F_MMAPABLE) \
 	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)                             \
 	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)                               \
-	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)
+	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)              \
+	X(FGM_SAKEY, fg_sakey, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_sakey), 1, 0)               \
+	X(FGM_VER4, fg_ver4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_vset4), 0, BPF_F_MMAPABLE)    \
+	X(FGM_VER6, fg_ver6, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_vset6), 0, BPF_F_MMAPABLE)    \
+	X(FGM_SACAP, fg_sacap, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_SA_CAP_N, 0)       \
+	X(FGM_SADUP, fg_sadup, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_sadup_key), 8, FG_SA_DUP_N, \
+	  0)                                                                                       \
+	X(FGM_SADLY, fg_sadly, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_sadly), 1, 0)
 
 static const struct {
 	const char *name;

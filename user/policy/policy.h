@@ -102,12 +102,11 @@ enum fg_syn_way {
 #define FG_SYN_VERIFIED_FOR_MAX_NS     (7ull * 86400ull * 1000000000ull) /* 7d */
 #define FG_SYN_MAX_VERIFIED_DEFAULT    65536u
 #define FG_SYN_MAX_VERIFIED_MIN	       1024u
-#define FG_SYN_MAX_VERIFIED_MAX	       (1u << 24)
+#define FG_SYN_MAX_VERIFIED_MAX	       (FG_VWAYS << FG_VER_MAX_BITS)
 #define FG_SYN_REPLY_RATE_DEFAULT      100000 /* SYN-ACKs a second, all destinations */
 #define FG_SYN_PER_PREFIX_DEFAULT      1000   /* SYN-ACKs a second to one destination prefix */
 #define FG_SYN_PREFIX_V4_DEFAULT       24
 #define FG_SYN_PREFIX_V6_DEFAULT       48
-#define FG_SYN_RULES_MAX	       8 /* rules with syn_auth: cookie */
 
 struct fg_synauth_conf {
 	int set;		  /* the section is written */

@@ -216,3 +216,14 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
 	}
 	return bad ? -EOPNOTSUPP : 0;
 }
+
+void fg_policy_kernel_fill(struct fg_config *cfg, const struct fg_kfeat *kf)
+{
+	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way(kf, cfg->syn.way, NULL, 0) :
+					      FG_SYN_WAY_AUTO;
+
+	if (w == FG_SYN_WAY_HANDOFF)
+		cfg->pol.sa.way = FG_SA_WAY_HANDOFF;
+	else if (w == FG_SYN_WAY_RETRANSMIT)
+		cfg->pol.sa.way = FG_SA_WAY_RETRANSMIT;
+}

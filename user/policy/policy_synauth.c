@@ -178,6 +178,31 @@ static bool matches_syn(const struct fg_match *e)
 	       ((FG_TCP_SYN | FG_TCP_ECE | FG_TCP_CWR) & e->tcp_mask) == e->tcp_val;
 }
 
+/* Rule idx into pol.sa: its bit, and its TCP match entries for the ACK
+ * pre-search (at most FG_SA_MAX_MATCH over every syn_auth rule). */
+static int rule_compile(struct pol_ctx *c, yaml_node_t *n, int idx)
+{
+	struct fg_policy *pol = &c->cfg->pol;
+	struct fg_synauth *sa = &pol->sa;
+
+	for (int k = 0; k < pol->nmatch[FG_CLASS_TCP] && k < FG_MAX_MATCH; k++) {
+		if (pol->match[FG_CLASS_TCP][k].rule != idx)
+			continue;
+		if (sa->nmatch >= FG_SA_MAX_MATCH)
+			return FAIL(
+				c, n,
+				"syn_auth: the rules with syn_auth expand to more than %d match "
+				"entries (ports and port ranges of each); use fewer ports or "
+				"ranges",
+				FG_SA_MAX_MATCH);
+		sa->match[sa->nmatch++] = (__u16)k;
+	}
+	sa->rules[idx / 64] |= 1ull << (idx % 64);
+	c->cfg->syn_auth[idx] = 1;
+	c->cfg->syn.nrules++;
+	return 0;
+}
+
 int pol_parse_rule_synauth(struct pol_ctx *c, yaml_node_t *n, int idx, int action)
 {
 	const struct fg_policy *pol = &c->cfg->pol;
@@ -188,10 +213,11 @@ int pol_parse_rule_synauth(struct pol_ctx *c, yaml_node_t *n, int idx, int actio
 	err = ENUM(c, n, "syn_auth", rule_auth_names, &v);
 	if (err || !v)
 		return err;
-	if (action == FG_ACT_DROP)
+	if (action != FG_ACT_LIMIT)
 		return FAIL(c, n,
-			    "syn_auth: action drop refuses every packet of the rule: there is "
-			    "nothing to authenticate (use action: limit or pass)");
+			    "syn_auth: needs action: limit (a source proves its address to be "
+			    "charged; action %s charges nothing)",
+			    fg_action_names[action]);
 	for (int cls = 0; cls < FG_NCLASS; cls++)
 		for (int k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
 			const struct fg_match *e = &pol->match[cls][k];
@@ -211,11 +237,23 @@ int pol_parse_rule_synauth(struct pol_ctx *c, yaml_node_t *n, int idx, int actio
 		}
 	if (!syn) /* a rule whose match expands to nothing */
 		return FAIL(c, n, "syn_auth: the rule matches no TCP packet");
-	if (c->cfg->syn.nrules >= FG_SYN_RULES_MAX)
-		return FAIL(c, n, "syn_auth: at most %d rules may authenticate", FG_SYN_RULES_MAX);
-	c->cfg->syn_auth[idx] = 1;
-	c->cfg->syn.nrules++;
-	return 0;
+	return rule_compile(c, n, idx);
+}
+
+/* The section into pol.sa once something authenticates; way as asked,
+ * auto as retransmit (what every kernel with XDP gives) until the daemon
+ * resolves it for its kernel (fg_policy_kernel_fill). */
+static void section_compile(struct fg_config *cfg)
+{
+	const struct fg_synauth_conf *s = &cfg->syn;
+	struct fg_synauth *sa = &cfg->pol.sa;
+
+	sa->way = s->way == FG_SYN_WAY_HANDOFF ? FG_SA_WAY_HANDOFF : FG_SA_WAY_RETRANSMIT;
+	sa->verified_ns = s->verified_for_ns;
+	sa->reply = s->reply;
+	sa->reply_pfx = s->per_prefix;
+	sa->pfx_mask4 = fg_mask4(s->prefix_v4);
+	fg_mask6(s->prefix_v6, sa->pfx_mask6);
 }
 
 static void synauth_warn(struct pol_ctx *c, yaml_node_t *at, const char *msg)
@@ -236,6 +274,8 @@ int pol_synauth_check(struct pol_ctx *c)
 {
 	struct fg_synauth_conf *s = &c->cfg->syn;
 
+	if (s->nrules)
+		section_compile(c->cfg);
 	if (s->set && !s->nrules)
 		synauth_warn(
 			c, c->syn_sec,
