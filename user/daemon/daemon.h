@@ -91,6 +91,6 @@ extern const struct fg_module *const fg_modules[];
 #define fgd_for_each_module(m) for (const struct fg_module *const *m = fg_modules; *m; m++)
 
 extern const struct fg_module fg_mod_conn, fg_mod_fleet, fg_mod_shed, fg_mod_sources,
-	fg_mod_escalate, fg_mod_rtlist, fg_mod_metrics;
+	fg_mod_escalate, fg_mod_rtlist, fg_mod_synauth, fg_mod_metrics;
 
 #endif /* FG_DAEMON_H */
