@@ -834,7 +834,7 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 		 * lately cannot be returning a cookie */
 		__u32 *sw = live ? fg_sa_word(w, t->family, 0) : NULL;
 
-		if (sw && ms - *sw > (2u << (FG_SA_SLOT_SHIFT - 20)))
+		if (sw && (!*sw || (__s32)(ms - *sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20))))
 			return FG_SA_GO_ON;
 		c = t->ack - 1;
 		slot = fg_sa_slot_of(FG_SA_SLOT(now), (c >> 5) & 1);
