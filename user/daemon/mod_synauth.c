@@ -5,7 +5,7 @@
  * fg_sakey from getrandom at the first start, kept across restarts and
  * rotated every key epoch (user/synauth/sakey.c), the handoff way's tc
  * program on every interface before a policy that needs it is flipped in
- * (tcx link pinned as link_<ifname>:tc, else clsact; adopted on restart,
+ * (tcx link pinned as tclink_<ifname>, else clsact; adopted on restart,
  * removed on detach), the verified gauge and the metrics lines.
  */
 #include <errno.h>

@@ -773,7 +773,8 @@ static int unpin_pass(DIR *d, const char *dir, int pass, char *why)
 
 	rewinddir(d);
 	while ((de = readdir(d))) {
-		bool is_link = !strncmp(de->d_name, FG_LINK_PREFIX, strlen(FG_LINK_PREFIX));
+		bool is_link = !strncmp(de->d_name, FG_LINK_PREFIX, strlen(FG_LINK_PREFIX)) ||
+			       !strncmp(de->d_name, FG_TC_LINK_PREFIX, strlen(FG_TC_LINK_PREFIX));
 
 		if (pass == 0 ? !is_link : !is_map_name(de->d_name))
 			continue;

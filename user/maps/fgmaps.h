@@ -25,6 +25,7 @@
 #define FG_PIN_DIR_DEFAULT "/sys/fs/bpf/floodgate"
 #define FG_PIN_DIR_ENV	   "FLOODGATE_PIN_DIR"
 #define FG_LINK_PREFIX	   "link_"
+#define FG_TC_LINK_PREFIX  "tclink_" /* the handoff way's tc links (user/synauth) */
 
 enum fg_map_id {
 	FGM_CTL = 0,

@@ -6,7 +6,7 @@
  *               rotated every key epoch; never a fixed fallback
  *   verified.c  the verified tables fg_ver4/fg_ver6: count, list, delete
  *   tcattach.c  the tc program (fgsyn, handoff way) on each interface:
- *               tcx link pinned as link_<ifname>:tc, else clsact
+ *               tcx link pinned as tclink_<ifname>, else clsact
  * Functions return 0 or a negative errno and log nothing.
  */
 #ifndef FG_SYNAUTH_H
@@ -80,14 +80,13 @@ int fg_ver_del(struct fg_ver *v, int family, const __be32 addr[4]);
 
 enum fg_tc_how {
 	FG_TC_NONE = 0,
-	FG_TC_TCX,    /* a tcx link (6.6+), pinned as link_<ifname>:tc */
+	FG_TC_TCX,    /* a tcx link (6.6+), pinned as tclink_<ifname> */
 	FG_TC_CLSACT, /* clsact qdisc + a filter (FG_TC_HANDLE, FG_TC_PRIO) */
 };
 extern const char *const fg_tc_how_names[3];
 
-#define FG_TC_HANDLE	 0xf9a7 /* the clsact filter's handle ... */
-#define FG_TC_PRIO	 0xf9a7 /* ... and priority */
-#define FG_TC_PIN_SUFFIX ":tc"	/* ':' never appears in an interface name */
+#define FG_TC_HANDLE 0xf9a7 /* the clsact filter's handle ... */
+#define FG_TC_PRIO   0xf9a7 /* ... and priority */
 
 struct fg_tc_iface {
 	char name[IF_NAMESIZE];
@@ -98,7 +97,7 @@ struct fg_tc_iface {
 	char why[256]; /* why attaching failed */
 };
 
-/* dir/link_<ifname>:tc */
+/* dir/tclink_<ifname> */
 int fg_tc_pin_path(char *buf, size_t len, const char *dir, const char *ifname);
 
 /* prog_fd (fgsyn's program) on ifc (name set; its ifindex looked up): adopt a

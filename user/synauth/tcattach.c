@@ -2,8 +2,9 @@
 /*
  * The handoff way's tc program (bpf/fgsyn.bpf.c) on each interface, at
  * ingress, next to the XDP program: a tcx link (6.6+) pinned in the pin
- * dir as link_<ifname>:tc, so it outlives the daemon as the XDP link does
- * and `floodgate detach` (which unpins every link_*) removes it; else a
+ * dir as tclink_<ifname>, so it outlives the daemon as the XDP link does
+ * and `floodgate detach` (which unpins links before maps) removes it; not
+ * link_*, which the XDP attach owns (and sweeps when unconfigured); else a
  * clsact qdisc and a filter of floodgate's handle and priority. The
  * handoff needs 6.9, so the clsact branch serves only kernels with the
  * kfunc backported and no tcx.
@@ -31,7 +32,7 @@ const char *const fg_tc_how_names[3] = { "none", "tcx", "clsact" };
 
 int fg_tc_pin_path(char *buf, size_t len, const char *dir, const char *ifname)
 {
-	int n = snprintf(buf, len, "%s/" FG_LINK_PREFIX "%s" FG_TC_PIN_SUFFIX, dir, ifname);
+	int n = snprintf(buf, len, "%s/" FG_TC_LINK_PREFIX "%s", dir, ifname);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
@@ -272,7 +273,7 @@ out:
 
 int fg_systat_find(const char *dir)
 {
-	size_t pl = strlen(FG_LINK_PREFIX), sl = strlen(FG_TC_PIN_SUFFIX);
+	size_t pl = strlen(FG_TC_LINK_PREFIX);
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	int ret = -ENOENT;
@@ -284,8 +285,7 @@ int fg_systat_find(const char *dir)
 		char path[FG_LINK_PATH_LEN + 8];
 		int fd;
 
-		if (l <= pl + sl || strncmp(de->d_name, FG_LINK_PREFIX, pl) ||
-		    strcmp(de->d_name + l - sl, FG_TC_PIN_SUFFIX))
+		if (l <= pl || strncmp(de->d_name, FG_TC_LINK_PREFIX, pl))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
