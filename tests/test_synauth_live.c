@@ -168,7 +168,7 @@ static void sum_delay(__u64 *n, __u64 *sum_us)
 	free(d);
 }
 
-static void test_handoff_real_sockets(void)
+static void run_way(int way)
 {
 	struct fg_rule r = { .action = FG_ACT_LIMIT, .mask4 = 0xffffffff };
 	struct fg_rule pass = { .action = FG_ACT_PASS };
@@ -225,7 +225,7 @@ static void test_handoff_real_sockets(void)
 	m.tcp_val = FG_TCP_SYN;
 	dp_rule(&D, &r, &m, 1u << FG_CLASS_TCP);
 	dp_rule(&D, &pass, &M_ANY, C_ALL);
-	D.pol.sa.way = FG_SA_WAY_HANDOFF;
+	D.pol.sa.way = way;
 	D.pol.sa.verified_ns = 600 * NS;
 	D.pol.sa.reply = dp_lim(10000, 10000);
 	D.pol.sa.pfx_mask4 = htonl(0xffffff00);
@@ -243,18 +243,38 @@ static void test_handoff_real_sockets(void)
 	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(D.skel->maps.fg_sakey), &z, &k, 0), "secret");
 	if (!ASSERT_OK(dp_apply(&D), "policy"))
 		goto back;
-	syn = fgsyn_bpf__open_and_load();
-	if (!ASSERT_TRUE(syn != NULL, "fgsyn loads"))
-		goto back;
-	hook.ifindex = ifindex;
-	bpf_tc_hook_create(&hook); /* EEXIST is fine */
-	tco.prog_fd = bpf_program__fd(syn->progs.fg_syn);
-	if (!ASSERT_OK(bpf_tc_attach(&hook, &tco), "fgsyn on tc ingress (clsact)"))
-		goto back;
+	if (way == FG_SA_WAY_HANDOFF) {
+		syn = fgsyn_bpf__open_and_load();
+		if (!ASSERT_TRUE(syn != NULL, "fgsyn loads"))
+			goto back;
+		hook.ifindex = ifindex;
+		bpf_tc_hook_create(&hook); /* EEXIST is fine */
+		tco.prog_fd = bpf_program__fd(syn->progs.fg_syn);
+		if (!ASSERT_OK(bpf_tc_attach(&hook, &tco), "fgsyn on tc ingress (clsact)"))
+			goto back;
+	}
 	if (!ASSERT_OK(bpf_xdp_attach(ifindex, D.prog, XDP_FLAGS_DRV_MODE, NULL), "XDP native"))
 		goto back;
 	xdp = 1;
 
+	if (way == FG_SA_WAY_RETRANSMIT) {
+		/* the first connect of a source pays the RST and the retransmitted
+		 * SYN; the others pass as verified */
+		for (int f = 0; f < 2; f++) {
+			__u64 p0 = dp_row_pkts(&D, 0, FG_OUT_SA_PROOF);
+
+			ASSERT_OK(client(fams[f], 1, &ok, &cm, &rm, &mx), "first connect");
+			ASSERT_EQ(ok, 1, "the first connect succeeds (retransmitted SYN)");
+			ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SA_PROOF) - p0, 1,
+				  "its RST proved the address");
+			printf("  %s retransmit way, first connect: %.3f ms\n", fams[f], cm);
+			ASSERT_OK(client(fams[f], NCONN, &ok, &cm, &rm, &mx), "later connects");
+			ASSERT_EQ(ok, NCONN, "a verified source's connects succeed");
+			printf("  %s retransmit way, verified: connect %.3f ms (median), max %.3f ms\n",
+			       fams[f], cm, mx);
+		}
+		goto back;
+	}
 	for (int f = 0; f < 2; f++) {
 		__u64 ans0 = dp_row_pkts(&D, 0, FG_OUT_SA_ANSWER),
 		      h0 = syn_stat(syn, FG_SYN_HANDOFF);
@@ -301,8 +321,19 @@ out:
 	teardown_net();
 }
 
+static void test_handoff_real_sockets(void)
+{
+	run_way(FG_SA_WAY_HANDOFF);
+}
+
+static void test_retransmit_real_sockets(void)
+{
+	run_way(FG_SA_WAY_RETRANSMIT);
+}
+
 static const struct fg_test_case cases[] = {
 	FG_CASE(test_handoff_real_sockets),
+	FG_CASE(test_retransmit_real_sockets),
 };
 
 FG_MAIN_BPF("test_synauth_live", "needs root for namespaces and XDP", cases)
