@@ -112,7 +112,7 @@ static __always_inline __u32 fg_sa_get32(const __u8 *c)
  * IPv6 (TCP right after the fixed header), TCP and its options. 0, or -1
  * when it is not such a segment (then syn_auth leaves it alone, counted).
  */
-__noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t)
+__noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t, __u32 opts)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -177,6 +177,8 @@ __noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t)
 	t->tsval = t->tsecr = 0;
 	if (t->doff < 20 || (void *)(c + t->doff) > end)
 		return -1;
+	if (!opts)
+		return 0; /* the fast path needs the addresses only */
 	/* options: at most 40 bytes, copied out, then a kind (and length)
 	 * at a time by index (a cursor into the packet made the verifier
 	 * walk every path of every length) */
@@ -687,7 +689,7 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 		*ev |= 1u << FG_EV_SA_NOKEY;
 		return FG_SA_GO_ON;
 	}
-	if (fg_sa_parse(ctx, t) || !t->ihl5) {
+	if (fg_sa_parse(ctx, t, 1) || !t->ihl5) {
 		*ev |= 1u << FG_EV_SA_FAIL;
 		return FG_SA_GO_ON;
 	}
@@ -807,7 +809,7 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	x->pending = 0;
 	x->cl = 0;
 	k = bpf_map_lookup_elem(&fg_sakey, &kk);
-	if (!k || fg_sa_parse(ctx, t))
+	if (!k || fg_sa_parse(ctx, t, 0))
 		return FG_SA_GO_ON;
 	now = fg_sa_now();
 	vt = FG_VT(now);
@@ -835,6 +837,8 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 		__u32 *sw = live ? fg_sa_word(w, t->family, 0) : NULL;
 
 		if (sw && (!*sw || (__s32)(ms - *sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20))))
+			return FG_SA_GO_ON;
+		if (fg_sa_parse(ctx, t, 1)) /* now the options: TSecr */
 			return FG_SA_GO_ON;
 		c = t->ack - 1;
 		slot = fg_sa_slot_of(FG_SA_SLOT(now), (c >> 5) & 1);
@@ -916,7 +920,7 @@ __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x)
 		return -1;
-	if (charged && !fg_sa_parse(ctx, &x->t)) {
+	if (charged && !fg_sa_parse(ctx, &x->t, 1)) {
 		now = fg_sa_now();
 		fg_sa_dupkey(&x->dk, &x->t);
 		bpf_map_update_elem(&fg_sadup, &x->dk, &now, BPF_ANY);
