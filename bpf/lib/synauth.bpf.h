@@ -98,7 +98,7 @@ struct fg_sascr {
 	__u32 hw[5], iw[5];	/* fg_sa_write's TCP and IPv4 header words */
 	__u32 wseq, wack, wtsv; /* the SYN-ACK fg_sa_syn decided: seq, ack, TSval */
 	struct bpf_sock_tuple tu;
-	__u8 opt[40]; /* fg_sa_parse's copy of the TCP options */
+	__u8 opt[64]; /* fg_sa_parse's copy of the TCP options (40 used; 64: see there) */
 };
 FG_MAP(fg_sascr, BPF_MAP_TYPE_PERCPU_ARRAY, 1, 0, __u32, struct fg_sascr);
 
@@ -190,7 +190,10 @@ __noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t, __u32 opts)
 		if (n > 40 || !x)
 			return -1;
 		buf = x->opt;
-		if (n && bpf_xdp_load_bytes(ctx, t->l4 + 20, buf, n))
+		/* the size as 6.1's verifier can bound it at the call whatever
+		 * clang does with the tests above: 1..64 (n itself when n is
+		 * 1..40), into a 64-byte buffer */
+		if (n && bpf_xdp_load_bytes(ctx, t->l4 + 20, buf, ((n - 1) & 63) + 1))
 			return -1;
 		for (i = 0; i < 40; i++) {
 			__u8 kind, len;
@@ -333,7 +336,8 @@ __noinline int fg_sa_claim(const struct fg_sa_tcp *t, struct fg_sa_vw *w, __u32 
 	if (!t || !w || !w->ok)
 		return -1;
 	if (t->family == 4) {
-		struct fg_vset4 *s = bpf_map_lookup_elem(&fg_ver4, &w->idx);
+		__u32 idx = w->idx; /* a key on the stack: 6.1 takes no other */
+		struct fg_vset4 *s = bpf_map_lookup_elem(&fg_ver4, &idx);
 		__u64 nk = (__u32)w->key | (__u64)until << 32, old;
 
 		if (!s)
@@ -365,7 +369,8 @@ __noinline int fg_sa_claim(const struct fg_sa_tcp *t, struct fg_sa_vw *w, __u32 
 		s->synack[best] = ms | 1;
 		return 0;
 	} else {
-		struct fg_vset6 *s = bpf_map_lookup_elem(&fg_ver6, &w->idx);
+		__u32 idx = w->idx;
+		struct fg_vset6 *s = bpf_map_lookup_elem(&fg_ver6, &idx);
 		__u64 old;
 
 		if (!s)
