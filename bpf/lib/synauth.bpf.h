@@ -98,7 +98,7 @@ struct fg_sascr {
 	__u32 hw[5], iw[5];	/* fg_sa_write's TCP and IPv4 header words */
 	__u32 wseq, wack, wtsv; /* the SYN-ACK fg_sa_syn decided: seq, ack, TSval */
 	struct bpf_sock_tuple tu;
-	__u8 opt[40]; /* fg_sa_parse's copy of the TCP options */
+	__u8 opt[64]; /* fg_sa_parse's copy of the TCP options (40 used; 64: see there) */
 };
 FG_MAP(fg_sascr, BPF_MAP_TYPE_PERCPU_ARRAY, 1, 0, __u32, struct fg_sascr);
 
@@ -112,7 +112,7 @@ static __always_inline __u32 fg_sa_get32(const __u8 *c)
  * IPv6 (TCP right after the fixed header), TCP and its options. 0, or -1
  * when it is not such a segment (then syn_auth leaves it alone, counted).
  */
-__noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t)
+__noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t, __u32 opts)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -177,6 +177,8 @@ __noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t)
 	t->tsval = t->tsecr = 0;
 	if (t->doff < 20 || (void *)(c + t->doff) > end)
 		return -1;
+	if (!opts)
+		return 0; /* the fast path needs the addresses only */
 	/* options: at most 40 bytes, copied out, then a kind (and length)
 	 * at a time by index (a cursor into the packet made the verifier
 	 * walk every path of every length) */
@@ -188,7 +190,10 @@ __noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t)
 		if (n > 40 || !x)
 			return -1;
 		buf = x->opt;
-		if (n && bpf_xdp_load_bytes(ctx, t->l4 + 20, buf, n))
+		/* the size as 6.1's verifier can bound it at the call whatever
+		 * clang does with the tests above: 1..64 (n itself when n is
+		 * 1..40), into a 64-byte buffer */
+		if (n && bpf_xdp_load_bytes(ctx, t->l4 + 20, buf, ((n - 1) & 63) + 1))
 			return -1;
 		for (i = 0; i < 40; i++) {
 			__u8 kind, len;
@@ -331,7 +336,8 @@ __noinline int fg_sa_claim(const struct fg_sa_tcp *t, struct fg_sa_vw *w, __u32 
 	if (!t || !w || !w->ok)
 		return -1;
 	if (t->family == 4) {
-		struct fg_vset4 *s = bpf_map_lookup_elem(&fg_ver4, &w->idx);
+		__u32 idx = w->idx; /* a key on the stack: 6.1 takes no other */
+		struct fg_vset4 *s = bpf_map_lookup_elem(&fg_ver4, &idx);
 		__u64 nk = (__u32)w->key | (__u64)until << 32, old;
 
 		if (!s)
@@ -363,7 +369,8 @@ __noinline int fg_sa_claim(const struct fg_sa_tcp *t, struct fg_sa_vw *w, __u32 
 		s->synack[best] = ms | 1;
 		return 0;
 	} else {
-		struct fg_vset6 *s = bpf_map_lookup_elem(&fg_ver6, &w->idx);
+		__u32 idx = w->idx;
+		struct fg_vset6 *s = bpf_map_lookup_elem(&fg_ver6, &idx);
 		__u64 old;
 
 		if (!s)
@@ -687,7 +694,7 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 		*ev |= 1u << FG_EV_SA_NOKEY;
 		return FG_SA_GO_ON;
 	}
-	if (fg_sa_parse(ctx, t) || !t->ihl5) {
+	if (fg_sa_parse(ctx, t, 1) || !t->ihl5) {
 		*ev |= 1u << FG_EV_SA_FAIL;
 		return FG_SA_GO_ON;
 	}
@@ -807,7 +814,7 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	x->pending = 0;
 	x->cl = 0;
 	k = bpf_map_lookup_elem(&fg_sakey, &kk);
-	if (!k || fg_sa_parse(ctx, t))
+	if (!k || fg_sa_parse(ctx, t, 0))
 		return FG_SA_GO_ON;
 	now = fg_sa_now();
 	vt = FG_VT(now);
@@ -835,6 +842,8 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 		__u32 *sw = live ? fg_sa_word(w, t->family, 0) : NULL;
 
 		if (sw && (!*sw || (__s32)(ms - *sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20))))
+			return FG_SA_GO_ON;
+		if (fg_sa_parse(ctx, t, 1)) /* now the options: TSecr */
 			return FG_SA_GO_ON;
 		c = t->ack - 1;
 		slot = fg_sa_slot_of(FG_SA_SLOT(now), (c >> 5) & 1);
@@ -916,7 +925,7 @@ __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x)
 		return -1;
-	if (charged && !fg_sa_parse(ctx, &x->t)) {
+	if (charged && !fg_sa_parse(ctx, &x->t, 1)) {
 		now = fg_sa_now();
 		fg_sa_dupkey(&x->dk, &x->t);
 		bpf_map_update_elem(&fg_sadup, &x->dk, &now, BPF_ANY);
