@@ -184,6 +184,8 @@ check_cmp "... nor escalated: the runtime deny list is empty" "${denied:-x}" = 0
 # --- verified list, status, metrics -------------------------------------------------------------
 check "floodgate verified list shows $C1" sh -c "'$FG' verified list | grep -q '^$C1 '"
 check_cmp "status --json: verified.ipv4 is 1 (the real client only)" "$(sa_get verified.ipv4)" = 1
+check "top shows the syn_auth counters" sh -c "'$FG' top | grep -q '^syn_auth:  way $WAY'"
+check_cmp "top --json: syn_auth.way" "$("$FG" top --json | fg_json_get - syn_auth.way)" = "$WAY"
 m=$(fg_ns_exec srv curl -s "http://127.0.0.1:9479/metrics")
 check "metrics: floodgate_syn_auth_way{way=\"$WAY\"} 1" grep -q "floodgate_syn_auth_way{way=\"$WAY\"} 1" <<< "$m"
 check "metrics: the verified gauge" grep -qE '^floodgate_syn_auth_verified\{family="ipv4"\} [0-9]+' <<< "$m"
