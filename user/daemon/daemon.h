@@ -58,6 +58,10 @@ struct fgd {
 	/* published by a module for those after it in the list */
 	struct fg_throttle *tracker; /* sources watch: throttled sources, for escalation */
 	const char *metrics_listen;  /* --metrics, overriding the file's */
+	/* the interfaces filtered, from start on: the file's, $FLOODGATE_INTERFACES or
+	 * --interface (a reload does not change them) */
+	char ifnames[FG_MAX_IFS][16];
+	int n_ifnames;
 };
 
 /* The counters as read once per tick (on the heap: about 160 KB). */

@@ -312,7 +312,9 @@ static int choose_ifaces(struct daemon *d)
 			pr_err("interface %s: %s", name, strerror(-err));
 			return err;
 		}
+		snprintf(d->g.ifnames[i], sizeof(d->g.ifnames[i]), "%s", name);
 	}
+	d->g.n_ifnames = d->n_ifs;
 	return 0;
 }
 

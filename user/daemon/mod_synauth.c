@@ -143,21 +143,21 @@ static void tc_detach_all(struct fgd *d)
 	sa.tc_on = false;
 }
 
-/* The tc program on every interface of cfg; 0 or the first failure (why). */
-static int tc_attach_all(struct fgd *d, const struct fg_config *cfg, char *why)
+/* The tc program on every interface the daemon filters; 0 or the first failure (why). */
+static int tc_attach_all(struct fgd *d, char *why)
 {
 	int prog = bpf_program__fd(sa.tc->progs.fg_syn), err = 0;
 
-	for (int i = 0; i < cfg->n_ifs; i++) {
+	for (int i = 0; i < d->n_ifnames; i++) {
 		struct fg_tc_iface *t = &sa.ifs[i];
 
-		if (i < sa.n_ifs && !strcmp(t->name, cfg->ifaces[i]) && fg_tc_alive(t))
+		if (i < sa.n_ifs && !strcmp(t->name, d->ifnames[i]) && fg_tc_alive(t))
 			continue;
 		if (i < sa.n_ifs && t->how)
 			fg_tc_detach(d->dir, t);
 		memset(t, 0, sizeof(*t));
 		t->link_fd = -1;
-		snprintf(t->name, sizeof(t->name), "%s", cfg->ifaces[i]);
+		snprintf(t->name, sizeof(t->name), "%s", d->ifnames[i]);
 		err = fg_tc_attach(prog, d->dir, t);
 		if (err == -ENODEV) {
 			err = 0; /* attached when the interface comes (tick) */
@@ -172,10 +172,10 @@ static int tc_attach_all(struct fgd *d, const struct fg_config *cfg, char *why)
 		pr_info("syn_auth: %s: tc program %s (%s)", t->name,
 			t->adopted ? "adopted" : "attached", fg_tc_how_names[t->how]);
 	}
-	for (int i = cfg->n_ifs; i < sa.n_ifs; i++)
+	for (int i = d->n_ifnames; i < sa.n_ifs; i++)
 		if (sa.ifs[i].how)
 			fg_tc_detach(d->dir, &sa.ifs[i]);
-	sa.n_ifs = cfg->n_ifs;
+	sa.n_ifs = d->n_ifnames;
 	return err;
 }
 
@@ -192,7 +192,7 @@ static int sa_before_flip(struct fgd *d, const struct fg_config *ncfg, char *why
 			 sa.tc_why);
 		return -EOPNOTSUPP;
 	}
-	err = tc_attach_all(d, ncfg, why);
+	err = tc_attach_all(d, why);
 	if (!err)
 		sa.tc_on = true;
 	return err;
@@ -226,7 +226,7 @@ static void sa_tick(struct fgd *d, struct fg_tick *t)
 	tend_key(d, now);
 	if (sa.tc_on && sa.tc && now >= sa.retry_at) {
 		sa.retry_at = now + RETRY_EVERY_NS;
-		if (tc_attach_all(d, d->cfg, why))
+		if (tc_attach_all(d, why))
 			pr_warn("%s", why);
 	}
 	if (sa.tc)
