@@ -53,6 +53,7 @@ int dp_open(struct dp *d, __u32 max_sources)
 	if (!d->skel)
 		return -errno;
 	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
+	d->skel->rodata->fg_sa_on = 1; /* every step in, syn_auth's included */
 	bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(max_sources));
 	bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(max_sources));
 	err = floodgate_bpf__load(d->skel);
