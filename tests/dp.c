@@ -43,6 +43,9 @@ static int map_mmap(const struct bpf_map *map, size_t len, void **out)
 	return *out ? 0 : -errno;
 }
 
+/* 1: load with SYN authentication in (rodata fg_sa_on); tests/test_synauth*.c set it */
+int dp_sa_on;
+
 int dp_open(struct dp *d, __u32 max_sources)
 {
 	int err;
@@ -53,6 +56,7 @@ int dp_open(struct dp *d, __u32 max_sources)
 	if (!d->skel)
 		return -errno;
 	d->skel->rodata->fg_clock = FG_CLOCK_TEST;
+	d->skel->rodata->fg_sa_on = dp_sa_on;
 	bpf_map__set_max_entries(d->skel->maps.fg_src4, fg_src4_sets(max_sources));
 	bpf_map__set_max_entries(d->skel->maps.fg_src6, fg_src6_sets(max_sources));
 	err = floodgate_bpf__load(d->skel);

@@ -32,6 +32,7 @@ struct dp {
 	struct fg_shed_ctl *shed; /* fg_shed, mapped: one entry */
 };
 
+extern int dp_sa_on; /* 1: dp_open loads with syn_auth in (fg_sa_on) */
 int dp_open(struct dp *d, __u32 max_sources);
 void dp_close(struct dp *d);
 void dp_set_now(struct dp *d, __u64 ns);

@@ -180,6 +180,7 @@ static int setup_sa(int way, int key)
 	__u32 z = 0;
 	__u64 slot;
 
+	dp_sa_on = 1;
 	if (dp_check_open(&D, 1024))
 		return -1;
 	memset(r.mask6, 0xff, sizeof(r.mask6));

@@ -211,6 +211,7 @@ static void run_way(int way)
 			 "into the server ns"))
 		goto out;
 	ifindex = if_nametoindex("fgsa0");
+	dp_sa_on = 1;
 	if (dp_check_open(&D, 1024))
 		goto back;
 	clock_run = 1;

@@ -9,6 +9,16 @@
 #ifndef FG_LIB_SYNAUTH_BPF_H
 #define FG_LIB_SYNAUTH_BPF_H
 
+/*
+ * Load-time: 1 = SYN authentication is in the program. 0 (the default):
+ * the verifier removes every syn_auth step as dead code, and the program
+ * is what it was without it. Set by the loader when the policy can use
+ * syn_auth: with it, Debian 12's 6.1 verifier gives up at its 1M
+ * instruction limit (6.18 takes 643k), so a loader must not set it there
+ * until that is brought down, and must count a load that fails with it.
+ */
+const volatile __u32 fg_sa_on = 0;
+
 /* The secret and the verified tables' sizes (struct fg_sakey): daemon only. */
 FG_MAP(fg_sakey, BPF_MAP_TYPE_ARRAY, 1, 0, __u32, struct fg_sakey);
 
