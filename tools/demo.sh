@@ -163,7 +163,7 @@ sed '/^rules:/a\
     syn_auth: cookie\
     per_source: {rate: 20/s, burst: 20}' "$POLICY" > "$SYNPOL"
 "$OUT/floodgate" check "$SYNPOL" | grep -E '^  syn_auth|^  +syn_auth +(ok|degraded|unavailable)'
-# the daemon keeps its file: start it again on the copy (it adopts the pinned state)
+# the daemon keeps its file: stop it (it detaches) and start it on the copy
 kill -TERM "$DPID"; wait "$DPID" 2>/dev/null
 nsenter --net="$(fg_ns_path srv)" "$OUT/floodgated" --config "$SYNPOL" \
 	--interface veth0 --interface veth1 --pin-dir "$PIN" --foreground >>"$LOG" 2>&1 &

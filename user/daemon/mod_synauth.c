@@ -34,10 +34,11 @@ static struct {
 	char tc_why[256];     /* why it is not */
 	struct fg_tc_iface ifs[FG_MAX_IFS];
 	int n_ifs;
-	bool tc_on;		    /* the policy in force is handoff: keep it attached */
-	bool key_ok, key_warned;    /* the current epoch has a key; said so */
-	__u64 gauge_at, retry_at;   /* CLOCK_MONOTONIC ns */
-	__u64 ver4, ver6;	    /* the gauge */
+	bool tc_on;		  /* the policy in force is handoff: keep it attached */
+	bool steps;		  /* the XDP program was loaded with syn_auth's steps (fg_sa_on) */
+	bool key_ok, key_warned;  /* the current epoch has a key; said so */
+	__u64 gauge_at, retry_at; /* CLOCK_MONOTONIC ns */
+	__u64 ver4, ver6;	  /* the gauge */
 	__u64 systat[FG_SYN_NSTAT]; /* the tc program's counters */
 	struct fg_sadly dly;	    /* first-connect delays */
 } sa;
@@ -85,6 +86,12 @@ static int sa_open(struct fgd *d)
 		sa.bits4 = want;
 	if (!sa.bits6)
 		sa.bits6 = want;
+	/* syn_auth's steps are a load-time switch (they double the verifier's work,
+	 * past 6.1's limit): in only when the policy at start authenticates */
+	sa.steps = d->cfg->syn.nrules > 0;
+	d->skel->rodata->fg_sa_on = sa.steps;
+	if (sa.steps)
+		pr_info("syn_auth: loading the XDP program with its syn_auth steps");
 	if ((err = bpf_map__set_max_entries(d->skel->maps.fg_ver4, 1u << sa.bits4)) ||
 	    (err = bpf_map__set_max_entries(d->skel->maps.fg_ver6, 1u << sa.bits6))) {
 		pr_err("syn_auth: sizing the verified tables: %s", strerror(-err));
@@ -185,6 +192,12 @@ static int sa_before_flip(struct fgd *d, const struct fg_config *ncfg, char *why
 {
 	int err;
 
+	if (ncfg->pol.sa.way != FG_SA_WAY_OFF && !sa.steps) {
+		snprintf(why, FG_WHY_LEN,
+			 "syn_auth: the XDP program was loaded without its syn_auth steps (the "
+			 "policy at start had no syn_auth rule): restart floodgated to apply it");
+		return -EOPNOTSUPP;
+	}
 	if (ncfg->pol.sa.way != FG_SA_WAY_HANDOFF)
 		return 0;
 	if (!sa.tc) {
