@@ -41,6 +41,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "floodgate.h"
 #include "fg_parse.h"
 #include "fg_gcra.h"
@@ -63,6 +64,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "lib/charge.bpf.h"
 #include "lib/shed.bpf.h"
 #include "lib/cap.bpf.h"
+#include "lib/synauth.bpf.h"
 
 /*
  * 5c. A limit rule: the adaptive shedder's share of its tier, then its
@@ -101,6 +103,26 @@ static __always_inline void fg_limit(const struct fg_ctl *ctl, const struct fg_p
 		fg_refuse(v, FG_OUT_SHED, 1);
 }
 
+/*
+ * 3c. An ACK or RST that the pre-search gave to a syn_auth rule, whose
+ * cookie fg_sa_ack judged: what is decided at once (rc is not
+ * FG_SA_CHARGE, which is charged below as the rule's SYN would have
+ * been). The row is the rule's.
+ */
+static __always_inline void fg_sa_decided(struct xdp_md *ctx, struct fg_verd *v, int rc, int shadow)
+{
+	if (rc == FG_SA_BAD) {
+		fg_refuse(v, FG_OUT_SA_BADCOOKIE, shadow);
+	} else if (rc == FG_SA_PROOF) {
+		/* floodgate's own exchange, consumed in every mode */
+		fg_verdict_set(v, FG_OUT_SA_PROOF, XDP_DROP, 0);
+	} else { /* FG_SA_DUP: charged already, approved again */
+		fg_let(v, FG_OUT_PASS);
+		if (fg_sa_approve(ctx, 0))
+			v->ev |= 1u << FG_EV_SA_FAIL;
+	}
+}
+
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_verd *v)
 {
 	void *data = (void *)(long)ctx->data;
@@ -112,7 +134,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	struct fg_ctl *ctl;
 	__u32 k = 0, ri, sets = 0, list;
 	__u64 now = 0; /* ns: read for the runtime lists or a limit rule, once */
-	int shadow, rc;
+	int shadow, rc, sa_rc = FG_SA_GO_ON;
 
 	/* 1. the kill switch */
 	ctl = bpf_map_lookup_elem(&fg_ctl, &k);
@@ -181,9 +203,27 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		sets = lst->sets;
 	}
 
+	/* 3c. SYN authentication: a TCP segment with ACK or RST, without SYN,
+	 * that a syn_auth rule's match holds (flags aside) may carry a cookie
+	 * (lib/synauth.bpf.h); everything else goes on at the cost of a test */
+	ri = FG_MAX_RULES;
+	if (fg_sa_on && pol->sa.way) {
+		/* the segment's tests are in there: tested here, they split
+		 * every state of the charge below in two for the verifier */
+		ri = fg_sa_presearch(pol, &p, sets);
+		if (ri < FG_MAX_RULES) {
+			sa_rc = fg_sa_ack(ctx, &pol->sa, &v->ev);
+			v->ev |= fg_sa_commit();
+		}
+		if (sa_rc == FG_SA_GO_ON)
+			ri = FG_MAX_RULES;
+	}
+
 	/* 4. the first matching rule; unmatched: the policy's default, global row */
-	rc = fg_find_first(pol, &p, sets, k);
-	ri = rc >= 0 ? (__u32)rc : fg_find_rule(pol, &p, sets, k);
+	if (ri >= FG_MAX_RULES) {
+		rc = fg_find_first(pol, &p, sets, k);
+		ri = rc >= 0 ? (__u32)rc : fg_find_rule(pol, &p, sets, k);
+	}
 	if (ri >= FG_MAX_RULES) {
 		if (pol->default_verdict == FG_DROP)
 			fg_refuse(v, FG_OUT_DROP, shadow);
@@ -203,6 +243,15 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		return;
 	}
 
+	/* 3c, continued: the cookie's verdict, or its charge as a SYN */
+	if (sa_rc) {
+		if (sa_rc != FG_SA_CHARGE) {
+			fg_sa_decided(ctx, v, sa_rc, shadow);
+			return;
+		}
+		fg_sa_as_syn(&p); /* charged as the SYN it stands for */
+	}
+
 	/* 5. the rule's action */
 	switch (r->action) {
 	case FG_ACT_PASS:
@@ -219,7 +268,26 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		 */
 		if (!now)
 			now = fg_now_ns();
+		/* a syn_auth rule's SYN (fg_sa_syn tests that it is one) first
+		 * meets its responder: answered, it is charged nothing */
+		if (!sa_rc && fg_sa_on && pol->sa.way && fg_sa_rule(&pol->sa, ri)) {
+			rc = fg_sa_syn(ctx, &pol->sa, shadow, &v->ev,
+				       (__u32)p.proto << 8 | p.tcp_flags);
+			if (rc == FG_SA_ANSWERED) {
+				if (!fg_sa_write(ctx)) {
+					fg_verdict_set(v, FG_OUT_SA_ANSWER, XDP_TX, 0);
+					return;
+				}
+				v->ev |= 1u << FG_EV_SA_FAIL; /* charged as before */
+			} else if (rc == FG_SA_CAPPED) {
+				fg_verdict_set(v, FG_OUT_SA_CAPPED, XDP_DROP, 0);
+				return;
+			}
+		}
 		fg_limit(ctl, pol, r, &p, len, v, shadow, now);
+		/* a proven handshake that its charge admitted: to the listener */
+		if (fg_sa_on && pol->sa.way && fg_sa_after(ctx, v->verdict == XDP_PASS))
+			v->ev |= 1u << FG_EV_SA_FAIL;
 	}
 }
 

@@ -4,6 +4,8 @@
  * and fg_src6 (the layouts and the placement rule: include/floodgate.h).
  * The XDP program and its readers (top, the throttle log, the tests' model)
  * must compute them bit for bit alike, so they are defined here once.
+ * The SYN cookie (fg_sa_hash and its fields, docs/syn-auth.md) is here for
+ * the same reason: the program makes it, the tests check it.
  * Included by floodgate.h after the layouts it needs.
  */
 #ifndef FG_HASH_H
@@ -110,5 +112,76 @@ static inline __attribute__((always_inline)) __u32 fg_way6_pref(__u64 key)
 {
 	return (__u32)(key >> 1) & (FG_WAYS6 - 1);
 }
+
+/* ============ SYN authentication, part 2: the cookie's hash (docs/syn-auth.md) ============ */
+
+/*
+ * SipHash-2-4 under (k0, k1) of the 48-byte message (saddr, daddr, the
+ * ports as in the packet, isn, slot): the words as this host loads them
+ * (the program and the tests that check it run on one host). IPv4
+ * addresses are in [0], the other words 0. The retransmit way's cookie
+ * has isn 0 and slot | 1 << 63, so the two ways' cookies never stand for
+ * each other. 2-4 rather than fg_digest6's 1-3: this output is shown to
+ * whoever sends a SYN, and a forger who could predict it would be
+ * verified.
+ */
+static inline __attribute__((always_inline)) __u64 fg_sa_hash(__u64 k0, __u64 k1, const __u32 s[4],
+							      const __u32 d[4], __u32 ports,
+							      __u32 isn, __u64 slot)
+{
+	__u64 v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+	__u64 v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+	__u64 m[7];
+	int i;
+
+	m[0] = (__u64)s[0] | (__u64)s[1] << 32;
+	m[1] = (__u64)s[2] | (__u64)s[3] << 32;
+	m[2] = (__u64)d[0] | (__u64)d[1] << 32;
+	m[3] = (__u64)d[2] | (__u64)d[3] << 32;
+	m[4] = (__u64)ports | (__u64)isn << 32;
+	m[5] = slot;
+	m[6] = 48ull << 56; /* the last block: the length on top */
+#ifdef __clang__
+#pragma unroll
+#endif
+	for (i = 0; i < 7; i++) {
+		v3 ^= m[i];
+		FG_SIPROUND(v0, v1, v2, v3);
+		FG_SIPROUND(v0, v1, v2, v3);
+		v0 ^= m[i];
+	}
+	v2 ^= 0xff;
+	FG_SIPROUND(v0, v1, v2, v3);
+	FG_SIPROUND(v0, v1, v2, v3);
+	FG_SIPROUND(v0, v1, v2, v3);
+	FG_SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+#define FG_SA_RETX_SLOT (1ull << 63) /* the retransmit way's domain bit in the slot word */
+
+/* Handoff way: the ISN for a SYN (hash h of its slot; mss_idx 0..3, ws
+ * 0..14 or 15 = none) and the 8 bits its TSval carries. */
+static inline __attribute__((always_inline)) __u32 fg_sa_isn(__u64 h, __u32 mss_idx, __u32 slot1,
+							     __u32 sack, __u32 ws)
+{
+	return ((__u32)(h >> 32) & 0xffffff00u) | (mss_idx & 3) << 6 | (slot1 & 1) << 5 |
+	       (sack & 1) << 4 | (ws & 0xf);
+}
+#define FG_SA_TSBITS(h) ((__u32)(h)&0xffu)
+
+/* Retransmit way: the ack number of the deliberately wrong SYN-ACK. */
+static inline __attribute__((always_inline)) __u32 fg_sa_retx(__u64 h, __u32 slot1)
+{
+	return ((__u32)(h >> 32) & ~1u) | (slot1 & 1);
+}
+
+/* The slot a cookie of parity bit was made in, judged at slot now: now or
+ * the one before. */
+static inline __attribute__((always_inline)) __u64 fg_sa_slot_of(__u64 now_slot, __u32 bit)
+{
+	return now_slot - ((now_slot ^ bit) & 1);
+}
+/* ========================= end of SYN authentication, part 2 ========================= */
 
 #endif /* FG_HASH_H */

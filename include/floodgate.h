@@ -20,7 +20,7 @@
 #endif
 
 #define FG_ABI_MAGIC   0x46474154u /* "FGAT" */
-#define FG_ABI_VERSION 9u	   /* what changed, version by version: docs/abi.md */
+#define FG_ABI_VERSION 10u	   /* what changed, version by version: docs/abi.md */
 /*
  * Rules and rule ids. A policy file writes at most FG_MAX_FILE_RULES rules;
  * the compiler appends the implicit "fragments" rule, so a policy has at
@@ -141,6 +141,12 @@ enum fg_outcome {
 	FG_OUT_RT_DENY_SHADOW,	 /* would have been dropped as rt_deny; passed (shadow) */
 	FG_OUT_MALFORMED_SHADOW, /* malformed, the policy drops it; passed (shadow) */
 	FG_OUT_CAP_SHADOW,	 /* would have been refused as cap; passed (shadow) */
+	/* SYN authentication (struct fg_synauth; docs/syn-auth.md) */
+	FG_OUT_SA_ANSWER,    /* SYN answered with a cookie SYN-ACK (XDP_TX); nothing charged */
+	FG_OUT_SA_CAPPED,    /* SYN dropped: the reply cap refused its SYN-ACK */
+	FG_OUT_SA_BADCOOKIE, /* ACK/RST of an unverified source, bad cookie, no socket: dropped */
+	FG_OUT_SA_BADCOOKIE_SHADOW, /* would have been dropped as sa_badcookie; passed (shadow) */
+	FG_OUT_SA_PROOF,	    /* retransmit way: an RST returning a valid cookie, consumed */
 	FG_OUT_MAX,
 };
 
@@ -161,6 +167,8 @@ static inline __attribute__((always_inline)) __u32 fg_out_shadow(__u32 out)
 		return FG_OUT_MALFORMED_SHADOW;
 	case FG_OUT_CAP:
 		return FG_OUT_CAP_SHADOW;
+	case FG_OUT_SA_BADCOOKIE:
+		return FG_OUT_SA_BADCOOKIE_SHADOW;
 	default:
 		return out;
 	}
@@ -191,6 +199,14 @@ enum fg_event {
 	FG_EV_SHED_POOL,     /* the pool (or its part above the reserve) was empty */
 	FG_EV_TEV_CAPPED,    /* a throttle event refused by the ring's rate cap (FG_TEV_RATE) */
 	FG_EV_TEV_LOST,	     /* a throttle event lost: the ring fg_tev was full */
+	/* SYN authentication (struct fg_synauth; docs/syn-auth.md) */
+	FG_EV_SA_SHADOW, /* a SYN shadow would have answered: passed unanswered, charged as before */
+	FG_EV_SA_VALID,	 /* an ACK (RST, retransmit way) returned a valid cookie */
+	FG_EV_SA_VERIFIED, /* a source was marked verified (new, or renewed) */
+	FG_EV_SA_NOKEY,	   /* no secret for this time (fg_sakey): SYN passed unanswered, charged */
+	FG_EV_SA_SOCKET, /* ACK of an unverified source, bad cookie, but its full socket exists: passed */
+	FG_EV_SA_DUP, /* valid cookie of a handshake charged already (fg_sadup): not charged again */
+	FG_EV_SA_FAIL, /* a step could not run (no metadata room, no way to claim, ...): see docs */
 	FG_EV_MAX,
 };
 
@@ -452,6 +468,220 @@ struct fg_pidx {
 };
 _Static_assert(__builtin_offsetof(struct fg_pidx, bm) % 8 == 0, "fg_pidx: bitmaps are u64-aligned");
 
+/* ===================== SYN authentication (docs/syn-auth.md) =====================
+ *
+ * A TCP rule with syn_auth (its bit in fg_synauth.rules) has its SYNs
+ * answered by the program with a SYN-ACK carrying floodgate's cookie
+ * (SipHash-2-4 under the daemon's secret, fg_sakey); a source proves its
+ * address by returning the cookie, and only then is anything charged.
+ * Two ways (fg_synauth.way), chosen by the daemon from what the kernel has:
+ *   handoff    (6.9+: kfunc bpf_sk_assign_tcp_reqsk, tc): every SYN of the
+ *              rule is answered, ack = client ISN + 1, ISN = the cookie;
+ *              the ACK returning it is charged as the rule's SYN, marks
+ *              the source verified and passes with XDP metadata
+ *              (struct fg_sameta) that bpf/fgsyn.bpf.c (tc ingress) turns
+ *              into a connection of the listener.
+ *   retransmit (older kernels): a SYN of an unverified source is answered
+ *              with a SYN-ACK whose ack number is the cookie (wrong on
+ *              purpose); the client's RST returns it (seq = that ack),
+ *              marks the source verified and is consumed; the client's
+ *              retransmitted SYN, from a verified source, is charged and
+ *              passes as without syn_auth.
+ * Writers: the daemon writes fg_synauth (in the policy slot, at apply) and
+ * fg_sakey; the program writes every other syn_auth map.
+ */
+#define FG_SA_MAX_MATCH	 16 /* match entries of syn_auth rules the ACK pre-search tests */
+#define FG_SA_RULE_WORDS ((FG_MAX_RULES + 63) / 64)
+
+enum fg_sa_way {
+	FG_SA_WAY_OFF = 0,	  /* no syn_auth in this policy: nothing below is read */
+	FG_SA_WAY_HANDOFF = 1,	  /* cookie ISN, tc hands the ACK to the listener */
+	FG_SA_WAY_RETRANSMIT = 2, /* wrong-ACK SYN-ACK, RST proves, retransmitted SYN passes */
+};
+
+/*
+ * fg_policy.sa: the policy's syn_auth settings, written by the daemon's
+ * apply with the rest of the slot. The program reads it only when way is
+ * not FG_SA_WAY_OFF. match[] lists the compiled entries (indices into
+ * fg_policy.match[FG_CLASS_TCP]) of every syn_auth rule, in rule order:
+ * a TCP packet with ACK or RST and without SYN is tested against them,
+ * with their TCP-flag test left out, before the rule search (the ACK
+ * pre-search); the compiler refuses more than FG_SA_MAX_MATCH.
+ */
+struct fg_synauth {
+	__u64 verified_ns;	      /*   0 verified_for, ns (a proof holds this long) */
+	struct fg_limit reply;	      /*   8 all SYN-ACKs together (reply_rate); cost 1 a SYN-ACK */
+	struct fg_limit reply_pfx;    /* 24 SYN-ACKs to one destination prefix; inc 0 = no limit */
+	__be32 pfx_mask4;	      /*  40 destination prefix of the per-prefix cap, IPv4 (/24) */
+	__be32 pfx_mask6[4];	      /*  44 ... IPv6 (/48) */
+	__u8 way;		      /*  60 enum fg_sa_way */
+	__u8 nmatch;		      /*  61 entries in match[] */
+	__u16 pad;		      /*  62 */
+	__u16 match[FG_SA_MAX_MATCH]; /*  64 index into fg_policy.match[FG_CLASS_TCP] */
+	__u64 rules[FG_SA_RULE_WORDS]; /*  96 bit per rule index (not id): the rule has syn_auth */
+};
+_Static_assert(sizeof(struct fg_synauth) == 136, "fg_synauth layout");
+
+/*
+ * Time. A cookie is valid in the slot it was made in and the next one
+ * (2^33 ns = 8.6 s each: 8.6 to 17.2 s). The secret changes every key
+ * epoch of 2^FG_SA_EPOCH_SLOTS slots (73 min); the cookie's slot picks its
+ * epoch's key, so rotation never invalidates a cookie in flight.
+ */
+#define FG_SA_SLOT_SHIFT  33
+#define FG_SA_EPOCH_SLOTS 9
+#define FG_SA_SLOT(ns)	  ((ns) >> FG_SA_SLOT_SHIFT)
+#define FG_SA_EPOCH(slot) ((slot) >> FG_SA_EPOCH_SLOTS)
+
+/*
+ * fg_sakey[0]: the secret, written by the daemon only (getrandom at first
+ * start; kept in the pinned map across restarts, so cookies in flight stay
+ * valid). key[e & 1] serves key epoch e iff key[e & 1].epoch == e + 1
+ * (0: empty). The daemon keeps the current epoch's and the next one's
+ * entry filled: it writes an entry's k[] first, then its epoch, and
+ * overwrites the entry of epoch e - 1 (with e + 1) only from the third
+ * slot of epoch e on, when no cookie of e - 1 can be valid. A packet that
+ * finds no key for its epoch is not answered (FG_EV_SA_NOKEY: the SYN is
+ * charged as without syn_auth): never a guessable cookie.
+ * seed[] (random, daemon, once) keys the verified tables' IPv6 digest and
+ * the per-prefix cap's bucket hash; ver4_bits / ver6_bits give the
+ * verified tables' sizes (1 << bits sets, from max_verified).
+ */
+struct fg_sakey_ent {
+	__u64 k[2];  /* SipHash key */
+	__u64 epoch; /* key epoch + 1; 0 = empty */
+	__u64 pad;
+};
+struct fg_sakey {
+	struct fg_sakey_ent key[2]; /*  0 */
+	__u64 seed[2];		    /* 64 */
+	__u32 ver4_bits;	    /* 80 fg_ver4 has 1 << ver4_bits sets */
+	__u32 ver6_bits;	    /* 84 fg_ver6 has 1 << ver6_bits sets */
+};
+_Static_assert(sizeof(struct fg_sakey) == 88, "fg_sakey layout");
+
+/*
+ * The cookie. Handoff way, in the SYN-ACK's ISN (the client returns it + 1
+ * in ack_seq):
+ *   bits 31..8 hash, 7..6 MSS index (fg_sa_msstab), 5 slot parity,
+ *   4 SACK permitted, 3..0 the client's window scale (15: none)
+ * the hash being SipHash-2-4 under the slot's epoch key of (saddr, daddr,
+ * sport, dport, client ISN, slot); with timestamps, the SYN-ACK's TSval
+ * is (ns >> 10 of its sending, 24 bits) << 8 | 8 more hash bits, which
+ * the ACK's TSecr echoes (32 bits checked, and the first-connect delay).
+ * ECN is not negotiated (the SYN-ACK carries no ECE).
+ * Retransmit way, in the SYN-ACK's ack number (the client's RST carries it
+ * as its seq): bits 31..1 hash of (saddr, daddr, sport, dport, slot), no
+ * ISN (the RST does not carry it), bit 0 slot parity.
+ */
+#define FG_SA_MSS_V4                  \
+	{                             \
+		536, 1300, 1440, 1460 \
+	}
+#define FG_SA_MSS_V6                   \
+	{                              \
+		1220, 1280, 1420, 1440 \
+	}
+#define FG_SA_WSCALE 7 /* the window scale floodgate's SYN-ACK offers (the listener's side) */
+
+/*
+ * fg_ver4: verified IPv4 sources, 1 << fg_sakey.ver4_bits sets of
+ * FG_VWAYS ways, set = fg_hash4(addr, fg_sakey.seed[0]). Written by the
+ * program only on proof (a valid cookie, or a full socket), so a spoofed
+ * flood creates no entry and pushes none out. A claim takes an empty or
+ * expired way, else the one whose proof ends first. key[w]:
+ *   low 32 bits the address (as loaded from the packet), high 32 bits
+ *   "verified until" in 2^30 ns units (FG_VT); 0 = empty
+ * synack[w]: the last SYN-ACK floodgate sent it, 2^20 ns units (FG_VMS),
+ * 0 none: within two slots of it, the source's ACKs are cookie-checked.
+ * since[w]: when it was (last) verified, FG_VMS units; bit 0 clear once
+ * its first connection after verification passed (retransmit way's delay).
+ */
+#define FG_VWAYS	8
+#define FG_VER_MIN_BITS 7 /* 1024 sources */
+#define FG_VER_MAX_BITS 20
+#define FG_VT(ns)	((__u32)((ns) >> 30))
+#define FG_VMS(ns)	((__u32)((ns) >> 20))
+struct fg_vset4 {
+	__u64 key[FG_VWAYS];	/*  0 */
+	__u32 synack[FG_VWAYS]; /* 64 */
+	__u32 since[FG_VWAYS];	/* 96 */
+};
+_Static_assert(sizeof(struct fg_vset4) == 128, "fg_vset4: two cache lines");
+
+/* fg_ver6: the same for IPv6, key[w] = fg_digest6(addr, 0, 0, fg_sakey.seed)
+ * (bit 0 set), set = its top bits; who[w] the address, for `verified list`
+ * (written after the claim, as fg_set6's who). */
+struct fg_vset6 {
+	__u64 key[FG_VWAYS];	 /*   0 */
+	__u32 until[FG_VWAYS];	 /*  64 FG_VT units */
+	__u32 synack[FG_VWAYS];	 /*  96 */
+	__u32 since[FG_VWAYS];	 /* 128 */
+	__u32 pad[FG_VWAYS];	 /* 160 */
+	__be32 who[FG_VWAYS][4]; /* 192 */
+};
+_Static_assert(sizeof(struct fg_vset6) == 320, "fg_vset6 layout");
+
+/* fg_sacap: the reflector cap, struct fg_agg entries (a line each):
+ * [0] every SYN-ACK (fg_synauth.reply), [1 + h] those to destination
+ * prefix bucket h = fg_mix4(prefix, seed[1]) % FG_SA_PFX_BUCKETS
+ * (fg_synauth.reply_pfx; colliding prefixes share, which only makes the
+ * cap stricter). */
+#define FG_SA_PFX_BUCKETS 4096
+#define FG_SA_CAP_N	  (1 + FG_SA_PFX_BUCKETS)
+
+/* fg_sadup: handshakes charged, by 4-tuple (LRU hash, FG_SA_DUP_N), so the
+ * first data segment, which carries the same cookie, is not charged again;
+ * filled only on a charge. Value: when, ns. */
+#define FG_SA_DUP_N 65536
+struct fg_sadup_key {
+	__be32 saddr[4]; /* IPv4 in [0] */
+	__be32 daddr[4];
+	__be16 sport, dport;
+	__u32 family;
+};
+
+/* fg_sadly[0], per CPU: first-connect delay histograms, bucket i counts
+ * delays in [2^i, 2^(i+1)) us (bucket 0 also below 1 us). handoff: from
+ * the SYN-ACK to the ACK (TSecr, so only clients with timestamps);
+ * retransmit: from the proof (RST) to the first passed SYN. */
+#define FG_SA_HIST 32
+struct fg_sadly {
+	__u64 handoff[FG_SA_HIST];
+	__u64 retransmit[FG_SA_HIST];
+	__u64 sum_us[2]; /* [0] handoff, [1] retransmit */
+};
+
+/* XDP metadata (bpf_xdp_adjust_meta) of an ACK that XDP admitted with a
+ * valid cookie, for the tc program: it hands off only such an ACK. */
+#define FG_SAMETA_MAGIC 0x46475341u /* "FGSA" */
+#define FG_SAMETA_SACK	0x01
+#define FG_SAMETA_WS	0x02
+#define FG_SAMETA_TS	0x04
+struct fg_sameta {
+	__u32 magic;	 /*  0 FG_SAMETA_MAGIC */
+	__u32 ack;	 /*  4 the ACK's ack_seq, as in the packet */
+	__u32 tsval;	 /*  8 the ACK's TSval (host order) */
+	__u32 tsecr;	 /* 12 its TSecr */
+	__u16 mss;	 /* 16 the client's MSS, from the cookie */
+	__u8 snd_wscale; /* 18 the client's window scale */
+	__u8 flags;	 /* 19 FG_SAMETA_* */
+};
+_Static_assert(sizeof(struct fg_sameta) == 20, "fg_sameta: a multiple of 4");
+
+/* fgsyn (tc) counters, per CPU, fg_systat[0] */
+enum fg_syn_stat {
+	FG_SYN_HANDOFF = 0, /* bpf_sk_assign_tcp_reqsk succeeded */
+	FG_SYN_NOLISTEN,    /* approved ACK, but no listener (or not LISTEN): passed */
+	FG_SYN_FAIL,	    /* the kfunc refused: dropped */
+	FG_SYN_NOMETA,	    /* ACK without approval: passed untouched (established traffic) */
+	FG_SYN_NSTAT,
+};
+struct fg_systat {
+	__u64 n[FG_SYN_NSTAT];
+};
+/* =================== end of SYN authentication =================== */
+
 /* fg_policy[slot]: a whole compiled policy. Userspace writes the inactive
  * slot, flips fg_ctl.slot, then waits for an RCU grace period
  * (membarrier(MEMBARRIER_CMD_GLOBAL) calls synchronize_rcu()) before that
@@ -472,6 +702,7 @@ struct fg_policy {
 	__u32 pad2;
 	char pool_names[FG_MAX_POOLS]
 		       [FG_NAME_LEN]; /* pools[i]'s name, NUL-terminated: ids by name (userspace only) */
+	struct fg_synauth sa;	      /* SYN authentication (daemon, apply); way 0 = none */
 };
 
 /* Allow/deny lists and source sets share one LPM trie per family. The key

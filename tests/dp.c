@@ -44,6 +44,9 @@ static int map_mmap(const struct bpf_map *map, size_t len, void **out)
 	return *out ? 0 : -errno;
 }
 
+/* 1: load with SYN authentication in (rodata fg_sa_on); tests/test_synauth*.c set it */
+int dp_sa_on;
+
 /* d->st over the skeleton's fg_stats, and the two buffers of dp_outcome. */
 static int dp_stats_open(struct dp *d)
 {
@@ -82,6 +85,7 @@ static int dp_stats_open(struct dp *d)
 static struct {
 	struct floodgate_bpf *skel; /* kept, not in use; NULL when none */
 	__u32 src4, src6;	    /* its fg_src4 / fg_src6 max_entries */
+	int sa_on;		    /* its rodata fg_sa_on */
 	struct {
 		struct bpf_map *map;
 		void *img;
@@ -293,6 +297,7 @@ static struct floodgate_bpf *dp_load(__u32 src4, __u32 src6, int *err)
 		return NULL;
 	}
 	skel->rodata->fg_clock = FG_CLOCK_TEST;
+	skel->rodata->fg_sa_on = dp_sa_on;
 	bpf_map__set_max_entries(skel->maps.fg_src4, src4);
 	bpf_map__set_max_entries(skel->maps.fg_src6, src6);
 	*err = floodgate_bpf__load(skel);
@@ -335,9 +340,9 @@ int dp_open(struct dp *d, __u32 max_sources)
 	d->ncpu = libbpf_num_possible_cpus();
 	if (d->ncpu <= 0)
 		return d->ncpu ? d->ncpu : -EINVAL;
-	if (dp_keep.skel && (dp_keep.src4 != src4 || dp_keep.src6 != src6)) {
+	if (dp_keep.skel && (dp_keep.src4 != src4 || dp_keep.src6 != src6 || dp_keep.sa_on != dp_sa_on)) {
 		floodgate_bpf__destroy(
-			dp_keep.skel); /* other table sizes: this test loads its own */
+			dp_keep.skel); /* other table sizes or syn_auth: this test loads its own */
 		dp_keep.skel = NULL;
 		dp_keep.imaged = NULL;
 	}
@@ -403,6 +408,7 @@ void dp_close(struct dp *d)
 		dp_keep.skel = d->skel; /* dp_open resets it for the next test */
 		dp_keep.src4 = bpf_map__max_entries(d->skel->maps.fg_src4);
 		dp_keep.src6 = bpf_map__max_entries(d->skel->maps.fg_src6);
+		dp_keep.sa_on = d->skel->rodata->fg_sa_on;
 	} else {
 		if (d->skel && d->skel == dp_keep.imaged)
 			dp_keep.imaged = NULL;

@@ -42,6 +42,7 @@ struct dp {
 	bool kept;		  /* dp_close keeps the program for the next dp_open (dp.c) */
 };
 
+extern int dp_sa_on; /* 1: dp_open loads with syn_auth in (fg_sa_on) */
 int dp_open(struct dp *d, __u32 max_sources);
 void dp_close(struct dp *d);
 void dp_set_now(struct dp *d, __u64 ns);

@@ -317,11 +317,13 @@ import ipaddress, json, sys
 
 OUTCOMES = ("pass", "drop", "shadow", "allow", "deny", "bypass", "malformed", "nonip",
             "rt_allow", "rt_deny", "cap", "shed", "shed_shadow", "deny_shadow",
-            "rt_deny_shadow", "malformed_shadow", "cap_shadow")
+            "rt_deny_shadow", "malformed_shadow", "cap_shadow", "syn_answered", "reply_capped",
+            "cookie_invalid", "cookie_invalid_shadow", "rst_proof")
 EVENTS = ("insert", "overflow", "insert_limited", "insert_fail", "full_open",
           "full_closed", "contended", "agg_drop", "frag", "bypass_expired", "rt_expired",
           "fleet_drop", "fleet_loss", "cap_shadow", "cap_noslot", "cap_contended", "cap_nomem",
-          "shed_tier", "shed_cap", "shed_pool", "tev_capped", "tev_lost")
+          "shed_tier", "shed_cap", "shed_pool", "tev_capped", "tev_lost", "syn_auth_shadow",
+          "cookie_valid", "verified", "syn_auth_nokey", "ack_socket", "cookie_dup", "syn_auth_fail")
 
 def refuse_duplicates(pairs):
     d = {}

@@ -26,6 +26,7 @@
 #include "lib/sysutil.h"
 #include "maps/mapimg.h"
 #include "polcase.h"
+#include "policy/policy_kernel.h"
 
 #define TU FG_TU_PER_SEC
 
@@ -1801,6 +1802,284 @@ out:
 	free(x);
 }
 
+/* ---- SYN authentication (docs/syn-auth.md) ------------------------------------ */
+
+#define SYN_POLICY                                                                \
+	"syn_auth: {verified_for: 5m, max_verified: 4096, reply_rate: 20000/s,\n" \
+	"           reply_per_prefix: {rate: 500/s, burst: 50}, prefix_v4: 22,\n" \
+	"           prefix_v6: 56, way: retransmit}\n"                            \
+	"rules:\n"                                                                \
+	"  - name: web\n"                                                         \
+	"    match: {proto: tcp, dport: [80, 443], tcp_flags: syn}\n"             \
+	"    syn_auth: cookie\n"                                                  \
+	"    per_source: {rate: 10/s, burst: 20}\n"                               \
+	"  - name: ssh\n"                                                         \
+	"    match: {proto: tcp, dport: 22}\n"                                    \
+	"    syn_auth: cookie\n"                                                  \
+	"    per_source: {rate: 5/s, burst: 5}\n"                                 \
+	"  - name: dns\n"                                                         \
+	"    match: {proto: udp, dport: 53}\n"                                    \
+	"    syn_auth: off\n"                                                     \
+	"    per_source: {rate: 10/s, burst: 20}\n"
+
+static void test_synauth_good(void)
+{
+	const struct fg_synauth_conf *s;
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok(SYN_POLICY, &cfg), "a policy with syn_auth"))
+		return;
+	s = &cfg.syn;
+	ASSERT_EQ(s->set, 1, "the section is written");
+	ASSERT_EQ(s->nrules, 2, "web and ssh authenticate");
+	ASSERT_TRUE(cfg.syn_auth[0] && cfg.syn_auth[1], "web and ssh marked");
+	ASSERT_EQ(cfg.syn_auth[2], 0, "dns: syn_auth: off");
+	ASSERT_EQ(cfg.syn_auth[3], 0, "fragments never");
+	ASSERT_EQ(s->way, FG_SYN_WAY_RETRANSMIT, "way: retransmit");
+	ASSERT_EQ(s->verified_for_ns, 300ull * 1000000000ull, "verified_for 5m");
+	ASSERT_EQ(s->max_verified, 4096, "max_verified");
+	ASSERT_EQ(s->prefix_v4, 22, "prefix_v4");
+	ASSERT_EQ(s->prefix_v6, 56, "prefix_v6");
+	ASSERT_EQ(s->reply.inc, FG_TU_PER_SEC / 20000, "reply_rate 20000/s");
+	ASSERT_EQ(s->reply.tau, 2000 * s->reply.inc, "a scalar rate: a tenth of a second's burst");
+	ASSERT_EQ(s->per_prefix.inc, FG_TU_PER_SEC / 500, "reply_per_prefix 500/s");
+	ASSERT_EQ(s->per_prefix.tau, 50 * s->per_prefix.inc, "burst 50 as written");
+	ASSERT_EQ(cfg.n_warn, 0, "no warnings");
+	/* what the program reads: pol.sa */
+	ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT, "sa.way retransmit");
+	ASSERT_EQ(cfg.pol.sa.verified_ns, 300ull * 1000000000ull, "sa.verified_ns");
+	ASSERT_EQ(cfg.pol.sa.reply.inc, s->reply.inc, "sa.reply");
+	ASSERT_EQ(cfg.pol.sa.reply_pfx.tau, s->per_prefix.tau, "sa.reply_pfx");
+	ASSERT_EQ(cfg.pol.sa.pfx_mask4, htonl(0xfffffc00u), "sa.pfx_mask4 /22");
+	ASSERT_TRUE(cfg.pol.sa.pfx_mask6[0] == 0xffffffffu &&
+			    cfg.pol.sa.pfx_mask6[1] == htonl(0xffffff00u) &&
+			    !cfg.pol.sa.pfx_mask6[2],
+		    "sa.pfx_mask6 /56");
+	ASSERT_EQ(cfg.pol.sa.rules[0], 3, "sa.rules: web (0) and ssh (1)");
+	ASSERT_EQ(cfg.pol.sa.nmatch, 3, "sa.nmatch: web's two ports, ssh's one");
+	for (int k = 0; k < cfg.pol.sa.nmatch; k++) {
+		const struct fg_match *e = entry(&cfg, FG_CLASS_TCP, cfg.pol.sa.match[k]);
+
+		ASSERT_TRUE(e->rule == (k < 2 ? 0 : 1),
+			    "sa.match: the rules' TCP entries, in order");
+	}
+	ASSERT_EQ(entry(&cfg, FG_CLASS_TCP, cfg.pol.sa.match[2])->dport_lo, 22, "ssh's entry");
+	fg_config_free(&cfg);
+}
+
+/* Without the section: the defaults; a section no rule uses is a warning. */
+static void test_synauth_defaults(void)
+{
+	const struct fg_synauth_conf *s;
+	struct fg_config cfg;
+
+	if (!ASSERT_OK(parse_ok("rules:\n  - name: a\n    match: {proto: tcp, dport: 80}\n"
+				"    syn_auth: cookie\n    per_source: {rate: 1/s, burst: 1}\n",
+				&cfg),
+		       "syn_auth without the section"))
+		return;
+	s = &cfg.syn;
+	ASSERT_EQ(s->set, 0, "no section");
+	ASSERT_EQ(s->nrules, 1, "one rule");
+	ASSERT_EQ(s->way, FG_SYN_WAY_AUTO, "way auto");
+	ASSERT_EQ(s->verified_for_ns, FG_SYN_VERIFIED_FOR_DEFAULT_NS, "verified_for 10m");
+	ASSERT_EQ(s->max_verified, FG_SYN_MAX_VERIFIED_DEFAULT, "max_verified");
+	ASSERT_EQ(s->prefix_v4, 24, "prefix_v4 24");
+	ASSERT_EQ(s->prefix_v6, 48, "prefix_v6 48");
+	ASSERT_EQ(s->reply.inc, FG_TU_PER_SEC / FG_SYN_REPLY_RATE_DEFAULT, "reply_rate default");
+	ASSERT_EQ(s->per_prefix.inc, FG_TU_PER_SEC / FG_SYN_PER_PREFIX_DEFAULT,
+		  "reply_per_prefix default");
+	ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT,
+		  "auto compiles as retransmit until the daemon resolves it");
+	ASSERT_EQ(cfg.pol.sa.pfx_mask4, htonl(0xffffff00u), "/24");
+	fg_config_free(&cfg);
+	/* a reply_rate below the default per-prefix cap lowers that cap with it */
+	if (ASSERT_OK(
+		    parse_ok(
+			    "syn_auth: {reply_rate: 200/s}\nrules:\n  - name: a\n"
+			    "    match: {proto: tcp}\n    syn_auth: cookie\n    per_source: {rate: 1/s, burst: 1}\n",
+			    &cfg),
+		    "a low reply_rate alone")) {
+		ASSERT_EQ(cfg.syn.per_prefix.inc, cfg.syn.reply.inc, "per prefix = reply_rate");
+		ASSERT_EQ(cfg.syn.per_prefix.tau, 20 * cfg.syn.reply.inc, "burst 20");
+		fg_config_free(&cfg);
+	}
+	if (ASSERT_OK(parse_ok("syn_auth: {way: handoff}\nrules:\n  - {name: a, action: pass}\n",
+			       &cfg),
+		      "a section no rule uses")) {
+		ASSERT_EQ(cfg.syn.nrules, 0, "no rule");
+		ASSERT_EQ(cfg.n_warn, 1, "one warning");
+		ASSERT_STR_CONTAINS(cfg.warn[0].msg, "no rule has syn_auth: cookie",
+				    "the warning says why");
+		ASSERT_EQ(cfg.warn[0].line, 1, "at the section");
+		fg_config_free(&cfg);
+	}
+	/* the spec policy is unchanged by the feature */
+	if (ASSERT_OK(parse_ok(policy("spec"), &cfg), "spec policy")) {
+		ASSERT_EQ(cfg.syn.nrules, 0, "spec: nothing authenticates");
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_OFF, "spec: sa.way off");
+		ASSERT_EQ(cfg.pol.sa.nmatch | cfg.pol.sa.rules[0], 0, "spec: sa empty");
+		for (__u32 r = 0; r < cfg.pol.nrules; r++)
+			ASSERT_EQ(cfg.syn_auth[r], 0, "spec: no rule marked");
+		fg_config_free(&cfg);
+	}
+}
+
+static void test_synauth_bad(void)
+{
+	pc_check_refused("tests/policies/cases/synauth_refused.cases", "synauth_bad");
+}
+
+/* A kernel with every item, then without some (lib/kfeat.h). */
+static void kf_all(struct fg_kfeat *kf)
+{
+	memset(kf, 0, sizeof(*kf));
+	snprintf(kf->release, sizeof(kf->release), "test");
+	for (int i = 0; i < FG_KF_MAX; i++)
+		kf->f[i].ok = true;
+}
+
+static void kf_lacks(struct fg_kfeat *kf, enum fg_kf i, const char *why)
+{
+	kf->f[i].ok = false;
+	snprintf(kf->f[i].why, sizeof(kf->f[i].why), "%s", why);
+}
+
+/* The syn_auth need of cfg on kf, or NULL. */
+static const struct fg_need *syn_need(const struct fg_config *cfg, const struct fg_kfeat *kf,
+				      struct fg_need *nd)
+{
+	int n = fg_policy_kernel_needs(cfg, kf, nd);
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(nd[i].feature, "syn_auth"))
+			return &nd[i];
+	return NULL;
+}
+
+static void test_synauth_kernel(void)
+{
+	static const char *const y = "syn_auth: {way: %s}\nrules:\n  - name: a\n"
+				     "    match: {proto: tcp, dport: 80}\n    syn_auth: cookie\n"
+				     "    per_source: {rate: 1/s, burst: 1}\n";
+	struct fg_need nd[FG_NEEDS_MAX];
+	const struct fg_need *d;
+	struct fg_config cfg;
+	struct fg_kfeat kf;
+	char why[256], buf[256];
+
+	kf_all(&kf);
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_HANDOFF,
+		  "6.9+: auto is handoff");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why, sizeof(why)),
+		  FG_SYN_WAY_RETRANSMIT, "retransmit when asked");
+	kf_lacks(&kf, FG_KF_TCP_REQSK,
+		 "no kfunc bpf_sk_assign_tcp_reqsk in the kernel's BTF (6.9)");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_RETRANSMIT,
+		  "6.1: auto is retransmit");
+	ASSERT_STR_CONTAINS(why, "bpf_sk_assign_tcp_reqsk", "... saying what handoff lacks");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_HANDOFF, why, sizeof(why)), FG_SYN_WAY_AUTO,
+		  "6.1: no handoff");
+	ASSERT_STR_CONTAINS(why, "way handoff needs bpf_sk_assign_tcp_reqsk",
+			    "... naming the kernel feature");
+	kf_all(&kf);
+	kf_lacks(&kf, FG_KF_SCHED_CLS, "this kernel refuses program type sched_cls");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_RETRANSMIT,
+		  "no tc: retransmit");
+	ASSERT_STR_CONTAINS(why, "sched_cls", "... because of tc");
+	kf_lacks(&kf, FG_KF_SKC_LOOKUP, "the verifier refuses bpf_skc_lookup_tcp in XDP");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why, sizeof(why)), FG_SYN_WAY_AUTO,
+		  "no socket lookup: no way");
+	ASSERT_STR_CONTAINS(why, "bpf_skc_lookup_tcp", "... naming it");
+
+	/* as floodgate check shows it, per way asked */
+	snprintf(buf, sizeof(buf), y, "auto");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way auto")) {
+		kf_all(&kf);
+		d = syn_need(&cfg, &kf, nd);
+		if (ASSERT_TRUE(d != NULL, "auto: a syn_auth need")) {
+			ASSERT_EQ(d->state, FG_NEED_OK, "auto on 6.18: ok");
+			ASSERT_STR_CONTAINS(d->how, "handoff", "... handoff");
+		}
+		kf_lacks(&kf, FG_KF_TCP_REQSK, "no kfunc (6.9)");
+		d = syn_need(&cfg, &kf, nd);
+		if (ASSERT_TRUE(d != NULL, "auto on 6.1")) {
+			ASSERT_EQ(d->state, FG_NEED_DEGRADED, "auto on 6.1: degraded");
+			ASSERT_STR_CONTAINS(d->how, "retransmit", "... retransmit");
+			ASSERT_STR_CONTAINS(d->why, "SYN retransmission", "... what it costs");
+			ASSERT_STR_CONTAINS(d->why, "no handoff: bpf_sk_assign_tcp_reqsk",
+					    "... and why");
+		}
+		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)),
+			  "auto on 6.1 is not refused");
+		kf_lacks(&kf, FG_KF_SKC_LOOKUP, "refused");
+		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), -EOPNOTSUPP,
+			  "no way at all: refused");
+		ASSERT_STR_CONTAINS(why, "syn_auth: this kernel cannot run it: socket lookup",
+				    "... naming the feature");
+		fg_config_free(&cfg);
+	}
+	snprintf(buf, sizeof(buf), y, "handoff");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way handoff")) {
+		kf_all(&kf);
+		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), "handoff on 6.18");
+		kf_lacks(&kf, FG_KF_TCP_REQSK, "no kfunc (6.9)");
+		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), -EOPNOTSUPP,
+			  "handoff on 6.1: refused");
+		ASSERT_STR_CONTAINS(why, "way handoff needs bpf_sk_assign_tcp_reqsk",
+				    "... with the kfunc named");
+		fg_config_free(&cfg);
+	}
+	snprintf(buf, sizeof(buf), y, "retransmit");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way retransmit")) {
+		kf_all(&kf);
+		d = syn_need(&cfg, &kf, nd);
+		if (ASSERT_TRUE(d != NULL, "retransmit on 6.18")) {
+			ASSERT_EQ(d->state, FG_NEED_DEGRADED, "retransmit: degraded");
+			ASSERT_STR_CONTAINS(d->why, "chosen by syn_auth: way: retransmit",
+					    "... by choice");
+		}
+		fg_config_free(&cfg);
+	}
+	/* fg_policy_kernel_fill: auto becomes handoff where the kernel gives it */
+	snprintf(buf, sizeof(buf), y, "auto");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way auto, filled")) {
+		kf_all(&kf);
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_HANDOFF, "6.18: handoff");
+		kf_lacks(&kf, FG_KF_TCP_REQSK, "none");
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT, "6.1: retransmit");
+		fg_config_free(&cfg);
+	}
+	/* a policy without syn_auth needs nothing of it */
+	if (ASSERT_OK(parse_ok(policy("spec"), &cfg), "spec")) {
+		kf_all(&kf);
+		kf_lacks(&kf, FG_KF_TCP_REQSK, "none");
+		kf_lacks(&kf, FG_KF_SKC_LOOKUP, "none");
+		ASSERT_TRUE(syn_need(&cfg, &kf, nd) == NULL, "spec: no syn_auth need");
+		fg_config_free(&cfg);
+	}
+}
+
+static void test_synauth_print(void)
+{
+	static const struct fg_want want[] = {
+		{ "syn_auth:    2 rules authenticate; way retransmit; a proven address stays "
+		  "verified 300 s, at most 4096 per family",
+		  "the section" },
+		{ "SYN-ACKs at most 20000/s burst 2000, and 500/s burst 50 to one /22 (v4) /56 (v6)",
+		  "the caps" },
+		{ "syn_auth   cookie: a SYN is answered by floodgate", "the rule's line" },
+	};
+	static const struct fg_want absent[] = {
+		{ "syn_auth:", "no section line without a rule" },
+	};
+
+	CHECK_PRINTED(SYN_POLICY, "syn_auth printed", want);
+	check_printed("rules:\n  - {name: a, action: pass}\n", "no syn_auth", NULL, 0, absent, 1);
+}
+
 int main(int argc, char **argv)
 {
 	int err;
@@ -1851,6 +2130,11 @@ int main(int argc, char **argv)
 	FG_RUN(test_rules_max_compile);
 	FG_RUN(test_nft_rates);
 	FG_RUN(test_host_bits_warned);
+	FG_RUN(test_synauth_good);
+	FG_RUN(test_synauth_defaults);
+	FG_RUN(test_synauth_bad);
+	FG_RUN(test_synauth_kernel);
+	FG_RUN(test_synauth_print);
 	pc_free(&policies);
 	return fg_test_summary();
 }

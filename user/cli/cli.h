@@ -52,6 +52,14 @@ int cli_mode(void *cfg);
 int cli_bypass(void *cfg);
 int cli_shed(void *cfg);
 int cli_check(void *cfg);
+int cli_verified(void *cfg);
+struct fg_maps;
+struct fg_policy;
+/* The syn_auth part of status (cli_synauth.c); text prints nothing while
+ * the policy has no syn_auth and nothing was ever answered. */
+void cli_synauth_status_text(struct fg_maps *m, const struct fg_policy *pol, const char *dir);
+struct json_object *cli_synauth_status_json(struct fg_maps *m, const struct fg_policy *pol,
+					    const char *dir, int *err);
 int cli_reload(void *cfg);
 int cli_detach(void *cfg);
 int cli_allow(void *cfg);

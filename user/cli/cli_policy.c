@@ -77,11 +77,17 @@ static void show_source(FILE *f, const char *path, int line, int col)
 	fputc('\n', f);
 }
 
-/* Load path into cfg; on failure e says where and why. */
+/* Load path into cfg as the daemon would on this kernel (the SYN way and
+ * what follows from it); on failure e says where and why. */
 static int load_policy_at(const char *path, struct fg_config *cfg, struct fg_err *e)
 {
+	int err;
+
 	memset(e, 0, sizeof(*e));
-	return fg_config_load(path, cfg, e);
+	err = fg_config_load(path, cfg, e);
+	if (!err)
+		fg_policy_kernel_fill(cfg, fg_kfeat_get());
+	return err;
 }
 
 /* The error the way an operator reads it: file:line:col: why, the line, a caret. */
@@ -220,9 +226,34 @@ static struct json_object *rules_json(const struct fg_config *c, int *err)
 		cli_json_add(err, o, "concurrency", json_object_new_uint64(ru->conn_cap));
 		cli_json_add(err, o, "fleet", json_object_new_boolean(ru->fleet));
 		cli_json_add(err, o, "escalate", json_object_new_boolean(c->esc[r].set));
+		cli_json_add(err, o, "syn_auth", json_object_new_boolean(c->syn_auth[r]));
 		cli_json_push(err, arr, o);
 	}
 	return arr;
+}
+
+/* The syn_auth: section, null when no rule authenticates; "way" as asked,
+ * the way this kernel gives is in "kernel" */
+static struct json_object *synauth_json(const struct fg_config *c, int *err)
+{
+	const struct fg_synauth_conf *s = &c->syn;
+	struct json_object *o;
+
+	if (!s->nrules)
+		return NULL;
+	o = json_object_new_object();
+	cli_json_add(err, o, "rules", json_object_new_int(s->nrules));
+	cli_json_add(err, o, "way", json_object_new_string(fg_syn_way_names[s->way]));
+	cli_json_add(err, o, "verified_for_s", json_object_new_double(s->verified_for_ns / 1e9));
+	cli_json_add(err, o, "max_verified", json_object_new_uint64(s->max_verified));
+	cli_json_add(err, o, "reply_rate", json_object_new_double(s->reply_src.rate));
+	cli_json_add(err, o, "reply_burst", json_object_new_double(s->reply_src.burst));
+	cli_json_add(err, o, "reply_per_prefix", json_object_new_double(s->per_prefix_src.rate));
+	cli_json_add(err, o, "reply_per_prefix_burst",
+		     json_object_new_double(s->per_prefix_src.burst));
+	cli_json_add(err, o, "prefix_v4", json_object_new_int(s->prefix_v4));
+	cli_json_add(err, o, "prefix_v6", json_object_new_int(s->prefix_v6));
+	return o;
 }
 
 static struct json_object *warnings_json(const struct fg_config *c, int *err)
@@ -261,6 +292,10 @@ static int check_json_ok(const struct fg_config *c, const struct fg_dir4_img *im
 	cli_json_add(&err, root, "mode", json_object_new_string(cli_mode_str((__u32)c->mode)));
 	cli_json_add(&err, root, "max_sources", json_object_new_uint64(c->max_sources));
 	cli_json_add(&err, root, "rules", rules_json(c, &err));
+	if (c->syn.nrules)
+		cli_json_add(&err, root, "syn_auth", synauth_json(c, &err));
+	else
+		cli_json_add_null(&err, root, "syn_auth");
 	cli_json_add(&err, mem, "src4_bytes", json_object_new_uint64(m.src4));
 	cli_json_add(&err, mem, "src6_bytes", json_object_new_uint64(m.src6));
 	cli_json_add(&err, mem, "lists4_bytes", json_object_new_uint64(m.lists4));

@@ -322,8 +322,8 @@ static void top_text(const struct fg_source *src, size_t n, const struct fg_src_
 }
 
 /* The schema is documented in floodgate(8), JSON OUTPUT. */
-static int top_json(const struct cli_args *a, const struct fg_source *src, size_t n,
-		    const struct fg_src_scan *scan, const struct fg_policy *pol,
+static int top_json(const struct cli_args *a, struct fg_maps *m, const struct fg_source *src,
+		    size_t n, const struct fg_src_scan *scan, const struct fg_policy *pol,
 		    const struct fg_name *names)
 {
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
@@ -347,6 +347,8 @@ static int top_json(const struct cli_args *a, const struct fg_source *src, size_
 	cli_json_add(&err, root, "tracked_sources",
 		     json_object_new_uint64(scan->all4 + scan->all6));
 	cli_conn_top_json(a, names, root, &err);
+	if (pol->sa.way != FG_SA_WAY_OFF)
+		cli_json_add(&err, root, "syn_auth", cli_synauth_status_json(m, pol, a->dir, &err));
 	return cli_json_print(root, err);
 }
 
@@ -379,8 +381,9 @@ int cli_top(void *cfg)
 		cli_wrap_begin();
 		top_text(src, n, &scan, pol, names);
 		cli_conn_top_text(a, names);
+		cli_synauth_status_text(&m, pol, a->dir);
 		cli_wrap_end();
-	} else if ((err = top_json(a, src, n, &scan, pol, names))) {
+	} else if ((err = top_json(a, &m, src, n, &scan, pol, names))) {
 		pr_warn("top --json: %s", strerror(-err));
 	}
 out:

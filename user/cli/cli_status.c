@@ -41,6 +41,7 @@ struct fleet_view {
 /* Everything status shows, read once. */
 struct status {
 	const char *dir;
+	struct fg_maps *m;	       /* open while status runs (syn_auth reads its tables) */
 	struct fg_ctl ctl;	       /* ctl.mode is the file's global mode */
 	__u32 mode;		       /* the global mode in force */
 	__u32 rule_mode[FG_MAX_RULES]; /* each rule's mode in force */
@@ -1164,6 +1165,8 @@ static int status_json(const struct cli_args *a, const struct status *st)
 	cli_json_add(&err, root, "concurrency", cli_conn_status_json(a, st->names, &err));
 	cli_json_add(&err, root, "shedding", shedding_json(st, &err));
 	cli_json_add(&err, root, "escalation", escalation_json(st, &err));
+	cli_json_add(&err, root, "syn_auth",
+		     cli_synauth_status_json(st->m, &st->pol, st->dir, &err));
 	return cli_json_print(root, err);
 }
 
@@ -1196,6 +1199,7 @@ int cli_status(void *cfg)
 		return 1;
 	}
 	st->dir = a->dir;
+	st->m = &m;
 	if (!fg_pin_dir_populated(a->dir) && !fg_start_state_read(a->dir, &st->start)) {
 		/* a fresh start that has pinned nothing yet */
 		err = status_starting(a, st);
@@ -1218,6 +1222,7 @@ int cli_status(void *cfg)
 		cli_wrap_begin();
 		status_text(st);
 		cli_conn_status_text(a, st->names);
+		cli_synauth_status_text(&m, &st->pol, a->dir);
 		cli_wrap_end();
 	}
 	fg_maps_close(&m);

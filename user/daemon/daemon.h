@@ -58,6 +58,10 @@ struct fgd {
 	/* published by a module for those after it in the list */
 	struct fg_throttle *tracker; /* sources watch: throttled sources, for escalation */
 	const char *metrics_listen;  /* --metrics, overriding the file's */
+	/* the interfaces filtered, from start on: the file's, $FLOODGATE_INTERFACES or
+	 * --interface (a reload does not change them) */
+	char ifnames[FG_MAX_IFS][16];
+	int n_ifnames;
 };
 
 /* The counters as read once per tick (on the heap: about 160 KB). */
@@ -91,6 +95,6 @@ extern const struct fg_module *const fg_modules[];
 #define fgd_for_each_module(m) for (const struct fg_module *const *m = fg_modules; *m; m++)
 
 extern const struct fg_module fg_mod_conn, fg_mod_fleet, fg_mod_shed, fg_mod_sources,
-	fg_mod_escalate, fg_mod_rtlist, fg_mod_metrics;
+	fg_mod_escalate, fg_mod_rtlist, fg_mod_synauth, fg_mod_metrics;
 
 #endif /* FG_DAEMON_H */

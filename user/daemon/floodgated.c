@@ -316,7 +316,9 @@ static int choose_ifaces(struct daemon *d)
 			pr_err("interface %s: %s", name, strerror(-err));
 			return err;
 		}
+		snprintf(d->g.ifnames[i], sizeof(d->g.ifnames[i]), "%s", name);
 	}
+	d->g.n_ifnames = d->n_ifs;
 	return 0;
 }
 
@@ -371,6 +373,8 @@ static int check_kernel(struct daemon *d)
 	fg_kfeat_summary(kf, line, sizeof(line));
 	pr_info("%s", line);
 	err = fg_policy_kernel_check(d->g.cfg, kf, d->kernel_why, sizeof(d->kernel_why));
+	if (!err)
+		fg_policy_kernel_fill(d->g.cfg, kf);
 	if (err && !d->g.adopting) {
 		pr_err("%s: %s", d->o.config, d->kernel_why);
 		return err;
@@ -932,6 +936,8 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size
 		return err;
 	}
 	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg, len - 40);
+	if (!err)
+		fg_policy_kernel_fill(ncfg, fg_kfeat_get());
 	if (err) {
 		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
 		pr_err("reload: %s: %s", d->o.config, msg);

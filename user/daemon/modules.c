@@ -10,6 +10,7 @@ const struct fg_module *const fg_modules[] = {
 	&fg_mod_sources,  /* the throttle log and source counts: publishes d->tracker ... */
 	&fg_mod_escalate, /* ... which escalation reads; it sweeps the runtime lists ... */
 	&fg_mod_rtlist,	  /* ... or, when it did not, this does */
+	&fg_mod_synauth,  /* SYN authentication: the secret, the tc program, the gauge */
 	&fg_mod_metrics,  /* last: its tick renders what the others left in the snapshot */
 	NULL,
 };

@@ -56,7 +56,14 @@
 	X(FGM_SHED, fg_shed, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_shed_ctl), 1, BPF_F_MMAPABLE) \
 	X(FGM_TEV, fg_tev, BPF_MAP_TYPE_RINGBUF, 0, 0, FG_TEV_RING, 0)                             \
 	X(FGM_BLK4, fg_blk4, BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4, 2, 0)                               \
-	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)
+	X(FGM_CLK, fg_clk, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_clk), 1, 0)              \
+	X(FGM_SAKEY, fg_sakey, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_sakey), 1, 0)               \
+	X(FGM_VER4, fg_ver4, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_vset4), 0, BPF_F_MMAPABLE)    \
+	X(FGM_VER6, fg_ver6, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_vset6), 0, BPF_F_MMAPABLE)    \
+	X(FGM_SACAP, fg_sacap, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct fg_agg), FG_SA_CAP_N, 0)       \
+	X(FGM_SADUP, fg_sadup, BPF_MAP_TYPE_LRU_HASH, sizeof(struct fg_sadup_key), 8, FG_SA_DUP_N, \
+	  0)                                                                                       \
+	X(FGM_SADLY, fg_sadly, BPF_MAP_TYPE_PERCPU_ARRAY, 4, sizeof(struct fg_sadly), 1, 0)
 
 static const struct {
 	const char *name;
@@ -85,6 +92,11 @@ const char *const fg_outcome_names[FG_OUT_MAX] = {
 	[FG_OUT_RT_DENY_SHADOW] = "rt_deny_shadow",
 	[FG_OUT_MALFORMED_SHADOW] = "malformed_shadow",
 	[FG_OUT_CAP_SHADOW] = "cap_shadow",
+	[FG_OUT_SA_ANSWER] = "syn_answered",
+	[FG_OUT_SA_CAPPED] = "reply_capped",
+	[FG_OUT_SA_BADCOOKIE] = "cookie_invalid",
+	[FG_OUT_SA_BADCOOKIE_SHADOW] = "cookie_invalid_shadow",
+	[FG_OUT_SA_PROOF] = "rst_proof",
 };
 
 const char *const fg_event_names[FG_EV_MAX] = {
@@ -110,6 +122,13 @@ const char *const fg_event_names[FG_EV_MAX] = {
 	[FG_EV_SHED_POOL] = "shed_pool",
 	[FG_EV_TEV_CAPPED] = "tev_capped",
 	[FG_EV_TEV_LOST] = "tev_lost",
+	[FG_EV_SA_SHADOW] = "syn_auth_shadow",
+	[FG_EV_SA_VALID] = "cookie_valid",
+	[FG_EV_SA_VERIFIED] = "verified",
+	[FG_EV_SA_NOKEY] = "syn_auth_nokey",
+	[FG_EV_SA_SOCKET] = "ack_socket",
+	[FG_EV_SA_DUP] = "cookie_dup",
+	[FG_EV_SA_FAIL] = "syn_auth_fail",
 };
 
 const char *fg_pin_dir_choose(const char *arg)
@@ -758,7 +777,8 @@ static int unpin_pass(DIR *d, const char *dir, int pass, char *why)
 
 	rewinddir(d);
 	while ((de = readdir(d))) {
-		bool is_link = !strncmp(de->d_name, FG_LINK_PREFIX, strlen(FG_LINK_PREFIX));
+		bool is_link = !strncmp(de->d_name, FG_LINK_PREFIX, strlen(FG_LINK_PREFIX)) ||
+			       !strncmp(de->d_name, FG_TC_LINK_PREFIX, strlen(FG_TC_LINK_PREFIX));
 
 		if (pass == 0 ? !is_link : !is_map_name(de->d_name))
 			continue;

@@ -25,6 +25,7 @@
 #define FG_PIN_DIR_DEFAULT "/sys/fs/bpf/floodgate"
 #define FG_PIN_DIR_ENV	   "FLOODGATE_PIN_DIR"
 #define FG_LINK_PREFIX	   "link_"
+#define FG_TC_LINK_PREFIX  "tclink_" /* the handoff way's tc links (user/synauth) */
 
 enum fg_map_id {
 	FGM_CTL = 0,
@@ -48,6 +49,13 @@ enum fg_map_id {
 	FGM_TEV,  /* ring buffer of throttle events (struct fg_tev) */
 	FGM_BLK4, /* IPv4 list blocks, an inner array per slot (struct fg_blk4) */
 	FGM_CLK,  /* the program's per-CPU clock cache (struct fg_clk) */
+	/* SYN authentication (include/floodgate.h; user/synauth) */
+	FGM_SAKEY, /* the cookie secret (struct fg_sakey): the daemon writes it */
+	FGM_VER4,  /* verified IPv4 sources (struct fg_vset4) */
+	FGM_VER6,  /* verified IPv6 sources (struct fg_vset6) */
+	FGM_SACAP, /* the reflector cap's buckets (struct fg_agg) */
+	FGM_SADUP, /* handshakes charged, by 4-tuple */
+	FGM_SADLY, /* first-connect delay histograms, per CPU (struct fg_sadly) */
 	FGM_NMAPS,
 };
 

@@ -572,8 +572,8 @@ plen:
 /* ---- rules ------------------------------------------------------------ */
 
 static const char *const rule_keys[] = {
-	"name",	    "mode",    "action", "match", "per_source", "aggregate",
-	"overflow", "on_full", "fleet",	 "tier",  "pool",	"escalate",
+	"name",	   "mode",  "action", "match", "per_source", "aggregate", "overflow",
+	"on_full", "fleet", "tier",   "pool",  "escalate",   "syn_auth",
 };
 enum {
 	RK_NAME,
@@ -587,7 +587,8 @@ enum {
 	RK_FLEET,
 	RK_TIER,
 	RK_POOL,
-	RK_ESC
+	RK_ESC,
+	RK_SYN
 };
 
 static int valid_name(const char *s)
@@ -875,6 +876,9 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	err = rule_check(c, n, &ri);
 	if (err)
 		return err;
+	if (implicit && ri.ks.val[RK_SYN])
+		return FAIL(c, ri.ks.val[RK_SYN],
+			    "fragments: non-first fragments carry no TCP header: no syn_auth");
 	if (implicit && ri.src.conn_cap)
 		return FAIL(
 			c, ri.src.conn_node,
@@ -892,6 +896,8 @@ static int parse_rule(struct pol_ctx *c, yaml_node_t *n, int idx, int implicit)
 	err = pol_rule_match(c, n, ri.ks.val[RK_MATCH], idx);
 	if (!err && ri.src.conn_cap)
 		err = rule_cap_check(c, &ri, idx);
+	if (!err)
+		err = pol_parse_rule_synauth(c, ri.ks.val[RK_SYN], idx, ri.action);
 	return err;
 }
 
@@ -918,7 +924,7 @@ static const char *const top_keys[] = {
 	"interfaces",	"xdp_mode",  "mode",	    "max_sources", "metrics",	"detach_on_exit",
 	"allow",	"deny",	     "malformed",   "default",	   "fragments", "admission",
 	"fleet",	"rules",     "concurrency", "pools",	   "shedding",	"xdp_attach",
-	"xdp_priority", "xdp_chain", "escalation",
+	"xdp_priority", "xdp_chain", "escalation",  "syn_auth",
 };
 enum {
 	TK_IFACES,
@@ -942,6 +948,7 @@ enum {
 	TK_XDP_PRIO,
 	TK_XDP_CHAIN,
 	TK_ESCALATION,
+	TK_SYN,
 };
 
 /* xdp_chain: [pass, ...], the verdicts on which libxdp runs the next program. */
@@ -1086,7 +1093,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 		{ TK_ADMISSION, 1, parse_admission },	{ TK_FLEET, 1, pol_parse_fleet },
 		{ TK_CONN, 1, parse_concurrency },	{ TK_POOLS, 0, pol_parse_pools },
 		{ TK_SHEDDING, 1, pol_parse_shedding }, { TK_ESCALATION, 1, pol_parse_escalation },
-		{ TK_RULES, 0, parse_rules },
+		{ TK_SYN, 1, pol_parse_synauth },	{ TK_RULES, 0, parse_rules },
 	};
 	int err;
 
@@ -1104,6 +1111,8 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	cfg->esc_max = FG_ESC_MAX_DEFAULT;
 
 	err = pol_read_map(c, root, "policy", "{interfaces: [eth0], rules: [...]}", &ks);
+	if (!err)
+		err = pol_synauth_defaults(c);
 	if (err)
 		return err;
 	if ((err = parse_globals(c, val)))
@@ -1132,7 +1141,7 @@ static int parse_root(struct pol_ctx *c, yaml_node_t *root)
 	if (err)
 		return err;
 	cfg->pol.nrules++;
-	if ((err = pol_fleet_check(c)) || (err = pol_shed_check(c)))
+	if ((err = pol_fleet_check(c)) || (err = pol_shed_check(c)) || (err = pol_synauth_check(c)))
 		return err;
 	return flatten(c);
 }

@@ -5,7 +5,8 @@
  * touches BPF. The compiler is policy.c (the document, limits, rules),
  * policy_match.c (a rule's match:), policy_fleet.c (fleet-wide limits) and
  * policy_shed.c (pools, tiers and the shedding: section),
- * policy_escalate.c (a rule's escalate: and the escalation: section) and
+ * policy_escalate.c (a rule's escalate: and the escalation: section),
+ * policy_synauth.c (a rule's syn_auth: and the syn_auth: section) and
  * policy_yaml.c (libyaml, placed errors); the printer is policy_print.c.
  */
 #ifndef FG_POLICY_H
@@ -108,6 +109,37 @@ struct fg_config;
  */
 int fg_esc_default_scope(const struct fg_config *cfg, int idx);
 
+/* SYN authentication (docs/syn-auth.md): a rule's syn_auth: cookie and the
+ * top-level syn_auth: section, whose defaults apply when it is absent. */
+enum fg_syn_way {
+	FG_SYN_WAY_AUTO = 0,	   /* as asked: the best this kernel gives; as taken: none */
+	FG_SYN_WAY_HANDOFF = 1,	   /* XDP answers every SYN, tc hands the proof to the listener */
+	FG_SYN_WAY_RETRANSMIT = 2, /* XDP verifies the address, the client's next SYN passes */
+};
+#define FG_SYN_VERIFIED_FOR_DEFAULT_NS (600ull * 1000000000ull) /* verified_for: 10m */
+#define FG_SYN_VERIFIED_FOR_MIN_NS     (1ull * 1000000000ull)
+#define FG_SYN_VERIFIED_FOR_MAX_NS     (7ull * 86400ull * 1000000000ull) /* 7d */
+#define FG_SYN_MAX_VERIFIED_DEFAULT    65536u
+#define FG_SYN_MAX_VERIFIED_MIN	       1024u
+#define FG_SYN_MAX_VERIFIED_MAX	       (FG_VWAYS << FG_VER_MAX_BITS)
+#define FG_SYN_REPLY_RATE_DEFAULT      100000 /* SYN-ACKs a second, all destinations */
+#define FG_SYN_PER_PREFIX_DEFAULT      1000   /* SYN-ACKs a second to one destination prefix */
+#define FG_SYN_PREFIX_V4_DEFAULT       24
+#define FG_SYN_PREFIX_V6_DEFAULT       48
+
+struct fg_synauth_conf {
+	int set;		  /* the section is written */
+	int nrules;		  /* rules with syn_auth: cookie */
+	int way;		  /* enum fg_syn_way, as asked */
+	__u64 verified_for_ns;	  /* a proven address stays verified this long */
+	__u32 max_verified;	  /* the verified table's size, per family */
+	int prefix_v4, prefix_v6; /* reply_per_prefix's destination prefix */
+	/* the reflector caps (a burst of a tenth of a second when only a rate
+	 * is written), as written and compiled */
+	struct fg_limit_src reply_src, per_prefix_src;
+	struct fg_limit reply, per_prefix;
+};
+
 /* metrics: {max_connections, per_client, timeout} (daemon/metrics.h) */
 #define FG_METRICS_MAX_CONN	1024 /* default max_connections */
 #define FG_METRICS_MAX_CONN_MAX 65536
@@ -171,6 +203,10 @@ struct fg_config {
 	 * the escalation: section (FG_ESC_MAX_DEFAULT when absent) */
 	struct fg_esc_rule_conf esc[FG_MAX_RULES];
 	__u32 esc_max;
+	/* SYN authentication: the section (defaults filled in) and, parallel to
+	 * pol.rules, 1 for a rule with syn_auth: cookie */
+	struct fg_synauth_conf syn;
+	__u8 syn_auth[FG_MAX_RULES];
 	/* what the file says that works but is likely not what was meant
 	 * ("allow: 10.1.2.3/8 has host bits set: it means 10.0.0.0/8" at line,
 	 * col), for `floodgate check`; the first FG_MAX_WARN, n_warn counts
@@ -228,6 +264,7 @@ extern const char *const fg_xdp_mode_names[3];
 extern const char *const fg_xdp_attach_names[3]; /* enum fg_xdp_attach */
 extern const char *const fg_xdp_action_names[5]; /* XDP_ABORTED..XDP_REDIRECT */
 extern const char *const fg_class_names[FG_NCLASS];
+extern const char *const fg_syn_way_names[3]; /* enum fg_syn_way */
 
 /* TCP flags by name ("syn") and by letter ("S", as in "S/SA"). */
 struct fg_tcp_flag {

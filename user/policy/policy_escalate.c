@@ -22,12 +22,17 @@ static const char *const esc_scopes[] = { "rule", "address" };
 
 int fg_esc_default_scope(const struct fg_config *cfg, int idx)
 {
-	/* Every rule's sources are unproven today: a spoofed flood can frame
-	 * any address, so it loses only the rule's traffic. A rule with SYN
-	 * authentication (syn_auth: cookie) will return FG_ESC_SCOPE_ADDRESS
-	 * here: its escalation counts only proven handshakes. */
-	(void)cfg;
-	(void)idx;
+	/* A source that nothing proved can be forged: a spoofed flood could
+	 * frame any address, so it loses only the rule's traffic. A rule with
+	 * SYN authentication in the handoff way counts only handshakes whose
+	 * cookie came back (docs/syn-auth.md): its evidence proves the address,
+	 * so the whole address goes. The retransmit way lets a verified
+	 * address's SYNs through unproven, so its rules stay scoped. The way is
+	 * known once the daemon has probed its kernel (fg_policy_kernel_fill
+	 * calls this again); until then it is the way the file asked for. */
+	if (idx >= 0 && idx < FG_MAX_RULES && cfg->syn_auth[idx] &&
+	    cfg->pol.sa.way == FG_SA_WAY_HANDOFF)
+		return FG_ESC_SCOPE_ADDRESS;
 	return FG_ESC_SCOPE_RULE;
 }
 

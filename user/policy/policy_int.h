@@ -32,6 +32,7 @@ struct pol_ctx {
 	yaml_node_t *fleet_sec;		       /* the top-level fleet:, for errors */
 	yaml_node_t *fleet_rule[FG_MAX_RULES]; /* each rule's fleet:, for errors */
 	yaml_node_t *shed_sec;		       /* the top-level shedding:, for errors */
+	yaml_node_t *syn_sec;		       /* the top-level syn_auth:, for warnings */
 };
 
 /* --- policy_yaml.c: errors, nodes, keys ------------------------------------ */
@@ -187,6 +188,18 @@ int pol_parse_escalation(struct pol_ctx *c, yaml_node_t *n);
 /* Rule idx's escalate: {after: 30s, for: 10m} into cfg->esc[idx]; only a
  * rule that limits per source (has_rate: action limit, a per_source rate). */
 int pol_parse_rule_escalate(struct pol_ctx *c, yaml_node_t *n, int idx, int has_rate);
+
+/* --- policy_synauth.c --------------------------------------------------------- */
+
+/* The defaults of the syn_auth: section into cfg->syn (before the sections). */
+int pol_synauth_defaults(struct pol_ctx *c);
+/* The top-level syn_auth: {verified_for, max_verified, reply_rate, ...}. */
+int pol_parse_synauth(struct pol_ctx *c, yaml_node_t *n);
+/* Rule idx's syn_auth: (NULL: none), after its match: is expanded; action
+ * is the rule's enum fg_action. */
+int pol_parse_rule_synauth(struct pol_ctx *c, yaml_node_t *n, int idx, int action);
+/* After every rule: how many authenticate, and a section nothing uses. */
+int pol_synauth_check(struct pol_ctx *c);
 
 /* --- policy_match.c ---------------------------------------------------------- */
 

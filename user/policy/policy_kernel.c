@@ -110,6 +110,70 @@ static void need_psi(const struct fg_config *cfg, struct fg_need *d)
 	}
 }
 
+/* The first of the kernel items a way needs that this kernel lacks, into why. */
+static bool way_lacks(const struct fg_kfeat *kf, const enum fg_kf *req, size_t n, char *why,
+		      size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!kf->f[req[i]].ok) {
+			if (why && len)
+				say(why, len, "%s: %s", fg_kf_desc[req[i]], kf->f[req[i]].why);
+			return true;
+		}
+	return false;
+}
+
+enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why, size_t len)
+{
+	static const enum fg_kf handoff[] = { FG_KF_SCHED_CLS, FG_KF_SKC_LOOKUP, FG_KF_TCP_REQSK };
+	static const enum fg_kf retransmit[] = { FG_KF_SKC_LOOKUP };
+	char hwhy[256] = "";
+
+	if (why && len)
+		why[0] = 0;
+	if (want != FG_SYN_WAY_RETRANSMIT &&
+	    !way_lacks(kf, handoff, sizeof(handoff) / sizeof(handoff[0]), hwhy, sizeof(hwhy)))
+		return FG_SYN_WAY_HANDOFF;
+	if (want == FG_SYN_WAY_HANDOFF) {
+		if (why && len)
+			say(why, len, "way handoff needs %s", hwhy);
+		return FG_SYN_WAY_AUTO;
+	}
+	if (!way_lacks(kf, retransmit, 1, why, len)) {
+		/* auto without handoff: say what handoff lacked */
+		if (want == FG_SYN_WAY_AUTO && why && len)
+			say(why, len, "no handoff: %s", hwhy);
+		return FG_SYN_WAY_RETRANSMIT;
+	}
+	return FG_SYN_WAY_AUTO;
+}
+
+/* SYN authentication: the way it takes (docs/syn-auth.md, "The ways"). */
+static void need_synauth(const struct fg_config *cfg, const struct fg_kfeat *kf, struct fg_need *d)
+{
+	char why[sizeof(d->why)];
+
+	switch (fg_synauth_way(kf, cfg->syn.way, why, sizeof(why))) {
+	case FG_SYN_WAY_HANDOFF:
+		snprintf(d->how, sizeof(d->how),
+			 "handoff: XDP answers every SYN, tc hands proven ones to the listener");
+		break;
+	case FG_SYN_WAY_RETRANSMIT:
+		snprintf(d->how, sizeof(d->how),
+			 "retransmit: XDP verifies the address, the client's next SYN passes");
+		d->state = FG_NEED_DEGRADED;
+		say(d->why, sizeof(d->why),
+		    "a new client's first connect waits for its SYN retransmission, and a "
+		    "verified address can be spent in its name for verified_for; %s",
+		    cfg->syn.way == FG_SYN_WAY_RETRANSMIT ? "chosen by syn_auth: way: retransmit" :
+							    why);
+		break;
+	default:
+		d->state = FG_NEED_UNAVAILABLE;
+		say(d->why, sizeof(d->why), "%s", why);
+	}
+}
+
 int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *kf,
 			   struct fg_need *out)
 {
@@ -125,6 +189,8 @@ int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *k
 		      cfg->xdp_attach == FG_ATTACH_AUTO ? "xdp_attach: auto" :
 							  "xdp_attach: libxdp")))
 		need_libxdp(cfg, kf, d);
+	if (cfg->syn.nrules && (d = need(out, &n, "syn_auth")))
+		need_synauth(cfg, kf, d);
 	if (cfg->has_shedding && cfg->shed_signal.kind == FG_SIG_PSI &&
 	    (d = need(out, &n, "shedding signal psi")))
 		need_psi(cfg, d);
@@ -149,4 +215,19 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
 		bad++;
 	}
 	return bad ? -EOPNOTSUPP : 0;
+}
+
+void fg_policy_kernel_fill(struct fg_config *cfg, const struct fg_kfeat *kf)
+{
+	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way(kf, cfg->syn.way, NULL, 0) :
+					      FG_SYN_WAY_AUTO;
+
+	if (w == FG_SYN_WAY_HANDOFF)
+		cfg->pol.sa.way = FG_SA_WAY_HANDOFF;
+	else if (w == FG_SYN_WAY_RETRANSMIT)
+		cfg->pol.sa.way = FG_SA_WAY_RETRANSMIT;
+	/* escalation's default scope follows what the way proves */
+	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++)
+		if (cfg->esc[i].after_ns && !cfg->esc[i].scope_set)
+			cfg->esc[i].scope = fg_esc_default_scope(cfg, (int)i);
 }

@@ -418,6 +418,11 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 	print_cap(f, pol, r);
 	if (ru->fleet)
 		print_fleet_rule(f, cfg, r, fl, fi);
+	if (cfg->syn_auth[r])
+		fprintf(f,
+			"      %-10s cookie: a SYN is answered by floodgate; only a source that "
+			"returns the cookie is charged and reaches the listener\n",
+			"syn_auth");
 	if (cfg->esc[r].set)
 		fprintf(f,
 			"      %-10s throttled for %.6g s without a break: the source's /%d (v4) "
@@ -439,6 +444,31 @@ static const struct fg_fleet_conf *fleet_resolved(const struct fg_config *cfg,
 	if (!cfg->has_fleet || fg_fleet_conf_resolve(&cfg->fleet, out, why, sizeof(why)))
 		return NULL;
 	return out;
+}
+
+/* The syn_auth: section, when a rule authenticates (docs/syn-auth.md). */
+static void print_synauth(FILE *f, const struct fg_config *cfg)
+{
+	const struct fg_synauth_conf *s = &cfg->syn;
+
+	if (!s->nrules)
+		return;
+	fprintf(f,
+		"  syn_auth:    %d rule%s authenticate%s; way %s; a proven address stays "
+		"verified %.6g s, at most %u per family\n",
+		s->nrules, s->nrules == 1 ? "" : "s", s->nrules == 1 ? "s" : "",
+		fg_syn_way_names[s->way], s->verified_for_ns / 1e9, s->max_verified);
+	fprintf(f,
+		"               SYN-ACKs at most %.6g/s burst %.6g, and %.6g/s burst %.6g to one "
+		"/%d (v4) /%d (v6)\n",
+		s->reply_src.rate, s->reply_src.burst, s->per_prefix_src.rate,
+		s->per_prefix_src.burst, s->prefix_v4, s->prefix_v6);
+	if (internals)
+		fprintf(f,
+			"               (reply inc %llu tau %llu; per prefix inc %llu tau %llu)\n",
+			(unsigned long long)s->reply.inc, (unsigned long long)s->reply.tau,
+			(unsigned long long)s->per_prefix.inc,
+			(unsigned long long)s->per_prefix.tau);
 }
 
 void fg_config_print(FILE *f, const struct fg_config *cfg, bool with_internals)
@@ -467,6 +497,7 @@ void fg_config_print(FILE *f, const struct fg_config *cfg, bool with_internals)
 			"  escalation:  %u rules escalate; at most %u escalated entries at once "
 			"(both families)\n",
 			escs, cfg->esc_max);
+	print_synauth(f, cfg);
 	fprintf(f, "  rules (%u, first match wins):\n", cfg->pol.nrules);
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++) {
 		print_rule(f, cfg, r, fl, fi);
