@@ -18,7 +18,7 @@
 #              restart adopts the pins and limits; xdp-filter leaves and
 #              joins again (the other order), both still doing their job;
 #              SIGKILL and `floodgate detach`: xdp-filter stays and drops.
-# The gameday set (FG_GAMEDAY=1 or --gameday; about 9 minutes here):
+# The gameday set (FG_GAMEDAY=1 or --gameday; about 6 minutes here):
 #   budget, then
 #   objects    each object loaded whole (bpftool prog loadall), the
 #              refusal's own words when one does not load;
