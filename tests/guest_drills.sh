@@ -2,36 +2,55 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # The guest stage: the kernel-dependent drills again on Debian's stock
 # kernel (linux-image-amd64, 6.1), in ONE throw-away guest (tools/vm/run),
-# each counting what reaches a receiver:
-#   objects    every BPF object the Makefile builds loads through the 6.1
-#              verifier (the refusal's own words when it does not); then the
-#              verifier budget (tools/fgverify, where it is built);
-#   enforce    floodgated starts and enforces: a UDP flood through a veth
-#              pair, what arrives counted at the receiver, what did not in
-#              `floodgate stats --json`; SIGTERM leaves nothing;
+# each counting what reaches a receiver. The default run (about 3 minutes
+# here, boot included) is two drills:
+#   budget     tools/fgverify: every program of every BPF object the
+#              Makefile builds (fgconn's too) through the guest's verifier,
+#              its counts against bpf/budget/<kernel>.txt (6.1.txt: a rise
+#              of more than 10% fails); it runs in the background, beside
+#              the next drill, on the other vCPU;
+#   compact    two floodgated starts: xdp-filter on the receiver's veth,
+#              floodgated (xdp_attach: auto) joins it through libxdp's
+#              dispatcher; a UDP flood limited (counted at the receiver and
+#              in `stats --json`) while xdp-filter drops its own port; a cap
+#              of 3 per source counted through tp_btf (server, client,
+#              `top --json`, the cap outcome); SIGKILL, still enforcing; a
+#              restart adopts the pins and limits; xdp-filter leaves and
+#              joins again (the other order), both still doing their job;
+#              SIGKILL and `floodgate detach`: xdp-filter stays and drops.
+# The gameday set (FG_GAMEDAY=1 or --gameday; about 6 minutes here):
+#   budget, then
+#   objects    each object loaded whole (bpftool prog loadall), the
+#              refusal's own words when one does not load;
+#   enforce    floodgated exclusive on a veth pair, a UDP flood counted at
+#              the receiver and in `floodgate stats --json`; SIGTERM;
 #   xdpattach  tests/e2e_xdpattach.sh's parts "modes" (FG_XA_MODES=libxdp:
 #              attach, SIGKILL, adoption, `floodgate detach` through libxdp)
-#              and "beside" (floodgate and xdp-filter on one veth through
-#              libxdp's dispatcher, both orders, either one leaving);
-#   caps       the concurrency cap counted by tp_btf: test_conn's counting
-#              tests (FG_GUEST_TEST_CONN='': all of them); a cap of 3
-#              per source, 8 connects, what the server accepted and the
-#              client holds, the counter's count and the cap outcome;
+#              and "beside" (floodgate and xdp-filter through libxdp's
+#              dispatcher, each started first on a free device, either one
+#              leaving);
+#   caps       test_conn's counting tests (FG_GUEST_TEST_CONN='': all of
+#              them) and a cap of 3 per source against 8 connects;
 #              tests/e2e_conn.sh too with FG_GUEST_E2E_CONN=1 (minutes).
-#   tests/guest_drills.sh [DRILL...]    (default: all four, in that order)
+#   tests/guest_drills.sh [--gameday] [DRILL...]
+#   tests/guest_drills.sh --update-budget   (writes bpf/budget/<kernel>.txt
+#              from the guest's verifier: an intended rise, say why)
 # From the repository root, as root, after make; OUTPUT= is honoured. It
 # installs what the guest needs (tools/deps.sh vm: qemu-system-x86,
 # busybox-static, kmod, the kernel into /var/cache/floodgate-vm) and skips,
 # saying why, where no guest can run: not root, not x86_64, nothing
 # built, no qemu and none installable, no kernel package reachable. The
-# guest's lines come back as they happen; timings are "# ..." lines; the
-# last line is "N passed, N failed, N skipped", exit status non-zero after a
-# failure. Everything the guest makes goes with it; its run dir is under
-# this script's temp dir, which is removed.
-#   FG_GUEST_TIMEOUT  seconds for the whole guest (default 600)
+# guest's lines come back as they happen; timings are "# ..." lines (the
+# boot, each drill, the total); the last line is "N passed, N failed, N
+# skipped", exit status non-zero after a failure. Everything the guest
+# makes goes with it; its run dir is under this script's temp dir, which
+# is removed.
+#   FG_GUEST_TIMEOUT  seconds for the whole guest (default 600; 1500 gameday)
 set -u
 cd "$(dirname "$0")/.." || exit 2
-DRILLS="objects enforce xdpattach caps"
+DRILLS="budget compact objects enforce xdpattach caps"
+DEFAULT_DRILLS="budget compact"
+GAMEDAY_DRILLS="budget objects enforce xdpattach caps"
 
 # --- in the guest ------------------------------------------------------------------------
 
@@ -40,6 +59,44 @@ now() {
 	local u
 	read -r u _ < /proc/uptime
 	echo "${u%?}"
+}
+
+# Under TCG every exec costs ~0.1 s of a vCPU: a wait loop of grep and
+# sleep every 0.1 s keeps one of the two busy while floodgated's verifier
+# wants it. In the guest, sleep is bash's read -t on a pipe nobody writes
+# (no exec; lib.sh's loops use it too), and the compact drill waits for a
+# start by reading the log with builtins.
+guest_sleep_init() {
+	exec {G_SLEEP_FD}<> <(:)
+	sleep() { read -rt "$1" -u "$G_SLEEP_FD" _; return 0; }
+}
+# g_has FILE REGEX: a line of FILE matches (bash's =~, no exec)
+g_has() {
+	local l
+	while IFS= read -r l; do
+		[[ $l =~ $2 ]] && return 0
+	done < "$1"
+	return 1
+}
+# g_daemon_start NS PIN CONFIG LOG: lib.sh's fg_daemon_start, polled every
+# 0.5 s without an exec (FG_START_TENTHS is its timeout too)
+g_daemon_start() {
+	local ns=$1 pin=$2 cfg=$3 log=$4 n=$(((${FG_START_TENTHS:-100} + 4) / 5)) f known=0
+	for f in "${FG_LOGS[@]}"; do [ "$f" = "$log" ] && known=1; done
+	[ $known = 1 ] || FG_LOGS+=("$log")
+	fg_bg "$ns" "$FGD" --config "$cfg" --pin-dir "$pin" --foreground >> "$log" 2>&1
+	FG_DPID=$FG_BG_PID
+	while [ "$n" -gt 0 ]; do
+		g_has "$log" "(started|adopted pinned state); .*\\(pid $FG_DPID\\)" && return 0
+		if ! kill -0 "$FG_DPID" 2>/dev/null; then
+			fg_bg_stop "$FG_DPID"
+			FG_DPID=
+			return 1
+		fi
+		sleep 0.5
+		n=$((n - 1))
+	done
+	return 1
 }
 
 # sub NAME CMD...: run a test that prints ok/FAIL/skip lines and a summary;
@@ -62,6 +119,64 @@ sub() {
 	FG_NSKIP=$((FG_NSKIP + s))
 	[ "$rc" = 0 ] || [ "$f" != 0 ] || bad "$name" "exited $rc after $line"
 }
+
+# sub_log NAME LOG RC: the lines of a test that has finished (LOG, exit
+# status RC) as sub prints them, its counts added to ours
+sub_log() {
+	local name=$1 log=$2 rc=$3 line p f s
+	sed -E "s/^(ok|FAIL|skip) - /\\1 - $name: /; /^[0-9]+ passed, [0-9]+ failed/d; s/^# /# $name: /" "$log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		bad "$name" "exited $rc without a summary line"
+		return
+	fi
+	read -r p _ f _ s _ <<< "${line//,/}"
+	FG_NPASS=$((FG_NPASS + p))
+	FG_NFAIL=$((FG_NFAIL + f))
+	FG_NSKIP=$((FG_NSKIP + s))
+	[ "$rc" = 0 ] || [ "$f" != 0 ] || bad "$name" "exited $rc after $line"
+}
+
+# the objects the Makefile builds, as $FG_OUT paths
+bpf_objects() {
+	local src
+	for src in bpf/*.bpf.c tools/bpf/*.bpf.c tests/bpf/*.bpf.c; do
+		echo "$FG_OUT/$(basename "$src" .bpf.c).bpf.o"
+	done
+}
+
+# The verifier budget: tools/fgverify over every object (fgconn.bpf.o's
+# programs too: tp_btf, iter/tcp and sock_ops load here) against
+# bpf/budget/<kernel>.txt, in the background (BUDGET_PID); budget_wait
+# prints its lines. FG_GUEST_BUDGET_UPDATE=1: --update, writing the file.
+BUDGET_PID=
+budget_start() {
+	local up=
+	[ "${FG_GUEST_BUDGET_UPDATE:-0}" = 1 ] && up=--update
+	if [ ! -x "$FG_OUT/fgverify" ]; then
+		skip "budget: the verifier budget on $(uname -r)" "$FG_OUT/fgverify is not built (make)"
+		return
+	fi
+	# shellcheck disable=SC2046
+	{
+		t0=$(now)
+		"$FG_OUT/fgverify" $up $(bpf_objects) > "$FG_TMP/budget.out" 2>&1
+		echo $? > "$FG_TMP/budget.rc"
+		awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f\n", b - a }' > "$FG_TMP/budget.time"
+	} < /dev/null &
+	BUDGET_PID=$!
+}
+budget_wait() {
+	local t
+	[ -n "$BUDGET_PID" ] || return 0
+	wait "$BUDGET_PID"
+	BUDGET_PID=
+	sub_log budget "$FG_TMP/budget.out" "$(cat "$FG_TMP/budget.rc" 2>/dev/null || echo '?')"
+	t=$(cat "$FG_TMP/budget.time" 2>/dev/null)
+	echo "# drill budget: ${t:-?} s (beside the drills after it)"
+	echo "budget ${t:-?}" >> "$GUEST_SHARE/times"
+}
+drill_budget() { budget_start; }
 
 # verifier_reason OBJ: the refusal, from the verifier's log (bpftool -d):
 # the program, the instruction and the verifier's last words, and the count
@@ -99,14 +214,6 @@ drill_objects() {
 		fi
 		rm -rf "$FG_PIN_PREFIX-$n"
 	done
-	# >>> the verifier budget: tools/fgverify (the BPF engineer's) against
-	# bpf/budget/<kernel>.txt, once it is on this branch; until then a skip
-	if [ -x "$FG_OUT/fgverify" ]; then
-		sub budget "$FG_OUT/fgverify"
-	else
-		skip "objects: the verifier budget on $(uname -r)" "$FG_OUT/fgverify is not built on this branch yet"
-	fi
-	# <<<
 }
 
 # udp_in NS: UDP datagrams NS's stack took in (delivered + no port + errors)
@@ -266,23 +373,230 @@ drill_caps() {
 	fi
 }
 
+# --- the compact drill: two starts, everything the default run needs --------------------
+# C_NS_B: the receiver's namespace; the CLI runs there (libxdp's netlink
+# attach is seen only from its own namespace)
+C_N=200		# frames per flood, at 2000/s
+C_FG=5002	# floodgate limits it: 10/s, burst 10, per source
+C_XF=5001	# xdp-filter drops it
+C_TCP=7201	# floodgate caps it: 3 connections per source
+# c_udp_rx: UDP datagrams cb's stack took in (delivered + no port +
+# errors), read with builtins through /proc/PID/net of a process in cb
+c_udp_rx() {
+	local k a b c h=0
+	while read -r k a b c _; do
+		[ "$k" = Udp: ] || continue
+		[ $h = 1 ] && { echo $((a + b + c)); return; }
+		h=1
+	done < "/proc/$C_HOLD/net/snmp"
+}
+# c_arrived PORT: send C_N frames to PORT, print how many reached cb's stack
+c_arrived() {
+	local r0 r1
+	r0=$(c_udp_rx)
+	fg_ns_exec ca "$FGEN" -i c0 -s 10.85.0.1 -d 10.85.0.2 --udp --dport "$1" \
+		--dst-mac "$C_MAC" -n "$C_N" -r 2000 > /dev/null 2>&1
+	sleep 0.2
+	r1=$(c_udp_rx)
+	echo $((r1 - r0))
+}
+# the burst 10 and what refilled; fewer when the bucket is still low
+c_limited() { [ "$1" -ge 1 ] && [ "$1" -le 40 ]; }
+c_ids() { ip -n "$C_NS_B" -d link show c1 | sed -nE 's/.*prog\/xdp id ([0-9]+).*/\1/p' | tr '\n' ' '; }
+c_fg() { fg_ns_exec cb "$FG" --pin-dir "$C_PIN" "$@"; }
+c_xf_load() { fg_ns_exec cb xdp-filter load -m native c1 > "$FG_TMP/xf.out" 2>&1 &&
+	      fg_ns_exec cb xdp-filter port -p udp "$C_XF" >> "$FG_TMP/xf.out" 2>&1; }
+c_xf_unload() { fg_ns_exec cb xdp-filter unload c1 >> "$FG_TMP/xf.out" 2>&1; }
+c_start() { g_daemon_start cb "$C_PIN" "$FG_TMP/compact.yaml" "$C_LOG"; }
+# c_limits WHAT: a flood to C_FG is limited
+c_limits() {
+	local got
+	got=$(c_arrived $C_FG)
+	expect "compact: $1" 'c_limited "$got"' "$C_N at 2000/s, burst 10, 10/s" "1..40" "$got"
+}
+# c_stats: "drop pass cap" of the rules udp-limited, udp-limited and
+# capped, from `floodgate stats -o drop,pass,cap` (exact numbers off a
+# terminal; awk, not a python: ~1 s an exec here)
+c_stats() {
+	"$FG" --pin-dir "$C_PIN" stats -o drop,pass,cap 2>&1 | awk '
+		$1 == "RULE" { for (i = 2; i <= NF; i++) col[$i] = i; next }
+		$1 == "udp-limited" { d = $col["drop"]; p = $col["pass"] }
+		$1 == "capped" { c = $col["cap"] }
+		END { print (d == "" ? -1 : d), (p == "" ? -1 : p), (c == "" ? -1 : c) }'
+}
+
+# c_mark WHAT: "# compact: WHAT: S s", the time since the last mark
+c_mark() {
+	local t
+	t=$(now)
+	echo "# compact: $1: $(awk -v a="$C_T" -v b="$t" 'BEGIN { printf "%.1f", b - a }') s"
+	C_T=$t
+}
+
+drill_compact() {
+	local xf=1 got d0 p0 c0 d1 d2 ids0 out rc acc conns spid
+	C_PIN=$(fg_pin compact)
+	C_LOG=$FG_TMP/compact.log
+	C_T=$(now)
+	if ! { fg_ns_create ca && fg_ns_create cb && fg_ns_quiet ca && fg_ns_quiet cb &&
+	       fg_veth_create ca c0 cb c1 && fg_ns_addr ca c0 10.85.0.1/24 && fg_ns_addr cb c1 10.85.0.2/24; }; then
+		bad "compact: set-up" "namespaces and veth pair"
+		return
+	fi
+	C_NS_B=$(fg_ns_name cb)
+	fg_bg cb sleep 100000	# the real sleep, exec'd by nsenter: cb's /proc/PID/net
+	C_HOLD=$FG_BG_PID
+	C_MAC=$(fg_ns_mac cb c1)
+	# fgen's XDP_TX frames reach c1 only when it has NAPI: an XDP program, or GRO
+	fg_ns_exec cb ethtool -K c1 gro on > /dev/null 2>&1
+	cat > "$FG_TMP/compact.yaml" <<YAML
+interfaces: [c1]
+max_sources: 4096
+xdp_attach: auto
+concurrency: {reconcile: 2s, max_keys: 1024}
+rules:
+  - name: udp-limited
+    match: {proto: udp, dport: $C_FG}
+    per_source: {rate: 10/s, burst: 10}
+  - name: capped
+    match: {proto: tcp, dport: $C_TCP}
+    per_source: {concurrency: 3, handshake_timeout: 3s}
+YAML
+	# xdp-filter first
+	if ! command -v xdp-filter > /dev/null; then
+		xf=0
+		skip "compact: beside xdp-filter" "xdp-filter is not installed (Debian: xdp-tools)"
+	elif c_xf_load; then
+		check_cmp "compact: xdp-filter alone on c1 drops UDP $C_XF" "$(c_arrived $C_XF)" = 0
+	else
+		xf=0
+		bad "compact: xdp-filter loads on c1" "$(one_line < "$FG_TMP/xf.out")"
+	fi
+	c_mark "set-up and xdp-filter"
+	# start 1: floodgated joins it
+	if ! c_start; then
+		bad "compact: floodgated starts on $(uname -r) (xdp_attach: auto${xf:+, beside xdp-filter})" \
+			"$(grep -vE '^\s*$' "$C_LOG" | tail -n 4 | one_line 600)"
+		[ $xf = 1 ] && c_xf_unload
+		fg_ns_cleanup
+		return
+	fi
+	c_mark "start 1"
+	ok "compact: floodgated starts on $(uname -r): $(grep -m1 -oE 'started[^(]*' "$C_LOG" | one_line 160)"
+	check "compact: xdp_attach: auto takes libxdp's dispatcher (log)" \
+		grep -q "xdp_attach: auto: libxdp's dispatcher (this kernel can build one)" "$C_LOG"
+	if grep -q "concurrency caps: counting through tp_btf" "$C_LOG"; then
+		ok "compact: concurrency caps count through tp_btf (log)"
+	else
+		bad "compact: concurrency caps count through tp_btf" "$(grep -m2 "concurrency caps" "$C_LOG" | one_line 300)"
+	fi
+	if [ $xf = 1 ]; then
+		c_fg status --json > "$FG_TMP/st.json" 2> "$FG_TMP/st.err"
+		check_cmp "compact: status --json: dispatcher, floodgate first, xdp-filter's program after it" \
+			"$(fg_json_get "$FG_TMP/st.json" interfaces.0.attach interfaces.0.position \
+			   interfaces.0.programs.0.ours interfaces.0.programs.1.ours)" = "dispatcher 1 true false"
+	fi
+	# enforce: what the receiver got and what stats --json counted
+	got=$(c_arrived $C_FG)
+	expect "compact: floodgate limits a UDP flood (received at the receiver)" \
+		'c_limited "$got"' "$C_N at 2000/s, burst 10, 10/s" "1..40" "$got"
+	read -r d0 p0 _ <<< "$(c_stats)"
+	check_cmp "compact: stats --json drops = frames the receiver did not get ($C_N - $got)" "$d0" = $((C_N - got))
+	check_cmp "compact: stats --json passes = frames the receiver got" "$p0" = "$got"
+	[ $xf = 1 ] && check_cmp "compact: xdp-filter still drops UDP $C_XF beside floodgate" "$(c_arrived $C_XF)" = 0
+	c_mark "enforce"
+	# the cap, counted through tp_btf
+	fg_bg cb "$FG_PY" -c "$CAP_PY" serve "$C_TCP" "$FG_TMP/accepted" > "$FG_TMP/server.log" 2>&1
+	spid=$FG_BG_PID
+	fg_wait_for "$FG_TMP/accepted" '^0$' 100 || bad "compact: the server listens" "$(one_line < "$FG_TMP/server.log")"
+	got=$(fg_ns_exec ca "$FG_PY" -c "$CAP_PY" connect 10.85.0.1 10.85.0.2 "$C_TCP" 8 2.5 2>&1)
+	acc=$(< "$FG_TMP/accepted")
+	check_cmp "compact: a cap of 3, 8 connects from one source: the server accepted 3" "$acc" = 3
+	check_cmp "compact: a cap of 3, 8 connects from one source: the client has 3 established" "$got" = 3
+	conns=$("$FG" --pin-dir "$C_PIN" top -n 100 --json 2>/dev/null | "$FG_PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print(sum(e["connections"] for e in d.get("connections", []) if e["source"].split("/")[0] == "10.85.0.1"))' 2>&1)
+	check_cmp "compact: the counter (tp_btf) counts the source's 3 connections (top --json)" "$conns" = 3
+	read -r d0 _ c0 <<< "$(c_stats)"
+	check_cmp "compact: the refused SYNs counted under the cap outcome (5 and retransmits)" "$c0" -ge 5
+	fg_bg_stop "$spid"
+	c_mark "cap"
+	# SIGKILL: the program stays and enforces
+	ids0=$(c_ids)
+	fg_daemon_stop KILL
+	c_limits "after SIGKILL the filter still limits"
+	check_cmp "compact: after SIGKILL the same programs run on c1" "$(c_ids)" = "$ids0"
+	read -r d1 _ _ <<< "$(c_stats)"
+	check_cmp "compact: drops counted while no daemon ran (before $d0)" "$d1" -gt "$d0"
+	c_mark "SIGKILL"
+	# start 2: adoption
+	if c_start; then
+		c_mark "start 2 (adopts)"
+		check "compact: the restart adopted the pins (log)" grep -qE "adopted (pinned link|floodgate's program)" "$C_LOG"
+		read -r d2 _ _ <<< "$(c_stats)"
+		check_cmp "compact: the restart kept the counters (drops after the kill $d1)" "$d2" -ge "$d1"
+		c_limits "the adopted filter limits"
+	else
+		bad "compact: the restart adopts" "$(grep -vE '^\s*$' "$C_LOG" | tail -n 4 | one_line 600)"
+	fi
+	if [ $xf = 1 ]; then
+		# xdp-filter leaves, floodgate stays; it joins again: the other order
+		c_xf_unload
+		c_limits "xdp-filter unloaded, floodgate still limits"
+		check_cmp "compact: xdp-filter unloaded, UDP $C_XF arrives" "$(c_arrived $C_XF)" = "$C_N"
+		if c_xf_load; then
+			check_cmp "compact: xdp-filter joins floodgate's dispatcher and drops UDP $C_XF" "$(c_arrived $C_XF)" = 0
+			c_limits "xdp-filter joined, floodgate still limits"
+		else
+			xf=0
+			bad "compact: xdp-filter joins floodgate on c1" "$(one_line < "$FG_TMP/xf.out")"
+		fi
+	fi
+	c_mark "adopted; xdp-filter leaves and joins"
+	# SIGKILL and detach: floodgate goes, xdp-filter stays
+	fg_daemon_stop KILL
+	out=$(c_fg detach 2>&1); rc=$?
+	check_cmp "compact: floodgate detach (no daemon) exits 0 [$(echo "$out" | one_line 120)]" "$rc" = 0
+	check "compact: after detach the pin dir is gone" test ! -e "$C_PIN"
+	check_cmp "compact: after detach UDP $C_FG arrives whole" "$(c_arrived $C_FG)" = "$C_N"
+	if [ $xf = 1 ]; then
+		check_cmp "compact: after detach xdp-filter is in place and drops UDP $C_XF" "$(c_arrived $C_XF)" = 0
+		out=$(fg_ns_exec cb xdp-loader status c1 2>&1)
+		if echo "$out" | grep -q xdpfilt_ && ! echo "$out" | grep -q floodgate; then
+			ok "compact: after detach c1's dispatcher runs xdp-filter's program, not floodgate's (xdp-loader status)"
+		else
+			bad "compact: after detach c1 runs xdp-filter's program alone" "$(echo "$out" | one_line 400)"
+		fi
+		c_xf_unload
+	fi
+	check "compact: c1 has no XDP program left" bash -c "! ip -n $C_NS_B link show c1 | grep -q xdp"
+	fg_ns_cleanup
+	c_mark "detach"
+}
+
 guest_main() {
-	local d t0 t
+	local d t0 t t00
 	# under TCG a start verifies floodgate.bpf.o 10-30x slower than here:
 	# the tests' waits for a start and a stop are stretched (lib.sh, netns.sh)
 	export FG_START_TENTHS=${FG_START_TENTHS:-900} FG_STOP_TENTHS=${FG_STOP_TENTHS:-200}
 	. tests/lib.sh
 	fg_init --root "$FGD" "$FG" "$FGEN"
-	echo "# guest: Linux $(uname -r), $(nproc) vCPUs, up $(now) s"
+	guest_sleep_init
+	t00=$(now)
+	echo "# guest: Linux $(uname -r), $(nproc) vCPUs, up $t00 s"
+	echo "boot $t00" >> "$GUEST_SHARE/times"
 	# shellcheck disable=SC2086
-	[ $# -gt 0 ] || set -- $DRILLS
+	[ $# -gt 0 ] || set -- $DEFAULT_DRILLS
 	for d in "$@"; do
 		t0=$(now)
 		"drill_$d"
+		[ "$d" = budget ] && continue # its time when it ends
 		t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
 		echo "# drill $d: $t s"
 		echo "$d $t" >> "$GUEST_SHARE/times"
 	done
+	budget_wait
+	echo "# guest: the drills took $(awk -v a="$t00" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s"
 	fg_finish
 }
 
@@ -294,6 +608,14 @@ fi
 
 # --- on the host --------------------------------------------------------------------------
 . tests/lib.sh
+case ${1:-} in
+--gameday) FG_GAMEDAY=1; shift ;;
+--update-budget) FG_GUEST_BUDGET_UPDATE=1; export FG_GUEST_BUDGET_UPDATE; shift; set -- budget "$@" ;;
+esac
+if [ $# = 0 ]; then
+	# shellcheck disable=SC2086
+	if [ "${FG_GAMEDAY:-0}" = 1 ]; then set -- $GAMEDAY_DRILLS; else set -- $DEFAULT_DRILLS; fi
+fi
 for d in "$@"; do
 	case " $DRILLS " in *" $d "*) ;; *) bad "$FG_NAME" "no drill '$d' (drills: $DRILLS)"; summary; exit 1 ;; esac
 done
@@ -316,11 +638,14 @@ fg_init --root
 mkdir "$FG_TMP/share"
 ok "guest: $(echo "$out" | sed -E 's/^vm-run: ready: //; s/ \(.*\),/,/; s/, initramfs .*//' | one_line 200)"
 t0=$SECONDS
+timeout=${FG_GUEST_TIMEOUT:-600}
+[ "${FG_GAMEDAY:-0}" = 1 ] && timeout=${FG_GUEST_TIMEOUT:-1500}
+echo "# guest: drills $*"
 # the runner is a job of this script, so that the cleanup trap stops it
 # (by PID: it then stops its qemu and removes its run dir); its output is
 # followed from the file it writes
 : > "$FG_TMP/guest.out"
-TMPDIR=$FG_TMP FG_VM_TIMES=$FG_TMP/vm.times tools/vm/run -t "${FG_GUEST_TIMEOUT:-600}" -s "$FG_TMP/share" -- \
+TMPDIR=$FG_TMP FG_VM_TIMES=$FG_TMP/vm.times tools/vm/run -t "$timeout" -s "$FG_TMP/share" -- \
 	bash tests/guest_drills.sh --in-guest "$FG_TMP/share" "$@" >> "$FG_TMP/guest.out" 2>&1 &
 vpid=$!
 # in the background too: bash runs a trap only after a foreground command ends
@@ -336,12 +661,12 @@ if [ -n "$line" ]; then
 	[ "$rc" = 0 ] || [ "$f" != 0 ] || bad "guest" "the drills exited $rc after $line"
 else
 	case $rc in
-	124) bad "guest" "ran out of time (${FG_GUEST_TIMEOUT:-600} s) before its summary" ;;
+	124) bad "guest" "ran out of time ($timeout s) before its summary" ;;
 	*) bad "guest" "no summary line (tools/vm/run exited $rc)" ;;
 	esac
 fi
 read -r _ boot _ cmd _ 2>/dev/null < "$FG_TMP/vm.times"
-echo "# guest: boot ${boot:-?} s, drills ${cmd:-?} s, wall $((SECONDS - t0)) s; per drill: $(tr '\n' ' ' < "$FG_TMP/share/times" 2>/dev/null)"
+echo "# guest: boot ${boot:-?} s, drills ${cmd:-?} s, guest wall $((SECONDS - t0)) s, stage $SECONDS s; per drill: $(tr '\n' ' ' < "$FG_TMP/share/times" 2>/dev/null)"
 left=$(ls -d "$FG_TMP"/fgvm.* 2>/dev/null; pgrep -f -- "$FG_TMP/fgvm" 2>/dev/null)
 check_cmp "guest: the runner left no run dir and no qemu" "$(echo "$left" | one_line 200)" = ""
 fg_finish
