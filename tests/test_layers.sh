@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.." || exit 2
 exec python3 - <<'PY'
 import os, re, sys
 layer = {"lib": 0, "conn": 1, "fleet": 1, "shed": 1, "policy": 2, "maps": 3,
-         "sources": 4, "lists": 5, "attach": 5, "daemon": 6, "cli": 6}
+         "sources": 4, "lists": 5, "attach": 5, "synauth": 5, "daemon": 6, "cli": 6}
 apart = {("daemon", "cli"), ("cli", "daemon")}
 inc, npass, nfail = {}, 0, 0
 def ok(m):
