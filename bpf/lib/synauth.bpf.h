@@ -130,6 +130,9 @@ __noinline int fg_sa_parse(struct xdp_md *ctx, struct fg_sa_tcp *t, __u32 opts)
 	__u32 off = 14, ihl, i;
 	__u16 proto;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return -1;
+
 	if (!t)
 		return -1;
 	if ((void *)(c + 14) > end)
@@ -270,6 +273,9 @@ __noinline int fg_sa_ver(const struct fg_sakey *k, const struct fg_sa_tcp *t, st
 {
 	__u32 idx, i, bits;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return -1;
+
 	if (!k || !t || !w)
 		return -1;
 	w->way = -1;
@@ -342,6 +348,9 @@ __noinline int fg_sa_claim(const struct fg_sa_tcp *t, struct fg_sa_vw *w, __u32 
 {
 	__u32 vt = FG_VT(now), ms = FG_VMS(now);
 	__u32 i, best = 0, bu = 0xffffffff, since = (ms & ~1u) | (retx & 1);
+
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return -1;
 
 	if (!t || !w || !w->ok)
 		return -1;
@@ -474,6 +483,9 @@ __noinline int fg_sa_cap(const struct fg_synauth *sa, const struct fg_sakey *k,
 	struct fg_agg *b;
 	__u32 idx = 0;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return 0;
+
 	if (!sa || !k || !t)
 		return 0;
 	b = bpf_map_lookup_elem(&fg_sacap, &idx);
@@ -544,6 +556,9 @@ __noinline int fg_sa_write(struct xdp_md *ctx)
 {
 	struct fg_sascr *x;
 	__u32 seq, ack, tsval, kk = 0;
+
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return -1;
 
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -683,6 +698,9 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	__u32 kk = 0, isn, ack, idx, tsv, retx;
 	__u64 now, slot, h;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return FG_SA_GO_ON;
+
 	if (!sa || !ev)
 		return FG_SA_GO_ON;
 	/* pf: the packet's protocol << 8 | its TCP flags (fg_pkt) */
@@ -810,6 +828,9 @@ __noinline int fg_sa_ack(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	__u32 kk = 0, c, vt, ms, until, live, sock;
 	__u64 now, slot, h;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return FG_SA_GO_ON;
+
 	struct fg_sameta *m;
 
 	if (!sa || !ev)
@@ -910,6 +931,9 @@ __noinline __u32 fg_sa_commit(void)
 	struct fg_sascr *x;
 	__u32 kk = 0;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return 0;
+
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x || !x->cl)
 		return 0;
@@ -931,6 +955,9 @@ __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 	__u32 kk = 0;
 	__u64 now;
 	void *data;
+
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return -1;
 
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x)
@@ -961,6 +988,9 @@ __noinline int fg_sa_after(struct xdp_md *ctx, __u32 pass)
 	struct fg_sascr *x;
 	__u32 kk = 0;
 
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return 0;
+
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x || !x->pending)
 		return 0;
@@ -975,6 +1005,8 @@ __noinline int fg_sa_after(struct xdp_md *ctx, __u32 pass)
  * constant that would split every state of the charge in two. */
 __noinline int fg_sa_as_syn(struct fg_pkt *p)
 {
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return 0;
 	if (!p)
 		return 0;
 	p->tcp_flags = FG_TCP_SYN;
@@ -999,6 +1031,9 @@ __noinline int fg_sa_presearch(const struct fg_policy *pol, const struct fg_pkt 
 	const struct fg_match *m;
 	struct fg_pkt q;
 	__u32 i, n;
+
+	if (!fg_sa_on) /* 6.1 verifies every global function: dead code here */
+		return FG_MAX_RULES;
 
 	if (!pol || !p)
 		return FG_MAX_RULES;
