@@ -516,7 +516,14 @@ static int load_skel(struct daemon *d)
 	keep_running_prog(d);
 	err = floodgate_bpf__load(d->g.skel);
 
-	if (err)
+	if (err && d->g.skel->rodata->fg_sa_on)
+		/* the steps double the verifier's work: past 6.1's 1M-insn limit */
+		pr_err("cannot load the BPF program with syn_auth's steps: %s: this kernel's "
+		       "verifier does not take them (Debian 12's 6.1 does not; 6.18 does, see "
+		       "docs/syn-auth.md); remove 'syn_auth: cookie' from the policy to filter "
+		       "here",
+		       strerror(-err));
+	else if (err)
 		pr_err("cannot load the BPF program: %s%s", strerror(-err),
 		       d->g.adopting ? " (the pinned maps may not match this version: "
 				       "'floodgate detach' and start again)" :
