@@ -38,6 +38,7 @@
 #include <sys/utsname.h>
 #include <bpf/libbpf.h>
 
+#include "lib/kfeat.h"
 #include "lib/opts.h"
 
 #define STATS_LOG_SIZE	(64 * 1024)
@@ -101,6 +102,30 @@ static void bad(const char *fmt, ...)
 }
 
 static bool verbose;
+
+/* Objects that need a kernel feature beyond the oldest kernel's: on a
+ * kernel without it the object cannot load, which is no verifier
+ * regression, so it is skipped with the probe's reason (user/lib/kfeat.c). */
+static const struct {
+	const char *object;
+	enum fg_kf feature;
+} needs[] = {
+	{ "fgsyn", FG_KF_TCP_REQSK }, /* the handoff way's tc program */
+};
+
+static bool kernel_lacks(const char *object)
+{
+	const struct fg_kfeat *kf = fg_kfeat_get();
+
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (!strcmp(needs[i].object, object) && !kf->f[needs[i].feature].ok) {
+			printf("skip - %s: needs %s, which this kernel lacks: %s\n", object,
+			       fg_kf_desc[needs[i].feature], kf->f[needs[i].feature].why);
+			nskip++;
+			return true;
+		}
+	return false;
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -423,6 +448,8 @@ static void verify_object(const struct verify_opts *o, struct budget *b, const c
 			goto out;
 		}
 	}
+	if (kernel_lacks(name))
+		goto out;
 	obj = bpf_object__open_file(path, NULL);
 	if (!obj) {
 		bad("%s: cannot open: %s", path, strerror(errno));

@@ -680,7 +680,13 @@ static bool is_rodata(const char *map_name)
  * keeps a program: adopt_link in attach.c swaps it into the link.) */
 static bool is_own_state(const char *map_name)
 {
-	return strstr(map_name, ".bss") || strstr(map_name, ".data");
+	return strstr(map_name, ".bss") || strstr(map_name, ".data") ||
+	       fg_map_prog_private(map_name);
+}
+
+bool fg_map_prog_private(const char *map_name)
+{
+	return !strcmp(map_name, "fg_sascr");
 }
 
 static int map_value_eq(int a_fd, int b_fd, __u32 value_size)

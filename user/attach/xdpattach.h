@@ -95,6 +95,11 @@ struct fg_xdp_list {
 	struct fg_xdp_entry e[FG_XDP_MAX_LIST];
 };
 
+/* A map only the XDP program reads and writes, made anew by every load and
+ * never pinned (syn_auth's per-CPU scratch, fg_sascr): a running copy keeps
+ * its own, so it does not tell one copy from another. */
+bool fg_map_prog_private(const char *map_name);
+
 /* 0 when this kernel lets libxdp build a dispatcher, else -EOPNOTSUPP with
  * the reason (e.g. the kernel refuses freplace programs). Loads and frees
  * two small programs from libxdp's xdp-dispatcher.o. */
