@@ -251,7 +251,7 @@ struct fg_ctl {
 	__u32 src4_bits; /* 40 fg_src4 has 1 << src4_bits sets (init) */
 	__u32 rt_active; /* 44 runtime list entries present, both families; 0 = no lookup (CLI, daemon; atomic add/sub) */
 	__u32 rule_ovr_n; /* 48 bits set in rule_ovr_set, or more; 0 = no bitmap read (CLI, apply; atomic add/sub) */
-	__u32 src6_bits;		  /* 52 fg_src6 has 1 << src6_bits sets (init) */
+	__u32 src6_bits; /* 52 fg_src6 has 1 << src6_bits sets (init) */
 	__u32 rt_scoped; /* 56 scoped runtime deny entries present (fg_rts4, fg_rts6); 0 = no lookup (atomic add/sub) */
 	__u32 pad1;			  /* 60 */
 	__u64 rule_ovr_set[FG_OVR_WORDS]; /* 64 bit per rule id: the operator set its mode (CLI) */

@@ -340,7 +340,8 @@ int dp_open(struct dp *d, __u32 max_sources)
 	d->ncpu = libbpf_num_possible_cpus();
 	if (d->ncpu <= 0)
 		return d->ncpu ? d->ncpu : -EINVAL;
-	if (dp_keep.skel && (dp_keep.src4 != src4 || dp_keep.src6 != src6 || dp_keep.sa_on != dp_sa_on)) {
+	if (dp_keep.skel &&
+	    (dp_keep.src4 != src4 || dp_keep.src6 != src6 || dp_keep.sa_on != dp_sa_on)) {
 		floodgate_bpf__destroy(
 			dp_keep.skel); /* other table sizes or syn_auth: this test loads its own */
 		dp_keep.skel = NULL;
