@@ -529,7 +529,7 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_
 		const char *name = bpf_map__name(m);
 
 		if (map_suffix(name, ".rodata") || map_suffix(name, ".bss") ||
-		    map_suffix(name, ".data"))
+		    map_suffix(name, ".data") || fg_map_prog_private(name))
 			continue;
 		planned[np] = planned_map_id(m);
 		if (!planned[np])
@@ -556,7 +556,8 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_
 			close(mfd);
 			return keep_fail(why, len, -errno, "map %u: %s", ids[i], strerror(errno));
 		}
-		ok = map_suffix(mi.name, ".bss") || map_suffix(mi.name, ".data");
+		ok = map_suffix(mi.name, ".bss") || map_suffix(mi.name, ".data") ||
+		     fg_map_prog_private(mi.name);
 		if (map_suffix(mi.name, ".rodata")) {
 			ok = rodata_seen = rodata_same(mfd, skel, mi.value_size);
 			if (!ok)
