@@ -854,3 +854,26 @@ __u32 dp_count_src4(struct dp *d)
 				n += !!(set.key[w].rule & FG_WKEY4_USED);
 	return n;
 }
+
+void dp_sa_rules(struct dp *d, int way, __u16 dport, struct fg_limit src, struct fg_limit reply)
+{
+	struct fg_rule r = { .action = FG_ACT_LIMIT, .mask4 = 0xffffffff, .src = src };
+	struct fg_rule pass = { .action = FG_ACT_PASS };
+	struct fg_match m = M_ANY;
+
+	memset(r.mask6, 0xff, sizeof(r.mask6));
+	m.dport_lo = m.dport_hi = dport;
+	m.proto = 6;
+	m.flags = FG_M_L4;
+	m.tcp_mask = FG_TCP_SYN | FG_TCP_ACK;
+	m.tcp_val = FG_TCP_SYN;
+	dp_rule(d, &r, &m, 1u << FG_CLASS_TCP);
+	dp_rule(d, &pass, &M_ANY, C_ALL);
+	d->pol.sa.way = way;
+	d->pol.sa.verified_ns = 600 * 1000000000ull;
+	d->pol.sa.reply = reply;
+	d->pol.sa.pfx_mask4 = htonl(0xffffff00);
+	d->pol.sa.nmatch = 1;
+	d->pol.sa.match[0] = 0;
+	d->pol.sa.rules[0] = 1;
+}

@@ -128,4 +128,10 @@ __u32 dp_count_src4(struct dp *d);
 #define M_ANY ((struct fg_match){ .sport_hi = 65535, .dport_hi = 65535 })
 #define C_ALL ((1u << FG_NCLASS) - 1)
 
+/* SYN authentication's fixture: rule 0 limits TCP to dport, SYN without
+ * ACK, per source /32 (/128) at src, with syn_auth; rule 1 passes the rest;
+ * the policy's syn_auth settings for way (FG_SA_WAY_*): verified for 600 s,
+ * the global reply cap, reply_pfx left zero (the tests of it set it). */
+void dp_sa_rules(struct dp *d, int way, __u16 dport, struct fg_limit src, struct fg_limit reply);
+
 #endif

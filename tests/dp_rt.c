@@ -5,6 +5,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include "dp_rt.h"
+#include "dpcheck.h"
+#include "fgtest.h"
 #include "maps/fgmaps.h"
 #include "lib/prefix.h"
 
@@ -106,6 +108,21 @@ int dp_rt_fill4(struct dp *d, __u32 n, __u32 list)
 			fg_switch_rt_active(&d->cm, -1);
 			return err;
 		}
+	}
+	return 0;
+}
+
+int dp_rt_check_open(struct dp *d, struct fg_rt_maps *rt, __u32 max_sources)
+{
+	int err;
+
+	if (dp_check_open(d, max_sources))
+		return -1;
+	err = dp_rt_open(d, rt);
+	if (err) {
+		fg_test_fail(__FILE__, __LINE__, "dp_rt_open: %d (%s)", err, strerror(-err));
+		dp_close(d);
+		return -1;
 	}
 	return 0;
 }

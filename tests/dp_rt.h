@@ -13,6 +13,9 @@
 
 /* rtlist.h on d's maps. */
 int dp_rt_open(struct dp *d, struct fg_rt_maps *rt);
+/* The fixture (dp_check_open) with the runtime lists opened on it: 0, or -1
+ * with the failure reported and nothing left open. */
+int dp_rt_check_open(struct dp *d, struct fg_rt_maps *rt, __u32 max_sources);
 /* An entry for cidr on list, expiring at expires (0: never), as the CLI fills it. */
 struct fg_rt_entry dp_rt_entry(const char *cidr, __u32 list, __u64 expires, const char *comment);
 /* fg_rt_add with the fixture's clock; returns its result. */

@@ -25,17 +25,7 @@ static struct fg_rt_maps RT;
 
 static int setup(void)
 {
-	int err;
-
-	if (dp_check_open(&D, 1024))
-		return -1;
-	err = dp_rt_open(&D, &RT);
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_rt_open: %d (%s)", err, strerror(-err));
-		dp_close(&D);
-		return -1;
-	}
-	return 0;
+	return dp_rt_check_open(&D, &RT, 1024);
 }
 
 static void teardown(void)

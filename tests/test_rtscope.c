@@ -42,16 +42,9 @@ static int setup(void)
 {
 	struct fg_rule pass = { .action = FG_ACT_PASS };
 	struct fg_match mu = M_ANY, mt = M_ANY;
-	int err;
 
-	if (dp_check_open(&D, 1024))
+	if (dp_rt_check_open(&D, &RT, 1024))
 		return -1;
-	err = dp_rt_open(&D, &RT);
-	if (err) {
-		fg_test_fail(__FILE__, __LINE__, "dp_rt_open: %d (%s)", err, strerror(-err));
-		dp_close(&D);
-		return -1;
-	}
 	mu.proto = 17;
 	mu.dport_lo = mu.dport_hi = 53;
 	mt.proto = 6;

@@ -173,9 +173,6 @@ static const __u64 K0 = 0x0123456789abcdefull, K1 = 0xfedcba9876543210ull;
  * rule 1: everything else passes. way: FG_SA_WAY_*. */
 static int setup_sa(int way, int key)
 {
-	struct fg_rule r = { .action = FG_ACT_LIMIT, .mask4 = 0xffffffff };
-	struct fg_rule pass = { .action = FG_ACT_PASS };
-	struct fg_match m = M_ANY;
 	struct fg_sakey k = {};
 	__u32 z = 0;
 	__u64 slot;
@@ -183,22 +180,7 @@ static int setup_sa(int way, int key)
 	dp_sa_on = 1;
 	if (dp_check_open(&D, 1024))
 		return -1;
-	memset(r.mask6, 0xff, sizeof(r.mask6));
-	r.src = dp_lim(5, 5);
-	m.dport_lo = m.dport_hi = 80;
-	m.proto = 6;
-	m.flags = FG_M_L4;
-	m.tcp_mask = FG_TCP_SYN | FG_TCP_ACK;
-	m.tcp_val = FG_TCP_SYN;
-	dp_rule(&D, &r, &m, 1u << FG_CLASS_TCP);
-	dp_rule(&D, &pass, &M_ANY, C_ALL);
-	D.pol.sa.way = way;
-	D.pol.sa.verified_ns = 600 * NS;
-	D.pol.sa.reply = dp_lim(1000, 1000);
-	D.pol.sa.pfx_mask4 = htonl(0xffffff00);
-	D.pol.sa.nmatch = 1;
-	D.pol.sa.match[0] = 0;
-	D.pol.sa.rules[0] = 1;
+	dp_sa_rules(&D, way, 80, dp_lim(5, 5), dp_lim(1000, 1000));
 	dp_set_now(&D, 1000 * NS);
 	slot = FG_SA_SLOT(1000 * NS);
 	k.seed[0] = 11, k.seed[1] = 22;

@@ -170,9 +170,6 @@ static void sum_delay(__u64 *n, __u64 *sum_us)
 
 static void run_way(int way)
 {
-	struct fg_rule r = { .action = FG_ACT_LIMIT, .mask4 = 0xffffffff };
-	struct fg_rule pass = { .action = FG_ACT_PASS };
-	struct fg_match m = M_ANY;
 	struct fg_sakey k = {};
 	struct fgsyn_bpf *syn = NULL;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .attach_point = BPF_TC_INGRESS);
@@ -217,21 +214,7 @@ static void run_way(int way)
 	clock_run = 1;
 	D.skel->bss->fake_now = mono_ns();
 	thr = !pthread_create(&th, NULL, clock_thread, NULL);
-	memset(r.mask6, 0xff, sizeof(r.mask6));
-	r.src = dp_lim(1000, 1000);
-	m.dport_lo = m.dport_hi = PORT;
-	m.proto = 6;
-	m.flags = FG_M_L4;
-	m.tcp_mask = FG_TCP_SYN | FG_TCP_ACK;
-	m.tcp_val = FG_TCP_SYN;
-	dp_rule(&D, &r, &m, 1u << FG_CLASS_TCP);
-	dp_rule(&D, &pass, &M_ANY, C_ALL);
-	D.pol.sa.way = way;
-	D.pol.sa.verified_ns = 600 * NS;
-	D.pol.sa.reply = dp_lim(10000, 10000);
-	D.pol.sa.pfx_mask4 = htonl(0xffffff00);
-	D.pol.sa.nmatch = 1;
-	D.pol.sa.rules[0] = 1;
+	dp_sa_rules(&D, way, PORT, dp_lim(1000, 1000), dp_lim(10000, 10000));
 	slot = FG_SA_SLOT(mono_ns());
 	for (int i = 0; i < 2; i++) {
 		e = FG_SA_EPOCH(slot) + i;
