@@ -1295,6 +1295,10 @@ static const struct hostile hostile[] = {
 	{ "b.rb out of range", 'b', "HSET", "rb", "99999", FG_FLEET_REP_MARK },
 	{ "d: n1's demand 1e300", 'd', "HSET", "n1", "1e300", FG_FLEET_REP_DEMAND },
 	{ "d: n2's demand NaN", 'd', "HSET", "n2", "nan", FG_FLEET_REP_DEMAND },
+	/* n1 calls first in a round: its own entry, not a number, is read by
+	 * its own call before any other's (once overwritten unnoticed) */
+	{ "d: n1's own demand NaN", 'd', "HSET", "n1", "nan", FG_FLEET_REP_DEMAND },
+	{ "d: n1's own demand a word", 'd', "HSET", "n1", "lots", FG_FLEET_REP_DEMAND },
 	{ "d: a ghost's demand 1e300, no expiry", 'd', "HSET", "ghost", "1e300",
 	  FG_FLEET_REP_DEMAND },
 	{ "n: a ghost expiring in the far future", 'n', "ZADD", "1e300", "ghost",
