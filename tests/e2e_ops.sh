@@ -107,9 +107,12 @@ check_cmp "the policy in force stays" "$("$FG" status --json | fg_json_get - pol
 cp "$FG_TMP/good.yaml" "$FG_TMP/policy.yaml"
 
 # metrics
+# the page is the last tick's snapshot: the 'mode file' above shows on the
+# tick after it (a tick is 1 s), so a page is read until it does, 3 s at most
 page=$FG_TMP/metrics
 n=30
-while ! fg_ns_exec b curl -sf "http://127.0.0.1:$MPORT/metrics" > "$page" 2>/dev/null && [ $n -gt 0 ]; do
+until fg_ns_exec b curl -sf "http://127.0.0.1:$MPORT/metrics" > "$page" 2>/dev/null &&
+	grep -qx 'floodgate_mode{mode="enforce"} 1' "$page" || [ $n = 0 ]; do
 	sleep 0.1; n=$((n - 1))
 done
 check "metrics: floodgate_mode by label" grep -qx 'floodgate_mode{mode="enforce"} 1' "$page"
