@@ -53,10 +53,15 @@ static __always_inline int fg_way_in(const struct fg_policy *pol, __u64 *key, __
 
 		if (k == want)
 			return i; /* another CPU claimed it for this source since */
+		/* the first empty way, but every way read for want: a CPU that
+		 * claimed the source's own way (above) since the first loop may
+		 * have put it past an empty one, which a break would claim too */
+		if (victim >= 0 && !victim_key)
+			continue;
 		if (!k) {
 			victim = i;
 			victim_key = 0;
-			break;
+			continue;
 		}
 		if (t <= oldest) { /* full, and the oldest so far */
 			oldest = t;
