@@ -22,9 +22,10 @@
 #   7. memory    map bytes per tracked source: each of the daemon's tables
 #                offered as many distinct sources as it has ways, memlock
 #                over what it then holds (part daemon)
-#   9. tables    issue 25: 1,000 and 10,000 active sources live (as part
-#                live) in a table sized for them (TABLE) and in one of
-#                BIG_TABLE, interleaved, three runs of each a pass, the
+#   9. tables    issue 25: 1,000 and 10,000 active sources in a table sized
+#                for them (TABLE) and in one of BIG_TABLE: through test-run
+#                (fgbench sweep --table) and live (as part live), the two
+#                sizes interleaved, live three runs of each a pass, the
 #                cheapest of each; goal: at 1,000 the big table within 5%
 #   8. start     floodgated's start-up against policy size (one rule, 0 to
 #                1M deny /24s): a fresh start, an adopting restart after
@@ -347,6 +348,13 @@ done
 for pass in $(seq 1 "$PASSES"); do
 	part tables || break
 	for n in $TABLES_SRC; do
+		for tab in "$TABLE" "$BIG_TABLE"; do
+			log "tables pass $pass/$PASSES: test-run, $n sources, table $tab"
+			"$O/fgbench" sweep --curve sources --point "$n" --table "$tab" --cpu "$CPU" \
+				--passes 1 --repeat "$REPEAT" >> "$RAW" || { log "tables: fgbench sweep failed"; exit 1; }
+		done
+	done
+	for n in $TABLES_SRC; do
 		for comp in tsmall tbig tsmall tbig tsmall tbig; do
 			log "tables pass $pass/$PASSES: $comp, $n sources"
 			live_run "$comp" "$n" "$pass" || { log "tables run $comp failed"; exit 1; }
@@ -571,10 +579,11 @@ if "vary_floor" in mic and "floor" in mic:
 # curves: each point's floodgate and floor figures, and their per-pass ratio
 for r in kinds("curve"):
     c = res["curves"].setdefault(r["curve"], {})
-    c.setdefault(str(r["x"]), []).append(r)
+    # part tables' test-run points: one per (sources, table)
+    c.setdefault(str(r["x"]) if r["curve"] != "tables" else f'{r["x"]}@{r["table"]}', []).append(r)
 for cname, pts in res["curves"].items():
     for x, runs in pts.items():
-        e = {"x": int(x), "ns": st([p["ns"] for p in runs]), "floor_ns": st([p["floor_ns"] for p in runs]),
+        e = {"x": runs[0]["x"], "ns": st([p["ns"] for p in runs]), "floor_ns": st([p["floor_ns"] for p in runs]),
              "ratio": st([p["ns"] / p["floor_ns"] for p in runs if p["floor_ns"] > 0]),
              "kernel_ns": st([p["kernel_ns"] for p in runs]),
              "floor_kernel_ns": st([p["floor_kernel_ns"] for p in runs]),
@@ -589,7 +598,7 @@ for cname, pts in res["curves"].items():
             if k in runs[0]:
                 e[k] = st([p[k] for p in runs])
         pts[x] = e
-    res["curves"][cname] = dict(sorted(pts.items(), key=lambda kv: kv[1]["x"]))
+    res["curves"][cname] = dict(sorted(pts.items(), key=lambda kv: (kv[1]["x"], kv[1].get("table", 0))))
 res["limits"] = (kinds("limits") or [None])[0]
 for e in res["curves"].get("shed", {}).values():
     res["shed"][e["name"]] = e
@@ -727,6 +736,10 @@ if tr:
     m = statistics.median(r[1] for r in tr)
     also = "".join(f"; at {n:,}: {statistics.median(r[1] for r in tables_ratio(n)):.3f}x (not a goal)"
                    for n in sorted({n for (c, n) in live if c == "tbig" and n != 1000}) if tables_ratio(n))
+    tc = res["curves"].get("tables", {})
+    km = lambda n, tab: (tc.get(f"{n}@{tab}") or {}).get("kernel_ns", {}).get("median")
+    also += "".join(f"; test-run at {n:,}: {km(n, 1048576):.0f} vs {km(n, 65536):.0f} ns (kernel's mean, median)"
+                    for n in sorted({e["x"] for e in tc.values()}) if km(n, 1048576) and km(n, 65536))
     goal(t, m <= 1.05, f"{m:.3f}x, the median of the passes' (" + ", ".join(f"{r[2]:.0f} vs {r[3]:.0f} ns" for r in tr) + ")" + also)
 else:
     notrun(t, "tables")

@@ -1403,8 +1403,10 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f",
 			 raw, vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
 			 (double)km - ((double)kv - kf), raw - mraw, chase);
-		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
-			    fns, kf, extra);
+		/* a fixed table (--table) is curve "tables": its points are not the
+		 * sources curve's, which sizes the table to each point */
+		curve_print(c->b->table ? "tables" : "sources", n, pass, raw - (vfl - fns),
+			    (double)kraw - ((double)kv - kf), fns, kf, extra);
 	}
 	/* honesty: every packet hit a prefilled bucket (the table held them all) */
 	printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket during the "
