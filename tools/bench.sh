@@ -22,6 +22,11 @@
 #   7. memory    map bytes per tracked source: each of the daemon's tables
 #                offered as many distinct sources as it has ways, memlock
 #                over what it then holds (part daemon)
+#   9. tables    issue 25: 1,000 and 10,000 active sources in a table sized
+#                for them (TABLE) and in one of BIG_TABLE: through test-run
+#                (fgbench sweep --table) and live (as part live), the two
+#                sizes interleaved, live three runs of each a pass, the
+#                cheapest of each; goal: at 1,000 the big table within 5%
 #   8. start     floodgated's start-up against policy size (one rule, 0 to
 #                1M deny /24s): a fresh start, an adopting restart after
 #                SIGKILL (the running program kept), and one that loads and
@@ -40,7 +45,8 @@
 #                   no profiles (a few minutes; the figures are rough)
 #   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
 #                   fgbench sweep run with the same options (tests/e2e_bench.sh)
-#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start": only those
+#   BENCH_TABLES_SOURCES="1000 10000"   part tables' active source counts
+#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start tables": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
 # Everything it makes (two namespaces and their veth pair, the nft table and
@@ -65,7 +71,7 @@ else
 	START_PTS=${BENCH_START_PTS:-0 10000 100000 1000000}
 	SWEEP_ARGS=()
 fi
-PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start} "
+PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start tables} "
 CPU=${BENCH_CPU:-1}
 OUT=${BENCH_OUT:-results}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -74,6 +80,8 @@ O=.output
 RATE=2		# per source, packets/s: every flooding source is far over it
 BURST=4
 TABLE=65536	# per-source table of every competitor; 100k sources overfill it
+BIG_TABLE=1048576	# part tables: the table configured for a million sources
+TABLES_SRC=${BENCH_TABLES_SOURCES:-1000 10000}	# part tables: active sources (the goal's: 1,000)
 ACC_RATE=10000	# accuracy: one source at 10x this, from both CPUs
 ACC_BURST=1000
 GEN_RATE=100000000	# fgen -r: far above what it reaches, so never paced (see README-bench)
@@ -160,6 +168,7 @@ rules:
     match: {proto: udp}
     per_source: {rate: $RATE/s, burst: $BURST}
 EOF
+sed "s/^max_sources: .*/max_sources: $BIG_TABLE/" "$WORK/live.yaml" > "$WORK/livebig.yaml"
 cat > "$WORK/acc.yaml" <<EOF
 max_sources: $TABLE
 rules:
@@ -266,7 +275,8 @@ EOF
 		-m hashlimit --hashlimit-above "$RATE/sec" --hashlimit-burst "$BURST" \
 		--hashlimit-mode srcip --hashlimit-name fgbench --hashlimit-htable-size "$TABLE" \
 		--hashlimit-htable-max "$TABLE" --hashlimit-htable-expire 60000 -j DROP ;;
-	fg) start_fgd "$WORK/live.yaml" ;;
+	fg|tsmall) start_fgd "$WORK/live.yaml" ;;
+	tbig) start_fgd "$WORK/livebig.yaml" ;;
 	esac
 }
 teardown() {
@@ -275,7 +285,7 @@ teardown() {
 	none) : ;;
 	nft) ip netns exec "$RNS" nft delete table netdev fgbench ;;
 	ipt) ip netns exec "$RNS" iptables-legacy -t raw -F PREROUTING ;;
-	fg) stop_fgd ;;
+	fg|tsmall|tbig) stop_fgd ;;
 	esac
 }
 
@@ -299,11 +309,12 @@ live_run() {
 	[ -n "$pp" ] && wait "$pp"
 	sleep 0.3	# let the receiver's backlog drain
 	u1=$(udp_in)
-	[ "$comp" = fg ] && fgp=$(fg_passed)
+	case $comp in fg|tsmall|tbig) fgp=$(fg_passed) ;; esac
 	teardown "$comp"
 	[ "$comp" = floor ] && cnt=$(sed -n 's/.*"count":\([0-9]*\).*/\1/p' "$WORK/xdp.out")
 	printf '{"kind":"live","comp":"%s","sources":%s,"pass":%s,"gen":%s,"busy_jiffies":%s,"hz":%s,"udp_passed":%s,"fg_passed":%s,"floor_count":%s,"rate":%s,"burst":%s,"table":%s}\n' \
-		"$comp" "$n" "$pass" "$gen" $((b1 - b0)) "$(getconf CLK_TCK)" $((u1 - u0)) "$fgp" "$cnt" "$RATE" "$BURST" "$TABLE" >> "$RAW"
+		"$comp" "$n" "$pass" "$gen" $((b1 - b0)) "$(getconf CLK_TCK)" $((u1 - u0)) "$fgp" "$cnt" "$RATE" "$BURST" \
+		"$([ "$comp" = tbig ] && echo "$BIG_TABLE" || echo "$TABLE")" >> "$RAW"
 }
 
 # bare twice, first and last: the generator's share is the faster of the two
@@ -325,6 +336,28 @@ for pass in $(seq 1 "$PASSES"); do
 		for comp in $comps; do
 			log "live pass $pass/$PASSES: $comp, $n sources"
 			live_run "$comp" "$n" "$pass" || { log "live run $comp failed"; exit 1; }
+		done
+	done
+done
+
+# --- 9. tables: the same 1,000 sources in a small and a big table -----------------
+# Each pass runs both three times, alternating, and takes the cheapest run of
+# each (as the live part's 1,000-source point): a run disturbed by other load
+# only ever costs more. Recorded as part live's records, comps tsmall and
+# tbig (apart from part live's fg, whose goals they must not move).
+for pass in $(seq 1 "$PASSES"); do
+	part tables || break
+	for n in $TABLES_SRC; do
+		for tab in "$TABLE" "$BIG_TABLE"; do
+			log "tables pass $pass/$PASSES: test-run, $n sources, table $tab"
+			"$O/fgbench" sweep --curve sources --point "$n" --table "$tab" --cpu "$CPU" \
+				--passes 1 --repeat "$REPEAT" >> "$RAW" || { log "tables: fgbench sweep failed"; exit 1; }
+		done
+	done
+	for n in $TABLES_SRC; do
+		for comp in tsmall tbig tsmall tbig tsmall tbig; do
+			log "tables pass $pass/$PASSES: $comp, $n sources"
+			live_run "$comp" "$n" "$pass" || { log "tables run $comp failed"; exit 1; }
 		done
 	done
 done
@@ -546,10 +579,11 @@ if "vary_floor" in mic and "floor" in mic:
 # curves: each point's floodgate and floor figures, and their per-pass ratio
 for r in kinds("curve"):
     c = res["curves"].setdefault(r["curve"], {})
-    c.setdefault(str(r["x"]), []).append(r)
+    # part tables' test-run points: one per (sources, table)
+    c.setdefault(str(r["x"]) if r["curve"] != "tables" else f'{r["x"]}@{r["table"]}', []).append(r)
 for cname, pts in res["curves"].items():
     for x, runs in pts.items():
-        e = {"x": int(x), "ns": st([p["ns"] for p in runs]), "floor_ns": st([p["floor_ns"] for p in runs]),
+        e = {"x": runs[0]["x"], "ns": st([p["ns"] for p in runs]), "floor_ns": st([p["floor_ns"] for p in runs]),
              "ratio": st([p["ns"] / p["floor_ns"] for p in runs if p["floor_ns"] > 0]),
              "kernel_ns": st([p["kernel_ns"] for p in runs]),
              "floor_kernel_ns": st([p["floor_kernel_ns"] for p in runs]),
@@ -564,7 +598,7 @@ for cname, pts in res["curves"].items():
             if k in runs[0]:
                 e[k] = st([p[k] for p in runs])
         pts[x] = e
-    res["curves"][cname] = dict(sorted(pts.items(), key=lambda kv: kv[1]["x"]))
+    res["curves"][cname] = dict(sorted(pts.items(), key=lambda kv: (kv[1]["x"], kv[1].get("table", 0))))
 res["limits"] = (kinds("limits") or [None])[0]
 for e in res["curves"].get("shed", {}).values():
     res["shed"][e["name"]] = e
@@ -585,9 +619,9 @@ for r in kinds("live"):
         "tx_dropped": g.get("tx_dropped", 0), "passed": passed, "drop_frac": 1 - passed / deliv,
         "expected_passed": expect, "limit_ratio": passed / expect if expect else None,
         "fg_passed": r["fg_passed"], "floor_count": r["floor_count"]})
-comps = ["bare", "floor", "fg", "nft", "ipt", "none"]
+comps = ["bare", "floor", "fg", "nft", "ipt", "none", "tsmall", "tbig"]
 names = {"bare": "bare XDP_DROP (generator share)", "floor": "parse+count+drop floor",
-         "fg": "floodgate", "nft": "nftables netdev meter", "ipt": "iptables hashlimit (raw)",
+         "fg": "floodgate", "tsmall": "floodgate, table 65,536", "tbig": "floodgate, table 1,048,576", "nft": "nftables netdev meter", "ipt": "iptables hashlimit (raw)",
          "none": "no filter (stack)"}
 live_n = sorted({n for (_, n) in live})
 # a pass's run of c (the cheapest, if several): the generator's share of a pass
@@ -691,6 +725,24 @@ for n in (1, 1000):
         goal(t, ok, f"{runs}; spread over runs: net {sp(ns)}, gross {sp(gs)}: the stable figure is the {stable} one")
     else:
         notrun(t, "live")
+# issue 25: cost follows the working set; per pass, the cheapest run of each
+def tables_ratio(n):
+    return [(p, b["cost_ns"] / s0["cost_ns"], b["cost_ns"], s0["cost_ns"])
+            for p in sorted({x["pass"] for x in live.get(("tbig", n), [])})
+            for b, s0 in [(run_of("tbig", n, p), run_of("tsmall", n, p))] if b and s0]
+t = "tables: 1,000 live sources in a table of 1,048,576 within 5% of one of 65,536 (generator included, as issue 25)"
+tr = tables_ratio(1000)
+if tr:
+    m = statistics.median(r[1] for r in tr)
+    also = "".join(f"; at {n:,}: {statistics.median(r[1] for r in tables_ratio(n)):.3f}x (not a goal)"
+                   for n in sorted({n for (c, n) in live if c == "tbig" and n != 1000}) if tables_ratio(n))
+    tc = res["curves"].get("tables", {})
+    km = lambda n, tab: (tc.get(f"{n}@{tab}") or {}).get("kernel_ns", {}).get("median")
+    also += "".join(f"; test-run at {n:,}: {km(n, 1048576):.0f} vs {km(n, 65536):.0f} ns (kernel's mean, median)"
+                    for n in sorted({e["x"] for e in tc.values()}) if km(n, 1048576) and km(n, 65536))
+    goal(t, m <= 1.05, f"{m:.3f}x, the median of the passes' (" + ", ".join(f"{r[2]:.0f} vs {r[3]:.0f} ns" for r in tr) + ")" + also)
+else:
+    notrun(t, "tables")
 fg, nf = med("fg", 100000), med("nft", 100000)
 if fg and nf:
     lr = med("fg", 100000, "limit_ratio")

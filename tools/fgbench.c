@@ -94,6 +94,7 @@ struct bench_opts {
 	const char *curve;		       /* sweep */
 	bool quick;			       /* sweep */
 	__u64 point;			       /* sweep: 0, or the one sources point */
+	__u64 table;			       /* sweep: 0, or the sources curve's table */
 	const char *pin_dir;		       /* fill */
 	__u64 family, sources, start, tracked; /* fill; sources also micro6 */
 	__u64 max_sources;		       /* micro6 */
@@ -687,8 +688,9 @@ static __u32 table_for(__u64 n)
 	return tab > FG_MAX_SOURCES_BENCH ? FG_MAX_SOURCES_BENCH : (__u32)tab;
 }
 
-/* One throttled UDP rule over a table for n sources (table_for(n), in *tab:
- * as the sweep's sources curve, so the n sources fit; the few a full set
+/* One throttled UDP rule over a table for n sources (*tab, or when it is 0
+ * table_for(n), stored in *tab: as the sweep's sources curve, so the n
+ * sources fit; the few a full set
  * leaves out are dropped too, on_full: closed, and counted). Its rate is 1/h:
  * the prefill's tat, an hour ahead, is then within tau, not clamped to
  * now + tau as stale (fg_gcra.h), and no source refills during a run (at
@@ -700,7 +702,8 @@ static int fgi_open_filled(struct fgi *g, __u32 n, __u32 skip, __u32 *tab, long 
 	char y[512];
 	int err;
 
-	*tab = table_for(n);
+	if (!*tab)
+		*tab = table_for(n);
 	snprintf(y, sizeof(y),
 		 "max_sources: %u\n"
 		 "rules:\n"
@@ -820,7 +823,7 @@ static int micro(void *cfg)
 			    3;
 
 	for (int i = 0; i < nmany; i++) {
-		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i], tab;
+		__u32 n = i == 2 ? (__u32)maxsrc : nsrc[i], tab = 0;
 		long have;
 
 		if ((err = fgi_open_filled(&many[i], n, 0, &tab, &have)))
@@ -830,7 +833,7 @@ static int micro(void *cfg)
 	}
 
 	for (int i = 0; i < 2 && nmany; i++) {
-		__u32 tab;
+		__u32 tab = 0;
 		long have;
 
 		if ((err = fgi_open_filled(&many_abl[i], (__u32)maxsrc,
@@ -1357,7 +1360,7 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	static struct fgi g;
 	char extra[320];
 	__u8 frame[64];
-	__u32 tab, bits = 0;
+	__u32 tab = (__u32)c->b->table, bits = 0;
 	long have;
 	int err;
 
@@ -1400,8 +1403,10 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f",
 			 raw, vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
 			 (double)km - ((double)kv - kf), raw - mraw, chase);
-		curve_print("sources", n, pass, raw - (vfl - fns), (double)kraw - ((double)kv - kf),
-			    fns, kf, extra);
+		/* a fixed table (--table) is curve "tables": its points are not the
+		 * sources curve's, which sizes the table to each point */
+		curve_print(c->b->table ? "tables" : "sources", n, pass, raw - (vfl - fns),
+			    (double)kraw - ((double)kv - kf), fns, kf, extra);
 	}
 	/* honesty: every packet hit a prefilled bucket (the table held them all) */
 	printf("{\"kind\":\"check\",\"what\":\"frames without a prefilled bucket during the "
@@ -1679,6 +1684,8 @@ static int sweep(void *cfg)
 	for (size_t i = 0; (all || !strcmp(want, "sources")) && i < nspts; i++)
 		if (spts[i] <= maxsrc && table_for(spts[i]) / FG_WAYS4 > msets)
 			msets = table_for(spts[i]) / FG_WAYS4;
+	if (b->table && b->table / FG_WAYS4 > msets)
+		msets = (__u32)(b->table / FG_WAYS4);
 	c.bf = bench_floor_bpf__open();
 	if (!c.bf || bpf_map__set_max_entries(c.bf->maps.mem_sets, msets) ||
 	    bench_floor_bpf__load(c.bf)) {
@@ -2329,6 +2336,8 @@ static const struct fg_opt sweep_opts[] = {
 	FG_OPT_BOOL("quick", 'q', B, quick, "sources up to 100,000, prefixes up to 10,000"),
 	FG_OPT_U64("point", 'n', B, point, "N", 1, 4000000, "a number of sources",
 		   "the sources curve: its point N alone (profiling)"),
+	FG_OPT_U64("table", 't', B, table, "N", 2048, FG_MAX_SOURCES_BENCH, "a table size",
+		   "the sources curve's table, every point (default: 4 ways a source)"),
 	FG_OPT_END,
 };
 static const struct fg_opt fill_opts[] = {
