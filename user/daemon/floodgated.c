@@ -510,12 +510,29 @@ static void keep_running_prog(struct daemon *d)
 		d->ac.kept_id);
 }
 
+/*
+ * A fresh start into libxdp's dispatcher: libxdp loads and verifies its own
+ * copy of the program (as EXT, xdpattach.c), over the skeleton's maps, so
+ * the skeleton loads the maps alone; loading its program too verified it
+ * twice per start (issue 25). An adopting start still loads it: the
+ * running component is kept when its code (tag) is this one's.
+ */
+static void libxdp_copy_only(struct daemon *d)
+{
+	if (d->g.adopting || d->ac.how != FG_XDP_LIBXDP || !d->ac.dispatcher)
+		return;
+	bpf_program__set_autoload(d->g.skel->progs.floodgate, false);
+	pr_info("xdp_attach: libxdp's dispatcher: the program is verified once, as its "
+		"component");
+}
+
 static int load_skel(struct daemon *d)
 {
 	int err;
 
 	set_build(d);
 	keep_running_prog(d);
+	libxdp_copy_only(d);
 	err = floodgate_bpf__load(d->g.skel);
 
 	if (err && d->g.skel->rodata->fg_sa_on)
