@@ -18,7 +18,9 @@
 # and refuses until the count is under it; shadow mode passes at the cap;
 # SIGTERM leaves nothing pinned; a second daemon in another namespace,
 # with its own program on the same cgroup hooks, neither disturbs nor is
-# disturbed.
+# disturbed; a policy without a cap loads no counting program, a reload
+# adding one loads it (its seed counts what exists), a reload removing the
+# last one unloads it.
 # All of it runs once per way of counting this kernel allows (tp_btf,
 # sock_ops: FLOODGATE_CONN_WAY, which floodgated and floodgate read), each
 # check named "[way] ..."; FG_E2E_CONN_WAY=WAY runs one.
@@ -545,4 +547,74 @@ cmd c1 closeall
 cmd c2 closeall
 fg_daemon_stop TERM
 check_cmp "SIGTERM: nothing left in the pin dir" "$(ls -A "$PIN" 2>/dev/null | wc -l)" = 0
+
+# --- no cap, no counter: loaded by the reload that adds one, unloaded by the one that
+# removes it (issue 25: a cap-less policy pays no verification of the counter) ---------
+# conn_progs: the counter's programs (fgc_*) over this pin dir's fgc_ctl, by id
+conn_progs() {
+	local id
+	id=$(bpftool -j map show pinned "$PIN/fgc_ctl" 2>/dev/null | fg_json_get - id) || { echo none; return; }
+	bpftool -j prog show 2>/dev/null | "$FG_PY" -c 'import json, sys
+print(sum(1 for p in json.load(sys.stdin)
+          if p.get("name", "").startswith("fgc_") and int(sys.argv[1]) in p.get("map_ids", [])))' "$id"
+}
+policy_nocap() {
+	cat > "$FG_TMP/policy.yaml" <<YAML
+interfaces: [v1]
+max_sources: 4096
+concurrency: {reconcile: ${RECONCILE_S}s, max_keys: 4096}
+rules:
+  - name: web
+    match: {proto: tcp, dport: $PORT}
+    per_source: {rate: 1000/s, burst: 1000}
+YAML
+}
+if command -v bpftool > /dev/null; then
+	policy_nocap
+	DLOG=$FG_TMP/daemon3.log
+	if start_daemon; then
+		check_cmp "no cap: the counter's maps are pinned (XDP shares them)" \
+			"$(test -e "$PIN/fgc_count" && echo yes)" = yes
+		check "no cap: no counting link pinned" test ! -e "$PIN/fgc_link" -a ! -e "$PIN/fgc_rlink"
+		check_cmp "no cap: no counter program loaded over this pin dir's maps" "$(conn_progs)" = 0
+		check "no cap: the daemon says the counter is not loaded" \
+			grep -q "concurrency caps: no rule has a cap: the $WAY counter is not loaded" "$DLOG"
+		"$FG" status > "$FG_TMP/status3.txt" 2>&1
+		check "no cap: status says it does not count, and why" \
+			grep -q "^concurrency: not counting: no rule has a cap" "$FG_TMP/status3.txt"
+		check_cmp "no cap: status --json: way none" "$(status_get concurrency.way)" = none
+		cmd c1 "open 4"
+		check_cmp "no cap: $C1's 4 connections get in" "$(wait_est "$C1" 4 30)" = 4
+		policy 3
+		check "reload adding a cap of 3" bash -c "'$FG' reload > /dev/null"
+		check "the reload loaded the counter" \
+			grep -q "concurrency caps: counting through $WAY" "$DLOG"
+		check "... its link pinned" test -e "$PIN/fgc_link"
+		check_cmp "... its programs over this pin dir's maps" "$(conn_progs)" -gt 0
+		check_cmp "... its seed counts the 4 that exist" "$(wait_conns "$C1" 4 30)" = 4
+		check_cmp "status --json: counting through $WAY" \
+			"$(status_get concurrency.counting) $(status_get concurrency.way)" = "true $WAY"
+		cmd c1 "open 1"
+		sleep 1.2
+		check_cmp "over the new cap (4 > 3): a new SYN is refused" "$(synsent "$C1")" = 1
+		cmd c1 closepending
+		policy_nocap
+		check "reload removing the last cap" bash -c "'$FG' reload > /dev/null"
+		check "the daemon says the counter stopped" \
+			grep -q "concurrency caps: no rule has a cap: the $WAY counter is stopped and unloaded" "$DLOG"
+		check "... its links unpinned" test ! -e "$PIN/fgc_link" -a ! -e "$PIN/fgc_rlink"
+		check_cmp "... its programs unloaded" "$(wait_val conn_progs x 0 30)" = 0
+		check_cmp "status --json: not counting, way none" \
+			"$(status_get concurrency.counting) $(status_get concurrency.way)" = "false none"
+		cmd c1 "open 1"
+		check_cmp "no cap again: a fifth connection gets in" "$(wait_est "$C1" 5 30)" = 5
+		cmd c1 closeall
+		fg_daemon_stop TERM
+		check_cmp "SIGTERM: nothing left in the pin dir" "$(ls -A "$PIN" 2>/dev/null | wc -l)" = 0
+	else
+		bad "floodgated starts with a cap-less policy" "$(tail -5 "$DLOG")"
+	fi
+else
+	skip "no cap, no counter" "bpftool missing"
+fi
 fg_finish

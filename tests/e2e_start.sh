@@ -155,10 +155,69 @@ check_cmp "adopt (reload): a new program is in the link" "$PROG1" != "$PROG0"
 check "adopt (reload): swapped atomically" \
 	grep -q "veth1: adopted pinned link, program swapped atomically" "$DLOG"
 
+# --- an adoption of the file as pinned rewrites nothing (pdigest.h) -------------------
+pol_version() { "$FG" --pin-dir "$PIN" status --json 2>/dev/null | fg_json_get - policy.version; }
+esc=${PIN#/}; esc=${esc//\//_}
+DIGEST=$FLOODGATE_RUN_DIR/policy-$esc.state
+# adopt_once [FUNC]: SIGKILL, FUNC, start adopting; this start's log in $FG_TMP/adopt.log
+adopt_once() {
+	local mark
+	fg_daemon_stop KILL
+	[ -n "${1:-}" ] && "$1"
+	mark=$(wc -l < "$DLOG")
+	start_bg
+	wait_started || bad "adopting start" "$(tail -3 "$DLOG")"
+	tail -n +$((mark + 1)) "$DLOG" > "$FG_TMP/adopt.log"
+}
+kept() { grep -q "adopt: the pinned policy (version $1) is what .* compiles to: kept, not rewritten" "$FG_TMP/adopt.log"; }
+rewritten() { grep -q "adopt: rewriting the pinned policy: $1" "$FG_TMP/adopt.log" && ! kept '[0-9]*'; }
+# a rule's name in fg_names changed by hand (bpftool), its first letter's case
+tamper_name() {
+	local kv
+	kv=$(bpftool -j map dump pinned "$PIN/fg_names" | "$FG_PY" -c '
+import json, sys
+name = sys.argv[1].encode()
+for e in json.load(sys.stdin):
+    v = bytearray(int(x, 16) for x in e["value"])
+    if v.startswith(name + b"\0"):
+        v[0] ^= 0x20
+        print(" ".join(str(int(x, 16)) for x in e["key"]), "value", " ".join(map(str, v)))
+        break' flood)
+	[ -n "$kv" ] && bpftool map update pinned "$PIN/fg_names" key $kv
+}
+put_back_digest() { cp "$FG_TMP/digest.old" "$DIGEST"; }
+rm_digest() { rm -f "$DIGEST"; }
+
+check "after an apply its digest is kept beside the pin dir" test -s "$DIGEST"
+v0=$(pol_version)
+adopt_once
+check "unchanged file: the adoption keeps the pinned policy, rewrites nothing (log)" kept "$v0"
+check_cmp "unchanged file: the policy version stays" "$(pol_version)" = "$v0"
+check "unchanged file: the link's program kept too" grep -q "veth1: adopted pinned link, its program kept" "$FG_TMP/adopt.log"
+sed -i "s/burst: $BURST/burst: $((BURST + 1))/" "$FG_TMP/policy.yaml"
+adopt_once
+check "changed file: rewritten, the log says why" rewritten "the file (or this build) differs"
+check_cmp "changed file: a new policy version" "$(pol_version)" = $((v0 + 1))
+check "changed file: the log says what changed" \
+	grep -q "adopt: rule flood: per_source rate 100 -> 100, burst $BURST -> $((BURST + 1))" "$FG_TMP/adopt.log"
+adopt_once
+check "unchanged again: kept" kept $((v0 + 1))
+cp "$DIGEST" "$FG_TMP/digest.old"
+check "a reload" bash -c "'$FG' --pin-dir '$PIN' reload > /dev/null"
+adopt_once put_back_digest
+check "a stale digest (of the policy before a reload): rewritten" rewritten "the pinned policy changed since"
+check_cmp "... a new version" "$(pol_version)" = $((v0 + 3))
+adopt_once tamper_name
+check "fg_names edited by hand: rewritten" rewritten "fg_names does not hold exactly"
+check_cmp "... a new version" "$(pol_version)" = $((v0 + 4))
+adopt_once
+check "the hand edit repaired: kept again" kept $((v0 + 4))
+adopt_once rm_digest
+check "no digest: rewritten" rewritten "no digest of the pinned policy"
+
 # --- a start file whose daemon is gone says nothing ----------------------------------
 fg_daemon_stop KILL
 ( exit 0 ) & dead=$!; wait "$dead"
-esc=${PIN#/}; esc=${esc//\//_}
 printf 'pid %s\nphase 2\nsince %s\n' "$dead" "$(date +%s)" > "$FLOODGATE_RUN_DIR/start-$esc.state"
 check_cmp "a dead daemon's start file: status says none" "$(state)" = none
 "$FG" --pin-dir "$PIN" status > "$FG_TMP/st.txt" 2>&1

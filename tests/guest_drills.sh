@@ -490,6 +490,20 @@ YAML
 	else
 		bad "compact: concurrency caps count through tp_btf" "$(grep -m2 "concurrency caps" "$C_LOG" | one_line 300)"
 	fi
+	# verified once (issue 25): libxdp's component is the only floodgate
+	# program over this pin dir's maps, the skeleton loaded the maps alone
+	if command -v bpftool > /dev/null; then
+		local ctl_id
+		ctl_id=$(bpftool -j map show pinned "$C_PIN/fg_ctl" 2>/dev/null | fg_json_get - id)
+		check_cmp "compact: one floodgate program over this pin dir's maps (verified once)" \
+			"$(bpftool -j prog show 2>/dev/null | "$FG_PY" -c 'import json, sys
+print(sum(1 for p in json.load(sys.stdin)
+          if p.get("name") == "floodgate" and int(sys.argv[1]) in p.get("map_ids", [])))' "${ctl_id:-0}")" = 1
+		check "compact: the daemon says so (log)" \
+			grep -q "the program is verified once, as its component" "$C_LOG"
+	else
+		skip "compact: verified once" "no bpftool"
+	fi
 	if [ $xf = 1 ]; then
 		c_fg status --json > "$FG_TMP/st.json" 2> "$FG_TMP/st.err"
 		check_cmp "compact: status --json: dispatcher, floodgate first, xdp-filter's program after it" \
@@ -533,6 +547,8 @@ print(sum(e["connections"] for e in d.get("connections", []) if e["source"].spli
 	if c_start; then
 		c_mark "start 2 (adopts)"
 		check "compact: the restart adopted the pins (log)" grep -qE "adopted (pinned link|floodgate's program)" "$C_LOG"
+		check_cmp "compact: the restart kept the running component (no copy loaded again)" \
+			"$(c_ids)" = "$ids0"
 		read -r d2 _ _ <<< "$(c_stats)"
 		check_cmp "compact: the restart kept the counters (drops after the kill $d1)" "$d2" -ge "$d1"
 		c_limits "the adopted filter limits"

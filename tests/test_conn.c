@@ -1007,6 +1007,98 @@ rm:
 	ASSERT_OK(rmdir(dir) ? -errno : 0, "pin dir empty and removed");
 }
 
+/*
+ * floodgated's way (issue 25): the maps alone first (a cap-less policy
+ * verifies nothing), the way's programs over them when a cap comes
+ * (fg_conn_load_way: the maps, their pins and counts are the same ones),
+ * then unloaded again (fg_conn_unload_way: links unpinned, programs gone,
+ * the counts left for the next seed).
+ */
+static bool pinned(const char *dir, const char *name);
+
+static void test_load_later(void)
+{
+	struct fg_conn_opts o = {
+		.max_keys = 4096, .max_pending = 1024, .way = WAY, .maps_only = true
+	};
+	struct fg_conn_rec rec = {};
+	struct fg_conn_key k;
+	struct pairs p = { .n = 0 };
+	struct statfs sfs;
+	char dir[128];
+	int lfd;
+
+	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+		fg_test_skip("/sys/fs/bpf is not a BPF filesystem");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fgconn-test-%d", (int)getpid());
+	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "mkdir pin dir"))
+		return;
+	key_of(&k, 4, "127.0.0.1");
+	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
+	if (!ASSERT_GE(lfd, 0, "listen"))
+		goto rm;
+	o.pin_dir = dir;
+	if (!ASSERT_OK(fg_conn_open(&C, &o, why), why[0] ? why : "open, the maps only"))
+		goto rm;
+	ASSERT_EQ(C.way, WAY, "the way is picked");
+	ASSERT_TRUE(!C.progs, "no program loaded");
+	ASSERT_EQ(fg_conn_attach(&C), -EINVAL, "attach: nothing to attach yet");
+	ASSERT_OK(fg_conn_pin(&C, dir), "pin: the maps");
+	ASSERT_TRUE(pinned(dir, "fgc_count") && !pinned(dir, FG_CONN_LINK_PIN),
+		    "maps pinned, no link");
+	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile: nothing");
+	ASSERT_OK(open_pairs(&p, 3, 4, "127.0.0.1", PORT4, lfd), "3 connections, uncounted");
+	ASSERT_EQ(est_of(&k), 0, "nothing counts them");
+
+	ASSERT_OK(fg_conn_load_way(&C, why), why[0] ? why : "load the way's programs");
+	ASSERT_TRUE(C.progs, "programs loaded");
+	ASSERT_OK(fg_conn_set_caps(&C, &CAP, 1, why), "caps");
+	ASSERT_OK(fg_conn_attach(&C), "attach");
+	ASSERT_OK(fg_conn_pin(&C, dir), "pin: the maps as they were, and the link");
+	ASSERT_TRUE(pinned(dir, FG_CONN_LINK_PIN), "link pinned");
+	ASSERT_OK(fg_conn_reconcile(&C, &rec), "seed");
+	ASSERT_GE(rec.seeded, 3, "the seed counts the 3 that exist");
+	ASSERT_EQ(est_of(&k), 3, "counted");
+	{
+		struct bpf_map_info a = {}, b = {};
+		__u32 la = sizeof(a), lb = sizeof(b);
+		char cp[160];
+		int pfd;
+
+		snprintf(cp, sizeof(cp), "%s/fgc_count", dir);
+		pfd = bpf_obj_get(cp);
+		if (ASSERT_GE(pfd, 0, "the pinned fgc_count") &&
+		    ASSERT_OK(bpf_obj_get_info_by_fd(pfd, &a, &la) ||
+				      bpf_obj_get_info_by_fd(C.fd[FGC_M_COUNT], &b, &lb),
+			      "map info"))
+			ASSERT_EQ(a.id, b.id, "the programs count in the pinned map");
+		if (pfd >= 0)
+			close(pfd);
+	}
+
+	ASSERT_OK(fg_conn_unload_way(&C, dir, why), why[0] ? why : "unload");
+	ASSERT_TRUE(!C.progs && !fg_conn_ready(&C), "unloaded, not counting");
+	ASSERT_TRUE(!pinned(dir, FG_CONN_LINK_PIN) && !pinned(dir, FG_CONN_RLINK_PIN),
+		    "links unpinned");
+	ASSERT_EQ(C.ctl->way, FG_CONN_WAY_NONE, "fgc_ctl: no way counts");
+	close_pairs(&p);
+	sleep_ms(100);
+	ASSERT_EQ(est_of(&k), 3, "closes unseen: the counts stay for the next seed");
+	ASSERT_OK(fg_conn_load_way(&C, why), why[0] ? why : "load again");
+	ASSERT_OK(fg_conn_attach(&C), "attach again");
+	ASSERT_OK(fg_conn_reconcile(&C, &rec), "seed again");
+	ASSERT_EQ(est_of(&k), 0, "the seed corrects them");
+	fg_conn_close(&C);
+rm:
+	close_pairs(&p);
+	if (lfd >= 0)
+		close(lfd);
+	ASSERT_OK(fg_conn_unpin(dir), "unpin");
+	ASSERT_OK(rmdir(dir) ? -errno : 0, "pin dir empty and removed");
+}
+
 /* ---- missed transitions, races, namespaces, the way ----------------------- */
 
 static int lo_up(void);
@@ -1939,6 +2031,7 @@ static void run_way(void)
 	RUN_WAY(test_spoofed_flood);
 	RUN_WAY(test_two_namespaces);
 	RUN_WAY(test_pin_adopt);
+	RUN_WAY(test_load_later);
 	RUN_WAY(test_xdp_cap);
 	RUN_WAY(test_xdp_cap_order_flood);
 	RUN_WAY(test_cost);

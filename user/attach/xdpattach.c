@@ -519,11 +519,15 @@ static void att_init(struct fg_xdp_att *out)
 	out->link_fd = -1;
 }
 
-static int check_prog(const struct fg_xdp_prog *p, char *why, size_t len)
+/* Through libxdp the object's maps suffice: libxdp loads its own copy
+ * of the program (open_component), so the caller may leave the
+ * program itself unloaded and have it verified once. */
+static int check_prog(const struct fg_xdp_prog *p, const struct fg_xdp_opts *o, char *why,
+		      size_t len)
 {
 	if (!p || !p->obj || !p->prog || !p->elf || !p->elf_sz)
 		return fail(why, len, -EINVAL, "no program given");
-	if (bpf_program__fd(p->prog) < 0)
+	if (bpf_program__fd(p->prog) < 0 && (!o || o->how != FG_XDP_LIBXDP))
 		return fail(why, len, -EINVAL, "%s is not loaded", bpf_program__name(p->prog));
 	return 0;
 }
@@ -550,7 +554,7 @@ static int attach_begin(const struct fg_xdp_prog *p, int ifindex, const struct f
 	int err;
 
 	att_init(out);
-	err = check_prog(p, why, len);
+	err = check_prog(p, o, why, len);
 	if (!err && ifindex <= 0)
 		err = fail(why, len, -EINVAL, "no interface (ifindex %d)", ifindex);
 	if (!err)
@@ -770,6 +774,11 @@ static int replace_single(const struct fg_xdp_prog *p, int ifindex, const struct
 {
 	int new_fd = bpf_program__fd(p->prog), old_fd, lfd, err;
 
+	if (new_fd < 0) /* libxdp's copy only (check_prog): nothing to swap in alone */
+		return fail(why, len, -EOPNOTSUPP,
+			    "ifindex %d runs %s (id %u) alone, not in a dispatcher, and this "
+			    "process loaded no program of its own to replace it with",
+			    ifindex, cur->e[0].name, cur->e[0].id);
 	old_fd = bpf_prog_get_fd_by_id(cur->e[0].id);
 	if (old_fd < 0)
 		return fail(why, len, -errno, "ifindex %d: program %u: %s", ifindex, cur->e[0].id,

@@ -243,6 +243,13 @@ void cli_conn_status_text(const struct cli_args *a, const struct fg_name *names)
 		view_free(&v);
 		return;
 	}
+	if (!v.counting && !v.caps.n) {
+		/* floodgated loads the counter with the first cap (docs/concurrency.md) */
+		printf("concurrency: not counting: no rule has a cap, %zu keys kept (max %u)\n",
+		       v.n, v.max_keys);
+		view_free(&v);
+		return;
+	}
 	printf("concurrency: %s through %s, %zu keys tracked (max %u), %llu reconciles, "
 	       "corrections %llu keys / %llu connections\n",
 	       v.counting ? "counting (link pinned)" : "NOT counting (no pinned link)",

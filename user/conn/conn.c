@@ -237,7 +237,10 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		return err;
 	}
 	c->way = fg_kfeat_conn_way_pick(fg_kfeat_get(), want, c->way_why, sizeof(c->way_why));
-	conn_autoload(c->skel, c->way, o->test_entry); /* NONE: the maps alone */
+	c->test_entry = o->test_entry;
+	c->progs = !o->maps_only && c->way != FG_CONN_WAY_NONE;
+	/* NONE (or maps_only): the maps alone */
+	conn_autoload(c->skel, c->progs ? c->way : FG_CONN_WAY_NONE, o->test_entry);
 	err = bpf_map__set_max_entries(c->skel->maps.fgc_count, keys);
 	if (!err)
 		err = bpf_map__set_max_entries(c->skel->maps.fgc_pend, pend);
@@ -285,6 +288,85 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 fail:
 	fg_conn_close(c);
 	return err;
+}
+
+/*
+ * c's maps under a new object that loads the way's programs (progs) or
+ * none: its maps reuse c's (the pinned ones keep their pin paths, so
+ * fg_conn_pin knows them), then the old object goes. The XDP program and
+ * c->ctl (mmapped) hold the maps, not the object. A failure changes nothing.
+ */
+static int conn_unpin_one(const char *dir, const char *name);
+
+static int conn_reobject(struct fg_conn *c, bool progs, char *why)
+{
+	struct bpf_map *om[FGC_NMAPS], *nm[FGC_NMAPS];
+	struct fgconn_bpf *s = fgconn_bpf__open();
+	int i, err = 0;
+
+	if (!s) {
+		err = -errno;
+		fg_why(why, "opening the counting program: %s", strerror(-err));
+		return err;
+	}
+	conn_autoload(s, progs ? c->way : FG_CONN_WAY_NONE, c->test_entry);
+	conn_maps(c->skel, om);
+	conn_maps(s, nm);
+	for (i = 0; i < FGC_NMAPS && !err; i++) {
+		err = bpf_map__reuse_fd(nm[i], c->fd[i]);
+		if (!err && bpf_map__is_pinned(om[i]))
+			err = bpf_map__set_pin_path(nm[i], bpf_map__pin_path(om[i]));
+	}
+	if (!err)
+		err = fgconn_bpf__load(s);
+	if (err) {
+		fg_why(why, "loading the counting program (%s way): %s",
+		       fg_conn_way_names[progs ? c->way : FG_CONN_WAY_NONE], strerror(-err));
+		fgconn_bpf__destroy(s);
+		return err;
+	}
+	fgconn_bpf__destroy(c->skel);
+	c->skel = s;
+	for (i = 0; i < FGC_NMAPS; i++)
+		c->fd[i] = bpf_map__fd(nm[i]);
+	c->progs = progs;
+	return 0;
+}
+
+int fg_conn_load_way(struct fg_conn *c, char *why)
+{
+	if (!c->skel)
+		return -EINVAL;
+	if (c->progs || c->way == FG_CONN_WAY_NONE)
+		return 0;
+	return conn_reobject(c, true, why);
+}
+
+int fg_conn_unload_way(struct fg_conn *c, const char *dir, char *why)
+{
+	int err = 0;
+
+	if (!c->skel)
+		return -EINVAL;
+	if (dir) {
+		/* the pins first: with them gone our fds are the links' last */
+		err = conn_unpin_one(dir, FG_CONN_LINK_PIN);
+		if (!err)
+			err = conn_unpin_one(dir, FG_CONN_RLINK_PIN);
+		if (err) {
+			fg_why(why, "removing the counter's link pins in %s: %s", dir,
+			       strerror(-err));
+			return err;
+		}
+	}
+	bpf_link__destroy(c->release);
+	bpf_link__destroy(c->sweep);
+	bpf_link__destroy(c->walk);
+	bpf_link__destroy(c->state);
+	c->release = c->sweep = c->walk = c->state = NULL;
+	if (c->ctl)
+		__atomic_store_n(&c->ctl->way, (__u32)FG_CONN_WAY_NONE, __ATOMIC_RELEASE);
+	return c->progs ? conn_reobject(c, false, why) : 0;
 }
 
 int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why)
@@ -372,6 +454,11 @@ int fg_conn_attach(struct fg_conn *c)
 		return -EINVAL;
 	if (c->way == FG_CONN_WAY_NONE)
 		return 0; /* nothing to attach: no capped policy is accepted */
+	if (!c->progs) {
+		fg_why(c->way_why, "the %s way's programs are not loaded",
+		       fg_conn_way_names[c->way]);
+		return -EINVAL;
+	}
 	if (c->way == FG_CONN_WAY_TRACING)
 		err = conn_attach_tracing(c);
 	else
@@ -421,7 +508,7 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 	char p[512];
 	int i, err;
 
-	if (!c->skel || (!c->state && c->way != FG_CONN_WAY_NONE))
+	if (!c->skel || (!c->state && c->progs))
 		return -EINVAL;
 	conn_maps(c->skel, m);
 	for (i = 0; i < FGC_NMAPS; i++) {
@@ -434,7 +521,7 @@ int fg_conn_pin(struct fg_conn *c, const char *dir)
 			return err;
 	}
 	if (!c->state)
-		return 0; /* FG_CONN_WAY_NONE: the maps only */
+		return 0; /* FG_CONN_WAY_NONE, or no program loaded: the maps only */
 	err = conn_pin_link(c->state, dir, FG_CONN_LINK_PIN);
 	if (!err)
 		/* another way's daemon may have pinned one: ours, or none */
@@ -537,7 +624,8 @@ int fg_conn_set_caps(struct fg_conn *c, const struct fg_conn_cap *caps, __u32 n,
 	t->version++;
 	t->n = n;
 	memset(t->cap, 0, sizeof(t->cap));
-	memcpy(t->cap, caps, n * sizeof(*caps));
+	if (n)
+		memcpy(t->cap, caps, n * sizeof(*caps));
 	if (bpf_map_update_elem(fd, &next, t, 0)) {
 		err = -errno;
 		goto out;
@@ -634,7 +722,7 @@ int fg_conn_reconcile(struct fg_conn *c, struct fg_conn_rec *rec)
 	__u32 epoch;
 	int err;
 
-	if (c->skel && c->way == FG_CONN_WAY_NONE) {
+	if (c->skel && (c->way == FG_CONN_WAY_NONE || !c->progs)) {
 		if (rec)
 			memset(rec, 0, sizeof(*rec)); /* nothing counts, nothing to reconcile */
 		return 0;
@@ -770,7 +858,7 @@ int fg_conn_misses(struct fg_conn *c, __u64 *misses)
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
 
-	if (!c->skel || c->way == FG_CONN_WAY_NONE)
+	if (!c->skel || c->way == FG_CONN_WAY_NONE || !c->progs)
 		return -EINVAL;
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->way == FG_CONN_WAY_TRACING ?
 							   c->skel->progs.fgc_state :

@@ -75,6 +75,8 @@ struct fg_conn {
 	struct fg_conn_ctl *ctl;  /* fgc_ctl[0], mmapped */
 	int ncpus;
 	bool adopted;		  /* maps came from a pin dir */
+	bool progs;		  /* the way's programs are loaded (not only the maps) */
+	bool test_entry;	  /* fgc_test is loaded too (opts.test_entry) */
 	enum fg_conn_way way;	  /* how this kernel lets it count (lib/kfeat.h) */
 	char way_why[FG_WHY_LEN]; /* FG_CONN_WAY_NONE: what the kernel lacks; else, after a
 				   * failed fg_conn_attach, what failed */
@@ -90,6 +92,10 @@ struct fg_conn_opts {
 	/* the way: FG_CONN_WAY_NONE (0) = as FG_CONN_WAY_ENV says, by default
 	 * the best this kernel allows; else that way, if the kernel allows it */
 	enum fg_conn_way way;
+	/* the maps only, the way picked but not its programs: fg_conn_load_way
+	 * loads them when a policy has a cap (floodgated: a cap-less policy
+	 * costs no verification, issue 25) */
+	bool maps_only;
 };
 
 /* What one reconcile did (events of its own walk and sweeps). */
@@ -119,6 +125,14 @@ struct fg_conn_entry {
  * -EINVAL (why filled) for an FG_CONN_WAY_ENV that names no way (the
  * daemon then runs without caps, daemon/mod_conn.c). */
 int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why);
+/* The way's programs over the maps c holds (after an open with
+ * maps_only, or fg_conn_unload_way); nothing when they are loaded or the
+ * way is FG_CONN_WAY_NONE. A failure (why filled) leaves c as it was. */
+int fg_conn_load_way(struct fg_conn *c, char *why);
+/* Stop counting and unload the way's programs: detach, remove dir's link
+ * pins (dir may be NULL), fgc_ctl's way to none. The maps and their
+ * counts stay (the seed after the next fg_conn_load_way corrects them). */
+int fg_conn_unload_way(struct fg_conn *c, const char *dir, char *why);
 /* Read-only, for readers: the pinned maps of dir, checked (types, sizes,
  * ABI); -ENOENT if nothing is pinned there. */
 int fg_conn_open_pins(struct fg_conn *c, const char *dir, char *why);

@@ -14,7 +14,10 @@
 int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *dir, __u32 max_keys,
 		  __u64 period_ms, char *why)
 {
-	struct fg_conn_opts o = { .max_keys = max_keys, .max_pending = max_keys, .pin_dir = dir };
+	/* the way's programs load with the first cap (fg_connd_load) */
+	struct fg_conn_opts o = {
+		.max_keys = max_keys, .max_pending = max_keys, .pin_dir = dir, .maps_only = true
+	};
 	int err;
 
 	memset(cd, 0, sizeof(*cd));
@@ -59,19 +62,48 @@ static int connd_caps(struct fg_connd *cd, const struct fg_policy *pol, struct f
 	return err;
 }
 
-int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
-		   struct fg_conn_rec *rec, char *why)
+int fg_connd_load(struct fg_connd *cd, char *why)
 {
-	int err = fg_conn_attach(&cd->c);
+	return cd->open ? fg_conn_load_way(&cd->c, why) : -EINVAL;
+}
 
-	if (!err && cd->c.way == FG_CONN_WAY_NONE) {
-		/* the shared maps only; policy_kernel.h refuses capped policies */
-		err = fg_conn_pin(&cd->c, dir);
-		if (err)
-			fg_why(why, "pinning the counting maps in %s: %s", dir, strerror(-err));
-		memset(rec, 0, sizeof(*rec));
+/* No cap in force: the maps alone stay pinned (XDP shares them); the
+ * links, ours or an earlier daemon's, and the programs go. */
+/* An empty cap table, written only if the active one is not (a write
+ * waits for a grace period). */
+static int connd_no_caps(struct fg_connd *cd, char *why)
+{
+	struct fg_conn_caps *t = calloc(1, sizeof(*t));
+	int err = t ? fg_conn_caps_read(&cd->c, t) : -ENOMEM;
+
+	if (!err && t->n)
+		err = fg_conn_set_caps(&cd->c, NULL, 0, why);
+	if (err && why && !why[0])
+		fg_why(why, "emptying the cap table: %s", strerror(-err));
+	free(t);
+	return err;
+}
+
+static int connd_idle(struct fg_connd *cd, const char *dir, struct fg_conn_rec *rec, char *why)
+{
+	int err = connd_no_caps(cd, why);
+
+	memset(rec, 0, sizeof(*rec));
+	if (!err)
+		err = fg_conn_unload_way(&cd->c, dir, why);
+	if (!err && (err = fg_conn_pin(&cd->c, dir)))
+		fg_why(why, "pinning the counting maps in %s: %s", dir, strerror(-err));
+	return err;
+}
+
+static int connd_count(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
+		       struct fg_conn_rec *rec, char *why)
+{
+	int err = fg_conn_load_way(&cd->c, why);
+
+	if (err)
 		return err;
-	}
+	err = fg_conn_attach(&cd->c);
 	if (err) {
 		fg_why(why, "attaching the connection counter (%s way): %s",
 		       fg_conn_way_names[cd->c.way],
@@ -88,10 +120,54 @@ int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char 
 	return connd_caps(cd, pol, rec, why);
 }
 
-int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, struct fg_conn_rec *rec,
-		    char *why)
+static bool policy_has_cap(const struct fg_policy *pol)
 {
+	for (__u32 i = 0; i < pol->nrules && i < FG_MAX_RULES; i++)
+		if (pol->rules[i].conn_cap)
+			return true;
+	return false;
+}
+
+int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
+		   struct fg_conn_rec *rec, char *why)
+{
+	if (cd->c.way == FG_CONN_WAY_NONE) {
+		/* the shared maps only; policy_kernel.h refuses capped policies */
+		int err = fg_conn_pin(&cd->c, dir);
+
+		if (err)
+			fg_why(why, "pinning the counting maps in %s: %s", dir, strerror(-err));
+		memset(rec, 0, sizeof(*rec));
+		return err;
+	}
+	if (!policy_has_cap(pol))
+		return connd_idle(cd, dir, rec, why);
+	return connd_count(cd, pol, dir, rec, why);
+}
+
+int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
+		    struct fg_conn_rec *rec, char *why)
+{
+	bool want = policy_has_cap(pol);
+
+	if (cd->c.way == FG_CONN_WAY_NONE && want) {
+		fg_why(why, "this kernel allows no way to count connections: %s", cd->c.way_why);
+		return -EOPNOTSUPP;
+	}
+	if (!want && !cd->c.progs) {
+		memset(rec, 0, sizeof(*rec));
+		return connd_no_caps(cd, why);
+	}
+	if (!want)
+		return connd_idle(cd, dir, rec, why);
+	if (!fg_conn_ready(&cd->c))
+		return connd_count(cd, pol, dir, rec, why);
 	return connd_caps(cd, pol, rec, why);
+}
+
+bool fg_connd_counting(const struct fg_connd *cd)
+{
+	return cd->open && fg_conn_ready(&cd->c);
 }
 
 bool fg_connd_due(const struct fg_connd *cd, __u64 now_ns)
@@ -213,7 +289,7 @@ int fg_connd_metrics(struct fg_connd *cd, const struct fg_name *names, char **ou
 	fprintf(f,
 		"# HELP floodgate_conn_way How the connection counter counts (1 for the way taken: tp_btf, sock_ops; none: not at all).\n"
 		"# TYPE floodgate_conn_way gauge\nfloodgate_conn_way{way=\"%s\"} 1\n",
-		fg_conn_way_names[cd->c.way]);
+		fg_conn_way_names[fg_connd_counting(cd) ? cd->c.way : FG_CONN_WAY_NONE]);
 	fprintf(f,
 		"# HELP floodgate_conn_keys Source keys in the count table (last reconcile).\n"
 		"# TYPE floodgate_conn_keys gauge\nfloodgate_conn_keys %zu\n",

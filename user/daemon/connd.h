@@ -12,11 +12,22 @@
  *                                       one counted) and make the XDP
  *                                       skeleton's fgc_count and fgc_pend
  *                                       its maps (bpf_map__reuse_fd)
+ *                                       (the maps only: the way's programs
+ *                                       wait for a cap)
+ *   fg_connd_load(cd, why)              inside an apply whose policy has a
+ *                                       cap, before the flip: the way's
+ *                                       programs (the verifier's part)
  *   fg_connd_start(cd, pol, dir, ...)   under the pin dir's lock, once the
  *                                       policy is applied (rule ids set):
- *                                       cap table, attach, pin, seed
- *   fg_connd_policy(cd, pol, ...)       every reload, under the lock: the
- *                                       new cap table, then a reconcile
+ *                                       a cap: load, attach, pin, cap table,
+ *                                       seed; none: the maps pinned, links
+ *                                       (an earlier daemon's too) and
+ *                                       programs gone
+ *   fg_connd_policy(cd, pol, dir, ...)  every reload, under the lock: the
+ *                                       same, from what runs: the new cap
+ *                                       table and a reconcile, counting
+ *                                       started by the first cap, stopped
+ *                                       (unloaded) with the last
  *   fg_connd_due / fg_connd_reconcile   the periodic reconcile (the caller
  *                                       holds the lock)
  *   fg_connd_metrics                    Prometheus lines
@@ -49,8 +60,11 @@ int fg_connd_open(struct fg_connd *cd, struct floodgate_bpf *skel, const char *d
 		  __u64 period_ms, char *why);
 int fg_connd_start(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
 		   struct fg_conn_rec *rec, char *why);
-int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, struct fg_conn_rec *rec,
-		    char *why);
+int fg_connd_load(struct fg_connd *cd, char *why);
+int fg_connd_policy(struct fg_connd *cd, const struct fg_policy *pol, const char *dir,
+		    struct fg_conn_rec *rec, char *why);
+/* The counter's programs are attached: it counts (the metrics' way). */
+bool fg_connd_counting(const struct fg_connd *cd);
 bool fg_connd_due(const struct fg_connd *cd, __u64 now_ns);
 int fg_connd_reconcile(struct fg_connd *cd, struct fg_conn_rec *rec);
 

@@ -39,6 +39,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemonize.h"
 #include "daemon/reload_log.h"
+#include "maps/pdigest.h"
 #include "maps/startstate.h"
 #include "lib/kfeat.h"
 #include "lib/complete.h"
@@ -56,7 +57,8 @@
 #define FG_IFACES_ENV "FLOODGATE_INTERFACES"
 #define FG_ENV_FILE   "/etc/default/floodgated"
 /* set (not "0"): an adopting start loads and swaps its program even when
- * the running one is this build (keep_running_prog) */
+ * the running one is this build (keep_running_prog), and rewrites the
+ * policy even when the pinned one is the file's (adopt_unchanged) */
 #define FG_ADOPT_RELOAD_ENV "FLOODGATE_ADOPT_RELOAD"
 
 static volatile sig_atomic_t stop_signal;
@@ -508,12 +510,29 @@ static void keep_running_prog(struct daemon *d)
 		d->ac.kept_id);
 }
 
+/*
+ * A fresh start into libxdp's dispatcher: libxdp loads and verifies its own
+ * copy of the program (as EXT, xdpattach.c), over the skeleton's maps, so
+ * the skeleton loads the maps alone; loading its program too verified it
+ * twice per start (issue 25). An adopting start still loads it: the
+ * running component is kept when its code (tag) is this one's.
+ */
+static void libxdp_copy_only(struct daemon *d)
+{
+	if (d->g.adopting || d->ac.how != FG_XDP_LIBXDP || !d->ac.dispatcher)
+		return;
+	bpf_program__set_autoload(d->g.skel->progs.floodgate, false);
+	pr_info("xdp_attach: libxdp's dispatcher: the program is verified once, as its "
+		"component");
+}
+
 static int load_skel(struct daemon *d)
 {
 	int err;
 
 	set_build(d);
 	keep_running_prog(d);
+	libxdp_copy_only(d);
 	err = floodgate_bpf__load(d->g.skel);
 
 	if (err && d->g.skel->rodata->fg_sa_on)
@@ -570,19 +589,86 @@ static void dir4_applied(struct daemon *d, const struct fg_inforce *was, const c
 		pr_info("%s: %s", what, was->dir4_note);
 }
 
+/*
+ * fg_policy_apply with the digest of what it applies kept beside the pin
+ * dir (pdigest.h): gone before anything is written, saved once it is all
+ * in force. A digest that cannot be made or saved only costs the next
+ * adoption its shortcut.
+ */
+static int apply_digested(struct daemon *d, struct fg_config *cfg, struct fg_inforce *was,
+			  char *why)
+{
+	struct fg_pdigest dg;
+	int derr = fg_pdigest_of(cfg, &dg), err;
+
+	FG_APPLY_OPTS(o, .before_flip = modules_before_flip, .ctx = d, .was = was);
+	fg_pdigest_forget(d->g.dir);
+	err = fg_policy_apply(&d->g.maps, cfg, &o, why);
+	if (!err && !derr) {
+		__u32 dir4[4] = { was->dir4_blocks, was->dir4_trie16, was->dir4_trie24,
+				  was->dir4_trie_pfx };
+
+		derr = fg_pdigest_save(&d->g.maps, d->g.dir, &dg, dir4);
+	}
+	if (!err && derr)
+		pr_debug("the applied policy's digest not kept (%s): the next adoption rewrites it",
+			 strerror(-derr));
+	return err;
+}
+
+/*
+ * Adopting, when the pin dir holds exactly what the file compiles to
+ * (pdigest.h): nothing is rewritten (1M prefixes: most of 2 s), the
+ * modules' before_flip still run (with the ids in force), and the log says
+ * so. 1: kept; 0: apply as usual, why logged.
+ */
+static int adopt_unchanged(struct daemon *d, char *why)
+{
+	char nwhy[FG_WHY_LEN] = "";
+	const char *env = getenv(FG_ADOPT_RELOAD_ENV);
+	struct fg_pdigest dg;
+	__u32 dir4[4];
+	int err;
+
+	if (!d->g.adopting || (env && *env && strcmp(env, "0")))
+		return 0;
+	err = fg_pdigest_of(d->g.cfg, &dg);
+	if (!err)
+		err = fg_pdigest_check(&d->g.maps, d->g.dir, d->g.cfg, &dg, dir4, nwhy);
+	if (err) {
+		pr_info("adopt: rewriting the pinned policy: %s", nwhy[0] ? nwhy : strerror(-err));
+		return 0;
+	}
+	err = modules_before_flip(d, &d->g.maps, d->g.cfg, why);
+	if (err)
+		return err;
+	d->g.dir4[0] = dir4[0];
+	d->g.dir4[1] = dir4[1];
+	d->g.dir4[2] = dir4[2];
+	d->g.dir4[3] = dir4[3];
+	pr_info("adopt: the pinned policy (version %llu) is what %s compiles to: kept, not "
+		"rewritten",
+		(unsigned long long)d->g.cfg->pol.version, d->o.config);
+	return 1;
+}
+
 /* The file's policy into the maps (or this kernel's refusal of it), what
- * was in force before in was. */
+ * was in force before in was; 1: adopting, the pinned policy is the
+ * file's and stays as it is. */
 static int apply_file(struct daemon *d, struct fg_inforce *was, char *why, struct fg_ctl *c0)
 {
+	int kept;
+
 	if (fg_ctl_read(&d->g.maps, c0))
 		c0->slot = ~0u;
 	if (d->kernel_err) {
 		snprintf(why, FG_WHY_LEN, "%s", d->kernel_why);
 		return d->kernel_err;
 	}
-	FG_APPLY_OPTS(o, .before_flip = modules_before_flip, .ctx = d, .was = was);
-
-	return fg_policy_apply(&d->g.maps, d->g.cfg, &o, why);
+	kept = adopt_unchanged(d, why);
+	if (kept)
+		return kept;
+	return apply_digested(d, d->g.cfg, was, why);
 }
 
 /* Lock the loaded pin dir, then fg_ctl and the policy, then the modules'
@@ -593,6 +679,7 @@ static int lock_and_apply(struct daemon *d)
 	char why[FG_WHY_LEN] = "";
 	struct fg_inforce *was;
 	struct fg_ctl c0;
+	bool kept;
 	int err;
 
 	err = fg_maps_from_skel(&d->g.maps, d->g.skel, d->g.dir);
@@ -621,13 +708,16 @@ static int lock_and_apply(struct daemon *d)
 	if (!was)
 		return -ENOMEM;
 	err = apply_file(d, was, why, &c0);
-	if (err && d->g.adopting)
+	kept = err == 1;
+	if (kept)
+		err = 0;
+	else if (err && d->g.adopting)
 		err = keep_pinned_policy(d, err, why, c0.slot);
 	else if (err)
 		pr_err("applying %s: %s", d->o.config, why[0] ? why : strerror(-err));
 	else if (d->g.adopting)
 		fg_reload_log("adopt", was, d->g.cfg); /* the file against the pinned state */
-	if (!err && !d->not_applied)
+	if (!err && !d->not_applied && !kept)
 		dir4_applied(d, was, d->g.adopting ? "adopt" : "start");
 	fg_inforce_free(was);
 	free(was);
@@ -863,8 +953,7 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 	}
 	if (fg_ctl_read(&d->g.maps, &c0))
 		c0.slot = ~0u;
-	FG_APPLY_OPTS(o, .before_flip = modules_before_flip, .ctx = d, .was = was);
-	err = fg_policy_apply(&d->g.maps, ncfg, &o, why);
+	err = apply_digested(d, ncfg, was, why);
 	if (err) {
 		/* a failure after the slot flip leaves the new policy in force */
 		bool flipped = c0.slot != ~0u && !fg_ctl_read(&d->g.maps, &c1) &&

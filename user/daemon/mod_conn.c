@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The concurrency caps' module (daemon.h, connd.h): the counter is loaded
- * before the XDP program so that both share its maps; started once the
- * first policy has its rule ids; the cap table again after every reload's
- * flip; reconciled every period.
+ * The concurrency caps' module (daemon.h, connd.h): the counter's maps are
+ * loaded before the XDP program so that both share them; its programs only
+ * when a policy has a cap (inside that apply, before the flip: a refusal
+ * leaves the running policy), since verifying them is a fifth of a fresh
+ * start (issue 25). Started once the first policy has its rule ids; after
+ * every reload's flip the cap table again, counting started by the first
+ * cap and stopped (links unpinned, programs unloaded) with the last;
+ * reconciled every period while it counts.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,38 +53,79 @@ static int conn_open(struct fgd *d)
 	return 0;
 }
 
+/* The first rule with a cap, or -1. */
+static int first_cap(const struct fg_config *cfg)
+{
+	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES; i++)
+		if (cfg->pol.rules[i].conn_cap)
+			return (int)i;
+	return -1;
+}
+
 static int conn_before_flip(struct fgd *d, const struct fg_config *ncfg, char *why)
 {
+	char lwhy[FG_CONN_WHY_LEN] = "";
+	int r = first_cap(ncfg), err;
+
 	(void)d;
-	if (!conn_failed)
+	if (r < 0)
 		return 0;
-	for (__u32 i = 0; i < ncfg->pol.nrules && i < FG_MAX_RULES; i++)
-		if (ncfg->pol.rules[i].conn_cap) {
-			snprintf(why, FG_WHY_LEN,
-				 "rule %s has a concurrency cap, but the connection counter could "
-				 "not be loaded: %.300s",
-				 ncfg->rules[i].name, conn_why);
-			return -EOPNOTSUPP;
-		}
-	return 0;
+	if (conn_failed) {
+		snprintf(why, FG_WHY_LEN,
+			 "rule %s has a concurrency cap, but the connection counter could "
+			 "not be loaded: %.300s",
+			 ncfg->rules[r].name, conn_why);
+		return -EOPNOTSUPP;
+	}
+	err = fg_connd_load(&conn, lwhy);
+	if (err)
+		snprintf(why, FG_WHY_LEN,
+			 "rule %s has a concurrency cap, but the connection counter's programs "
+			 "could not be loaded: %.300s",
+			 ncfg->rules[r].name, lwhy[0] ? lwhy : strerror(-err));
+	return err;
+}
+
+static void log_counting(bool was)
+{
+	if (fg_connd_counting(&conn) && !was)
+		pr_info("concurrency caps: counting through %s", fg_conn_way_names[conn.c.way]);
+	else if (!fg_connd_counting(&conn) && conn.c.way != FG_CONN_WAY_NONE)
+		pr_info("concurrency caps: no rule has a cap: the %s counter is %s",
+			fg_conn_way_names[conn.c.way],
+			was ? "stopped and unloaded (it loads again with a cap)" :
+			      "not loaded (it loads with the first cap)");
 }
 
 static int conn_start(struct fgd *d)
 {
 	char why[FG_CONN_WHY_LEN] = "";
+	const struct fg_policy *pol = &d->cfg->pol;
+	struct fg_policy *inforce = NULL;
 	struct fg_conn_rec rec;
 	int err;
 
 	if (conn_failed)
 		return 0;
-	err = fg_connd_start(&conn, &d->cfg->pol, d->dir, &rec, why);
-
+	if (d->not_applied) {
+		/* the pinned policy runs: count for its caps */
+		inforce = malloc(sizeof(*inforce));
+		err = inforce ? fg_policy_read_active(&d->maps, inforce) : -ENOMEM;
+		if (err) {
+			pr_err("concurrency caps: reading the policy in force: %s", strerror(-err));
+			free(inforce);
+			return err;
+		}
+		pol = inforce;
+	}
+	err = fg_connd_start(&conn, pol, d->dir, &rec, why);
+	free(inforce);
 	if (!err && conn.c.way == FG_CONN_WAY_NONE)
 		pr_info("concurrency caps: unavailable (%s); a policy with "
 			"per_source concurrency is refused",
 			conn.c.way_why);
 	else if (!err)
-		pr_info("concurrency caps: counting through %s", fg_conn_way_names[conn.c.way]);
+		log_counting(false);
 	log_rec("seed", err, &rec, why);
 	return err;
 }
@@ -92,10 +137,13 @@ static void conn_after_flip(struct fgd *d, const struct fg_config *ncfg)
 	struct fg_conn_rec rec;
 	int err;
 
-	(void)d;
+	bool was = fg_connd_counting(&conn);
+
 	if (conn_failed)
 		return; /* conn_before_flip refused any cap */
-	err = fg_connd_policy(&conn, &ncfg->pol, &rec, why);
+	err = fg_connd_policy(&conn, &ncfg->pol, d->dir, &rec, why);
+	if (!err && was != fg_connd_counting(&conn))
+		log_counting(was);
 	log_rec("reload", err, &rec, why);
 }
 

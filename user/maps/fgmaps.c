@@ -19,6 +19,7 @@
 #include "conn/conn.h"
 #include "maps/ctl.h"
 #include "maps/fgmaps.h"
+#include "maps/pdigest.h"
 #include "lib/log.h"
 #include "floodgate.skel.h"
 
@@ -833,6 +834,7 @@ int fg_pin_dir_remove(const char *dir, char *why)
 		fg_why(why, "%s is locked by another floodgate process", dir);
 		goto out;
 	}
+	fg_pdigest_forget(dir); /* what it described is going */
 	/* the connection counter's link and maps first (conn.h) */
 	err = fg_conn_unpin(dir);
 	if (err)

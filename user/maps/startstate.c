@@ -18,7 +18,7 @@ const char *fg_start_phase_name(enum fg_start_phase p)
 	return p == FG_START_FRESH ? "starting" : p == FG_START_ADOPTING ? "adopting" : "none";
 }
 
-static const char *run_dir(void)
+const char *fg_run_dir(void)
 {
 	const char *dir = getenv("FLOODGATE_RUN_DIR");
 
@@ -27,7 +27,7 @@ static const char *run_dir(void)
 
 void fg_start_state_path(const char *pin_dir, char *buf, size_t len)
 {
-	fg_state_path(run_dir(), "start", pin_dir, buf, len);
+	fg_state_path(fg_run_dir(), "start", pin_dir, buf, len);
 }
 
 static void state_print(FILE *f, const void *arg)
@@ -42,7 +42,7 @@ int fg_start_state_write(const char *pin_dir, const struct fg_start_state *s)
 {
 	char path[PATH_MAX];
 
-	if (mkdir(run_dir(), 0755) && errno != EEXIST)
+	if (mkdir(fg_run_dir(), 0755) && errno != EEXIST)
 		return -errno;
 	fg_start_state_path(pin_dir, path, sizeof(path));
 	return fg_file_replace(path, state_print, s);

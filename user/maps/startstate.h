@@ -26,6 +26,8 @@ struct fg_start_state {
 	__u64 since; /* CLOCK_REALTIME s: when the start began */
 };
 
+/* $FLOODGATE_RUN_DIR, else /run/floodgate: where the state files live */
+const char *fg_run_dir(void);
 /* "starting", "adopting" ("none" for FG_START_NONE) */
 const char *fg_start_phase_name(enum fg_start_phase p);
 
