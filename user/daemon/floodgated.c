@@ -94,15 +94,15 @@ struct daemon {
 	char not_applied_why[FG_WHY_LEN];
 };
 
-static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct daemon_opts *o = cfg;
 
 	(void)opt;
 	if (o->n_ifs >= FG_MAX_IFS)
-		return fg_opt_fail(why, len, "at most %d interfaces", FG_MAX_IFS);
+		return fg_opt_fail(why, "at most %d interfaces", FG_MAX_IFS);
 	if (!*val || strlen(val) >= IF_NAMESIZE)
-		return fg_opt_fail(why, len, "bad interface name \"%s\"", val);
+		return fg_opt_fail(why, "bad interface name \"%s\"", val);
 	snprintf(o->ifaces[o->n_ifs++], IF_NAMESIZE, "%s", val);
 	return 0;
 }
@@ -196,7 +196,7 @@ static int load_config(const char *path, struct fg_config *cfg, char *msg, size_
 static int load_first_config(struct daemon *d)
 {
 	struct fg_config *c = calloc(1, sizeof(*c));
-	char msg[1024];
+	char msg[FG_WHY_LEN];
 	int err;
 
 	if (!c) {
@@ -272,7 +272,7 @@ static int absolute_config(struct daemon *d)
 static int env_ifaces(struct daemon_opts *o)
 {
 	const char *env = getenv(FG_IFACES_ENV);
-	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[128];
+	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[FG_WHY_LEN];
 	char *save = NULL;
 
 	if (!env || !*env)
@@ -282,7 +282,7 @@ static int env_ifaces(struct daemon_opts *o)
 		return -EINVAL;
 	}
 	for (char *w = strtok_r(buf, " ,\t", &save); w; w = strtok_r(NULL, " ,\t", &save)) {
-		if (add_iface(NULL, w, o, why, sizeof(why))) {
+		if (add_iface(NULL, w, o, why)) {
 			pr_err("$" FG_IFACES_ENV ": %s", why);
 			return -EINVAL;
 		}
@@ -1052,7 +1052,7 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size
 static void do_reload(struct daemon *d)
 {
 	struct fg_config *ncfg, *old = d->g.cfg;
-	char msg[1024];
+	char msg[FG_WHY_LEN];
 	int err;
 
 	sd_notify(0, "RELOADING=1");

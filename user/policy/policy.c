@@ -29,6 +29,7 @@
 #include "policy/policy_int.h"
 #include "lib/safefile.h"
 #include "lib/units.h"
+#include "lib/sysutil.h"
 
 #define DEFAULT_MAX_SOURCES (1u << 20)
 #define MIN_MAX_SOURCES	    1024u
@@ -411,7 +412,7 @@ int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, c
 int pol_compile_limit(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
 		      long double rate, long double burst, int bytes, struct fg_limit *out)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 	int bf = 0;
 
 	if (!fg_limit_compile(rate, burst, bytes, out, why, sizeof(why), &bf))
@@ -1248,7 +1249,7 @@ static int read_policy(const char *path, char **buf, size_t *len, struct fg_err 
 	struct stat st;
 	int fd, ret;
 
-	fd = fg_open_regular(path, err->msg, sizeof(err->msg));
+	fd = fg_open_regular(path, err->msg);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st))

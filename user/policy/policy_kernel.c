@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "policy/policy_kernel.h"
+#include "lib/sysutil.h"
 
 const char *const fg_need_state_names[3] = { "ok", "degraded", "unavailable" };
 
@@ -58,8 +59,8 @@ static bool has_caps(const struct fg_config *cfg)
 
 static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 {
-	char why[sizeof(d->why)];
-	enum fg_conn_way w = fg_kfeat_conn_way(kf, why, sizeof(why));
+	char why[FG_WHY_LEN];
+	enum fg_conn_way w = fg_kfeat_conn_way(kf, why);
 
 	switch (w) {
 	case FG_CONN_WAY_TRACING:
@@ -69,7 +70,7 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 		snprintf(d->how, sizeof(d->how), "sock_ops on cgroup v2 + sock_diag dumps");
 		d->state = FG_NEED_DEGRADED;
 		/* docs/concurrency.md, "The sock_ops way": what it sees later */
-		if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, why, sizeof(why)))
+		if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, why))
 			snprintf(why, sizeof(why), "chosen by %s", FG_CONN_WAY_ENV);
 		say(d->why, sizeof(d->why),
 		    "connections older than the counter come off the count at their release or "
@@ -78,7 +79,7 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 		break;
 	default:
 		d->state = FG_NEED_UNAVAILABLE;
-		snprintf(d->why, sizeof(d->why), "%s", why);
+		fg_whyn(d->why, sizeof(d->why), "%s", why);
 	}
 }
 
@@ -151,7 +152,7 @@ enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why, s
 /* SYN authentication: the way it takes (docs/syn-auth.md, "The ways"). */
 static void need_synauth(const struct fg_config *cfg, const struct fg_kfeat *kf, struct fg_need *d)
 {
-	char why[sizeof(d->why)];
+	char why[FG_WHY_LEN];
 
 	switch (fg_synauth_way(kf, cfg->syn.way, why, sizeof(why))) {
 	case FG_SYN_WAY_HANDOFF:
