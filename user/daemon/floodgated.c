@@ -499,7 +499,7 @@ static void keep_running_prog(struct daemon *d)
 		return;
 	}
 	err = fg_keep_running_prog(d->g.skel, d->g.dir, d->ifs, d->n_ifs, &d->ac.kept_fd,
-				   &d->ac.kept_id, why, sizeof(why));
+				   &d->ac.kept_id, why);
 	if (err) {
 		pr_info("adopting: loading the XDP program: the running one is not kept: %s",
 			why[0] ? why : strerror(-err));
