@@ -1467,7 +1467,7 @@ static struct fg_fleet *acl_engine(const char *user, const char *pass, const cha
 }
 
 /* One round of a fresh engine: its result and the rule's reason in why. */
-static int acl_round(const char *user, const char *pass, const char *prefix, char *why, size_t len)
+static int acl_round(const char *user, const char *pass, const char *prefix, char *why)
 {
 	struct fg_fleet_in in = { .offered = 100 };
 	struct fg_fleet_out out;
@@ -1479,7 +1479,7 @@ static int acl_round(const char *user, const char *pass, const char *prefix, cha
 		return -ENOMEM;
 	err = fg_fleet_round(f, &in, &out);
 	fg_fleet_stats(f, 0, &st);
-	snprintf(why, len, "%s", st.reason);
+	fg_why(why, "%s", st.reason);
 	if (!err && !(out.renewed && out.grant > 0))
 		err = -EPROTO;
 	fg_fleet_free(f);
@@ -1527,20 +1527,20 @@ static void test_acl_user(void)
 	if (!ASSERT_TRUE(acl_user("fgnode", ">s3cret", NULL),
 			 "ACL SETUSER fgnode (the docs' rights)"))
 		return;
-	err = acl_round("fgnode", "s3cret", NULL, why, sizeof(why));
+	err = acl_round("fgnode", "s3cret", NULL, why);
 	if (!ASSERT_OK(err, "user fgnode with the documented rights leases"))
 		printf("  reason: %s\n", why);
 
-	err = acl_round("fgnode", "wrong", NULL, why, sizeof(why));
+	err = acl_round("fgnode", "wrong", NULL, why);
 	ASSERT_EQ(err, -EACCES, "a wrong password is refused");
 	ASSERT_STR_CONTAINS(why, "AUTH as user fgnode refused: WRONGPASS", "its reason");
 
 	ASSERT_TRUE(acl_user("fgweak", ">pw", "+zadd"), "ACL SETUSER fgweak (all but +zadd)");
-	err = acl_round("fgweak", "pw", NULL, why, sizeof(why));
+	err = acl_round("fgweak", "pw", NULL, why);
 	ASSERT_EQ(err, -EPROTO, "a user short of a right fails the round");
 	/* Redis 7.0 names the script line, not the command */
 	ASSERT_STR_CONTAINS(why, "can't run this command", "the reason is Redis's own");
-	err = acl_round("fgnode", "s3cret", "otherfleet", why, sizeof(why));
+	err = acl_round("fgnode", "s3cret", "otherfleet", why);
 	ASSERT_EQ(err, -EPROTO, "keys outside ~floodgate:* fail the round");
 	ASSERT_STR_CONTAINS(why, "NOPERM", "the reason says NOPERM");
 

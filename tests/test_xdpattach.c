@@ -71,20 +71,20 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int private_namespaces(char *why, size_t len)
+static int private_namespaces(char *why)
 {
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS)) {
-		snprintf(why, len, "unshare: %s", strerror(errno));
+		fg_why(why, "unshare: %s", strerror(errno));
 		return -errno;
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 	    mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) ||
 	    mount("tmpfs", "/run", "tmpfs", 0, "size=1m,mode=0755")) {
-		snprintf(why, len, "private mounts: %s", strerror(errno));
+		fg_why(why, "private mounts: %s", strerror(errno));
 		return -errno;
 	}
 	if (sh("ip link set lo up")) {
-		snprintf(why, len, "ip link set lo up failed");
+		fg_why(why, "ip link set lo up failed");
 		return -EIO;
 	}
 	return 0;
@@ -1020,7 +1020,7 @@ int main(int argc, char **argv)
 
 	if (fg_test_init_root(argc, argv, "test_xdpattach", "needs root (namespaces, XDP)"))
 		return 0;
-	if (private_namespaces(why, sizeof(why)))
+	if (private_namespaces(why))
 		return fg_test_skip_all("test_xdpattach", "cannot make private namespaces: %s",
 					why);
 	libbpf_set_print(quiet_libbpf);

@@ -1462,7 +1462,7 @@ static int rules_yaml(struct ybuf *y, __u32 n)
 
 /* The most rules of rules_yaml's mix the policy compiler accepts (at most
  * FG_MAX_RULES), and the compiler's reason for one more. */
-static __u32 rules_max(char *why, size_t len)
+static __u32 rules_max(char *why)
 {
 	why[0] = 0;
 	for (__u32 n = FG_MAX_RULES; n >= 1; n--) {
@@ -1479,7 +1479,7 @@ static __u32 rules_max(char *why, size_t len)
 			return n;
 		}
 		if (!why[0])
-			fg_err_format(&e, why, len);
+			fg_err_format(&e, why, FG_WHY_LEN);
 		ybuf_free(&y);
 	}
 	return 0;
@@ -1694,8 +1694,8 @@ static int sweep(void *cfg)
 		bench_floor_bpf__destroy(c.bf);
 		return 1;
 	}
-	char why[512];
-	__u32 rmax = rules_max(why, sizeof(why));
+	char why[FG_WHY_LEN];
+	__u32 rmax = rules_max(why);
 
 	printf("{\"kind\":\"limits\",\"max_rules\":%u,\"rules_accepted\":%u,\"max_prefixes\":%u,"
 	       "\"max_sources\":%u,\"one_more_rule\":\"",
