@@ -6,12 +6,16 @@
 #   err/msg/reason pointer so); a reason is `char *why` of FG_WHY_LEN bytes.
 #   The one exception is fg_whyn(), the writer under fg_why(), which also
 #   copies a reason into a smaller field; it is called with a sizeof.
+# - commit subjects since 5f768ea (merges aside): at most 72 characters,
+#   "area: summary", judged by tools/hooks/commit-msg itself. Skipped
+#   without a git history that holds that commit.
 # Last line: "N passed, N failed, N skipped". Needs no root.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 npass=0 nfail=0 nskip=0
 ok() { echo "ok - $*"; npass=$((npass + 1)); }
 bad() { echo "FAIL - $*"; nfail=$((nfail + 1)); }
+skip() { echo "skip - $1: $2"; nskip=$((nskip + 1)); }
 
 # --- a reason and its length ------------------------------------------------------------
 out=$(python3 - <<'PY'
@@ -65,6 +69,35 @@ if [ -n "$whyn" ]; then
 	bad "fg_whyn() only with a sizeof of its buffer: measured $(echo "$whyn" | wc -l): $(echo "$whyn" | head -n 5 | tr '\n' ';')"
 else
 	ok "fg_whyn() only with a sizeof of its buffer"
+fi
+
+# --- commit subjects ------------------------------------------------------------------
+base=5f768ea
+hook=tools/hooks/commit-msg
+if ! git rev-parse --git-dir > /dev/null 2>&1; then
+	skip "commit subjects since $base" "not a git checkout"
+elif [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+	skip "commit subjects since $base" "a shallow clone (git fetch --unshallow for the history)"
+elif ! git cat-file -e "$base^{commit}" 2>/dev/null; then
+	skip "commit subjects since $base" "the history does not hold $base"
+elif ! git merge-base --is-ancestor "$base" HEAD; then
+	skip "commit subjects since $base" "HEAD does not descend from $base"
+else
+	n=0 badlist=
+	tmp=$(mktemp "${TMPDIR:-/tmp}/fgconv.XXXXXX")
+	for c in $(git rev-list --no-merges "$base..HEAD"); do
+		n=$((n + 1))
+		git log -1 --format=%B "$c" > "$tmp"
+		if ! why=$("$hook" "$tmp" 2>&1); then
+			badlist="$badlist $(git rev-parse --short "$c") ($(echo "$why" | head -n 1 | sed 's/^commit-msg: //'));"
+		fi
+	done
+	rm -f "$tmp"
+	if [ -n "$badlist" ]; then
+		bad "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits, failing:$badlist"
+	else
+		ok "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits"
+	fi
 fi
 
 echo "$npass passed, $nfail failed, $nskip skipped"
