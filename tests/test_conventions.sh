@@ -83,10 +83,13 @@ elif ! git cat-file -e "$base^{commit}" 2>/dev/null; then
 elif ! git merge-base --is-ancestor "$base" HEAD; then
 	skip "commit subjects since $base" "HEAD does not descend from $base"
 else
-	n=0 badlist=
+	# on main before the hook came, over the rule; history is not rewritten
+	known="4488dd037adbdc88e7099fd5f5eda8bc89580627" # 74 characters
+	n=0 nknown=0 badlist=
 	tmp=$(mktemp "${TMPDIR:-/tmp}/fgconv.XXXXXX")
 	for c in $(git rev-list --no-merges "$base..HEAD"); do
 		n=$((n + 1))
+		case " $known " in *" $c "*) nknown=$((nknown + 1)); continue ;; esac
 		git log -1 --format=%B "$c" > "$tmp"
 		if ! why=$("$hook" "$tmp" 2>&1); then
 			badlist="$badlist $(git rev-parse --short "$c") ($(echo "$why" | head -n 1 | sed 's/^commit-msg: //'));"
@@ -96,7 +99,7 @@ else
 	if [ -n "$badlist" ]; then
 		bad "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits, failing:$badlist"
 	else
-		ok "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits"
+		ok "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits ($nknown known over it)"
 	fi
 fi
 
