@@ -80,7 +80,7 @@ VERSION_H   := $(OUTPUT)/fg_version.h
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(patsubst %,$(OUTPUT)/%.tmp.o,$(BPF_NAMES))
-.PHONY: FORCE all clean help test test-unit guest-test gameday bench demo install deps fuzz san \
+.PHONY: FORCE all clean help hooks test test-unit guest-test gameday bench demo install deps fuzz san \
 	verify-clang format format-check
 
 all: $(BPF_OBJS) $(SKELS) $(LIB) $(BINS) $(TOOLS) $(TESTS)
@@ -106,6 +106,7 @@ help:
 	@echo '  install        binaries, man pages, systemd unit, shell completion'
 	@echo '                 (PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=)'
 	@echo '  format         apply .clang-format to every C file (format-check: only list)'
+	@echo '  hooks          git core.hooksPath = tools/hooks (commit-msg: the subject rule)'
 	@echo '  clean          remove $(OUTPUT)'
 	@echo 'variables: V=1 (show commands) ASAN=1 UBSAN=1 CLANG= BPFTOOL= OUTPUT='
 	@echo '           TEST_ARGS= (tests/run.sh: -j N, test names)'
@@ -327,6 +328,12 @@ format:
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
+
+# --- git hooks: tools/hooks/commit-msg refuses a subject over 72 characters or
+# not "area: summary" (README, Contributing) -------------------------------------
+hooks:
+	$(Q)git config core.hooksPath tools/hooks
+	@echo 'git hooks: core.hooksPath = tools/hooks (commit-msg checks the subject)'
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))

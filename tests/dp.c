@@ -460,7 +460,7 @@ int dp_pool(struct dp *d, int i, double rate, double burst, double reserve_pct, 
 	int err;
 
 	memset(p, 0, sizeof(*p));
-	err = fg_pool_limits(&lim, reserve_pct, p, NULL, 0);
+	err = fg_pool_limits(&lim, reserve_pct, p, NULL);
 	if (err)
 		return err;
 	p->id = (__u16)i;

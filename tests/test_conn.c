@@ -37,6 +37,7 @@
 #include "conn/conn.h"
 #include "dp.h"
 #include "fgconn.skel.h"
+#include "lib/sysutil.h"
 
 #define PORT4  7101 /* IPv4 listener */
 #define PORT6  7102 /* IPv6 listener */
@@ -1345,13 +1346,12 @@ static void test_forced_way(void)
 	why[0] = 0;
 	ASSERT_EQ(fg_conn_open(&C, &o, why), -EINVAL, "FLOODGATE_CONN_WAY=tracepoint: refused");
 	ASSERT_STR_CONTAINS(why, "FLOODGATE_CONN_WAY=tracepoint", "why names it");
-	ASSERT_EQ(fg_kfeat_conn_way(kf, why, sizeof(why)), FG_CONN_WAY_NONE,
-		  "kfeat: no way for that value");
+	ASSERT_EQ(fg_kfeat_conn_way(kf, why), FG_CONN_WAY_NONE, "kfeat: no way for that value");
 	for (enum fg_conn_way w = FG_CONN_WAY_TRACING; w <= FG_CONN_WAY_SOCKOPS; w++) {
-		bool ok = fg_kfeat_conn_way_ok(kf, w, NULL, 0);
+		bool ok = fg_kfeat_conn_way_ok(kf, w, NULL);
 
 		setenv(FG_CONN_WAY_ENV, fg_conn_way_names[w], 1);
-		ASSERT_EQ(fg_kfeat_conn_way(kf, NULL, 0), ok ? w : FG_CONN_WAY_NONE,
+		ASSERT_EQ(fg_kfeat_conn_way(kf, NULL), ok ? w : FG_CONN_WAY_NONE,
 			  "kfeat follows FLOODGATE_CONN_WAY");
 		unsetenv(FG_CONN_WAY_ENV);
 		o.way = w;
@@ -1414,8 +1414,8 @@ static void test_way_switch(void)
 	char dir[128];
 	int lfd = -1;
 
-	if (!fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, NULL, 0) ||
-	    !fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, NULL, 0)) {
+	if (!fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, NULL) ||
+	    !fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, NULL)) {
 		fg_test_skip("needs a kernel that allows both ways");
 		return;
 	}
@@ -2054,7 +2054,7 @@ int main(int argc, char **argv)
 	{
 		char why[FG_WHY_LEN];
 
-		if (fg_kfeat_conn_way(kf, why, sizeof(why)) == FG_CONN_WAY_NONE)
+		if (fg_kfeat_conn_way(kf, why) == FG_CONN_WAY_NONE)
 			return fg_test_skip_all("test_conn", "no way to count on this kernel: %s",
 						why);
 	}
@@ -2062,7 +2062,7 @@ int main(int argc, char **argv)
 	for (WAY = FG_CONN_WAY_TRACING; WAY <= FG_CONN_WAY_SOCKOPS; WAY++) {
 		char wwhy[FG_WHY_LEN];
 
-		if (!fg_kfeat_conn_way_ok(kf, WAY, wwhy, sizeof(wwhy))) {
+		if (!fg_kfeat_conn_way_ok(kf, WAY, wwhy)) {
 			snprintf(run_name, sizeof(run_name), "way %s", fg_conn_way_names[WAY]);
 			fg_test_begin(run_name);
 			fg_test_skip("this kernel cannot count that way: %s", wwhy);

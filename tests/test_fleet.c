@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include "fgtest.h"
 #include "fleet/fleet.h"
+#include "lib/sysutil.h"
 
 #ifndef REDIS_BIN
 #define REDIS_BIN "/usr/bin/redis-server"
@@ -81,15 +82,15 @@ static redisReply *admin(int argc, const char **argv)
 	struct fg_redis *r = fg_redis_new(&u);
 	size_t len[40];
 	redisReply *rep = NULL;
-	char why[160];
+	char why[FG_WHY_LEN];
 	__u64 dl = now_ns() + 1000 * MS;
 
 	if (!r)
 		return NULL;
 	for (int i = 0; i < argc; i++)
 		len[i] = strlen(argv[i]);
-	if (fg_redis_connect(r, dl, why, sizeof(why)) || fg_redis_append(r, argc, argv, len) ||
-	    fg_redis_exchange(r, &rep, 1, dl, why, sizeof(why)))
+	if (fg_redis_connect(r, dl, why) || fg_redis_append(r, argc, argv, len) ||
+	    fg_redis_exchange(r, &rep, 1, dl, why))
 		rep = NULL;
 	fg_redis_free(r);
 	return rep;
@@ -249,11 +250,11 @@ static struct fg_fleet *engine(const char *node, __u32 ival, __u32 lease)
 				   .interval_ms = ival,
 				   .deadline_ms = sim_deadline_ms,
 				   .lease_ms = lease };
-	char why[160];
+	char why[FG_WHY_LEN];
 	struct fg_fleet *f;
 
 	snprintf(c.node, sizeof(c.node), "%s", node);
-	f = fg_fleet_new(&c, why, sizeof(why));
+	f = fg_fleet_new(&c, why);
 	if (!f)
 		printf("  fg_fleet_new: %s\n", why);
 	return f;
@@ -275,7 +276,7 @@ static int sim_init(struct sim *s, const char *node, const char *rule, double ra
 		    double demand, int on_loss)
 {
 	struct fg_fleet_rule_conf rc = { .rate = rate, .burst = burst, .on_loss = (__u8)on_loss };
-	char why[160];
+	char why[FG_WHY_LEN];
 	int err;
 
 	memset(s, 0, sizeof(*s));
@@ -286,7 +287,7 @@ static int sim_init(struct sim *s, const char *node, const char *rule, double ra
 	s->f = engine(node, IVAL_MS, sim_lease_ms);
 	if (!s->f)
 		return -EINVAL;
-	err = fg_fleet_add_rule(s->f, &rc, why, sizeof(why));
+	err = fg_fleet_add_rule(s->f, &rc, why);
 	if (err < 0) {
 		printf("  fg_fleet_add_rule: %s\n", why);
 		return err;
@@ -502,12 +503,12 @@ static void test_url_parsing(void)
 		{ "rediss://h:1", "TLS" },
 	};
 	struct fg_redis_url u;
-	char why[256], name[160], shown[400], longp[200];
+	char why[FG_WHY_LEN], name[160], shown[400], longp[200];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		memset(&u, 0x5a, sizeof(u));
 		snprintf(name, sizeof(name), "parse %s", good[i].url);
-		if (!ASSERT_OK(fg_redis_url_parse(good[i].url, &u, why, sizeof(why)), name))
+		if (!ASSERT_OK(fg_redis_url_parse(good[i].url, &u, why), name))
 			continue;
 		ASSERT_EQ(u.is_unix, good[i].is_unix, name);
 		if (good[i].host)
@@ -526,7 +527,7 @@ static void test_url_parsing(void)
 		u = keep;
 		why[0] = 0;
 		snprintf(name, sizeof(name), "refuse \"%s\"", bad[i].url);
-		ASSERT_EQ(fg_redis_url_parse(bad[i].url, &u, why, sizeof(why)), -EINVAL, name);
+		ASSERT_EQ(fg_redis_url_parse(bad[i].url, &u, why), -EINVAL, name);
 		ASSERT_STR_CONTAINS(why, bad[i].why, name);
 		ASSERT_EQ(u.port, 4242, "a refused URL changes nothing");
 	}
@@ -534,18 +535,17 @@ static void test_url_parsing(void)
 	longp[0] = '/';
 	longp[sizeof(longp) - 1] = 0;
 	snprintf(shown, sizeof(shown), "unix:%s", longp);
-	ASSERT_EQ(fg_redis_url_parse(shown, &u, why, sizeof(why)), -EINVAL, "socket path too long");
+	ASSERT_EQ(fg_redis_url_parse(shown, &u, why), -EINVAL, "socket path too long");
 	ASSERT_STR_CONTAINS(why, "longer than", "socket path too long: reason");
 	/* passwords never show, neither in errors nor in the printed form */
-	ASSERT_EQ(fg_redis_url_parse("redis://:hunter2@host:99999", &u, why, sizeof(why)), -EINVAL,
+	ASSERT_EQ(fg_redis_url_parse("redis://:hunter2@host:99999", &u, why), -EINVAL,
 		  "bad port after a password");
 	ASSERT_TRUE(!strstr(why, "hunter2"), "the reason does not show the password");
-	ASSERT_OK(fg_redis_url_parse("redis://:hunter2@host:7/1", &u, why, sizeof(why)),
-		  "parse with password");
+	ASSERT_OK(fg_redis_url_parse("redis://:hunter2@host:7/1", &u, why), "parse with password");
 	fg_redis_url_str(&u, shown, sizeof(shown));
 	ASSERT_TRUE(!strstr(shown, "hunter2"), "the printed URL hides the password");
 	ASSERT_STR_CONTAINS(shown, "host:7/1", "the printed URL");
-	ASSERT_OK(fg_redis_url_parse("unix:/r.sock?db=2&user=fg", &u, why, sizeof(why)),
+	ASSERT_OK(fg_redis_url_parse("unix:/r.sock?db=2&user=fg", &u, why),
 		  "parse unix with a user");
 	fg_redis_url_str(&u, shown, sizeof(shown));
 	ASSERT_EQ(strcmp(shown, "unix:/r.sock?user=fg&db=2"), 0,
@@ -557,31 +557,30 @@ static void test_config_refused(void)
 	struct fg_fleet_conf c = { .redis = test_url(), .interval_ms = 100, .deadline_ms = 100 };
 	struct fg_fleet_rule_conf rc = { .name = "r", .rate = 0, .burst = 10 };
 	struct fg_fleet *f;
-	char why[200];
+	char why[FG_WHY_LEN];
 
 	snprintf(c.node, sizeof(c.node), "n1");
-	f = fg_fleet_new(&c, why, sizeof(why));
+	f = fg_fleet_new(&c, why);
 	ASSERT_TRUE(!f && errno == EINVAL, "deadline >= interval is refused");
 	ASSERT_STR_CONTAINS(why, "deadline", "deadline: reason");
 	c.deadline_ms = 10;
 	c.lease_ms = 100;
-	f = fg_fleet_new(&c, why, sizeof(why));
+	f = fg_fleet_new(&c, why);
 	ASSERT_TRUE(!f, "a lease not longer than interval + deadline is refused");
 	ASSERT_STR_CONTAINS(why, "lease", "lease: reason");
 	c.lease_ms = 0;
 	snprintf(c.node, sizeof(c.node), "bad node");
-	f = fg_fleet_new(&c, why, sizeof(why));
+	f = fg_fleet_new(&c, why);
 	ASSERT_TRUE(!f, "a node name with a space is refused");
 	snprintf(c.node, sizeof(c.node), "n1");
-	f = fg_fleet_new(&c, why, sizeof(why));
+	f = fg_fleet_new(&c, why);
 	if (!ASSERT_TRUE(f != NULL, "a good configuration"))
 		return;
-	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), -EINVAL, "rate 0 is refused");
+	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why), -EINVAL, "rate 0 is refused");
 	ASSERT_EQ(fg_fleet_nrules(f), 0, "a refused rule is not added");
 	rc.rate = 10;
-	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), 0, "first rule gets index 0");
-	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why, sizeof(why)), -EINVAL,
-		  "the same rule twice is refused");
+	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why), 0, "first rule gets index 0");
+	ASSERT_EQ(fg_fleet_add_rule(f, &rc, why), -EINVAL, "the same rule twice is refused");
 	fg_fleet_free(f);
 }
 
@@ -624,14 +623,14 @@ static void test_extreme_limits(void)
 	struct fg_fleet_in in[2] = { { .offered = 1000 }, { .offered = 1000 } };
 	struct fg_fleet_out out[2];
 	struct fg_fleet *f;
-	char why[160];
+	char why[FG_WHY_LEN];
 	int err;
 
 	f = fresh_engine("x1");
 	if (!f)
 		return;
-	ASSERT_EQ(fg_fleet_add_rule(f, &slow, why, sizeof(why)), 0, "slow rule");
-	ASSERT_EQ(fg_fleet_add_rule(f, &fast, why, sizeof(why)), 1, "fast rule");
+	ASSERT_EQ(fg_fleet_add_rule(f, &slow, why), 0, "slow rule");
+	ASSERT_EQ(fg_fleet_add_rule(f, &fast, why), 1, "fast rule");
 	err = fg_fleet_round(f, in, out);
 	if (err) {
 		struct fg_fleet_stats st;
@@ -897,14 +896,14 @@ static int adopt(struct sim *s, const char *node, const char *rule)
 					 .nodes_hint = s->out.nodes,
 					 .adopted_expires = s->expires,
 					 .adopted_tokens = s->tokens > 0 ? (__u64)s->tokens : 0 };
-	char why[160];
+	char why[FG_WHY_LEN];
 
 	snprintf(rc.name, sizeof(rc.name), "%s", rule);
 	fg_fleet_free(s->f);
 	s->f = engine(node, IVAL_MS, LEASE_MS);
 	if (!s->f)
 		return -EINVAL;
-	return fg_fleet_add_rule(s->f, &rc, why, sizeof(why));
+	return fg_fleet_add_rule(s->f, &rc, why);
 }
 
 static void test_adopt(void)
@@ -1255,7 +1254,7 @@ static void test_worker_never_blocks(void)
 	ASSERT_EQ(kinds[FG_FLEET_EV_FALLBACK], 1, "fallback event");
 	ASSERT_EQ(kinds[FG_FLEET_EV_RECOVERED], 1, "recovered event");
 	ASSERT_EQ(int_cmd(2, zcard), 1, "the node is in the fleet");
-	ASSERT_OK(fg_fleet_worker_stop(wk, true, NULL, 0), "stop with release");
+	ASSERT_OK(fg_fleet_worker_stop(wk, true, NULL), "stop with release");
 	ASSERT_EQ(int_cmd(2, zcard), 0, "released: the node left at once");
 	ASSERT_EQ(w.s.tokens, 0, "nothing left in the program");
 }
@@ -1449,7 +1448,7 @@ static struct fg_fleet *acl_engine(const char *user, const char *pass, const cha
 				   .interval_ms = IVAL_MS,
 				   .deadline_ms = DEADLINE_MS };
 	struct fg_fleet_rule_conf rc = { .name = "acl", .rate = RATE, .burst = BURST };
-	char why[160];
+	char why[FG_WHY_LEN];
 	struct fg_fleet *f;
 
 	snprintf(c.node, sizeof(c.node), "acl1");
@@ -1457,8 +1456,8 @@ static struct fg_fleet *acl_engine(const char *user, const char *pass, const cha
 	snprintf(c.redis.password, sizeof(c.redis.password), "%s", pass);
 	if (prefix)
 		snprintf(c.prefix, sizeof(c.prefix), "%s", prefix);
-	f = fg_fleet_new(&c, why, sizeof(why));
-	if (f && fg_fleet_add_rule(f, &rc, why, sizeof(why)) < 0) {
+	f = fg_fleet_new(&c, why);
+	if (f && fg_fleet_add_rule(f, &rc, why) < 0) {
 		fg_fleet_free(f);
 		f = NULL;
 	}
@@ -1468,7 +1467,7 @@ static struct fg_fleet *acl_engine(const char *user, const char *pass, const cha
 }
 
 /* One round of a fresh engine: its result and the rule's reason in why. */
-static int acl_round(const char *user, const char *pass, const char *prefix, char *why, size_t len)
+static int acl_round(const char *user, const char *pass, const char *prefix, char *why)
 {
 	struct fg_fleet_in in = { .offered = 100 };
 	struct fg_fleet_out out;
@@ -1480,7 +1479,7 @@ static int acl_round(const char *user, const char *pass, const char *prefix, cha
 		return -ENOMEM;
 	err = fg_fleet_round(f, &in, &out);
 	fg_fleet_stats(f, 0, &st);
-	snprintf(why, len, "%s", st.reason);
+	fg_why(why, "%s", st.reason);
 	if (!err && !(out.renewed && out.grant > 0))
 		err = -EPROTO;
 	fg_fleet_free(f);
@@ -1520,7 +1519,7 @@ static void test_acl_user(void)
 				    .take_all = nop_take_all };
 	struct fg_fleet_worker *wk;
 	struct fg_fleet_stats st;
-	char why[FG_FLEET_REASON_LEN];
+	char why[FG_WHY_LEN];
 	struct fg_fleet *f;
 	int err;
 
@@ -1528,20 +1527,20 @@ static void test_acl_user(void)
 	if (!ASSERT_TRUE(acl_user("fgnode", ">s3cret", NULL),
 			 "ACL SETUSER fgnode (the docs' rights)"))
 		return;
-	err = acl_round("fgnode", "s3cret", NULL, why, sizeof(why));
+	err = acl_round("fgnode", "s3cret", NULL, why);
 	if (!ASSERT_OK(err, "user fgnode with the documented rights leases"))
 		printf("  reason: %s\n", why);
 
-	err = acl_round("fgnode", "wrong", NULL, why, sizeof(why));
+	err = acl_round("fgnode", "wrong", NULL, why);
 	ASSERT_EQ(err, -EACCES, "a wrong password is refused");
 	ASSERT_STR_CONTAINS(why, "AUTH as user fgnode refused: WRONGPASS", "its reason");
 
 	ASSERT_TRUE(acl_user("fgweak", ">pw", "+zadd"), "ACL SETUSER fgweak (all but +zadd)");
-	err = acl_round("fgweak", "pw", NULL, why, sizeof(why));
+	err = acl_round("fgweak", "pw", NULL, why);
 	ASSERT_EQ(err, -EPROTO, "a user short of a right fails the round");
 	/* Redis 7.0 names the script line, not the command */
 	ASSERT_STR_CONTAINS(why, "can't run this command", "the reason is Redis's own");
-	err = acl_round("fgnode", "s3cret", "otherfleet", why, sizeof(why));
+	err = acl_round("fgnode", "s3cret", "otherfleet", why);
 	ASSERT_EQ(err, -EPROTO, "keys outside ~floodgate:* fail the round");
 	ASSERT_STR_CONTAINS(why, "NOPERM", "the reason says NOPERM");
 
@@ -1578,7 +1577,7 @@ static void test_acl_user(void)
 	ASSERT_TRUE(admin_ok(5, newpass), "ACL SETUSER fgnode resetpass >changed");
 	ASSERT_TRUE(int_cmd(4, kill_user) >= 1, "CLIENT KILL USER fgnode");
 	usleep(3 * IVAL_MS * 1000);
-	err = fg_fleet_worker_stop(wk, true, why, sizeof(why));
+	err = fg_fleet_worker_stop(wk, true, why);
 	ASSERT_EQ(err, -EACCES, "handing the leases back is refused by AUTH");
 	ASSERT_STR_CONTAINS(why, "AUTH as user fgnode refused: WRONGPASS",
 			    "the release's reason names the AUTH refusal");
@@ -1595,7 +1594,7 @@ static void test_throughput(void)
 	struct fg_fleet_conn_stats cs;
 	struct fg_fleet *f;
 	__u64 t0, t1, lat[200];
-	char why[160];
+	char why[FG_WHY_LEN];
 	double sps;
 
 	f = fresh_engine("tp");
@@ -1605,7 +1604,7 @@ static void test_throughput(void)
 		struct fg_fleet_rule_conf rc = { .rate = 1e6, .burst = 1e6 };
 
 		snprintf(rc.name, sizeof(rc.name), "tp%d", i);
-		fg_fleet_add_rule(f, &rc, why, sizeof(why));
+		fg_fleet_add_rule(f, &rc, why);
 		in[i] = (struct fg_fleet_in){ .offered = 1000 };
 	}
 	fg_fleet_round(f, in, out);
@@ -1622,7 +1621,7 @@ static void test_throughput(void)
 	{
 		struct fg_fleet_rule_conf rc = { .name = "lat", .rate = 1e6, .burst = 1e6 };
 
-		fg_fleet_add_rule(f, &rc, why, sizeof(why));
+		fg_fleet_add_rule(f, &rc, why);
 	}
 	for (int i = 0; i < 200; i++) {
 		t0 = now_ns();

@@ -19,6 +19,7 @@
 #include "fleet/fleet_redis.h"
 #include "fleet/fleet_status.h"
 #include "daemon/metrics.h"
+#include "lib/sysutil.h"
 
 #define NRULES 3
 
@@ -285,7 +286,7 @@ static void test_landing(void)
 	struct fg_metrics_opts o = { .listen = "127.0.0.1:0" };
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	char why[256] = "", buf[4096], listen[32];
+	char why[FG_WHY_LEN] = "", buf[4096], listen[32];
 	struct fg_metrics *mx = NULL;
 	const char *paths[] = { "/", "/metrics" };
 	int port = 0;
@@ -306,7 +307,7 @@ static void test_landing(void)
 		close(fd);
 		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 		o.listen = listen;
-		mx = fg_metrics_start(&o, why, sizeof(why));
+		mx = fg_metrics_start(&o, why);
 	}
 	if (!ASSERT_TRUE(mx != NULL, why[0] ? why : "fg_metrics_start"))
 		return;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "fgtest.h"
 #include "lib/opts.h"
+#include "lib/sysutil.h"
 
 struct tcfg {
 	const char *dir;
@@ -201,7 +202,7 @@ static const struct pcase cases[] = {
 };
 
 static int run_case(const struct fg_prog *prog, const char *const *args, struct tcfg *got,
-		    struct fg_parsed *p, char *why, size_t len)
+		    struct fg_parsed *p, char *why)
 {
 	char *argv[10] = { (char *)prog->name };
 	int argc = 1;
@@ -209,7 +210,7 @@ static int run_case(const struct fg_prog *prog, const char *const *args, struct 
 	for (; args[argc - 1] && argc < 9; argc++)
 		argv[argc] = (char *)args[argc - 1];
 	memset(got, 0, sizeof(*got));
-	return fg_prog_parse(prog, argc, argv, got, p, why, len);
+	return fg_prog_parse(prog, argc, argv, got, p, why);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -248,7 +249,7 @@ static void test_table(void)
 		const struct pcase *c = &cases[i];
 		struct fg_parsed p;
 		struct tcfg got;
-		char why[256], name[200] = "", *e = name;
+		char why[FG_WHY_LEN], name[200] = "", *e = name;
 		int err;
 
 		for (int k = 0; c->args[k]; k++)
@@ -256,7 +257,7 @@ static void test_table(void)
 				      k ? " " : "", c->args[k]);
 		if (name == e)
 			snprintf(name, sizeof(name), "(no arguments)");
-		err = run_case(&t_prog, c->args, &got, &p, why, sizeof(why));
+		err = run_case(&t_prog, c->args, &got, &p, why);
 		if (c->why) {
 			ASSERT_EQ(err, -EINVAL, name);
 			ASSERT_STR_CONTAINS(why, c->why, name);
@@ -292,8 +293,8 @@ static void test_no_commands(void)
 	for (size_t i = 0; i < sizeof(pc) / sizeof(pc[0]); i++) {
 		struct fg_parsed p;
 		struct tcfg got;
-		char why[256];
-		int err = run_case(&t_plain, pc[i].args, &got, &p, why, sizeof(why));
+		char why[FG_WHY_LEN];
+		int err = run_case(&t_plain, pc[i].args, &got, &p, why);
 
 		if (pc[i].why) {
 			ASSERT_EQ(err, -EINVAL, pc[i].why);
@@ -309,18 +310,17 @@ static void test_no_commands(void)
 static void test_cmd_find(void)
 {
 	const struct fg_cmd *c;
-	char why[128];
+	char why[FG_WHY_LEN];
 
-	ASSERT_EQ(fg_cmd_find(t_cmds, "check", &c, why, sizeof(why)), 0, "exact name");
+	ASSERT_EQ(fg_cmd_find(t_cmds, "check", &c, why), 0, "exact name");
 	ASSERT_TRUE(c && !strcmp(c->name, "check"), "exact name: check");
-	ASSERT_EQ(fg_cmd_find(t_cmds, "m", &c, why, sizeof(why)), 0, "unique prefix m");
+	ASSERT_EQ(fg_cmd_find(t_cmds, "m", &c, why), 0, "unique prefix m");
 	ASSERT_TRUE(c && !strcmp(c->name, "mode"), "m is mode");
-	ASSERT_EQ(fg_cmd_find(t_cmds, "s", &c, why, sizeof(why)), -EINVAL, "s is ambiguous");
+	ASSERT_EQ(fg_cmd_find(t_cmds, "s", &c, why), -EINVAL, "s is ambiguous");
 	ASSERT_STR_CONTAINS(why, "could be status stats", "s: the candidates");
 	ASSERT_TRUE(c == NULL, "ambiguous: no command");
-	ASSERT_EQ(fg_cmd_find(t_cmds, "", &c, why, sizeof(why)), -ENOENT, "empty word");
-	ASSERT_EQ(fg_cmd_find(t_cmds, "checks", &c, why, sizeof(why)), -ENOENT,
-		  "a longer word is no prefix");
+	ASSERT_EQ(fg_cmd_find(t_cmds, "", &c, why), -ENOENT, "empty word");
+	ASSERT_EQ(fg_cmd_find(t_cmds, "checks", &c, why), -ENOENT, "a longer word is no prefix");
 }
 
 static void test_parse_u64(void)

@@ -1966,29 +1966,28 @@ static void test_synauth_kernel(void)
 	const struct fg_need *d;
 	struct fg_config cfg;
 	struct fg_kfeat kf;
-	char why[256], buf[256];
+	char why[FG_WHY_LEN], buf[256];
 
 	kf_all(&kf);
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_HANDOFF,
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why), FG_SYN_WAY_HANDOFF,
 		  "6.9+: auto is handoff");
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why, sizeof(why)),
-		  FG_SYN_WAY_RETRANSMIT, "retransmit when asked");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why), FG_SYN_WAY_RETRANSMIT,
+		  "retransmit when asked");
 	kf_lacks(&kf, FG_KF_TCP_REQSK,
 		 "no kfunc bpf_sk_assign_tcp_reqsk in the kernel's BTF (6.9)");
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_RETRANSMIT,
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why), FG_SYN_WAY_RETRANSMIT,
 		  "6.1: auto is retransmit");
 	ASSERT_STR_CONTAINS(why, "bpf_sk_assign_tcp_reqsk", "... saying what handoff lacks");
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_HANDOFF, why, sizeof(why)), FG_SYN_WAY_AUTO,
-		  "6.1: no handoff");
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_HANDOFF, why), FG_SYN_WAY_AUTO, "6.1: no handoff");
 	ASSERT_STR_CONTAINS(why, "way handoff needs bpf_sk_assign_tcp_reqsk",
 			    "... naming the kernel feature");
 	kf_all(&kf);
 	kf_lacks(&kf, FG_KF_SCHED_CLS, "this kernel refuses program type sched_cls");
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why, sizeof(why)), FG_SYN_WAY_RETRANSMIT,
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_AUTO, why), FG_SYN_WAY_RETRANSMIT,
 		  "no tc: retransmit");
 	ASSERT_STR_CONTAINS(why, "sched_cls", "... because of tc");
 	kf_lacks(&kf, FG_KF_SKC_LOOKUP, "the verifier refuses bpf_skc_lookup_tcp in XDP");
-	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why, sizeof(why)), FG_SYN_WAY_AUTO,
+	ASSERT_EQ(fg_synauth_way(&kf, FG_SYN_WAY_RETRANSMIT, why), FG_SYN_WAY_AUTO,
 		  "no socket lookup: no way");
 	ASSERT_STR_CONTAINS(why, "bpf_skc_lookup_tcp", "... naming it");
 
@@ -2010,10 +2009,9 @@ static void test_synauth_kernel(void)
 			ASSERT_STR_CONTAINS(d->why, "no handoff: bpf_sk_assign_tcp_reqsk",
 					    "... and why");
 		}
-		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)),
-			  "auto on 6.1 is not refused");
+		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why), "auto on 6.1 is not refused");
 		kf_lacks(&kf, FG_KF_SKC_LOOKUP, "refused");
-		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), -EOPNOTSUPP,
+		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why), -EOPNOTSUPP,
 			  "no way at all: refused");
 		ASSERT_STR_CONTAINS(why, "syn_auth: this kernel cannot run it: socket lookup",
 				    "... naming the feature");
@@ -2022,9 +2020,9 @@ static void test_synauth_kernel(void)
 	snprintf(buf, sizeof(buf), y, "handoff");
 	if (ASSERT_OK(parse_ok(buf, &cfg), "way handoff")) {
 		kf_all(&kf);
-		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), "handoff on 6.18");
+		ASSERT_OK(fg_policy_kernel_check(&cfg, &kf, why), "handoff on 6.18");
 		kf_lacks(&kf, FG_KF_TCP_REQSK, "no kfunc (6.9)");
-		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why, sizeof(why)), -EOPNOTSUPP,
+		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why), -EOPNOTSUPP,
 			  "handoff on 6.1: refused");
 		ASSERT_STR_CONTAINS(why, "way handoff needs bpf_sk_assign_tcp_reqsk",
 				    "... with the kfunc named");

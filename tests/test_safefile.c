@@ -106,12 +106,12 @@ static void remove_kinds(void)
 
 /* --- a reader under a watchdog ---------------------------------------------- */
 
-typedef int (*reader_fn)(const char *path, char *why, size_t len);
+typedef int (*reader_fn)(const char *path, char *why);
 
 struct outcome {
-	int ret;       /* the reader's return; -ETIMEDOUT when the watchdog fired */
-	double ms;     /* how long it took */
-	char why[256]; /* its reason, if it gives one */
+	int ret;	      /* the reader's return; -ETIMEDOUT when the watchdog fired */
+	double ms;	      /* how long it took */
+	char why[FG_WHY_LEN]; /* its reason, if it gives one */
 };
 
 static double ms_since(const struct timespec *t0)
@@ -140,7 +140,7 @@ static struct outcome run_reader(reader_fn fn, const char *path)
 		struct outcome c = {};
 
 		close(pfd[0]);
-		c.ret = fn(path, c.why, sizeof(c.why));
+		c.ret = fn(path, c.why);
 		if (write(pfd[1], &c, sizeof(c)) != sizeof(c))
 			_exit(2);
 		_exit(0);
@@ -163,17 +163,17 @@ static struct outcome run_reader(reader_fn fn, const char *path)
 
 /* --- the readers ------------------------------------------------------------ */
 
-static int rd_small(const char *path, char *why, size_t len)
+static int rd_small(const char *path, char *why)
 {
 	char buf[64];
-	ssize_t n = fg_read_small(path, buf, sizeof(buf), why, len);
+	ssize_t n = fg_read_small(path, buf, sizeof(buf), why);
 
 	return n < 0 ? (int)n : 0;
 }
 
-static int rd_fopen(const char *path, char *why, size_t len)
+static int rd_fopen(const char *path, char *why)
 {
-	FILE *f = fg_fopen_regular(path, why, len);
+	FILE *f = fg_fopen_regular(path, why);
 
 	if (!f)
 		return -errno;
@@ -181,7 +181,7 @@ static int rd_fopen(const char *path, char *why, size_t len)
 	return 0;
 }
 
-static int rd_signal(const char *spec_kind, const char *path, char *why, size_t len)
+static int rd_signal(const char *spec_kind, const char *path, char *why)
 {
 	char spec[200];
 	struct fg_signal s;
@@ -189,61 +189,58 @@ static int rd_signal(const char *spec_kind, const char *path, char *why, size_t 
 	int err;
 
 	snprintf(spec, sizeof(spec), "%s:%s", spec_kind, path);
-	err = fg_signal_parse(spec, &s, why, len);
+	err = fg_signal_parse(spec, &s, why);
 	if (!err)
 		err = fg_signal_open(&s);
 	if (!err)
 		err = fg_signal_read(&s, &v);
 	if (err && s.why[0])
-		snprintf(why, len, "%s", s.why);
+		fg_why(why, "%s", s.why);
 	fg_signal_close(&s);
 	return err;
 }
 
-static int rd_sig_file(const char *path, char *why, size_t len)
+static int rd_sig_file(const char *path, char *why)
 {
-	return rd_signal("file", path, why, len);
+	return rd_signal("file", path, why);
 }
 
-static int rd_sig_psi(const char *path, char *why, size_t len)
+static int rd_sig_psi(const char *path, char *why)
 {
-	return rd_signal("psi", path, why, len);
+	return rd_signal("psi", path, why);
 }
 
-static int rd_shed_state(const char *path, char *why, size_t len)
+static int rd_shed_state(const char *path, char *why)
 {
 	struct fg_shedd_state st;
 
 	(void)why;
-	(void)len;
 	return fg_shedd_state_read(path, &st);
 }
 
-static int rd_esc_state(const char *path, char *why, size_t len)
+static int rd_esc_state(const char *path, char *why)
 {
 	struct fg_escd_state st;
 
 	(void)why;
-	(void)len;
 	return fg_escd_state_read(path, &st);
 }
 
-static int rd_fleet_status(const char *path, char *why, size_t len)
+static int rd_fleet_status(const char *path, char *why)
 {
 	static struct fg_fleet_status st;
 
 	(void)why;
-	(void)len;
 	return fg_fleet_status_read(path, &st);
 }
 
-static int rd_policy(const char *path, char *why, size_t len)
+static int rd_policy(const char *path, char *why)
 {
 	struct fg_config cfg;
 	struct fg_err err = {};
 	int ret = fg_config_load(path, &cfg, &err);
 
-	snprintf(why, len, "%s", err.msg);
+	fg_why(why, "%s", err.msg);
 	if (!ret)
 		fg_config_free(&cfg);
 	return ret;
@@ -288,7 +285,7 @@ static void test_every_reader_every_kind(void)
 /* A regular file still reads, through a symlink too; bounds hold. */
 static void test_regular_reads(void)
 {
-	char path[160], link[160], buf[8], pbuf[64], why[256];
+	char path[160], link[160], buf[8], pbuf[64], why[FG_WHY_LEN];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/regular", dir);
@@ -298,15 +295,14 @@ static void test_regular_reads(void)
 		return;
 	ASSERT_EQ(write(fd, "0.5\n", 4), 4, "write it");
 	close(fd);
-	ASSERT_EQ(fg_read_small(path, buf, sizeof(buf), why, sizeof(why)), 4, "read whole");
+	ASSERT_EQ(fg_read_small(path, buf, sizeof(buf), why), 4, "read whole");
 	ASSERT_STR_CONTAINS(buf, "0.5", "its text");
 	ASSERT_OK(symlink(path, link) ? -errno : 0, "a symlink to it");
-	ASSERT_EQ(fg_read_small(link, buf, sizeof(buf), why, sizeof(why)), 4,
-		  "read through a symlink");
-	ASSERT_EQ(fg_read_small(path, buf, 4, why, sizeof(why)), -EFBIG, "4 bytes into 3 + NUL");
+	ASSERT_EQ(fg_read_small(link, buf, sizeof(buf), why), 4, "read through a symlink");
+	ASSERT_EQ(fg_read_small(path, buf, 4, why), -EFBIG, "4 bytes into 3 + NUL");
 	ASSERT_STR_CONTAINS(why, "more than 3 bytes", "the bound named");
 	/* /proc files are regular files that report size 0 */
-	ASSERT_TRUE(fg_read_small("/proc/self/comm", pbuf, sizeof(pbuf), why, sizeof(why)) > 0,
+	ASSERT_TRUE(fg_read_small("/proc/self/comm", pbuf, sizeof(pbuf), why) > 0,
 		    "a /proc file reads");
 	unlink(link);
 	unlink(path);
@@ -319,19 +315,17 @@ static void fill(FILE *f, const void *arg)
 	fputs(arg, f);
 }
 
-static int wr_replace(const char *path, char *why, size_t len)
+static int wr_replace(const char *path, char *why)
 {
 	(void)why;
-	(void)len;
 	return fg_file_replace(path, fill, "pid 1\n");
 }
 
-static int wr_fleet_status(const char *path, char *why, size_t len)
+static int wr_fleet_status(const char *path, char *why)
 {
 	static struct fg_fleet_status st = { .magic = FG_FLEET_STATUS_MAGIC };
 
 	(void)why;
-	(void)len;
 	return fg_fleet_status_write(path, &st);
 }
 

@@ -12,6 +12,7 @@
 #include "fgtest.h"
 #include "fg_gcra.h"
 #include "shed/shed.h"
+#include "lib/sysutil.h"
 
 #define ASSERT_DLE(got, lim, name)                                                                 \
 	({                                                                                         \
@@ -96,11 +97,10 @@ static void test_cfg_validation(void)
 	};
 	struct fg_shed_cfg c = defaults();
 	struct fg_shed s, before;
-	char why[256];
+	char why[FG_WHY_LEN];
 
-	ASSERT_OK(fg_shed_cfg_check(&c, why, sizeof(why)), "defaults are valid");
-	ASSERT_OK(fg_shed_cfg_check((struct fg_shed_cfg[]){ fast() }, NULL, 0),
-		  "fast cfg is valid");
+	ASSERT_OK(fg_shed_cfg_check(&c, why), "defaults are valid");
+	ASSERT_OK(fg_shed_cfg_check((struct fg_shed_cfg[]){ fast() }, NULL), "fast cfg is valid");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		double *f[] = {
 			&c.interval, &c.delay, &c.ramp, &c.good, &c.bad, &c.decay, &c.orphan
@@ -109,7 +109,7 @@ static void test_cfg_validation(void)
 		c = defaults();
 		*f[bad[i].field] = bad[i].v;
 		why[0] = 0;
-		ASSERT_EQ(fg_shed_cfg_check(&c, why, sizeof(why)), -EINVAL, bad[i].what);
+		ASSERT_EQ(fg_shed_cfg_check(&c, why), -EINVAL, bad[i].what);
 		ASSERT_STR_CONTAINS(why, bad[i].why, bad[i].what);
 		memset(&s, 0xab, sizeof(s));
 		before = s;
@@ -119,12 +119,12 @@ static void test_cfg_validation(void)
 	}
 	c = defaults();
 	c.tiers = 0;
-	ASSERT_EQ(fg_shed_cfg_check(&c, why, sizeof(why)), -EINVAL, "no tiers");
+	ASSERT_EQ(fg_shed_cfg_check(&c, why), -EINVAL, "no tiers");
 	ASSERT_STR_CONTAINS(why, "critical is never shed", "no tiers: the reason");
 	c.tiers = FG_TIER_BIT(CRIT) | FG_TIER_BIT(BE);
-	ASSERT_EQ(fg_shed_cfg_check(&c, why, sizeof(why)), -EINVAL, "critical in the shed tiers");
+	ASSERT_EQ(fg_shed_cfg_check(&c, why), -EINVAL, "critical in the shed tiers");
 	c.tiers = 1u << 7;
-	ASSERT_EQ(fg_shed_cfg_check(&c, why, sizeof(why)), -EINVAL, "an unknown tier bit");
+	ASSERT_EQ(fg_shed_cfg_check(&c, why), -EINVAL, "an unknown tier bit");
 }
 
 static void test_step_input(void)
@@ -569,15 +569,15 @@ static void test_pool_limits(void)
 	struct fg_limit pool = { .inc = FG_TU_PER_SEC / 10000,
 				 .tau = FG_TU_PER_SEC / 10000 * 1000 };
 	struct fg_pool l, before;
-	char why[256];
+	char why[FG_WHY_LEN];
 
-	ASSERT_OK(fg_pool_limits(&pool, 20, &l, why, sizeof(why)), "10k/s, burst 1000, 20%");
+	ASSERT_OK(fg_pool_limits(&pool, 20, &l, why), "10k/s, burst 1000, 20%");
 	ASSERT_EQ(l.inc, 6400000, "inc: 1/10000 s in 1/64 ns");
 	ASSERT_EQ(l.tau, 6400000000ull, "tau: 1000 * inc");
 	ASSERT_EQ(l.tau_low, 5120000000ull, "tau_low: 800 * inc");
 	ASSERT_EQ(l.cap.inc, 8000000, "cap: 8000/s");
 	ASSERT_EQ(l.cap.tau, 6400000000ull, "cap burst: 800 at 8000/s");
-	ASSERT_OK(fg_pool_limits(&pool, 0, &l, why, sizeof(why)), "no reserve");
+	ASSERT_OK(fg_pool_limits(&pool, 0, &l, why), "no reserve");
 	ASSERT_EQ(l.tau_low, l.tau, "no reserve: one tolerance");
 	ASSERT_EQ(l.cap.inc, 0, "no reserve: no cap");
 
@@ -597,8 +597,7 @@ static void test_pool_limits(void)
 
 		memset(&l, 0x5a, sizeof(l));
 		before = l;
-		ASSERT_EQ(fg_pool_limits(&p, bad[i].pct, &l, why, sizeof(why)), -EINVAL,
-			  bad[i].what);
+		ASSERT_EQ(fg_pool_limits(&p, bad[i].pct, &l, why), -EINVAL, bad[i].what);
 		ASSERT_STR_CONTAINS(why, bad[i].why, bad[i].what);
 		ASSERT_TRUE(!memcmp(&l, &before, sizeof(l)), "a refused pool writes nothing");
 	}
@@ -692,7 +691,7 @@ static void test_pool_reserve(void)
 		{ "cap alone, critical at 5k/s: critical loses", 0, 1, 1, 5000, 30000, 1, 0,
 		  80801 },
 	};
-	char why[128];
+	char why[FG_WHY_LEN];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pool_sim p = { .low = cases[i].low, .cap = cases[i].cap };
@@ -700,7 +699,7 @@ static void test_pool_reserve(void)
 		struct stream low = { .rate = cases[i].low_rate, .poisson = cases[i].poisson };
 		char name[160];
 
-		ASSERT_OK(fg_pool_limits(&pool, 20, &p.l, why, sizeof(why)), why);
+		ASSERT_OK(fg_pool_limits(&pool, 20, &p.l, why), why);
 		pool_run(&p, &crit, &low, 10);
 		snprintf(name, sizeof(name), "%s: critical lost %ld of %ld", cases[i].what,
 			 crit.offered - crit.admitted, crit.offered);
@@ -731,7 +730,7 @@ static void test_pool_critical_burst(void)
 	__u64 t = NS;
 	int got = 0;
 
-	fg_pool_limits(&pool, 20, &p.l, NULL, 0);
+	fg_pool_limits(&pool, 20, &p.l, NULL);
 	/* a second of flood at 30k/s drains the pool down to the reserve */
 	for (int i = 0; i < 30000; i++, t += NS / 30000)
 		pool_admit(&p, 0, TU(t));

@@ -82,7 +82,7 @@ static void config(struct fg_config *cfg)
 	cfg->shed.decay = 3;
 	cfg->shed.orphan = 1;
 	snprintf(why, sizeof(why), "file:%s", sigpath);
-	fg_signal_parse(why, &cfg->shed_signal, NULL, 0);
+	fg_signal_parse(why, &cfg->shed_signal, NULL);
 }
 
 /* Maps, the test's config and signal value sig, and the controller started at now: 1, or 0

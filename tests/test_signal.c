@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include "fgtest.h"
 #include "shed/fgsignal.h"
+#include "lib/sysutil.h"
 
 static void sleep_ms(long ms)
 {
@@ -66,27 +67,27 @@ static void test_spec_parse(void)
 		{ "file:load", "absolute" },
 	};
 	struct fg_signal s, before;
-	char why[256], name[PATH_MAX + 32];
+	char why[FG_WHY_LEN], name[PATH_MAX + 32];
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		ASSERT_OK(fg_signal_parse(good[i].spec, &s, why, sizeof(why)), good[i].spec);
+		ASSERT_OK(fg_signal_parse(good[i].spec, &s, why), good[i].spec);
 		ASSERT_EQ(s.kind, good[i].kind, good[i].spec);
 		fg_signal_name(&s, name, sizeof(name));
 		ASSERT_TRUE(!strcmp(name, good[i].spec), "the name gives the spec back");
 	}
-	fg_signal_parse("cpu", &s, NULL, 0);
+	fg_signal_parse("cpu", &s, NULL);
 	ASSERT_EQ(s.cpu, -1, "cpu: all CPUs");
-	fg_signal_parse("cpu:1", &s, NULL, 0);
+	fg_signal_parse("cpu:1", &s, NULL);
 	ASSERT_EQ(s.cpu, 1, "cpu:1");
-	fg_signal_parse("psi", &s, NULL, 0);
+	fg_signal_parse("psi", &s, NULL);
 	ASSERT_TRUE(!strcmp(s.path, "/proc/pressure/cpu"), "psi: the host's pressure file");
-	fg_signal_parse("accept_queue:8080", &s, NULL, 0);
+	fg_signal_parse("accept_queue:8080", &s, NULL);
 	ASSERT_EQ(s.port, 8080, "port");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&s, 0x3c, sizeof(s));
 		before = s;
 		why[0] = 0;
-		ASSERT_EQ(fg_signal_parse(bad[i].spec, &s, why, sizeof(why)), -EINVAL, bad[i].spec);
+		ASSERT_EQ(fg_signal_parse(bad[i].spec, &s, why), -EINVAL, bad[i].spec);
 		ASSERT_STR_CONTAINS(why, bad[i].why, bad[i].spec);
 		ASSERT_TRUE(!memcmp(&s, &before, sizeof(s)), "a refused spec writes nothing");
 	}
@@ -196,8 +197,8 @@ static void test_cpu_busy_thread(void)
 	if (!ASSERT_GE(cpu, 0, "an allowed CPU"))
 		return;
 	snprintf(spec, sizeof(spec), "cpu:%d", cpu);
-	ASSERT_OK(fg_signal_parse(spec, &one, NULL, 0), spec);
-	ASSERT_OK(fg_signal_parse("cpu", &all, NULL, 0), "cpu");
+	ASSERT_OK(fg_signal_parse(spec, &one, NULL), spec);
+	ASSERT_OK(fg_signal_parse("cpu", &all, NULL), "cpu");
 	if (!ASSERT_OK(fg_signal_open(&one), "open cpu:N") ||
 	    !ASSERT_OK(fg_signal_open(&all), "open cpu"))
 		return;
@@ -299,7 +300,7 @@ static void test_psi_host(void)
 			     FG_SIG_PSI_DEFAULT, strerror(errno));
 		return;
 	}
-	ASSERT_OK(fg_signal_parse("psi", &s, NULL, 0), "psi");
+	ASSERT_OK(fg_signal_parse("psi", &s, NULL), "psi");
 	if (!ASSERT_OK(fg_signal_open(&s), "open psi"))
 		return;
 	ASSERT_OK(sample(&s, 300, &idle), "sample without load of ours");
@@ -369,7 +370,7 @@ static void test_psi_cgroup(void)
 		return;
 	}
 	snprintf(spec, sizeof(spec), "psi:%s", path);
-	ASSERT_OK(fg_signal_parse(spec, &s, NULL, 0), spec);
+	ASSERT_OK(fg_signal_parse(spec, &s, NULL), spec);
 	ASSERT_OK(fg_signal_open(&s), "open");
 	ASSERT_OK(sample(&s, 100, &u), "sample");
 	ASSERT_TRUE(u >= 0 && u <= 1, "in [0, 1]");
@@ -461,7 +462,7 @@ static void test_accept_queue(void)
 	if (!ASSERT_GE(lfd, 0, "listener on 127.0.0.1, backlog 8"))
 		return;
 	snprintf(spec, sizeof(spec), "accept_queue:%u", port);
-	ASSERT_OK(fg_signal_parse(spec, &s, NULL, 0), spec);
+	ASSERT_OK(fg_signal_parse(spec, &s, NULL), spec);
 	if (!ASSERT_OK(fg_signal_open(&s), "open sock_diag"))
 		goto out;
 	u = settle(&s, 0, &err);
@@ -511,7 +512,7 @@ static void test_accept_queue_v6(void)
 		return;
 	}
 	snprintf(spec, sizeof(spec), "accept_queue:%u", port);
-	fg_signal_parse(spec, &s, NULL, 0);
+	fg_signal_parse(spec, &s, NULL);
 	ASSERT_OK(fg_signal_open(&s), "open");
 	for (int i = 0; i < 2; i++)
 		c[i] = connect_to(AF_INET6, port, 0);
@@ -538,7 +539,7 @@ static void test_accept_queue_none(void)
 		return;
 	close(fd); /* the port is free again: nobody listens on it */
 	snprintf(spec, sizeof(spec), "accept_queue:%u", port);
-	fg_signal_parse(spec, &s, NULL, 0);
+	fg_signal_parse(spec, &s, NULL);
 	ASSERT_OK(fg_signal_open(&s), "open");
 	ASSERT_EQ(fg_signal_read(&s, &u), -ENOENT, "no listener on the port");
 	fg_signal_close(&s);
@@ -631,7 +632,7 @@ static void test_file_signal(void)
 		return;
 	snprintf(path, sizeof(path), "%s/load", dir);
 	snprintf(spec, sizeof(spec), "file:%s", path);
-	ASSERT_OK(fg_signal_parse(spec, &s, NULL, 0), spec);
+	ASSERT_OK(fg_signal_parse(spec, &s, NULL), spec);
 	ASSERT_OK(fg_signal_open(&s), "open");
 	ASSERT_EQ(fg_signal_read(&s, &v), -ENOENT, "no file yet");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -43,6 +43,7 @@
 #include "dp.h"
 #include "attach/xdpattach.h"
 #include "fgtest_xdp.skel.h"
+#include "lib/sysutil.h"
 
 #define DEV0	  "fgx0" /* the programs' side */
 #define DEV1	  "fgx1" /* where frames are sent from */
@@ -50,7 +51,7 @@
 #define OURS	  "fgtest"
 
 static int dispatcher_ok;
-static char no_dispatcher[256];
+static char no_dispatcher[FG_WHY_LEN];
 static int have_filter;
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -70,20 +71,20 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int private_namespaces(char *why, size_t len)
+static int private_namespaces(char *why)
 {
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS)) {
-		snprintf(why, len, "unshare: %s", strerror(errno));
+		fg_why(why, "unshare: %s", strerror(errno));
 		return -errno;
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 	    mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) ||
 	    mount("tmpfs", "/run", "tmpfs", 0, "size=1m,mode=0755")) {
-		snprintf(why, len, "private mounts: %s", strerror(errno));
+		fg_why(why, "private mounts: %s", strerror(errno));
 		return -errno;
 	}
 	if (sh("ip link set lo up")) {
-		snprintf(why, len, "ip link set lo up failed");
+		fg_why(why, "ip link set lo up failed");
 		return -EIO;
 	}
 	return 0;
@@ -250,22 +251,22 @@ static int fx_setup(struct fx *f, int mtu, const char *veth_check)
 
 static int fx_attach(struct fx *f)
 {
-	return fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, f->why, sizeof(f->why));
+	return fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, f->why);
 }
 
 static int fx_adopt(struct fx *f)
 {
-	return fg_xdp_adopt(&f->p, ifx(), &f->o, &f->a, f->why, sizeof(f->why));
+	return fg_xdp_adopt(&f->p, ifx(), &f->o, &f->a, f->why);
 }
 
 static int fx_list(struct fx *f)
 {
-	return fg_xdp_list(ifx(), OURS, &f->l, f->why, sizeof(f->why));
+	return fg_xdp_list(ifx(), OURS, &f->l, f->why);
 }
 
 static int fx_detach(struct fx *f, const char *link_pin)
 {
-	return fg_xdp_detach_ours(ifx(), OURS, link_pin, f->why, sizeof(f->why));
+	return fg_xdp_detach_ours(ifx(), OURS, link_pin, f->why);
 }
 
 /* n marker frames sent; every one the kernel accepted must reach fgtest. */
@@ -293,8 +294,8 @@ static int attach_direct(struct fx *f, struct bpf_program *prog, const char *che
 
 static void test_probe(void)
 {
-	char why[256] = "";
-	int err = fg_xdp_probe_dispatcher(why, sizeof(why));
+	char why[FG_WHY_LEN] = "";
+	int err = fg_xdp_probe_dispatcher(why);
 
 	printf("  info: libxdp dispatcher on this kernel: %s%s\n", err ? "no: " : "yes", why);
 	if (err)
@@ -354,11 +355,11 @@ static void test_floodgate_program(void)
 		goto out;
 	printf("  info: libxdp attach of floodgate (loads and verifies its copy): %.1f ms\n",
 	       mono_ms() - t);
-	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why), f.why);
 	print_list("floodgate", &f.l);
 	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours, "floodgate attached and ours");
-	ASSERT_OK(fg_xdp_detach_ours(ifx(), "floodgate", NULL, f.why, sizeof(f.why)), f.why);
-	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_detach_ours(ifx(), "floodgate", NULL, f.why), f.why);
+	ASSERT_OK(fg_xdp_list(ifx(), "floodgate", &f.l, f.why), f.why);
 	ASSERT_EQ(f.l.n, 0, "gone");
 out:
 	if (d.skel)
@@ -416,13 +417,11 @@ static void test_bad_input(void)
 	f.o.mode = 9;
 	ASSERT_EQ(fx_adopt(&f), -EINVAL, "adopt, mode 9");
 	f.o = libxdp_opts();
-	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &f.o, &f.a, f.why, sizeof(f.why)), -EINVAL,
-		  "no program");
-	ASSERT_EQ(fg_xdp_attach(&f.p, 0, &f.o, &f.a, f.why, sizeof(f.why)), -EINVAL, "ifindex 0");
-	ASSERT_EQ(fg_xdp_attach(&f.p, 99999, &f.o, &f.a, f.why, sizeof(f.why)), -ENODEV,
-		  "no such device");
+	ASSERT_EQ(fg_xdp_attach(&none, ifx(), &f.o, &f.a, f.why), -EINVAL, "no program");
+	ASSERT_EQ(fg_xdp_attach(&f.p, 0, &f.o, &f.a, f.why), -EINVAL, "ifindex 0");
+	ASSERT_EQ(fg_xdp_attach(&f.p, 99999, &f.o, &f.a, f.why), -ENODEV, "no such device");
 	ASSERT_STR_CONTAINS(f.why, "no interface", "says so");
-	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, f.why, sizeof(f.why)), -EINVAL, "no name");
+	ASSERT_EQ(fg_xdp_detach_ours(ifx(), "", NULL, f.why), -EINVAL, "no name");
 	ASSERT_OK(fx_list(&f), f.why);
 	ASSERT_EQ(f.l.n, 0, "nothing attached by any of it");
 	ASSERT_EQ(pin_dirs(), 0, "nothing pinned");
@@ -489,7 +488,7 @@ static void nothing_left(void)
 	struct fg_xdp_list l;
 	char why[512] = "";
 
-	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why, sizeof(why)), why);
+	ASSERT_OK(fg_xdp_list(ifx(), OURS, &l, why), why);
 	ASSERT_EQ(l.n, 0, "nothing left");
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
 }
@@ -593,7 +592,7 @@ static int child_attach_and_die(struct fx *f)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, NULL, 0))
+		if (fg_xdp_attach(&f->p, ifx(), &f->o, &f->a, NULL))
 			_exit(1);
 		raise(SIGKILL);
 		_exit(2);
@@ -770,10 +769,10 @@ static void test_two_interfaces(void)
 	if (!ASSERT_OK(fx_attach(&f), f.why))
 		goto out;
 	f.o.mode = FG_XDP_SKB;
-	if (!ASSERT_OK(fg_xdp_attach(&f.p, if1, &f.o, &a1, f.why, sizeof(f.why)), f.why))
+	if (!ASSERT_OK(fg_xdp_attach(&f.p, if1, &f.o, &a1, f.why), f.why))
 		goto out;
 	ASSERT_OK(fx_list(&f), f.why);
-	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why), f.why);
 	print_list(DEV0, &f.l);
 	print_list("fgy0", &l1);
 	ASSERT_TRUE(f.l.n == 1 && f.l.e[0].ours && f.l.mode == FG_XDP_NATIVE, "native on " DEV0);
@@ -784,9 +783,9 @@ static void test_two_interfaces(void)
 				    f.l.dispatcher_id != l1.dispatcher_id,
 			    "a dispatcher each");
 	ASSERT_OK(fx_detach(&f, NULL), f.why);
-	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_list(if1, OURS, &l1, f.why), f.why);
 	ASSERT_TRUE(l1.n == 1 && l1.e[0].ours, "fgy0 keeps its program");
-	ASSERT_OK(fg_xdp_detach_ours(if1, OURS, NULL, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_detach_ours(if1, OURS, NULL, f.why), f.why);
 	ASSERT_EQ(pin_dirs(), 0, "no dispatcher pins left");
 out:
 	sh("ip link del fgy0");
@@ -884,8 +883,8 @@ static int dispatcher_ns(struct fx *f, struct fg_xdp_prog *prog, const char *che
 	__u32 r = 0;
 	int fd;
 
-	if (!ASSERT_OK(fg_xdp_attach(prog, ifx(), &f->o, &f->a, f->why, sizeof(f->why)), f->why) ||
-	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &f->l, f->why, sizeof(f->why)), f->why))
+	if (!ASSERT_OK(fg_xdp_attach(prog, ifx(), &f->o, &f->a, f->why), f->why) ||
+	    !ASSERT_OK(fg_xdp_list(ifx(), "fgt_pass", &f->l, f->why), f->why))
 		return -1;
 	fd = bpf_prog_get_fd_by_id(f->l.dispatcher_id);
 	*ns = ns_per_run(fd, &r);
@@ -914,7 +913,7 @@ static void measure_real_dispatcher(struct fgtest_xdp_bpf *s, double direct)
 	       "fgtest direct %.1f ns; both in the dispatcher %.1f ns (dispatcher share %.1f ns)\n",
 	       direct, one, direct2, two, two - direct - direct2);
 	fx_detach(&f, NULL);
-	fg_xdp_detach_ours(ifx(), "fgt_pass", NULL, f.why, sizeof(f.why));
+	fg_xdp_detach_ours(ifx(), "fgt_pass", NULL, f.why);
 }
 
 static int stub_fd(struct xdp_program *xp)
@@ -989,7 +988,7 @@ static void test_dead_dispatcher_dir(void)
 	if (!ASSERT_OK(sh("mkdir -p %s", dir), "mkdir") || !ASSERT_TRUE(map_fd >= 0, "a map") ||
 	    !ASSERT_OK(bpf_obj_pin(map_fd, pin), "a pin in the dir"))
 		goto out;
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -EBUSY,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why), -EBUSY,
 		  "it still runs: kept");
 	ASSERT_STR_CONTAINS(f.why, "still runs", "says why");
 	ASSERT_OK(access(pin, F_OK), "its pin is still there");
@@ -997,13 +996,13 @@ static void test_dead_dispatcher_dir(void)
 	lock_fd = open(base, O_RDONLY | O_DIRECTORY);
 	if (!ASSERT_TRUE(lock_fd >= 0 && !flock(lock_fd, LOCK_EX), "hold libxdp's lock"))
 		goto out;
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -EAGAIN,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why), -EAGAIN,
 		  "libxdp's lock held: not now, and no waiting");
 	ASSERT_OK(access(pin, F_OK), "its pin is still there");
 	flock(lock_fd, LOCK_UN);
-	ASSERT_OK(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), f.why);
+	ASSERT_OK(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why), f.why);
 	ASSERT_TRUE(access(dir, F_OK) && errno == ENOENT, "the dir is gone");
-	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why, sizeof(f.why)), -ENOENT,
+	ASSERT_EQ(fg_xdp_remove_dead_dispatcher(base, ifx(), id, f.why), -ENOENT,
 		  "again: nothing there");
 	ASSERT_OK(access(base, F_OK), "libxdp's base dir stays");
 out:
@@ -1017,16 +1016,16 @@ out:
 
 int main(int argc, char **argv)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 
 	if (fg_test_init_root(argc, argv, "test_xdpattach", "needs root (namespaces, XDP)"))
 		return 0;
-	if (private_namespaces(why, sizeof(why)))
+	if (private_namespaces(why))
 		return fg_test_skip_all("test_xdpattach", "cannot make private namespaces: %s",
 					why);
 	libbpf_set_print(quiet_libbpf);
 	libxdp_set_print(quiet_libxdp);
-	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher, sizeof(no_dispatcher));
+	dispatcher_ok = !fg_xdp_probe_dispatcher(no_dispatcher);
 	have_filter = !sh("command -v xdp-filter");
 	FG_RUN_EACH(test_probe, test_libxdp_alone, test_floodgate_program,
 		    test_refuses_direct_program, test_bad_input, test_exclusive,

@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 #include "polcase.h"
 #include "attach/xdpattach.h"
+#include "lib/sysutil.h"
 
 static int parse(const char *yaml, struct fg_config *cfg, struct fg_err *err)
 {
@@ -101,8 +102,8 @@ out:
 /* auto follows the probe; libxdp and exclusive are what they say. */
 static void test_resolve(void)
 {
-	char why[200];
-	bool dispatcher = !fg_xdp_probe_dispatcher(why, sizeof(why));
+	char why[FG_WHY_LEN];
+	bool dispatcher = !fg_xdp_probe_dispatcher(why);
 	struct fg_attach_conf ac;
 
 	printf("  info: libxdp dispatcher on this kernel: %s\n", dispatcher ? "yes" : why);

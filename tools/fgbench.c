@@ -80,6 +80,7 @@
 #include "sources/sources.h"
 #include "maps/mapimg.h"
 #include "attach/xdpattach.h"
+#include "lib/sysutil.h"
 
 #define NSEC		1000000000ull
 #define FG_SKIP_NOCLOCK (1u << 31) /* fgbench's own: fg_clock = FG_CLOCK_TEST, not a rodata bit */
@@ -1461,7 +1462,7 @@ static int rules_yaml(struct ybuf *y, __u32 n)
 
 /* The most rules of rules_yaml's mix the policy compiler accepts (at most
  * FG_MAX_RULES), and the compiler's reason for one more. */
-static __u32 rules_max(char *why, size_t len)
+static __u32 rules_max(char *why)
 {
 	why[0] = 0;
 	for (__u32 n = FG_MAX_RULES; n >= 1; n--) {
@@ -1478,7 +1479,7 @@ static __u32 rules_max(char *why, size_t len)
 			return n;
 		}
 		if (!why[0])
-			fg_err_format(&e, why, len);
+			fg_err_format(&e, why, FG_WHY_LEN);
 		ybuf_free(&y);
 	}
 	return 0;
@@ -1693,8 +1694,8 @@ static int sweep(void *cfg)
 		bench_floor_bpf__destroy(c.bf);
 		return 1;
 	}
-	char why[512];
-	__u32 rmax = rules_max(why, sizeof(why));
+	char why[FG_WHY_LEN];
+	__u32 rmax = rules_max(why);
 
 	printf("{\"kind\":\"limits\",\"max_rules\":%u,\"rules_accepted\":%u,\"max_prefixes\":%u,"
 	       "\"max_sources\":%u,\"one_more_rule\":\"",
@@ -2080,7 +2081,7 @@ static int dispatch(void *cfg)
 	run_once(g.prog, frame, 64, &alone, &ka, NULL);
 	if ((err = measure_as(g.prog, frame, (__u32)b->repeat, XDP_DROP, "exclusive", &alone, &ka)))
 		goto out;
-	err = fg_xdp_probe_dispatcher(why, sizeof(why));
+	err = fg_xdp_probe_dispatcher(why);
 	if (!err) {
 		const void *elf = floodgate_bpf__elf_bytes(&sz);
 		struct fg_xdp_prog fp = xprog(g.skel->obj, g.skel->progs.floodgate, elf, sz);
@@ -2088,17 +2089,17 @@ static int dispatch(void *cfg)
 		t = fgtest_xdp_bpf__open_and_load();
 		err = t ? 0 : -errno;
 		if (!err)
-			err = fg_xdp_attach(&fp, ifindex, &o, &a, why, sizeof(why));
+			err = fg_xdp_attach(&fp, ifindex, &o, &a, why);
 		attached = !err;
 		if (!err) {
 			const void *telf = fgtest_xdp_bpf__elf_bytes(&sz);
 			struct fg_xdp_prog tp = xprog(t->obj, t->progs.fgt_pass, telf, sz);
 
 			o.run_prio = 60;
-			err = fg_xdp_attach(&tp, ifindex, &o, &a2, why, sizeof(why));
+			err = fg_xdp_attach(&tp, ifindex, &o, &a2, why);
 		}
 		if (!err)
-			err = fg_xdp_list(ifindex, "floodgate", &l, why, sizeof(why));
+			err = fg_xdp_list(ifindex, "floodgate", &l, why);
 		if (!err && !l.dispatcher_id) {
 			err = -EOPNOTSUPP;
 			snprintf(why, sizeof(why),
@@ -2127,8 +2128,8 @@ out:
 	if (fd >= 0)
 		close(fd);
 	if (attached) {
-		fg_xdp_detach_ours(ifindex, "fgt_pass", NULL, why, sizeof(why));
-		fg_xdp_detach_ours(ifindex, "floodgate", NULL, why, sizeof(why));
+		fg_xdp_detach_ours(ifindex, "fgt_pass", NULL, why);
+		fg_xdp_detach_ours(ifindex, "floodgate", NULL, why);
 	}
 	fg_xdp_att_close(&a2);
 	fg_xdp_att_close(&a);

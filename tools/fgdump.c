@@ -41,6 +41,7 @@
 #include "floodgate.h"
 #include "maps/fgmaps.h"
 #include "lib/opts.h"
+#include "lib/sysutil.h"
 
 #define WATCH_SLEEP_NS 200000L /* between two samples */
 
@@ -451,7 +452,7 @@ static int run_watch(void *cfg)
 	return with_maps(a, "watch", missing, watch, 0);
 }
 
-static int opt_quiet(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_quiet(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct dump_args *a = cfg;
 	char *end;
@@ -461,7 +462,7 @@ static int opt_quiet(const struct fg_opt *opt, const char *val, void *cfg, char 
 	errno = 0;
 	s = strtod(val, &end);
 	if (errno || end == val || *end || !(s >= 0 && s <= 60))
-		return fg_opt_fail(why, len, "\"%s\" is not 0..60 seconds", val);
+		return fg_opt_fail(why, "\"%s\" is not 0..60 seconds", val);
 	a->w.quiet_ns = (__u64)(s * 1e9);
 	return 0;
 }

@@ -947,7 +947,7 @@ static const struct {
 	[PO_DMAC] = { "MAC", "xx:xx:xx:xx:xx:xx", offsetof(struct opts, have_dmac) },
 };
 
-static int opt_parsed(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_parsed(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct opts *o = cfg;
 	int err, plen;
@@ -967,53 +967,53 @@ static int opt_parsed(const struct fg_opt *opt, const char *val, void *cfg, char
 		break;
 	}
 	if (err)
-		return fg_opt_fail(why, len, "bad %s '%s': want %s", parsed_opts[opt->ival].noun,
-				   val, parsed_opts[opt->ival].want);
+		return fg_opt_fail(why, "bad %s '%s': want %s", parsed_opts[opt->ival].noun, val,
+				   parsed_opts[opt->ival].want);
 	*(bool *)((char *)o + parsed_opts[opt->ival].given) = true;
 	return 0;
 }
 
-static int opt_proto(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_proto(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct opts *o = cfg;
 
 	(void)val;
 	if (o->proto_set)
-		return fg_opt_fail(why, len, "give one of --udp, --syn, --tcp, --icmp");
+		return fg_opt_fail(why, "give one of --udp, --syn, --tcp, --icmp");
 	o->proto_set = true;
 	o->proto = opt->ival;
 	return 0;
 }
 
-static int opt_vlan(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_vlan(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct opts *o = cfg;
 	__u64 v;
 
 	(void)opt;
 	if (o->nvlan >= FGEN_MAX_VLAN)
-		return fg_opt_fail(why, len, "at most %d --vlan tags", FGEN_MAX_VLAN);
+		return fg_opt_fail(why, "at most %d --vlan tags", FGEN_MAX_VLAN);
 	if (fg_opt_parse_u64(val, 0, 4095, &v))
-		return fg_opt_fail(why, len, "bad VLAN id '%s': want 0..4095", val);
+		return fg_opt_fail(why, "bad VLAN id '%s': want 0..4095", val);
 	o->vlan[o->nvlan++] = (__u16)v;
 	return 0;
 }
 
 /* --ip-options (ival 4: 0..40) and --frag-offset (ival 8: 8..65528): multiples of ival */
-static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_multiple(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct opts *o = cfg;
 	bool ipopt = opt->ival == 4;
 	__u64 lo = ipopt ? 0 : 8, hi = ipopt ? 40 : 65528, v;
 
 	if (fg_opt_parse_u64(val, lo, hi, &v) || v % (__u64)opt->ival)
-		return fg_opt_fail(why, len, "bad value '%s': want %llu..%llu, a multiple of %d",
-				   val, (unsigned long long)lo, (unsigned long long)hi, opt->ival);
+		return fg_opt_fail(why, "bad value '%s': want %llu..%llu, a multiple of %d", val,
+				   (unsigned long long)lo, (unsigned long long)hi, opt->ival);
 	*(ipopt ? &o->ip_opts : &o->frag_off) = (__u32)v;
 	return 0;
 }
 
-static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	struct opts *o = cfg;
@@ -1021,7 +1021,7 @@ static int opt_cpu(const struct fg_opt *opt, const char *val, void *cfg, char *w
 
 	(void)opt;
 	if (fg_opt_parse_u64(val, 0, ncpu > 0 ? (__u64)ncpu - 1 : 0, &v))
-		return fg_opt_fail(why, len, "bad CPU '%s': want 0..%ld", val, ncpu - 1);
+		return fg_opt_fail(why, "bad CPU '%s': want 0..%ld", val, ncpu - 1);
 	o->cpu = (int)v;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include "attach/discover.h"
 #include "policy/policy.h"
 #include "attach/xdpattach.h"
+#include "lib/sysutil.h"
 
 int fg_link_path(char *buf, size_t len, const char *dir, const char *ifname)
 {
@@ -305,8 +306,13 @@ int fg_attach_conf_init(struct fg_attach_conf *ac, int xdp_mode, int xdp_attach,
 	ac->run_prio = prio;
 	ac->chain = chain;
 	ac->from_auto = xdp_attach == FG_ATTACH_AUTO;
-	if (xdp_attach != FG_ATTACH_EXCLUSIVE)
-		ac->dispatcher = !fg_xdp_probe_dispatcher(ac->probe, sizeof(ac->probe));
+	if (xdp_attach != FG_ATTACH_EXCLUSIVE) {
+		char probe[FG_WHY_LEN] = "";
+
+		ac->dispatcher = !fg_xdp_probe_dispatcher(probe);
+		if (probe[0])
+			snprintf(ac->probe, sizeof(ac->probe), "%s", probe);
+	}
 	ac->how = xdp_attach == FG_ATTACH_LIBXDP || (ac->from_auto && ac->dispatcher) ?
 			  FG_XDP_LIBXDP :
 			  FG_XDP_EXCLUSIVE;
@@ -345,9 +351,9 @@ static int attach_libxdp(struct floodgate_bpf *skel, const struct fg_attach_conf
 		return -EOPNOTSUPP;
 	}
 	/* found before adopting: did an earlier daemon leave it there? */
-	ifc->adopted = !fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) &&
+	ifc->adopted = !fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL) &&
 		       fg_xdp_list_ours(&cur);
-	err = fg_xdp_adopt(&p, ifc->ifindex, &o, &a, ifc->why, sizeof(ifc->why));
+	err = fg_xdp_adopt(&p, ifc->ifindex, &o, &a, ifc->why);
 	if (err) {
 		ifc->adopted = false;
 		return err;
@@ -368,7 +374,7 @@ static int exclusive_meets_libxdp(struct floodgate_bpf *skel, const struct fg_at
 {
 	struct fg_xdp_list cur;
 
-	if (fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL, 0) || !cur.n || cur.via_link)
+	if (fg_xdp_list(ifc->ifindex, FG_PROG_NAME, &cur, NULL) || !cur.n || cur.via_link)
 		return 1; /* free, or a link: create_link says what it meets */
 	if (!fg_xdp_list_ours(&cur)) {
 		snprintf(
@@ -448,14 +454,14 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 
 #define KEEP_MAX_MAPS 64
 
-static int keep_fail(char *why, size_t len, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int keep_fail(char *why, size_t len, int err, const char *fmt, ...)
+static int keep_fail(char *why, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int keep_fail(char *why, int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
+	vsnprintf(why, FG_WHY_LEN, fmt, ap);
 	va_end(ap);
 	return err;
 }
@@ -508,7 +514,7 @@ static bool rodata_same(int mfd, struct floodgate_bpf *skel, __u32 value_size)
 
 /* Every map of program pfd is one skel plans to use, or its own .bss/.data,
  * or a .rodata equal to skel's. */
-static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_t len)
+static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why)
 {
 	__u32 ids[KEEP_MAX_MAPS], planned[KEEP_MAX_MAPS], np = 0;
 	struct bpf_prog_info pi = {};
@@ -519,12 +525,12 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_
 	pi.nr_map_ids = KEEP_MAX_MAPS;
 	pi.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(pfd, &pi, &plen))
-		return keep_fail(why, len, -errno, "program info: %s", strerror(errno));
+		return keep_fail(why, -errno, "program info: %s", strerror(errno));
 	if (pi.type != BPF_PROG_TYPE_XDP || strcmp(pi.name, FG_PROG_NAME))
-		return keep_fail(why, len, -ESTALE,
-				 "the link runs program %u (%s), not floodgate's", pi.id, pi.name);
+		return keep_fail(why, -ESTALE, "the link runs program %u (%s), not floodgate's",
+				 pi.id, pi.name);
 	if (pi.nr_map_ids > KEEP_MAX_MAPS)
-		return keep_fail(why, len, -E2BIG, "program %u uses %u maps", pi.id, pi.nr_map_ids);
+		return keep_fail(why, -E2BIG, "program %u uses %u maps", pi.id, pi.nr_map_ids);
 	bpf_object__for_each_map(m, skel->obj) {
 		const char *name = bpf_map__name(m);
 
@@ -533,11 +539,11 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_
 			continue;
 		planned[np] = planned_map_id(m);
 		if (!planned[np])
-			return keep_fail(why, len, -ESTALE,
+			return keep_fail(why, -ESTALE,
 					 "map %s would be made anew (not pinned, not shared)",
 					 name);
 		if (++np == KEEP_MAX_MAPS)
-			return keep_fail(why, len, -E2BIG, "too many maps");
+			return keep_fail(why, -E2BIG, "too many maps");
 	}
 	for (__u32 i = 0; i < pi.nr_map_ids; i++) {
 		struct bpf_map_info mi = {};
@@ -551,34 +557,33 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why, size_
 			continue;
 		mfd = bpf_map_get_fd_by_id(ids[i]);
 		if (mfd < 0)
-			return keep_fail(why, len, -errno, "map %u: %s", ids[i], strerror(errno));
+			return keep_fail(why, -errno, "map %u: %s", ids[i], strerror(errno));
 		if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen)) {
 			close(mfd);
-			return keep_fail(why, len, -errno, "map %u: %s", ids[i], strerror(errno));
+			return keep_fail(why, -errno, "map %u: %s", ids[i], strerror(errno));
 		}
 		ok = map_suffix(mi.name, ".bss") || map_suffix(mi.name, ".data") ||
 		     fg_map_prog_private(mi.name);
 		if (map_suffix(mi.name, ".rodata")) {
 			ok = rodata_seen = rodata_same(mfd, skel, mi.value_size);
 			if (!ok)
-				snprintf(why, len,
-					 "program %u is another build (its .rodata differs)",
-					 pi.id);
+				fg_why(why, "program %u is another build (its .rodata differs)",
+				       pi.id);
 		} else if (!ok) {
-			snprintf(why, len, "program %u runs on map %u (%s), not this pin dir's",
-				 pi.id, ids[i], mi.name);
+			fg_why(why, "program %u runs on map %u (%s), not this pin dir's", pi.id,
+			       ids[i], mi.name);
 		}
 		close(mfd);
 		if (!ok)
 			return -ESTALE;
 	}
 	if (!rodata_seen)
-		return keep_fail(why, len, -ESTALE, "program %u has no .rodata to compare", pi.id);
+		return keep_fail(why, -ESTALE, "program %u has no .rodata to compare", pi.id);
 	return 0;
 }
 
 int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const struct fg_iface *ifs,
-			 int n, int *fd, __u32 *id, char *why, size_t len)
+			 int n, int *fd, __u32 *id, char *why)
 {
 	char path[FG_LINK_PATH_LEN];
 	__u32 pid = 0;
@@ -587,31 +592,31 @@ int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const stru
 	*fd = -1;
 	*id = 0;
 	if (n <= 0)
-		return keep_fail(why, len, -ENOENT, "no interfaces");
+		return keep_fail(why, -ENOENT, "no interfaces");
 	for (int i = 0; i < n; i++) {
 		__u32 p;
 		int lfd;
 
 		err = fg_link_path(path, sizeof(path), dir, ifs[i].conf);
 		if (err)
-			return keep_fail(why, len, err, "link path: %s", strerror(-err));
+			return keep_fail(why, err, "link path: %s", strerror(-err));
 		lfd = bpf_obj_get(path);
 		if (lfd < 0)
-			return keep_fail(why, len, -ENOENT, "%s has no pinned link", ifs[i].conf);
+			return keep_fail(why, -ENOENT, "%s has no pinned link", ifs[i].conf);
 		p = fg_link_ifindex(lfd) == ifs[i].ifindex ? link_prog_id(lfd) : 0;
 		close(lfd);
 		if (!p)
-			return keep_fail(why, len, -ENOENT, "%s: the pinned link is severed",
+			return keep_fail(why, -ENOENT, "%s: the pinned link is severed",
 					 ifs[i].conf);
 		if (pid && p != pid)
-			return keep_fail(why, len, -ESTALE,
+			return keep_fail(why, -ESTALE,
 					 "the interfaces run different programs (%u, %u)", pid, p);
 		pid = p;
 	}
 	pfd = bpf_prog_get_fd_by_id(pid);
 	if (pfd < 0)
-		return keep_fail(why, len, -errno, "program %u: %s", pid, strerror(errno));
-	err = keep_maps_match(pfd, skel, why, len);
+		return keep_fail(why, -errno, "program %u: %s", pid, strerror(errno));
+	err = keep_maps_match(pfd, skel, why);
 	if (err) {
 		close(pfd);
 		return err;
@@ -632,7 +637,7 @@ static void drop_severed(struct fg_iface *ifc, const char *dir)
 		char base[FG_LINK_PATH_LEN];
 
 		fg_xdp_remove_dead_dispatcher(fg_xdp_pin_base(base, sizeof(base)), ifc->ifindex,
-					      ifc->dispatcher_id, NULL, 0);
+					      ifc->dispatcher_id, NULL);
 		ifc->in_dispatcher = false;
 		ifc->dispatcher_id = 0;
 	}
@@ -771,8 +776,7 @@ void fg_detach_ifaces(const struct fg_iface *ifs, int n,
 			if (err)
 				snprintf(why, sizeof(why), "BPF_LINK_DETACH: %s", strerror(-err));
 		} else if (ifc->xdp_mode && ifc->how == FG_XDP_LIBXDP) {
-			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why,
-						 sizeof(why));
+			err = fg_xdp_detach_ours(ifc->ifindex, FG_PROG_NAME, NULL, why);
 		} else {
 			continue;
 		}

@@ -127,7 +127,7 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
  * *fd as fg_attach_conf.kept_fd.
  */
 int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const struct fg_iface *ifs,
-			 int n, int *fd, __u32 *id, char *why, size_t len);
+			 int n, int *fd, __u32 *id, char *why);
 
 /* Notice interfaces renamed, gone (their link severed, or their device
  * and our program with it) and back, and attach again; sets each one's

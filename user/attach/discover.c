@@ -552,8 +552,7 @@ int fg_found_detach(const struct fg_found_if *at, char *why)
 	case FG_FOUND_NETLINK:
 		return detach_netlink(at, why);
 	case FG_FOUND_COMPONENT:
-		return fg_xdp_detach_ours(at->ifindex, FG_PROG_NAME, NULL, why,
-					  why ? FG_WHY_LEN : 0);
+		return fg_xdp_detach_ours(at->ifindex, FG_PROG_NAME, NULL, why);
 	}
 	return -EINVAL;
 }

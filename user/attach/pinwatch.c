@@ -13,6 +13,7 @@
 #include "attach/attach.h"
 #include "attach/discover.h"
 #include "attach/pinwatch.h"
+#include "lib/sysutil.h"
 
 #define NAMES_LEN 400
 
@@ -53,7 +54,7 @@ int fg_pinwatch_init(struct fg_pinwatch *pw, const struct fg_maps *m)
  * after an rm -rf, it does not mount bpffs again behind an operator who
  * unmounted it, and never makes a directory on another file system.
  */
-static int make_pin_dir(const char *dir, char *why, size_t len)
+static int make_pin_dir(const char *dir, char *why)
 {
 	char tmp[256], *p;
 	size_t n = strlen(dir);
@@ -76,15 +77,15 @@ static int make_pin_dir(const char *dir, char *why, size_t len)
 			bpffs = !statfs(slash == tmp ? "/" : tmp, &sfs) &&
 				sfs.f_type == BPF_FS_MAGIC;
 			if (!bpffs) {
-				snprintf(why, len, "%s is not a bpf filesystem (unmounted?)",
-					 slash == tmp ? "/" : tmp);
+				fg_why(why, "%s is not a bpf filesystem (unmounted?)",
+				       slash == tmp ? "/" : tmp);
 				return -ENOTDIR;
 			}
 			*slash = '/';
 			if (mkdir(tmp, 0700) && errno != EEXIST) {
 				int err = -errno;
 
-				snprintf(why, len, "mkdir %s: %s", tmp, strerror(-err));
+				fg_why(why, "mkdir %s: %s", tmp, strerror(-err));
 				return err;
 			}
 		}
@@ -227,7 +228,7 @@ int fg_pinwatch_check(struct fg_pinwatch *pw, struct fg_maps *m, const struct fg
 
 	gone = stat(m->dir, &st) != 0;
 	if (gone) {
-		err = make_pin_dir(m->dir, why, sizeof(why));
+		err = make_pin_dir(m->dir, why);
 		if (err || stat(m->dir, &st)) {
 			snprintf(
 				pw->msg, sizeof(pw->msg),

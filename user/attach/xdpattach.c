@@ -20,18 +20,18 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include "attach/xdpattach.h"
+#include "lib/sysutil.h"
 
 #define NAME_MAX_KERNEL 15 /* BPF_OBJ_NAME_LEN - 1: what the kernel keeps of a name */
 #define MAX_PROG_MAPS	64
 
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t len, int err,
-						      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *why, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (why && len) {
+	if (why) {
 		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
+		vsnprintf(why, FG_WHY_LEN, fmt, ap);
 		va_end(ap);
 	}
 	return err;
@@ -132,7 +132,7 @@ static void add_entry(struct fg_xdp_list *l, const struct xdp_program *p, bool i
 	e->ours = name_is(e->name, ours);
 }
 
-int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why, size_t len)
+int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why)
 {
 	char ifname[IF_NAMESIZE];
 	struct xdp_multiprog *mp;
@@ -142,15 +142,15 @@ int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char 
 
 	memset(l, 0, sizeof(*l));
 	if (ifindex <= 0 || !if_indextoname((unsigned int)ifindex, ifname))
-		return fail(why, len, -ENODEV,
-			    "no interface with ifindex %d in this network namespace", ifindex);
+		return fail(why, -ENODEV, "no interface with ifindex %d in this network namespace",
+			    ifindex);
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	err = libxdp_get_error(mp);
 	if (err == -ENOENT)
 		return 0; /* nothing attached */
 	if (err)
-		return fail(why, len, (int)err, "ifindex %d: cannot read its XDP programs: %s",
-			    ifindex, strerror((int)-err));
+		return fail(why, (int)err, "ifindex %d: cannot read its XDP programs: %s", ifindex,
+			    strerror((int)-err));
 	if (!xdp_multiprog__main_prog(mp)) { /* only an offloaded program */
 		xdp_multiprog__close(mp);
 		return 0;
@@ -190,7 +190,7 @@ const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l)
 /* What libxdp checks before it builds a dispatcher (its compat check is not
  * exported in 1.3.1): load xdp-dispatcher.o's xdp_pass, then the same
  * function as an freplace extension of it, and attach that. */
-int fg_xdp_probe_dispatcher(char *why, size_t len)
+int fg_xdp_probe_dispatcher(char *why)
 {
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, to, .find_filename = "xdp-dispatcher.o",
 			    .prog_name = "xdp_pass");
@@ -210,8 +210,7 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	ext = tgt ? xdp_program__create(&eo) : NULL;
 	if (!tgt || !ext) {
 		err = -errno;
-		err = fail(why, len, err ? err : -ENOENT,
-			   "cannot open libxdp's xdp-dispatcher.o: %s",
+		err = fail(why, err ? err : -ENOENT, "cannot open libxdp's xdp-dispatcher.o: %s",
 			   strerror(err ? -err : ENOENT));
 		goto out;
 	}
@@ -220,7 +219,7 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	tp = bpf_object__find_program_by_name(tobj, "xdp_pass");
 	ep = bpf_object__find_program_by_name(eobj, "xdp_pass");
 	if (!tp || !ep) {
-		err = fail(why, len, -ENOENT, "xdp-dispatcher.o has no xdp_pass program");
+		err = fail(why, -ENOENT, "xdp-dispatcher.o has no xdp_pass program");
 		goto out;
 	}
 	bpf_object__for_each_program(q, tobj)
@@ -229,7 +228,7 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 		bpf_program__set_autoload(q, q == ep);
 	err = bpf_object__load(tobj);
 	if (err) {
-		err = fail(why, len, -EOPNOTSUPP, "cannot load libxdp's test program: %s",
+		err = fail(why, -EOPNOTSUPP, "cannot load libxdp's test program: %s",
 			   strerror(-err));
 		goto out;
 	}
@@ -239,7 +238,7 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	if (!err)
 		err = bpf_object__load(eobj);
 	if (err) {
-		err = fail(why, len, -EOPNOTSUPP,
+		err = fail(why, -EOPNOTSUPP,
 			   "this kernel refuses freplace (BPF_PROG_TYPE_EXT) programs: %s; "
 			   "libxdp cannot build a dispatcher here",
 			   strerror(-err));
@@ -248,7 +247,7 @@ int fg_xdp_probe_dispatcher(char *why, size_t len)
 	link = bpf_program__attach_freplace(ep, bpf_program__fd(tp), "xdp_pass");
 	if (!link) {
 		err = -errno;
-		err = fail(why, len, -EOPNOTSUPP,
+		err = fail(why, -EOPNOTSUPP,
 			   "this kernel refuses to attach freplace programs: %s; "
 			   "libxdp cannot build a dispatcher here",
 			   strerror(-err));
@@ -271,7 +270,7 @@ out:
  * the caller's). libxdp loads it: as EXT into a dispatcher, or as XDP when
  * it falls back to a single program. */
 static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts *o,
-			  struct bpf_object **objp, struct xdp_program **xpp, char *why, size_t len)
+			  struct bpf_object **objp, struct xdp_program **xpp, char *why)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = bpf_object__name(p->obj));
 	const char *name = bpf_program__name(p->prog);
@@ -284,25 +283,25 @@ static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts 
 	obj = bpf_object__open_mem(p->elf, p->elf_sz, &oo);
 	if (!obj) {
 		err = errno ? -errno : -EINVAL;
-		return fail(why, len, err, "cannot open a copy of %s: %s", name, strerror(-err));
+		return fail(why, err, "cannot open a copy of %s: %s", name, strerror(-err));
 	}
 	bpf_object__for_each_map(m, obj) {
 		struct bpf_map *src = bpf_object__find_map_by_name(p->obj, bpf_map__name(m));
 
 		if (!src || bpf_map__fd(src) < 0) {
-			err = fail(why, len, -ENOENT, "map %s of %s is not loaded",
-				   bpf_map__name(m), name);
+			err = fail(why, -ENOENT, "map %s of %s is not loaded", bpf_map__name(m),
+				   name);
 			goto err;
 		}
 		err = bpf_map__reuse_fd(m, bpf_map__fd(src));
 		if (err) {
-			fail(why, len, err, "map %s: %s", bpf_map__name(m), strerror(-err));
+			fail(why, err, "map %s: %s", bpf_map__name(m), strerror(-err));
 			goto err;
 		}
 	}
 	cp = bpf_object__find_program_by_name(obj, name);
 	if (!cp) {
-		err = fail(why, len, -ENOENT, "no program %s in the ELF given", name);
+		err = fail(why, -ENOENT, "no program %s in the ELF given", name);
 		goto err;
 	}
 	bpf_object__for_each_program(q, obj)
@@ -313,7 +312,7 @@ static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts 
 	xp = xdp_program__create(&xo);
 	if (!xp) {
 		err = errno ? -errno : -EINVAL;
-		fail(why, len, err, "libxdp cannot use %s: %s", name, strerror(-err));
+		fail(why, err, "libxdp cannot use %s: %s", name, strerror(-err));
 		goto err;
 	}
 	err = xdp_program__set_run_prio(xp, o->run_prio);
@@ -324,7 +323,7 @@ static int open_component(const struct fg_xdp_prog *p, const struct fg_xdp_opts 
 	}
 	if (err) {
 		xdp_program__close(xp);
-		fail(why, len, err, "run priority %u / chain actions %#x: %s", o->run_prio,
+		fail(why, err, "run priority %u / chain actions %#x: %s", o->run_prio,
 		     o->chain_actions, strerror(-err));
 		goto err;
 	}
@@ -368,38 +367,38 @@ static int attach_print(enum libbpf_print_level level, const char *fmt, va_list 
 /* One libxdp attach in one mode: a fresh copy each time, because a failed
  * attempt may leave the copy loaded (as EXT or XDP). */
 static int libxdp_attach_once(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-			      enum fg_xdp_mode mode, char *why, size_t len)
+			      enum fg_xdp_mode mode, char *why)
 {
 	struct xdp_program *xp = NULL;
 	struct bpf_object *obj = NULL;
 	int err;
 
-	err = open_component(p, o, &obj, &xp, why, len);
+	err = open_component(p, o, &obj, &xp, why);
 	if (err)
 		return err;
 	attach_print_next = libbpf_set_print(attach_print);
 	err = xdp_program__attach(xp, ifindex, to_libxdp(mode), 0);
 	libbpf_set_print(attach_print_next);
 	if (err)
-		fail(why, len, err, "ifindex %d: libxdp attach (%s) failed: %s", ifindex,
+		fail(why, err, "ifindex %d: libxdp attach (%s) failed: %s", ifindex,
 		     fg_xdp_mode_str(mode), strerror(-err));
 	close_component(obj, xp); /* pins (dispatcher) or netlink (alone) hold it now */
 	return err;
 }
 
 /* Why libxdp cannot add us beside the program that is there, for the reason. */
-static int refuse_legacy(int ifindex, const struct fg_xdp_list *cur, char *why, size_t len)
+static int refuse_legacy(int ifindex, const struct fg_xdp_list *cur, char *why)
 {
-	char probe[200] = "";
+	char probe[FG_WHY_LEN] = "";
 
-	if (fg_xdp_probe_dispatcher(probe, sizeof(probe)))
-		return fail(why, len, -EBUSY,
+	if (fg_xdp_probe_dispatcher(probe))
+		return fail(why, -EBUSY,
 			    "ifindex %d has XDP program %s (id %u, %s) attached directly, and %s; "
 			    "floodgate will not replace it: remove it, or run floodgate alone",
 			    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode),
 			    probe);
 	return fail(
-		why, len, -EBUSY,
+		why, -EBUSY,
 		"ifindex %d has XDP program %s (id %u, %s) attached without libxdp's dispatcher; "
 		"floodgate will not replace it: load it through libxdp (xdp-loader, or its own "
 		"tool's libxdp mode) and start floodgate again",
@@ -408,46 +407,46 @@ static int refuse_legacy(int ifindex, const struct fg_xdp_list *cur, char *why, 
 
 /* Join (or create) the dispatcher on ifindex; cur is what is there now. */
 static int libxdp_join(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-		       const struct fg_xdp_list *cur, char *why, size_t len)
+		       const struct fg_xdp_list *cur, char *why)
 {
 	int err;
 
 	if (cur->n && !cur->dispatcher_id)
-		return refuse_legacy(ifindex, cur, why, len);
+		return refuse_legacy(ifindex, cur, why);
 	if (cur->n && cur->via_link)
-		return fail(why, len, -EBUSY,
+		return fail(why, -EBUSY,
 			    "ifindex %d: its dispatcher is held by a bpf_link, "
 			    "which libxdp 1.3.1 cannot replace",
 			    ifindex);
 	if (cur->n && o->mode != FG_XDP_AUTO && o->mode != cur->mode)
 		return fail(
-			why, len, -EBUSY,
+			why, -EBUSY,
 			"ifindex %d: its dispatcher runs in %s mode and floodgate asked for %s; "
 			"one device runs one mode",
 			ifindex, fg_xdp_mode_str(cur->mode), fg_xdp_mode_str(o->mode));
 	if (cur->n) /* AUTO joins the mode that is there */
-		return libxdp_attach_once(p, ifindex, o, cur->mode, why, len);
+		return libxdp_attach_once(p, ifindex, o, cur->mode, why);
 	if (o->mode != FG_XDP_AUTO)
-		return libxdp_attach_once(p, ifindex, o, o->mode, why, len);
-	err = libxdp_attach_once(p, ifindex, o, FG_XDP_NATIVE, why, len);
+		return libxdp_attach_once(p, ifindex, o, o->mode, why);
+	err = libxdp_attach_once(p, ifindex, o, FG_XDP_NATIVE, why);
 	if (err)
-		err = libxdp_attach_once(p, ifindex, o, FG_XDP_SKB, why, len);
+		err = libxdp_attach_once(p, ifindex, o, FG_XDP_SKB, why);
 	return err;
 }
 
 /* out from what is on the device now, with ours in it. */
 static int fill_att(int ifindex, const char *ours, enum fg_xdp_how how, struct fg_xdp_att *out,
-		    char *why, size_t len)
+		    char *why)
 {
 	struct fg_xdp_list l;
 	const struct fg_xdp_entry *e;
-	int err = fg_xdp_list(ifindex, ours, &l, why, len);
+	int err = fg_xdp_list(ifindex, ours, &l, why);
 
 	if (err)
 		return err;
 	e = find_ours(&l);
 	if (!e)
-		return fail(why, len, -ENOENT, "ifindex %d: %s is not attached after all", ifindex,
+		return fail(why, -ENOENT, "ifindex %d: %s is not attached after all", ifindex,
 			    ours);
 	out->ifindex = ifindex;
 	out->how = how;
@@ -469,14 +468,13 @@ static __u32 prog_id_of(int prog_fd)
 }
 
 static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-			    const struct fg_xdp_list *cur, struct fg_xdp_att *out, char *why,
-			    size_t len)
+			    const struct fg_xdp_list *cur, struct fg_xdp_att *out, char *why)
 {
 	static const enum fg_xdp_mode order[] = { FG_XDP_NATIVE, FG_XDP_SKB };
 	int prog_fd = bpf_program__fd(p->prog), fd = -1, err = -EINVAL;
 
 	if (cur->n)
-		return fail(why, len, -EBUSY,
+		return fail(why, -EBUSY,
 			    "ifindex %d already has XDP program %s (id %u, %s%s); exclusive attach "
 			    "does not share a device: remove it, or use xdp_attach: libxdp",
 			    ifindex, cur->e[0].name, cur->e[0].id, fg_xdp_mode_str(cur->mode),
@@ -493,7 +491,7 @@ static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const stru
 		err = -errno;
 	}
 	if (fd < 0)
-		return fail(why, len, err, "ifindex %d: cannot attach XDP (%s): %s%s", ifindex,
+		return fail(why, err, "ifindex %d: cannot attach XDP (%s): %s%s", ifindex,
 			    fg_xdp_mode_str(o->mode), strerror(-err),
 			    err == -EBUSY || err == -EEXIST ?
 				    " (a program was attached meanwhile)" :
@@ -501,8 +499,7 @@ static int exclusive_attach(const struct fg_xdp_prog *p, int ifindex, const stru
 	if (o->link_pin && bpf_obj_pin(fd, o->link_pin)) {
 		err = -errno;
 		close(fd); /* detaches */
-		return fail(why, len, err, "cannot pin the link at %s: %s", o->link_pin,
-			    strerror(-err));
+		return fail(why, err, "cannot pin the link at %s: %s", o->link_pin, strerror(-err));
 	}
 	out->ifindex = ifindex;
 	out->how = FG_XDP_EXCLUSIVE;
@@ -522,24 +519,23 @@ static void att_init(struct fg_xdp_att *out)
 /* Through libxdp the object's maps suffice: libxdp loads its own copy
  * of the program (open_component), so the caller may leave the
  * program itself unloaded and have it verified once. */
-static int check_prog(const struct fg_xdp_prog *p, const struct fg_xdp_opts *o, char *why,
-		      size_t len)
+static int check_prog(const struct fg_xdp_prog *p, const struct fg_xdp_opts *o, char *why)
 {
 	if (!p || !p->obj || !p->prog || !p->elf || !p->elf_sz)
-		return fail(why, len, -EINVAL, "no program given");
+		return fail(why, -EINVAL, "no program given");
 	if (bpf_program__fd(p->prog) < 0 && (!o || o->how != FG_XDP_LIBXDP))
-		return fail(why, len, -EINVAL, "%s is not loaded", bpf_program__name(p->prog));
+		return fail(why, -EINVAL, "%s is not loaded", bpf_program__name(p->prog));
 	return 0;
 }
 
-static int check_opts(const struct fg_xdp_opts *o, char *why, size_t len)
+static int check_opts(const struct fg_xdp_opts *o, char *why)
 {
 	if (o->how != FG_XDP_LIBXDP && o->how != FG_XDP_EXCLUSIVE)
-		return fail(why, len, -EINVAL, "unknown attach method %d", (int)o->how);
+		return fail(why, -EINVAL, "unknown attach method %d", (int)o->how);
 	if (o->mode != FG_XDP_AUTO && o->mode != FG_XDP_NATIVE && o->mode != FG_XDP_SKB)
-		return fail(why, len, -EINVAL, "unknown XDP mode %d", (int)o->mode);
+		return fail(why, -EINVAL, "unknown XDP mode %d", (int)o->mode);
 	if (o->chain_actions & ~((1u << (XDP_REDIRECT + 1)) - 1))
-		return fail(why, len, -EINVAL,
+		return fail(why, -EINVAL,
 			    "chain actions %#x: only XDP_ABORTED..XDP_REDIRECT "
 			    "(bits 0..4) exist",
 			    o->chain_actions);
@@ -549,44 +545,44 @@ static int check_opts(const struct fg_xdp_opts *o, char *why, size_t len)
 /* What attach and adopt check first: the program, the interface, the
  * options; then what the interface runs now, into *cur. */
 static int attach_begin(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-			struct fg_xdp_att *out, struct fg_xdp_list *cur, char *why, size_t len)
+			struct fg_xdp_att *out, struct fg_xdp_list *cur, char *why)
 {
 	int err;
 
 	att_init(out);
-	err = check_prog(p, o, why, len);
+	err = check_prog(p, o, why);
 	if (!err && ifindex <= 0)
-		err = fail(why, len, -EINVAL, "no interface (ifindex %d)", ifindex);
+		err = fail(why, -EINVAL, "no interface (ifindex %d)", ifindex);
 	if (!err)
-		err = check_opts(o, why, len);
+		err = check_opts(o, why);
 	if (!err)
-		err = fg_xdp_list(ifindex, bpf_program__name(p->prog), cur, why, len);
+		err = fg_xdp_list(ifindex, bpf_program__name(p->prog), cur, why);
 	return err;
 }
 
 int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-		  struct fg_xdp_att *out, char *why, size_t len)
+		  struct fg_xdp_att *out, char *why)
 {
 	const char *ours;
 	struct fg_xdp_list cur;
 	int err;
 
-	err = attach_begin(p, ifindex, o, out, &cur, why, len);
+	err = attach_begin(p, ifindex, o, out, &cur, why);
 	if (err)
 		return err;
 	ours = bpf_program__name(p->prog);
 	if (find_ours(&cur))
-		return fail(why, len, -EEXIST, "ifindex %d already runs %s (id %u): adopt it",
-			    ifindex, ours, find_ours(&cur)->id);
+		return fail(why, -EEXIST, "ifindex %d already runs %s (id %u): adopt it", ifindex,
+			    ours, find_ours(&cur)->id);
 	if (o->how == FG_XDP_EXCLUSIVE)
-		return exclusive_attach(p, ifindex, o, &cur, out, why, len);
-	err = libxdp_join(p, ifindex, o, &cur, why, len);
+		return exclusive_attach(p, ifindex, o, &cur, out, why);
+	err = libxdp_join(p, ifindex, o, &cur, why);
 	if (err)
 		return err;
-	return fill_att(ifindex, ours, FG_XDP_LIBXDP, out, why, len);
+	return fill_att(ifindex, ours, FG_XDP_LIBXDP, out, why);
 }
 
-static int detach_component(int ifindex, const char *ours, char *why, size_t len)
+static int detach_component(int ifindex, const char *ours, char *why)
 {
 	struct xdp_program *mine[FG_XDP_MAX_LIST];
 	struct xdp_multiprog *mp;
@@ -597,7 +593,7 @@ static int detach_component(int ifindex, const char *ours, char *why, size_t len
 	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	err = libxdp_get_error(mp);
 	if (err)
-		return fail(why, len, (int)err, "ifindex %d: %s", ifindex, strerror((int)-err));
+		return fail(why, (int)err, "ifindex %d: %s", ifindex, strerror((int)-err));
 	for (p = xdp_multiprog__next_prog(NULL, mp); p && n < FG_XDP_MAX_LIST;
 	     p = xdp_multiprog__next_prog(p, mp))
 		if (name_is(xdp_program__name(p), ours))
@@ -608,13 +604,13 @@ static int detach_component(int ifindex, const char *ours, char *why, size_t len
 		  -ENOENT;
 	xdp_multiprog__close(mp);
 	if (err)
-		return fail(why, len, (int)err, "ifindex %d: removing %s from the dispatcher: %s",
+		return fail(why, (int)err, "ifindex %d: removing %s from the dispatcher: %s",
 			    ifindex, ours, strerror((int)-err));
 	return 0;
 }
 
 static int detach_single(int ifindex, const struct fg_xdp_list *cur, const char *link_pin,
-			 char *why, size_t len)
+			 char *why)
 {
 	int fd, err;
 
@@ -623,43 +619,42 @@ static int detach_single(int ifindex, const struct fg_xdp_list *cur, const char 
 		err = bpf_link_detach(fd) ? -errno : 0;
 		close(fd);
 		if (err)
-			return fail(why, len, err, "ifindex %d: detaching the link: %s", ifindex,
+			return fail(why, err, "ifindex %d: detaching the link: %s", ifindex,
 				    strerror(-err));
 		if (link_pin && unlink(link_pin) && errno != ENOENT)
-			return fail(why, len, -errno, "detached, but cannot unpin %s: %s", link_pin,
+			return fail(why, -errno, "detached, but cannot unpin %s: %s", link_pin,
 				    strerror(errno));
 		return 0;
 	}
 	fd = bpf_prog_get_fd_by_id(cur->e[0].id);
 	if (fd < 0)
-		return fail(why, len, -errno, "ifindex %d: program %u: %s", ifindex, cur->e[0].id,
+		return fail(why, -errno, "ifindex %d: program %u: %s", ifindex, cur->e[0].id,
 			    strerror(errno));
 	/* REPLACE with the expected fd: removes it only if it is still ours */
 	LIBBPF_OPTS(bpf_xdp_attach_opts, ao, .old_prog_fd = fd);
 	err = bpf_xdp_detach(ifindex, mode_flags(cur->mode) | XDP_FLAGS_REPLACE, &ao);
 	close(fd);
 	if (err)
-		return fail(why, len, err, "ifindex %d: detaching %s: %s", ifindex, cur->e[0].name,
+		return fail(why, err, "ifindex %d: detaching %s: %s", ifindex, cur->e[0].name,
 			    strerror(-err));
 	return 0;
 }
 
-int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why,
-		       size_t len)
+int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why)
 {
 	struct fg_xdp_list cur;
 	int err;
 
 	if (!ours_name || !*ours_name)
-		return fail(why, len, -EINVAL, "no program name given");
-	err = fg_xdp_list(ifindex, ours_name, &cur, why, len);
+		return fail(why, -EINVAL, "no program name given");
+	err = fg_xdp_list(ifindex, ours_name, &cur, why);
 	if (err)
 		return err;
 	if (!find_ours(&cur))
-		return fail(why, len, -ENOENT, "ifindex %d does not run %s", ifindex, ours_name);
+		return fail(why, -ENOENT, "ifindex %d does not run %s", ifindex, ours_name);
 	if (cur.dispatcher_id)
-		return detach_component(ifindex, ours_name, why, len);
-	return detach_single(ifindex, &cur, link_pin, why, len);
+		return detach_component(ifindex, ours_name, why);
+	return detach_single(ifindex, &cur, link_pin, why);
 }
 
 /* ---- adoption ------------------------------------------------------------ */
@@ -770,18 +765,18 @@ out:
 
 /* Replace ours where it runs alone: atomically, by the link or by netlink. */
 static int replace_single(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_list *cur,
-			  struct fg_xdp_att *out, char *why, size_t len)
+			  struct fg_xdp_att *out, char *why)
 {
 	int new_fd = bpf_program__fd(p->prog), old_fd, lfd, err;
 
 	if (new_fd < 0) /* libxdp's copy only (check_prog): nothing to swap in alone */
-		return fail(why, len, -EOPNOTSUPP,
+		return fail(why, -EOPNOTSUPP,
 			    "ifindex %d runs %s (id %u) alone, not in a dispatcher, and this "
 			    "process loaded no program of its own to replace it with",
 			    ifindex, cur->e[0].name, cur->e[0].id);
 	old_fd = bpf_prog_get_fd_by_id(cur->e[0].id);
 	if (old_fd < 0)
-		return fail(why, len, -errno, "ifindex %d: program %u: %s", ifindex, cur->e[0].id,
+		return fail(why, -errno, "ifindex %d: program %u: %s", ifindex, cur->e[0].id,
 			    strerror(errno));
 	lfd = find_xdp_link(ifindex, cur->e[0].id);
 	if (lfd >= 0) {
@@ -801,7 +796,7 @@ static int replace_single(const struct fg_xdp_prog *p, int ifindex, const struct
 	}
 	close(old_fd);
 	if (err)
-		return fail(why, len, err, "ifindex %d: replacing %s (id %u): %s", ifindex,
+		return fail(why, err, "ifindex %d: replacing %s (id %u): %s", ifindex,
 			    cur->e[0].name, cur->e[0].id, strerror(-err));
 	out->ifindex = ifindex;
 	out->mode = cur->mode;
@@ -823,7 +818,7 @@ static int detach_id(int ifindex, __u32 old_id, enum fg_xdp_mode mode)
 }
 
 int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-		 struct fg_xdp_att *out, char *why, size_t len)
+		 struct fg_xdp_att *out, char *why)
 {
 	const struct fg_xdp_entry *old;
 	struct fg_xdp_list cur;
@@ -832,31 +827,31 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 	__u64 t_joined;
 	int err;
 
-	err = attach_begin(p, ifindex, o, out, &cur, why, len);
+	err = attach_begin(p, ifindex, o, out, &cur, why);
 	if (err)
 		return err;
 	ours = bpf_program__name(p->prog);
 	old = find_ours(&cur);
 	if (!old)
-		return fg_xdp_attach(p, ifindex, o, out, why, len);
+		return fg_xdp_attach(p, ifindex, o, out, why);
 	old_id = old->id;
 	if (same_program(p, old_id)) {
 		out->kept = true;
 		err = fill_att(ifindex, ours, cur.via_link ? FG_XDP_EXCLUSIVE : FG_XDP_LIBXDP, out,
-			       why, len);
+			       why);
 		if (!err && cur.via_link)
 			out->link_fd = find_xdp_link(ifindex, old_id);
 		return err;
 	}
 	if (!cur.dispatcher_id) {
-		err = replace_single(p, ifindex, &cur, out, why, len);
+		err = replace_single(p, ifindex, &cur, out, why);
 		if (!err)
-			err = fill_att(ifindex, ours, out->how, out, why, len);
+			err = fill_att(ifindex, ours, out->how, out, why);
 		return err;
 	}
 	if (o->how == FG_XDP_EXCLUSIVE)
 		return fail(
-			why, len, -EBUSY,
+			why, -EBUSY,
 			"ifindex %d runs %s in libxdp's dispatcher but xdp_attach is exclusive: "
 			"detach floodgate first to change how it attaches",
 			ifindex, ours);
@@ -864,22 +859,22 @@ int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_o
 	 * new copy (both run), then take the old one out; never a moment
 	 * without floodgate */
 	if (cur.n >= 10)
-		return fail(why, len, -E2BIG,
+		return fail(why, -E2BIG,
 			    "ifindex %d: the dispatcher is full (10 programs); "
 			    "no room to swap %s without a gap",
 			    ifindex, ours);
-	err = libxdp_attach_once(p, ifindex, o, cur.mode, why, len);
+	err = libxdp_attach_once(p, ifindex, o, cur.mode, why);
 	if (err)
 		return err;
 	t_joined = now_ns();
 	err = detach_id(ifindex, old_id, cur.mode);
 	out->overlap_ns = now_ns() - t_joined;
 	if (err)
-		return fail(why, len, err,
+		return fail(why, err,
 			    "ifindex %d: the new %s runs, but the old one (id %u) "
 			    "could not be removed: %s; both are counting",
 			    ifindex, ours, old_id, strerror(-err));
-	err = fill_att(ifindex, ours, FG_XDP_LIBXDP, out, why, len);
+	err = fill_att(ifindex, ours, FG_XDP_LIBXDP, out, why);
 	return err;
 }
 
@@ -918,8 +913,7 @@ static int unlink_pins(int dirfd)
 	return err;
 }
 
-int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why,
-				  size_t len)
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why)
 {
 	char name[64];
 	int bfd, dfd, err;
@@ -928,31 +922,31 @@ int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatche
 	bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
 		return errno == ENOENT ? -ENOENT :
-					 fail(why, len, -errno, "%s: %s", base, strerror(errno));
+					 fail(why, -errno, "%s: %s", base, strerror(errno));
 	if (flock(bfd, LOCK_EX | LOCK_NB)) {
 		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		close(bfd);
-		return fail(why, len, err, "%s: libxdp's lock: %s", base, strerror(-err));
+		return fail(why, err, "%s: libxdp's lock: %s", base, strerror(-err));
 	}
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	if (!bpf_xdp_query(ifindex, 0, &q) &&
 	    (q.drv_prog_id == dispatcher_id || q.skb_prog_id == dispatcher_id)) {
-		err = fail(why, len, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d", base,
-			   name, dispatcher_id, ifindex);
+		err = fail(why, -EBUSY, "%s/%s: dispatcher %u still runs on ifindex %d", base, name,
+			   dispatcher_id, ifindex);
 		goto out;
 	}
 	dfd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		err = -errno;
 		if (err != -ENOENT)
-			fail(why, len, err, "%s/%s: %s", base, name, strerror(-err));
+			fail(why, err, "%s/%s: %s", base, name, strerror(-err));
 		goto out;
 	}
 	err = unlink_pins(dfd);
 	if (!err && unlinkat(bfd, name, AT_REMOVEDIR))
 		err = -errno;
 	if (err)
-		fail(why, len, err, "removing %s/%s: %s", base, name, strerror(-err));
+		fail(why, err, "removing %s/%s: %s", base, name, strerror(-err));
 out:
 	flock(bfd, LOCK_UN);
 	close(bfd);

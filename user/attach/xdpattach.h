@@ -103,21 +103,20 @@ bool fg_map_prog_private(const char *map_name);
 /* 0 when this kernel lets libxdp build a dispatcher, else -EOPNOTSUPP with
  * the reason (e.g. the kernel refuses freplace programs). Loads and frees
  * two small programs from libxdp's xdp-dispatcher.o. */
-int fg_xdp_probe_dispatcher(char *why, size_t len);
+int fg_xdp_probe_dispatcher(char *why);
 
 int fg_xdp_attach(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-		  struct fg_xdp_att *out, char *why, size_t len);
+		  struct fg_xdp_att *out, char *why);
 
 /* Remove floodgate's program (every program named like ours_name) from
  * the interface and leave the others running: from a dispatcher (libxdp
  * rebuilds it without ours), a netlink attach, or a bpf_link (found by
  * program id, detached with BPF_LINK_DETACH; link_pin, if set, is unlinked).
  * -ENOENT when ours is not there. */
-int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why,
-		       size_t len);
+int fg_xdp_detach_ours(int ifindex, const char *ours_name, const char *link_pin, char *why);
 
 /* The programs on an interface, in run order, with which one is ours. */
-int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why, size_t len);
+int fg_xdp_list(int ifindex, const char *ours_name, struct fg_xdp_list *l, char *why);
 
 /* The first entry of l that is ours, NULL when none is. */
 const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l);
@@ -135,7 +134,7 @@ const struct fg_xdp_entry *fg_xdp_list_ours(const struct fg_xdp_list *l);
  *   someone else's only    as fg_xdp_attach (join, or refuse).
  * The maps are the caller's pinned ones, so buckets and counters carry on. */
 int fg_xdp_adopt(const struct fg_xdp_prog *p, int ifindex, const struct fg_xdp_opts *o,
-		 struct fg_xdp_att *out, char *why, size_t len);
+		 struct fg_xdp_att *out, char *why);
 
 void fg_xdp_att_close(struct fg_xdp_att *a);
 
@@ -152,8 +151,7 @@ const char *fg_xdp_pin_base(char *buf, size_t len);
  * (flock on base), without waiting. 0 removed; -ENOENT no such dir; -EBUSY
  * it still runs; -EAGAIN the lock is held: try later.
  */
-int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why,
-				  size_t len);
+int fg_xdp_remove_dead_dispatcher(const char *base, int ifindex, __u32 dispatcher_id, char *why);
 
 const char *fg_xdp_mode_str(enum fg_xdp_mode m);
 

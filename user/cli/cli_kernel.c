@@ -22,8 +22,8 @@ void cli_kernel_text(FILE *f, const struct fg_kfeat *kf, bool all)
 			fg_kf_desc[i], kf->f[i].ok ? "" : ": ", kf->f[i].why);
 	}
 	fprintf(f, "  concurrency caps count through: %s",
-		fg_conn_way_names[fg_kfeat_conn_way(kf, why, sizeof(why))]);
-	if (fg_kfeat_conn_way(kf, NULL, 0) == FG_CONN_WAY_NONE)
+		fg_conn_way_names[fg_kfeat_conn_way(kf, why)]);
+	if (fg_kfeat_conn_way(kf, NULL) == FG_CONN_WAY_NONE)
 		fprintf(f, " (%s)", why);
 	fputc('\n', f);
 }
@@ -43,7 +43,7 @@ struct json_object *cli_kernel_json(const struct fg_kfeat *kf, int *err)
 	}
 	cli_json_add(err, o, "features", fs);
 	cli_json_add(err, o, "conn_way",
-		     json_object_new_string(fg_conn_way_names[fg_kfeat_conn_way(kf, NULL, 0)]));
+		     json_object_new_string(fg_conn_way_names[fg_kfeat_conn_way(kf, NULL)]));
 	return o;
 }
 

@@ -37,7 +37,7 @@
 /* Line n (1-based) of path, without its newline, into buf; false if there is none. */
 static bool source_line(const char *path, int n, char *buf, size_t len)
 {
-	FILE *f = n > 0 ? fg_fopen_regular(path, NULL, 0) : NULL;
+	FILE *f = n > 0 ? fg_fopen_regular(path, NULL) : NULL;
 	bool found = false;
 
 	for (int i = 1; f && fgets(buf, (int)len, f); i++) {

@@ -219,7 +219,7 @@ static int status_read(struct fg_maps *m, struct status *st)
 		/* by ifindex, not by name or pin: renames and lost pins change nothing */
 		st->attached[i] = fg_found_attached(m->fd[FGM_CTL], (int)mi->ifindex);
 		st->xdp_err[i] = xdp_here(mi) ? fg_xdp_list((int)mi->ifindex, FG_PROG_NAME,
-							    &st->xdp[i], NULL, 0) :
+							    &st->xdp[i], NULL) :
 						-ENODEV;
 		/* a dispatcher component: fg_found_attached sees only the dispatcher */
 		if (!st->attached[i] && !st->xdp_err[i] && st->xdp[i].dispatcher_id &&

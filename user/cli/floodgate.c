@@ -21,33 +21,33 @@
 #define A struct cli_args
 
 /* --for DURATION: "90s", "5m", "1h" */
-static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+static int opt_for(const struct fg_opt *o, const char *val, void *cfg, char *why)
 {
 	struct cli_args *a = cfg;
 
 	(void)o;
 	if (fg_parse_duration(val, &a->bypass_ns) || !a->bypass_ns)
-		return fg_opt_fail(why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h)", val);
+		return fg_opt_fail(why, "\"%s\" is not a duration (e.g. 90s, 5m, 1h)", val);
 	a->bypass_for = true;
 	return 0;
 }
 
 /* allow/deny add --for DURATION: up to FG_RT_MAX_FOR */
 #define FG_RT_MAX_FOR (366ull * 86400 * 1000000000ull)
-static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+static int opt_rt_for(const struct fg_opt *o, const char *val, void *cfg, char *why)
 {
 	struct cli_args *a = cfg;
 
 	(void)o;
 	if (fg_parse_duration(val, &a->rt_ns) || !a->rt_ns || a->rt_ns > FG_RT_MAX_FOR)
-		return fg_opt_fail(
-			why, len, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)", val);
+		return fg_opt_fail(why, "\"%s\" is not a duration (e.g. 90s, 5m, 1h; at most 366d)",
+				   val);
 	a->rt_for = true;
 	return 0;
 }
 
 /* stats -o pass,drop,rt_deny: outcome names from the counters' own table */
-static int opt_cols(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+static int opt_cols(const struct fg_opt *o, const char *val, void *cfg, char *why)
 {
 	struct cli_args *a = cfg;
 	char buf[256], *save = NULL;
@@ -75,11 +75,11 @@ static int opt_cols(const struct fg_opt *o, const char *val, void *cfg, char *wh
 		for (int k = 0; k < FG_OUT_MAX && used < sizeof(list); k++)
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
 						 k ? "," : "", fg_outcome_names[k]);
-		return fg_opt_fail(why, len, "\"%s\" is not an outcome (all, or a list of: %s)", w,
+		return fg_opt_fail(why, "\"%s\" is not an outcome (all, or a list of: %s)", w,
 				   list);
 	}
 	if (!a->ncols)
-		return fg_opt_fail(why, len, "no outcome named");
+		return fg_opt_fail(why, "no outcome named");
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "conn/conn.h"
 #include "conn/conn_int.h"
 #include "fgconn.skel.h"
+#include "lib/sysutil.h"
 
 const char *const fg_conn_event_names[FGC_EV_MAX] = {
 	[FGC_EV_OPEN] = "open",
@@ -236,7 +237,7 @@ int fg_conn_open(struct fg_conn *c, const struct fg_conn_opts *o, char *why)
 		fg_why(why, "opening the counting program: %s", strerror(-err));
 		return err;
 	}
-	c->way = fg_kfeat_conn_way_pick(fg_kfeat_get(), want, c->way_why, sizeof(c->way_why));
+	c->way = fg_kfeat_conn_way_pick(fg_kfeat_get(), want, c->way_why);
 	c->test_entry = o->test_entry;
 	c->progs = !o->maps_only && c->way != FG_CONN_WAY_NONE;
 	/* NONE (or maps_only): the maps alone */

@@ -52,13 +52,13 @@ struct fg_fleetd {
 /* The local share's limit for rate/burst (cost/s, cost); 0 or -EINVAL. */
 static int share_limit(const struct fd_rule *r, double rate, double burst, struct fg_limit *out)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 
 	if (r->conf_local.inc) {
 		*out = r->conf_local;
 		return 0;
 	}
-	return fg_limit_share(rate, burst, r->cost == FG_COST_BYTES, out, why, sizeof(why));
+	return fg_limit_share(rate, burst, r->cost == FG_COST_BYTES, out, why);
 }
 
 /* The engine's default share before any answer: the whole rate (no node
@@ -91,25 +91,25 @@ static void lease_fresh(struct fg_lease *e, const struct fd_rule *r)
 
 /* Is cfg's rule i a fleet rule? 1 yes, 0 no, -EINVAL (why) if its id is
  * out of range. */
-static int is_fleet_rule(const struct fg_config *cfg, __u32 i, char *why, size_t len)
+static int is_fleet_rule(const struct fg_config *cfg, __u32 i, char *why)
 {
 	const struct fg_rule *pr = &cfg->pol.rules[i];
 
 	if (!pr->fleet)
 		return 0;
 	if (pr->id >= FG_MAX_IDS) {
-		fg_whyn(why, len, "fleet rule %s: rule id %u out of range",
-			cfg->fleet_rules[i].name, pr->id);
+		fg_why(why, "fleet rule %s: rule id %u out of range", cfg->fleet_rules[i].name,
+		       pr->id);
 		return -EINVAL;
 	}
 	return 1;
 }
 
 /* The next fleet rule of cfg from *i on: 1 with *i at it, 0 at the end, -EINVAL (why) on a bad id. */
-static int next_fleet_rule(const struct fg_config *cfg, __u32 *i, char *why, size_t len)
+static int next_fleet_rule(const struct fg_config *cfg, __u32 *i, char *why)
 {
 	for (; *i < cfg->pol.nrules && *i < FG_MAX_RULES; (*i)++) {
-		int is = is_fleet_rule(cfg, *i, why, len);
+		int is = is_fleet_rule(cfg, *i, why);
 
 		if (is)
 			return is;
@@ -137,12 +137,12 @@ static void rule_of(const struct fg_config *cfg, __u32 i, struct fd_rule *r)
 }
 
 /* cfg's fleet rules into fl->r[]. */
-static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len)
+static int rules_from_cfg(struct fg_fleetd *fl, const struct fg_config *cfg, char *why)
 {
 	int is;
 
 	fl->n = 0;
-	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why, len)) > 0; i++)
+	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why)) > 0; i++)
 		rule_of(cfg, i, &fl->r[fl->n++]);
 	return is;
 }
@@ -154,7 +154,7 @@ int fg_fleetd_before_flip(struct fg_fleetd *fl, const struct fg_config *cfg, cha
 
 	if (!fl)
 		return 0;
-	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why, FG_WHY_LEN)) > 0; i++) {
+	for (__u32 i = 0; (is = next_fleet_rule(cfg, &i, why)) > 0; i++) {
 		struct fg_lease *e;
 
 		rule_of(cfg, i, &r);
@@ -347,9 +347,9 @@ static void log_adopted(const struct fd_rule *r, const struct fg_fleet_rule_conf
 
 /* The engine for fl->r[], its rules adopting what the map holds. */
 static int engine_new(struct fg_fleetd *fl, const struct fg_config *cfg, struct fg_fleet **out,
-		      char *why, size_t len)
+		      char *why)
 {
-	struct fg_fleet *f = fg_fleet_new(&cfg->fleet, why, len);
+	struct fg_fleet *f = fg_fleet_new(&cfg->fleet, why);
 	const struct fg_fleet_conf *c;
 	int err;
 
@@ -375,13 +375,13 @@ static int engine_new(struct fg_fleetd *fl, const struct fg_config *cfg, struct 
 		/* leases are by difference from here on */
 		err = read_costs(fl, r->id, &r->last_offered, &r->last_unleased);
 		if (err) {
-			snprintf(why, len, "fleet rule %s: reading its counters: %s", r->name,
-				 strerror(-err));
+			fg_why(why, "fleet rule %s: reading its counters: %s", r->name,
+			       strerror(-err));
 			goto fail;
 		}
 		r->local_rate = r->local_burst = -1; /* compiled at the first answer */
 		first_share(r, rc.nodes_hint, &r->local);
-		err = fg_fleet_add_rule(f, &rc, why, len);
+		err = fg_fleet_add_rule(f, &rc, why);
 		if (err < 0)
 			goto fail;
 		memset(rs, 0, sizeof(*rs));
@@ -407,7 +407,7 @@ fail:
 	return err;
 }
 
-int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len)
+int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why)
 {
 	struct fg_fleet *f = NULL;
 	int err;
@@ -416,19 +416,19 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 		return fl ? -EALREADY : -EINVAL;
 	/* the pin dir is ours: a status file a killed daemon left is stale */
 	fg_fleet_status_remove(fl->status_path);
-	err = rules_from_cfg(fl, cfg, why, len);
+	err = rules_from_cfg(fl, cfg, why);
 	if (err || !fl->n) {
 		fl->n = 0;
 		return err;
 	}
 	if (!cfg->has_fleet) {
-		snprintf(why, len, "rule %s has a fleet limit but the policy has no fleet: section",
-			 fl->r[0].name);
+		fg_why(why, "rule %s has a fleet limit but the policy has no fleet: section",
+		       fl->r[0].name);
 		fl->n = 0;
 		return -EINVAL;
 	}
 	memset(&fl->st, 0, sizeof(fl->st));
-	err = engine_new(fl, cfg, &f, why, len);
+	err = engine_new(fl, cfg, &f, why);
 	if (err) {
 		fl->n = 0;
 		return err;
@@ -436,7 +436,7 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 	fl->w = fg_fleet_worker_start(f, &ops, fl);
 	if (!fl->w) {
 		err = -errno;
-		snprintf(why, len, "starting the fleet worker: %s", strerror(errno));
+		fg_why(why, "starting the fleet worker: %s", strerror(errno));
 		fg_fleet_free(f);
 		fl->n = 0;
 		return err;
@@ -451,13 +451,13 @@ int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why
 
 static void stop_worker(struct fg_fleetd *fl, bool release)
 {
-	char why[FG_FLEET_REASON_LEN];
+	char why[FG_WHY_LEN];
 	int err;
 
 	if (!fl->w)
 		return;
 	fg_fleetd_tick(fl); /* the last events */
-	err = fg_fleet_worker_stop(fl->w, release, why, sizeof(why));
+	err = fg_fleet_worker_stop(fl->w, release, why);
 	fl->w = NULL;
 	fl->n = 0;
 	if (release && err)
@@ -510,7 +510,7 @@ static bool same_fleet(const struct fg_config *a, const struct fg_config *b)
 }
 
 int fg_fleetd_reload(struct fg_fleetd *fl, const struct fg_config *old,
-		     const struct fg_config *ncfg, char *why, size_t len)
+		     const struct fg_config *ncfg, char *why)
 {
 	int err;
 
@@ -520,7 +520,7 @@ int fg_fleetd_reload(struct fg_fleetd *fl, const struct fg_config *old,
 		return 0;
 	pr_info("reload: the fleet configuration changed: restarting the lease engine");
 	stop_worker(fl, true);
-	err = fg_fleetd_start(fl, ncfg, why, len);
+	err = fg_fleetd_start(fl, ncfg, why);
 	return err ? err : 1;
 }
 

@@ -41,13 +41,13 @@ int fg_fleetd_before_flip(struct fg_fleetd *fl, const struct fg_config *cfg, cha
  * adopting each pinned lease whose gen matches (its tokens are kept while
  * it runs; a Redis bucket lost meanwhile comes back empty). Nothing to do
  * without fleet rules. 0 or -errno, the reason in why. */
-int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why, size_t len);
+int fg_fleetd_start(struct fg_fleetd *fl, const struct fg_config *cfg, char *why);
 
 /* After a reload applied ncfg over old: a changed fleet: section or fleet
  * rule stops the engine, handing its leases back, and starts a new one (an
  * edited rule has new keys anyway). 1 restarted, 0 nothing changed, -errno. */
 int fg_fleetd_reload(struct fg_fleetd *fl, const struct fg_config *old,
-		     const struct fg_config *ncfg, char *why, size_t len);
+		     const struct fg_config *ncfg, char *why);
 
 /* Once per daemon tick: the engine's events logged, the status refreshed. */
 void fg_fleetd_tick(struct fg_fleetd *fl);

@@ -94,15 +94,15 @@ struct daemon {
 	char not_applied_why[FG_WHY_LEN];
 };
 
-static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why, size_t len)
+static int add_iface(const struct fg_opt *opt, const char *val, void *cfg, char *why)
 {
 	struct daemon_opts *o = cfg;
 
 	(void)opt;
 	if (o->n_ifs >= FG_MAX_IFS)
-		return fg_opt_fail(why, len, "at most %d interfaces", FG_MAX_IFS);
+		return fg_opt_fail(why, "at most %d interfaces", FG_MAX_IFS);
 	if (!*val || strlen(val) >= IF_NAMESIZE)
-		return fg_opt_fail(why, len, "bad interface name \"%s\"", val);
+		return fg_opt_fail(why, "bad interface name \"%s\"", val);
 	snprintf(o->ifaces[o->n_ifs++], IF_NAMESIZE, "%s", val);
 	return 0;
 }
@@ -180,14 +180,14 @@ static int setup_signals(void)
 
 /* The policy file into cfg; a signal that stops the daemon cuts the wait
  * short. On failure "file:line:col: why" is in msg. */
-static int load_config(const char *path, struct fg_config *cfg, char *msg, size_t len)
+static int load_config(const char *path, struct fg_config *cfg, char *msg)
 {
 	struct fg_err e = {};
 	int err;
 
 	err = fg_config_load_until(path, cfg, &e, &stop_signal);
 	if (err)
-		fg_err_format(&e, msg, len);
+		fg_err_format(&e, msg, FG_WHY_LEN);
 	return err;
 }
 
@@ -196,14 +196,14 @@ static int load_config(const char *path, struct fg_config *cfg, char *msg, size_
 static int load_first_config(struct daemon *d)
 {
 	struct fg_config *c = calloc(1, sizeof(*c));
-	char msg[1024];
+	char msg[FG_WHY_LEN];
 	int err;
 
 	if (!c) {
 		pr_err("loading %s: out of memory", d->o.config);
 		return -ENOMEM;
 	}
-	err = load_config(d->o.config, c, msg, sizeof(msg));
+	err = load_config(d->o.config, c, msg);
 	if (err) {
 		pr_err("%s", msg);
 		free(c);
@@ -272,7 +272,7 @@ static int absolute_config(struct daemon *d)
 static int env_ifaces(struct daemon_opts *o)
 {
 	const char *env = getenv(FG_IFACES_ENV);
-	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[128];
+	char buf[FG_MAX_IFS * (IF_NAMESIZE + 1) + 1], why[FG_WHY_LEN];
 	char *save = NULL;
 
 	if (!env || !*env)
@@ -282,7 +282,7 @@ static int env_ifaces(struct daemon_opts *o)
 		return -EINVAL;
 	}
 	for (char *w = strtok_r(buf, " ,\t", &save); w; w = strtok_r(NULL, " ,\t", &save)) {
-		if (add_iface(NULL, w, o, why, sizeof(why))) {
+		if (add_iface(NULL, w, o, why)) {
 			pr_err("$" FG_IFACES_ENV ": %s", why);
 			return -EINVAL;
 		}
@@ -374,7 +374,7 @@ static int check_kernel(struct daemon *d)
 
 	fg_kfeat_summary(kf, line, sizeof(line));
 	pr_info("%s", line);
-	err = fg_policy_kernel_check(d->g.cfg, kf, d->kernel_why, sizeof(d->kernel_why));
+	err = fg_policy_kernel_check(d->g.cfg, kf, d->kernel_why);
 	if (!err)
 		fg_policy_kernel_fill(d->g.cfg, kf);
 	if (err && !d->g.adopting) {
@@ -499,7 +499,7 @@ static void keep_running_prog(struct daemon *d)
 		return;
 	}
 	err = fg_keep_running_prog(d->g.skel, d->g.dir, d->ifs, d->n_ifs, &d->ac.kept_fd,
-				   &d->ac.kept_id, why, sizeof(why));
+				   &d->ac.kept_id, why);
 	if (err) {
 		pr_info("adopting: loading the XDP program: the running one is not kept: %s",
 			why[0] ? why : strerror(-err));
@@ -933,7 +933,7 @@ static void tick(struct daemon *d)
 /* Under the lock: the new policy, with the file's modes (apply.h), the
  * modules' after_flip; then what changed against what was in force. On
  * failure msg says why and whether the running policy stayed. */
-static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, size_t len)
+static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg)
 {
 	struct fg_inforce *was = calloc(1, sizeof(*was)); /* 163 KB: not on the stack */
 	char why[FG_WHY_LEN] = "";
@@ -941,13 +941,13 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 	int err;
 
 	if (!was) {
-		snprintf(msg, len, "out of memory; the running policy is unchanged");
+		fg_why(msg, "out of memory; the running policy is unchanged");
 		return -ENOMEM;
 	}
 	err = fg_maps_lock(&d->g.maps, LOCK_MS);
 	if (err) {
-		snprintf(msg, len, "cannot lock %s: %s; the running policy is unchanged", d->g.dir,
-			 strerror(-err));
+		fg_why(msg, "cannot lock %s: %s; the running policy is unchanged", d->g.dir,
+		       strerror(-err));
 		free(was);
 		return err;
 	}
@@ -960,9 +960,8 @@ static int reload_apply(struct daemon *d, struct fg_config *ncfg, char *msg, siz
 			       c1.slot != c0.slot;
 
 		fg_maps_unlock(&d->g.maps);
-		snprintf(msg, len, "%s; %s", why[0] ? why : strerror(-err),
-			 flipped ? "the new policy is in force" :
-				   "the running policy is unchanged");
+		fg_why(msg, "%s; %s", why[0] ? why : strerror(-err),
+		       flipped ? "the new policy is in force" : "the running policy is unchanged");
 		free(was);
 		return err;
 	}
@@ -1013,31 +1012,32 @@ static void reload_restart_only(const struct fg_config *old, const struct fg_con
 /* The file again, checked against this kernel, applied; on any failure the
  * running policy stays and msg says why (fg_meta's reload fields). The new
  * config is on the heap (190 KB) and replaces the old by pointer. */
-static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size_t len)
+static int reload_file(struct daemon *d, struct fg_config **out, char *msg)
 {
 	struct fg_config *ncfg = calloc(1, sizeof(*ncfg));
 	int err;
 
 	*out = NULL;
 	if (!ncfg) {
-		snprintf(msg, len, "out of memory; the running policy is unchanged");
+		fg_why(msg, "out of memory; the running policy is unchanged");
 		return -ENOMEM;
 	}
-	err = load_config(d->o.config, ncfg, msg, len);
+	err = load_config(d->o.config, ncfg, msg);
 	if (err) {
 		pr_err("%s", msg);
 		pr_err("reload: %s is invalid; the running policy is unchanged", d->o.config);
-		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
+		strncat(msg, "; the running policy is unchanged", FG_WHY_LEN - strlen(msg) - 1);
 		free(ncfg);
 		return err;
 	}
-	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg, len - 40);
+	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg);
 	if (!err)
 		fg_policy_kernel_fill(ncfg, fg_kfeat_get());
 	if (err) {
-		strncat(msg, "; the running policy is unchanged", len - strlen(msg) - 1);
+		msg[FG_WHY_LEN - 41] = '\0'; /* room for the rest, as before */
+		strncat(msg, "; the running policy is unchanged", FG_WHY_LEN - strlen(msg) - 1);
 		pr_err("reload: %s: %s", d->o.config, msg);
-	} else if ((err = reload_apply(d, ncfg, msg, len))) {
+	} else if ((err = reload_apply(d, ncfg, msg))) {
 		pr_err("reload: %s", msg);
 	}
 	if (err) {
@@ -1052,12 +1052,12 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg, size
 static void do_reload(struct daemon *d)
 {
 	struct fg_config *ncfg, *old = d->g.cfg;
-	char msg[1024];
+	char msg[FG_WHY_LEN];
 	int err;
 
 	sd_notify(0, "RELOADING=1");
 	pr_info("reload: reading %s", d->o.config);
-	err = reload_file(d, &ncfg, msg, sizeof(msg));
+	err = reload_file(d, &ncfg, msg);
 	if (err) {
 		report_reload(d, err, msg);
 		sd_notify(0, "READY=1");

@@ -201,7 +201,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 }
 
 /* "host:port", "[v6]:port", ":port" -> one address to listen on. */
-static int resolve(const char *listen, struct addrinfo **ai, char *why, size_t why_len)
+static int resolve(const char *listen, struct addrinfo **ai, char *why)
 {
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 				  .ai_socktype = SOCK_STREAM };
@@ -210,7 +210,7 @@ static int resolve(const char *listen, struct addrinfo **ai, char *why, size_t w
 
 	if (snprintf(host, sizeof(host), "%s", listen) >= (int)sizeof(host) ||
 	    !(port = strrchr(host, ':'))) {
-		snprintf(why, why_len, "metrics: \"%s\" is not host:port", listen);
+		fg_why(why, "metrics: \"%s\" is not host:port", listen);
 		return -EINVAL;
 	}
 	*port++ = 0;
@@ -218,7 +218,7 @@ static int resolve(const char *listen, struct addrinfo **ai, char *why, size_t w
 		size_t l = strlen(host);
 
 		if (l < 2 || host[l - 1] != ']') {
-			snprintf(why, why_len, "metrics: bad IPv6 address in \"%s\"", listen);
+			fg_why(why, "metrics: bad IPv6 address in \"%s\"", listen);
 			return -EINVAL;
 		}
 		host[l - 1] = 0;
@@ -226,14 +226,14 @@ static int resolve(const char *listen, struct addrinfo **ai, char *why, size_t w
 	}
 	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, ai);
 	if (rc) {
-		snprintf(why, why_len, "metrics: %s: %s", listen, gai_strerror(rc));
+		fg_why(why, "metrics: %s: %s", listen, gai_strerror(rc));
 		return -EINVAL;
 	}
 	return 0;
 }
 
 /* Bind once ourselves, for the errno MHD would not tell (in use, not local). */
-static int probe_bind(const struct addrinfo *ai, const char *listen, char *why, size_t why_len)
+static int probe_bind(const struct addrinfo *ai, const char *listen, char *why)
 {
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, err = 0;
 
@@ -245,7 +245,7 @@ static int probe_bind(const struct addrinfo *ai, const char *listen, char *why, 
 	if (fd >= 0)
 		close(fd);
 	if (err)
-		snprintf(why, why_len, "metrics: cannot listen on %s: %s", listen, strerror(-err));
+		fg_why(why, "metrics: cannot listen on %s: %s", listen, strerror(-err));
 	return err;
 }
 
@@ -257,7 +257,7 @@ static bool is_any6(const struct addrinfo *ai)
 }
 
 /* The defaults, then room in RLIMIT_NOFILE for max_connections. */
-static int settle_opts(struct fg_metrics_opts *o, char *why, size_t why_len)
+static int settle_opts(struct fg_metrics_opts *o, char *why)
 {
 	struct rlimit rl;
 	rlim_t need;
@@ -269,8 +269,8 @@ static int settle_opts(struct fg_metrics_opts *o, char *why, size_t why_len)
 	if (!o->timeout_s)
 		o->timeout_s = FG_METRICS_TIMEOUT_S;
 	if (o->max_connections > FG_METRICS_MAX_CONN_MAX || o->timeout_s > FG_METRICS_TIMEOUT_MAX) {
-		snprintf(why, why_len, "metrics: max_connections %u or timeout %u s out of range",
-			 o->max_connections, o->timeout_s);
+		fg_why(why, "metrics: max_connections %u or timeout %u s out of range",
+		       o->max_connections, o->timeout_s);
 		return -EINVAL;
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl))
@@ -284,10 +284,10 @@ static int settle_opts(struct fg_metrics_opts *o, char *why, size_t why_len)
 	}
 	if (rl.rlim_cur < need) {
 		if (rl.rlim_cur < FD_RESERVE + 2) {
-			snprintf(why, why_len,
-				 "metrics: RLIMIT_NOFILE %llu leaves no descriptors "
-				 "for connections",
-				 (unsigned long long)rl.rlim_cur);
+			fg_why(why,
+			       "metrics: RLIMIT_NOFILE %llu leaves no descriptors "
+			       "for connections",
+			       (unsigned long long)rl.rlim_cur);
 			return -EMFILE;
 		}
 		o->max_connections = (unsigned int)(rl.rlim_cur - FD_RESERVE);
@@ -340,20 +340,20 @@ static struct MHD_Daemon *mhd_start(struct fg_metrics *mx, const struct fg_metri
 		MHD_OPTION_END);
 }
 
-struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t why_len)
+struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why)
 {
 	struct fg_metrics *mx = NULL;
 	struct addrinfo *ai = NULL;
 	sigset_t all, old;
 	int rc;
 
-	if (settle_opts(o, why, why_len) || resolve(o->listen, &ai, why, why_len))
+	if (settle_opts(o, why) || resolve(o->listen, &ai, why))
 		return NULL;
-	if (probe_bind(ai, o->listen, why, why_len))
+	if (probe_bind(ai, o->listen, why))
 		goto fail;
 	mx = mx_new(o->timeout_s);
 	if (!mx) {
-		snprintf(why, why_len, "metrics: out of memory");
+		fg_why(why, "metrics: out of memory");
 		goto fail;
 	}
 	/* MHD's thread and the reaper take no signals: the daemon's main loop does */
@@ -363,11 +363,11 @@ struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t
 	rc = mx->mhd ? pthread_create(&mx->reaper, NULL, reaper, mx) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!mx->mhd) {
-		snprintf(why, why_len, "metrics: libmicrohttpd cannot serve %s", o->listen);
+		fg_why(why, "metrics: libmicrohttpd cannot serve %s", o->listen);
 		goto fail;
 	}
 	if (rc) {
-		snprintf(why, why_len, "metrics: cannot start a thread: %s", strerror(rc));
+		fg_why(why, "metrics: cannot start a thread: %s", strerror(rc));
 		goto fail;
 	}
 	mx->reaping = true;

@@ -63,7 +63,7 @@ struct fg_metrics_opts {
 /* Listen and serve; NULL with why set. May raise RLIMIT_NOFILE's soft limit
  * to make room for max_connections, or lower max_connections to fit the
  * hard limit (o says what is in force). */
-struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why, size_t why_len);
+struct fg_metrics *fg_metrics_start(struct fg_metrics_opts *o, char *why);
 void fg_metrics_stop(struct fg_metrics *mx);
 
 /* Render a page; *out is malloc'd. 0 or -ENOMEM. */

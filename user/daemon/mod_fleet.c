@@ -5,6 +5,7 @@
 #include "daemon/fleetd.h"
 #include "daemon/metrics.h"
 #include "lib/log.h"
+#include "lib/sysutil.h"
 
 static struct fg_fleetd *fleet;
 
@@ -26,7 +27,7 @@ static int fleet_before_flip(struct fgd *d, const struct fg_config *ncfg, char *
 static int fleet_start(struct fgd *d)
 {
 	char why[FG_WHY_LEN] = "";
-	int err = fg_fleetd_start(fleet, d->cfg, why, sizeof(why));
+	int err = fg_fleetd_start(fleet, d->cfg, why);
 
 	if (err)
 		pr_warn("fleet: %s", why[0] ? why : strerror(-err));
@@ -36,7 +37,7 @@ static int fleet_start(struct fgd *d)
 static void fleet_reloaded(struct fgd *d, const struct fg_config *old, const struct fg_config *ncfg)
 {
 	char why[FG_WHY_LEN] = "";
-	int err = fg_fleetd_reload(fleet, old, ncfg, why, sizeof(why));
+	int err = fg_fleetd_reload(fleet, old, ncfg, why);
 
 	(void)d;
 	if (err < 0)

@@ -9,6 +9,7 @@
 #include "daemon/metrics.h"
 #include "lib/log.h"
 #include "policy/policy.h"
+#include "lib/sysutil.h"
 
 static struct fg_metrics *mx;
 
@@ -21,11 +22,11 @@ static int metrics_start(struct fgd *d)
 		.per_client = c->metrics_per_client,
 		.timeout_s = c->metrics_timeout_s,
 	};
-	char why[256];
+	char why[FG_WHY_LEN];
 
 	if (!mo.listen || !*mo.listen)
 		return 0;
-	mx = fg_metrics_start(&mo, why, sizeof(why));
+	mx = fg_metrics_start(&mo, why);
 	if (!mx) {
 		pr_err("%s", why);
 		return -EADDRNOTAVAIL;

@@ -24,6 +24,7 @@
 #include "synauth/synauth.h"
 #include "floodgate.skel.h"
 #include "fgsyn.skel.h"
+#include "lib/sysutil.h"
 
 #define GAUGE_EVERY_NS (5ull * 1000000000ull) /* the verified tables' pass */
 #define RETRY_EVERY_NS (5ull * 1000000000ull) /* an interface without its tc program */
@@ -74,6 +75,8 @@ static __u32 pinned_bits(const char *dir, const char *name)
 static int sa_open(struct fgd *d)
 {
 	__u32 want = fg_ver_bits(d->cfg->syn.max_verified);
+	char why[FG_WHY_LEN];
+	enum fg_syn_way way;
 	int err;
 
 	sa.bits4 = pinned_bits(d->dir, "fg_ver4");
@@ -97,8 +100,9 @@ static int sa_open(struct fgd *d)
 		pr_err("syn_auth: sizing the verified tables: %s", strerror(-err));
 		return err;
 	}
-	if (fg_synauth_way(fg_kfeat_get(), FG_SYN_WAY_HANDOFF, sa.tc_why, sizeof(sa.tc_why)) !=
-	    FG_SYN_WAY_HANDOFF)
+	way = fg_synauth_way(fg_kfeat_get(), FG_SYN_WAY_HANDOFF, why);
+	fg_whyn(sa.tc_why, sizeof(sa.tc_why), "%s", why);
+	if (way != FG_SYN_WAY_HANDOFF)
 		return 0;
 	sa.tc = fgsyn_bpf__open_and_load();
 	if (!sa.tc) {

@@ -258,24 +258,24 @@ const char *fg_fleet_loss_name(int on_loss)
 
 /* --- setup ------------------------------------------------------------------ */
 
-struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t whylen)
+struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why)
 {
 	struct fg_fleet *f;
 	int err;
 
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		fg_whyn(why, whylen, "out of memory");
+		fg_why(why, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = fg_fleet_conf_resolve(c, &f->c, why, whylen);
+	err = fg_fleet_conf_resolve(c, &f->c, why);
 	if (err)
 		goto fail;
 	f->r = fg_redis_new(&f->c.redis);
 	if (!f->r) {
 		err = -ENOMEM;
-		fg_whyn(why, whylen, "out of memory");
+		fg_why(why, "out of memory");
 		goto fail;
 	}
 	fg_redis_url_str(&f->c.redis, f->urlstr, sizeof(f->urlstr));
@@ -299,22 +299,21 @@ void fg_fleet_free(struct fg_fleet *f)
 	free(f);
 }
 
-int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why,
-		      size_t whylen)
+int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why)
 {
 	struct fl_rule *r;
 	int err;
 
 	if (f->nrules >= FG_FLEET_MAX_RULES) {
-		fg_whyn(why, whylen, "more than %d fleet rules", FG_FLEET_MAX_RULES);
+		fg_why(why, "more than %d fleet rules", FG_FLEET_MAX_RULES);
 		return -ENOSPC;
 	}
-	err = fg_fleet_rule_check(rc, why, whylen);
+	err = fg_fleet_rule_check(rc, why);
 	if (err)
 		return err;
 	for (int i = 0; i < f->nrules; i++)
 		if (!strcmp(f->rule[i].c.name, rc->name)) {
-			fg_whyn(why, whylen, "fleet rule %s added twice", rc->name);
+			fg_why(why, "fleet rule %s added twice", rc->name);
 			return -EINVAL;
 		}
 	r = &f->rule[f->nrules];
@@ -416,8 +415,8 @@ static void on_failure(struct fg_fleet *f, int i, __u64 now, const char *why, in
 	r->st.failed++;
 	if (err == -ETIMEDOUT)
 		r->st.timeouts++;
-	snprintf(r->st.reason, sizeof(r->st.reason), "%s", why);
-	snprintf(r->st.last_error, sizeof(r->st.last_error), "%s", why);
+	fg_whyn(r->st.reason, sizeof(r->st.reason), "%s", why);
+	fg_whyn(r->st.last_error, sizeof(r->st.last_error), "%s", why);
 	r->st.last_error_ns = now;
 	switch (r->state) {
 	case FG_FLEET_INIT:
@@ -556,7 +555,7 @@ static int append_eval(struct fg_fleet *f, struct fl_rule *r)
 }
 
 /* SCRIPT LOAD on this connection; the SHA1 it returns names the script. */
-static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t whylen)
+static int load_script(struct fg_fleet *f, __u64 deadline, char *why)
 {
 	const char *av[3] = { "SCRIPT", "LOAD", fg_fleet_lua };
 	size_t al[3] = { 6, 4, sizeof(fg_fleet_lua) - 1 };
@@ -566,14 +565,13 @@ static int load_script(struct fg_fleet *f, __u64 deadline, char *why, size_t why
 	f->cs.script_loads++;
 	err = fg_redis_append(f->r, 3, av, al);
 	if (!err)
-		err = fg_redis_exchange(f->r, &rep, 1, deadline, why, whylen);
+		err = fg_redis_exchange(f->r, &rep, 1, deadline, why);
 	if (err)
 		return err;
 	if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
-		fg_whyn(why, whylen, "SCRIPT LOAD: %.*s",
-			rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 120 ? 120 : rep->len) :
-							 14,
-			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+		fg_why(why, "SCRIPT LOAD: %.*s",
+		       rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 120 ? 120 : rep->len) : 14,
+		       rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
 		freeReplyObject(rep);
 		fg_redis_close(f->r);
 		return -EPROTO;
@@ -593,7 +591,7 @@ static int is_noscript(const redisReply *rep)
 /* Send EVALSHA for every pending rule and collect the replies; after
  * NOSCRIPT (script cache flushed, a failover) load it again and resend
  * those, within the same deadline. */
-static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t whylen)
+static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why)
 {
 	redisReply *rep[FG_FLEET_MAX_RULES];
 	int idx[FG_FLEET_MAX_RULES];
@@ -607,14 +605,14 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 			err = append_eval(f, &f->rule[i]);
 			if (err) {
 				fg_redis_close(f->r);
-				fg_whyn(why, whylen, "queueing EVALSHA: %s", strerror(-err));
+				fg_why(why, "queueing EVALSHA: %s", strerror(-err));
 				return err;
 			}
 			idx[n++] = i;
 		}
 		if (!n)
 			return 0;
-		err = fg_redis_exchange(f->r, rep, n, deadline, why, whylen);
+		err = fg_redis_exchange(f->r, rep, n, deadline, why);
 		if (err)
 			return err;
 		for (int k = 0; k < n; k++) {
@@ -634,30 +632,28 @@ static int exchange_evals(struct fg_fleet *f, __u64 deadline, char *why, size_t 
 		if (attempt)
 			break;
 		f->sha[0] = 0;
-		err = load_script(f, deadline, why, whylen);
+		err = load_script(f, deadline, why);
 		if (err)
 			return err;
 	}
-	fg_whyn(why, whylen, "NOSCRIPT again right after SCRIPT LOAD");
+	fg_why(why, "NOSCRIPT again right after SCRIPT LOAD");
 	return -EPROTO;
 }
 
 /* Parse one rule's answer; 0, or -EPROTO with the reason. */
-static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why, size_t whylen)
+static int parse_answer(const redisReply *rep, long long v[FL_NREPLY], char *why)
 {
 	if (rep->type == REDIS_REPLY_ERROR) {
-		fg_whyn(why, whylen, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len),
-			rep->str);
+		fg_why(why, "redis: %.*s", (int)(rep->len > 140 ? 140 : rep->len), rep->str);
 		return -EPROTO;
 	}
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != FL_NREPLY) {
-		fg_whyn(why, whylen, "unexpected reply to the lease script (type %d)", rep->type);
+		fg_why(why, "unexpected reply to the lease script (type %d)", rep->type);
 		return -EPROTO;
 	}
 	for (int k = 0; k < FL_NREPLY; k++) {
 		if (rep->element[k]->type != REDIS_REPLY_INTEGER || rep->element[k]->integer < 0) {
-			fg_whyn(why, whylen, "unexpected element %d in the lease script's reply",
-				k);
+			fg_why(why, "unexpected element %d in the lease script's reply", k);
 			return -EPROTO;
 		}
 		v[k] = rep->element[k]->integer;
@@ -829,7 +825,7 @@ static void finish(struct fg_fleet *f, int i, struct fg_fleet_out *o)
 static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg_fleet_out *out,
 		     bool leaving)
 {
-	char why[FG_FLEET_REASON_LEN] = "";
+	char why[FG_WHY_LEN] = "";
 	__u64 t_send = fg_redis_now_ns(), now;
 	__u64 deadline = t_send + (__u64)f->c.deadline_ms * 1000000ull;
 	int err = 0, first = 0;
@@ -847,28 +843,28 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 	}
 	if (!fg_redis_connected(f->r)) {
 		f->sha[0] = 0;
-		err = fg_redis_connect(f->r, deadline, why, sizeof(why));
+		err = fg_redis_connect(f->r, deadline, why);
 		if (err)
 			f->cs.connect_failures++;
 		else
 			f->cs.connects++;
 	}
 	if (!err && !f->sha[0])
-		err = load_script(f, deadline, why, sizeof(why));
+		err = load_script(f, deadline, why);
 	if (!err)
-		err = exchange_evals(f, deadline, why, sizeof(why));
+		err = exchange_evals(f, deadline, why);
 	now = fg_redis_now_ns();
 	f->last_why[0] = 0;
 	for (int i = 0; i < f->nrules; i++) {
 		struct fl_rule *r = &f->rule[i];
 		struct fg_fleet_out tmp = {};
 		struct fg_fleet_out *o = out ? &out[i] : &tmp;
-		char rwhy[FG_FLEET_REASON_LEN];
+		char rwhy[FG_WHY_LEN];
 		long long v[FL_NREPLY];
 		int rerr = err;
 
 		if (!rerr && r->rep)
-			rerr = parse_answer(r->rep, v, rwhy, sizeof(rwhy));
+			rerr = parse_answer(r->rep, v, rwhy);
 		else
 			snprintf(rwhy, sizeof(rwhy), "%s", why[0] ? why : "no reply");
 		if (!rerr && !r->rep)
@@ -883,7 +879,7 @@ static int run_round(struct fg_fleet *f, const struct fg_fleet_in *in, struct fg
 			on_failure(f, i, now, rwhy, rerr);
 			if (!first) {
 				first = rerr;
-				snprintf(f->last_why, sizeof(f->last_why), "%s", rwhy);
+				fg_whyn(f->last_why, sizeof(f->last_why), "%s", rwhy);
 			}
 		} else {
 			answered(f, i, v, t_send, now, &in[i], o);

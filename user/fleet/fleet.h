@@ -93,12 +93,11 @@ struct fg_fleet;
 
 /* Validate c and make an engine (no connection yet: the first round
  * connects). NULL with errno set and the reason in why. */
-struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why, size_t whylen);
+struct fg_fleet *fg_fleet_new(const struct fg_fleet_conf *c, char *why);
 void fg_fleet_free(struct fg_fleet *f);
 
 /* Add a fleet rule; its index (0, 1, ...) or -EINVAL (reason in why), -ENOSPC. */
-int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why,
-		      size_t whylen);
+int fg_fleet_add_rule(struct fg_fleet *f, const struct fg_fleet_rule_conf *rc, char *why);
 int fg_fleet_nrules(const struct fg_fleet *f);
 
 /* One round for every rule: in[] and out[] have fg_fleet_nrules entries.
@@ -163,6 +162,6 @@ void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_
  * (detaching); otherwise they run out in the program (restart, adopt).
  * Frees the engine; returns the release's result, its reason in why (may
  * be NULL). */
-int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, size_t whylen);
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why);
 
 #endif /* FG_FLEET_H */

@@ -44,8 +44,7 @@ static __u64 rule_ns(const struct fg_fleet_rule_conf *rc)
 	return fnv1a(buf, 0xcbf29ce484222325ull);
 }
 
-int fg_fleet_conf_resolve(const struct fg_fleet_conf *c, struct fg_fleet_conf *out, char *why,
-			  size_t whylen)
+int fg_fleet_conf_resolve(const struct fg_fleet_conf *c, struct fg_fleet_conf *out, char *why)
 {
 	struct fg_fleet_conf r = *c;
 
@@ -60,42 +59,40 @@ int fg_fleet_conf_resolve(const struct fg_fleet_conf *c, struct fg_fleet_conf *o
 	if (!r.node[0] && gethostname(r.node, sizeof(r.node) - 1)) {
 		int err = -errno;
 
-		fg_whyn(why, whylen, "gethostname: %s", strerror(-err));
+		fg_why(why, "gethostname: %s", strerror(-err));
 		explicit_bzero(&r, sizeof(r));
 		return err;
 	}
 	r.node[sizeof(r.node) - 1] = 0;
 	r.prefix[sizeof(r.prefix) - 1] = 0;
 	if (!valid_node(r.node)) {
-		fg_whyn(why, whylen, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -",
-			r.node, FG_FLEET_NODE_LEN - 1);
+		fg_why(why, "fleet node \"%.64s\": 1..%d characters of A-Z a-z 0-9 _ . -", r.node,
+		       FG_FLEET_NODE_LEN - 1);
 		goto fail;
 	}
 	if (!valid_node(r.prefix)) {
-		fg_whyn(why, whylen,
-			"fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
-			r.prefix, FG_FLEET_PREFIX_LEN - 1);
+		fg_why(why, "fleet key prefix \"%.32s\": 1..%d characters of A-Z a-z 0-9 _ . -",
+		       r.prefix, FG_FLEET_PREFIX_LEN - 1);
 		goto fail;
 	}
 	if (r.interval_ms < FG_FLEET_MIN_INTERVAL_MS || r.interval_ms > FG_FLEET_MAX_INTERVAL_MS) {
-		fg_whyn(why, whylen, "lease_interval %u ms: must be %d ms .. %d s", r.interval_ms,
-			FG_FLEET_MIN_INTERVAL_MS, FG_FLEET_MAX_INTERVAL_MS / 1000);
+		fg_why(why, "lease_interval %u ms: must be %d ms .. %d s", r.interval_ms,
+		       FG_FLEET_MIN_INTERVAL_MS, FG_FLEET_MAX_INTERVAL_MS / 1000);
 		goto fail;
 	}
 	if (r.deadline_ms >= r.interval_ms) {
-		fg_whyn(why, whylen,
-			"deadline %u ms: must be shorter than the lease interval (%u ms)",
-			r.deadline_ms, r.interval_ms);
+		fg_why(why, "deadline %u ms: must be shorter than the lease interval (%u ms)",
+		       r.deadline_ms, r.interval_ms);
 		goto fail;
 	}
 	if (r.lease_ms <= r.interval_ms + r.deadline_ms + FG_FLEET_LEASE_MARGIN_NS / 1000000 ||
 	    r.lease_ms > 10 * r.interval_ms) {
-		fg_whyn(why, whylen,
-			"lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
-			"and be at most 10 intervals",
-			r.lease_ms, FG_FLEET_LEASE_MARGIN_NS / 1000000,
-			(unsigned long long)(r.interval_ms + r.deadline_ms +
-					     FG_FLEET_LEASE_MARGIN_NS / 1000000));
+		fg_why(why,
+		       "lease %u ms: must exceed interval + deadline + %llu ms (%llu ms) "
+		       "and be at most 10 intervals",
+		       r.lease_ms, FG_FLEET_LEASE_MARGIN_NS / 1000000,
+		       (unsigned long long)(r.interval_ms + r.deadline_ms +
+					    FG_FLEET_LEASE_MARGIN_NS / 1000000));
 		goto fail;
 	}
 	*out = r;
@@ -106,25 +103,23 @@ fail:
 	return -EINVAL;
 }
 
-int fg_fleet_rule_check(const struct fg_fleet_rule_conf *rc, char *why, size_t whylen)
+int fg_fleet_rule_check(const struct fg_fleet_rule_conf *rc, char *why)
 {
 	if (!valid_node(rc->name) || strnlen(rc->name, FG_NAME_LEN) >= FG_NAME_LEN) {
-		fg_whyn(why, whylen, "fleet rule name \"%.48s\" is not a valid rule name",
-			rc->name);
+		fg_why(why, "fleet rule name \"%.48s\" is not a valid rule name", rc->name);
 		return -EINVAL;
 	}
 	if (!(rc->rate >= 1e-3 && rc->rate <= 1e15) || !(rc->burst >= 1 && rc->burst <= 1e15)) {
-		fg_whyn(why, whylen, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15",
-			rc->name);
+		fg_why(why, "rule %s: fleet rate must be 0.001..1e15 and burst 1..1e15", rc->name);
 		return -EINVAL;
 	}
 	if (rc->on_loss > FG_FLEET_LOSS_CLOSED || rc->cost > FG_COST_BYTES) {
-		fg_whyn(why, whylen, "rule %s: bad on_loss or cost unit", rc->name);
+		fg_why(why, "rule %s: bad on_loss or cost unit", rc->name);
 		return -EINVAL;
 	}
 	if (rc->local_rate < 0 || rc->local_burst < 0 || !isfinite(rc->local_rate) ||
 	    !isfinite(rc->local_burst)) {
-		fg_whyn(why, whylen, "rule %s: local_rate and local_burst must be >= 0", rc->name);
+		fg_why(why, "rule %s: local_rate and local_burst must be >= 0", rc->name);
 		return -EINVAL;
 	}
 	return 0;

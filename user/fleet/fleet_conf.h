@@ -76,12 +76,11 @@ struct fg_fleet_rule_conf {
 
 /* c with its defaults filled in (interval, deadline, lease, prefix, node =
  * the host name), validated, into *out. 0, or -errno with the reason in why. */
-int fg_fleet_conf_resolve(const struct fg_fleet_conf *c, struct fg_fleet_conf *out, char *why,
-			  size_t whylen);
+int fg_fleet_conf_resolve(const struct fg_fleet_conf *c, struct fg_fleet_conf *out, char *why);
 
 /* A rule's fleet limit validated (name, rate, burst, on_loss, unit, local
  * share). 0, or -EINVAL with the reason in why. */
-int fg_fleet_rule_check(const struct fg_fleet_rule_conf *rc, char *why, size_t whylen);
+int fg_fleet_rule_check(const struct fg_fleet_rule_conf *rc, char *why);
 
 /* The rule's three Redis keys under a resolved c: bucket, demand, nodes
  * ("<prefix>:{<name>.<hash of its definition>}:b|d|n"), FG_FLEET_KEY_LEN each. */

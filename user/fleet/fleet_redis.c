@@ -146,23 +146,20 @@ fail:
 /* connect(2) to a path that is no socket (a FIFO, a file) fails at once
  * with ECONNREFUSED, which would send the operator after a dead server:
  * say what the path is. */
-static void unix_why(const char *path, int err, char *why, size_t whylen)
+static void unix_why(const char *path, int err, char *why)
 {
 	struct stat st;
 
 	if (err == -ECONNREFUSED && !stat(path, &st) && !S_ISSOCK(st.st_mode))
-		fg_whyn(why, whylen, "connect unix:%s: is %s, not a socket", path,
-			fg_file_type(st.st_mode));
+		fg_why(why, "connect unix:%s: is %s, not a socket", path, fg_file_type(st.st_mode));
 	else if (err == -ELOOP)
-		fg_whyn(why, whylen, "connect unix:%s: too many levels of symbolic links (a loop?)",
-			path);
+		fg_why(why, "connect unix:%s: too many levels of symbolic links (a loop?)", path);
 	else
-		fg_whyn(why, whylen, "connect unix:%s: %s", path,
-			err == -ETIMEDOUT ? "timed out" : strerror(-err));
+		fg_why(why, "connect unix:%s: %s", path,
+		       err == -ETIMEDOUT ? "timed out" : strerror(-err));
 }
 
-static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why,
-		       size_t whylen)
+static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp, char *why)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *ai;
@@ -178,13 +175,13 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 		sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
 		err = connect_addr(AF_UNIX, (struct sockaddr *)&sun, sizeof(sun), deadline_ns, fdp);
 		if (err)
-			unix_why(u->path, err, why, whylen);
+			unix_why(u->path, err, why);
 		return err;
 	}
 	snprintf(port, sizeof(port), "%u", u->port);
 	gai = getaddrinfo(u->host, port, &hints, &res);
 	if (gai) {
-		fg_whyn(why, whylen, "resolving %s: %s", u->host, gai_strerror(gai));
+		fg_why(why, "resolving %s: %s", u->host, gai_strerror(gai));
 		return gai == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
 	err = -EHOSTUNREACH;
@@ -195,8 +192,8 @@ static int open_socket(const struct fg_redis_url *u, __u64 deadline_ns, int *fdp
 	}
 	freeaddrinfo(res);
 	if (err)
-		fg_whyn(why, whylen, "connect %s:%u: %s", u->host, u->port,
-			err == -ETIMEDOUT ? "timed out" : strerror(-err));
+		fg_why(why, "connect %s:%u: %s", u->host, u->port,
+		       err == -ETIMEDOUT ? "timed out" : strerror(-err));
 	return err;
 }
 
@@ -241,8 +238,7 @@ static void free_replies(redisReply **rep, int n)
 	}
 }
 
-int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why,
-		      size_t whylen)
+int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why)
 {
 	size_t off = 0, nread = 0;
 	int got = 0, err = 0;
@@ -250,7 +246,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 	for (int i = 0; i < n; i++)
 		rep[i] = NULL;
 	if (r->fd < 0 || !r->rd) {
-		fg_whyn(why, whylen, "not connected");
+		fg_why(why, "not connected");
 		r->olen = 0;
 		r->queued = 0;
 		return -ENOTCONN;
@@ -268,7 +264,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				break;
 			if (w < 0) {
 				err = -errno;
-				fg_whyn(why, whylen, "send: %s", strerror(errno));
+				fg_why(why, "send: %s", strerror(errno));
 				goto fail;
 			}
 			off += (size_t)w;
@@ -280,7 +276,7 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				break;
 			if (redisReaderGetReply(r->rd, &rp) != REDIS_OK) {
 				err = -EPROTO;
-				fg_whyn(why, whylen, "protocol error: %s", r->rd->errstr);
+				fg_why(why, "protocol error: %s", r->rd->errstr);
 				goto fail;
 			}
 			if (!rp)
@@ -293,10 +289,10 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 			      &rev);
 		if (err) {
 			if (err == -ETIMEDOUT)
-				fg_whyn(why, whylen,
-					"no answer within the deadline (%d of %d replies)", got, n);
+				fg_why(why, "no answer within the deadline (%d of %d replies)", got,
+				       n);
 			else
-				fg_whyn(why, whylen, "poll: %s", strerror(-err));
+				fg_why(why, "poll: %s", strerror(-err));
 			goto fail;
 		}
 		if (rev & (POLLIN | POLLHUP | POLLERR)) {
@@ -307,24 +303,23 @@ int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadlin
 				continue;
 			if (rd < 0) {
 				err = -errno;
-				fg_whyn(why, whylen, "recv: %s", strerror(errno));
+				fg_why(why, "recv: %s", strerror(errno));
 				goto fail;
 			}
 			if (rd == 0) {
 				err = -ECONNRESET;
-				fg_whyn(why, whylen, "connection closed by the server");
+				fg_why(why, "connection closed by the server");
 				goto fail;
 			}
 			nread += (size_t)rd;
 			if (nread > FG_REDIS_MAX_REPLY) {
 				err = -EMSGSIZE;
-				fg_whyn(why, whylen, "replies larger than %u bytes",
-					FG_REDIS_MAX_REPLY);
+				fg_why(why, "replies larger than %u bytes", FG_REDIS_MAX_REPLY);
 				goto fail;
 			}
 			if (redisReaderFeed(r->rd, buf, (size_t)rd) != REDIS_OK) {
 				err = -ENOMEM;
-				fg_whyn(why, whylen, "reader: %s", r->rd->errstr);
+				fg_why(why, "reader: %s", r->rd->errstr);
 				goto fail;
 			}
 		}
@@ -339,7 +334,7 @@ fail:
 }
 
 /* AUTH and SELECT, pipelined, as the URL says. */
-static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t whylen)
+static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why)
 {
 	redisReply *rep[2] = {};
 	char db[16];
@@ -373,7 +368,7 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 	}
 	if (!n)
 		return 0;
-	err = fg_redis_exchange(r, rep, n, deadline_ns, why, whylen);
+	err = fg_redis_exchange(r, rep, n, deadline_ns, why);
 	if (err)
 		return err;
 	for (int i = 0; i < n; i++) {
@@ -381,11 +376,11 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 			int auth = (r->url.password[0] || r->url.user[0]) && i == 0;
 
 			if (auth && r->url.user[0])
-				fg_whyn(why, whylen, "AUTH as user %s refused: %.*s", r->url.user,
-					(int)(rep[i]->len > 140 ? 140 : rep[i]->len), rep[i]->str);
+				fg_why(why, "AUTH as user %s refused: %.*s", r->url.user,
+				       (int)(rep[i]->len > 140 ? 140 : rep[i]->len), rep[i]->str);
 			else
-				fg_whyn(why, whylen, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
-					(int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
+				fg_why(why, "%s refused: %.*s", auth ? "AUTH" : "SELECT",
+				       (int)(rep[i]->len > 160 ? 160 : rep[i]->len), rep[i]->str);
 			err = auth ? -EACCES : -EINVAL;
 			break;
 		}
@@ -396,20 +391,20 @@ static int handshake(struct fg_redis *r, __u64 deadline_ns, char *why, size_t wh
 	return err;
 }
 
-int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why, size_t whylen)
+int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why)
 {
 	int err, fd = -1;
 
 	fg_redis_close(r);
-	err = open_socket(&r->url, deadline_ns, &fd, why, whylen);
+	err = open_socket(&r->url, deadline_ns, &fd, why);
 	if (err)
 		return err;
 	r->rd = redisReaderCreate();
 	if (!r->rd) {
 		close(fd);
-		fg_whyn(why, whylen, "out of memory");
+		fg_why(why, "out of memory");
 		return -ENOMEM;
 	}
 	r->fd = fd;
-	return handshake(r, deadline_ns, why, whylen);
+	return handshake(r, deadline_ns, why);
 }

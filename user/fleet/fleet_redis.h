@@ -29,7 +29,7 @@ bool fg_redis_connected(const struct fg_redis *r);
  * (CLOCK_MONOTONIC ns). 0 or -errno (-ETIMEDOUT, -ECONNREFUSED, -ENOENT,
  * -EACCES for a refused password, ...) with the reason in why. A host name
  * is resolved with getaddrinfo(), which the deadline does not cover. */
-int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why, size_t whylen);
+int fg_redis_connect(struct fg_redis *r, __u64 deadline_ns, char *why);
 
 /* Drop the connection (after a timeout the pipeline is out of step). */
 void fg_redis_close(struct fg_redis *r);
@@ -41,8 +41,7 @@ int fg_redis_append(struct fg_redis *r, int argc, const char **argv, const size_
  * deadline. 0 (every reply read; error replies are replies) or -errno, in
  * which case the connection is closed and rep[] holds nothing. The caller
  * frees each reply with freeReplyObject(). */
-int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why,
-		      size_t whylen);
+int fg_redis_exchange(struct fg_redis *r, redisReply **rep, int n, __u64 deadline_ns, char *why);
 
 /* CLOCK_MONOTONIC in ns. */
 __u64 fg_redis_now_ns(void);

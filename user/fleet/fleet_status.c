@@ -81,7 +81,7 @@ int fg_fleet_status_read(const char *path, struct fg_fleet_status *s)
 	int fd;
 
 	/* a FIFO or a device at the path must not block `floodgate status` */
-	fd = fg_open_regular(path, NULL, 0);
+	fd = fg_open_regular(path, NULL);
 	if (fd < 0)
 		return fd;
 	while (got < sizeof(*s)) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "fleet/fleet.h"
+#include "lib/sysutil.h"
 
 #define FW_EVQ 256
 
@@ -183,7 +184,7 @@ void fg_fleet_worker_conn_stats(struct fg_fleet_worker *w, struct fg_fleet_conn_
 	pthread_mutex_unlock(&w->mu);
 }
 
-int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, size_t whylen)
+int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why)
 {
 	int err;
 
@@ -196,11 +197,8 @@ int fg_fleet_worker_stop(struct fg_fleet_worker *w, bool release, char *why, siz
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
 	err = w->release_err;
-	if (why && whylen)
-		snprintf(why, whylen, "%s",
-			 w->release_why[0] ? w->release_why :
-			 err		   ? strerror(-err) :
-					     "");
+	if (why)
+		fg_why(why, "%s", w->release_why[0] ? w->release_why : err ? strerror(-err) : "");
 	fg_fleet_free(w->f);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);

@@ -101,7 +101,7 @@ static int valid_user(const char *s)
 }
 
 /* unix:'s options: ?db=N and user=NAME (percent-encoded), joined by '&'. */
-static int parse_unix_opts(const char *q, struct fg_redis_url *u, char *why, size_t whylen)
+static int parse_unix_opts(const char *q, struct fg_redis_url *u, char *why)
 {
 	bool seen_db = false, seen_user = false;
 
@@ -117,43 +117,41 @@ static int parse_unix_opts(const char *q, struct fg_redis_url *u, char *why, siz
 		} else if (n > 5 && !strncmp(q, "user=", 5) && !seen_user) {
 			if (pct_decode(q + 5, n - 5, u->user, sizeof(u->user)) ||
 			    !valid_user(u->user)) {
-				fg_whyn(why, whylen,
-					"unix socket URL: bad or too long user name (1..%zu "
-					"printable characters, no blanks; percent-encode '&' and '%%')",
-					sizeof(u->user) - 1);
+				fg_why(why,
+				       "unix socket URL: bad or too long user name (1..%zu "
+				       "printable characters, no blanks; percent-encode '&' and '%%')",
+				       sizeof(u->user) - 1);
 				return -EINVAL;
 			}
 			seen_user = true;
 		} else {
-			fg_whyn(why, whylen,
-				"unix socket URL: the options are ?db=N (0..%d) and user=NAME "
-				"(an ACL user), each once, joined by '&'",
-				FG_REDIS_MAX_DB);
+			fg_why(why,
+			       "unix socket URL: the options are ?db=N (0..%d) and user=NAME "
+			       "(an ACL user), each once, joined by '&'",
+			       FG_REDIS_MAX_DB);
 			return -EINVAL;
 		}
 		q += n;
 		if (!*q)
 			return 0;
 		if (!*++q) { /* past the '&' */
-			fg_whyn(why, whylen, "unix socket URL: an option after '&' is missing");
+			fg_why(why, "unix socket URL: an option after '&' is missing");
 			return -EINVAL;
 		}
 	}
 }
 
-static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+static int parse_unix(const char *s, struct fg_redis_url *u, char *why)
 {
 	const char *q = strchr(s, '?');
 	size_t plen = q ? (size_t)(q - s) : strlen(s);
 
 	if (!plen || s[0] != '/') {
-		fg_whyn(why, whylen,
-			"unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
+		fg_why(why, "unix: needs an absolute socket path (unix:/run/redis/redis.sock)");
 		return -EINVAL;
 	}
 	if (plen >= sizeof(u->path)) {
-		fg_whyn(why, whylen, "unix socket path is longer than %zu bytes",
-			sizeof(u->path) - 1);
+		fg_why(why, "unix socket path is longer than %zu bytes", sizeof(u->path) - 1);
 		return -EINVAL;
 	}
 	memcpy(u->path, s, plen);
@@ -162,13 +160,13 @@ static int parse_unix(const char *s, struct fg_redis_url *u, char *why, size_t w
 	if (!q)
 		return 0;
 	if (!q[1]) {
-		fg_whyn(why, whylen, "unix socket URL: nothing after '?' (?db=N, user=NAME)");
+		fg_why(why, "unix socket URL: nothing after '?' (?db=N, user=NAME)");
 		return -EINVAL;
 	}
-	return parse_unix_opts(q + 1, u, why, whylen);
+	return parse_unix_opts(q + 1, u, why);
 }
 
-static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+static int parse_tcp(const char *s, struct fg_redis_url *u, char *why)
 {
 	const char *slash = strchr(s, '/');
 	const char *end = slash ? slash : s + strlen(s);
@@ -182,21 +180,19 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		const char *c = memchr(s, ':', (size_t)(at - s));
 
 		if (!c) {
-			fg_whyn(why, whylen,
-				"redis URL: write the password as :password@host "
-				"(or user:password@host)");
+			fg_why(why, "redis URL: write the password as :password@host "
+				    "(or user:password@host)");
 			return -EINVAL;
 		}
 		if (pct_decode(s, (size_t)(c - s), u->user, sizeof(u->user)) ||
 		    (u->user[0] && !valid_user(u->user))) {
-			fg_whyn(why, whylen, "redis URL: bad or too long user name");
+			fg_why(why, "redis URL: bad or too long user name");
 			return -EINVAL;
 		}
 		if (pct_decode(c + 1, (size_t)(at - c - 1), u->password, sizeof(u->password)) ||
 		    !u->password[0]) {
-			fg_whyn(why, whylen,
-				"redis URL: bad, empty or too long password "
-				"(percent-encode '@', '/' and '%%')");
+			fg_why(why, "redis URL: bad, empty or too long password "
+				    "(percent-encode '@', '/' and '%%')");
 			return -EINVAL;
 		}
 		hp = at + 1;
@@ -208,24 +204,23 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		size_t hl;
 
 		if (!rb) {
-			fg_whyn(why, whylen, "redis URL: IPv6 address without its closing ']'");
+			fg_why(why, "redis URL: IPv6 address without its closing ']'");
 			return -EINVAL;
 		}
 		hl = (size_t)(rb - hp - 1);
 		if (hl >= sizeof(u->host)) {
-			fg_whyn(why, whylen, "redis URL: host too long");
+			fg_why(why, "redis URL: host too long");
 			return -EINVAL;
 		}
 		memcpy(u->host, hp + 1, hl);
 		u->host[hl] = 0;
 		if (!valid_v6(u->host)) {
-			fg_whyn(why, whylen, "redis URL: \"%s\" is not an IPv6 address", u->host);
+			fg_why(why, "redis URL: \"%s\" is not an IPv6 address", u->host);
 			return -EINVAL;
 		}
 		if (rb + 1 < end) {
 			if (rb[1] != ':') {
-				fg_whyn(why, whylen,
-					"redis URL: expected :port after the IPv6 address");
+				fg_why(why, "redis URL: expected :port after the IPv6 address");
 				return -EINVAL;
 			}
 			colon = rb + 1;
@@ -236,29 +231,28 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 		colon = memchr(hp, ':', (size_t)(end - hp));
 		hl = (size_t)((colon ? colon : end) - hp);
 		if (hl >= sizeof(u->host)) {
-			fg_whyn(why, whylen, "redis URL: host too long");
+			fg_why(why, "redis URL: host too long");
 			return -EINVAL;
 		}
 		memcpy(u->host, hp, hl);
 		u->host[hl] = 0;
 		if (!valid_hostname(u->host)) {
-			fg_whyn(why, whylen, "redis URL: missing or bad host name \"%.64s\"",
-				u->host);
+			fg_why(why, "redis URL: missing or bad host name \"%.64s\"", u->host);
 			return -EINVAL;
 		}
 	}
 	u->port = FG_REDIS_PORT;
 	if (colon) {
 		if (parse_dec(colon + 1, (size_t)(end - colon - 1), 1, 65535, &v)) {
-			fg_whyn(why, whylen, "redis URL: the port must be 1..65535");
+			fg_why(why, "redis URL: the port must be 1..65535");
 			return -EINVAL;
 		}
 		u->port = (__u16)v;
 	}
 	if (slash && slash[1]) {
 		if (parse_dec(slash + 1, strlen(slash + 1), 0, FG_REDIS_MAX_DB, &v)) {
-			fg_whyn(why, whylen, "redis URL: the database after '/' must be 0..%d",
-				FG_REDIS_MAX_DB);
+			fg_why(why, "redis URL: the database after '/' must be 0..%d",
+			       FG_REDIS_MAX_DB);
 			return -EINVAL;
 		}
 		u->db = (int)v;
@@ -266,27 +260,26 @@ static int parse_tcp(const char *s, struct fg_redis_url *u, char *why, size_t wh
 	return 0;
 }
 
-int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t whylen)
+int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why)
 {
 	struct fg_redis_url t = {};
 	int err;
 
 	if (!s || !*s) {
-		fg_whyn(why, whylen, "empty redis URL");
+		fg_why(why, "empty redis URL");
 		return -EINVAL;
 	}
 	if (!strncmp(s, "unix:", 5))
-		err = parse_unix(s + 5, &t, why, whylen);
+		err = parse_unix(s + 5, &t, why);
 	else if (!strncmp(s, "redis://", 8))
-		err = parse_tcp(s + 8, &t, why, whylen);
+		err = parse_tcp(s + 8, &t, why);
 	else if (!strncmp(s, "rediss://", 9)) {
 		/* Debian's hiredis (0.14) has no TLS */
-		fg_whyn(why, whylen,
-			"rediss:// (TLS) is not supported by this build's Redis client: use a "
-			"unix socket or a TLS tunnel");
+		fg_why(why, "rediss:// (TLS) is not supported by this build's Redis client: use a "
+			    "unix socket or a TLS tunnel");
 		err = -EINVAL;
 	} else {
-		fg_whyn(why, whylen, "a redis URL starts with redis:// or unix:/");
+		fg_why(why, "a redis URL starts with redis:// or unix:/");
 		err = -EINVAL;
 	}
 	if (!err)

@@ -29,7 +29,7 @@ struct fg_redis_url {
 };
 
 /* Parse s into *u. 0, or -EINVAL with a one-line reason in why. */
-int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why, size_t whylen);
+int fg_redis_url_parse(const char *s, struct fg_redis_url *u, char *why);
 
 /* An ACL user name as the URL and the policy take it: 1..63 printable
  * characters, no blanks. */

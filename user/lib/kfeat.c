@@ -13,6 +13,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "lib/kfeat.h"
+#include "lib/sysutil.h"
 
 const char *const fg_kf_names[FG_KF_MAX] = {
 	[FG_KF_XDP] = "xdp",
@@ -280,64 +281,61 @@ static const enum fg_kf way_tracing[] = { FG_KF_TRACING, FG_KF_TP_SOCK_STATE, FG
 static const enum fg_kf way_sockops[] = { FG_KF_SOCK_OPS, FG_KF_CGROUP2, FG_KF_NETNS_COOKIE,
 					  FG_KF_SK_STORAGE, FG_KF_SCHED_CLS };
 
-bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why, size_t len)
+bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why)
 {
 	const enum fg_kf *need = w == FG_CONN_WAY_TRACING ? way_tracing : way_sockops;
 	size_t n = w == FG_CONN_WAY_TRACING ? sizeof(way_tracing) / sizeof(way_tracing[0]) :
 					      sizeof(way_sockops) / sizeof(way_sockops[0]);
 
 	if (w != FG_CONN_WAY_TRACING && w != FG_CONN_WAY_SOCKOPS) {
-		if (why && len)
-			snprintf(why, len, "no such way");
+		if (why)
+			fg_why(why, "no such way");
 		return false;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (kf->f[need[i]].ok)
 			continue;
-		if (why && len)
-			snprintf(why, len, "%s: %s", fg_kf_desc[need[i]], kf->f[need[i]].why);
+		if (why)
+			fg_why(why, "%s: %s", fg_kf_desc[need[i]], kf->f[need[i]].why);
 		return false;
 	}
 	return true;
 }
 
-enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why,
-					size_t len)
+enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why)
 {
-	char wa[256], wb[256];
+	char wa[FG_WHY_LEN], wb[FG_WHY_LEN];
 
 	if (want != FG_CONN_WAY_NONE) {
-		if (fg_kfeat_conn_way_ok(kf, want, wa, sizeof(wa)))
+		if (fg_kfeat_conn_way_ok(kf, want, wa))
 			return want;
-		if (why && len)
-			snprintf(why, len, "%s=%s, and this kernel cannot count that way: %s",
-				 FG_CONN_WAY_ENV, fg_conn_way_names[want], wa);
+		if (why)
+			fg_why(why, "%s=%s, and this kernel cannot count that way: %s",
+			       FG_CONN_WAY_ENV, fg_conn_way_names[want], wa);
 		return FG_CONN_WAY_NONE;
 	}
-	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, wa, sizeof(wa)))
+	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, wa))
 		return FG_CONN_WAY_TRACING;
-	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, wb, sizeof(wb)))
+	if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_SOCKOPS, wb))
 		return FG_CONN_WAY_SOCKOPS;
-	if (why && len)
-		snprintf(
-			why, len,
-			"counting connections needs BPF tracing (%s) or sock_ops on cgroup v2 (%s)",
-			wa, wb);
+	if (why)
+		fg_why(why,
+		       "counting connections needs BPF tracing (%s) or sock_ops on cgroup v2 (%s)",
+		       wa, wb);
 	return FG_CONN_WAY_NONE;
 }
 
-enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len)
+enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why)
 {
 	const char *e = getenv(FG_CONN_WAY_ENV);
 	enum fg_conn_way want;
 
 	if (fg_conn_way_parse(e, &want)) {
-		if (why && len)
-			snprintf(why, len, "%s=%s: expected auto, tp_btf or sock_ops",
-				 FG_CONN_WAY_ENV, e);
+		if (why)
+			fg_why(why, "%s=%s: expected auto, tp_btf or sock_ops", FG_CONN_WAY_ENV, e);
 		return FG_CONN_WAY_NONE;
 	}
-	return fg_kfeat_conn_way_pick(kf, want, why, len);
+	return fg_kfeat_conn_way_pick(kf, want, why);
 }
 
 void fg_kfeat_summary(const struct fg_kfeat *kf, char *buf, size_t len)

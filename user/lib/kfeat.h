@@ -88,15 +88,15 @@ int fg_conn_way_parse(const char *s, enum fg_conn_way *out);
 
 /* Can this kernel run that way? If not, *why says which feature it
  * refuses, and why. */
-bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why, size_t len);
+bool fg_kfeat_conn_way_ok(const struct fg_kfeat *kf, enum fg_conn_way w, char *why);
 
 /* The way to take: want (FG_CONN_WAY_NONE: the best this kernel allows)
  * if this kernel allows it, else FG_CONN_WAY_NONE with *why. */
-enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want, char *why,
-					size_t len);
+enum fg_conn_way fg_kfeat_conn_way_pick(const struct fg_kfeat *kf, enum fg_conn_way want,
+					char *why);
 
 /* fg_kfeat_conn_way_pick for what FG_CONN_WAY_ENV asks (unset: the best);
  * an unknown value gives FG_CONN_WAY_NONE, *why naming it. */
-enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why, size_t len);
+enum fg_conn_way fg_kfeat_conn_way(const struct fg_kfeat *kf, char *why);
 
 #endif /* FG_KFEAT_H */

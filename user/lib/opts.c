@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/opts.h"
+#include "lib/sysutil.h"
 #include "lib/units.h"
 #include "lib/version.h"
 
@@ -19,7 +20,6 @@ struct parser {
 	void *cfg;
 	struct fg_parsed *p;
 	char *why;
-	size_t len;
 };
 
 static bool takes_value(const struct fg_opt *o)
@@ -34,21 +34,21 @@ static int __attribute__((format(printf, 2, 3))) fail(struct parser *ps, const c
 	va_list ap;
 
 	if (ps->cmd)
-		n = (size_t)snprintf(ps->why, ps->len, "%s: ", ps->cmd->name);
-	if (n >= ps->len)
+		n = (size_t)snprintf(ps->why, FG_WHY_LEN, "%s: ", ps->cmd->name);
+	if (n >= FG_WHY_LEN)
 		n = 0;
 	va_start(ap, fmt);
-	vsnprintf(ps->why + n, ps->len - n, fmt, ap);
+	vsnprintf(ps->why + n, FG_WHY_LEN - n, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
 
-int fg_opt_fail(char *why, size_t len, const char *fmt, ...)
+int fg_opt_fail(char *why, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
+	vsnprintf(why, FG_WHY_LEN, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -90,7 +90,7 @@ static int store_num(struct parser *ps, const struct fg_opt *o, const char *spel
 static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled, const char *val)
 {
 	void *dst = (char *)ps->cfg + o->off;
-	char msg[256] = "";
+	char msg[FG_WHY_LEN] = "";
 
 	if (!val && takes_value(o) && o->kind != FGO_FUNC)
 		return 0; /* an optional value left out: the default stands */
@@ -109,7 +109,7 @@ static int apply(struct parser *ps, const struct fg_opt *o, const char *spelled,
 	case FGO_U16:
 		return store_num(ps, o, spelled, val);
 	case FGO_FUNC:
-		if (o->fn(o, val, ps->cfg, msg, sizeof(msg)))
+		if (o->fn(o, val, ps->cfg, msg))
 			return fail(ps, "%s: %s", spelled, msg[0] ? msg : "bad value");
 		return 0;
 	case FGO_HELP:
@@ -278,8 +278,7 @@ static int parse_words(struct parser *ps, int max_pos, bool stop_at_word)
 	return err;
 }
 
-int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out, char *why,
-		size_t len)
+int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out, char *why)
 {
 	size_t n = strlen(word), used;
 	int nhit = 0;
@@ -299,13 +298,13 @@ int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd
 		return 0;
 	*out = NULL;
 	if (!nhit) {
-		snprintf(why, len, "unknown command \"%s\"", word);
+		fg_why(why, "unknown command \"%s\"", word);
 		return -ENOENT;
 	}
-	used = (size_t)snprintf(why, len, "ambiguous command \"%s\": could be", word);
-	for (const struct fg_cmd *c = cmds; c->name && used < len; c++)
+	used = (size_t)snprintf(why, FG_WHY_LEN, "ambiguous command \"%s\": could be", word);
+	for (const struct fg_cmd *c = cmds; c->name && used < FG_WHY_LEN; c++)
 		if (!strncmp(c->name, word, n))
-			used += (size_t)snprintf(why + used, len - used, " %s", c->name);
+			used += (size_t)snprintf(why + used, FG_WHY_LEN - used, " %s", c->name);
 	return -EINVAL;
 }
 
@@ -316,10 +315,10 @@ static int parse_command(struct parser *ps, const struct fg_prog *prog)
 	int err, t = 0;
 
 	if (ps->i >= ps->argc) {
-		snprintf(ps->why, ps->len, "no command given");
+		snprintf(ps->why, FG_WHY_LEN, "no command given");
 		return -EINVAL;
 	}
-	err = fg_cmd_find(prog->cmds, ps->argv[ps->i++], &p->cmd, ps->why, ps->len);
+	err = fg_cmd_find(prog->cmds, ps->argv[ps->i++], &p->cmd, ps->why);
 	if (err)
 		return -EINVAL;
 	ps->cmd = p->cmd;
@@ -336,11 +335,9 @@ static int parse_command(struct parser *ps, const struct fg_prog *prog)
 }
 
 int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg, struct fg_parsed *p,
-		  char *why, size_t len)
+		  char *why)
 {
-	struct parser ps = {
-		.argc = argc, .argv = argv, .i = 1, .cfg = cfg, .p = p, .why = why, .len = len
-	};
+	struct parser ps = { .argc = argc, .argv = argv, .i = 1, .cfg = cfg, .p = p, .why = why };
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -362,7 +359,7 @@ int fg_prog_args(const struct fg_prog *prog, int argc, char **argv, void *cfg, s
 {
 	char why[512];
 
-	if (fg_prog_parse(prog, argc, argv, cfg, p, why, sizeof(why))) {
+	if (fg_prog_parse(prog, argc, argv, cfg, p, why)) {
 		fprintf(stderr, "%s: %s\n", prog->name, why);
 		if (prog->cmds && !p->cmd)
 			fg_prog_help(stderr, prog, NULL);
@@ -521,12 +518,12 @@ void fg_prog_help(FILE *f, const struct fg_prog *prog, const struct fg_cmd *cmd)
 		fprintf(f, "\n'%s COMMAND --help' shows a command's options.\n", prog->name);
 }
 
-int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len)
+int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why)
 {
 	__u64 v = o->min;
 
 	if (val && fg_opt_parse_u64(val, o->min, o->max, &v))
-		return fg_opt_fail(why, len, "\"%s\" is not %s (%llu..%llu)", val,
+		return fg_opt_fail(why, "\"%s\" is not %s (%llu..%llu)", val,
 				   o->what ? o->what : "a number", (unsigned long long)o->min,
 				   (unsigned long long)o->max);
 	*(bool *)((char *)cfg + o->ival) = true;

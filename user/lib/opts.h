@@ -46,8 +46,7 @@ struct fg_opt;
 
 /* Parse val (NULL when an optional value or a flag has none) into cfg.
  * 0, or -EINVAL with why saying what is wrong with val. */
-typedef int (*fg_opt_fn)(const struct fg_opt *opt, const char *val, void *cfg, char *why,
-			 size_t len);
+typedef int (*fg_opt_fn)(const struct fg_opt *opt, const char *val, void *cfg, char *why);
 
 struct fg_opt {
 	const char *name; /* long name, without "--"; NULL: only the short one */
@@ -171,7 +170,7 @@ struct fg_parsed {
 
 /* The whole command line (argv[0] is the program's name). */
 int fg_prog_parse(const struct fg_prog *prog, int argc, char **argv, void *cfg, struct fg_parsed *p,
-		  char *why, size_t len);
+		  char *why);
 
 /* For main: parse; on an error print it and a pointer to --help to stderr,
  * on --help print the help to stdout, on --version the version. Returns -1 when main should go on,
@@ -184,16 +183,15 @@ void fg_prog_help(FILE *f, const struct fg_prog *prog, const struct fg_cmd *cmd)
 
 /* The command named by word: its exact name or a unique prefix of it.
  * 0, -ENOENT (unknown) or -EINVAL (ambiguous; why lists the candidates). */
-int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out, char *why,
-		size_t len);
+int fg_cmd_find(const struct fg_cmd *cmds, const char *word, const struct fg_cmd **out, char *why);
 
 /* For a fg_opt_fn: write why and return -EINVAL. */
-int fg_opt_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int fg_opt_fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A decimal number in [min, max], whole string, no sign or space. 0,
  * -EINVAL (not a number) or -ERANGE. */
 int fg_opt_parse_u64(const char *s, __u64 min, __u64 max, __u64 *out);
 /* The fn of FG_OPT_FLAG_U64: .off is the number's offset, .ival the flag's. */
-int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why, size_t len);
+int fg_opt_flag_u64(const struct fg_opt *o, const char *val, void *cfg, char *why);
 
 #endif /* FG_OPTS_H */

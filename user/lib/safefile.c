@@ -20,57 +20,55 @@ const char *fg_file_type(mode_t m)
 			     "not a file";
 }
 
-static int not_regular(mode_t m, char *why, size_t whylen)
+static int not_regular(mode_t m, char *why)
 {
 	if (S_ISDIR(m)) {
-		fg_whyn(why, whylen, "is a directory");
+		fg_why(why, "is a directory");
 		return -EISDIR;
 	}
-	fg_whyn(why, whylen, "is %s, not a regular file: refused (reading it could block)",
-		fg_file_type(m));
+	fg_why(why, "is %s, not a regular file: refused (reading it could block)", fg_file_type(m));
 	return -EINVAL;
 }
 
-static int sys_err(int err, const char *what, char *why, size_t whylen)
+static int sys_err(int err, const char *what, char *why)
 {
 	if (err == -ELOOP)
-		fg_whyn(why, whylen, "%s: too many levels of symbolic links (a symlink loop?)",
-			what);
+		fg_why(why, "%s: too many levels of symbolic links (a symlink loop?)", what);
 	else
-		fg_whyn(why, whylen, "%s: %s", what, strerror(-err));
+		fg_why(why, "%s: %s", what, strerror(-err));
 	return err;
 }
 
-int fg_open_regular(const char *path, char *why, size_t whylen)
+int fg_open_regular(const char *path, char *why)
 {
 	struct stat st, fst;
 	int fd, err;
 
 	/* a device is never opened: open(2) alone can block or rewind a tape */
 	if (stat(path, &st))
-		return sys_err(-errno, "cannot open", why, whylen);
+		return sys_err(-errno, "cannot open", why);
 	if (!S_ISREG(st.st_mode))
-		return not_regular(st.st_mode, why, whylen);
+		return not_regular(st.st_mode, why);
 	/* O_NONBLOCK: a FIFO swapped in since the stat opens at once */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
-		return sys_err(-errno, "cannot open", why, whylen);
+		return sys_err(-errno, "cannot open", why);
 	if (fstat(fd, &fst)) {
-		err = sys_err(-errno, "cannot stat", why, whylen);
+		err = sys_err(-errno, "cannot stat", why);
 		close(fd);
 		return err;
 	}
 	if (!S_ISREG(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-		err = S_ISREG(fst.st_mode) ? -EAGAIN : not_regular(fst.st_mode, why, whylen);
+		err = S_ISREG(fst.st_mode) ? -EAGAIN : not_regular(fst.st_mode, why);
 		if (err == -EAGAIN)
-			fg_whyn(why, whylen, "was replaced while being opened");
+			fg_why(why, "was replaced while being opened");
 		close(fd);
 		return err;
 	}
 	return fd;
 }
 
-ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why, size_t whylen)
+ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why)
 {
 	size_t n = 0;
 	ssize_t r = 0;
@@ -78,7 +76,7 @@ ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why, size_t
 
 	if (!cap)
 		return -EINVAL;
-	fd = fg_open_regular(path, why, whylen);
+	fd = fg_open_regular(path, why);
 	if (fd < 0)
 		return fd;
 	while (n < cap) {
@@ -89,26 +87,26 @@ ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why, size_t
 	}
 	close(fd);
 	if (r == -EAGAIN) {
-		fg_whyn(why, whylen, "reading would block: not an ordinary file");
+		fg_why(why, "reading would block: not an ordinary file");
 		return r;
 	}
 	if (r < 0)
-		return sys_err((int)r, "cannot read", why, whylen);
+		return sys_err((int)r, "cannot read", why);
 	if (n == cap) {
-		fg_whyn(why, whylen, "holds more than %zu bytes", cap - 1);
+		fg_why(why, "holds more than %zu bytes", cap - 1);
 		return -EFBIG;
 	}
 	buf[n] = 0;
 	if (memchr(buf, 0, n)) {
-		fg_whyn(why, whylen, "holds a NUL byte: not text");
+		fg_why(why, "holds a NUL byte: not text");
 		return -EINVAL;
 	}
 	return (ssize_t)n;
 }
 
-FILE *fg_fopen_regular(const char *path, char *why, size_t whylen)
+FILE *fg_fopen_regular(const char *path, char *why)
 {
-	int fd = fg_open_regular(path, why, whylen);
+	int fd = fg_open_regular(path, why);
 	FILE *f;
 
 	if (fd < 0) {
@@ -120,7 +118,7 @@ FILE *fg_fopen_regular(const char *path, char *why, size_t whylen)
 		int err = errno;
 
 		close(fd);
-		fg_whyn(why, whylen, "cannot open: %s", strerror(err));
+		fg_why(why, "cannot open: %s", strerror(err));
 		errno = err;
 	}
 	return f;

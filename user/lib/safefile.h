@@ -31,17 +31,17 @@ const char *fg_file_type(mode_t m);
  * reason in why (may be NULL): -EINVAL for a FIFO, socket or device ("is a
  * FIFO (named pipe), not a regular file: refused (reading it could
  * block)"), -EISDIR, -ELOOP (a symlink loop), -ENOENT, -EACCES, ... */
-int fg_open_regular(const char *path, char *why, size_t whylen);
+int fg_open_regular(const char *path, char *why);
 
 /* The whole of a small file into buf, NUL-terminated: its length, or
  * -EFBIG when it holds more than cap - 1 bytes, -EINVAL when it holds a
  * NUL (not text), or what fg_open_regular and read(2) return; the reason
  * in why. To EOF, not to st_size (/proc and /sys report 0 or a page). */
-ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why, size_t whylen);
+ssize_t fg_read_small(const char *path, char *buf, size_t cap, char *why);
 
 /* fg_open_regular as a stdio stream ("re"), for line-by-line readers;
  * NULL with errno set and the reason in why. */
-FILE *fg_fopen_regular(const char *path, char *why, size_t whylen);
+FILE *fg_fopen_regular(const char *path, char *why);
 
 /* A fresh file at path for writing (mode 0644): path unlinked first, then
  * O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC. An fd or -errno. */

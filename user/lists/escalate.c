@@ -287,7 +287,7 @@ int fg_escd_state_read(const char *path, struct fg_escd_state *st)
 	unsigned long long val;
 	int fields = 0;
 	/* a FIFO or a device at the path must not block `floodgate status` */
-	FILE *f = fg_fopen_regular(path, NULL, 0);
+	FILE *f = fg_fopen_regular(path, NULL);
 	int lines = 0;
 
 	if (!f)

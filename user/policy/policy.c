@@ -29,6 +29,7 @@
 #include "policy/policy_int.h"
 #include "lib/safefile.h"
 #include "lib/units.h"
+#include "lib/sysutil.h"
 
 #define DEFAULT_MAX_SOURCES (1u << 20)
 #define MIN_MAX_SOURCES	    1024u
@@ -336,17 +337,17 @@ struct lim {
 };
 
 int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
-		     char *why, size_t whylen, int *burst_fault)
+		     char *why, int *burst_fault)
 {
 	long double inc;
 	unsigned __int128 tau;
 	int bf = 0;
 
-#define LIM_FAIL(is_burst, ...)                     \
-	do {                                        \
-		bf = (is_burst);                    \
-		snprintf(why, whylen, __VA_ARGS__); \
-		goto fail;                          \
+#define LIM_FAIL(is_burst, ...)           \
+	do {                              \
+		bf = (is_burst);          \
+		fg_why(why, __VA_ARGS__); \
+		goto fail;                \
 	} while (0)
 	if (!(rate > 0))
 		LIM_FAIL(0, "rate must be above 0");
@@ -393,28 +394,27 @@ fail:
 	return -EINVAL;
 }
 
-int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
-		   size_t whylen)
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why)
 {
 	long double b = floorl(burst);
 	long double least = bytes ? FULL_FRAME : 1;
 
 	if (!isfinite(rate) || !isfinite(burst)) {
-		snprintf(why, whylen, "rate and burst must be finite");
+		fg_why(why, "rate and burst must be finite");
 		return -EINVAL;
 	}
 	if (b < least)
 		b = least;
-	return fg_limit_compile(rate, b, bytes, out, why, whylen, NULL);
+	return fg_limit_compile(rate, b, bytes, out, why, NULL);
 }
 
 int pol_compile_limit(struct pol_ctx *c, yaml_node_t *rate_n, yaml_node_t *burst_n,
 		      long double rate, long double burst, int bytes, struct fg_limit *out)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 	int bf = 0;
 
-	if (!fg_limit_compile(rate, burst, bytes, out, why, sizeof(why), &bf))
+	if (!fg_limit_compile(rate, burst, bytes, out, why, &bf))
 		return 0;
 	if (bf ? !burst_n : !rate_n)
 		return pol_fail_at(c, (yaml_mark_t){ 0 }, "%s", why);
@@ -1248,7 +1248,7 @@ static int read_policy(const char *path, char **buf, size_t *len, struct fg_err 
 	struct stat st;
 	int fd, ret;
 
-	fd = fg_open_regular(path, err->msg, sizeof(err->msg));
+	fd = fg_open_regular(path, err->msg);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st))

@@ -245,11 +245,10 @@ void fg_err_format(const struct fg_err *err, char *buf, size_t len);
  * at fault, 0 when the rate is.
  */
 int fg_limit_compile(long double rate, long double burst, int bytes, struct fg_limit *out,
-		     char *why, size_t whylen, int *burst_fault);
+		     char *why, int *burst_fault);
 /* The same for a derived share (rate / nodes): the burst is rounded down
  * and raised to the least its unit allows (1 packet, one full frame). */
-int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why,
-		   size_t whylen);
+int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, char *why);
 
 /* Print what would be loaded, human readable (policy_print.c). */
 void fg_config_print(FILE *f, const struct fg_config *cfg, bool internals);

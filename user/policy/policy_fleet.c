@@ -13,6 +13,7 @@
 
 #include "policy/policy_int.h"
 #include "lib/units.h"
+#include "lib/sysutil.h"
 
 _Static_assert((int)FG_LOSS_LOCAL == (int)FG_FLEET_LOSS_LOCAL &&
 		       (int)FG_LOSS_OPEN == (int)FG_FLEET_LOSS_OPEN &&
@@ -84,7 +85,7 @@ static int parse_ms(struct pol_ctx *c, yaml_node_t *n, const char *what, __u32 l
 /* redis:, user:, password: and db: into fc->redis (each key overrides the URL's). */
 static int parse_redis(struct pol_ctx *c, yaml_node_t *const *val, struct fg_fleet_conf *fc)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 	const char *s;
 	__u64 db;
 	int err;
@@ -92,7 +93,7 @@ static int parse_redis(struct pol_ctx *c, yaml_node_t *const *val, struct fg_fle
 	err = pol_scalar(c, val[FK_REDIS], "redis", &s);
 	if (err)
 		return err;
-	if (fg_redis_url_parse(s, &fc->redis, why, sizeof(why)))
+	if (fg_redis_url_parse(s, &fc->redis, why))
 		return FAIL(c, val[FK_REDIS], "fleet: redis: %s", why);
 	if (val[FK_USER]) {
 		err = pol_scalar(c, val[FK_USER], "user", &s);
@@ -247,7 +248,7 @@ static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fl
 {
 	struct fg_fleet_rule_conf *rc = &out->rc;
 	long double lr, lb;
-	char why[256];
+	char why[FG_WHY_LEN];
 	int err;
 
 	if (!val[FR_LOCAL_RATE]) {
@@ -266,7 +267,7 @@ static int parse_local(struct pol_ctx *c, yaml_node_t *const *val, struct pol_fl
 	if (!val[FR_LOCAL_BURST]) {
 		/* the fleet's burst scaled like the rate, rounded */
 		if (fg_limit_share(rc->local_rate, rc->local_rate * rc->burst / rc->rate,
-				   out->bytes, &out->local, why, sizeof(why)))
+				   out->bytes, &out->local, why))
 			return FAIL(c, val[FR_LOCAL_RATE], "fleet: local_rate: %s", why);
 		return 0;
 	}
@@ -326,12 +327,12 @@ int pol_fleet_check(struct pol_ctx *c)
 {
 	const struct fg_config *cfg = c->cfg;
 	struct fg_fleet_conf fc;
-	char why[256];
+	char why[FG_WHY_LEN];
 	int err = 0, n = 0;
 
 	if (!cfg->has_fleet)
 		return 0;
-	if (fg_fleet_conf_resolve(&cfg->fleet, &fc, why, sizeof(why)))
+	if (fg_fleet_conf_resolve(&cfg->fleet, &fc, why))
 		return FAIL(c, c->fleet_sec, "fleet: %s", why);
 	explicit_bzero(&fc, sizeof(fc));
 	for (__u32 i = 0; i < cfg->pol.nrules && i < FG_MAX_RULES && !err; i++) {
@@ -341,7 +342,7 @@ int pol_fleet_check(struct pol_ctx *c)
 			continue;
 		if (++n > FG_FLEET_MAX_RULES)
 			snprintf(why, sizeof(why), "more than %d fleet rules", FG_FLEET_MAX_RULES);
-		else if (fg_fleet_rule_check(rc, why, sizeof(why)))
+		else if (fg_fleet_rule_check(rc, why))
 			;
 		else
 			continue;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "policy/policy_kernel.h"
+#include "lib/sysutil.h"
 
 const char *const fg_need_state_names[3] = { "ok", "degraded", "unavailable" };
 
@@ -58,8 +59,8 @@ static bool has_caps(const struct fg_config *cfg)
 
 static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 {
-	char why[sizeof(d->why)];
-	enum fg_conn_way w = fg_kfeat_conn_way(kf, why, sizeof(why));
+	char why[FG_WHY_LEN];
+	enum fg_conn_way w = fg_kfeat_conn_way(kf, why);
 
 	switch (w) {
 	case FG_CONN_WAY_TRACING:
@@ -69,7 +70,7 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 		snprintf(d->how, sizeof(d->how), "sock_ops on cgroup v2 + sock_diag dumps");
 		d->state = FG_NEED_DEGRADED;
 		/* docs/concurrency.md, "The sock_ops way": what it sees later */
-		if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, why, sizeof(why)))
+		if (fg_kfeat_conn_way_ok(kf, FG_CONN_WAY_TRACING, why))
 			snprintf(why, sizeof(why), "chosen by %s", FG_CONN_WAY_ENV);
 		say(d->why, sizeof(d->why),
 		    "connections older than the counter come off the count at their release or "
@@ -78,7 +79,7 @@ static void need_caps(const struct fg_kfeat *kf, struct fg_need *d)
 		break;
 	default:
 		d->state = FG_NEED_UNAVAILABLE;
-		snprintf(d->why, sizeof(d->why), "%s", why);
+		fg_whyn(d->why, sizeof(d->why), "%s", why);
 	}
 }
 
@@ -111,38 +112,37 @@ static void need_psi(const struct fg_config *cfg, struct fg_need *d)
 }
 
 /* The first of the kernel items a way needs that this kernel lacks, into why. */
-static bool way_lacks(const struct fg_kfeat *kf, const enum fg_kf *req, size_t n, char *why,
-		      size_t len)
+static bool way_lacks(const struct fg_kfeat *kf, const enum fg_kf *req, size_t n, char *why)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!kf->f[req[i]].ok) {
-			if (why && len)
-				say(why, len, "%s: %s", fg_kf_desc[req[i]], kf->f[req[i]].why);
+			if (why)
+				fg_why(why, "%s: %s", fg_kf_desc[req[i]], kf->f[req[i]].why);
 			return true;
 		}
 	return false;
 }
 
-enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why, size_t len)
+enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why)
 {
 	static const enum fg_kf handoff[] = { FG_KF_SCHED_CLS, FG_KF_SKC_LOOKUP, FG_KF_TCP_REQSK };
 	static const enum fg_kf retransmit[] = { FG_KF_SKC_LOOKUP };
-	char hwhy[256] = "";
+	char hwhy[FG_WHY_LEN] = "";
 
-	if (why && len)
+	if (why)
 		why[0] = 0;
 	if (want != FG_SYN_WAY_RETRANSMIT &&
-	    !way_lacks(kf, handoff, sizeof(handoff) / sizeof(handoff[0]), hwhy, sizeof(hwhy)))
+	    !way_lacks(kf, handoff, sizeof(handoff) / sizeof(handoff[0]), hwhy))
 		return FG_SYN_WAY_HANDOFF;
 	if (want == FG_SYN_WAY_HANDOFF) {
-		if (why && len)
-			say(why, len, "way handoff needs %s", hwhy);
+		if (why)
+			fg_why(why, "way handoff needs %s", hwhy);
 		return FG_SYN_WAY_AUTO;
 	}
-	if (!way_lacks(kf, retransmit, 1, why, len)) {
+	if (!way_lacks(kf, retransmit, 1, why)) {
 		/* auto without handoff: say what handoff lacked */
-		if (want == FG_SYN_WAY_AUTO && why && len)
-			say(why, len, "no handoff: %s", hwhy);
+		if (want == FG_SYN_WAY_AUTO && why)
+			fg_why(why, "no handoff: %s", hwhy);
 		return FG_SYN_WAY_RETRANSMIT;
 	}
 	return FG_SYN_WAY_AUTO;
@@ -151,9 +151,9 @@ enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why, s
 /* SYN authentication: the way it takes (docs/syn-auth.md, "The ways"). */
 static void need_synauth(const struct fg_config *cfg, const struct fg_kfeat *kf, struct fg_need *d)
 {
-	char why[sizeof(d->why)];
+	char why[FG_WHY_LEN];
 
-	switch (fg_synauth_way(kf, cfg->syn.way, why, sizeof(why))) {
+	switch (fg_synauth_way(kf, cfg->syn.way, why)) {
 	case FG_SYN_WAY_HANDOFF:
 		snprintf(d->how, sizeof(d->how),
 			 "handoff: XDP answers every SYN, tc hands proven ones to the listener");
@@ -197,21 +197,21 @@ int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *k
 	return n;
 }
 
-int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why,
-			   size_t len)
+int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why)
 {
 	struct fg_need nd[FG_NEEDS_MAX];
 	int n = fg_policy_kernel_needs(cfg, kf, nd), bad = 0;
 	size_t off = 0;
 
-	if (why && len)
+	if (why)
 		why[0] = 0;
 	for (int i = 0; i < n; i++) {
 		if (nd[i].state != FG_NEED_UNAVAILABLE)
 			continue;
-		if (why && off < len)
-			off += snprintf(why + off, len - off, "%s%s: this kernel cannot run it: %s",
-					bad ? "; " : "", nd[i].feature, nd[i].why);
+		if (why && off < FG_WHY_LEN)
+			off += snprintf(why + off, FG_WHY_LEN - off,
+					"%s%s: this kernel cannot run it: %s", bad ? "; " : "",
+					nd[i].feature, nd[i].why);
 		bad++;
 	}
 	return bad ? -EOPNOTSUPP : 0;
@@ -219,7 +219,7 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
 
 void fg_policy_kernel_fill(struct fg_config *cfg, const struct fg_kfeat *kf)
 {
-	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way(kf, cfg->syn.way, NULL, 0) :
+	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way(kf, cfg->syn.way, NULL) :
 					      FG_SYN_WAY_AUTO;
 
 	if (w == FG_SYN_WAY_HANDOFF)

@@ -33,15 +33,14 @@ int fg_policy_kernel_needs(const struct fg_config *cfg, const struct fg_kfeat *k
 			   struct fg_need *out);
 
 /* 0, or -EOPNOTSUPP with "FEATURE: why; ..." in why for every unavailable one. */
-int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why,
-			   size_t len);
+int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *kf, char *why);
 
 /* The way SYN authentication takes on this kernel for want (enum fg_syn_way;
  * FG_SYN_WAY_AUTO: the best): FG_SYN_WAY_HANDOFF or FG_SYN_WAY_RETRANSMIT,
  * or FG_SYN_WAY_AUTO (none) with why naming the kernel feature it lacks.
  * handoff: a tc program (sched_cls), bpf_skc_lookup_tcp and the kfunc
  * bpf_sk_assign_tcp_reqsk (6.9); retransmit: bpf_skc_lookup_tcp in XDP. */
-enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why, size_t len);
+enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why);
 
 /* What the compiler cannot know of cfg and this kernel gives: syn_auth's way
  * (pol.sa.way; the compiler leaves auto as retransmit). After a successful

@@ -11,6 +11,7 @@
 #include "fleet/fleet_conf.h"
 #include "policy/policy.h"
 #include "lib/units.h"
+#include "lib/sysutil.h"
 
 #define MAX_SHOWN 8 /* match entries printed per rule */
 /* One Redis executes about this many lease scripts a second (docs/fleet.md
@@ -439,9 +440,9 @@ static void print_rule(FILE *f, const struct fg_config *cfg, __u32 r,
 static const struct fg_fleet_conf *fleet_resolved(const struct fg_config *cfg,
 						  struct fg_fleet_conf *out)
 {
-	char why[256];
+	char why[FG_WHY_LEN];
 
-	if (!cfg->has_fleet || fg_fleet_conf_resolve(&cfg->fleet, out, why, sizeof(why)))
+	if (!cfg->has_fleet || fg_fleet_conf_resolve(&cfg->fleet, out, why))
 		return NULL;
 	return out;
 }

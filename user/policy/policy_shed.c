@@ -15,6 +15,7 @@
 
 #include "policy/policy_int.h"
 #include "lib/units.h"
+#include "lib/sysutil.h"
 
 static const char *const pool_keys[] = { "name", "rate", "burst", "reserve", "shedding" };
 enum {
@@ -83,7 +84,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 	long double rate, burst;
 	struct fg_limit lim;
 	const char *s;
-	char why[256];
+	char why[FG_WHY_LEN];
 	int bytes, on = 1, err;
 
 	err = pol_read_map(c, n, "pool", "{name: syn, rate: 10000/s, burst: 1000, reserve: 20%}",
@@ -124,7 +125,7 @@ static int parse_pool(struct pol_ctx *c, yaml_node_t *n, int idx)
 				    "pool %s: bad reserve \"%.64s\" (a percentage like 20%%)",
 				    ps->name, s);
 	}
-	if (fg_pool_limits(&lim, ps->reserve, pl, why, sizeof(why)))
+	if (fg_pool_limits(&lim, ps->reserve, pl, why))
 		return FAIL(c, val[PK_RESERVE] ? val[PK_RESERVE] : n, "pool %s: %s", ps->name, why);
 	if (val[PK_SHEDDING] && (err = pol_parse_bool(c, val[PK_SHEDDING], "shedding", &on)))
 		return err;
@@ -205,7 +206,7 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 	struct pol_keys ks = KEYS("shedding", shed_keys);
 	yaml_node_t *const *val = ks.val;
 	const char *s;
-	char why[256];
+	char why[FG_WHY_LEN];
 	int err;
 
 	err = pol_read_map(c, n, "shedding", "{signal: cpu, interval: 8s, delay: 28s, ramp: 120s}",
@@ -218,7 +219,7 @@ int pol_parse_shedding(struct pol_ctx *c, yaml_node_t *n)
 		&s);
 	if (err)
 		return err;
-	if (fg_signal_parse(s, &cfg->shed_signal, why, sizeof(why)))
+	if (fg_signal_parse(s, &cfg->shed_signal, why))
 		return FAIL(c, val[SK_SIGNAL], "shedding: signal: %s", why);
 	fg_shed_cfg_default(&cfg->shed);
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
@@ -276,7 +277,7 @@ int pol_shed_check(struct pol_ctx *c)
 {
 	struct fg_config *cfg = c->cfg;
 	__u32 used = 0;
-	char why[256];
+	char why[FG_WHY_LEN];
 
 	for (__u32 r = 0; r < cfg->pol.nrules && r < FG_MAX_RULES; r++)
 		if (cfg->pol.rules[r].tier != FG_TIER_CRITICAL)
@@ -288,7 +289,7 @@ int pol_shed_check(struct pol_ctx *c)
 			    "shedding: no rule has a tier it could shed "
 			    "(tier: normal, bulk or best-effort on a rule)");
 	cfg->shed.tiers = used;
-	if (fg_shed_cfg_check(&cfg->shed, why, sizeof(why)))
+	if (fg_shed_cfg_check(&cfg->shed, why))
 		return FAIL(c, c->shed_sec, "shedding: %s", why);
 	return 0;
 }

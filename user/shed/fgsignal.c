@@ -22,11 +22,11 @@
 #include "lib/safefile.h"
 #include "lib/sysutil.h"
 
-#define WHY(...)                                         \
-	({                                               \
-		if (why && len)                          \
-			snprintf(why, len, __VA_ARGS__); \
-		-EINVAL;                                 \
+#define WHY(...)                                  \
+	({                                        \
+		if (why)                          \
+			fg_why(why, __VA_ARGS__); \
+		-EINVAL;                          \
 	})
 
 #define PSI_MIN_NS 10000000ull /* 10 ms: 1% resolution of a us counter */
@@ -57,7 +57,7 @@ static const char *after(const char *s, const char *prefix)
 	return strncmp(s, prefix, n) ? NULL : s + n;
 }
 
-static int set_path(struct fg_signal *s, const char *path, const char *kind, char *why, size_t len)
+static int set_path(struct fg_signal *s, const char *path, const char *kind, char *why)
 {
 	if (path[0] != '/')
 		return WHY("%s: the path must be absolute, not '%s'", kind, path);
@@ -67,7 +67,7 @@ static int set_path(struct fg_signal *s, const char *path, const char *kind, cha
 	return 0;
 }
 
-int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why, size_t len)
+int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why)
 {
 	struct fg_signal s;
 	unsigned long v;
@@ -89,7 +89,7 @@ int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why, size_t l
 		strcpy(s.path, FG_SIG_PSI_DEFAULT);
 	} else if ((arg = after(spec, "psi:"))) {
 		s.kind = FG_SIG_PSI;
-		err = set_path(&s, arg, "psi", why, len);
+		err = set_path(&s, arg, "psi", why);
 	} else if ((arg = after(spec, "accept_queue:"))) {
 		s.kind = FG_SIG_ACCEPTQ;
 		if (parse_uint(arg, 65535, &v) || v == 0)
@@ -97,7 +97,7 @@ int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why, size_t l
 		s.port = (__u16)v;
 	} else if ((arg = after(spec, "file:"))) {
 		s.kind = FG_SIG_FILE;
-		err = set_path(&s, arg, "file", why, len);
+		err = set_path(&s, arg, "file", why);
 	} else {
 		return WHY("unknown signal '%s': expected cpu, cpu:N, psi, psi:PATH, "
 			   "accept_queue:PORT or file:PATH",
@@ -361,8 +361,11 @@ static __u64 mono_ns(void)
  * reason in s->why. */
 static int read_small(struct fg_signal *s, char *buf, size_t cap)
 {
-	ssize_t n = fg_read_small(s->path, buf, cap, s->why, sizeof(s->why));
+	char why[FG_WHY_LEN] = "";
+	ssize_t n = fg_read_small(s->path, buf, cap, why);
 
+	if (why[0])
+		snprintf(s->why, sizeof(s->why), "%s", why);
 	return n < 0 ? (int)n : 0;
 }
 

@@ -62,7 +62,7 @@ struct fg_signal {
 
 /* Parse a spec (see above) into *sig, which then needs fg_signal_open.
  * 0 or -EINVAL with a reason in why (may be NULL); *sig untouched on error. */
-int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why, size_t len);
+int fg_signal_parse(const char *spec, struct fg_signal *sig, char *why);
 
 /* Take what later reads compare against (cpu, psi) or open the netlink
  * socket (accept_queue). 0 or -errno. */

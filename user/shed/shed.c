@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "shed/shed.h"
+#include "lib/sysutil.h"
 
 /* Amounts this close to 0 or T are 0 or T: a decay of T in n equal steps
  * lands on 0, not on a rounding residue that still reads as "shedding". */
@@ -70,14 +71,14 @@ static int in_range(double x, double lo, double hi)
 	return x >= lo && x <= hi;
 }
 
-#define WHY(...)                                         \
-	({                                               \
-		if (why && len)                          \
-			snprintf(why, len, __VA_ARGS__); \
-		-EINVAL;                                 \
+#define WHY(...)                                  \
+	({                                        \
+		if (why)                          \
+			fg_why(why, __VA_ARGS__); \
+		-EINVAL;                          \
 	})
 
-int fg_shed_cfg_check(const struct fg_shed_cfg *c, char *why, size_t len)
+int fg_shed_cfg_check(const struct fg_shed_cfg *c, char *why)
 {
 	if (!in_range(c->interval, 0.001, 3600))
 		return WHY("interval must be between 1ms and 1h");
@@ -105,7 +106,7 @@ static void fill_out(const struct fg_shed *s, struct fg_shed_out *o);
 
 int fg_shed_init(struct fg_shed *s, const struct fg_shed_cfg *cfg)
 {
-	int err = fg_shed_cfg_check(cfg, NULL, 0);
+	int err = fg_shed_cfg_check(cfg, NULL);
 
 	if (err)
 		return err;
@@ -255,8 +256,7 @@ void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *
 	*end = now_ns + hold + (1ull << h);
 }
 
-int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why,
-		   size_t len)
+int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why)
 {
 	long double keep, tau_low, cap_inc, cap_tau;
 

@@ -36,7 +36,7 @@ struct fg_shed_cfg {
 void fg_shed_cfg_default(struct fg_shed_cfg *cfg);
 
 /* 0, or -EINVAL with a one-line reason in why (may be NULL). */
-int fg_shed_cfg_check(const struct fg_shed_cfg *cfg, char *why, size_t len);
+int fg_shed_cfg_check(const struct fg_shed_cfg *cfg, char *why);
 
 enum fg_shed_phase {
 	FG_SHED_IDLE = 0, /* nothing shed, no pressure */
@@ -119,7 +119,6 @@ void fg_shed_deadline(const struct fg_shed *s, __u64 now_ns, __u64 *end, __u32 *
  * and its reserve in percent, [0, 100): out's inc, tau, tau_low and cap
  * (inc 0 = no cap, when there is no reserve); its id, cost and flags are
  * left alone. 0 or -EINVAL with a reason in why, and out untouched. */
-int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why,
-		   size_t len);
+int fg_pool_limits(const struct fg_limit *pool, double reserve_pct, struct fg_pool *out, char *why);
 
 #endif /* FG_SHED_H */

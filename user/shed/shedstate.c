@@ -214,7 +214,7 @@ int fg_shedd_state_read(const char *path, struct fg_shedd_state *st)
 	char line[PATH_MAX + 64], key[32], val[PATH_MAX + 32];
 	int fields = 0;
 	/* a FIFO or a device at the path must not block `floodgate status` */
-	FILE *f = fg_fopen_regular(path, NULL, 0);
+	FILE *f = fg_fopen_regular(path, NULL);
 
 	if (!f)
 		return -errno;
