@@ -20,9 +20,7 @@ fg_init --root --pin fleetacl "$FGD" "$FG"
 fl_require_redis
 fg_pair -q g g0 10.94.0.1/24 r r0 10.94.0.2/24
 SOCK=$FG_TMP/redis.sock
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
+fl_redis_up "$SOCK"
 # the rights docs/fleet.md gives a floodgate user ("Redis users"), word for word
 RIGHTS=$(sed -n '/^    ACL SETUSER floodgate on >PASSWORD/,/^$/p' docs/fleet.md | tr -d '\\\n' |
 	sed -E 's/^ *ACL SETUSER floodgate on >PASSWORD *//')

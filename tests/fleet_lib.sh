@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # shellcheck shell=bash
 #
-# Helpers for the fleet tests (tests/e2e_fleet.sh, tests/gameday_fleet.sh),
-# sourced after tests/lib.sh: a real redis-server started and stopped by PID,
-# its command counters, fleet policies, and the fleet part of `floodgate
-# status --json`.
+# Helpers for the fleet tests (tests/e2e_fleet*.sh, tests/gameday_fleet*.sh,
+# tests/gameday_blockfiles.sh), sourced after tests/lib.sh: a real
+# redis-server started and stopped by PID, its command counters, fleet
+# policies, and the fleet part of `floodgate status --json`.
 #
 #   fl_require_redis                 skip the whole script without redis-server
 #   fl_init BIN...                   fg_init --root BIN... and fl_require_redis
 #   fl_redis_unix SOCK               redis-server on a Unix socket (PID in FL_REDIS_PID)
+#   fl_redis_up SOCK                 fl_redis_unix, or one failed check and fg_finish
 #   fl_redis_tcp NS ADDR PORT        redis-server inside namespace NS on ADDR:PORT
 #   fl_redis_restart                 start it again as it was (empty: no persistence)
 #   fl_redis_stop [SIGNAL]           stop it by PID (default TERM)
@@ -80,6 +81,14 @@ fl_redis_tcp() {
 		       --daemonize no --dir "$FG_TMP" --logfile "")
 	FL_CLI=(nsenter --net="$(fg_ns_path "$1")" redis-cli -h "$2" -p "$3")
 	_fl_redis_run
+}
+
+# fl_redis_up SOCK: fl_redis_unix SOCK; when it does not answer, one failed
+# check "redis-server on SOCK" with the log's last lines, then fg_finish
+fl_redis_up() {
+	fl_redis_unix "$1" && return 0
+	bad "redis-server on $1" "did not answer PING: $(tail -3 "$FL_REDIS_LOG" | one_line)"
+	fg_finish
 }
 
 fl_redis_restart() { _fl_redis_run; }

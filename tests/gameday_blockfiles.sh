@@ -33,9 +33,7 @@ SIG=$FG_TMP/signal
 SOCK=$FG_TMP/redis.sock
 PFIFO=$FG_TMP/pressure
 echo 0.1 > "$SIG"
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
+fl_redis_up "$SOCK"
 
 policy() {	# policy SIGNAL
 	cat <<YAML

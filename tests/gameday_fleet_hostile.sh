@@ -43,9 +43,7 @@ for n in 1 2 3; do
 	fi
 done
 MAC=(x "$(fg_ns_mac h1 h0)" "$(fg_ns_mac h2 h0)" "$(fg_ns_mac h3 h0)")
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
+fl_redis_up "$SOCK"
 DPID=(x); PIN=(x)
 for n in 1 2 3; do
 	PIN[n]=$(fg_pin "h$n")
