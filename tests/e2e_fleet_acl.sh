@@ -16,8 +16,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root --pin fleetacl "$FGD" "$FG"
-fl_require_redis
+fl_init --pin fleetacl "$FGD" "$FG"
 fg_pair -q g g0 10.94.0.1/24 r r0 10.94.0.2/24
 SOCK=$FG_TMP/redis.sock
 fl_redis_up "$SOCK"

@@ -8,7 +8,7 @@
 # `floodgate status --json`.
 #
 #   fl_require_redis                 skip the whole script without redis-server
-#   fl_init BIN...                   fg_init --root BIN... and fl_require_redis
+#   fl_init [--pin NAME] BIN...      fg_init --root [--pin NAME] BIN..., fl_require_redis
 #   fl_redis_unix SOCK               redis-server on a Unix socket (PID in FL_REDIS_PID)
 #   fl_redis_up SOCK                 fl_redis_unix, or one failed check and fg_finish
 #   fl_redis_tcp NS ADDR PORT        redis-server inside namespace NS on ADDR:PORT
@@ -32,7 +32,8 @@ FL_REDIS_LOG=
 FL_PIN=()		# fl_hosts_start: host N's pin dir and floodgated's PID
 FL_DPID=()
 
-# fl_init BIN...: fg_init --root BIN..., then fl_require_redis
+# fl_init [--pin NAME] BIN...: fg_init --root [--pin NAME] BIN..., then
+# fl_require_redis
 fl_init() {
 	fg_init --root "$@"
 	fl_require_redis

@@ -25,8 +25,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root --pin blockfiles "$FGD" "$FG"
-fl_require_redis
+fl_init --pin blockfiles "$FGD" "$FG"
 export FLOODGATE_RUN_DIR=$FG_TMP # the shedder's and escalation's state files
 fg_pair -q g g0 10.93.0.1/24 r r0 10.93.0.2/24
 SIG=$FG_TMP/signal
