@@ -93,9 +93,7 @@ ms_of() {	# ms_of CMD...: wall ms of CMD (output dropped)
 if ! command -v curl > /dev/null; then
 	skip "daemon cost" "no curl to read the daemon's metrics"; fg_finish
 fi
-if ! fg_daemon_start b "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; then
-	bad "floodgated starts" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up b "$FG_TMP/policy.yaml" "floodgated starts"
 ok "floodgated starts with max_sources $MAX"
 sleep 1.5
 

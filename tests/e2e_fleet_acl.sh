@@ -60,9 +60,7 @@ policy "unix:$SOCK" "  user: \"a b\"" > "$FG_TMP/bad.yaml"
 check "check: a user name with a blank is refused with its place ($(one_line 120 < "$FG_TMP/bad.check"))" \
 	bash -c "[ $rc = 1 ] && grep -q ':8:9: fleet: user' '$FG_TMP/bad.check'"
 
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p2.yaml" "$DLOG"; then
-	bad "floodgated starts as ACL user fgnode" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up r "$FG_TMP/p2.yaml" "floodgated starts as ACL user fgnode"
 ok "floodgated (pid $FG_DPID) with fleet user fgnode (the policy's user:)"
 n=50
 while [ $n -gt 0 ]; do

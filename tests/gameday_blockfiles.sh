@@ -47,10 +47,7 @@ rules:
 YAML
 }
 policy "file:$SIG" > "$FG_TMP/p.yaml"
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
-	bad "floodgated starts with a file signal, escalation and a fleet rule" "$(tail -5 "$DLOG" | one_line)"
-	fg_finish
-fi
+fg_daemon_up r "$FG_TMP/p.yaml" "floodgated starts with a file signal, escalation and a fleet rule"
 ok "floodgated (pid $FG_DPID) with signal file:$SIG, an escalate rule and a fleet rule"
 
 # st FILE: status --json into FILE within 5 s; 124 when it hung
