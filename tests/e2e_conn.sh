@@ -74,11 +74,7 @@ CAP=10
 S4=10.61.0.2 C1=10.61.0.1 C2=10.61.0.3 S6=fd61::2 C6=fd61::1
 RECONCILE_S=2
 
-if ! { fg_ns_create srv && fg_ns_create cli && fg_veth_create cli v0 srv v1 &&
-       fg_ns_addr cli v0 "$C1/24" "$C2/24" "$C6/64" && fg_ns_addr srv v1 "$S4/24" "$S6/64"; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
-MAC=$(fg_ns_mac srv v1)
+fg_pair cli v0 "$C1/24 $C2/24 $C6/64" srv v1 "$S4/24 $S6/64"
 
 policy() {	# policy CAP
 	cat > "$FG_TMP/policy.yaml" <<YAML

@@ -31,10 +31,7 @@ TEV_RATE=4096 TEV_BURST=4096	# include/floodgate.h FG_TEV_RATE, FG_TEV_BURST
 # ways, 4096 re-checks of 8 ways
 READS_MAX=$((8192 * 8 + 4096 * 8 + 4096 * 8))
 
-if ! { fg_ns_create a && fg_ns_create b && fg_veth_create a v0 b v1 &&
-       fg_ns_addr a v0 10.78.0.1/24 && fg_ns_addr b v1 10.78.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
+fg_pair a v0 10.78.0.1/24 b v1 10.78.0.2/24
 PORT=$((20000 + $$ % 20000))
 
 # idle: fast rules that fill the tables without dropping; spray: sources
@@ -96,9 +93,7 @@ ms_of() {	# ms_of CMD...: wall ms of CMD (output dropped)
 if ! command -v curl > /dev/null; then
 	skip "daemon cost" "no curl to read the daemon's metrics"; fg_finish
 fi
-if ! fg_daemon_start b "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; then
-	bad "floodgated starts" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up b "$FG_TMP/policy.yaml" "floodgated starts"
 ok "floodgated starts with max_sources $MAX"
 sleep 1.5
 

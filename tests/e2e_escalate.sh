@@ -20,11 +20,7 @@ fg_init --root --pin esc "$FGD" "$FG" "$FGEN"
 export FLOODGATE_RUN_DIR=$FG_TMP/run	# the daemon's state files, removed with FG_TMP
 mkdir -p "$FLOODGATE_RUN_DIR"
 
-if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&
-       fg_veth_create a v0 b v1 && fg_ns_addr a v0 10.79.0.1/24 && fg_ns_addr b v1 10.79.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
-MAC=$(fg_ns_mac b v1)
+fg_pair -q a v0 10.79.0.1/24 b v1 10.79.0.2/24
 FLOODER=10.79.0.1
 PORT=$((20000 + $$ % 20000))
 MAX=3

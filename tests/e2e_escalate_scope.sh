@@ -94,9 +94,7 @@ fg_bg b "$FG_PY" "$FG_TMP/server.py" "$TPORT" > "$FG_TMP/server.log" 2>&1
 SPID=$FG_BG_PID
 n=0; while ! grep -q listening "$FG_TMP/server.log" && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
 write_policy rule
-if ! fg_daemon_start b "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; then
-	bad "floodgated starts" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up b "$FG_TMP/policy.yaml" "floodgated starts"
 ok "floodgated on v1 (the client's side) and v2 (the attacker's), a TCP server on :$TPORT"
 
 deny_json() { "$FG" deny list --json > "$FG_TMP/deny.json" 2> "$FG_TMP/deny.err"; }
@@ -111,11 +109,23 @@ else:
     print("none")' "$FG_TMP/deny.json" "$1"
 }
 
-# drill SECS: the client for SECS in the background, the spoofed flood
-# for FLOOD_S from 1 s on; prints nothing, leaves client.out, flood.json
-drill() {
+# client_start SECS: client.py for SECS in the background, into client.out
+client_start() {
 	fg_bg c "$FG_PY" "$FG_TMP/client.py" "$SERVER" "$TPORT" "$1" > "$FG_TMP/client.out" 2>&1
 	CPID=$FG_BG_PID
+}
+counts() { awk '{ n[$2]++ } END { printf "%d %d", n["ok"], n["fail"] }' "$FG_TMP/client.out"; }
+# client_wait: until it ends; its connections in okc and failc
+client_wait() {
+	while kill -0 "$CPID" 2> /dev/null; do sleep 0.2; done
+	read -r okc failc < <(counts)
+}
+# drill SECS: the client for SECS in the background, the spoofed flood
+# for FLOOD_S from 1 s on; prints nothing, leaves client.out, flood.json;
+# the frames sent in sent, the client's connections in okc and failc, the
+# seconds from the flood's start to the escalation in ESC_AT ("" if none)
+drill() {
+	client_start "$1"
 	sleep 1
 	FT0=$(date +%s.%N)
 	fg_ns_exec x "$FGEN" -i v0 --dst-mac "$MAC2" -s "$CLIENT" -d "$SERVER" --dport 53 \
@@ -131,18 +141,16 @@ drill() {
 		sleep 0.1; n=$((n + 1))
 	done
 	wait "$FGP"
-	while kill -0 "$CPID" 2> /dev/null; do sleep 0.2; done
+	client_wait
+	sent=$(fg_json_get "$FG_TMP/flood.json" packets)
 }
-counts() { awk '{ n[$2]++ } END { printf "%d %d", n["ok"], n["fail"] }' "$FG_TMP/client.out"; }
 
 # --- scope: rule (the default) -------------------------------------------------------------
 g0=$(fg_stat "$PIN" _global rt_deny); d0=$(fg_stat "$PIN" dns rt_deny); w0=$(fg_stat "$PIN" web rt_deny)
 drill $((FLOOD_S + 3))
-sent=$(fg_json_get "$FG_TMP/flood.json" packets)
 expect "scope rule: $RATE spoofed datagrams/s carrying $CLIENT escalate it" "[ -n '$ESC_AT' ]" \
 	"$sent sent in $FLOOD_S s" "escalated" "${ESC_AT:-not} s after the flood began"
 check_cmp "scope rule: the entry is scoped to the UDP rule" "$(entry_of "$CLIENT/32")" = "rule dns"
-read -r okc failc < <(counts)
 expect "scope rule: the real client's TCP to the other rule passes throughout" \
 	"[ $failc = 0 ] && [ $okc -ge $(( (FLOOD_S + 3) * 5 * 6 / 10 )) ]" \
 	"a connection every 0.2 s for $((FLOOD_S + 3)) s" "all complete" "$okc ok, $failc failed"
@@ -171,11 +179,9 @@ write_policy address
 sleep 4	# the throttle log forgets the source (3 s quiet) before the next stretch
 g0=$(fg_stat "$PIN" _global rt_deny)
 drill $((FLOOD_S + 3))
-sent=$(fg_json_get "$FG_TMP/flood.json" packets)
 expect "scope address: the spoofed flood escalates the client's address" "[ -n '$ESC_AT' ]" \
 	"$sent sent" "escalated" "${ESC_AT:-not} s after the flood began"
 check_cmp "scope address: the entry denies the whole address" "$(entry_of "$CLIENT/32")" = "address -"
-read -r okc failc < <(counts)
 # the connections after the escalation fail (the entry lasts 60 s)
 late=$(awk -v e="${ESC_AT:-99}" '$1 > e + 1.5 { n[$2]++ } END { printf "%d %d", n["ok"], n["fail"] }' "$FG_TMP/client.out")
 read -r lok lfail <<< "$late"
@@ -186,10 +192,8 @@ gd=$(( $(fg_stat "$PIN" _global rt_deny) - g0 ))
 check_cmp "scope address: rt_deny on the global row" "$gd" -gt 0
 SA="$sent sent, escalated after ${ESC_AT:-?} s, client after it $lok ok / $lfail failed, global rt_deny $gd"
 "$FG" deny del "$CLIENT/32" > /dev/null 2>&1
-fg_bg c "$FG_PY" "$FG_TMP/client.py" "$SERVER" "$TPORT" 1.5 > "$FG_TMP/client.out" 2>&1
-CPID=$FG_BG_PID
-while kill -0 "$CPID" 2> /dev/null; do sleep 0.2; done
-read -r okc failc < <(counts)
+client_start 1.5
+client_wait
 check_cmp "after deny del the client connects again" "$failc $((okc > 0))" = "0 1"
 echo "# scope rule:    $SR"
 echo "# scope address: $SA"

@@ -31,34 +31,16 @@ NODES=3; RULES=1
 SOCK=$FG_TMP/redis.sock
 RUN_GLOB="/run/floodgate/${FG_PIN_PREFIX##*/}"
 
-for n in 1 2 3; do
-	if ! { fg_ns_create "h$n" && fg_ns_create "g$n" && fg_ns_quiet "h$n" && fg_ns_quiet "g$n" &&
-	       fg_veth_create "g$n" v0 "h$n" h0 &&
-	       fg_ns_addr "g$n" v0 "10.230.$n.1/24" && fg_ns_addr "h$n" h0 "10.230.$n.2/24"; }; then
-		bad setup "namespaces and veth pairs"; fg_finish
-	fi
-done
-MAC=(x "$(fg_ns_mac h1 h0)" "$(fg_ns_mac h2 h0)" "$(fg_ns_mac h3 h0)")
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "did not answer PING: $(tail -3 "$FL_REDIS_LOG")"; fg_finish
-fi
+fl_hosts 230
+fl_redis_up "$SOCK"
 ok "redis-server (pid $FL_REDIS_PID) on unix:$SOCK"
 
-DPID=(x); PIN=(x)
-for n in 1 2 3; do
-	PIN[n]=$(fg_pin "h$n")
-	fl_policy "$FG_TMP/h$n.yaml" "h$n" "unix:$SOCK" h0 200ms <<EOF
+fl_hosts_start "unix:$SOCK" --metrics 127.0.0.1:9464 <<EOF
   - name: fleet-udp
     match: {proto: udp, dport: 9}
     fleet: {rate: $RATE/s, burst: $BURST, on_loss: local}
 EOF
-	if ! fg_daemon_start "h$n" "${PIN[n]}" "$FG_TMP/h$n.yaml" "$FG_TMP/h$n.log" \
-		--metrics 127.0.0.1:9464; then
-		bad "floodgated on h$n starts" "$(tail -5 "$FG_TMP/h$n.log" | one_line)"; fg_finish
-	fi
-	DPID[n]=$FG_DPID
-done
-ok "three floodgated (pids ${DPID[1]} ${DPID[2]} ${DPID[3]}) on h1/h2/h3, one pin dir each"
+ok "three floodgated (pids ${FL_DPID[1]} ${FL_DPID[2]} ${FL_DPID[3]}) on h1/h2/h3, one pin dir each"
 
 # every engine answered by Redis and counting three nodes
 wait_fleet_ok() {
@@ -66,7 +48,7 @@ wait_fleet_ok() {
 	while [ $t -gt 0 ]; do
 		local all=1
 		for n in 1 2 3; do
-			fl_status "${PIN[n]}" "$FG_TMP/st$n.json"
+			fl_status "${FL_PIN[n]}" "$FG_TMP/st$n.json"
 			read -r st nodes < <(fl_rule_get "$FG_TMP/st$n.json" fleet-udp state nodes)
 			[ "$st" = ok ] && [ "$nodes" = "$NODES" ] || all=0
 		done
@@ -93,7 +75,7 @@ flood() {
 # pass counters of every host, "p1 p2 p3"
 passes() {
 	local n
-	for n in 1 2 3; do printf '%s ' "$(fg_stat "${PIN[n]}" fleet-udp pass)"; done
+	for n in 1 2 3; do printf '%s ' "$(fg_stat "${FL_PIN[n]}" fleet-udp pass)"; done
 	echo
 }
 noports() {
@@ -161,13 +143,13 @@ expect "Redis EVALSHA/s during a $((SENT[1] + SENT[2] + SENT[3]))-frame flood (n
 
 # --- 2. h3 idle: h1 and h2 share the budget ------------------------------------------
 sleep 2		# the bucket refills to its burst; h3's tokens are taken back
-fl_status "${PIN[3]}" "$FG_TMP/idle0.json"
+fl_status "${FL_PIN[3]}" "$FG_TMP/idle0.json"
 g0=$(fl_rule_get "$FG_TMP/idle0.json" fleet-udp granted)
-( sleep 5; fl_status "${PIN[3]}" "$FG_TMP/idle1.json"; fl_status "${PIN[1]}" "$FG_TMP/busy1.json" ) &
+( sleep 5; fl_status "${FL_PIN[3]}" "$FG_TMP/idle1.json"; fl_status "${FL_PIN[1]}" "$FG_TMP/busy1.json" ) &
 probe=$!
 phase "$T2" 1 2
 wait "$probe"
-fl_status "${PIN[3]}" "$FG_TMP/idle2.json"
+fl_status "${FL_PIN[3]}" "$FG_TMP/idle2.json"
 g1=$(fl_rule_get "$FG_TMP/idle2.json" fleet-udp granted)
 read -r share3 tok3 nodes3 < <(fl_rule_get "$FG_TMP/idle1.json" fleet-udp share tokens nodes)
 share1=$(fl_rule_get "$FG_TMP/busy1.json" fleet-udp share)
@@ -191,7 +173,7 @@ rps=$(awk -v c="$((c1 - c0))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", c / 
 expect "Redis EVALSHA/s with no traffic: the same figure ($fig/s): lease traffic follows nodes x rules, not packets" \
 	"awk -v x=$rps -v f=$fig 'BEGIN { exit !(x <= f * 1.1 && x >= f * 0.7) }'" \
 	"no frames" "<= $fig/s (+10 %)" "$rps/s"
-"$FG" --pin-dir "${PIN[1]}" status > "$FG_TMP/status.txt" 2>&1
+"$FG" --pin-dir "${FL_PIN[1]}" status > "$FG_TMP/status.txt" 2>&1
 if grep -q '^fleet: *node h1, redis unix:' "$FG_TMP/status.txt" &&
    grep -qE '^  fleet-udp +leased: ' "$FG_TMP/status.txt"; then
 	ok "status text: the fleet line and the rule's lease"
@@ -211,21 +193,21 @@ else
 fi
 
 # --- 4. shadow, the kill switch and reload on a fleet rule ---------------------------------
-"$FG" --pin-dir "${PIN[1]}" mode shadow > /dev/null 2>&1 || bad "mode shadow on h1"
+"$FG" --pin-dir "${FL_PIN[1]}" mode shadow > /dev/null 2>&1 || bad "mode shadow on h1"
 phase 2 1
-sh=$(( $(fg_stat "${PIN[1]}" fleet-udp shadow) ))
+sh=$(( $(fg_stat "${FL_PIN[1]}" fleet-udp shadow) ))
 expect "shadow on h1: everything delivered, the fleet's refusals counted as would-drop" \
 	"[ ${ADM[1]} -ge $((SENT[1] * 99 / 100)) ] && [ $sh -gt 0 ] && [ ${PASS[1]} -lt $((SENT[1] / 2)) ]" \
 	"${SENT[1]}" "all delivered, passes at the fleet's rate" "${ADM[1]} delivered, ${PASS[1]} passed, would-drop $sh so far"
-"$FG" --pin-dir "${PIN[1]}" mode enforce > /dev/null 2>&1 || bad "mode enforce on h1"
-fl_status "${PIN[1]}" "$FG_TMP/by0.json"
+"$FG" --pin-dir "${FL_PIN[1]}" mode enforce > /dev/null 2>&1 || bad "mode enforce on h1"
+fl_status "${FL_PIN[1]}" "$FG_TMP/by0.json"
 o0=$(fl_rule_get "$FG_TMP/by0.json" fleet-udp offered)
-"$FG" --pin-dir "${PIN[1]}" bypass on > /dev/null 2>&1 || bad "bypass on h1"
-b0=$(fg_stat "${PIN[1]}" _global bypass)
+"$FG" --pin-dir "${FL_PIN[1]}" bypass on > /dev/null 2>&1 || bad "bypass on h1"
+b0=$(fg_stat "${FL_PIN[1]}" _global bypass)
 phase 2 1
-b1=$(fg_stat "${PIN[1]}" _global bypass)
-"$FG" --pin-dir "${PIN[1]}" bypass off > /dev/null 2>&1 || bad "bypass off h1"
-fl_status "${PIN[1]}" "$FG_TMP/by1.json"
+b1=$(fg_stat "${FL_PIN[1]}" _global bypass)
+"$FG" --pin-dir "${FL_PIN[1]}" bypass off > /dev/null 2>&1 || bad "bypass off h1"
+fl_status "${FL_PIN[1]}" "$FG_TMP/by1.json"
 o1=$(fl_rule_get "$FG_TMP/by1.json" fleet-udp offered)
 expect "kill switch on h1: everything passes untouched, no demand reaches the fleet" \
 	"[ ${ADM[1]} -ge $((SENT[1] * 99 / 100)) ] && [ $((b1 - b0)) -ge ${ADM[1]} ] && [ $((o1 - o0)) = 0 ]" \
@@ -233,20 +215,20 @@ expect "kill switch on h1: everything passes untouched, no demand reaches the fl
 	"${ADM[1]} delivered, bypass +$((b1 - b0)), offered +$((o1 - o0))"
 
 # reload: an unchanged fleet keeps its engine; an edited rule gets a new one (new keys)
-fl_status "${PIN[1]}" "$FG_TMP/rl0.json"
+fl_status "${FL_PIN[1]}" "$FG_TMP/rl0.json"
 read -r key0 rounds0 < <(fl_rule_get "$FG_TMP/rl0.json" fleet-udp key rounds)
-"$FG" --pin-dir "${PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (unchanged)" "$(one_line < "$FG_TMP/reload.out")"
+"$FG" --pin-dir "${FL_PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (unchanged)" "$(one_line < "$FG_TMP/reload.out")"
 sleep 1.2
-fl_status "${PIN[1]}" "$FG_TMP/rl1.json"
+fl_status "${FL_PIN[1]}" "$FG_TMP/rl1.json"
 read -r key1 rounds1 st1 < <(fl_rule_get "$FG_TMP/rl1.json" fleet-udp key rounds state)
 expect "reload, fleet unchanged: the same engine leases on (same key, rounds go on)" \
 	"[ '$key1' = '$key0' ] && [ $rounds1 -gt $rounds0 ] && [ '$st1' = ok ] && ! grep -q 'restarting the lease engine' '$FG_TMP/h1.log'" \
 	"SIGHUP" "key $key0, rounds > $rounds0, ok" "key $key1, rounds $rounds1, $st1"
 sed -i "s|rate: $RATE/s, burst: $BURST|rate: $((2 * RATE))/s, burst: $BURST|" "$FG_TMP/h1.yaml"
-"$FG" --pin-dir "${PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (edited)" "$(one_line < "$FG_TMP/reload.out")"
+"$FG" --pin-dir "${FL_PIN[1]}" reload > "$FG_TMP/reload.out" 2>&1 || bad "reload h1 (edited)" "$(one_line < "$FG_TMP/reload.out")"
 fg_wait_for "$FG_TMP/h1.log" "fleet: node h1, redis .* 1 rule" 30
 sleep 1.2
-fl_status "${PIN[1]}" "$FG_TMP/rl2.json"
+fl_status "${FL_PIN[1]}" "$FG_TMP/rl2.json"
 read -r key2 st2 nodes2 < <(fl_rule_get "$FG_TMP/rl2.json" fleet-udp key state nodes)
 expect "reload, fleet rule edited (rate x2): a new engine on new keys, alone in its bucket" \
 	"[ '$key2' != '$key0' ] && [ '$st2' = ok ] && [ '$nodes2' = 1 ] && grep -q 'restarting the lease engine' '$FG_TMP/h1.log' && [ \$(fl_cli ZSCORE '${key0%:b}:n' h1 | wc -w) = 0 ]" \
@@ -256,7 +238,7 @@ expect "reload, fleet rule edited (rate x2): a new engine on new keys, alone in 
 key=$(fl_rule_get "$FG_TMP/st1.json" fleet-udp key)
 nkey=${key%:b}:n
 for n in 1 2 3; do
-	fg_bg_stop "${DPID[n]}" TERM || bad "floodgated on h$n exits 0 on SIGTERM"
+	fg_bg_stop "${FL_DPID[n]}" TERM || bad "floodgated on h$n exits 0 on SIGTERM"
 done
 FG_DPID=
 left=$(fl_cli ZCARD "$nkey")

@@ -16,13 +16,10 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root --pin fleetacl "$FGD" "$FG"
-fl_require_redis
+fl_init --pin fleetacl "$FGD" "$FG"
 fg_pair -q g g0 10.94.0.1/24 r r0 10.94.0.2/24
 SOCK=$FG_TMP/redis.sock
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
+fl_redis_up "$SOCK"
 # the rights docs/fleet.md gives a floodgate user ("Redis users"), word for word
 RIGHTS=$(sed -n '/^    ACL SETUSER floodgate on >PASSWORD/,/^$/p' docs/fleet.md | tr -d '\\\n' |
 	sed -E 's/^ *ACL SETUSER floodgate on >PASSWORD *//')
@@ -63,9 +60,7 @@ policy "unix:$SOCK" "  user: \"a b\"" > "$FG_TMP/bad.yaml"
 check "check: a user name with a blank is refused with its place ($(one_line 120 < "$FG_TMP/bad.check"))" \
 	bash -c "[ $rc = 1 ] && grep -q ':8:9: fleet: user' '$FG_TMP/bad.check'"
 
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p2.yaml" "$DLOG"; then
-	bad "floodgated starts as ACL user fgnode" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up r "$FG_TMP/p2.yaml" "floodgated starts as ACL user fgnode"
 ok "floodgated (pid $FG_DPID) with fleet user fgnode (the policy's user:)"
 n=50
 while [ $n -gt 0 ]; do

@@ -16,11 +16,7 @@ cd "$(dirname "$0")/.." || exit 2
 fg_init --root --pin lists "$FGD" "$FG" "$FGEN"
 
 # a (senders) and b (floodgated's side), veth v0 <-> v1
-if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&
-       fg_veth_create a v0 b v1 && fg_ns_addr a v0 10.78.0.1/24 && fg_ns_addr b v1 10.78.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
-MAC=$(fg_ns_mac b v1)
+fg_pair -q a v0 10.78.0.1/24 b v1 10.78.0.2/24
 FLOODER=10.78.0.1
 DENIED=10.78.0.200	# in the file's deny list
 

@@ -15,11 +15,7 @@ cd "$(dirname "$0")/.." || exit 2
 fg_init --root --pin ops "$FGD" "$FG" "$FGEN"
 unset COLUMNS	# the default width is what is checked here
 
-if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&
-       fg_veth_create a v0 b v1 && fg_ns_addr a v0 10.79.0.1/24 && fg_ns_addr b v1 10.79.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
-MAC=$(fg_ns_mac b v1)
+fg_pair -q a v0 10.79.0.1/24 b v1 10.79.0.2/24
 MPORT=$((20000 + $$ % 20000))
 cat > "$FG_TMP/policy.yaml" <<YAML
 interfaces: [v1]
@@ -30,9 +26,7 @@ rules:
     match: {proto: udp, dport: 9}
     per_source: {rate: 100/s, burst: 100}
 YAML
-if ! fg_daemon_start b "$PIN" "$FG_TMP/policy.yaml" "$DLOG"; then
-	bad "floodgated starts" "$(tail -5 "$DLOG" | one_line)"; fg_finish
-fi
+fg_daemon_up b "$FG_TMP/policy.yaml" "floodgated starts"
 ok "floodgated starts"
 
 # widest NAME FILE: every line of FILE within 80 columns

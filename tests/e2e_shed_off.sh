@@ -164,10 +164,7 @@ check_cmp "no daemon: shed off works from the pins (exit 0)" "$rc" = 0
 read -r arr shed pass drop <<< "$(burst be 1003 $N)"
 expect "no daemon, shed off: the last thresholds shed nothing" \
 	"[ $arr -ge $((N * 95 / 100)) ] && [ $shed = 0 ]" "$N to be" "shed 0" "arrived $arr shed $shed"
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
-	bad "floodgated restarts (adopts)" "$(tail -5 "$DLOG" | one_line)"
-	fg_finish
-fi
+fg_daemon_up r "$FG_TMP/p.yaml" "floodgated restarts (adopts)"
 if wait_for 20 held_off; then ok "restarted daemon: honours the switch (hold off, amount 0)"
 else bad "restarted daemon: honours the switch" "$(sj hold amount)"; fi
 sleep 1

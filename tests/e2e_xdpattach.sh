@@ -49,11 +49,7 @@ for p in ${FG_XA_MODES:-$XA_MODES}; do
 	case " $XA_MODES " in *" $p "*) ;; *) bad "FG_XA_MODES" "no xdp_attach value '$p' ($XA_MODES)"; fg_finish ;; esac
 done
 
-if ! { fg_ns_create a && fg_ns_create b && fg_ns_quiet a && fg_ns_quiet b &&
-       fg_veth_create a v0 b v1 &&
-       fg_ns_addr a v0 10.78.0.1/24 && fg_ns_addr b v1 10.78.0.2/24; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
+fg_pair -q a v0 10.78.0.1/24 b v1 10.78.0.2/24
 # fgen's XDP_TX frames reach v1 only when it has NAPI: an XDP program, or GRO
 gro_on() { fg_ns_exec b ethtool -K v1 gro on > /dev/null 2>&1; }
 gro_on

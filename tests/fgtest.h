@@ -99,15 +99,20 @@ int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why);
 		___ok;                                                                           \
 	})
 
-#define ASSERT_EQ(got, exp, name)                                                             \
-	({                                                                                    \
-		long long ___g = (long long)(got), ___e = (long long)(exp);                   \
-		int ___ok = ___g == ___e;                                                     \
-		if (!___ok)                                                                   \
-			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected %lld", name, \
-				     ___g, ___e);                                             \
-		___ok;                                                                        \
+/* got OP exp, as long longs; on failure "NAME: got G, expected REL E" (REL: "", ">= ", "<= "). */
+#define ASSERT_CMP_(got, op, rel, exp, name)                                                   \
+	({                                                                                     \
+		long long ___g = (long long)(got), ___e = (long long)(exp);                    \
+		int ___ok = ___g op ___e;                                                      \
+		if (!___ok)                                                                    \
+			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected " rel "%lld", \
+				     name, ___g, ___e);                                        \
+		___ok;                                                                         \
 	})
+
+#define ASSERT_EQ(got, exp, name) ASSERT_CMP_(got, ==, "", exp, name)
+#define ASSERT_GE(got, exp, name) ASSERT_CMP_(got, >=, ">= ", exp, name)
+#define ASSERT_LE(got, exp, name) ASSERT_CMP_(got, <=, "<= ", exp, name)
 
 #define ASSERT_NEQ(got, exp, name)                                                               \
 	({                                                                                       \
@@ -116,26 +121,6 @@ int fg_test_init_bpf(int argc, char **argv, const char *name, const char *why);
 		if (!___ok)                                                                      \
 			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected anything else", \
 				     name, ___g);                                                \
-		___ok;                                                                           \
-	})
-
-#define ASSERT_GE(got, exp, name)                                                                \
-	({                                                                                       \
-		long long ___g = (long long)(got), ___e = (long long)(exp);                      \
-		int ___ok = ___g >= ___e;                                                        \
-		if (!___ok)                                                                      \
-			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected >= %lld", name, \
-				     ___g, ___e);                                                \
-		___ok;                                                                           \
-	})
-
-#define ASSERT_LE(got, exp, name)                                                                \
-	({                                                                                       \
-		long long ___g = (long long)(got), ___e = (long long)(exp);                      \
-		int ___ok = ___g <= ___e;                                                        \
-		if (!___ok)                                                                      \
-			fg_test_fail(__FILE__, __LINE__, "%s: got %lld, expected <= %lld", name, \
-				     ___g, ___e);                                                \
 		___ok;                                                                           \
 	})
 

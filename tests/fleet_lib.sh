@@ -1,20 +1,24 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # shellcheck shell=bash
 #
-# Helpers for the fleet tests (tests/e2e_fleet.sh, tests/gameday_fleet.sh),
-# sourced after tests/lib.sh: a real redis-server started and stopped by PID,
-# its command counters, fleet policies, and the fleet part of `floodgate
-# status --json`.
+# Helpers for the fleet tests (tests/e2e_fleet*.sh, tests/gameday_fleet*.sh,
+# tests/gameday_blockfiles.sh), sourced after tests/lib.sh: a real
+# redis-server started and stopped by PID, its command counters, fleet
+# policies, three hosts with a floodgated each, and the fleet part of
+# `floodgate status --json`.
 #
 #   fl_require_redis                 skip the whole script without redis-server
-#   fl_init BIN...                   fg_init --root BIN... and fl_require_redis
+#   fl_init [--pin NAME] BIN...      fg_init --root [--pin NAME] BIN..., fl_require_redis
 #   fl_redis_unix SOCK               redis-server on a Unix socket (PID in FL_REDIS_PID)
+#   fl_redis_up SOCK                 fl_redis_unix, or one failed check and fg_finish
 #   fl_redis_tcp NS ADDR PORT        redis-server inside namespace NS on ADDR:PORT
 #   fl_redis_restart                 start it again as it was (empty: no persistence)
 #   fl_redis_stop [SIGNAL]           stop it by PID (default TERM)
 #   fl_cli ARGS...                   redis-cli against it
 #   fl_evalsha_calls                 INFO commandstats: EVALSHA calls so far
 #   fl_policy FILE NODE URL IF [INTERVAL] <<RULES   a policy with a fleet: section
+#   fl_hosts NET                     namespaces g1..g3 and h1..h3 on 10.NET.N.0/24
+#   fl_hosts_start URL [ARGS] <<RULES   a fleet policy and floodgated on each host
 #   fl_status PIN FILE               `floodgate status --json` into FILE
 #   fl_rule_get FILE RULE KEY...     fields of a fleet rule in a status file
 #   fl_noports NS                    UDP datagrams to closed ports (delivered) in NS
@@ -25,8 +29,11 @@ FL_REDIS_ARGS=()	# how it was started, for fl_redis_restart
 FL_REDIS_NS=		# "" = the test's own namespace
 FL_CLI=()
 FL_REDIS_LOG=
+FL_PIN=()		# fl_hosts_start: host N's pin dir and floodgated's PID
+FL_DPID=()
 
-# fl_init BIN...: fg_init --root BIN..., then fl_require_redis
+# fl_init [--pin NAME] BIN...: fg_init --root [--pin NAME] BIN..., then
+# fl_require_redis
 fl_init() {
 	fg_init --root "$@"
 	fl_require_redis
@@ -82,6 +89,14 @@ fl_redis_tcp() {
 	_fl_redis_run
 }
 
+# fl_redis_up SOCK: fl_redis_unix SOCK; when it does not answer, one failed
+# check "redis-server on SOCK" with the log's last lines, then fg_finish
+fl_redis_up() {
+	fl_redis_unix "$1" && return 0
+	bad "redis-server on $1" "did not answer PING: $(tail -3 "$FL_REDIS_LOG" | one_line)"
+	fg_finish
+}
+
 fl_redis_restart() { _fl_redis_run; }
 
 fl_redis_stop() {
@@ -109,6 +124,43 @@ fl_policy() {
 		echo "rules:"
 		cat
 	} > "$1"
+}
+
+# fl_hosts NET: three hosts, each a namespace hN whose h0 (10.NET.N.2/24) is
+# fed by a generator gN's v0 (10.NET.N.1/24), both without IPv6; hN's h0 MAC
+# in MAC[N]. On failure: one failed check "setup", then fg_finish.
+fl_hosts() {
+	local n
+	for n in 1 2 3; do
+		if ! { fg_ns_create "h$n" && fg_ns_create "g$n" && fg_ns_quiet "h$n" && fg_ns_quiet "g$n" &&
+		       fg_veth_create "g$n" v0 "h$n" h0 &&
+		       fg_ns_addr "g$n" v0 "10.$1.$n.1/24" && fg_ns_addr "h$n" h0 "10.$1.$n.2/24"; }; then
+			bad setup "namespaces and veth pairs"; fg_finish
+		fi
+	done
+	# shellcheck disable=SC2034 # for the caller's frames to hN
+	MAC=(x "$(fg_ns_mac h1 h0)" "$(fg_ns_mac h2 h0)" "$(fg_ns_mac h3 h0)")
+}
+
+# fl_hosts_start URL [floodgated args]: on each of fl_hosts' hN, the policy
+# $FG_TMP/hN.yaml (fl_policy: node hN, Redis URL, interface h0, lease
+# interval 200ms, the rules from stdin) and floodgated on its own pin dir
+# FL_PIN[N] (PID in FL_DPID[N], log $FG_TMP/hN.log). On failure: one failed
+# check, then fg_finish.
+fl_hosts_start() {
+	local n url=$1 rules
+	shift
+	rules=$(cat)
+	FL_DPID=(x); FL_PIN=(x)
+	for n in 1 2 3; do
+		FL_PIN[n]=$(fg_pin "h$n")
+		fl_policy "$FG_TMP/h$n.yaml" "h$n" "$url" h0 200ms <<< "$rules"
+		if ! fg_daemon_start "h$n" "${FL_PIN[n]}" "$FG_TMP/h$n.yaml" "$FG_TMP/h$n.log" "$@"; then
+			bad "floodgated on h$n starts" "$(tail -5 "$FG_TMP/h$n.log" | one_line)"; fg_finish
+		fi
+		# shellcheck disable=SC2034 # the callers stop or signal them
+		FL_DPID[n]=$FG_DPID
+	done
 }
 
 fl_status() { "$FG" --pin-dir "$1" status --json > "$2" 2> "$2.err"; }

@@ -25,17 +25,14 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
 . tests/fleet_lib.sh
-fg_init --root --pin blockfiles "$FGD" "$FG"
-fl_require_redis
+fl_init --pin blockfiles "$FGD" "$FG"
 export FLOODGATE_RUN_DIR=$FG_TMP # the shedder's and escalation's state files
 fg_pair -q g g0 10.93.0.1/24 r r0 10.93.0.2/24
 SIG=$FG_TMP/signal
 SOCK=$FG_TMP/redis.sock
 PFIFO=$FG_TMP/pressure
 echo 0.1 > "$SIG"
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
+fl_redis_up "$SOCK"
 
 policy() {	# policy SIGNAL
 	cat <<YAML
@@ -50,10 +47,7 @@ rules:
 YAML
 }
 policy "file:$SIG" > "$FG_TMP/p.yaml"
-if ! fg_daemon_start r "$PIN" "$FG_TMP/p.yaml" "$DLOG"; then
-	bad "floodgated starts with a file signal, escalation and a fleet rule" "$(tail -5 "$DLOG" | one_line)"
-	fg_finish
-fi
+fg_daemon_up r "$FG_TMP/p.yaml" "floodgated starts with a file signal, escalation and a fleet rule"
 ok "floodgated (pid $FG_DPID) with signal file:$SIG, an escalate rule and a fleet rule"
 
 # st FILE: status --json into FILE within 5 s; 124 when it hung

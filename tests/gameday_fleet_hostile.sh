@@ -35,34 +35,17 @@ T=2				# seconds measured after each write
 [ "${FG_GAMEDAY:-0}" = 1 ] && T=5
 SOCK=$FG_TMP/redis.sock
 
-for n in 1 2 3; do
-	if ! { fg_ns_create "h$n" && fg_ns_create "g$n" && fg_ns_quiet "h$n" && fg_ns_quiet "g$n" &&
-	       fg_veth_create "g$n" v0 "h$n" h0 &&
-	       fg_ns_addr "g$n" v0 "10.231.$n.1/24" && fg_ns_addr "h$n" h0 "10.231.$n.2/24"; }; then
-		bad setup "namespaces and veth pairs"; fg_finish
-	fi
-done
-MAC=(x "$(fg_ns_mac h1 h0)" "$(fg_ns_mac h2 h0)" "$(fg_ns_mac h3 h0)")
-if ! fl_redis_unix "$SOCK"; then
-	bad "redis-server on $SOCK" "$(tail -3 "$FL_REDIS_LOG" | one_line)"; fg_finish
-fi
-DPID=(x); PIN=(x)
-for n in 1 2 3; do
-	PIN[n]=$(fg_pin "h$n")
-	fl_policy "$FG_TMP/h$n.yaml" "h$n" "unix:$SOCK" h0 200ms <<EOF
+fl_hosts 231
+fl_redis_up "$SOCK"
+fl_hosts_start "unix:$SOCK" <<EOF
   - name: fl
     match: {proto: udp, dport: 9}
     fleet: {rate: $RATE/s, burst: $BURST, on_loss: local}
 EOF
-	if ! fg_daemon_start "h$n" "${PIN[n]}" "$FG_TMP/h$n.yaml" "$FG_TMP/h$n.log"; then
-		bad "floodgated on h$n starts" "$(tail -5 "$FG_TMP/h$n.log" | one_line)"; fg_finish
-	fi
-	DPID[n]=$FG_DPID
-done
-ok "three floodgated (pids ${DPID[1]} ${DPID[2]} ${DPID[3]}), one fleet rule of $RATE/s"
+ok "three floodgated (pids ${FL_DPID[1]} ${FL_DPID[2]} ${FL_DPID[3]}), one fleet rule of $RATE/s"
 
 # all_status: status --json of every host into $FG_TMP/sN.json
-all_status() { local n; for n in 1 2 3; do fl_status "${PIN[n]}" "$FG_TMP/s$n.json"; done; }
+all_status() { local n; for n in 1 2 3; do fl_status "${FL_PIN[n]}" "$FG_TMP/s$n.json"; done; }
 # all_rule KEY: fl's KEY on every host, "v1 v2 v3"
 all_rule() { local n; for n in 1 2 3; do printf '%s ' "$(fl_rule_get "$FG_TMP/s$n.json" fl "$1")"; done; echo; }
 # wait_all KEY VALUE TENTHS: until every host's fl KEY is VALUE
@@ -95,7 +78,7 @@ deglines() { grep -c "fleet rule fl: $2:" "$FG_TMP/h$1.log"; }
 repairs() {
 	local n r=0 t=0 v u
 	for n in 1 2 3; do
-		fl_status "${PIN[n]}" "$FG_TMP/r$n.json"
+		fl_status "${FL_PIN[n]}" "$FG_TMP/r$n.json"
 		read -r v u < <(fl_rule_get "$FG_TMP/r$n.json" fl repairs timeouts)
 		case $v in '' | *[!0-9]*) v=0 ;; esac
 		case $u in '' | *[!0-9]*) u=0 ;; esac
@@ -123,7 +106,7 @@ drill() {
 	t_end=$(awk -v t="$(fl_now)" 'BEGIN { print t + 3 }')
 	while awk -v t="$(fl_now)" -v e="$t_end" 'BEGIN { exit !(t < e) }'; do
 		for k in 1 2 3; do
-			fl_status "${PIN[k]}" "$FG_TMP/s$k.json"
+			fl_status "${FL_PIN[k]}" "$FG_TMP/s$k.json"
 			if [ "${seen[k]}" = 0 ] && [ "$(fl_rule_get "$FG_TMP/s$k.json" fl degraded)" = true ] &&
 			   [ "$(fg_json_get "$FG_TMP/s$k.json" fleet.degraded)" = true ]; then
 				seen[k]=1; reasons+="h$k: $(fl_rule_get "$FG_TMP/s$k.json" fl degraded_reason); "
@@ -201,7 +184,7 @@ all_status
 read -r r1 r2 r3 < <(all_rule repairs)
 check "the repairs were counted ($r1 + $r2 + $r3 by h1, h2, h3; $NW writes, $LOST replies lost)" \
 	bash -c "[ $((r1 + r2 + r3)) -ge $((NW - LOST)) ]"
-for n in 1 2 3; do [ -n "${DPID[n]}" ] && fg_bg_stop "${DPID[n]}" TERM; done
+for n in 1 2 3; do [ -n "${FL_DPID[n]}" ] && fg_bg_stop "${FL_DPID[n]}" TERM; done
 FG_DPID=
 fl_redis_stop
 fg_finish

@@ -45,12 +45,8 @@ ARR=$(awk -v r="$RATE" -v n="$N" 'BEGIN { printf "%d", 3 * r * n }')
 echo "# soak ($MODE): $N sources at 3x $RATE_SPEC (burst $BURST): $ARR frames/s for $SECS s;" \
 	"reload every $RELOAD_S s, samples every $SAMPLE_S s"
 
-if ! { fg_ns_create tx && fg_ns_create rx && fg_ns_quiet tx && fg_ns_quiet rx &&
-       fg_veth_create tx gdt0 rx gdr0 && fg_ns_addr tx gdt0 "$GD_TX_IP/24" &&
-       fg_ns_addr rx gdr0 "$GD_RX_IP/24"; }; then
-	bad setup "namespaces and veth pair"; fg_finish
-fi
-GD_MAC=$(fg_ns_mac rx gdr0)
+fg_pair -q tx gdt0 "$GD_TX_IP/24" rx gdr0 "$GD_RX_IP/24"
+GD_MAC=$MAC
 
 # two versions of the file; both keep rule "flood" (same name, same limit)
 write_policy() {	# write_policy VERSION

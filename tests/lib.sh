@@ -33,6 +33,8 @@
 # Daemons: fg_daemon_start NS PIN CONFIG LOG [ARGS] runs floodgated in NS
 # (FG_DAEMON_WRAP=(valgrind ...) in front, if set) and waits until it says
 # it started; its PID is FG_DPID. fg_daemon_stop [SIGNAL] stops it.
+# fg_daemon_up NS CONFIG NAME [ARGS] starts it on $PIN, logging to $DLOG,
+# or fails NAME and ends the test.
 #
 # Counters, one way: `floodgate --pin-dir PIN stats --json`, parsed strictly.
 #   fg_snap PIN [FILE]          snapshot into FILE (default $FG_SNAP)
@@ -297,6 +299,17 @@ fg_daemon_start() {
 		n=$((n - 1))
 	done
 	return 1
+}
+
+# fg_daemon_up NS CONFIG NAME [floodgated args]: fg_daemon_start NS "$PIN"
+# CONFIG "$DLOG" (the pin dir and log of fg_init --pin); when it does not
+# start, one failed check NAME with the log's last lines, then fg_finish
+fg_daemon_up() {
+	local ns=$1 cfg=$2 name=$3
+	shift 3
+	fg_daemon_start "$ns" "$PIN" "$cfg" "$DLOG" "$@" && return 0
+	bad "$name" "$(tail -5 "$DLOG" | one_line)"
+	fg_finish
 }
 
 # fg_daemon_stop [SIGNAL]: signal FG_DPID (default TERM; SIGKILL after 5 s)

@@ -51,9 +51,6 @@ shed_start() {
 		fi
 		fg_finish
 	fi
-	if ! fg_daemon_start r "$PIN" "$1" "$DLOG"; then
-		bad "$3" "$(tail -5 "$DLOG" | one_line)"
-		fg_finish
-	fi
+	fg_daemon_up r "$1" "$3"
 	ok "$3"
 }

@@ -137,37 +137,45 @@ static void ip4_csum_set(__u8 *ip)
 	ip[11] = sum;
 }
 
+static void put_be16(__u8 *p, __u16 v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put_be32(__u8 *p, __u32 v)
+{
+	put_be16(p, v >> 16);
+	put_be16(p + 2, v);
+}
+
+/* A 64-byte frame's start, the rest zero: broadcast from 02:00:00:00:00:01,
+ * ethertype proto. */
+static void build_eth(__u8 *f, __u16 proto)
+{
+	memset(f, 0, 64);
+	memset(f, 0xff, 6);
+	f[6] = 0x02;
+	f[11] = 0x01;
+	put_be16(f + 12, proto);
+}
+
 /* A 64-byte Ethernet/IPv4/UDP frame (no FCS) from src to 10.200.0.2:dport. */
 static void build_frame(__u8 *f, __u32 src, __u16 dport)
 {
-	memset(f, 0, 64);
-	memset(f, 0xff, 6); /* dst MAC: broadcast */
-	f[6] = 0x02;
-	f[11] = 0x01; /* src MAC 02:00:00:00:00:01 */
-	f[12] = 0x08;
-	f[13] = 0x00;
-	__u8 *ip = f + 14;
+	__u8 *ip = f + 14, *udp = ip + 20;
+
+	build_eth(f, 0x0800);
 	ip[0] = 0x45;
-	ip[2] = 0;
-	ip[3] = 50; /* 64 - 14 */
+	put_be16(ip + 2, 64 - 14);
 	ip[8] = 64;
 	ip[9] = 17;
-	ip[12] = src >> 24;
-	ip[13] = src >> 16;
-	ip[14] = src >> 8;
-	ip[15] = src;
-	ip[16] = 10;
-	ip[17] = 200;
-	ip[18] = 0;
-	ip[19] = 2;
+	put_be32(ip + 12, src);
+	put_be32(ip + 16, 0x0ac80002); /* 10.200.0.2 */
 	ip4_csum_set(ip);
-	__u8 *udp = ip + 20;
-	udp[0] = 40000 >> 8;
-	udp[1] = 40000 & 0xff;
-	udp[2] = dport >> 8;
-	udp[3] = dport & 0xff;
-	udp[4] = 0;
-	udp[5] = 30; /* UDP checksum 0: none */
+	put_be16(udp, 40000);
+	put_be16(udp + 2, dport);
+	put_be16(udp + 4, 30); /* UDP checksum 0: none */
 }
 
 /* The same frame as a TCP SYN (20-byte header, 10 bytes of payload). */
@@ -1743,34 +1751,19 @@ static void build_frame6(__u8 *f, __u32 i)
 {
 	__u8 *ip = f + 14, *udp = ip + 40;
 
-	memset(f, 0, 64);
-	memset(f, 0xff, 6);
-	f[6] = 0x02;
-	f[11] = 0x01;
-	f[12] = 0x86;
-	f[13] = 0xdd;
+	build_eth(f, 0x86dd);
 	ip[0] = 0x60;
 	ip[5] = 10; /* payload: 64 - 14 - 40 */
 	ip[6] = 17;
 	ip[7] = 64;
-	ip[8] = 0x20;
-	ip[9] = 0x01;
-	ip[10] = 0x0d;
-	ip[11] = 0xb8;
-	ip[12] = i >> 24;
-	ip[13] = i >> 16;
-	ip[14] = i >> 8;
-	ip[15] = i;
+	put_be32(ip + 8, 0x20010db8);
+	put_be32(ip + 12, i);
 	ip[23] = 1;
-	ip[24] = 0x20;
-	ip[25] = 0x01;
-	ip[26] = 0x0d;
-	ip[27] = 0xb8;
+	put_be32(ip + 24, 0x20010db8);
 	ip[39] = 2;
-	udp[0] = 40000 >> 8;
-	udp[1] = 40000 & 0xff;
-	udp[3] = 9;
-	udp[5] = 10;
+	put_be16(udp, 40000);
+	put_be16(udp + 2, 9);
+	put_be16(udp + 4, 10);
 }
 
 /* The program behind DIR/link_DEV. */
