@@ -197,7 +197,7 @@ except ValueError as e:
     print(f"BAD bench.json does not parse strictly: {e}")
     sys.exit(0)
 top = {"schema", "config", "duration_s", "micro", "ratios", "curves", "limits", "shed", "live", "live_ratios",
-       "accuracy", "daemon", "dispatch", "memory", "checks", "goals"}
+       "synauth", "synauth_ratios", "accuracy", "daemon", "dispatch", "memory", "checks", "goals"}
 print(("OK" if set(r) == top and r["schema"] == 2 else "BAD") + f" top-level keys: {sorted(set(r) ^ top) or 'as expected'}")
 print(("OK" if set(r["curves"]) == {"sources", "rules", "prefixes", "shed"} else "BAD") + f" curves: {sorted(r['curves'])}")
 pt = [e for c in r["curves"].values() for e in c.values()]
@@ -224,10 +224,11 @@ want = ["live 1 source(s): floodgate <= 1.3x floor", "live 1000 source(s): flood
         "nftables meter >= 10x floodgate", "realistic policy <= 3x floor", "1,000,000 random sources <= 100 ns",
         "IPv4 <= 64 bytes", "IPv6 <= 64 bytes", "at least 256 rules", "1% of a core at 1,000,000 tracked IPv4",
         "1% of a core at 1,000,000 tracked IPv6", "floodgate status < 100 ms", "floodgate top < 100 ms",
-        "1,000 live sources in a table of 1,048,576 within 5%"]
+        "1,000 live sources in a table of 1,048,576 within 5%",
+        "SYN responder >= 5x cheaper per SYN answered"]
 missing = [w for w in want if not any(w in g["goal"] for g in G)]
 print(("OK" if not missing else "BAD") + f" the issue's goals are all printed: missing {missing or 'none'}")
-nr = [g for g in G if ("live" in g["goal"] and "source(s)" in g["goal"]) or g["goal"].startswith("tables:")]
+nr = [g for g in G if ("live" in g["goal"] and "source(s)" in g["goal"]) or g["goal"].startswith("tables:") or g["goal"].startswith("synauth:")]
 print(("OK" if nr and all(not g["met"] and "not measured" in g["value"] for g in nr) else "BAD") +
       " goals of parts that did not run are MISSED and say so")
 PY

@@ -11,6 +11,9 @@
 #   3. live      64-byte frames through a veth pair into a namespace,
 #                generator (fgen) and receiver on one core, CPU per packet,
 #                at a few source counts (floodgate, floor, nftables, hashlimit)
+#   3b. synauth  a spoofed SYN flood answered by floodgate's syn_auth
+#                responder, by the kernel's own cookies (tcp_syncookies=2) and
+#                by nftables synproxy: CPU ns per SYN answered, SYN-ACKs counted
 #   4. accuracy  one source at 10x its rate from both CPUs
 #   5. daemon    floodgated's CPU (utime + stime over a window) at 10k, 100k
 #                and 1M tracked sources of each family (one daemon: the IPv6
@@ -46,7 +49,7 @@
 #   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
 #                   fgbench sweep run with the same options (tests/e2e_bench.sh)
 #   BENCH_TABLES_SOURCES="1000 10000"   part tables' active source counts
-#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start tables": only those
+#   BENCH_PARTS="micro sweep live synauth acc daemon dispatch profile start tables": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
 # Everything it makes (two namespaces and their veth pair, the nft table and
@@ -71,7 +74,7 @@ else
 	START_PTS=${BENCH_START_PTS:-0 10000 100000 1000000}
 	SWEEP_ARGS=()
 fi
-PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start tables} "
+PARTS=" ${BENCH_PARTS:-micro sweep live synauth acc daemon dispatch profile start tables} "
 CPU=${BENCH_CPU:-1}
 OUT=${BENCH_OUT:-results}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -103,7 +106,7 @@ XDP_PID=
 GEN_PID=
 cleanup() {
 	local p
-	for p in $FGD_PID $XDP_PID $GEN_PID; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	for p in $FGD_PID $XDP_PID $GEN_PID ${SRV_PID:-}; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	# the start part's daemons are not our children: wait until gone (5 s at most)
 	for p in $(seq 50); do [ -n "$FGD_PID" ] && kill -0 "$FGD_PID" 2>/dev/null || break; sleep 0.1; done
 	fg_ns_cleanup
@@ -361,6 +364,125 @@ for pass in $(seq 1 "$PASSES"); do
 		done
 	done
 done
+# --- 3b. synauth: the cost of answering a spoofed SYN flood ----------------------
+# The same veth pair and core as live; fgen floods SYNs to a listener
+# (10.200.0.2:8080, python, backlog 1024) from random sources of
+# 10.99.0.0/16, kept attached in native mode on veth0 (--native --drop-rx),
+# so that veth0 takes what the receiver answers (XDP_TX frames need NAPI
+# there) and drops it in XDP: veth0's rx_queue_0_xdp_packets counts the
+# SYN-ACKs that actually came back, whoever sent them. Responders:
+#   sa_fg    floodgate, rule `syn_auth: cookie` (caps far above the flood)
+#   sa_kern  no floodgate, the kernel's own cookies: tcp_syncookies=2
+#   sa_nft   nftables synproxy (SYNs notrack, synproxy in input; tcp_loose 0)
+#   bare     XDP_DROP on veth1, no answer: the generator's own share
+# A run's figure: the core's busy time (cpu_busy: user+system+irq+softirq)
+# less the same pass's bare run's time per frame for the SYNs delivered
+# (veth1's rx_packets: what reached the responder; fgen's sent less
+# tx_dropped came out 0.1% below the answers counted back),
+# divided by the SYN-ACKs that came back (a responder answering fewer SYNs
+# is not cheaper per answer). The receiver's default route goes via
+# 10.200.0.1 for the part, with a permanent neighbour entry (the stack's
+# answers need one, and veth0 drops ARP while fgen runs; the live part's
+# on-link route keeps its ICMP from leaving): both are put back after.
+# fgen runs unpaced here (no -r): a -r call is up to a tenth of the rate's
+# frames, 70 s at the kernel's pace. The part takes about 5 x SECONDS a pass.
+SA_PORT=8080
+SA_COMPS="bare sa_fg sa_kern sa_nft bare"
+cat > "$WORK/synauth.yaml" <<POLICY
+max_sources: $TABLE
+syn_auth: {reply_rate: {rate: 100000000/s, burst: 10000000}, reply_per_prefix: {rate: 100000000/s, burst: 10000000}}
+rules:
+  - name: syn
+    match: {proto: tcp, dport: $SA_PORT, tcp_flags: syn}
+    syn_auth: cookie
+    per_source: {rate: $RATE/s, burst: $BURST}
+POLICY
+SRV_PID=
+sa_nft_ok=1
+sa_answers() {	# SYN-ACKs veth0 (the generator's side) took in XDP
+	fg_ns_exec g ethtool -S veth0 | awk '$1 == "rx_queue_0_xdp_packets:" { print $2; f = 1 } END { if (!f) print 0 }'
+}
+sa_nstat() { fg_ns_exec r nstat -az "$1" | awk -v k="$1" '$1 == k { print $2 }'; }
+sa_setup() {
+	case $1 in
+	bare) start_xdp bare_drop ;;
+	sa_fg) start_fgd "$WORK/synauth.yaml" ;;
+	sa_kern) fg_ns_exec r sysctl -qw net.ipv4.tcp_syncookies=2 ;;
+	# the table first: it loads conntrack, whose sysctls appear with it
+	sa_nft) ip netns exec "$RNS" nft -f - <<NFT
+table inet fgbsyn {
+	chain pre {
+		type filter hook prerouting priority raw; policy accept;
+		tcp dport $SA_PORT tcp flags syn notrack
+	}
+	chain in {
+		type filter hook input priority filter; policy accept;
+		tcp dport $SA_PORT ct state invalid,untracked synproxy mss 1460 wscale 7 timestamp sack-perm
+		ct state invalid drop
+	}
+}
+NFT
+		[ $? = 0 ] || return 1
+		fg_ns_exec r sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 ||
+			{ ip netns exec "$RNS" nft delete table inet fgbsyn; return 1; }
+		;;
+	esac
+}
+sa_teardown() {
+	case $1 in
+	bare) stop_xdp ;;
+	sa_fg) stop_fgd ;;
+	sa_kern) fg_ns_exec r sysctl -qw net.ipv4.tcp_syncookies=1 ;;
+	sa_nft) ip netns exec "$RNS" nft delete table inet fgbsyn
+		fg_ns_exec r sysctl -qw net.netfilter.nf_conntrack_tcp_loose=1 ;;
+	esac
+}
+sa_run() {	# sa_run COMP PASS
+	local comp=$1 pass=$2 a0 a1 b0 b1 s0 s1 r0 r1 gen own=null
+	if ! sa_setup "$comp"; then
+		[ "$comp" = sa_nft ] || return 1
+		log "synauth: nftables synproxy does not run here; left out"
+		sa_nft_ok=0
+		return 0
+	fi
+	s0=$(sa_nstat TcpExtSyncookiesSent)
+	a0=$(sa_answers)
+	r0=$(fg_ns_stat r veth1 rx_packets)
+	sleep 0.2
+	b0=$(cpu_busy)
+	gen=$(fg_ns_exec g "$O/fgen" -i veth0 -d 10.200.0.2 --peer-ns "$RNS" --peer-dev veth1 \
+		--native --drop-rx --cpu "$CPU" -t "$SECS" --syn --dport "$SA_PORT" \
+		-s 10.99.0.0/16 --random --json)
+	b1=$(cpu_busy)
+	sleep 0.3	# answers still on their way
+	a1=$(sa_answers)
+	r1=$(fg_ns_stat r veth1 rx_packets)
+	s1=$(sa_nstat TcpExtSyncookiesSent)
+	[ "$comp" = sa_fg ] && own=$("$O/floodgate" status --json --pin-dir "$PIN" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["syn_auth"]["syn_answered"])')
+	sa_teardown "$comp"
+	printf '{"kind":"synauth","comp":"%s","pass":%s,"gen":%s,"busy_jiffies":%s,"hz":%s,"answers":%s,"received":%s,"kernel_cookies":%s,"fg_answered":%s}\n' \
+		"$comp" "$pass" "$gen" $((b1 - b0)) "$(getconf CLK_TCK)" $((a1 - a0)) $((r1 - r0)) $((s1 - s0)) "$own" >> "$RAW"
+}
+if part synauth; then
+	ip -n "$RNS" neigh replace 10.200.0.1 lladdr "$(fg_ns_mac g veth0)" dev veth1 nud permanent
+	ip -n "$RNS" route replace default via 10.200.0.1 dev veth1
+	bg_start SRV_PID "$WORK/srv.out" "^listening" "the listener did not start" python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.200.0.2", '"$SA_PORT"')); s.listen(1024); print("listening", flush=True)
+while True: time.sleep(60)' || exit 1
+	for pass in $(seq 1 "$PASSES"); do
+		for comp in $SA_COMPS; do
+			[ "$comp" = sa_nft ] && [ "$sa_nft_ok" = 0 ] && continue
+			log "synauth pass $pass/$PASSES: $comp"
+			sa_run "$comp" "$pass" || { log "synauth run $comp failed"; exit 1; }
+		done
+	done
+	bg_stop SRV_PID
+	ip -n "$RNS" route replace default dev veth1
+	ip -n "$RNS" neigh del 10.200.0.1 dev veth1
+fi
 
 # --- 4. accuracy -----------------------------------------------------------------
 # Generator A (CPU 0) floods for ACC_SECS+1 s at 5x the rate; B (CPU 1)
@@ -557,6 +679,7 @@ run = (kinds("run") or [{}])[0]
 parts = run.get("parts", "").split()
 res = {"schema": 2, "config": run, "duration_s": (kinds("duration") or [{}])[0].get("seconds"),
        "micro": {}, "ratios": {}, "curves": {}, "limits": None, "shed": {}, "live": {}, "live_ratios": {},
+       "synauth": {}, "synauth_ratios": {},
        "accuracy": None, "daemon": [], "dispatch": None, "memory": [], "checks": [], "goals": []}
 # micro: ns per packet; harness-net figures for the N-source runs
 mic = {}
@@ -687,6 +810,36 @@ for r in kinds("memfill"):
                           "tracked": tracked, "memlock": mem, "bytes_per_way": mem / r["ways"],
                           "bytes_per_tracked": mem / tracked if tracked else None})
 res["dispatch"] = (kinds("dispatch") or [None])[0]
+# synauth: per run, the core's time per frame delivered, and net of the same
+# pass's generator share (the cheaper bare run) per SYN-ACK that came back
+sa = {}
+for r in kinds("synauth"):
+    g = r["gen"]
+    deliv = r["received"]
+    busy_ns = r["busy_jiffies"] / r["hz"] * 1e9
+    sa.setdefault(r["comp"], []).append({"pass": r["pass"], "delivered": deliv, "elapsed_s": g["elapsed_s"],
+        "busy_ns": busy_ns, "cost_ns": busy_ns / deliv if deliv else None, "answers": r["answers"],
+        "answered_frac": r["answers"] / deliv if deliv else None, "answer_pps": r["answers"] / g["elapsed_s"],
+        "kernel_cookies": r["kernel_cookies"], "fg_answered": r["fg_answered"]})
+def sa_bare(p):
+    return min((x["cost_ns"] for x in sa.get("bare", []) if x["pass"] == p and x["cost_ns"]), default=None)
+for c, runs in sa.items():
+    for x in runs:
+        b = sa_bare(x["pass"])
+        x["gen_ns"] = b
+        x["net_ns_per_answer"] = (x["busy_ns"] - b * x["delivered"]) / x["answers"] if b and x["answers"] else None
+    res["synauth"][c] = {k: st([x[k] for x in runs if x[k] is not None])
+                                        for k in ("cost_ns", "net_ns_per_answer", "answered_frac", "answer_pps")}
+    res["synauth"][c]["runs"] = runs
+for other in ("sa_kern", "sa_nft"):
+    rr = []
+    for x in sa.get(other, []):
+        f = next((y for y in sa.get("sa_fg", []) if y["pass"] == x["pass"]), None)
+        if f and f["net_ns_per_answer"] and x["net_ns_per_answer"]:
+            rr.append({"pass": x["pass"], "net": x["net_ns_per_answer"] / f["net_ns_per_answer"],
+                       "gross": x["cost_ns"] / f["cost_ns"]})
+    if rr:
+        res["synauth_ratios"][other] = {"runs": rr, "net": st([r["net"] for r in rr])}
 # goals: each printed [met] or [MISSED]; a goal whose part did not run is MISSED, saying so
 G = res["goals"]
 def goal(text, ok, value):
@@ -750,6 +903,17 @@ if fg and nf:
          f"{nf/fg:.2f}x ({nf:.0f} vs {fg:.0f} ns; net of generator {netr(nf, fg, 100000)})")
     goal("live 100,000 sources (table 65,536): floodgate still limits (passed <= 1.25x per-source allowance)",
          lr is not None and lr <= 1.25, f"passed/allowance {lr:.3f}, drop fraction {med('fg',100000,'drop_frac'):.4f}")
+t = "synauth: floodgate's SYN responder >= 5x cheaper per SYN answered than the kernel's own cookies (tcp_syncookies=2), net of the generator (median of the passes)"
+e = res["synauth_ratios"].get("sa_kern")
+if e:
+    S = res["synauth"]
+    goal(t, e["net"]["median"] >= 5,
+         f"{e['net']['median']:.1f}x (passes: " + ", ".join(f"{r['net']:.1f}x" for r in e["runs"]) + "; generator included: "
+         + ", ".join(f"{r['gross']:.2f}x" for r in e["runs"]) + "); "
+         f"{S['sa_fg']['net_ns_per_answer']['median']:.0f} vs {S['sa_kern']['net_ns_per_answer']['median']:.0f} ns per SYN answered; "
+         f"answered {100 * S['sa_fg']['answered_frac']['median']:.1f}% and {100 * S['sa_kern']['answered_frac']['median']:.1f}% of the SYNs delivered")
+else:
+    notrun(t, "synauth")
 m = res["micro"]
 t = "micro: throttled source, realistic policy <= 3x floor"
 if "fg_realistic" in m and "floor" in m:
@@ -896,6 +1060,29 @@ for other, byn in res["live_ratios"].items():
         T.append(f"  {names[other]} / floodgate, {n} sources, each run: " +
                  ", ".join(f"net {('%.1f' % r['net']) if r['net'] is not None else 'n/a'}x gross {r['gross']:.2f}x" for r in e["runs"]))
 T.append("")
+if res.get("synauth"):
+    T.append("SYNAUTH (64-byte SYNs from random sources of a /16 to a listener, generator + responder on one core)")
+    T.append("  cost: the core's busy time per SYN delivered (veth1's rx_packets; generator included); net per answer: that time less the")
+    T.append("  pass's bare XDP_DROP run's per frame, divided by the SYN-ACKs that came back to the generator's veth")
+    T.append("  (its XDP counter), so a responder answering fewer SYNs is not cheaper. min / median / max over the passes")
+    T.append(f"  {'responder':34s} {'cost ns (gen incl.)':22s} {'net ns per answer':22s} {'answered':>8s} {'SYN-ACK/s':>10s}")
+    sanames = {"bare": "bare XDP_DROP (generator share)", "sa_fg": "floodgate syn_auth (XDP_TX)",
+               "sa_kern": "kernel, tcp_syncookies=2", "sa_nft": "nftables synproxy"}
+    for c in ("bare", "sa_fg", "sa_kern", "sa_nft"):
+        e = res["synauth"].get(c)
+        if not e: continue
+        T.append(f"  {sanames[c]:34s} {f3(e['cost_ns'], '{:.0f}'):22s} {(f3(e['net_ns_per_answer'], '{:.0f}') if c != 'bare' else '-'):22s} "
+                 f"{100 * e['answered_frac']['median']:7.1f}% {e['answer_pps']['median']:10.0f}")
+    for c in ("sa_fg", "sa_kern"):
+        for x in res["synauth"].get(c, {}).get("runs", []):
+            own = f"floodgate's syn_answered {x['fg_answered']}" if c == "sa_fg" else f"TcpExtSyncookiesSent {x['kernel_cookies']}"
+            T.append(f"  {sanames[c]}, pass {x['pass']}: {x['delivered']} SYNs delivered, {x['answers']} SYN-ACKs came back; {own}")
+    for other, e in res["synauth_ratios"].items():
+        T.append(f"  {sanames[other]} / floodgate per SYN answered, each pass: " +
+                 ", ".join(f"net {r['net']:.1f}x gross {r['gross']:.2f}x" for r in e["runs"]))
+    if "sa_nft" not in res["synauth"]:
+        T.append("  nftables synproxy: not measured (it did not load here: see the log)")
+    T.append("")
 if acc:
     T.append(f"ACCURACY  1 source at 10x {kinds('acc')[0]['rate']}/s from 2 CPUs: admitted/(rate*T+burst) = {f3(res['accuracy']['ratio'],'{:.4f}')}")
 for mm in res["memory"]:

@@ -31,7 +31,11 @@
  * Speed: each BPF_PROG_RUN call adds and removes the program from the XDP
  * dispatcher, which waits for an RCU grace period (~20-25 ms here); fgen
  * avoids that by keeping the program attached to DEV in skb mode for the
- * run (keep_dispatcher() below; --no-attach turns it off). -n and -t stop the run, whichever comes first;
+ * run (keep_dispatcher() below; --no-attach turns it off; --native keeps
+ * it in native mode instead, so that a veth DEV has NAPI and takes the
+ * frames its peer answers by XDP_TX, counted in DEV's rx_queue_0_xdp_packets
+ * and passed, or dropped with --drop-rx). -n and -t stop the run,
+ * whichever comes first;
  * SIGINT/SIGTERM stop it between two BPF_PROG_RUN calls, so the count is
  * exact. "sent" counts frames the program returned XDP_TX for; frames the
  * device failed to transmit show up as "tx_dropped" (read from the
@@ -39,10 +43,11 @@
  *
  * Frame length (-l, default 64, or the headers if longer) is what the
  * receiver's XDP program sees, no FCS. Live-frames mode copies the frame
- * into one page, so the maximum is 3408 bytes on Linux 6.18 x86-64 (4 KB
- * minus XDP headroom, struct xdp_page_head, skb_shared_info and fgen's 4
- * metadata bytes); jumbo frames up to 9000 are refused by the kernel with
- * EINVAL in this mode, and -l above the device's MTU is refused by fgen.
+ * into one page, so the maximum is 3400 bytes on Linux 6.18 x86-64 (4 KB
+ * minus XDP headroom, struct xdp_page_head, skb_shared_info, fgen's 4
+ * metadata bytes and the FGEN_TRIM bytes the program trims off); jumbo
+ * frames up to 9000 are refused by the kernel with EINVAL in this mode,
+ * and -l above the device's MTU is refused by fgen.
  *
  * Receiving on veth: a veth accepts XDP_TX/redirected frames only when its
  * peer runs NAPI, that is when the peer has an XDP program attached or GRO
@@ -87,6 +92,7 @@
 #include "lib/opts.h"
 
 #define FGEN_MAX_FRAME 9018
+#define FGEN_TRIM      8 /* bytes past the frame in data_in, trimmed off by the program */
 #define FGEN_MAX_VLAN  4
 #define FGEN_MAX_EXT   16
 #define FGEN_BATCH     256 /* TEST_XDP_MAX_BATCH in net/bpf/test_run.c */
@@ -129,6 +135,8 @@ struct opts {
 	const char *peer_ns, *peer_dev;
 	__u32 batch;
 	bool no_attach; /* do not keep the program in the XDP dispatcher (see keep_dispatcher) */
+	bool native;  /* keep it attached in native mode: DEV then receives XDP_TX answers (veth) */
+	bool drop_rx; /* what DEV receives meanwhile: XDP_DROP, not XDP_PASS */
 };
 
 struct frame {
@@ -630,11 +638,12 @@ static void gen_config(const struct opts *o, const struct frame *f, struct fgen_
 	skel->rodata->l4_is_udp = f->l4_is_udp;
 	skel->rodata->ip_sum0 = f->ip_sum0;
 	skel->rodata->l4_sum0 = f->l4_sum0;
-	if (o->nvlan) {
-		/* see head_fix in bpf/fgen.bpf.c */
-		skel->rodata->head_fix = 1;
-		memcpy((void *)skel->rodata->head, f->buf, sizeof(skel->rodata->head));
-	}
+	skel->rodata->rx_verdict = o->drop_rx ? XDP_DROP : XDP_PASS;
+	skel->rodata->frame_len = f->len;
+	/* see head[] in bpf/fgen.bpf.c: every frame's headers as built */
+	skel->rodata->head_words =
+		(f->len < sizeof(skel->rodata->head) ? f->len : sizeof(skel->rodata->head)) / 8;
+	memcpy((void *)skel->rodata->head, f->buf, skel->rodata->head_words * 8);
 	bpf_program__set_autoload(skel->progs.fgen_sink, false);
 }
 
@@ -754,12 +763,14 @@ cleanup:
  * the dispatcher holds a reference and test_run's changes are no-ops
  * (kernel/bpf/dispatcher.c). So attach it, in generic (skb) mode, to the
  * egress device itself for the run, through a bpf_link that goes away with
- * fgen. Real packets received there carry no FGEN_META_MAGIC and get
- * XDP_PASS. Returns the link fd or a negative errno.
+ * fgen (native mode with --native). Real packets received there carry no
+ * FGEN_META_MAGIC and get XDP_PASS (XDP_DROP with --drop-rx). Returns the
+ * link fd or a negative errno.
  */
-static int keep_dispatcher(int prog_fd, int ifindex)
+static int keep_dispatcher(int prog_fd, int ifindex, bool native)
 {
-	LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = XDP_FLAGS_SKB_MODE);
+	LIBBPF_OPTS(bpf_link_create_opts, lo,
+		    .flags = native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
 	int fd;
 
 	fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &lo);
@@ -775,7 +786,10 @@ static __u64 frames_due(__u64 t0, __u64 t, __u64 rate)
 static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 {
 	struct fgen_bpf *skel = NULL;
-	struct xdp_md md = { .data = 4, .data_end = 4 + f->len, .ingress_ifindex = (__u32)ifindex };
+	/* FGEN_TRIM spare bytes past the frame: see frame_len in bpf/fgen.bpf.c */
+	struct xdp_md md = { .data = 4,
+			     .data_end = 4 + f->len + FGEN_TRIM,
+			     .ingress_ifindex = (__u32)ifindex };
 	__u64 sent = 0, t0, t, elapsed, deadline = 0, chunk = 1u << 16, n, due;
 	__u64 tx0 = 0, drop0 = 0, tx1 = 0, drop1 = 0;
 	__u8 *data_in = NULL;
@@ -783,7 +797,7 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	int err, prog_fd, link_fd = -1;
 	__u32 magic = 0x4e454746; /* FGEN_META_MAGIC in bpf/fgen.bpf.c */
 
-	data_in = malloc(4 + f->len);
+	data_in = calloc(1, 4 + f->len + FGEN_TRIM);
 	if (!data_in) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -796,12 +810,12 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 		goto cleanup;
 	prog_fd = bpf_program__fd(skel->progs.fgen);
 	if (!o->no_attach) {
-		link_fd = keep_dispatcher(prog_fd, ifindex);
+		link_fd = keep_dispatcher(prog_fd, ifindex, o->native);
 		if (link_fd < 0)
 			fprintf(stderr,
-				"fgen: note: cannot attach to %s in skb mode (%s); every "
+				"fgen: note: cannot attach to %s in %s mode (%s); every "
 				"BPF_PROG_RUN call will wait for an RCU grace period\n",
-				o->ifname, strerror(-link_fd));
+				o->ifname, o->native ? "native" : "skb", strerror(-link_fd));
 	}
 
 	if (o->cpu >= 0) {
@@ -821,9 +835,10 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 	if (o->seconds)
 		deadline = t0 + o->seconds * NSEC;
 	for (;;) {
-		LIBBPF_OPTS(bpf_test_run_opts, ro, .data_in = data_in, .data_size_in = 4 + f->len,
-			    .ctx_in = &md, .ctx_size_in = sizeof(md),
-			    .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = o->batch);
+		LIBBPF_OPTS(bpf_test_run_opts, ro, .data_in = data_in,
+			    .data_size_in = 4 + f->len + FGEN_TRIM, .ctx_in = &md,
+			    .ctx_size_in = sizeof(md), .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+			    .batch_size = o->batch);
 		__u64 r0, dt;
 
 		if (stop_pending())
@@ -860,7 +875,7 @@ static int run_gen(const struct opts *o, int ifindex, const struct frame *f)
 				fprintf(stderr, "fgen: BPF_PROG_RUN on %s: %s%s\n", o->ifname,
 					strerror(-err),
 					err == -EINVAL && f->len > 3000 ?
-						" (live-frames mode fits at most 3408 bytes per frame on Linux 6.18 x86-64)" :
+						" (live-frames mode fits at most 3400 bytes per frame on Linux 6.18 x86-64)" :
 						"");
 				goto cleanup;
 			}
@@ -1076,6 +1091,11 @@ static const struct fg_opt fgen_opts[] = {
 		   "live-frames batch size, 1..256 (default 256)"),
 	FG_OPT_BOOL("no-attach", 0, O, no_attach,
 		    "do not keep the generator attached to DEV (each run then waits ~20 ms)"),
+	FG_OPT_BOOL(
+		"native", 0, O, native,
+		"keep it attached in native mode: a veth DEV then takes its peer's XDP_TX answers"),
+	FG_OPT_BOOL("drop-rx", 0, O, drop_rx,
+		    "drop (XDP_DROP) what DEV receives while fgen runs, instead of passing it"),
 	FG_OPT_BOOL("sink", 0, O, sink,
 		    "attach a counting XDP receiver to DEV until -t or a signal"),
 	FG_OPT_BOOL("drop", 0, O, sink_drop, "(sink) drop frames instead of passing them"),
@@ -1097,12 +1117,15 @@ static int check_opts(struct opts *o)
 	if (!o->ifname)
 		return bad_arg("-i DEV is required");
 	if (o->sink) {
-		if (o->have_dst || o->have_src || o->rate || o->count)
+		if (o->have_dst || o->have_src || o->rate || o->count || o->native || o->drop_rx)
 			return bad_arg("--sink takes only -i, -t, --drop, --track, --json");
 		return 0;
 	}
 	if (o->sink_drop || o->sink_track)
 		return bad_arg("--drop and --track go with --sink");
+	if (o->no_attach && (o->native || o->drop_rx))
+		return bad_arg(
+			"--native and --drop-rx need the attached program: not with --no-attach");
 	if (!o->have_dst)
 		return bad_arg("-d DST is required");
 	if (!o->family)

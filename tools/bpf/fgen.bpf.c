@@ -12,15 +12,17 @@
  *
  * Live-frames mode copies data_in into a page only when the page pool
  * creates the page (xdp_test_run_init_page); recycled pages keep what the
- * previous run wrote. So the program never reads the frame back: it writes
- * the whole source address and recomputes the checksums from sums of the
- * rest of the header that userspace precomputed (the *_sum0 constants), so
- * every frame is exact whatever the page held before.
+ * previous run, or the receiver, wrote. So the program never reads the
+ * frame back: it rewrites the headers (head[] below), writes the whole
+ * source address and recomputes the checksums from sums of the rest of the
+ * header that userspace precomputed (the *_sum0 constants), so every frame
+ * is exact whatever the page held before.
  *
  * tools/fgen.c also keeps `fgen` attached (skb mode) to the egress device
  * during a run, only so that BPF_PROG_RUN skips the dispatcher's RCU wait;
  * generated frames carry FGEN_META_MAGIC in 4 bytes of XDP metadata and
- * everything else the device receives gets XDP_PASS untouched.
+ * everything else the device receives gets XDP_PASS untouched (or XDP_DROP
+ * with --drop-rx).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -54,13 +56,31 @@ const volatile __u32 l4_sum0 = 0;    /* same for pseudo-header + L4 header + pay
 const volatile __u32 base[4] = {};
 const volatile __u32 hostmask[4] = {};
 
-/* The frame's first 32 bytes as built, rewritten into every frame when
- * head_fix is set (VLAN-tagged frames): a receiver that passes a tagged
- * frame up the stack untags it in place, and that page comes back to the
- * generator's page pool with its MAC header moved by 4 bytes. The source
- * address and checksums are written after this copy. */
-const volatile __u32 head_fix = 0;
-const volatile __u64 head[4] = {};
+/* The frame's first head_words 8-byte words as built (up to 128 bytes),
+ * rewritten into every frame before the source address and checksums.
+ * A recycled page holds whatever its last receiver left in it: a receiver
+ * that passes a VLAN-tagged frame up the stack untags it in place (the MAC
+ * header moves by 4 bytes), and one that answers by XDP_TX on veth (a SYN
+ * cookie responder) turns the frame into its answer in place, and that
+ * page comes back to the generator's pool. Without this copy 99% of a SYN
+ * flood against floodgate's syn_auth were its own SYN-ACKs sent again. */
+const volatile __u32 head_words = 0;
+const volatile __u64 head[16] = {};
+
+/*
+ * The frame's length; userspace hands the kernel frame_len + 8 bytes and
+ * the program trims the 8 off, so that its frame bounds always differ from
+ * the page's first ones. Only then does test_run rewrite the page's
+ * xdp_frame from the program's bounds after each run (ctx_was_changed in
+ * net/bpf/test_run.c); else a recycled page keeps the length its last
+ * receiver gave it (a SYN cookie answer is shorter than the SYN), and the
+ * rewritten headers would go out in a frame too short for them.
+ */
+const volatile __u32 frame_len = 0;
+
+/* What the device fgen keeps the program attached to receives: XDP_PASS,
+ * or XDP_DROP (--drop-rx). */
+const volatile __u32 rx_verdict = XDP_PASS;
 
 /* Frames generated so far; the sequential source counter. Written by fgen. */
 __u64 seq = 0;
@@ -122,14 +142,21 @@ int fgen(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	void *meta = (void *)(long)ctx->data_meta;
-	__u32 w[4], sum, off, i;
+	__u32 w[4], sum, off, i, have;
 	__u16 c;
 
 	/* Only frames from tools/fgen.c carry the magic in their metadata;
 	 * anything else is a real packet on the device fgen keeps this
 	 * program attached to (see keep_dispatcher() there): leave it alone. */
 	if (meta + 4 > data || *(__u32 *)meta != FGEN_META_MAGIC)
-		return XDP_PASS;
+		return rx_verdict;
+	have = ctx->data_end - ctx->data;
+	if (have != frame_len) {
+		if (bpf_xdp_adjust_tail(ctx, (int)frame_len - (int)have))
+			return XDP_DROP;
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+	}
 	if (data + saddr_off + 16 > data_end)
 		return XDP_DROP;
 	if (ipcsum_off && data + ipcsum_off + 2 > data_end)
@@ -137,13 +164,13 @@ int fgen(struct xdp_md *ctx)
 	if (l4csum_off && data + l4csum_off + 2 > data_end)
 		return XDP_DROP;
 
-	if (head_fix) {
-		if (data + 32 > data_end)
+#pragma unroll
+	for (i = 0; i < 16; i++) {
+		if (i >= head_words)
+			break;
+		if (data + (i + 1) * 8 > data_end)
 			return XDP_DROP;
-		((__u64 *)data)[0] = head[0];
-		((__u64 *)data)[1] = head[1];
-		((__u64 *)data)[2] = head[2];
-		((__u64 *)data)[3] = head[3];
+		((__u64 *)data)[i] = head[i];
 	}
 	if (src_mode != FGEN_SRC_SEQ)
 		seq++; /* only this CPU runs the generator: no atomic needed */
