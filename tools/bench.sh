@@ -27,6 +27,11 @@
 #                SIGKILL (the running program kept), and one that loads and
 #                swaps anyway (FLOODGATE_ADOPT_RELOAD=1); wall time until the
 #                background start returns, i.e. fg_meta names the daemon
+#   9. synauth   BPF_PROG_TEST_RUN: a verified client's TCP ACK on a syn_auth
+#                rule (the program with syn_auth's steps, the fast path)
+#                against the same ACK on the same rule without syn_auth, in
+#                the default load and in the syn_auth load, ratio per pass
+#                (fgbench synauth); the goal: within 10%
 # Every figure is min/median/max over BENCH_PASSES interleaved passes: pass 1
 # runs every competitor, then pass 2 runs them all again, ...
 #
@@ -40,7 +45,7 @@
 #                   no profiles (a few minutes; the figures are rough)
 #   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
 #                   fgbench sweep run with the same options (tests/e2e_bench.sh)
-#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start": only those
+#   BENCH_PARTS="micro sweep live acc daemon dispatch profile start synauth": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
 # Everything it makes (two namespaces and their veth pair, the nft table and
@@ -65,7 +70,7 @@ else
 	START_PTS=${BENCH_START_PTS:-0 10000 100000 1000000}
 	SWEEP_ARGS=()
 fi
-PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start} "
+PARTS=" ${BENCH_PARTS:-micro sweep live acc daemon dispatch profile start synauth} "
 CPU=${BENCH_CPU:-1}
 OUT=${BENCH_OUT:-results}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -178,6 +183,14 @@ if part micro; then
 	if ! "$O/fgbench" micro --policy "$WORK/realistic.yaml" --cpu "$CPU" --passes "$PASSES" \
 			--repeat "$REPEAT" >> "$RAW"; then
 		log "micro failed"; exit 1
+	fi
+fi
+
+# --- 9. synauth: a verified client's ACK (BPF_PROG_TEST_RUN, beside micro) -------
+if part synauth; then
+	log "synauth: a verified client's ACK against the same rule without syn_auth, $PASSES passes"
+	if ! "$O/fgbench" synauth --cpu "$CPU" --passes "$PASSES" --repeat "$REPEAT" >> "$RAW"; then
+		log "synauth failed"; exit 1
 	fi
 fi
 
@@ -653,6 +666,14 @@ for r in kinds("memfill"):
                           "tracked": tracked, "memlock": mem, "bytes_per_way": mem / r["ways"],
                           "bytes_per_tracked": mem / tracked if tracked else None})
 res["dispatch"] = (kinds("dispatch") or [None])[0]
+# synauth: a verified client's ACK over the same ACK without syn_auth, per pass
+for r in kinds("sa_ratio"):
+    e = res.setdefault("synauth", {"way": (kinds("sa_way") or [{}])[0].get("way"), "ratios": {}})
+    e["ratios"].setdefault(r["den"], {"kernel": [], "slope": []})
+    e["ratios"][r["den"]]["kernel"].append(r["kernel"])
+    e["ratios"][r["den"]]["slope"].append(r["slope"])
+for den, e in res.get("synauth", {}).get("ratios", {}).items():
+    e["kernel"], e["slope"] = st(e["kernel"]), st(e["slope"])
 # goals: each printed [met] or [MISSED]; a goal whose part did not run is MISSED, saying so
 G = res["goals"]
 def goal(text, ok, value):
@@ -728,6 +749,15 @@ else:
 for name, e in res["ratios"].items():
     goal(f"micro: {e['num']} costs no more than {e['den']} (median ratio <= 1.05, {e['by']}, same pass)",
          e["median"] <= 1.05, f"{e['median']:.3f} (min {e['min']:.3f}, max {e['max']:.3f}, {e['n']} passes)")
+t = "synauth: a verified client's ACK costs within 10% of the same ACK on a rule without syn_auth (median ratio <= 1.10, the kernel's means, same pass)"
+sa = res.get("synauth", {}).get("ratios", {})
+if "plain_ack" in sa:
+    k, s2 = sa["plain_ack"]["kernel"], sa.get("sa_load_plain_ack", {}).get("kernel")
+    goal(t, k["median"] <= 1.10, f"{k['median']:.3f} (min {k['min']:.3f}, max {k['max']:.3f}, {k['n']} passes; "
+         f"{m.get('sa_verified_ack', {}).get('kernel_ns', {}).get('median', float('nan')):.0f} vs {m.get('plain_ack', {}).get('kernel_ns', {}).get('median', float('nan')):.0f} ns"
+         + (f"; against the syn_auth load's plain rule {s2['median']:.3f}" if s2 else "") + f"; way {res['synauth']['way']})")
+else:
+    notrun(t, "synauth")
 t = "rules: at least 256 rules in one policy"
 if res["limits"]:
     lim = res["limits"]
