@@ -537,7 +537,7 @@ run = (kinds("run") or [{}])[0]
 parts = run.get("parts", "").split()
 res = {"schema": 2, "config": run, "duration_s": (kinds("duration") or [{}])[0].get("seconds"),
        "micro": {}, "ratios": {}, "curves": {}, "limits": None, "shed": {}, "live": {}, "live_ratios": {},
-       "accuracy": None, "daemon": [], "dispatch": None, "memory": [], "checks": [], "goals": []}
+       "accuracy": None, "daemon": [], "dispatch": None, "memory": [], "synauth": None, "checks": [], "goals": []}
 # micro: ns per packet; harness-net figures for the N-source runs
 mic = {}
 for r in kinds("micro"):
@@ -668,11 +668,11 @@ for r in kinds("memfill"):
 res["dispatch"] = (kinds("dispatch") or [None])[0]
 # synauth: a verified client's ACK over the same ACK without syn_auth, per pass
 for r in kinds("sa_ratio"):
-    e = res.setdefault("synauth", {"way": (kinds("sa_way") or [{}])[0].get("way"), "ratios": {}})
+    e = res["synauth"] = res["synauth"] or {"way": (kinds("sa_way") or [{}])[0].get("way"), "ratios": {}}
     e["ratios"].setdefault(r["den"], {"kernel": [], "slope": []})
     e["ratios"][r["den"]]["kernel"].append(r["kernel"])
     e["ratios"][r["den"]]["slope"].append(r["slope"])
-for den, e in res.get("synauth", {}).get("ratios", {}).items():
+for den, e in (res["synauth"] or {}).get("ratios", {}).items():
     e["kernel"], e["slope"] = st(e["kernel"]), st(e["slope"])
 # goals: each printed [met] or [MISSED]; a goal whose part did not run is MISSED, saying so
 G = res["goals"]
@@ -750,7 +750,7 @@ for name, e in res["ratios"].items():
     goal(f"micro: {e['num']} costs no more than {e['den']} (median ratio <= 1.05, {e['by']}, same pass)",
          e["median"] <= 1.05, f"{e['median']:.3f} (min {e['min']:.3f}, max {e['max']:.3f}, {e['n']} passes)")
 t = "synauth: a verified client's ACK costs within 10% of the same ACK on a rule without syn_auth (median ratio <= 1.10, the kernel's means, same pass)"
-sa = res.get("synauth", {}).get("ratios", {})
+sa = (res["synauth"] or {}).get("ratios", {})
 if "plain_ack" in sa:
     k, s2 = sa["plain_ack"]["kernel"], sa.get("sa_load_plain_ack", {}).get("kernel")
     goal(t, k["median"] <= 1.10, f"{k['median']:.3f} (min {k['min']:.3f}, max {k['max']:.3f}, {k['n']} passes; "
@@ -918,9 +918,10 @@ with open(f"{out}/bench.dat", "w") as f:
             e = res["live"].get(c, {}).get(n)
             row += [f"{e['cost_ns']['median']:.1f}", f"{e['cost_ns']['min']:.1f}", f"{e['cost_ns']['max']:.1f}"] if e else ["NaN"] * 3
         f.write(" ".join(row) + "\n")
+MICRO_PLOT = ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_aggregate", "fg_fleet", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net")
 with open(f"{out}/bench-micro.dat", "w") as f:
     f.write("# figure median min max (ns/packet)\n")
-    for k in ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_aggregate", "fg_fleet", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net"):
+    for k in MICRO_PLOT:
         if k in res["micro"]:
             v = res["micro"][k]
             f.write(f"{k} {v['median']:.2f} {v['min']:.2f} {v['max']:.2f}\n")
@@ -929,7 +930,8 @@ with open(f"{out}/bench-micro.dat", "w") as f:
 # which panels have data (gnuplot cannot plot a file of NaN)
 with open(f"{out}/bench-have.gp", "w") as f:
     f.write(f"have_live = {int(bool(res['live']))}\n")
-    f.write(f"have_micro = {int(bool(res['micro']) or bool(res['shed']))}\n")
+    # the panel plots MICRO_PLOT's figures (part synauth adds others, not plotted)
+    f.write(f"have_micro = {int(any(k in res['micro'] for k in MICRO_PLOT) or bool(res['shed']))}\n")
     for cname in ("sources", "rules", "prefixes"):
         f.write(f"have_{cname} = {int(bool(res['curves'].get(cname)))}\n")
     f.write(f"have_lsrc = {int(any(c in res['live'] for c in ('fg', 'floor', 'nft', 'ipt')))}\n")
