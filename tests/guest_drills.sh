@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # The guest stage: the kernel-dependent drills again on Debian's stock
 # kernel (linux-image-amd64, 6.1), in ONE throw-away guest (tools/vm/run),
-# each counting what reaches a receiver. The default run (about 4 minutes
-# here, boot included) is three drills:
+# each counting what reaches a receiver. The default run (about 3 minutes
+# here, boot included: 186 s measured) is three drills:
 #   budget     tools/fgverify: every program of every BPF object the
 #              Makefile builds (fgconn's too) through the guest's verifier,
 #              its counts against bpf/budget/<kernel>.txt (6.1.txt: a rise
