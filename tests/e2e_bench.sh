@@ -5,6 +5,9 @@
 #   1. fgbench sweep --quick: every curve has its points, each point its
 #      floodgate and floor figures, the rules points drop by the frame's
 #      rule, the 50% shed point sheds about half, bad options are refused;
+#   1b. fgbench synauth: its four figures a pass with the verdicts expected
+#      (a verified client's ACK passes by the fast path, an unverified
+#      one is dropped), a ratio a pass against each plain figure;
 #   2. fgbench fill and dispatch against a real floodgated in a namespace:
 #      the sources it sends are tracked, a dispatcher is measured or the
 #      reason it cannot be built is given;
@@ -91,6 +94,27 @@ z = [sh.get(k, {}).get("shed", -1) for k in ("plain", "pooled", "tier_shed_0")]
 print(("OK" if z == [0, 0, 0] else "BAD") + f" plain, pooled and the tier at 0% shed nothing: {z}")
 nb = [r for r in chk if r["what"].startswith("frames without a prefilled bucket during the 1-source")]
 print(("OK" if nb and nb[0]["count"] == 0 else "BAD") + f" 1-source point: every packet hit its prefilled bucket (frames without one {nb and nb[0]['count']})")
+PY
+
+# --- 1b. synauth: a verified client's ACK against the same rule without syn_auth ---------
+if "$FGBENCH" synauth --passes 2 --repeat 4096 --cpu 0 > "$FG_TMP/synauth.jsonl" 2> "$FG_TMP/synauth.err"; then
+	ok "fgbench synauth exits 0"
+else
+	bad "fgbench synauth" "$(one_line < "$FG_TMP/synauth.err")"
+fi
+check_py synauth "$FG_TMP/synauth.jsonl" <<'PY'
+L = [json.loads(l, object_pairs_hook=nodup) for l in open(sys.argv[1])]
+mic = [r for r in L if r["kind"] == "micro"]
+names = sorted({r["name"] for r in mic})
+want = ["plain_ack", "sa_load_plain_ack", "sa_unverified_ack", "sa_verified_ack"]
+print(("OK" if names == want and len(mic) == 8 else "BAD") + f" four figures a pass, two passes: {names}, {len(mic)} lines")
+bad = [(r["name"], r["retval"], r["expect"]) for r in mic if r["retval"] != r["expect"]]
+print(("OK" if not bad else "BAD") + f" every figure's verdict as expected (the verified ACK passes, the unverified one is dropped): {bad or 'all'}")
+rat = [r for r in L if r["kind"] == "sa_ratio"]
+print(("OK" if len(rat) == 4 and all(r["kernel"] > 0 for r in rat) else "BAD") + f" a ratio per pass against each plain figure: {len(rat)}")
+chk = [r for r in L if r["kind"] == "check" and r["what"].startswith("synauth:")]
+c = chk[0] if chk else {}
+print(("OK" if c.get("pass", 0) > 0 and c.get("cookie_valid", -1) == 0 else "BAD") + f" the verified ACKs passed with no cookie judged valid (the fast path): {c}")
 PY
 
 "$FGBENCH" sweep --curve nonsense > /dev/null 2> "$FG_TMP/err"; rc=$?
@@ -197,7 +221,7 @@ except ValueError as e:
     print(f"BAD bench.json does not parse strictly: {e}")
     sys.exit(0)
 top = {"schema", "config", "duration_s", "micro", "ratios", "curves", "limits", "shed", "live", "live_ratios",
-       "synauth", "synauth_ratios", "accuracy", "daemon", "dispatch", "memory", "checks", "goals"}
+       "synauth", "synauth_ratios", "saack", "accuracy", "daemon", "dispatch", "memory", "checks", "goals"}
 print(("OK" if set(r) == top and r["schema"] == 2 else "BAD") + f" top-level keys: {sorted(set(r) ^ top) or 'as expected'}")
 print(("OK" if set(r["curves"]) == {"sources", "rules", "prefixes", "shed"} else "BAD") + f" curves: {sorted(r['curves'])}")
 pt = [e for c in r["curves"].values() for e in c.values()]
@@ -228,7 +252,7 @@ want = ["live 1 source(s): floodgate <= 1.3x floor", "live 1000 source(s): flood
         "SYN responder >= 5x cheaper per SYN answered"]
 missing = [w for w in want if not any(w in g["goal"] for g in G)]
 print(("OK" if not missing else "BAD") + f" the issue's goals are all printed: missing {missing or 'none'}")
-nr = [g for g in G if ("live" in g["goal"] and "source(s)" in g["goal"]) or g["goal"].startswith("tables:") or g["goal"].startswith("synauth:")]
+nr = [g for g in G if ("live" in g["goal"] and "source(s)" in g["goal"]) or g["goal"].startswith("tables:") or g["goal"].startswith("synauth:") or g["goal"].startswith("saack:")]
 print(("OK" if nr and all(not g["met"] and "not measured" in g["value"] for g in nr) else "BAD") +
       " goals of parts that did not run are MISSED and say so")
 PY

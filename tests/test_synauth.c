@@ -474,6 +474,66 @@ out:
 	dp_close(&D);
 }
 
+/*
+ * A verified client's established ACKs, judged from the main program's
+ * parse (fg_sa_fast, before the pre-search): once no SYN-ACK to it is
+ * recent they pass, VLAN-tagged or not, IPv4 and IPv6, no cookie judged;
+ * the same ACK from an unverified source, or from the verified ones after
+ * verified_for, is dropped as cookie_invalid.
+ */
+static void test_verified_fast_path(void)
+{
+	struct seg g = syn4("192.0.2.70", 45000), g6 = syn4("2001:db8::70", 45001), a, a6, o;
+	struct got r;
+	__u64 bad0;
+
+	if (setup_sa(FG_SA_WAY_HANDOFF, 1))
+		goto out;
+	ASSERT_OK(run(&g, &r), "SYN");
+	ASSERT_EQ(r.ret, XDP_TX, "the SYN is answered");
+	a = ack_for(&g, &r, 14 + 20);
+	ASSERT_OK(run(&a, &r), "ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "the ACK returning the cookie passes");
+	g6.dst = "2001:db8::1";
+	g6.v6 = 1;
+	g6.mss = 1440;
+	g6.ts = 0;
+	ASSERT_OK(run(&g6, &r), "IPv6 SYN");
+	ASSERT_EQ(r.ret, XDP_TX, "the IPv6 SYN is answered");
+	a6 = ack_for(&g6, &r, 14 + 40);
+	ASSERT_OK(run(&a6, &r), "IPv6 ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "the IPv6 ACK returning the cookie passes");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SA_VERIFIED), 2, "both sources verified");
+
+	dp_set_now(&D, 1000 * NS + 20 * NS); /* past two slots: no SYN-ACK is recent */
+	a.seq += 1000, a.ack += 100000;
+	a6.seq += 1000, a6.ack += 100000;
+	bad0 = dp_row_pkts(&D, 0, FG_OUT_SA_BADCOOKIE);
+	ASSERT_OK(run(&a, &r), "established ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "a verified client's established ACK passes");
+	a.vlan = 1;
+	ASSERT_OK(run(&a, &r), "tagged ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "... VLAN-tagged too (the main parse's tags)");
+	a.vlan = 0;
+	ASSERT_OK(run(&a6, &r), "IPv6 established ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "... and over IPv6");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SA_BADCOOKIE), bad0, "none judged a bad cookie");
+	o = a;
+	o.src = "192.0.2.71";
+	ASSERT_OK(run(&o, &r), "unverified ACK");
+	ASSERT_EQ(r.ret, XDP_DROP, "the same ACK from an unverified source is dropped");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SA_BADCOOKIE), bad0 + 1, "... as cookie_invalid");
+
+	dp_set_now(&D, 1000 * NS + 601 * NS); /* past verified_for (600 s) */
+	ASSERT_OK(run(&a, &r), "expired ACK");
+	ASSERT_EQ(r.ret, XDP_DROP, "after verified_for the verified client's ACK is dropped");
+	ASSERT_OK(run(&a6, &r), "expired IPv6 ACK");
+	ASSERT_EQ(r.ret, XDP_DROP, "... over IPv6 too");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SA_BADCOOKIE), bad0 + 3, "... both as cookie_invalid");
+out:
+	dp_close(&D);
+}
+
 /* ns a run of g costs, the mean of n single runs (BPF_PROG_TEST_RUN's
  * own timing; single, because a repeated run does not restore the frame
  * that the answer rewrote); the last verdict in *ret. */
@@ -540,9 +600,9 @@ out:
 }
 
 static const struct fg_test_case cases[] = {
-	FG_CASE(test_handoff_v4),   FG_CASE(test_cap_shadow_bypass_nokey),
-	FG_CASE(test_v6_and_vlan),  FG_CASE(test_retransmit_way),
-	FG_CASE(test_cost_figures),
+	FG_CASE(test_handoff_v4),	  FG_CASE(test_cap_shadow_bypass_nokey),
+	FG_CASE(test_v6_and_vlan),	  FG_CASE(test_retransmit_way),
+	FG_CASE(test_verified_fast_path), FG_CASE(test_cost_figures),
 };
 
 FG_MAIN_BPF("test_synauth", "needs root for BPF_PROG_TEST_RUN", cases)

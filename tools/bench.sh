@@ -35,6 +35,11 @@
 #                SIGKILL (the running program kept), and one that loads and
 #                swaps anyway (FLOODGATE_ADOPT_RELOAD=1); wall time until the
 #                background start returns, i.e. fg_meta names the daemon
+#  10. saack     BPF_PROG_TEST_RUN: a verified client's TCP ACK on a syn_auth
+#                rule (the program with syn_auth's steps, the fast path)
+#                against the same ACK on the same rule without syn_auth, in
+#                the default load and in the syn_auth load, ratio per pass
+#                (fgbench synauth); the goal: within 10%
 # Every figure is min/median/max over BENCH_PASSES interleaved passes: pass 1
 # runs every competitor, then pass 2 runs them all again, ...
 #
@@ -49,7 +54,7 @@
 #   BENCH_SWEEP_FILE=F   the sweep part's curves from F, the output of an
 #                   fgbench sweep run with the same options (tests/e2e_bench.sh)
 #   BENCH_TABLES_SOURCES="1000 10000"   part tables' active source counts
-#   BENCH_PARTS="micro sweep live synauth acc daemon dispatch profile start tables": only those
+#   BENCH_PARTS="micro sweep live synauth acc daemon dispatch profile start tables saack": only those
 #                   parts run; the goals of the others print MISSED (not run)
 #
 # Everything it makes (two namespaces and their veth pair, the nft table and
@@ -74,7 +79,7 @@ else
 	START_PTS=${BENCH_START_PTS:-0 10000 100000 1000000}
 	SWEEP_ARGS=()
 fi
-PARTS=" ${BENCH_PARTS:-micro sweep live synauth acc daemon dispatch profile start tables} "
+PARTS=" ${BENCH_PARTS:-micro sweep live synauth acc daemon dispatch profile start tables saack} "
 CPU=${BENCH_CPU:-1}
 OUT=${BENCH_OUT:-results}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -190,6 +195,14 @@ if part micro; then
 	if ! "$O/fgbench" micro --policy "$WORK/realistic.yaml" --cpu "$CPU" --passes "$PASSES" \
 			--repeat "$REPEAT" >> "$RAW"; then
 		log "micro failed"; exit 1
+	fi
+fi
+
+# --- 10. saack: a verified client's ACK (BPF_PROG_TEST_RUN, beside micro) -------
+if part saack; then
+	log "saack: a verified client's ACK against the same rule without syn_auth, $PASSES passes"
+	if ! "$O/fgbench" synauth --cpu "$CPU" --passes "$PASSES" --repeat "$REPEAT" >> "$RAW"; then
+		log "saack failed"; exit 1
 	fi
 fi
 
@@ -679,7 +692,7 @@ run = (kinds("run") or [{}])[0]
 parts = run.get("parts", "").split()
 res = {"schema": 2, "config": run, "duration_s": (kinds("duration") or [{}])[0].get("seconds"),
        "micro": {}, "ratios": {}, "curves": {}, "limits": None, "shed": {}, "live": {}, "live_ratios": {},
-       "synauth": {}, "synauth_ratios": {},
+       "synauth": {}, "synauth_ratios": {}, "saack": None,
        "accuracy": None, "daemon": [], "dispatch": None, "memory": [], "checks": [], "goals": []}
 # micro: ns per packet; harness-net figures for the N-source runs
 mic = {}
@@ -840,6 +853,14 @@ for other in ("sa_kern", "sa_nft"):
                        "gross": x["cost_ns"] / f["cost_ns"]})
     if rr:
         res["synauth_ratios"][other] = {"runs": rr, "net": st([r["net"] for r in rr])}
+# saack: a verified client's ACK over the same ACK without syn_auth, per pass
+for r in kinds("sa_ratio"):
+    e = res["saack"] = res["saack"] or {"way": (kinds("sa_way") or [{}])[0].get("way"), "ratios": {}}
+    e["ratios"].setdefault(r["den"], {"kernel": [], "slope": []})
+    e["ratios"][r["den"]]["kernel"].append(r["kernel"])
+    e["ratios"][r["den"]]["slope"].append(r["slope"])
+for den, e in (res["saack"] or {}).get("ratios", {}).items():
+    e["kernel"], e["slope"] = st(e["kernel"]), st(e["slope"])
 # goals: each printed [met] or [MISSED]; a goal whose part did not run is MISSED, saying so
 G = res["goals"]
 def goal(text, ok, value):
@@ -944,6 +965,15 @@ else:
 for name, e in res["ratios"].items():
     goal(f"micro: {e['num']} costs no more than {e['den']} (median ratio <= 1.05, {e['by']}, same pass)",
          e["median"] <= 1.05, f"{e['median']:.3f} (min {e['min']:.3f}, max {e['max']:.3f}, {e['n']} passes)")
+t = "saack: a verified client's ACK costs within 10% of the same ACK on a rule without syn_auth (median ratio <= 1.10, the kernel's means, same pass)"
+sa = (res["saack"] or {}).get("ratios", {})
+if "plain_ack" in sa:
+    k, s2 = sa["plain_ack"]["kernel"], sa.get("sa_load_plain_ack", {}).get("kernel")
+    goal(t, k["median"] <= 1.10, f"{k['median']:.3f} (min {k['min']:.3f}, max {k['max']:.3f}, {k['n']} passes; "
+         f"{m.get('sa_verified_ack', {}).get('kernel_ns', {}).get('median', float('nan')):.0f} vs {m.get('plain_ack', {}).get('kernel_ns', {}).get('median', float('nan')):.0f} ns"
+         + (f"; against the syn_auth load's plain rule {s2['median']:.3f}" if s2 else "") + f"; way {res['saack']['way']})")
+else:
+    notrun(t, "saack")
 t = "rules: at least 256 rules in one policy"
 if res["limits"]:
     lim = res["limits"]
@@ -1127,9 +1157,10 @@ with open(f"{out}/bench.dat", "w") as f:
             e = res["live"].get(c, {}).get(n)
             row += [f"{e['cost_ns']['median']:.1f}", f"{e['cost_ns']['min']:.1f}", f"{e['cost_ns']['max']:.1f}"] if e else ["NaN"] * 3
         f.write(" ".join(row) + "\n")
+MICRO_PLOT = ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_aggregate", "fg_fleet", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net")
 with open(f"{out}/bench-micro.dat", "w") as f:
     f.write("# figure median min max (ns/packet)\n")
-    for k in ("bare_drop", "floor", "fg_allowed", "fg_throttled", "fg_shadow", "fg_realistic", "fg_aggregate", "fg_fleet", "fg_src_1k_net", "fg_src_100k_net", "fg_src_1m_net"):
+    for k in MICRO_PLOT:
         if k in res["micro"]:
             v = res["micro"][k]
             f.write(f"{k} {v['median']:.2f} {v['min']:.2f} {v['max']:.2f}\n")
@@ -1138,7 +1169,8 @@ with open(f"{out}/bench-micro.dat", "w") as f:
 # which panels have data (gnuplot cannot plot a file of NaN)
 with open(f"{out}/bench-have.gp", "w") as f:
     f.write(f"have_live = {int(bool(res['live']))}\n")
-    f.write(f"have_micro = {int(bool(res['micro']) or bool(res['shed']))}\n")
+    # the panel plots MICRO_PLOT's figures (part saack adds others, not plotted)
+    f.write(f"have_micro = {int(any(k in res['micro'] for k in MICRO_PLOT) or bool(res['shed']))}\n")
     for cname in ("sources", "rules", "prefixes"):
         f.write(f"have_{cname} = {int(bool(res['curves'].get(cname)))}\n")
     f.write(f"have_lsrc = {int(any(c in res['live'] for c in ('fg', 'floor', 'nft', 'ipt')))}\n")

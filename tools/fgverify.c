@@ -5,7 +5,10 @@
  * log (BPF_LOG_STATS), and compares what it reports ("processed N insns
  * ... total_states T peak_states P") with the committed budget of this
  * kernel, bpf/budget/<kernel tag>.txt, a line per compiler, object and
- * program (in the manner of Cilium's bpf/complexity-tests). A count more
+ * program (in the manner of Cilium's bpf/complexity-tests); an object's
+ * variants (a load-time switch of its .rodata set, e.g. floodgate with
+ * syn_auth's steps: `variants` below) have lines of their own, object
+ * OBJECT+SUFFIX (floodgate+sa). A count more
  * than --tolerance percent (default 10) above its budget fails; so does a
  * program that loads on this kernel with no budget line, or does not load.
  *
@@ -36,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/utsname.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "lib/kfeat.h"
@@ -111,6 +115,16 @@ static const struct {
 	enum fg_kf feature;
 } needs[] = {
 	{ "fgsyn", FG_KF_TCP_REQSK }, /* the handoff way's tc program */
+};
+
+/* Loads beside an object's default one: a load-time switch of its .rodata
+ * set, judged against lines of their own (object column OBJECT+SUFFIX),
+ * so that a step behind a switch the daemon turns on has a budget too. */
+static const struct variant {
+	const char *object, *suffix, *var;
+	__u32 value;
+} variants[] = {
+	{ "floodgate", "sa", "fg_sa_on", 1 }, /* syn_auth's steps in (docs/syn-auth.md) */
 };
 
 static bool kernel_lacks(const char *object)
@@ -278,9 +292,57 @@ static int parse_stats(const char *log, struct budget_line *m, char *stack, size
 	return 0;
 }
 
-/* The object at path opened with only prog (by name) to load. */
-static struct bpf_object *open_one(const char *path, const char *prog, char *log, size_t size,
-				   __u32 level, int *err)
+/* Set the __u32 variable var of obj's .rodata to val, before its load. */
+static int set_rodata(struct bpf_object *obj, const char *var, __u32 val)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *t;
+	struct bpf_map *m, *ro = NULL;
+	const __u8 *init;
+	size_t sz;
+	__s32 id;
+	__u8 *data;
+	int i, err;
+
+	bpf_object__for_each_map(m, obj) {
+		const char *n = bpf_map__name(m);
+		size_t nl = strlen(n);
+
+		if (bpf_map__is_internal(m) && nl >= 7 && !strcmp(n + nl - 7, ".rodata"))
+			ro = m;
+	}
+	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -ENOENT;
+	if (!ro || id < 0)
+		return -ENOENT;
+	t = btf__type_by_id(btf, id);
+	init = bpf_map__initial_value(ro, &sz);
+	if (!t || !init)
+		return -ENOENT;
+	vs = btf_var_secinfos(t);
+	for (i = 0; i < btf_vlen(t); i++, vs++) {
+		const struct btf_type *v = btf__type_by_id(btf, vs->type);
+
+		if (!v || strcmp(btf__name_by_offset(btf, v->name_off), var))
+			continue;
+		if (vs->size != sizeof(val) || vs->offset + sizeof(val) > sz)
+			return -EINVAL;
+		data = malloc(sz);
+		if (!data)
+			return -ENOMEM;
+		memcpy(data, init, sz);
+		memcpy(data + vs->offset, &val, sizeof(val));
+		err = bpf_map__set_initial_value(ro, data, sz);
+		free(data);
+		return err;
+	}
+	return -ENOENT;
+}
+
+/* The object at path opened with only prog (by name) to load, and the
+ * switch of variant vr (NULL: the default load) set. */
+static struct bpf_object *open_one(const char *path, const struct variant *vr, const char *prog,
+				   char *log, size_t size, __u32 level, int *err)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct bpf_program *p;
@@ -289,6 +351,15 @@ static struct bpf_object *open_one(const char *path, const char *prog, char *log
 	if (!obj) {
 		*err = -errno;
 		return NULL;
+	}
+	if (vr) {
+		*err = set_rodata(obj, vr->var, vr->value);
+		if (*err) {
+			fprintf(stderr, "fgverify: %s: no __u32 %s in .rodata: %s\n", path, vr->var,
+				strerror(-*err));
+			bpf_object__close(obj);
+			return NULL;
+		}
 	}
 	bpf_object__for_each_program(p, obj) {
 		bool me = !strcmp(bpf_program__name(p), prog);
@@ -304,7 +375,8 @@ static struct bpf_object *open_one(const char *path, const char *prog, char *log
 }
 
 /* The end of a refused program's log at level 1, indented. */
-static void print_refusal(const char *path, const char *prog, __u32 log_mb)
+static void print_refusal(const char *path, const struct variant *vr, const char *prog,
+			  __u32 log_mb)
 {
 	size_t size = (size_t)log_mb << 20;
 	char *log = calloc(1, size);
@@ -314,7 +386,7 @@ static void print_refusal(const char *path, const char *prog, __u32 log_mb)
 
 	if (!log)
 		return;
-	obj = open_one(path, prog, log, size, 1 | 4, &err);
+	obj = open_one(path, vr, prog, log, size, 1 | 4, &err);
 	if (obj) {
 		err = bpf_object__load(obj);
 		bpf_object__close(obj);
@@ -334,8 +406,8 @@ static void print_refusal(const char *path, const char *prog, __u32 log_mb)
 /* The whole log of one more load at level 2 (every instruction the
  * verifier walked, with the registers), into PREFIX<object>.<program>.log:
  * where the count goes (a kernel before 6.4 keeps only what fits). */
-static void write_log(const struct verify_opts *o, const char *path, const char *name,
-		      const char *prog)
+static void write_log(const struct verify_opts *o, const char *path, const struct variant *vr,
+		      const char *name, const char *prog)
 {
 	size_t size = (size_t)o->log_mb << 20;
 	char *log = calloc(1, size), file[700];
@@ -345,7 +417,7 @@ static void write_log(const struct verify_opts *o, const char *path, const char 
 
 	if (!log)
 		return;
-	obj = open_one(path, prog, log, size, 2 | 4, &err);
+	obj = open_one(path, vr, prog, log, size, 2 | 4, &err);
 	if (obj) {
 		err = bpf_object__load(obj);
 		bpf_object__close(obj);
@@ -420,14 +492,67 @@ static void judge(const struct verify_opts *o, struct budget *b, struct budget_l
 }
 
 /* Every program of the object at path, one load each. */
-static void verify_object(const struct verify_opts *o, struct budget *b, const char *path)
+/* Every program of the object at path (name: its line's object column,
+ * comp its compiler), one load each, with variant vr's switch (or none). */
+static void verify_load(const struct verify_opts *o, struct budget *b, const char *path,
+			const struct variant *vr, const char *name, const char *comp, char *log)
 {
-	char name[NAME_LEN], ccpath[600], comp[TAG_LEN], stack[128];
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	char *log = malloc(STATS_LOG_SIZE);
 	struct bpf_object *obj;
 	struct bpf_program *p;
-	size_t bl = strlen(base);
+	char stack[128];
+	int err;
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		bad("%s: cannot open: %s", path, strerror(errno));
+		return;
+	}
+	if (b->ndone < MAX_LINES) {
+		snprintf(b->done[b->ndone].compiler, TAG_LEN, "%s", comp);
+		snprintf(b->done[b->ndone++].object, NAME_LEN, "%s", name);
+	}
+	bpf_object__for_each_program(p, obj) {
+		struct budget_line m = { 0 };
+		const char *pn = bpf_program__name(p);
+		struct bpf_object *one = open_one(path, vr, pn, log, STATS_LOG_SIZE, 4, &err);
+
+		snprintf(m.compiler, sizeof(m.compiler), "%s", comp);
+		snprintf(m.object, sizeof(m.object), "%s", name);
+		snprintf(m.program, sizeof(m.program), "%s", pn);
+		log[0] = 0;
+		if (one)
+			err = bpf_object__load(one);
+		bpf_object__close(one);
+		if (err) {
+			struct budget_line *l = budget_find(b, &m);
+
+			if (l) /* the program is there: its line is not stale */
+				l->seen = true;
+			bad("%s %s %s %s: not loaded: %s", o->kernel_tag, comp, name, pn,
+			    strerror(-err));
+			print_refusal(path, vr, pn, o->log_mb);
+			continue;
+		}
+		if (parse_stats(log, &m, stack, sizeof(stack))) {
+			bad("%s %s %s %s: loaded, but its log has no \"processed N insns ... "
+			    "total_states ... peak_states\"",
+			    o->kernel_tag, comp, name, pn);
+			continue;
+		}
+		judge(o, b, &m, stack);
+		if (o->log_prefix)
+			write_log(o, path, vr, name, pn);
+	}
+	bpf_object__close(obj);
+}
+
+/* The object at path: its default load, then each of its variants. */
+static void verify_object(const struct verify_opts *o, struct budget *b, const char *path)
+{
+	char name[NAME_LEN], vname[NAME_LEN + 16], ccpath[600], comp[TAG_LEN];
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char *log = malloc(STATS_LOG_SIZE);
+	size_t bl = strlen(base), i;
 	int err;
 
 	if (!log)
@@ -450,48 +575,13 @@ static void verify_object(const struct verify_opts *o, struct budget *b, const c
 	}
 	if (kernel_lacks(name))
 		goto out;
-	obj = bpf_object__open_file(path, NULL);
-	if (!obj) {
-		bad("%s: cannot open: %s", path, strerror(errno));
-		goto out;
-	}
-	if (b->ndone < MAX_LINES) {
-		snprintf(b->done[b->ndone].compiler, TAG_LEN, "%s", comp);
-		snprintf(b->done[b->ndone++].object, NAME_LEN, "%s", name);
-	}
-	bpf_object__for_each_program(p, obj) {
-		struct budget_line m = { 0 };
-		const char *pn = bpf_program__name(p);
-		struct bpf_object *one = open_one(path, pn, log, STATS_LOG_SIZE, 4, &err);
-
-		snprintf(m.compiler, sizeof(m.compiler), "%s", comp);
-		snprintf(m.object, sizeof(m.object), "%s", name);
-		snprintf(m.program, sizeof(m.program), "%s", pn);
-		log[0] = 0;
-		if (one)
-			err = bpf_object__load(one);
-		bpf_object__close(one);
-		if (err) {
-			struct budget_line *l = budget_find(b, &m);
-
-			if (l) /* the program is there: its line is not stale */
-				l->seen = true;
-			bad("%s %s %s %s: not loaded: %s", o->kernel_tag, comp, name, pn,
-			    strerror(-err));
-			print_refusal(path, pn, o->log_mb);
+	verify_load(o, b, path, NULL, name, comp, log);
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		if (strcmp(variants[i].object, name))
 			continue;
-		}
-		if (parse_stats(log, &m, stack, sizeof(stack))) {
-			bad("%s %s %s %s: loaded, but its log has no \"processed N insns ... "
-			    "total_states ... peak_states\"",
-			    o->kernel_tag, comp, name, pn);
-			continue;
-		}
-		judge(o, b, &m, stack);
-		if (o->log_prefix)
-			write_log(o, path, name, pn);
+		snprintf(vname, sizeof(vname), "%s+%s", name, variants[i].suffix);
+		verify_load(o, b, path, &variants[i], vname, comp, log);
 	}
-	bpf_object__close(obj);
 out:
 	free(log);
 }
