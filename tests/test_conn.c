@@ -917,6 +917,22 @@ static void test_spoofed_flood(void)
 	fg_conn_close(&C);
 }
 
+/* A pin dir of this test's own on bpffs, in dir; -1 when there is none
+ * (skipped, or a failed check). */
+static int pin_dir_make(char *dir, size_t len)
+{
+	struct statfs sfs;
+
+	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+		fg_test_skip("/sys/fs/bpf is not a BPF filesystem");
+		return -1;
+	}
+	snprintf(dir, len, "/sys/fs/bpf/fgconn-test-%d", (int)getpid());
+	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "mkdir pin dir"))
+		return -1;
+	return 0;
+}
+
 /* ---- pinning: counting outlives the daemon, a new one adopts it ---------- */
 
 static void test_pin_adopt(void)
@@ -925,16 +941,10 @@ static void test_pin_adopt(void)
 	struct fg_conn_rec rec = {};
 	struct fg_conn_key k;
 	struct pairs p, q;
-	struct statfs sfs;
 	char dir[128];
 	int lfd;
 
-	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
-		fg_test_skip("/sys/fs/bpf is not a BPF filesystem");
-		return;
-	}
-	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fgconn-test-%d", (int)getpid());
-	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "mkdir pin dir"))
+	if (pin_dir_make(dir, sizeof(dir)))
 		return;
 	p.n = q.n = 0;
 	key_of(&k, 4, "127.0.0.1");
@@ -1025,16 +1035,10 @@ static void test_load_later(void)
 	struct fg_conn_rec rec = {};
 	struct fg_conn_key k;
 	struct pairs p = { .n = 0 };
-	struct statfs sfs;
 	char dir[128];
 	int lfd;
 
-	if (statfs("/sys/fs/bpf", &sfs) || sfs.f_type != BPF_FS_MAGIC) {
-		fg_test_skip("/sys/fs/bpf is not a BPF filesystem");
-		return;
-	}
-	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fgconn-test-%d", (int)getpid());
-	if (!ASSERT_OK(mkdir(dir, 0700) ? -errno : 0, "mkdir pin dir"))
+	if (pin_dir_make(dir, sizeof(dir)))
 		return;
 	key_of(&k, 4, "127.0.0.1");
 	lfd = tcp_listen(4, "127.0.0.1", PORT4, 1);
