@@ -323,9 +323,9 @@ else
 			"re-pinned and adopted, only link_wan0, one XDP program on wan0 (ifindex $IDX)" \
 			"$(grep -E 're-pinned|adopted|cannot attach' "$GD_LOG" | one_line 200); pins: $links; XDP programs on wan0: $progs"
 		expect "new name: counters intact, enforcing" \
-			"[ $t_after -ge $t_before ] && [ $t_before -ge $((${sent0:-300} * 98 / 100)) ] && [ $((d1 - d0)) -ge 100 ]" \
+			"[ $t_after -ge $t_before ] && [ $t_before -ge $((${sent0:-300} * 90 / 100)) ] && [ $((d1 - d0)) -ge 100 ]" \
 			"${sent0:-?} before, $sent after from a fresh source (rate 100/s, burst 100)" \
-			"total not reset (>= 98 % of those before), >= 100 dropped" \
+			"total not reset (what arrived before: >= 90 % of those sent, a loaded veth lost 8 of 300 paced ones), >= 100 dropped" \
 			"total $t_before -> $t_after, dropped $((d1 - d0))"
 	fi
 	gd_stop
