@@ -125,13 +125,18 @@ int fg_tc_want(const char *s, char *why)
 	return -EINVAL;
 }
 
-/* Our clsact filter on ifc's device (one a killed daemon left), or none. */
+/* Our clsact filter on ifc's device (one a killed daemon left), or none.
+ * libbpf is muted meanwhile: without a clsact qdisc (the usual case) it
+ * would log the kernel's "Parent Qdisc doesn't exists" as a warning. */
 static bool clsact_ours(const struct fg_tc_iface *ifc)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FG_TC_HANDLE, .priority = FG_TC_PRIO);
+	libbpf_print_fn_t print = libbpf_set_print(NULL);
+	bool ours = !bpf_tc_query(&hook, &o);
 
-	return !bpf_tc_query(&hook, &o);
+	libbpf_set_print(print);
+	return ours;
 }
 
 static void clsact_remove(const struct fg_tc_iface *ifc)
