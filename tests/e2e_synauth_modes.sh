@@ -183,6 +183,8 @@ check_cmp "native: no tclink_s1 pinned (clsact has no link)" "$(tclinks)" = 0
 f1=$(ours)
 check_cmp "native: one clsact filter of ours (pref 0xf9a7) on s1 (prog ids: ${f1:-none})" "$(wc -w <<< "$f1")" = 1
 connects_all "native+clsact"
+check "native+clsact: status says the clsact filter is not seen from the CLI (no false alarm)" sh -c "'$FG' status | grep -q 'a clsact filter is not seen from here'"
+check_cmp "native: status --json generic_xdp is null" "$(sa_get generic_xdp)" = null
 fg_daemon_stop KILL
 f2=$(ours)
 check_cmp "kill -9: the filter stays, its program with it (${f2:-none})" "$f2" = "$f1"
@@ -205,6 +207,8 @@ WAYNOW=$(sa_get way)
 check_cmp "generic: way retransmit (generic XDP does not hand off)" "$WAYNOW" = retransmit
 check_cmp "generic: no tc program of ours on s1 (filters: $(ours) pins: $(tclinks))" "$(ours)$(tclinks)" = 0
 connects_all "generic"
+check_cmp "generic: status --json names s1 in generic XDP" "$(sa_get generic_xdp)" = s1
+check "generic: status says there is no handoff there" sh -c "'$FG' status | grep -q 'generic XDP on s1: no handoff there (retransmit)'"
 proofs=$(sa_get rst_proof)
 check_cmp "generic: each new source proved itself by its RST (rst_proof $proofs, 3 sources)" "${proofs:-0}" -ge 3
 fg_daemon_stop
