@@ -7,7 +7,9 @@
 # on this kernel).
 #   - native XDP, the tc half through clsact (FLOODGATE_TC_ATTACH=clsact,
 #     as on a kernel without tcx): every connect of each family handed off
-#     (tc handoff counter, syn_answered, TcpPassiveOpens); the filter is
+#     (tc handoff counter, syn_answered, TcpPassiveOpens), with the MSS,
+#     timestamps, SACK and window scale the cookie carried (TCP_INFO of
+#     the server's sockets); the filter is
 #     on s1; after kill -9 it stays, a restarted daemon adopts it (one
 #     filter, the new program) and connects go on; SIGTERM removes it
 #   - generic XDP (xdp_mode: skb): floodgated takes the retransmit way
@@ -83,8 +85,15 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
 s.bind(("::", 8080)); s.listen(1024)
+# one line per connection to argv[1]: the options its socket took (TCP_INFO:
+# tcpi_options, snd and rcv window scale, snd_mss)
+log = open(sys.argv[1], "a", buffering=1)
 while True:
     c, _ = s.accept()
+    i = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 24)
+    log.write("ts=%d sack=%d wscale=%d,%d mss=%d\n" % (i[5] & 1, i[5] >> 1 & 1,
+              i[6] & 15 if i[5] & 4 else -1, i[6] >> 4 if i[5] & 4 else -1,
+              int.from_bytes(i[16:20], sys.byteorder)))
     try: c.send(b"hi")
     except OSError: pass
     c.close()
@@ -136,14 +145,14 @@ for h in "$S4" "$S6" "$SV"; do
 	fg_ns_exec cli ping -c1 -W1 "$h" > /dev/null ||
 		{ bad setup "ping $h from cli"; fg_finish; }
 done
-fg_bg srv "$FG_PY" "$FG_TMP/server.py"
+fg_bg srv "$FG_PY" "$FG_TMP/server.py" "$FG_TMP/opts"
 SPID=$FG_BG_PID
 sleep 0.3
 
 # connects_all LABEL: N connects to each of S4, S6 (IPv6), SV (VLAN 7); one
 # check per family; what the listener and floodgate saw
 connects_all() {
-	local label=$1 h fam ok first med max acc0 acc1 ans0 ans1 ho0 ho1 sum=0
+	local label=$1 h fam ok first med max acc0 acc1 ans0 ans1 ho0 ho1 vs0 vs1 opts nopt sum=0
 	ho0=$(handoffs) ans0=$(sa_get syn_answered) vs0=$(vlan_seen) acc0=$(nst TcpPassiveOpens)
 	for h in "$S4 IPv4" "$S6 IPv6" "$SV VLAN"; do
 		fam=${h#* } h=${h% *}
@@ -153,6 +162,11 @@ connects_all() {
 		sum=$((sum + ${ok:-0}))
 	done
 	acc1=$(nst TcpPassiveOpens) ans1=$(sa_get syn_answered) vs1=$(vlan_seen)
+	# the options the listener's side of each connection took (handoff: the
+	# attributes the cookie carried, through the kfunc), as the server logged them
+	opts=$(tail -n "$sum" "$FG_TMP/opts")
+	nopt=$(grep -c '^ts=1 sack=1 wscale=[0-9]*,[0-9]* mss=1[0-9][0-9][0-9]$' <<< "$opts")
+	check_cmp "$label: each connection took timestamps, SACK, window scale and an MSS over 1000 on the server's side ($nopt of $sum: $(sort <<< "$opts" | uniq -c | one_line 160))" "$nopt" = "$sum"
 	# the metrics' tc counters are read once a tick
 	for _ in $(seq 30); do
 		ho1=$(handoffs)
