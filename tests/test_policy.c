@@ -2026,6 +2026,29 @@ static void test_synauth_kernel(void)
 			  "handoff on 6.1: refused");
 		ASSERT_STR_CONTAINS(why, "way handoff needs bpf_sk_assign_tcp_reqsk",
 				    "... with the kfunc named");
+		kf_all(&kf);
+		cfg.xdp_mode = FG_XDP_SKB;
+		ASSERT_EQ(fg_policy_kernel_check(&cfg, &kf, why), -EOPNOTSUPP,
+			  "handoff in generic XDP (xdp_mode: skb): refused");
+		ASSERT_STR_CONTAINS(why, "way handoff needs native XDP", "... saying why");
+		fg_config_free(&cfg);
+	}
+	/* generic XDP hands nothing off (tests/e2e_synauth_modes.sh): auto retransmits */
+	snprintf(buf, sizeof(buf), y, "auto");
+	if (ASSERT_OK(parse_ok(buf, &cfg), "way auto, xdp_mode skb")) {
+		kf_all(&kf);
+		cfg.xdp_mode = FG_XDP_SKB;
+		d = syn_need(&cfg, &kf, nd);
+		if (ASSERT_TRUE(d != NULL, "auto in generic XDP")) {
+			ASSERT_EQ(d->state, FG_NEED_DEGRADED, "... degraded");
+			ASSERT_STR_CONTAINS(d->how, "retransmit", "... retransmit");
+			ASSERT_STR_CONTAINS(d->why, "no handoff: xdp_mode: skb", "... and why");
+		}
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_RETRANSMIT, "... as applied");
+		cfg.xdp_mode = FG_XDP_NATIVE;
+		fg_policy_kernel_fill(&cfg, &kf);
+		ASSERT_EQ(cfg.pol.sa.way, FG_SA_WAY_HANDOFF, "native XDP: handoff");
 		fg_config_free(&cfg);
 	}
 	snprintf(buf, sizeof(buf), y, "retransmit");

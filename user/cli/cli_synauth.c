@@ -40,7 +40,23 @@ struct sa_view {
 	__u64 tc[FG_SYN_NSTAT];
 	bool have_dly;
 	struct fg_sadly dly;
+	char generic[FG_MAX_IFS * 17]; /* the interfaces in generic XDP (fg_meta), "" when none */
 };
+
+/* The interfaces fg_meta names as attached in generic XDP, space-separated. */
+static void generic_ifs(struct fg_maps *m, char *buf, size_t len)
+{
+	struct fg_meta meta;
+	size_t off = 0;
+
+	buf[0] = 0;
+	if (fg_meta_read(m, &meta))
+		return;
+	for (__u32 i = 0; i < meta.n_ifs && i < FG_MAX_IFS && off < len; i++)
+		if (meta.ifs[i].xdp_mode == 2)
+			off += (size_t)snprintf(buf + off, len - off, "%s%.16s", off ? " " : "",
+						meta.ifs[i].name);
+}
 
 static void sa_read(struct fg_maps *m, const struct fg_policy *pol, const char *dir,
 		    struct sa_view *v)
@@ -72,6 +88,7 @@ static void sa_read(struct fg_maps *m, const struct fg_policy *pol, const char *
 		close(fd);
 	}
 	v->have_dly = m->fd[FGM_SADLY] >= 0 && !fg_sadly_read(m->fd[FGM_SADLY], &v->dly);
+	generic_ifs(m, v->generic, sizeof(v->generic));
 }
 
 /* Count and mean (us) of a delay histogram; the median's bucket, in us. */
@@ -125,7 +142,15 @@ void cli_synauth_status_text(struct fg_maps *m, const struct fg_policy *pol, con
 		       (unsigned long long)v.tc[FG_SYN_NOLISTEN],
 		       (unsigned long long)v.tc[FG_SYN_FAIL]);
 	else if (v.way == FG_SA_WAY_HANDOFF)
-		printf("           tc: NO tc program attached (handed-off ACKs would get an RST)\n");
+		printf("           tc: no tcx link pinned (a clsact filter is not seen from here: "
+		       "its counters are in the metrics; with neither, handed-off ACKs get an "
+		       "RST)\n");
+	if (v.generic[0] && v.way == FG_SA_WAY_HANDOFF)
+		printf("           generic XDP on %s: the handoff does NOT work there (the listener "
+		       "resets every proven connection); set xdp_mode: skb\n",
+		       v.generic);
+	else if (v.generic[0] && v.way == FG_SA_WAY_RETRANSMIT)
+		printf("           generic XDP on %s: no handoff there (retransmit)\n", v.generic);
 	if (!v.have_dly)
 		return;
 	if ((n = dly_stats(v.dly.handoff, v.dly.sum_us[0], &mean, &p50)))
@@ -157,7 +182,9 @@ static struct json_object *dly_json(const __u64 *h, __u64 sum_us, int *err)
  *  "cookie_invalid_shadow", "rst_proof", "verified_events", "ack_socket",
  *  "syn_auth_shadow", "syn_auth_nokey", "syn_auth_fail", "cookie_dup",
  *  "verified": {"ipv4", "ipv6", "capacity_ipv4", "capacity_ipv6"} | null,
- *  "tc": {"handoff", ...} | null, "first_connect": {"handoff", "retransmit"}} */
+ *  "tc": {"handoff", ...} | null, "generic_xdp": "IFACE ..." | null (the
+ *  interfaces in generic XDP, where handoff does not work),
+ *  "first_connect": {"handoff", "retransmit"}} */
 struct json_object *cli_synauth_status_json(struct fg_maps *m, const struct fg_policy *pol,
 					    const char *dir, int *err)
 {
@@ -197,6 +224,10 @@ struct json_object *cli_synauth_status_json(struct fg_maps *m, const struct fg_p
 	} else {
 		cli_json_add_null(err, o, "tc");
 	}
+	if (v.generic[0])
+		cli_json_add(err, o, "generic_xdp", json_object_new_string(v.generic));
+	else
+		cli_json_add_null(err, o, "generic_xdp");
 	x = json_object_new_object();
 	cli_json_add(err, x, "handoff", dly_json(v.dly.handoff, v.dly.sum_us[0], err));
 	cli_json_add(err, x, "retransmit", dly_json(v.dly.retransmit, v.dly.sum_us[1], err));

@@ -847,6 +847,12 @@ static int attach_all(struct daemon *d)
 			return err;
 		}
 		log_attached(ifc);
+		/* xdp_mode: skb takes the retransmit way; auto fell back here */
+		if (ifc->xdp_mode == 2 && d->g.cfg->pol.sa.way == FG_SA_WAY_HANDOFF)
+			pr_err("%s: generic XDP: syn_auth's handoff way does not work here (the "
+			       "listener resets every proven connection); set xdp_mode: skb to "
+			       "take the retransmit way",
+			       ifc->name);
 	}
 	fg_drop_stale_links(d->g.dir, d->ifs, d->n_ifs, log_stale_link);
 	fill_meta(d, &meta);
@@ -1015,7 +1021,7 @@ static void reload_restart_only(const struct fg_config *old, const struct fg_con
 static int reload_file(struct daemon *d, struct fg_config **out, char *msg)
 {
 	struct fg_config *ncfg = calloc(1, sizeof(*ncfg));
-	int err;
+	int err, xdp_mode;
 
 	*out = NULL;
 	if (!ncfg) {
@@ -1030,9 +1036,13 @@ static int reload_file(struct daemon *d, struct fg_config **out, char *msg)
 		free(ncfg);
 		return err;
 	}
+	/* xdp_mode changes at the next start: the way follows the mode in force */
+	xdp_mode = ncfg->xdp_mode;
+	ncfg->xdp_mode = d->g.cfg->xdp_mode;
 	err = fg_policy_kernel_check(ncfg, fg_kfeat_get(), msg);
 	if (!err)
 		fg_policy_kernel_fill(ncfg, fg_kfeat_get());
+	ncfg->xdp_mode = xdp_mode;
 	if (err) {
 		msg[FG_WHY_LEN - 41] = '\0'; /* room for the rest, as before */
 		strncat(msg, "; the running policy is unchanged", FG_WHY_LEN - strlen(msg) - 1);

@@ -35,6 +35,7 @@ static struct {
 	char tc_why[256];     /* why it is not */
 	struct fg_tc_iface ifs[FG_MAX_IFS];
 	int n_ifs;
+	int tc_want;		  /* FLOODGATE_TC_ATTACH: enum fg_tc_how, FG_TC_NONE for auto */
 	bool tc_on;		  /* the policy in force is handoff: keep it attached */
 	bool steps;		  /* the XDP program was loaded with syn_auth's steps (fg_sa_on) */
 	bool key_ok, key_warned;  /* the current epoch has a key; said so */
@@ -104,6 +105,16 @@ static int sa_open(struct fgd *d)
 	fg_whyn(sa.tc_why, sizeof(sa.tc_why), "%s", why);
 	if (way != FG_SYN_WAY_HANDOFF)
 		return 0;
+	sa.tc_want = fg_tc_want(getenv(FG_TC_ATTACH_ENV), why);
+	if (sa.tc_want < 0) {
+		/* as a tc program that would not load: handoff is refused at apply */
+		fg_whyn(sa.tc_why, sizeof(sa.tc_why), "%s", why);
+		pr_warn("syn_auth: %s; a policy with way handoff is refused", sa.tc_why);
+		return 0;
+	}
+	if (sa.tc_want)
+		pr_info("syn_auth: the tc program through %s only (%s)",
+			fg_tc_how_names[sa.tc_want], FG_TC_ATTACH_ENV);
 	sa.tc = fgsyn_bpf__open_and_load();
 	if (!sa.tc) {
 		/* an optional program never stops the filter: handoff is refused at apply */
@@ -169,6 +180,7 @@ static int tc_attach_all(struct fgd *d, char *why)
 		memset(t, 0, sizeof(*t));
 		t->link_fd = -1;
 		snprintf(t->name, sizeof(t->name), "%s", d->ifnames[i]);
+		t->want = sa.tc_want;
 		err = fg_tc_attach(prog, d->dir, t);
 		if (err == -ENODEV) {
 			err = 0; /* attached when the interface comes (tick) */

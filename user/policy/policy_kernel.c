@@ -148,12 +148,34 @@ enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why)
 	return FG_SYN_WAY_AUTO;
 }
 
+enum fg_syn_way fg_synauth_way_cfg(const struct fg_config *cfg, const struct fg_kfeat *kf,
+				   char *why)
+{
+	enum fg_syn_way w = fg_synauth_way(kf, cfg->syn.way, why);
+
+	if (w != FG_SYN_WAY_HANDOFF || cfg->xdp_mode != FG_XDP_SKB)
+		return w;
+	/* generic XDP hands nothing off on 6.18 (tests/e2e_synauth_modes.sh):
+	 * the XDP metadata reaches tc only for some skbs, and even a handoff the
+	 * kfunc took was answered with an RST */
+	if (cfg->syn.way == FG_SYN_WAY_HANDOFF) {
+		if (why)
+			fg_why(why, "way handoff needs native XDP (with xdp_mode: skb, generic "
+				    "XDP, the listener resets every proven connection)");
+		return FG_SYN_WAY_AUTO;
+	}
+	if (why)
+		fg_why(why, "no handoff: xdp_mode: skb (in generic XDP the listener resets "
+			    "every proven connection)");
+	return FG_SYN_WAY_RETRANSMIT;
+}
+
 /* SYN authentication: the way it takes (docs/syn-auth.md, "The ways"). */
 static void need_synauth(const struct fg_config *cfg, const struct fg_kfeat *kf, struct fg_need *d)
 {
 	char why[FG_WHY_LEN];
 
-	switch (fg_synauth_way(kf, cfg->syn.way, why)) {
+	switch (fg_synauth_way_cfg(cfg, kf, why)) {
 	case FG_SYN_WAY_HANDOFF:
 		snprintf(d->how, sizeof(d->how),
 			 "handoff: XDP answers every SYN, tc hands proven ones to the listener");
@@ -219,7 +241,7 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
 
 void fg_policy_kernel_fill(struct fg_config *cfg, const struct fg_kfeat *kf)
 {
-	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way(kf, cfg->syn.way, NULL) :
+	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way_cfg(cfg, kf, NULL) :
 					      FG_SYN_WAY_AUTO;
 
 	if (w == FG_SYN_WAY_HANDOFF)

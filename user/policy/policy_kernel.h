@@ -41,6 +41,11 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
  * handoff: a tc program (sched_cls), bpf_skc_lookup_tcp and the kfunc
  * bpf_sk_assign_tcp_reqsk (6.9); retransmit: bpf_skc_lookup_tcp in XDP. */
 enum fg_syn_way fg_synauth_way(const struct fg_kfeat *kf, int want, char *why);
+/* The same for cfg's syn_auth way and xdp_mode: generic XDP (xdp_mode: skb)
+ * has no handoff (the listener resets the connections it hands off): auto
+ * takes retransmit there, saying so in why, and handoff is none. */
+enum fg_syn_way fg_synauth_way_cfg(const struct fg_config *cfg, const struct fg_kfeat *kf,
+				   char *why);
 
 /* What the compiler cannot know of cfg and this kernel gives: syn_auth's way
  * (pol.sa.way; the compiler leaves auto as retransmit). After a successful

@@ -91,6 +91,7 @@ extern const char *const fg_tc_how_names[3];
 struct fg_tc_iface {
 	char name[IF_NAMESIZE];
 	int ifindex;
+	int want;      /* enum fg_tc_how: FG_TC_NONE tcx else clsact; else only that one */
 	int how;       /* enum fg_tc_how */
 	int link_fd;   /* FG_TC_TCX: the link; -1 otherwise */
 	bool adopted;  /* swapped into a link pinned by an earlier daemon */
@@ -100,9 +101,16 @@ struct fg_tc_iface {
 /* dir/tclink_<ifname> */
 int fg_tc_pin_path(char *buf, size_t len, const char *dir, const char *ifname);
 
-/* prog_fd (fgsyn's program) on ifc (name set; its ifindex looked up): adopt a
- * live pinned tcx link on the same device (swapping the program in), else
- * attach tcx and pin it, else clsact. */
+/* The way FLOODGATE_TC_ATTACH asks for (s: its value, NULL when unset):
+ * auto (FG_TC_NONE), tcx or clsact; -EINVAL (why) when it names none. */
+#define FG_TC_ATTACH_ENV "FLOODGATE_TC_ATTACH"
+int fg_tc_want(const char *s, char *why);
+
+/* prog_fd (fgsyn's program) on ifc (name and want set; its ifindex looked
+ * up): adopt a live pinned tcx link on the same device (swapping the
+ * program in), else attach tcx and pin it, else clsact (replacing our
+ * filter where one was left: adopted); want narrows it to one. What the
+ * other way left of ours on the device is removed. */
 int fg_tc_attach(int prog_fd, const char *dir, struct fg_tc_iface *ifc);
 /* Take it off: the tcx link detached and unpinned, or the clsact filter removed. */
 int fg_tc_detach(const char *dir, struct fg_tc_iface *ifc);

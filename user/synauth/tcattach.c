@@ -7,7 +7,8 @@
  * link_*, which the XDP attach owns (and sweeps when unconfigured); else a
  * clsact qdisc and a filter of floodgate's handle and priority. The
  * handoff needs 6.9, so the clsact branch serves only kernels with the
- * kfunc backported and no tcx.
+ * kfunc backported and no tcx; FLOODGATE_TC_ATTACH=clsact forces it (the
+ * tests run it on kernels with tcx), =tcx forbids it.
  *
  * libbpf 1.1 (Debian 12) has no tcx API: the link is made with
  * bpf_link_create and the attach type's number, which the kernel's ABI
@@ -23,6 +24,7 @@
 #include <bpf/libbpf.h>
 #include "attach/attach.h"
 #include "maps/fgmaps.h"
+#include "lib/sysutil.h"
 #include "synauth/synauth.h"
 
 #define TCX_INGRESS   46 /* enum bpf_attach_type BPF_TCX_INGRESS (6.6) */
@@ -111,10 +113,45 @@ static int attach_clsact(int prog_fd, struct fg_tc_iface *ifc)
 	return 0;
 }
 
+int fg_tc_want(const char *s, char *why)
+{
+	if (!s || !*s || !strcmp(s, "auto"))
+		return FG_TC_NONE;
+	if (!strcmp(s, "tcx"))
+		return FG_TC_TCX;
+	if (!strcmp(s, "clsact"))
+		return FG_TC_CLSACT;
+	fg_why(why, FG_TC_ATTACH_ENV "=%.40s names no way (auto, tcx or clsact)", s);
+	return -EINVAL;
+}
+
+/* Our clsact filter on ifc's device (one a killed daemon left), or none.
+ * libbpf is muted meanwhile: without a clsact qdisc (the usual case) it
+ * would log the kernel's "Parent Qdisc doesn't exists" as a warning. */
+static bool clsact_ours(const struct fg_tc_iface *ifc)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FG_TC_HANDLE, .priority = FG_TC_PRIO);
+	libbpf_print_fn_t print = libbpf_set_print(NULL);
+	bool ours = !bpf_tc_query(&hook, &o);
+
+	libbpf_set_print(print);
+	return ours;
+}
+
+static void clsact_remove(const struct fg_tc_iface *ifc)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FG_TC_HANDLE, .priority = FG_TC_PRIO);
+
+	bpf_tc_detach(&hook, &o);
+}
+
 int fg_tc_attach(int prog_fd, const char *dir, struct fg_tc_iface *ifc)
 {
 	char path[FG_LINK_PATH_LEN + 8];
-	int err, terr;
+	bool left;
+	int err, terr = 0;
 
 	ifc->how = FG_TC_NONE;
 	ifc->link_fd = -1;
@@ -128,17 +165,47 @@ int fg_tc_attach(int prog_fd, const char *dir, struct fg_tc_iface *ifc)
 	err = fg_tc_pin_path(path, sizeof(path), dir, ifc->name);
 	if (err)
 		return err;
-	err = adopt(prog_fd, path, ifc);
-	if (err <= 0)
-		return err;
-	terr = attach_tcx(prog_fd, path, ifc);
-	if (!terr || ifc->why[0])
-		return terr;
-	/* no tcx here (before 6.6: EINVAL): clsact */
+	/* a filter a killed daemon left behind: replaced in place when clsact
+	 * is the way (adopted), removed when tcx is, or both would run and the
+	 * second handoff of one ACK fail (and drop it) */
+	left = clsact_ours(ifc);
+	if (ifc->want != FG_TC_CLSACT) {
+		err = adopt(prog_fd, path, ifc);
+		if (err <= 0) {
+			if (!err && left)
+				clsact_remove(ifc);
+			return err;
+		}
+		terr = attach_tcx(prog_fd, path, ifc);
+		if (!terr && left)
+			clsact_remove(ifc);
+		if (!terr || ifc->why[0] || ifc->want == FG_TC_TCX) {
+			if (terr && !ifc->why[0])
+				snprintf(ifc->why, sizeof(ifc->why), "tcx (forced by %s): %s",
+					 FG_TC_ATTACH_ENV, strerror(-terr));
+			return terr;
+		}
+	} else {
+		/* a tcx link pinned by an earlier daemon would run beside the filter */
+		int fd = bpf_obj_get(path);
+
+		if (fd >= 0) {
+			if (tcx_ifindex(fd) == ifc->ifindex)
+				bpf_link_detach(fd);
+			close(fd);
+			unlink(path);
+		}
+	}
+	/* no tcx here (before 6.6: EINVAL), or clsact forced */
 	err = attach_clsact(prog_fd, ifc);
-	if (err)
+	if (err && ifc->want == FG_TC_CLSACT)
+		snprintf(ifc->why, sizeof(ifc->why), "clsact (forced by %s): %s",
+			 FG_TC_ATTACH_ENV, strerror(-err));
+	else if (err)
 		snprintf(ifc->why, sizeof(ifc->why), "tcx: %s; clsact: %s", strerror(-terr),
 			 strerror(-err));
+	else
+		ifc->adopted = left;
 	return err;
 }
 
