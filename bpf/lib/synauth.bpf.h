@@ -827,6 +827,21 @@ static __always_inline void fg_sa_dupkey(struct fg_sadup_key *d, const struct fg
 	d->family = t->family;
 }
 
+/* Is d (fg_sa_dupkey's) t's 4-tuple? Word by word: clang makes a call of
+ * a 36-byte memcmp, which BPF has not. */
+static __always_inline int fg_sa_same(const struct fg_sadup_key *d, const struct fg_sa_tcp *t)
+{
+	__u32 i, diff = d->family ^ t->family;
+	__u32 ports;
+
+	__builtin_memcpy(&ports, &d->sport, 4);
+	diff |= ports ^ t->ports;
+#pragma unroll
+	for (i = 0; i < 4; i++)
+		diff |= (d->saddr[i] ^ t->saddr[i]) | (d->daddr[i] ^ t->daddr[i]);
+	return !diff;
+}
+
 /*
  * A TCP segment with ACK or RST and without SYN that one of the syn_auth
  * rules' matches holds (the pre-search): does it prove its source, and
@@ -961,8 +976,10 @@ __noinline __u32 fg_sa_commit(void)
 
 /*
  * A charged (or duplicate) handshake passes: remember it (charged only),
- * and put the approval in front of the frame for the tc half. 0, or -1
- * (no room for metadata here: counted as syn_auth_fail by the caller).
+ * and put the approval in front of the frame for the tc half. 0 (also:
+ * charged, but the frame is not the ACK fg_sa_ack approved, which then
+ * gets nothing), or -1 (no room for metadata here: counted as
+ * syn_auth_fail by the caller).
  */
 __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 {
@@ -978,9 +995,14 @@ __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x)
 		return -1;
-	if (charged && !fg_sa_parse(ctx, &x->t, 1)) {
+	if (charged) {
+		/* the approval is this frame's: fg_sa_ack's 4-tuple (x->dk) and
+		 * ack number. A mark that outlived its ACK (dropped between,
+		 * by a runtime deny scoped to the rule) approves nothing else */
+		if (fg_sa_parse(ctx, &x->t, 0) || !fg_sa_same(&x->dk, &x->t) ||
+		    bpf_htonl(x->t.ack) != x->m.ack)
+			return 0;
 		now = fg_sa_now();
-		fg_sa_dupkey(&x->dk, &x->t);
 		bpf_map_update_elem(&fg_sadup, &x->dk, &now, BPF_ANY);
 	}
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*dst)))
