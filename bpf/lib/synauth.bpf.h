@@ -695,12 +695,43 @@ __noinline int fg_sa_write(struct xdp_md *ctx)
 	return 0;
 }
 
+/* Is there a socket for t's 4-tuple? 0 none, 1 a full one (proof of the
+ * address: the kernel's own handshake completed), 2 a request or
+ * time-wait socket (no proof: its SYN may be forged). */
+static __always_inline int fg_sa_socket(struct xdp_md *ctx, const struct fg_sa_tcp *t,
+					struct bpf_sock_tuple *tu)
+{
+	struct bpf_sock *sk;
+	__u32 sz, st;
+
+	if (t->family == 4) {
+		tu->ipv4.saddr = t->saddr[0];
+		tu->ipv4.daddr = t->daddr[0];
+		__builtin_memcpy(&tu->ipv4.sport, &t->ports, 4);
+		sz = sizeof(tu->ipv4);
+	} else {
+		__builtin_memcpy(tu->ipv6.saddr, t->saddr, 16);
+		__builtin_memcpy(tu->ipv6.daddr, t->daddr, 16);
+		__builtin_memcpy(&tu->ipv6.sport, &t->ports, 4);
+		sz = sizeof(tu->ipv6);
+	}
+	sk = bpf_skc_lookup_tcp(ctx, tu, sz, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	st = sk->state;
+	bpf_sk_release(sk);
+	if (st == 10) /* TCP_LISTEN: the listener, not a connection */
+		return 0;
+	return st == FG_TCP_STATE_NEW_SYN_RECV || st == FG_TCP_STATE_TIME_WAIT ? 2 : 1;
+}
+
 /*
  * A SYN of a syn_auth rule (not ACK), before anything is charged: answer
  * it with a cookie SYN-ACK (FG_SA_ANSWERED), refuse it at the reply cap
  * (FG_SA_CAPPED), or leave it to be charged as without syn_auth
  * (FG_SA_GO_ON): shadow (syn_auth_shadow), no secret (syn_auth_nokey),
- * a segment syn_auth cannot answer (syn_auth_fail), or, in the retransmit
+ * a segment syn_auth cannot answer (syn_auth_fail), in the handoff way
+ * a 4-tuple with a socket of its own (ack_socket), or, in the retransmit
  * way, a verified source.
  */
 __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 shadow, __u32 *ev,
@@ -744,6 +775,17 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	}
 	ent = fg_sa_key(k, slot);
 	retx = sa->way == FG_SA_WAY_RETRANSMIT;
+	/* handoff: a 4-tuple the kernel still holds a socket for (the
+	 * TIME_WAIT of an earlier connection on a reused client port, the
+	 * kernel's own request, a connection) is the kernel's. Only the
+	 * kernel can end a TIME_WAIT for a new SYN (tcp_timewait_state_process,
+	 * TCP_TW_SYN); answered here, the SYN's ACK would meet the TIME_WAIT
+	 * socket in the tc half, pass untouched and the connection be lost
+	 * until the TIME_WAIT ends. Charged as without syn_auth. */
+	if (!retx && fg_sa_socket(ctx, t, &x->tu)) {
+		*ev |= 1u << FG_EV_SA_SOCKET;
+		return FG_SA_GO_ON;
+	}
 	fg_sa_ver(k, t, w);
 	if (retx && fg_sa_live(w, FG_VT(now))) {
 		__u32 *since = fg_sa_word(w, t->family, 1), s0;
@@ -787,36 +829,6 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 			*sa_w = FG_VMS(now) | 1;
 	}
 	return FG_SA_ANSWERED;
-}
-
-/* Is there a socket for t's 4-tuple? 0 none, 1 a full one (proof of the
- * address: the kernel's own handshake completed), 2 a request or
- * time-wait socket (no proof: its SYN may be forged). */
-static __always_inline int fg_sa_socket(struct xdp_md *ctx, const struct fg_sa_tcp *t,
-					struct bpf_sock_tuple *tu)
-{
-	struct bpf_sock *sk;
-	__u32 sz, st;
-
-	if (t->family == 4) {
-		tu->ipv4.saddr = t->saddr[0];
-		tu->ipv4.daddr = t->daddr[0];
-		__builtin_memcpy(&tu->ipv4.sport, &t->ports, 4);
-		sz = sizeof(tu->ipv4);
-	} else {
-		__builtin_memcpy(tu->ipv6.saddr, t->saddr, 16);
-		__builtin_memcpy(tu->ipv6.daddr, t->daddr, 16);
-		__builtin_memcpy(&tu->ipv6.sport, &t->ports, 4);
-		sz = sizeof(tu->ipv6);
-	}
-	sk = bpf_skc_lookup_tcp(ctx, tu, sz, BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
-		return 0;
-	st = sk->state;
-	bpf_sk_release(sk);
-	if (st == 10) /* TCP_LISTEN: the listener, not a connection */
-		return 0;
-	return st == FG_TCP_STATE_NEW_SYN_RECV || st == FG_TCP_STATE_TIME_WAIT ? 2 : 1;
 }
 
 static __always_inline void fg_sa_dupkey(struct fg_sadup_key *d, const struct fg_sa_tcp *t)
