@@ -204,7 +204,8 @@ enum fg_event {
 	FG_EV_SA_VALID,	 /* an ACK (RST, retransmit way) returned a valid cookie */
 	FG_EV_SA_VERIFIED, /* a source was marked verified (new, or renewed) */
 	FG_EV_SA_NOKEY,	   /* no secret for this time (fg_sakey): SYN passed unanswered, charged */
-	FG_EV_SA_SOCKET, /* ACK of an unverified source, bad cookie, but its full socket exists: passed */
+	FG_EV_SA_SOCKET,   /* a socket holds the 4-tuple: an unverified source's ACK with a bad
+			  * cookie, or (handoff) a SYN on a TIME_WAIT: passed to the kernel */
 	FG_EV_SA_DUP, /* valid cookie of a handshake charged already (fg_sadup): not charged again */
 	FG_EV_SA_FAIL, /* a step could not run (no metadata room, no way to claim, ...): see docs */
 	FG_EV_MAX,

@@ -56,10 +56,6 @@ timeout_s=${FG_TEST_TIMEOUT:-$([ -n "${FG_GAMEDAY:-}" ] && echo 3600 || echo 120
 declare -A ALONE=(
 	[e2e_daemoncost.sh]="the daemon's own reads and syscalls a second, two windows compared"
 	[test_fleet]="lease rounds paced every 50 ms on the wall clock, shares by demand"
-	# an open defect, not a timing check: at -j 2 in CI 2 of 100 handoffs
-	# never reached the listener (the client's data then timed out); alone
-	# it passed 4 of 4. Alone, CI judges it; issue 21 keeps the defect
-	[test_synauth_live]="2 of 100 handoffs lost beside other tests once, cause open (issue 21)"
 )
 # FG_GUEST=alone: the guest stage after the others, with nothing beside it
 # (default: in the pool, beside the host tests; measured below)

@@ -14,6 +14,7 @@
 #include "fgtest.h"
 #include "dp.h"
 #include "dpcheck.h"
+#include "maps/ctl.h"
 
 #define NS 1000000000ull
 
@@ -275,6 +276,8 @@ static void test_handoff_v4(void)
 	ASSERT_OK(run(&a, &r), "run ACK again");
 	ASSERT_EQ(r.ret, XDP_PASS, "the same handshake passes again");
 	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SA_DUP), 1, "cookie_dup, not charged twice");
+	ASSERT_EQ(r.len, (__u32)(build(&a, tmp) + sizeof(struct fg_sameta)),
+		  "... and approved again: the metadata in front of it, for the tc half");
 
 	/* an ACK flood: random cookies from unverified sources */
 	bad = a;
@@ -534,6 +537,51 @@ out:
 	dp_close(&D);
 }
 
+/*
+ * A proven ACK that a runtime deny scoped to its rule drops after its
+ * charge leaves its approval mark behind (fg_sa_ack's pending); the next
+ * frame charged and passed must not take that approval: no dedupe entry
+ * for its 4-tuple, no metadata, no syn_auth_fail.
+ */
+static void test_stale_approval(void)
+{
+	struct seg g = syn4("192.0.2.90", 46000), o = syn4("192.0.2.91", 46001), a;
+	struct fg_rts_key4 k = { .prefixlen = FG_RTS_ID_BITS + 32, .id = 0 };
+	struct fg_rt val = { .list = FG_LIST_DENY, .plen = 32 };
+	struct fg_sadup_key dk = { .family = 4 };
+	struct got r;
+	__u8 tmp[256];
+	__u64 t;
+
+	if (setup_sa(FG_SA_WAY_HANDOFF, 1))
+		goto out;
+	ASSERT_OK(run(&g, &r), "SYN");
+	ASSERT_EQ(r.ret, XDP_TX, "answered");
+	a = ack_for(&g, &r, 14 + 20);
+	inet_pton(AF_INET, g.src, &k.addr);
+	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(D.skel->maps.fg_rts4), &k, &val, BPF_NOEXIST),
+		  "a runtime deny of 192.0.2.90 scoped to the syn_auth rule");
+	ASSERT_OK(fg_switch_rt_scoped(&D.cm, 1), "rt_scoped 1");
+	ASSERT_OK(run(&a, &r), "ACK");
+	ASSERT_EQ(r.ret, XDP_DROP, "its proven ACK is dropped");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SA_VALID), 1, "... after its cookie was found valid");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_RT_DENY), 1, "... by the scoped deny");
+	/* the rule in shadow: another source's SYN is charged and passes */
+	ASSERT_OK(fg_switch_rule_ovr(&D.cm, 0, FG_OVR_SHADOW), "the rule in shadow");
+	ASSERT_OK(run(&o, &r), "another source's SYN");
+	ASSERT_EQ(r.ret, XDP_PASS, "charged in shadow, it passes");
+	ASSERT_EQ(r.len, (__u32)build(&o, tmp), "... with no approval in front of it");
+	inet_pton(AF_INET, o.src, &dk.saddr[0]);
+	inet_pton(AF_INET, o.dst, &dk.daddr[0]);
+	dk.sport = htons(o.sport);
+	dk.dport = htons(o.dport);
+	ASSERT_TRUE(bpf_map_lookup_elem(bpf_map__fd(D.skel->maps.fg_sadup), &dk, &t) != 0,
+		    "it took no approval: no dedupe entry for its 4-tuple");
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SA_FAIL), 0, "and no syn_auth_fail");
+out:
+	dp_close(&D);
+}
+
 /* ns a run of g costs, the mean of n single runs (BPF_PROG_TEST_RUN's
  * own timing; single, because a repeated run does not restore the frame
  * that the answer rewrote); the last verdict in *ret. */
@@ -602,7 +650,8 @@ out:
 static const struct fg_test_case cases[] = {
 	FG_CASE(test_handoff_v4),	  FG_CASE(test_cap_shadow_bypass_nokey),
 	FG_CASE(test_v6_and_vlan),	  FG_CASE(test_retransmit_way),
-	FG_CASE(test_verified_fast_path), FG_CASE(test_cost_figures),
+	FG_CASE(test_verified_fast_path), FG_CASE(test_stale_approval),
+	FG_CASE(test_cost_figures),
 };
 
 FG_MAIN_BPF("test_synauth", "needs root for BPF_PROG_TEST_RUN", cases)

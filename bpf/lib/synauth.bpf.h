@@ -695,12 +695,43 @@ __noinline int fg_sa_write(struct xdp_md *ctx)
 	return 0;
 }
 
+/* Is there a socket for t's 4-tuple? 0 none, 1 a full one (proof of the
+ * address: the kernel's own handshake completed), 2 a request or
+ * time-wait socket (no proof: its SYN may be forged). */
+static __always_inline int fg_sa_socket(struct xdp_md *ctx, const struct fg_sa_tcp *t,
+					struct bpf_sock_tuple *tu)
+{
+	struct bpf_sock *sk;
+	__u32 sz, st;
+
+	if (t->family == 4) {
+		tu->ipv4.saddr = t->saddr[0];
+		tu->ipv4.daddr = t->daddr[0];
+		__builtin_memcpy(&tu->ipv4.sport, &t->ports, 4);
+		sz = sizeof(tu->ipv4);
+	} else {
+		__builtin_memcpy(tu->ipv6.saddr, t->saddr, 16);
+		__builtin_memcpy(tu->ipv6.daddr, t->daddr, 16);
+		__builtin_memcpy(&tu->ipv6.sport, &t->ports, 4);
+		sz = sizeof(tu->ipv6);
+	}
+	sk = bpf_skc_lookup_tcp(ctx, tu, sz, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	st = sk->state;
+	bpf_sk_release(sk);
+	if (st == 10) /* TCP_LISTEN: the listener, not a connection */
+		return 0;
+	return st == FG_TCP_STATE_NEW_SYN_RECV || st == FG_TCP_STATE_TIME_WAIT ? 2 : 1;
+}
+
 /*
  * A SYN of a syn_auth rule (not ACK), before anything is charged: answer
  * it with a cookie SYN-ACK (FG_SA_ANSWERED), refuse it at the reply cap
  * (FG_SA_CAPPED), or leave it to be charged as without syn_auth
  * (FG_SA_GO_ON): shadow (syn_auth_shadow), no secret (syn_auth_nokey),
- * a segment syn_auth cannot answer (syn_auth_fail), or, in the retransmit
+ * a segment syn_auth cannot answer (syn_auth_fail), in the handoff way
+ * a 4-tuple with a socket of its own (ack_socket), or, in the retransmit
  * way, a verified source.
  */
 __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 shadow, __u32 *ev,
@@ -744,6 +775,17 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	}
 	ent = fg_sa_key(k, slot);
 	retx = sa->way == FG_SA_WAY_RETRANSMIT;
+	/* handoff: a 4-tuple the kernel still holds a socket for (the
+	 * TIME_WAIT of an earlier connection on a reused client port, the
+	 * kernel's own request, a connection) is the kernel's. Only the
+	 * kernel can end a TIME_WAIT for a new SYN (tcp_timewait_state_process,
+	 * TCP_TW_SYN); answered here, the SYN's ACK would meet the TIME_WAIT
+	 * socket in the tc half, pass untouched and the connection be lost
+	 * until the TIME_WAIT ends. Charged as without syn_auth. */
+	if (!retx && fg_sa_socket(ctx, t, &x->tu)) {
+		*ev |= 1u << FG_EV_SA_SOCKET;
+		return FG_SA_GO_ON;
+	}
 	fg_sa_ver(k, t, w);
 	if (retx && fg_sa_live(w, FG_VT(now))) {
 		__u32 *since = fg_sa_word(w, t->family, 1), s0;
@@ -789,42 +831,27 @@ __noinline int fg_sa_syn(struct xdp_md *ctx, const struct fg_synauth *sa, __u32 
 	return FG_SA_ANSWERED;
 }
 
-/* Is there a socket for t's 4-tuple? 0 none, 1 a full one (proof of the
- * address: the kernel's own handshake completed), 2 a request or
- * time-wait socket (no proof: its SYN may be forged). */
-static __always_inline int fg_sa_socket(struct xdp_md *ctx, const struct fg_sa_tcp *t,
-					struct bpf_sock_tuple *tu)
-{
-	struct bpf_sock *sk;
-	__u32 sz, st;
-
-	if (t->family == 4) {
-		tu->ipv4.saddr = t->saddr[0];
-		tu->ipv4.daddr = t->daddr[0];
-		__builtin_memcpy(&tu->ipv4.sport, &t->ports, 4);
-		sz = sizeof(tu->ipv4);
-	} else {
-		__builtin_memcpy(tu->ipv6.saddr, t->saddr, 16);
-		__builtin_memcpy(tu->ipv6.daddr, t->daddr, 16);
-		__builtin_memcpy(&tu->ipv6.sport, &t->ports, 4);
-		sz = sizeof(tu->ipv6);
-	}
-	sk = bpf_skc_lookup_tcp(ctx, tu, sz, BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
-		return 0;
-	st = sk->state;
-	bpf_sk_release(sk);
-	if (st == 10) /* TCP_LISTEN: the listener, not a connection */
-		return 0;
-	return st == FG_TCP_STATE_NEW_SYN_RECV || st == FG_TCP_STATE_TIME_WAIT ? 2 : 1;
-}
-
 static __always_inline void fg_sa_dupkey(struct fg_sadup_key *d, const struct fg_sa_tcp *t)
 {
 	__builtin_memcpy(d->saddr, t->saddr, 16);
 	__builtin_memcpy(d->daddr, t->daddr, 16);
 	__builtin_memcpy(&d->sport, &t->ports, 4);
 	d->family = t->family;
+}
+
+/* Is d (fg_sa_dupkey's) t's 4-tuple? Word by word: clang makes a call of
+ * a 36-byte memcmp, which BPF has not. */
+static __always_inline int fg_sa_same(const struct fg_sadup_key *d, const struct fg_sa_tcp *t)
+{
+	__u32 i, diff = d->family ^ t->family;
+	__u32 ports;
+
+	__builtin_memcpy(&ports, &d->sport, 4);
+	diff |= ports ^ t->ports;
+#pragma unroll
+	for (i = 0; i < 4; i++)
+		diff |= (d->saddr[i] ^ t->saddr[i]) | (d->daddr[i] ^ t->daddr[i]);
+	return !diff;
 }
 
 /*
@@ -961,8 +988,10 @@ __noinline __u32 fg_sa_commit(void)
 
 /*
  * A charged (or duplicate) handshake passes: remember it (charged only),
- * and put the approval in front of the frame for the tc half. 0, or -1
- * (no room for metadata here: counted as syn_auth_fail by the caller).
+ * and put the approval in front of the frame for the tc half. 0 (also:
+ * charged, but the frame is not the ACK fg_sa_ack approved, which then
+ * gets nothing), or -1 (no room for metadata here: counted as
+ * syn_auth_fail by the caller).
  */
 __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 {
@@ -978,9 +1007,14 @@ __noinline int fg_sa_approve(struct xdp_md *ctx, __u32 charged)
 	x = bpf_map_lookup_elem(&fg_sascr, &kk);
 	if (!x)
 		return -1;
-	if (charged && !fg_sa_parse(ctx, &x->t, 1)) {
+	if (charged) {
+		/* the approval is this frame's: fg_sa_ack's 4-tuple (x->dk) and
+		 * ack number. A mark that outlived its ACK (dropped between,
+		 * by a runtime deny scoped to the rule) approves nothing else */
+		if (fg_sa_parse(ctx, &x->t, 0) || !fg_sa_same(&x->dk, &x->t) ||
+		    bpf_htonl(x->t.ack) != x->m.ack)
+			return 0;
 		now = fg_sa_now();
-		fg_sa_dupkey(&x->dk, &x->t);
 		bpf_map_update_elem(&fg_sadup, &x->dk, &now, BPF_ANY);
 	}
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*dst)))
