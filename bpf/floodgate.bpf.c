@@ -133,7 +133,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	struct fg_pkt p = {};
 	struct fg_ctl *ctl;
 	__u32 k = 0, ri, sets = 0, list;
-	__u64 now = 0; /* ns: read for the runtime lists or a limit rule, once */
+	__u64 now = 0; /* ns: read for the runtime lists, fg_sa_fast or a limit rule, once */
 	int shadow, rc, sa_rc = FG_SA_GO_ON;
 
 	/* 1. the kill switch */
@@ -207,7 +207,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	 * that a syn_auth rule's match holds (flags aside) may carry a cookie
 	 * (lib/synauth.bpf.h); everything else goes on at the cost of a test */
 	ri = FG_MAX_RULES;
-	if (fg_sa_on && pol->sa.way && !fg_sa_fast(&p, pol->sa.way)) {
+	if (fg_sa_on && pol->sa.way && !fg_sa_fast(&p, pol->sa.way, &now)) {
 		/* the segment's tests are in there: tested here, they split
 		 * every state of the charge below in two for the verifier */
 		ri = fg_sa_presearch(pol, &p, sets);

@@ -484,6 +484,20 @@ out:
  * the same ACK from an unverified source, or from the verified ones after
  * verified_for, is dropped as cookie_invalid.
  */
+/* IPv4 SYN g answered, and the ACK returning its cookie passed: that ACK. */
+static struct seg verify4(const struct seg *g)
+{
+	struct seg a;
+	struct got r;
+
+	ASSERT_OK(run(g, &r), "SYN");
+	ASSERT_EQ(r.ret, XDP_TX, "the SYN is answered");
+	a = ack_for(g, &r, 14 + 20);
+	ASSERT_OK(run(&a, &r), "ACK");
+	ASSERT_EQ(r.ret, XDP_PASS, "the ACK returning the cookie passes");
+	return a;
+}
+
 static void test_verified_fast_path(void)
 {
 	struct seg g = syn4("192.0.2.70", 45000), g6 = syn4("2001:db8::70", 45001), a, a6, o;
@@ -492,11 +506,7 @@ static void test_verified_fast_path(void)
 
 	if (setup_sa(FG_SA_WAY_HANDOFF, 1))
 		goto out;
-	ASSERT_OK(run(&g, &r), "SYN");
-	ASSERT_EQ(r.ret, XDP_TX, "the SYN is answered");
-	a = ack_for(&g, &r, 14 + 20);
-	ASSERT_OK(run(&a, &r), "ACK");
-	ASSERT_EQ(r.ret, XDP_PASS, "the ACK returning the cookie passes");
+	a = verify4(&g);
 	g6.dst = "2001:db8::1";
 	g6.v6 = 1;
 	g6.mss = 1440;
@@ -582,6 +592,49 @@ out:
 	dp_close(&D);
 }
 
+/*
+ * The verified client's fast path hands its clock read to the charge
+ * (fg_sa_fast's *now): a rule that matches the established ACKs too (its
+ * TCP flags not tested) charges them per source by the packet's time.
+ * A burst of 5 at 5/s: five pass, the sixth is throttled; 200 ms later
+ * exactly one more. A wrong time handed over (stale, halved) admits none
+ * or more than the one.
+ */
+static void test_verified_charge_clock(void)
+{
+	struct seg g = syn4("192.0.2.80", 46000), a;
+	struct got r;
+	struct fg_match *m;
+	int passed = 0;
+
+	if (setup_sa(FG_SA_WAY_HANDOFF, 1))
+		goto out;
+	m = &D.pol.match[FG_CLASS_TCP][0]; /* dp_sa_rules' syn_auth rule: any flags */
+	m->tcp_mask = 0, m->tcp_val = 0;
+	if (!ASSERT_OK(dp_apply(&D), "the rule for every segment"))
+		goto out;
+	a = verify4(&g);
+	ASSERT_EQ(dp_row_ev(&D, 0, FG_EV_SA_VERIFIED), 1, "the source verified");
+
+	dp_set_now(&D, 1000 * NS + 20 * NS); /* no SYN-ACK recent; the bucket full */
+	a.seq += 1000, a.ack += 100000;
+	for (int i = 0; i < 6; i++) {
+		ASSERT_OK(run(&a, &r), "established ACK");
+		passed += r.ret == XDP_PASS;
+	}
+	ASSERT_EQ(passed, 5, "the verified client's ACKs are charged: the burst of 5 passes");
+	ASSERT_EQ(dp_row_pkts(&D, 0, FG_OUT_SA_BADCOOKIE), 0, "none judged a bad cookie");
+	dp_set_now(&D, 1000 * NS + 20 * NS + 200 * 1000000ull);
+	passed = 0;
+	for (int i = 0; i < 3; i++) {
+		ASSERT_OK(run(&a, &r), "ACK 200 ms later");
+		passed += r.ret == XDP_PASS;
+	}
+	ASSERT_EQ(passed, 1, "200 ms later one token: by the time the fast path read");
+out:
+	dp_close(&D);
+}
+
 /* ns a run of g costs, the mean of n single runs (BPF_PROG_TEST_RUN's
  * own timing; single, because a repeated run does not restore the frame
  * that the answer rewrote); the last verdict in *ret. */
@@ -651,6 +704,7 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_handoff_v4),	  FG_CASE(test_cap_shadow_bypass_nokey),
 	FG_CASE(test_v6_and_vlan),	  FG_CASE(test_retransmit_way),
 	FG_CASE(test_verified_fast_path), FG_CASE(test_stale_approval),
+	FG_CASE(test_verified_charge_clock),
 	FG_CASE(test_cost_figures),
 };
 

@@ -38,8 +38,9 @@
 #  10. saack     BPF_PROG_TEST_RUN: a verified client's TCP ACK on a syn_auth
 #                rule (the program with syn_auth's steps, the fast path)
 #                against the same ACK on the same rule without syn_auth, in
-#                the default load and in the syn_auth load, ratio per pass
-#                (fgbench synauth); the goal: within 10%
+#                the default load and in the syn_auth load, ratio per pass:
+#                the median of 31 rounds, each a short run of the three
+#                instances in rotating order (fgbench synauth); goal: 10%
 # Every figure is min/median/max over BENCH_PASSES interleaved passes: pass 1
 # runs every competitor, then pass 2 runs them all again, ...
 #
