@@ -18,6 +18,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+#define TC_ACT_UNSPEC (-1) /* tcx: the next program; clsact: the next filter */
 #define TC_ACT_OK     0
 #define TC_ACT_SHOT   2
 #define FG_TCP_LISTEN 10
@@ -56,14 +57,14 @@ int fg_syn(struct __sk_buff *skb)
 
 	/* no approval: nothing to do (metadata is only ever written by XDP) */
 	if ((void *)(m + 1) > data || m->magic != FG_SAMETA_MAGIC)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	if ((void *)(c + 14) > end)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	proto = (__u16)c[12] << 8 | c[13];
 	/* a tag the driver left in the frame (else it is in skb->vlan_tci) */
 	if (proto == 0x8100 || proto == 0x88A8) {
 		if ((void *)(c + 18) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		proto = (__u16)c[16] << 8 | c[17];
 		off = 18;
 	}
@@ -71,40 +72,40 @@ int fg_syn(struct __sk_buff *skb)
 		__u32 ihl;
 
 		if ((void *)(c + off + 20) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		ihl = (c[off] & 0xf) * 4;
 		if (ihl < 20 || ihl > 60)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		__builtin_memcpy(&tu.ipv4.saddr, c + off + 12, 8);
 		tcp = c + off + ihl;
 		sz = sizeof(tu.ipv4);
 		if ((void *)(tcp + 20) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		__builtin_memcpy(&tu.ipv4.sport, tcp, 4);
 	} else if (proto == 0x86DD) {
 		if ((void *)(c + off + 40) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		__builtin_memcpy(tu.ipv6.saddr, c + off + 8, 32);
 		tcp = c + off + 40;
 		sz = sizeof(tu.ipv6);
 		if ((void *)(tcp + 20) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		__builtin_memcpy(&tu.ipv6.sport, tcp, 4);
 	} else {
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	/* the approval is this segment's: same ack number */
 	if (__builtin_memcmp(tcp + 8, &m->ack, 4))
-		return fg_syn_count(FG_SYN_NOMETA, TC_ACT_OK);
+		return fg_syn_count(FG_SYN_NOMETA, TC_ACT_UNSPEC);
 
 	skc = bpf_skc_lookup_tcp(skb, &tu, sz, BPF_F_CURRENT_NETNS, 0);
 	if (!skc)
-		return fg_syn_count(FG_SYN_NOLISTEN, TC_ACT_OK);
+		return fg_syn_count(FG_SYN_NOLISTEN, TC_ACT_UNSPEC);
 	if (skc->state != FG_TCP_LISTEN) {
 		/* the connection exists already (a data segment after the
 		 * handshake, which carries the same cookie) */
 		bpf_sk_release(skc);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp) {
@@ -127,5 +128,5 @@ int fg_syn(struct __sk_buff *skb)
 	bpf_sk_release(skc);
 	if (ret < 0)
 		return fg_syn_count(FG_SYN_FAIL, TC_ACT_SHOT);
-	return fg_syn_count(FG_SYN_HANDOFF, TC_ACT_OK);
+	return fg_syn_count(FG_SYN_HANDOFF, TC_ACT_UNSPEC);
 }

@@ -12,6 +12,8 @@
 #     the server's sockets); the filter is
 #     on s1; after kill -9 it stays, a restarted daemon adopts it (one
 #     filter, the new program) and connects go on; SIGTERM removes it
+#   - native XDP through tcx: the same connects, the frames fgsyn does not
+#     drop handed on to what follows it (the VLAN untagging filter)
 #   - generic XDP (xdp_mode: skb): floodgated takes the retransmit way
 #     there (handoff does not work in generic XDP: the listener resets
 #     every proven connection), check and status say so, every connect of
@@ -210,6 +212,19 @@ connects_all "native+clsact, adopted"
 fg_daemon_stop
 check_cmp "SIGTERM: our filter is removed from s1 (left: ${f4:=$(ours)}${f4:-none})" "$f4" = ""
 check "... and the pin dir is gone" test ! -e "$PIN"
+
+# --- 1b. native XDP, the tc half through tcx (this kernel's default) -----------------
+# fgsyn hands every frame on (TCX_NEXT): the VLAN untagging filter at
+# clsact, which tcx runs first, then still sees them. With TC_ACT_OK
+# (tcx's "pass, stop here") the VLAN connects timed out, 0 of 5.
+policy native auto
+fg_daemon_up srv "$FG_TMP/policy.yaml" "floodgated starts (native, tcx)"
+WAYNOW=$(sa_get way)
+check_cmp "native+tcx: way handoff" "$WAYNOW" = handoff
+check_cmp "native+tcx: tclink_s1 pinned" "$(tclinks)" = 1
+connects_all "native+tcx"
+fg_daemon_stop
+check_cmp "native+tcx, SIGTERM: no tclink left" "$(tclinks)" = 0
 
 # --- 2. generic XDP (xdp_mode: skb) ---------------------------------------------------
 policy skb auto
