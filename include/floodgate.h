@@ -673,9 +673,12 @@ _Static_assert(sizeof(struct fg_sameta) == 20, "fg_sameta: a multiple of 4");
 /* fgsyn (tc) counters, per CPU, fg_systat[0] */
 enum fg_syn_stat {
 	FG_SYN_HANDOFF = 0, /* bpf_sk_assign_tcp_reqsk succeeded */
-	FG_SYN_NOLISTEN,    /* approved ACK, but no listener (or not LISTEN): passed */
+	FG_SYN_NOLISTEN,    /* approved ACK, no socket at all for it: passed (one that
+			     * finds a connection or TIME_WAIT passes uncounted) */
 	FG_SYN_FAIL,	    /* the kfunc refused: dropped */
-	FG_SYN_NOMETA,	    /* ACK without approval: passed untouched (established traffic) */
+	FG_SYN_NOMETA,	    /* an approval in front whose ack number is not the
+			     * segment's: passed untouched (a segment with no
+			     * approval at all passes uncounted) */
 	FG_SYN_NSTAT,
 };
 struct fg_systat {
