@@ -701,9 +701,12 @@ out:
 }
 
 static const struct fg_test_case cases[] = {
-	FG_CASE(test_handoff_v4),	  FG_CASE(test_cap_shadow_bypass_nokey),
-	FG_CASE(test_v6_and_vlan),	  FG_CASE(test_retransmit_way),
-	FG_CASE(test_verified_fast_path), FG_CASE(test_stale_approval),
+	FG_CASE(test_handoff_v4),
+	FG_CASE(test_cap_shadow_bypass_nokey),
+	FG_CASE(test_v6_and_vlan),
+	FG_CASE(test_retransmit_way),
+	FG_CASE(test_verified_fast_path),
+	FG_CASE(test_stale_approval),
 	FG_CASE(test_verified_charge_clock),
 	FG_CASE(test_cost_figures),
 };

@@ -19,12 +19,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#define FGT_VLAN_ID  7
-#define FGT_VLAN_NET 0x0a4e0700 /* 10.78.7.0/24 */
-#define ETH_P_IP     0x0800
-#define ETH_P_8021Q  0x8100
+#define FGT_VLAN_ID   7
+#define FGT_VLAN_NET  0x0a4e0700 /* 10.78.7.0/24 */
+#define ETH_P_IP      0x0800
+#define ETH_P_8021Q   0x8100
 #define TC_ACT_UNSPEC (-1)
-#define TC_ACT_OK    0
+#define TC_ACT_OK     0
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

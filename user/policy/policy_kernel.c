@@ -241,8 +241,7 @@ int fg_policy_kernel_check(const struct fg_config *cfg, const struct fg_kfeat *k
 
 void fg_policy_kernel_fill(struct fg_config *cfg, const struct fg_kfeat *kf)
 {
-	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way_cfg(cfg, kf, NULL) :
-					      FG_SYN_WAY_AUTO;
+	enum fg_syn_way w = cfg->syn.nrules ? fg_synauth_way_cfg(cfg, kf, NULL) : FG_SYN_WAY_AUTO;
 
 	if (w == FG_SYN_WAY_HANDOFF)
 		cfg->pol.sa.way = FG_SA_WAY_HANDOFF;

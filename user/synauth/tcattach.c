@@ -199,8 +199,8 @@ int fg_tc_attach(int prog_fd, const char *dir, struct fg_tc_iface *ifc)
 	/* no tcx here (before 6.6: EINVAL), or clsact forced */
 	err = attach_clsact(prog_fd, ifc);
 	if (err && ifc->want == FG_TC_CLSACT)
-		snprintf(ifc->why, sizeof(ifc->why), "clsact (forced by %s): %s",
-			 FG_TC_ATTACH_ENV, strerror(-err));
+		snprintf(ifc->why, sizeof(ifc->why), "clsact (forced by %s): %s", FG_TC_ATTACH_ENV,
+			 strerror(-err));
 	else if (err)
 		snprintf(ifc->why, sizeof(ifc->why), "tcx: %s; clsact: %s", strerror(-terr),
 			 strerror(-err));
