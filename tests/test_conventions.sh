@@ -9,6 +9,8 @@
 # - commit subjects since 5f768ea (merges aside): at most 72 characters,
 #   "area: summary", judged by tools/hooks/commit-msg itself. Skipped
 #   without a git history that holds that commit.
+# - the C files git tracks are formatted as .clang-format says (make
+#   format-check; `make format` mends them). Skipped outside a git checkout.
 # Last line: "N passed, N failed, N skipped". Needs no root.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -101,6 +103,17 @@ else
 	else
 		ok "commit subjects since $base: at most 72 characters, \"area: summary\": $n commits ($nknown known over it)"
 	fi
+fi
+
+# --- .clang-format ----------------------------------------------------------------------
+if ! command -v clang-format > /dev/null; then
+	skip "C files formatted" "no clang-format (tools/deps.sh installs it)"
+elif ! srcs=$(git ls-files '*.c' '*.h' 2> /dev/null | grep -v '^vmlinux.h$') || [ -z "$srcs" ]; then
+	skip "C files formatted" "not a git checkout"
+elif out=$(clang-format --dry-run -Werror $srcs 2>&1); then
+	ok "C files formatted as .clang-format says: $(wc -l <<< "$srcs") files"
+else
+	bad "C files formatted as .clang-format says (make format mends them):$(grep -o '^[^:]*\.[ch]:[0-9]*' <<< "$out" | sort -u | head -n 10 | sed 's/^/ /' | tr -d '\n')"
 fi
 
 echo "$npass passed, $nfail failed, $nskip skipped"

@@ -12,7 +12,7 @@
 set -eu
 pkgs="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libyaml-dev
 libmicrohttpd-dev libsystemd-dev libjson-c-dev libhiredis-dev libxdp-dev xdp-tools
-redis-server pkg-config iproute2 make gcc libclang-rt-dev ethtool util-linux curl
+redis-server pkg-config iproute2 make gcc libclang-rt-dev ethtool util-linux curl clang-format
 python3 iputils-ping"
 vm=0
 for extra in "$@"; do
