@@ -875,10 +875,8 @@ static int swap_prog(struct fgd *g, const struct fg_swap_opts *o, struct fg_swap
 		     char *why)
 {
 	struct daemon *d = (struct daemon *)g; /* g is its first member */
-	int err = fg_swap_program(&d->g.skel, d->ifs, d->n_ifs, &d->ac, o, res, why);
 
-	d->meta_dirty |= !err;
-	return err;
+	return fg_swap_program(&d->g.skel, d->ifs, d->n_ifs, &d->ac, o, res, why);
 }
 
 static void rewrite_meta_ifaces(struct daemon *d)

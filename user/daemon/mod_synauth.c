@@ -305,7 +305,7 @@ static void sa_after_flip(struct fgd *d, const struct fg_config *ncfg)
 }
 
 /* syn_auth taken out: the steps stay loaded, idle without a syn_auth rule
- * (swapping back would cost a load and gain ~nothing per packet). */
+ * (swapping back would cost a load to save each packet a test of the way). */
 static void sa_reloaded(struct fgd *d, const struct fg_config *old, const struct fg_config *ncfg)
 {
 	(void)d;
