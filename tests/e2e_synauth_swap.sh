@@ -221,6 +221,27 @@ for ATTACH in exclusive libxdp; do
 		fg_ns_exec srv "$FG" detach
 	check_cmp "$ATTACH: ... no program left on s1, s2" "$(prog_ids)" = "0 0"
 	check "$ATTACH: ... the pin dir is gone" test ! -e "$PIN"
+
+	# --- an interface deleted when the reload comes, and back after it -----------------
+	policy "$ATTACH" 0
+	fg_daemon_up srv "$FG_TMP/policy.yaml" "$ATTACH: floodgated starts for the deleted interface"
+	ip -n "$(fg_ns_name srv)" link del s2
+	policy "$ATTACH" 1
+	out=$("$FG" reload 2>&1); rc=$?
+	check_cmp "$ATTACH: s2 deleted: the reload adding syn_auth succeeds ($(one_line 200 <<< "$out"))" "$rc" = 0
+	check "$ATTACH: ... swapped on s1 alone (log)" \
+		grep -q "runs on 1 interface(s) (the others when they come back)" "$DLOG"
+	fg_veth_create srv s2 atk a1 && fg_ns_addr srv s2 "$S2/24" && fg_ns_addr atk a1 "$A1/24" ||
+		bad "$ATTACH: s2 created again"
+	MAC2=$(fg_ns_mac srv s2)
+	n=50
+	while [ "$n" -gt 0 ] && [ "$(prog_ids | cut -d' ' -f2)" = 0 ]; do sleep 0.1; n=$((n - 1)); done
+	ans0=$("$FG" status --json | fg_json_get - syn_auth.syn_answered)
+	fg_ns_exec atk "$FGEN" -i a1 -d "$S2" --syn --dport 8080 --dst-mac "$MAC2" -n 20 -r 1000 > /dev/null 2>&1
+	ans1=$("$FG" status --json | fg_json_get - syn_auth.syn_answered)
+	check_cmp "$ATTACH: ... s2 back: attached again ($(prog_ids)), and its SYNs to web answered from XDP (syn_answered +$((ans1 - ans0)) of 20)" "$((ans1 - ans0))" = 20
+	fg_daemon_stop
+	check "$ATTACH: ... SIGTERM: the pin dir is gone" test ! -e "$PIN"
 done
 
 fg_bg_stop "$SPID"

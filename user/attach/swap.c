@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -29,11 +30,17 @@ struct swap_step {
 	bool done;
 };
 
+/* An interface deleted since the last tick (its link severed, its device
+ * gone) is not swapped: fg_watch_ifaces attaches the new program when it
+ * comes back. */
 static enum swap_way way_of(const struct fg_iface *ifc)
 {
+	char name[IF_NAMESIZE];
+
 	if (ifc->link)
-		return WAY_LINK;
-	if (!ifc->xdp_mode || ifc->how != FG_XDP_LIBXDP)
+		return fg_link_ifindex(bpf_link__fd(ifc->link)) ? WAY_LINK : WAY_NONE;
+	if (!ifc->xdp_mode || ifc->how != FG_XDP_LIBXDP ||
+	    !if_indextoname((unsigned int)ifc->ifindex, name))
 		return WAY_NONE;
 	return ifc->in_dispatcher ? WAY_DISPATCHER : WAY_ALONE;
 }

@@ -33,7 +33,8 @@
 
 struct floodgate_bpf;
 
-/* Edits the second instance between open and load: its rodata, autoload. */
+/* Edits the second instance between open and load: its rodata, or a map
+ * given another fd (bpf_map__reuse_fd again: a larger table, issue 25). */
 typedef int fg_swap_edit_fn(struct floodgate_bpf *nskel, void *arg, char *why);
 
 /* What a swap did, for the caller's log and counters. */
