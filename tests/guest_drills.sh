@@ -33,6 +33,13 @@
 #              and "beside" (floodgate and xdp-filter through libxdp's
 #              dispatcher, each started first on a free device, either one
 #              leaving);
+#   swap       (issue 21) floodgated (xdp_attach: libxdp) in libxdp's
+#              dispatcher beside xdp-filter, started without syn_auth; a
+#              reload adding it swaps floodgate's component for one with
+#              syn_auth's steps (the new copy joins, the old one leaves:
+#              libxdp has no single-component replace); xdp-filter stays;
+#              4 connects from a new source are answered from XDP and
+#              established (also in the default run);
 #   caps       test_conn's counting tests (FG_GUEST_TEST_CONN='': all of
 #              them) and a cap of 3 per source against 8 connects;
 #              tests/e2e_conn.sh too with FG_GUEST_E2E_CONN=1 (minutes).
@@ -52,9 +59,9 @@
 #   FG_GUEST_TIMEOUT  seconds for the whole guest (default 600; 1500 gameday)
 set -u
 cd "$(dirname "$0")/.." || exit 2
-DRILLS="budget compact synauth objects enforce xdpattach caps"
-DEFAULT_DRILLS="budget compact synauth"
-GAMEDAY_DRILLS="budget objects enforce xdpattach caps synauth"
+DRILLS="budget compact synauth swap objects enforce xdpattach caps"
+DEFAULT_DRILLS="budget compact synauth swap"
+GAMEDAY_DRILLS="budget objects enforce xdpattach caps synauth swap"
 
 # --- in the guest ------------------------------------------------------------------------
 
@@ -419,6 +426,85 @@ YAML
 	fi
 	fg_daemon_stop
 	check "synauth: SIGTERM leaves nothing pinned" test ! -e "$pin"
+	fg_ns_cleanup
+}
+
+# the program swap of a reload adding syn_auth, inside libxdp's dispatcher
+drill_swap() {
+	local port=7401 n=4 pin log cfg st ours0 xf0 ours1 xf1 out rc got acc ans way
+	pin=$(fg_pin swap)
+	log=$FG_TMP/swap.log
+	cfg=$FG_TMP/swap.yaml
+	if ! command -v xdp-filter > /dev/null; then
+		skip "swap: in libxdp's dispatcher beside xdp-filter" "xdp-filter is not installed (Debian: xdp-tools)"
+		return
+	fi
+	if ! { fg_ns_create wc && fg_ns_create ws && fg_ns_quiet wc && fg_ns_quiet ws &&
+	       fg_veth_create wc w0 ws w1 && fg_ns_addr wc w0 10.87.0.1/24 && fg_ns_addr ws w1 10.87.0.2/24; }; then
+		bad "swap: set-up" "namespaces and veth pair"
+		return
+	fi
+	if ! ip -n "$(fg_ns_name wc)" link set dev w0 xdpdrv obj "$FG_OUT/fgtest_xdp.bpf.o" sec xdp 2> "$FG_TMP/sw_xdp.err" ||
+	   ! fg_ns_exec ws xdp-filter load -m native w1 > "$FG_TMP/sw_xf.out" 2>&1; then
+		bad "swap: fgt_pass on the client's veth, xdp-filter on the server's" \
+			"$(cat "$FG_TMP/sw_xdp.err" "$FG_TMP/sw_xf.out" | one_line)"
+		fg_ns_cleanup
+		return
+	fi
+	sw_policy() {
+		cat > "$cfg" <<YAML
+interfaces: [w1]
+max_sources: 4096
+xdp_attach: libxdp
+syn_auth: {verified_for: 1m}
+rules:
+  - name: web
+    match: {proto: tcp, dport: $port, tcp_flags: syn}
+$1
+    per_source: {rate: 50/s, burst: 50}
+YAML
+	}
+	sw_ids() { # "OURS XDP-FILTER": the component ids in w1's dispatcher
+		fg_ns_exec ws "$FG" --pin-dir "$pin" status --json 2>/dev/null | "$FG_PY" -c 'import json, sys
+i = json.load(sys.stdin)["interfaces"][0]
+o = [p["id"] for p in i.get("programs", []) if p.get("ours")]
+x = [p["id"] for p in i.get("programs", []) if not p.get("ours")]
+print(i.get("attach"), o[0] if o else 0, x[0] if x else 0)' 2>&1
+	}
+	sw_policy ""
+	if ! g_daemon_start ws "$pin" "$cfg" "$log"; then
+		bad "swap: floodgated starts beside xdp-filter without syn_auth" \
+			"$(grep -vE '^\s*$' "$log" | tail -n 4 | one_line 600)"
+		fg_ns_exec ws xdp-filter unload w1 > /dev/null 2>&1
+		fg_ns_cleanup
+		return
+	fi
+	read -r st ours0 xf0 <<< "$(sw_ids)"
+	check_cmp "swap: floodgate and xdp-filter share w1's dispatcher (ids $ours0, $xf0)" \
+		"$st $((ours0 > 0 && xf0 > 0))" = "dispatcher 1"
+	sw_policy "    syn_auth: cookie"
+	out=$(fg_ns_exec ws "$FG" --pin-dir "$pin" reload 2>&1)
+	rc=$?
+	check_cmp "swap: a reload adding syn_auth succeeds ($(one_line 200 <<< "$out"))" "$rc" = 0
+	check "swap: ... the component with the steps swapped in (log)" \
+		grep -qE "syn_auth's steps runs on 1 interface" "$log"
+	echo "# swap: $(grep -m1 -oE "syn_auth's steps runs on .*" "$log")"
+	read -r st ours1 xf1 <<< "$(sw_ids)"
+	check_cmp "swap: ... w1's dispatcher holds a new floodgate component ($ours0 -> $ours1) and xdp-filter's ($xf0 -> $xf1)" \
+		"$st $((ours1 > 0 && ours1 != ours0)) $xf1" = "dispatcher 1 $xf0"
+	fg_bg ws "$FG_PY" -c "$CAP_PY" serve "$port" "$FG_TMP/sw_accepted" > "$FG_TMP/sw_server.log" 2>&1
+	fg_wait_for "$FG_TMP/sw_accepted" '^0$' 100 || bad "swap: the server listens" "$(one_line < "$FG_TMP/sw_server.log")"
+	got=$(fg_ns_exec wc "$FG_PY" -c "$CAP_PY" connect 10.87.0.1 10.87.0.2 "$port" "$n" 3 2>&1)
+	acc=$(cat "$FG_TMP/sw_accepted" 2>/dev/null)
+	read -r way ans <<< "$(fg_ns_exec ws "$FG" --pin-dir "$pin" status --json 2>/dev/null |
+		fg_json_get - syn_auth.way syn_auth.syn_answered 2>&1)"
+	check_cmp "swap: $n connects from a new source established and accepted (way ${way:-?})" "$got $acc" = "$n $n"
+	check_cmp "swap: ... their first SYNs answered from XDP by the new component (syn_answered)" "${ans:-0}" -ge "$n"
+	fg_daemon_stop
+	check "swap: SIGTERM leaves nothing pinned" test ! -e "$pin"
+	check "swap: ... and w1 keeps an XDP program (xdp-filter's)" \
+		bash -c "ip -n $(fg_ns_name ws) link show w1 | grep -q xdp"
+	fg_ns_exec ws xdp-filter unload w1 > /dev/null 2>&1
 	fg_ns_cleanup
 }
 

@@ -42,6 +42,8 @@
 
 struct floodgate_bpf;
 struct fg_config;
+struct fg_swap_opts;
+struct fg_swap_res;
 struct fg_metrics_snap;
 struct fg_throttle;
 
@@ -62,6 +64,10 @@ struct fgd {
 	 * --interface (a reload does not change them) */
 	char ifnames[FG_MAX_IFS][16];
 	int n_ifnames;
+	/* the XDP program swapped for a second instance of it, edited before
+	 * its load, on every interface (attach/swap.h); skel is then the new one */
+	int (*swap_prog)(struct fgd *d, const struct fg_swap_opts *o, struct fg_swap_res *res,
+			 char *why);
 };
 
 /* The counters as read once per tick (on the heap: about 160 KB). */

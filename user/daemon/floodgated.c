@@ -34,6 +34,7 @@
 #include "attach/attach.h"
 #include "attach/discover.h"
 #include "attach/pinwatch.h"
+#include "attach/swap.h"
 #include "attach/xdpattach.h"
 #include "conn/conn.h"
 #include "daemon/daemon.h"
@@ -869,6 +870,15 @@ static int attach_all(struct daemon *d)
 
 /* --- serve ------------------------------------------------------------------------ */
 
+/* fgd.swap_prog: a module's second instance of the program on every interface. */
+static int swap_prog(struct fgd *g, const struct fg_swap_opts *o, struct fg_swap_res *res,
+		     char *why)
+{
+	struct daemon *d = (struct daemon *)g; /* g is its first member */
+
+	return fg_swap_program(&d->g.skel, d->ifs, d->n_ifs, &d->ac, o, res, why);
+}
+
 static void rewrite_meta_ifaces(struct daemon *d)
 {
 	struct fg_meta meta;
@@ -1234,6 +1244,7 @@ static void init_daemon(struct daemon *d)
 	for (int i = 0; i < FGM_NMAPS; i++)
 		d->g.maps.fd[i] = -1;
 	d->g.dir = fg_pin_dir_choose(d->o.pin_dir);
+	d->g.swap_prog = swap_prog;
 	fg_log_init("floodgated", d->o.verbose ? FG_LOG_DEBUG : FG_LOG_INFO, !d->o.foreground);
 }
 

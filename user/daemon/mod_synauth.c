@@ -6,7 +6,10 @@
  * rotated every key epoch (user/synauth/sakey.c), the handoff way's tc
  * program on every interface before a policy that needs it is flipped in
  * (tcx link pinned as tclink_<ifname>, else clsact; adopted on restart,
- * removed on detach), the verified gauge and the metrics lines.
+ * removed on detach), the verified gauge and the metrics lines. A reload
+ * that brings syn_auth into a daemon whose program has no steps swaps in a
+ * second instance with them (attach/swap.h) before its flip; one that takes
+ * syn_auth out keeps them (idle without a syn_auth rule, docs/syn-auth.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "attach/swap.h"
 #include "daemon/daemon.h"
 #include "lib/kfeat.h"
 #include "lib/log.h"
@@ -28,6 +32,19 @@
 
 #define GAUGE_EVERY_NS (5ull * 1000000000ull) /* the verified tables' pass */
 #define RETRY_EVERY_NS (5ull * 1000000000ull) /* an interface without its tc program */
+/* tests only: the steps' swap fails on this interface, after those before it */
+#define FG_SWAP_FAIL_ENV "FLOODGATE_TEST_SWAP_FAIL"
+
+/* What the swaps that load syn_auth's steps at a reload came to (metrics). */
+enum sa_swap_result {
+	SWAP_DONE,
+	SWAP_LOAD_FAILED,
+	SWAP_REPLACE_FAILED,
+	SWAP_ROLLBACK_FAILED,
+	SWAP_N
+};
+static const char *const sa_swap_names[SWAP_N] = { "done", "load_failed", "replace_failed",
+						   "rollback_failed" };
 
 static struct {
 	__u32 bits4, bits6;   /* the verified tables' sizes, as loaded */
@@ -43,6 +60,7 @@ static struct {
 	__u64 ver4, ver6;	  /* the gauge */
 	__u64 systat[FG_SYN_NSTAT]; /* the tc program's counters */
 	struct fg_sadly dly;	    /* first-connect delays */
+	__u64 swaps[SWAP_N];	    /* enum sa_swap_result; rollback_failed: per interface */
 } sa;
 
 static __u64 mono_ns(void)
@@ -202,18 +220,68 @@ static int tc_attach_all(struct fgd *d, char *why)
 	return err;
 }
 
+static int steps_on(struct floodgate_bpf *nskel, void *arg, char *why)
+{
+	(void)arg;
+	(void)why;
+	nskel->rodata->fg_sa_on = 1;
+	return 0;
+}
+
+/* The running program has no steps: a second instance with them, swapped
+ * in on every interface while the first keeps enforcing; on any failure
+ * the first stays everywhere (swap.h) and the reload is refused. */
+static int load_steps(struct fgd *d, char *why)
+{
+	const char *fail_at = getenv(FG_SWAP_FAIL_ENV);
+	struct fg_swap_opts o = { .edit = steps_on,
+				  .fail_at = fail_at && *fail_at ? fail_at : NULL };
+	char swhy[FG_WHY_LEN] = "";
+	struct fg_swap_res r;
+	__u64 t0 = mono_ns();
+	int err;
+
+	pr_info("syn_auth: the policy brings syn_auth: loading the XDP program with its steps "
+		"beside the running one");
+	err = d->swap_prog(d, &o, &r, swhy);
+	if (err) {
+		sa.swaps[r.load_failed ? SWAP_LOAD_FAILED : SWAP_REPLACE_FAILED]++;
+		sa.swaps[SWAP_ROLLBACK_FAILED] += (__u64)r.rollback_failed;
+		if (r.load_failed)
+			fg_why(why,
+			       "syn_auth: the XDP program with syn_auth's steps would not load "
+			       "(%.300s): the running program stays",
+			       swhy);
+		else
+			fg_why(why,
+			       "syn_auth: swapping in the XDP program with syn_auth's steps "
+			       "failed (%.300s): %s",
+			       swhy,
+			       r.rollback_failed ? "some interfaces kept the new program (its "
+						   "steps idle under the running policy)" :
+						   "the running program stays on every interface");
+		if (r.rolled_back)
+			pr_warn("syn_auth: %d interface(s) swapped back to the running program",
+				r.rolled_back);
+		return err;
+	}
+	sa.swaps[SWAP_DONE]++;
+	sa.steps = true;
+	pr_info("syn_auth: program %u with syn_auth's steps runs on %d interface(s)%s, swapped in "
+		"%.0f ms",
+		r.new_id, r.swapped, r.skipped ? " (the others when they come back)" : "",
+		(double)(mono_ns() - t0) / 1e6);
+	return 0;
+}
+
 /* A handoff policy needs the tc program in place before its flip: else the
  * first proven ACKs reach the kernel unhanded and get an RST. */
 static int sa_before_flip(struct fgd *d, const struct fg_config *ncfg, char *why)
 {
 	int err;
 
-	if (ncfg->pol.sa.way != FG_SA_WAY_OFF && !sa.steps) {
-		snprintf(why, FG_WHY_LEN,
-			 "syn_auth: the XDP program was loaded without its syn_auth steps (the "
-			 "policy at start had no syn_auth rule): restart floodgated to apply it");
-		return -EOPNOTSUPP;
-	}
+	if (ncfg->pol.sa.way != FG_SA_WAY_OFF && !sa.steps && (err = load_steps(d, why)))
+		return err;
 	if (ncfg->pol.sa.way != FG_SA_WAY_HANDOFF)
 		return 0;
 	if (!sa.tc) {
@@ -234,6 +302,16 @@ static void sa_after_flip(struct fgd *d, const struct fg_config *ncfg)
 		tc_detach_all(d);
 		pr_info("syn_auth: the policy does not hand off: tc program removed");
 	}
+}
+
+/* syn_auth taken out: the steps stay loaded, idle without a syn_auth rule
+ * (swapping back would cost a load to save each packet a test of the way). */
+static void sa_reloaded(struct fgd *d, const struct fg_config *old, const struct fg_config *ncfg)
+{
+	(void)d;
+	if (sa.steps && old->pol.sa.way != FG_SA_WAY_OFF && ncfg->pol.sa.way == FG_SA_WAY_OFF)
+		pr_info("syn_auth: no rule authenticates now; the XDP program keeps its steps, idle, "
+			"until a restart");
 }
 
 static int sa_start(struct fgd *d)
@@ -324,6 +402,12 @@ static void sa_metrics(struct fgd *d, const struct fg_tick *t, FILE *f)
 	for (int i = 0; i < FG_SYN_NSTAT; i++)
 		fprintf(f, "floodgate_syn_auth_tc_total{result=\"%s\"} %llu\n",
 			fg_syn_stat_names[i], (unsigned long long)sa.systat[i]);
+	fprintf(f, "# HELP floodgate_syn_auth_swaps_total Reloads that swapped in the XDP program "
+		   "with syn_auth's steps, by result (rollback_failed: interfaces).\n"
+		   "# TYPE floodgate_syn_auth_swaps_total counter\n");
+	for (int i = 0; i < SWAP_N; i++)
+		fprintf(f, "floodgate_syn_auth_swaps_total{result=\"%s\"} %llu\n", sa_swap_names[i],
+			(unsigned long long)sa.swaps[i]);
 	fprintf(f, "# HELP floodgate_syn_auth_first_connect_seconds A new client's first-connect "
 		   "delay added by SYN authentication.\n"
 		   "# TYPE floodgate_syn_auth_first_connect_seconds histogram\n");
@@ -350,6 +434,7 @@ const struct fg_module fg_mod_synauth = {
 	.before_flip = sa_before_flip,
 	.start = sa_start,
 	.after_flip = sa_after_flip,
+	.reloaded = sa_reloaded,
 	.tick = sa_tick,
 	.metrics = sa_metrics,
 	.close = sa_close,
