@@ -180,6 +180,8 @@ for ATTACH in exclusive libxdp; do
 	read -r n1 n2 <<< "$ids1"
 	check_cmp "$ATTACH: ... new programs on s1 and s2 ($ids0 -> $ids1)" "$((n1 != o1 && n2 != o2 && n1 > 0 && n2 > 0))" = 1
 	check "$ATTACH: ... logged with its steps" grep -qE "program [0-9]+ with syn_auth's steps runs on 2 interface" "$DLOG"
+	check "$ATTACH: ... the reload log names the rule that gained syn_auth" \
+		grep -q "rule web: syn_auth off -> cookie" "$DLOG"
 	way=$(sa_way)
 	check_cmp "$ATTACH: ... the syn_auth way in force ($way)" "$way" != off
 	check_cmp "$ATTACH: ... counted: swaps done 1" "$(swaps "done")" = 1
@@ -213,6 +215,8 @@ for ATTACH in exclusive libxdp; do
 	check_cmp "$ATTACH: ... the client still connects: 3 of 3" "$c" = 3
 	policy "$ATTACH" 0
 	check "$ATTACH: reload taking syn_auth out" "$FG" reload
+	check "$ATTACH: ... the reload log names the rule that lost it" \
+		grep -q "rule web: syn_auth cookie -> off" "$DLOG"
 	check_cmp "$ATTACH: ... keeps the programs (steps idle)" "$(prog_ids)" = "$ids1"
 	check_cmp "$ATTACH: ... no syn_auth way in force" "$(sa_way)" = off
 	enforcing "$ATTACH: syn_auth out"

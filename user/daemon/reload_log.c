@@ -156,6 +156,46 @@ static int rule_diff(const char *what, const char *nm, const struct fg_rule * or
 	return n;
 }
 
+/* Rule index ri has syn_auth (fg_synauth.rules, a bit per index). */
+static bool sa_rule(const struct fg_synauth *sa, __u32 ri)
+{
+	return ri / 64 < FG_SA_RULE_WORDS && (sa->rules[ri / 64] >> (ri % 64) & 1);
+}
+
+static const char *sa_way_str(unsigned int w)
+{
+	return w == FG_SA_WAY_HANDOFF	 ? "handoff" :
+	       w == FG_SA_WAY_RETRANSMIT ? "retransmit" :
+					   "off";
+}
+
+/* syn_auth's shared settings (a rule's own switch: rules_diff); returns how many. */
+static int sa_diff(const char *what, const struct fg_synauth *a, const struct fg_synauth *b)
+{
+	int n = 0;
+
+	if (a->way != b->way) {
+		pr_info("%s: syn_auth way %s -> %s", what, sa_way_str(a->way), sa_way_str(b->way));
+		n++;
+	}
+	if (a->way == FG_SA_WAY_OFF || b->way == FG_SA_WAY_OFF)
+		return n; /* the settings of a policy without syn_auth are not read */
+	if (a->verified_ns != b->verified_ns) {
+		pr_info("%s: syn_auth verified_for %g s -> %g s", what, a->verified_ns / 1e9,
+			b->verified_ns / 1e9);
+		n++;
+	}
+	if (!limit_eq(&a->reply, &b->reply) || !limit_eq(&a->reply_pfx, &b->reply_pfx)) {
+		pr_info("%s: syn_auth reply cap %g/s burst %g -> %g/s burst %g, per prefix "
+			"%g/s -> %g/s",
+			what, limit_rate(&a->reply), limit_burst(&a->reply), limit_rate(&b->reply),
+			limit_burst(&b->reply), limit_rate(&a->reply_pfx),
+			limit_rate(&b->reply_pfx));
+		n++;
+	}
+	return n;
+}
+
 /* Rules added, moved, changed and removed; returns how many. */
 static int rules_diff(const char *what, const struct fg_inforce *w, const struct fg_config *n)
 {
@@ -179,6 +219,12 @@ static int rules_diff(const char *what, const struct fg_inforce *w, const struct
 			changes++;
 		}
 		changes += rule_diff(what, ns->name, &w->pol.rules[j], nr);
+		if (sa_rule(&w->pol.sa, (__u32)j) != sa_rule(&n->pol.sa, i)) {
+			pr_info("%s: rule %s: syn_auth %s -> %s", what, ns->name,
+				sa_rule(&w->pol.sa, (__u32)j) ? "cookie" : "off",
+				sa_rule(&n->pol.sa, i) ? "cookie" : "off");
+			changes++;
+		}
 		ovr = fg_ctl_mode_rule_ovr(&w->ctl, nr->id);
 		if (ovr && (ovr == FG_OVR_SHADOW) != (nr->mode == FG_MODE_SHADOW))
 			pr_info("%s: rule %s: a CLI override keeps it in %s (the file says %s; "
@@ -291,7 +337,9 @@ static int mode_diff(const char *what, const struct fg_inforce *w, const struct 
 void fg_reload_log(const char *what, struct fg_inforce *was, const struct fg_config *n)
 {
 	const struct fg_policy *op = &was->pol, *np = &n->pol;
-	int changes = rules_diff(what, was, n) + mode_diff(what, was, n), p;
+	int changes = rules_diff(what, was, n) + mode_diff(what, was, n) +
+		      sa_diff(what, &was->pol.sa, &n->pol.sa),
+	    p;
 
 	if (!matches_eq(op, np)) {
 		pr_info("%s: match entries changed (%u/%u/%u/%u per class)", what, np->nmatch[0],
