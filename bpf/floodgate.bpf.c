@@ -270,8 +270,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 			now = fg_now_ns();
 		/* a syn_auth rule's SYN (fg_sa_syn tests that it is one) first
 		 * meets its responder: answered, it is charged nothing */
-		if (!sa_rc && fg_sa_on && pol->sa.way && fg_sa_rule(&pol->sa, ri) &&
-		    (p.tcp_flags & FG_TCP_SYN)) {
+		if (!sa_rc && fg_sa_on && (p.tcp_flags & FG_TCP_SYN) && pol->sa.way &&
+		    fg_sa_rule(&pol->sa, ri)) {
 			rc = fg_sa_syn(ctx, &pol->sa, shadow, &v->ev,
 				       (__u32)p.proto << 8 | p.tcp_flags);
 			if (rc == FG_SA_ANSWERED) {
@@ -286,8 +286,9 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 			}
 		}
 		fg_limit(ctl, pol, r, &p, len, v, shadow, now);
-		/* a proven handshake that its charge admitted: to the listener */
-		if (fg_sa_on && pol->sa.way && fg_sa_pending() &&
+		/* a proven handshake that its charge admitted: to the listener
+		 * (charged as a SYN, fg_sa_as_syn: an ACK skips the test) */
+		if (fg_sa_on && (p.tcp_flags & FG_TCP_SYN) && pol->sa.way && fg_sa_pending() &&
 		    fg_sa_after(ctx, v->verdict == XDP_PASS))
 			v->ev |= 1u << FG_EV_SA_FAIL;
 	}

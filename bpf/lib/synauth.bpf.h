@@ -1056,7 +1056,12 @@ __noinline int fg_sa_after(struct xdp_md *ctx, __u32 pass)
 /* Is an approval pending (fg_sa_ack said FG_SA_CHARGE)? Inline, so that
  * the packets without one (nearly all) skip fg_sa_after's call: with
  * SRSO's safe RET a call and its return cost ~10 ns here. The word is a
- * map value's, unknown to the verifier: its test splits no state. */
+ * map value's, unknown to the verifier: its test splits no state. Asked
+ * only for a segment charged as a SYN (a proven ACK is, fg_sa_as_syn): a
+ * verified client's ACK skips the scratch read, about a quarter of what
+ * its fast path cost over a plain rule (perf, bench part saack). A mark
+ * left by a packet that never reached the charge then waits for the next
+ * fg_sa_ack (which clears it) or SYN, and approves only its own ACK. */
 static __always_inline int fg_sa_pending(void)
 {
 	__u32 kk = 0;
@@ -1078,6 +1083,13 @@ __noinline int fg_sa_as_syn(struct fg_pkt *p)
 	return 0;
 }
 
+/* No SYN-ACK went to a source whose synack word is sw within two slots of
+ * now: its ACKs cannot be returning a cookie (the test of fg_sa_ack's). */
+static __always_inline int fg_sa_quiet(__u32 sw, __u64 now)
+{
+	return !sw || (__s32)(FG_VMS(now) - sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20));
+}
+
 /*
  * The verified client's fast path, first in the pre-search: a TCP segment
  * with ACK and without SYN and RST from a source whose proof holds cannot
@@ -1097,9 +1109,8 @@ __noinline int fg_sa_as_syn(struct fg_pkt *p)
 static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *now)
 {
 	const struct fg_sakey *k;
-	__u32 kk = 0, idx, bits, i, vt, sw = 0;
+	__u32 kk = 0, idx, bits, i, vt, sw;
 	__u64 t, dg;
-	int found = 0;
 
 	if (p->proto != FG_IPPROTO_TCP || p->frag ||
 	    (p->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK | FG_TCP_RST)) != FG_TCP_ACK)
@@ -1110,11 +1121,15 @@ static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *
 	t = fg_now_ns();
 	*now = t;
 	vt = FG_VT(t);
+	/* Each way tests its own words and leaves from there, with no "found"
+	 * flag or way index carried to one synack read. A key word's address
+	 * half alone is compared: an empty way (0) that matches the address
+	 * 0.0.0.0 holds until 0, never live, so it is never taken for a proof. */
 	if (p->family == 4) {
 		struct fg_vset4 *s;
 
 		bits = FG_READ_ONCE(k->ver4_bits);
-		if (bits < FG_VER_MIN_BITS || bits > FG_VER_MAX_BITS)
+		if (bits - FG_VER_MIN_BITS > FG_VER_MAX_BITS - FG_VER_MIN_BITS)
 			return 0;
 		idx = fg_hash4(p->saddr[0], k->seed[0], bits);
 		s = bpf_map_lookup_elem(&fg_ver4, &idx);
@@ -1124,19 +1139,21 @@ static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *
 		for (i = 0; i < FG_VWAYS; i++) {
 			__u64 x = FG_READ_ONCE(s->key[i]);
 
-			if ((__u32)x == p->saddr[0] && x) {
-				if ((__u32)(x >> 32) <= vt)
-					return 0;
-				sw = FG_READ_ONCE(s->synack[i]);
-				found = 1;
-				break;
-			}
+			if ((__u32)x != p->saddr[0])
+				continue;
+			if ((__u32)(x >> 32) <= vt)
+				return 0;
+			if (way == FG_SA_WAY_RETRANSMIT)
+				return 1;
+			sw = FG_READ_ONCE(s->synack[i]);
+			return fg_sa_quiet(sw, t);
 		}
+		return 0;
 	} else {
 		struct fg_vset6 *s;
 
 		bits = FG_READ_ONCE(k->ver6_bits);
-		if (bits < FG_VER_MIN_BITS || bits > FG_VER_MAX_BITS)
+		if (bits - FG_VER_MIN_BITS > FG_VER_MAX_BITS - FG_VER_MIN_BITS)
 			return 0;
 		dg = fg_digest6(p->saddr, 0, 0, k->seed[0], k->seed[1]);
 		idx = fg_set6_of(dg, bits);
@@ -1145,20 +1162,17 @@ static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *
 			return 0;
 #pragma unroll
 		for (i = 0; i < FG_VWAYS; i++) {
-			if (FG_READ_ONCE(s->key[i]) == dg) {
-				if (FG_READ_ONCE(s->until[i]) <= vt)
-					return 0;
-				sw = FG_READ_ONCE(s->synack[i]);
-				found = 1;
-				break;
-			}
+			if (FG_READ_ONCE(s->key[i]) != dg)
+				continue;
+			if (FG_READ_ONCE(s->until[i]) <= vt)
+				return 0;
+			if (way == FG_SA_WAY_RETRANSMIT)
+				return 1;
+			sw = FG_READ_ONCE(s->synack[i]);
+			return fg_sa_quiet(sw, t);
 		}
-	}
-	if (!found)
 		return 0;
-	if (way == FG_SA_WAY_RETRANSMIT)
-		return 1;
-	return !sw || (__s32)(FG_VMS(t) - sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20));
+	}
 }
 
 /* Is rule index ri a syn_auth rule? */
