@@ -12,14 +12,16 @@
 #     NAME...    only these tests (test_datapath, e2e_fleet.sh, ...)
 #
 # Tests run side by side, up to N at once, longest first (by the times of
-# the last run, $OUTPUT/test-times; each run's start and end offsets go to
-# $OUTPUT/test-schedule). Each one's output goes to a log of its own and is
-# printed whole when it ends, in a fixed order: the list order of those
-# that share the CPUs, then those that run alone. A test in ALONE (below)
-# runs with nothing beside it, after the others; of the tests in SERIAL at
-# most one runs at a time. Every other test keeps to its own namespaces,
-# pin dirs (fg<pid>-...), temp dirs and ports, and its checks hold beside
-# any other.
+# the last run, $OUTPUT/test-times, else tests/test-times), a SERIAL one
+# whenever none runs (see next_start); each run's start and end offsets go
+# to $OUTPUT/test-schedule, and the last line of times adds up the SERIAL
+# chain and the ALONE tests, the floor of the wall time. Each test's output
+# goes to a log of its own and is printed whole when it ends, in a fixed
+# order: the list order of those that share the CPUs, then those that run
+# alone. A test in ALONE (below) runs with nothing beside it, after the
+# others; of the tests in SERIAL at most one runs at a time. Every other
+# test keeps to its own namespaces, pin dirs (fg<pid>-...), temp dirs and
+# ports, and its checks hold beside any other.
 # Each test has FG_TEST_TIMEOUT seconds (default 1200; --gameday 3600); one
 # that overruns is stopped (SIGTERM, its own trap cleans up; SIGKILL 60 s
 # later) and counts as a failure.
@@ -203,16 +205,24 @@ reap() { # reap: wait for one test to end
 	return 0
 }
 
-# next_start: the index in start_q of the first test that may start now
-# (a SERIAL one waits while another runs), or -1
+# next_start: the index in start_q of the test to start now, or -1. The
+# SERIAL tests run one after another, a chain: 556 s of a 790 s CI run at
+# -j 2 (the guest stage 214 s of it). So while none runs, the longest
+# SERIAL one left starts first and the others fill the other slots,
+# longest first. Taken longest first among all, that run's chain had 147 s
+# of gaps, and its last link (gameday_fleet_hostile) ran at the end with
+# nothing beside it for 68 s.
 next_start() {
-	local k
+	local k first=-1
 	for k in "${!start_q[@]}"; do
-		if [ -n "${SERIAL[${names[${start_q[$k]}]}]:-}" ] && [ $serial_on = 1 ]; then continue; fi
-		echo "$k"
-		return
+		if [ -n "${SERIAL[${names[${start_q[$k]}]}]:-}" ]; then
+			[ $serial_on = 1 ] && continue
+			echo "$k"
+			return
+		fi
+		[ "$first" = -1 ] && first=$k
 	done
-	echo -1
+	echo "$first"
 }
 
 # A test ends with "N passed, N failed, N skipped"; add it up. One that
@@ -306,7 +316,10 @@ if [ -s "$log_dir/times" ]; then
 			sort > "$times_file.new" && mv "$times_file.new" "$times_file"
 	fi
 	total=$(awk '{ s += $2 } END { printf "%.0f", s }' "$log_dir/times")
-	echo "# run.sh: ${#names[@]} tests, -j $jobs, $(awk -v a="$t_start" -v b="$(mono)" 'BEGIN { printf "%.0f", b - a }') s wall for $total s of tests; slowest: $(sort -k2,2nr "$log_dir/times" | head -n 5 | awk '{ printf "%s%s %.0f s", (NR > 1 ? ", " : ""), $1, $2 }')"
+	# the floor of the wall time: the SERIAL chain, those alone
+	chain=$(awk -v l=" ${!SERIAL[*]} " 'index(l, " " $1 " ") { s += $2 } END { printf "%.0f", s }' "$log_dir/times")
+	alone=$(awk -v l=" ${!ALONE[*]} " 'index(l, " " $1 " ") { s += $2 } END { printf "%.0f", s }' "$log_dir/times")
+	echo "# run.sh: ${#names[@]} tests, -j $jobs, $(awk -v a="$t_start" -v b="$(mono)" 'BEGIN { printf "%.0f", b - a }') s wall for $total s of tests (SERIAL $chain s, ALONE $alone s); slowest: $(sort -k2,2nr "$log_dir/times" | head -n 5 | awk '{ printf "%s%s %.0f s", (NR > 1 ? ", " : ""), $1, $2 }')"
 fi
 [ -d "$OUT" ] && [ -w "$OUT" ] && cp "$log_dir/schedule" "$OUT/test-schedule" 2>/dev/null
 rm -rf "$log_dir"
