@@ -449,7 +449,15 @@ YAML
 	read -r way ans proof <<< "$st"
 	check_cmp "synauth: $n connects from a new source: the client has them established" "$got" = "$n"
 	check_cmp "synauth: $n connects from a new source: the server accepted them" "$acc" = "$n"
-	check_cmp "synauth: their first SYNs were answered from XDP (syn_answered; way ${way:-?})" "${ans:-0}" -ge "$n"
+	# handoff: XDP answers every SYN. retransmit: a SYN is answered until the
+	# first client RST proves the source; the later connects' SYNs may pass as
+	# verified (the client sends them in a loop, under TCG slower than a proof)
+	if [ "$way" = retransmit ]; then
+		check_cmp "synauth: the first SYNs, sent before the proof, answered from XDP (syn_answered $ans; way retransmit)" \
+			"$(( ${ans:-0} >= 1 && ${ans:-0} <= n ))" = 1
+	else
+		check_cmp "synauth: their first SYNs were answered from XDP (syn_answered; way ${way:-?})" "${ans:-0}" -ge "$n"
+	fi
 	if [ "$way" = retransmit ]; then
 		check_cmp "synauth: the clients' RSTs proved the address (rst_proof)" "${proof:-0}" -ge 1
 	else
@@ -530,7 +538,12 @@ print(i.get("attach"), o[0] if o else 0, x[0] if x else 0)' 2>&1
 	read -r way ans <<< "$(fg_ns_exec ws "$FG" --pin-dir "$pin" status --json 2>/dev/null |
 		fg_json_get - syn_auth.way syn_auth.syn_answered 2>&1)"
 	check_cmp "swap: $n connects from a new source established and accepted (way ${way:-?})" "$got $acc" = "$n $n"
-	check_cmp "swap: ... their first SYNs answered from XDP by the new component (syn_answered)" "${ans:-0}" -ge "$n"
+	if [ "$way" = retransmit ]; then # as drill_synauth: later SYNs may pass as verified
+		check_cmp "swap: ... the first SYNs answered from XDP by the new component (syn_answered $ans; way retransmit)" \
+			"$(( ${ans:-0} >= 1 && ${ans:-0} <= n ))" = 1
+	else
+		check_cmp "swap: ... their first SYNs answered from XDP by the new component (syn_answered)" "${ans:-0}" -ge "$n"
+	fi
 	fg_daemon_stop
 	check "swap: SIGTERM leaves nothing pinned" test ! -e "$pin"
 	check "swap: ... and w1 keeps an XDP program (xdp-filter's)" \
