@@ -5,6 +5,7 @@
  *   maps.bpf.h      the maps and load-time settings
  *   verdict.bpf.h   struct fg_verd, the modes in force, the verdict setters
  *   clock.bpf.h     the clock, read once per packet
+ *   parse.bpf.h     the parse (fg_parse.h), IPv6 extension headers apart
  *   counters.bpf.h  fg_exit, the one exit, and the throttle events
  *   lists.bpf.h     runtime allow/deny entries, then the policy's lists
  *   match.bpf.h     the first matching rule
@@ -57,6 +58,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #include "lib/maps.bpf.h"
 #include "lib/verdict.bpf.h"
 #include "lib/clock.bpf.h"
+#include "lib/parse.bpf.h"
 #include "lib/counters.bpf.h"
 #include "lib/lists.bpf.h"
 #include "lib/match.bpf.h"
@@ -125,8 +127,6 @@ static __always_inline void fg_sa_decided(struct xdp_md *ctx, struct fg_verd *v,
 
 static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_verd *v)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
 	const struct fg_policy *pol;
 	const struct fg_rule *r;
 	struct fg_pfx *lst;
@@ -159,7 +159,7 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		return;
 
 	/* 2. parse */
-	rc = fg_parse(data, data_end, len, &p);
+	rc = fg_parse_frame(ctx, len, &p);
 	if (rc == FG_P_NONIP) {
 		fg_let(v, FG_OUT_NONIP);
 		return;
