@@ -30,6 +30,7 @@
 #define FG_P_IP	       0
 #define FG_P_NONIP     1
 #define FG_P_MALFORMED 2
+#define FG_P_EXT6      3 /* fg_parse_fixed only: IPv6 extension headers follow */
 
 #define FG_ETH_P_IP	0x0800
 #define FG_ETH_P_IPV6	0x86DD
@@ -134,12 +135,28 @@ static __always_inline int fg_parse_ip4(const __u8 *cur, const __u8 *end, __u32 
 	return fg_parse_l4(cur + ihl, end, tot - ihl, p);
 }
 
-static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end, __u32 avail,
-					struct fg_pkt *p)
+/* Where an IPv6 packet's extension headers start: the walk's state, for
+ * fg_parse_ext6 (scalars only: BPF passes it to a global function). */
+struct fg_ext6 {
+	__u32 off;  /* from the frame's start to the first extension header */
+	__u32 plen; /* payload bytes from there on (per the IPv6 header) */
+	__u32 nh;   /* the first extension header's type */
+};
+
+static __always_inline int fg_is_ext6(__u8 nh)
 {
-	__u32 plen, hlen;
+	return nh == FG_IPPROTO_HOPOPTS || nh == FG_IPPROTO_ROUTING || nh == FG_IPPROTO_DSTOPTS ||
+	       nh == FG_IPPROTO_AH || nh == FG_IPPROTO_FRAGMENT;
+}
+
+/* cur points at the IPv6 header, off bytes into the frame. Without
+ * extension headers it parses the L4 header; with them it fills *x and
+ * returns FG_P_EXT6. */
+static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end, __u32 avail, __u32 off,
+					struct fg_pkt *p, struct fg_ext6 *x)
+{
+	__u32 plen;
 	__u8 nh;
-	int i;
 
 	if (cur + 40 > end)
 		return FG_P_MALFORMED;
@@ -152,15 +169,39 @@ static __always_inline int fg_parse_ip6(const __u8 *cur, const __u8 *end, __u32 
 	p->family = 6;
 	__builtin_memcpy(p->saddr, cur + 8, 16);
 	nh = cur[6];
-	cur += 40;
+	if (fg_is_ext6(nh)) {
+		x->off = off + 40;
+		x->plen = plen;
+		x->nh = nh;
+		return FG_P_EXT6;
+	}
+	p->proto = nh;
+	return fg_parse_l4(cur + 40, end, plen, p);
+}
 
+/*
+ * The IPv6 extension headers that fg_parse_fixed left in *x, data..end the
+ * frame's linear part: on to the L4 header. Every path through the walk is
+ * a state of its own for the verifier (about 15k instructions processed on
+ * 6.18), so BPF verifies it once, in a global function of its own
+ * (bpf/lib/parse.bpf.h), instead of once per VLAN depth and caller path.
+ */
+static __always_inline int fg_parse_ext6(const __u8 *data, const __u8 *end, const struct fg_ext6 *x,
+					 struct fg_pkt *p)
+{
+	const __u8 *cur;
+	__u32 plen = x->plen, hlen;
+	__u8 nh = (__u8)x->nh;
+	int i;
+
+	if (x->off > FG_MAX_HDR_OFF)
+		return FG_P_MALFORMED;
+	cur = data + x->off;
 	/* FG_MAX_EXTHDR headers may precede the L4 header; one more is
 	 * malformed: never passed unmetered, never walked without bound */
 	FG_UNROLL
 	for (i = 0; i <= FG_MAX_EXTHDR; i++) {
-		if (i == FG_MAX_EXTHDR &&
-		    (nh == FG_IPPROTO_HOPOPTS || nh == FG_IPPROTO_ROUTING ||
-		     nh == FG_IPPROTO_DSTOPTS || nh == FG_IPPROTO_AH || nh == FG_IPPROTO_FRAGMENT))
+		if (i == FG_MAX_EXTHDR && fg_is_ext6(nh))
 			return FG_P_MALFORMED;
 		switch (nh) {
 		case FG_IPPROTO_HOPOPTS:
@@ -202,10 +243,12 @@ l4:
 
 /*
  * data..end is the linear part of the frame; frame_len is its whole length
- * (bpf_xdp_get_buff_len). Fills *p, returns FG_P_*.
+ * (bpf_xdp_get_buff_len). The fixed headers: Ethernet, VLAN tags, IPv4 or
+ * IPv6 and, without IPv6 extension headers, L4. Fills *p, returns FG_P_*,
+ * or FG_P_EXT6 with *x for fg_parse_ext6 to go on from.
  */
-static __always_inline int fg_parse(const void *data, const void *end, __u32 frame_len,
-				    struct fg_pkt *p)
+static __always_inline int fg_parse_fixed(const void *data, const void *end, __u32 frame_len,
+					  struct fg_pkt *p, struct fg_ext6 *x)
 {
 	const __u8 *cur = (const __u8 *)data;
 	const __u8 *e = (const __u8 *)end;
@@ -234,8 +277,21 @@ static __always_inline int fg_parse(const void *data, const void *end, __u32 fra
 	if (proto == FG_ETH_P_IP)
 		return fg_parse_ip4(cur, e, frame_len - off, p);
 	if (proto == FG_ETH_P_IPV6)
-		return fg_parse_ip6(cur, e, frame_len - off, p);
+		return fg_parse_ip6(cur, e, frame_len - off, off, p, x);
 	return FG_P_NONIP;
+}
+
+/* The whole parse, inline (userspace, the benchmark's floor): fills *p,
+ * returns FG_P_IP, FG_P_NONIP or FG_P_MALFORMED. */
+static __always_inline int fg_parse(const void *data, const void *end, __u32 frame_len,
+				    struct fg_pkt *p)
+{
+	struct fg_ext6 x = {};
+	int rc = fg_parse_fixed(data, end, frame_len, p, &x);
+
+	if (rc == FG_P_EXT6)
+		rc = fg_parse_ext6((const __u8 *)data, (const __u8 *)end, &x, p);
+	return rc;
 }
 
 #endif /* FG_PARSE_H */

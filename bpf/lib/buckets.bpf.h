@@ -140,12 +140,12 @@ static __always_inline int fg_src6_own(const struct fg_set6 *set, __u64 key)
 	return -1;
 }
 
-/* What a claim of a way in fg_src6 needs (one argument: a global
- * function takes at most five). */
+/* Who claims a way in fg_src6 (one argument: a global function takes
+ * at most five; the time is one of its own, which kept fg_charge_at's
+ * frame 8 B smaller). */
 struct fg_claim6 {
 	struct fg_who6 who;
 	__u64 key; /* fg_digest6 of who */
-	__u64 now; /* time units */
 };
 
 /* Global, as fg_src4_way; the key is a digest, so the caller of a claim
@@ -154,12 +154,12 @@ struct fg_claim6 {
  * this frame need not keep set and c live: it shares the verifier's 512 B
  * with the caller's (the frames: tools/fgverify prints them). */
 __noinline int fg_src6_way(const struct fg_policy *pol, struct fg_set6 *set,
-			   const struct fg_claim6 *c, __u32 *ev)
+			   const struct fg_claim6 *c, __u64 now, __u32 *ev)
 {
 	__u32 got = 0;
 	int w = pol && set && c ? fg_way_in(pol, &set->way[0].key, &set->way[0].tat,
 					    sizeof(set->way[0]) / sizeof(__u64), set->drops, c->key,
-					    c->now, &got, (int)fg_way6_pref(c->key)) :
+					    now, &got, (int)fg_way6_pref(c->key)) :
 				  -1;
 
 	if (ev)
@@ -250,7 +250,7 @@ static __always_inline __u64 *fg_src_bucket(const struct fg_ctl *ctl, const stru
 		*drops = &set->drops[w];
 		return &set->tat[w];
 	} else {
-		struct fg_claim6 c = { .who = { .rule = r->id, .gen = r->gen }, .now = now };
+		struct fg_claim6 c = { .who = { .rule = r->id, .gen = r->gen } };
 		__u32 bits = FG_READ_ONCE(ctl->src6_bits), ev = 0;
 		struct fg_set6 *set;
 		__u32 idx;
@@ -269,7 +269,7 @@ static __always_inline __u64 *fg_src_bucket(const struct fg_ctl *ctl, const stru
 		if (set->way[w & (FG_WAYS6 - 1)].key != c.key)
 			w = fg_src6_own(set, c.key);
 		if (w < 0) {
-			w = fg_src6_way(pol, set, &c, &ev);
+			w = fg_src6_way(pol, set, &c, now, &ev);
 			v->ev |= ev;
 		}
 		if (w < 0 || w >= FG_WAYS6)

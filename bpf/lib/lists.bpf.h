@@ -61,13 +61,17 @@ FG_MAP(fg_rts6, BPF_MAP_TYPE_LPM_TRIE, FG_RT_MAX, BPF_F_NO_PREALLOC, struct fg_r
        struct fg_rt);
 
 /* The list of the scoped entry for rule id covering the source (FG_LIST_DENY),
- * or FG_LIST_NONE; its own global function, checked once. */
-__noinline __u32 fg_rt_scoped(const struct fg_pkt *p, __u32 id, __u64 now, __u32 *ev)
+ * or FG_LIST_NONE; its own global function, checked once. It reads the
+ * clock itself: read in the caller, its value took a slot of fg_decide's
+ * frame, which shares the verifier's 512 B with fg_charge_at's. */
+__noinline __u32 fg_rt_scoped(const struct fg_pkt *p, __u32 id, __u32 *ev)
 {
 	__u32 e = 0, list;
+	__u64 now;
 
 	if (!p || !ev)
 		return FG_LIST_NONE;
+	now = fg_now_ns();
 	if (p->family == 4) {
 		struct fg_rts_key4 k = { .prefixlen = FG_RTS_ID_BITS + 32,
 					 .id = id,

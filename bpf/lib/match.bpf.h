@@ -71,17 +71,49 @@ static __always_inline __u32 fg_ctz(__u64 x)
 	return fg_ctz_tab[((x & -x) * FG_DEBRUIJN64) >> 58];
 }
 
-/* Entry i of class cls: its rule index if it matches, else -1. A global
- * function, verified once: fg_find_rule's candidate loop calls it. */
-__noinline int fg_match_at(const struct fg_policy *pol, __u32 cls, __u32 i, const struct fg_pkt *p,
-			   __u32 sets)
-{
-	const struct fg_match *m;
+/*
+ * fg_find_rule's scan past its first candidate: one step per bpf_loop
+ * round, either the next candidate of word j (tested in full) or the next
+ * word with candidates. A callback is verified once, where a bounded loop
+ * is walked round by round: the loop of two levels this replaces (16 words
+ * of 64 candidates, a global call per candidate) cost 6.18 ~55k
+ * instructions processed, every one of its 1,024 rounds walked.
+ */
+struct fg_scan {
+	const struct fg_policy *pol;
+	const struct fg_pkt *p;
+	const struct fg_pbm *md, *ms; /* the packet's two bitmaps */
+	__u64 c;		      /* candidates of word j not yet tested */
+	__u32 top;		      /* words after j with candidates */
+	__u32 j, n, cls, sets;
+	int rule; /* the first match's rule index, or -1 */
+};
 
-	if (!pol || !p)
-		return -1;
-	m = &pol->match[cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
-	return fg_match(m, p, sets) ? m->rule : -1;
+static long fg_scan_step(__u64 round, void *ctx)
+{
+	struct fg_scan *s = ctx;
+	const struct fg_match *m;
+	__u32 i, j;
+
+	if (!s->c) {
+		if (!s->top)
+			return 1;
+		j = fg_ctz(s->top) & (FG_MATCH_WORDS - 1);
+		s->top &= s->top - 1;
+		s->j = j;
+		s->c = s->md->w[j] & s->ms->w[j];
+		return 0;
+	}
+	/* j masked again: 6.1 fills a 32-bit spill unbounded */
+	i = (s->j & (FG_MATCH_WORDS - 1)) * 64 + fg_ctz(s->c);
+	s->c &= s->c - 1;
+	if (i >= s->n)
+		return 1;
+	m = &s->pol->match[s->cls & (FG_NCLASS - 1)][i & (FG_MAX_MATCH - 1)];
+	if (!fg_match(m, s->p, s->sets))
+		return 0;
+	s->rule = m->rule;
+	return 1;
 }
 
 /*
@@ -135,7 +167,7 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 {
 	const struct fg_pbm *md, *ms;
 	const struct fg_pidx *x;
-	__u32 cls, n, bd, bs, top, i, j, k, b;
+	__u32 cls, n, bd, bs, top, i, j;
 	__u64 c;
 
 	if (!pol || !p)
@@ -197,23 +229,23 @@ __noinline int fg_find_rule(const struct fg_policy *pol, const struct fg_pkt *p,
 		if (fg_match(m, p, sets))
 			return m->rule;
 	}
-	for (k = 0; k < FG_MATCH_WORDS; k++) {
-		for (b = 0; b < 64 && c; b++) {
-			int r;
+	{
+		struct fg_scan sc = { .pol = pol,
+				      .p = p,
+				      .md = md,
+				      .ms = ms,
+				      .c = c,
+				      .top = top,
+				      .j = j,
+				      .n = n,
+				      .cls = cls,
+				      .sets = sets,
+				      .rule = -1 };
 
-			i = j * 64 + fg_ctz(c);
-			c &= c - 1;
-			if (i >= n)
-				return FG_MAX_RULES;
-			r = fg_match_at(pol, cls, i, p, sets);
-			if (r >= 0)
-				return r;
-		}
-		if (!top)
-			break;
-		j = fg_ctz(top) & (FG_MATCH_WORDS - 1);
-		top &= top - 1;
-		c = md->w[j] & ms->w[j];
+		/* a round per candidate and per word: enough for every one */
+		bpf_loop(FG_MAX_MATCH + FG_MATCH_WORDS, fg_scan_step, &sc, 0);
+		if (sc.rule >= 0)
+			return sc.rule;
 	}
 	return FG_MAX_RULES;
 }
