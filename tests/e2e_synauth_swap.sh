@@ -19,21 +19,18 @@
 #   - an adopting restart (after SIGKILL) with the new file finds and keeps
 #     the new program; a reload taking syn_auth out keeps it (steps idle);
 #     `floodgate detach` removes it from both interfaces and the pin dir.
+# libxdp pins under /sys/fs/bpf/xdp, which it leaves behind: the script runs
+# itself in a mount namespace with a bpffs of its own (fg_private_mounts).
 # Needs root. Cleans up namespaces, pin dirs and processes (by PID).
 # Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib.sh
+fg_private_mounts "$0" "$@"
 
 fg_init --root --pin swap "$FGD" "$FG"
 S1=10.78.1.1 C1=10.78.1.2 S2=10.78.2.1 A1=10.78.2.2
-fg_pair -q srv s1 "$S1/24" cli c1 "$C1/24"
-fg_ns_create atk && fg_ns_quiet atk && fg_veth_create srv s2 atk a1 &&
-	fg_ns_addr srv s2 "$S2/24" && fg_ns_addr atk a1 "$A1/24" ||
-	{ bad setup "the second interface"; fg_finish; }
-MAC2=$(fg_ns_mac srv s2)
-ip -n "$(fg_ns_name cli)" link set dev c1 xdpdrv obj "$FG_OUT/fgtest_xdp.bpf.o" sec xdp ||
-	{ bad setup "fgt_pass on c1 (XDP_TX frames need NAPI on the peer)"; fg_finish; }
+fg_synauth_net "$S1" "$C1" "$S2" "$A1"
 
 policy() { # policy ATTACH SYN_AUTH(0|1)
 	local sa=

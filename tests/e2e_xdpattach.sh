@@ -27,19 +27,14 @@
 # Needs root, xdp-filter and fgen. Last line: "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.." || exit 2
-if [ -z "${FG_XA_PRIVATE:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
-	export FG_XA_PRIVATE=1
-	exec unshare -m --propagation private bash -c \
-		'mount -t bpf bpf /sys/fs/bpf && mount -t tmpfs tmpfs /run && exec bash "$0" "$@"' \
-		"$0" "$@"
-fi
 . tests/lib.sh
+fg_private_mounts "$0" "$@"
 fg_init --root --pin xa "$FGD" "$FG" "$FGEN"
 if ! command -v xdp-filter > /dev/null; then
 	skip "$FG_NAME" "xdp-filter is not installed (Debian: xdp-tools)"
 	fg_finish
 fi
-[ -n "${FG_XA_PRIVATE:-}" ] || skip "private mount namespace" "unshare missing: sharing the host's bpffs and /run"
+[ -n "${FG_PRIVATE:-}" ] || skip "private mount namespace" "unshare missing: sharing the host's bpffs and /run"
 XA_PARTS="modes change twoif generic beside recreate badinput"
 XA_MODES="auto libxdp exclusive"
 for p in ${FG_XA_PARTS:-$XA_PARTS}; do

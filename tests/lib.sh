@@ -153,6 +153,21 @@ fg_require_bins() {
 	done
 }
 
+# fg_private_mounts "$0" "$@": run the script again in a mount namespace of
+# its own, with a bpffs and a /run of its own, so that host-wide state some
+# tools keep (libxdp pins under /sys/fs/bpf/xdp, xdp-filter its lock in
+# /run) is neither shared with another test nor left behind: it goes away
+# with the script. Returns at once when done already, or when it cannot be
+# done (not root, no unshare): FG_PRIVATE=1 says it was.
+fg_private_mounts() {
+	[ -z "${FG_PRIVATE:-}" ] || return 0
+	[ "$(id -u)" = 0 ] && command -v unshare > /dev/null || return 0
+	export FG_PRIVATE=1
+	exec unshare -m --propagation private bash -c \
+		'mount -t bpf bpf /sys/fs/bpf && mount -t tmpfs tmpfs /run && exec bash "$0" "$@"' \
+		"$@"
+}
+
 # fg_init [--root] [BIN...]: the checks above (needs root; each BIN built),
 # then $FG_TMP, bpffs mounted, the cleanup trap
 fg_init() {
@@ -198,6 +213,21 @@ fg_pair() {
 	fi
 	bad setup "namespaces and veth pair"
 	fg_finish
+}
+
+# fg_synauth_net S1 C1 S2 A1: syn_auth's topology. Namespace srv (the
+# server, floodgate's side) with veth s1 to cli (the real client, C1) and
+# s2 to atk (the flood's source, A1), all /24; MAC is c1's, MAC2 s2's. c1
+# runs fgt_pass: the SYN-ACKs floodgate sends with XDP_TX reach a peer only
+# when it has NAPI. A failure ends the script.
+fg_synauth_net() {
+	fg_pair -q srv s1 "$1/24" cli c1 "$2/24"
+	fg_ns_create atk && fg_ns_quiet atk && fg_veth_create srv s2 atk a1 &&
+		fg_ns_addr srv s2 "$3/24" && fg_ns_addr atk a1 "$4/24" ||
+		{ bad setup "the flood's namespace (atk) and its veth to srv"; fg_finish; }
+	MAC2=$(fg_ns_mac srv s2)
+	ip -n "$(fg_ns_name cli)" link set dev c1 xdpdrv obj "$FG_OUT/fgtest_xdp.bpf.o" sec xdp ||
+		{ bad setup "fgt_pass on c1 (XDP_TX frames need NAPI on the peer)"; fg_finish; }
 }
 
 # fg_pin NAME: this run's pin dir NAME (removed at cleanup)
