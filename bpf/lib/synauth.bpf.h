@@ -1090,6 +1090,19 @@ static __always_inline int fg_sa_quiet(__u32 sw, __u64 now)
 	return !sw || (__s32)(FG_VMS(now) - sw) > (__s32)(2u << (FG_SA_SLOT_SHIFT - 20));
 }
 
+/* fg_sa_fast's verdict on the way that holds the source: its proof still
+ * holds (until, FG_VT units, past vt) and, in handoff, no SYN-ACK went to it
+ * lately (its synack word, read only then). */
+static __always_inline int fg_sa_holds(__u32 until, __u32 vt, __u32 way, const __u32 *synack,
+				       __u64 now)
+{
+	if (until <= vt)
+		return 0;
+	if (way == FG_SA_WAY_RETRANSMIT)
+		return 1;
+	return fg_sa_quiet(FG_READ_ONCE(*synack), now);
+}
+
 /*
  * The verified client's fast path, first in the pre-search: a TCP segment
  * with ACK and without SYN and RST from a source whose proof holds cannot
@@ -1109,7 +1122,7 @@ static __always_inline int fg_sa_quiet(__u32 sw, __u64 now)
 static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *now)
 {
 	const struct fg_sakey *k;
-	__u32 kk = 0, idx, bits, i, vt, sw;
+	__u32 kk = 0, idx, bits, i, vt;
 	__u64 t, dg;
 
 	if (p->proto != FG_IPPROTO_TCP || p->frag ||
@@ -1141,12 +1154,7 @@ static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *
 
 			if ((__u32)x != p->saddr[0])
 				continue;
-			if ((__u32)(x >> 32) <= vt)
-				return 0;
-			if (way == FG_SA_WAY_RETRANSMIT)
-				return 1;
-			sw = FG_READ_ONCE(s->synack[i]);
-			return fg_sa_quiet(sw, t);
+			return fg_sa_holds((__u32)(x >> 32), vt, way, &s->synack[i], t);
 		}
 		return 0;
 	} else {
@@ -1164,12 +1172,7 @@ static __always_inline int fg_sa_fast(const struct fg_pkt *p, __u32 way, __u64 *
 		for (i = 0; i < FG_VWAYS; i++) {
 			if (FG_READ_ONCE(s->key[i]) != dg)
 				continue;
-			if (FG_READ_ONCE(s->until[i]) <= vt)
-				return 0;
-			if (way == FG_SA_WAY_RETRANSMIT)
-				return 1;
-			sw = FG_READ_ONCE(s->synack[i]);
-			return fg_sa_quiet(sw, t);
+			return fg_sa_holds(FG_READ_ONCE(s->until[i]), vt, way, &s->synack[i], t);
 		}
 		return 0;
 	}
