@@ -34,13 +34,7 @@ fg_init --root --pin synauth "$FGD" "$FG" "$FGEN"
 PORT=8080
 S1=10.77.1.1 C1=10.77.1.2 S2=10.77.2.1 A1=10.77.2.2
 FLOOD_S=${FG_SYNAUTH_FLOOD_S:-6}
-fg_pair -q srv s1 "$S1/24" cli c1 "$C1/24"
-fg_ns_create atk && fg_ns_quiet atk && fg_veth_create srv s2 atk a1 &&
-	fg_ns_addr srv s2 "$S2/24" && fg_ns_addr atk a1 "$A1/24" ||
-	{ bad setup "the attacker's namespace"; fg_finish; }
-MAC2=$(fg_ns_mac srv s2)
-ip -n "$(fg_ns_name cli)" link set dev c1 xdpdrv obj "$FG_OUT/fgtest_xdp.bpf.o" sec xdp ||
-	{ bad setup "fgt_pass on c1 (XDP_TX frames need NAPI on the peer)"; fg_finish; }
+fg_synauth_net "$S1" "$C1" "$S2" "$A1"
 
 policy() { # policy WAY REPLY_RATE PER_PREFIX_RATE: the test's policy
 	cat > "$FG_TMP/policy.yaml" <<EOF
