@@ -418,7 +418,7 @@ int floodgate(struct xdp_md *ctx)
 		.out = FG_OUT_PASS,
 		.verdict = XDP_PASS,
 	};
-	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 len = fg_frame_len(ctx);
 
 	fg_decide(ctx, len, &v);
 	return fg_exit(&v, len);

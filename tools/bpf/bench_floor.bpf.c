@@ -4,8 +4,8 @@
  *
  * bare_drop  return XDP_DROP: the cost of running any XDP program at all.
  * floor      the same Ethernet/VLAN/IPv4/IPv6 parse as floodgate (fg_parse.h,
- *            with the frame length from bpf_xdp_get_buff_len as floodgate
- *            reads it), one per-CPU counter increment, XDP_DROP: the least a
+ *            with the frame length as floodgate reads it, fg_frame_len),
+ *            one per-CPU counter increment, XDP_DROP: the least a
  *            per-source filter can do ("parse + count + drop floor").
  * vary       micro-benchmark harness: writes a pseudo-random source address,
  *            one of vary_n starting at vary_base, into the IPv4 frame, then
@@ -33,6 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include "floodgate.h"
 #include "fg_parse.h"
+#include "fg_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -84,7 +85,7 @@ int floor(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 len = fg_frame_len(ctx);
 	struct fg_pkt p = {};
 	__u32 k = 0;
 	__u64 *c;
@@ -106,7 +107,7 @@ int memfloor(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 len = fg_frame_len(ctx);
 	__u32 bits = mem_bits, k = 0, idx, i;
 	struct fg_pkt p = {};
 	struct fg_set4 *set;
