@@ -14,7 +14,7 @@
  *       index cannot help), "typical" ones by destination port. Every rule
  *       drops, so the figure is the program with that policy; match_ns
  *       is its excess over the 1-rule policy of the same kind and pass.
- *   fgbench xdp -i DEV --prog bare_drop|floor
+ *   fgbench xdp -i DEV --prog bare_drop|floor|simple [--rate N --burst N]
  *       attach a baseline to DEV (a bpf_link, gone when fgbench exits),
  *       print "ready", wait for SIGTERM/SIGINT, print {"count":N}.
  *   fgbench sweep [--curve sources|rules|prefixes|shed|all] [--quick] ...
@@ -105,6 +105,7 @@ struct bench_opts {
 	const char *pin_dir;		       /* fill */
 	__u64 family, sources, start, tracked; /* fill; sources also micro6 */
 	__u64 max_sources;		       /* micro6 */
+	__u64 rate, burst;		       /* xdp: simple's limit */
 };
 
 static void on_signal(int sig)
@@ -2475,8 +2476,13 @@ static int xdp(void *cfg)
 	unsigned ifindex;
 	int err = 1;
 
-	if (!ifname || !pname || (strcmp(pname, "bare_drop") && strcmp(pname, "floor"))) {
-		fprintf(stderr, "fgbench: xdp: needs -i DEV and --prog bare_drop|floor\n");
+	if (!ifname || !pname ||
+	    (strcmp(pname, "bare_drop") && strcmp(pname, "floor") && strcmp(pname, "simple"))) {
+		fprintf(stderr, "fgbench: xdp: needs -i DEV and --prog bare_drop|floor|simple\n");
+		return FG_EXIT_USAGE;
+	}
+	if (!strcmp(pname, "simple") && (!b->rate || !b->burst)) {
+		fprintf(stderr, "fgbench: xdp: --prog simple needs --rate and --burst\n");
 		return FG_EXIT_USAGE;
 	}
 	ifindex = if_nametoindex(ifname);
@@ -2490,11 +2496,19 @@ static int xdp(void *cfg)
 	if (!bf)
 		return 1;
 	bpf_program__set_autoload(bf->progs.vary, false);
+	if (!strcmp(pname, "simple") && bpf_map__set_max_entries(bf->maps.simple_tat, 1u << 20))
+		goto out;
 	if (bench_floor_bpf__load(bf)) {
 		fprintf(stderr, "fgbench: loading bench_floor failed\n");
 		goto out;
 	}
-	prog = strcmp(pname, "floor") ? bf->progs.bare_drop : bf->progs.floor;
+	if (!strcmp(pname, "simple")) {
+		bf->data->simple_inc = 1000000000ull / b->rate;
+		bf->bss->simple_tau = b->burst * bf->data->simple_inc;
+		prog = bf->progs.simple;
+	} else {
+		prog = strcmp(pname, "floor") ? bf->progs.bare_drop : bf->progs.floor;
+	}
 	link = bpf_program__attach_xdp(prog, (int)ifindex);
 	if (!link) {
 		fprintf(stderr, "fgbench: attaching %s to %s: %s\n", pname, ifname,
@@ -2547,7 +2561,11 @@ static const struct fg_opt rules_opts[] = {
 };
 static const struct fg_opt xdp_opts[] = {
 	FG_OPT_STR("interface", 'i', B, ifname, "DEV", "the device (required)"),
-	FG_OPT_STR("prog", 'p', B, prog, "bare_drop|floor", "the baseline (required)"),
+	FG_OPT_STR("prog", 'p', B, prog, "bare_drop|floor|simple", "the baseline (required)"),
+	FG_OPT_U64("rate", 'R', B, rate, "N", 1, 1000000000, "packets per second",
+		   "simple: each source's rate, packets/s"),
+	FG_OPT_U64("burst", 'b', B, burst, "N", 1, 1000000000, "a number of packets",
+		   "simple: each source's burst, packets"),
 	FG_OPT_END,
 };
 static const struct fg_opt sweep_opts[] = {
@@ -2603,7 +2621,7 @@ static const struct fg_cmd bench_cmds[] = {
 	{ "rules", "[options]",
 	  "ns per packet against the number of rules (1, 16, 64, 256), worst and typical", 0, 0,
 	  rules_opts, rules },
-	{ "xdp", "-i DEV --prog bare_drop|floor",
+	{ "xdp", "-i DEV --prog bare_drop|floor|simple",
 	  "attach a baseline until SIGTERM, then print its count", 0, 0, xdp_opts, xdp },
 	{ "sweep", "[--curve NAME] [options]",
 	  "cost curves against sources, rules and prefixes, and the shedding figures, each point "

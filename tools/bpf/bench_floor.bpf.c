@@ -58,6 +58,18 @@ __u32 mem_bits; /* 0: no table, memfloor is the floor */
 __u64 mem_seed = 0x9e3779b97f4a7c15ull;
 __u64 mem_hits; /* keeps the comparisons' results live */
 
+/* simple's tats, one per IPv4 source (host order not needed: the word as
+ * read); sized by fgbench xdp (set_max_entries before load, 1 << 20). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} simple_tat SEC(".maps");
+
+__u64 simple_inc = 1; /* ns per packet: 1e9 / rate; written by fgbench */
+__u64 simple_tau;     /* burst * simple_inc */
+
 /* vary's tail-call target, slot 0; set by fgbench. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -188,4 +200,44 @@ int vary6(struct xdp_md *ctx)
 	else
 		a = n > 1 ? (__u32)(s >> 32) % n : 0;
 	return src_write_jump(ctx, sa, data_end, a);
+}
+
+/*
+ * simple: the simplest per-source limiter, issue 25's yardstick at 1,000
+ * sources: floor's parse, then one GCRA tat per IPv4 source in a kernel
+ * hash (its first frame inserts it), spent by compare-and-swap as
+ * fg_gcra_spend does, with the helper's clock. Nothing else: no rules, no
+ * lists, no counters, no bound on what a spoofed flood inserts (the hash
+ * fills, and a source it has no room for passes). Admitted frames go to the
+ * stack, as floodgate's do.
+ */
+SEC("xdp.frags")
+int simple(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 len = fg_frame_len(ctx), now, old, nt, *tat;
+	struct fg_pkt p = {};
+	__u32 key;
+	int i;
+
+	if (fg_parse(data, data_end, len, &p) != FG_P_IP || p.family != 4)
+		return XDP_PASS;
+	key = p.saddr[0];
+	now = bpf_ktime_get_ns();
+	tat = bpf_map_lookup_elem(&simple_tat, &key);
+	if (!tat) {
+		nt = now + simple_inc;
+		bpf_map_update_elem(&simple_tat, &key, &nt, BPF_NOEXIST);
+		return XDP_PASS;
+	}
+	for (i = 0; i < 4; i++) {
+		old = *(volatile __u64 *)tat;
+		nt = (old > now ? old : now) + simple_inc;
+		if (nt - now > simple_tau)
+			return XDP_DROP;
+		if (__sync_val_compare_and_swap(tat, old, nt) == old)
+			return XDP_PASS;
+	}
+	return XDP_DROP;
 }
