@@ -497,8 +497,8 @@ static void reload_note(const struct proc *p)
 			"continues (kill -CONT %u); giving up after %d s",
 			p->pid, p->pid, RELOAD_WAIT_MS / 1000);
 	else
-		pr_info("still waiting for floodgated (pid %u) to finish the reload (a large "
-			"policy takes a while); giving up after %d s",
+		pr_info("floodgated (pid %u) is still applying the reload (a large policy "
+			"takes a while; the old one enforces until then); waiting up to %d s",
 			p->pid, RELOAD_WAIT_MS / 1000);
 }
 
