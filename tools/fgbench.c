@@ -2503,7 +2503,7 @@ static int xdp(void *cfg)
 		goto out;
 	}
 	if (!strcmp(pname, "simple")) {
-		bf->data->simple_inc = 1000000000ull / b->rate;
+		bf->data->simple_inc = (1000000000ull << FG_TU_SHIFT) / b->rate;
 		bf->bss->simple_tau = b->burst * bf->data->simple_inc;
 		prog = bf->progs.simple;
 	} else {

@@ -34,6 +34,7 @@
 #include "floodgate.h"
 #include "fg_parse.h"
 #include "fg_common.bpf.h"
+#include "fg_gcra.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -67,7 +68,7 @@ struct {
 	__type(value, __u64);
 } simple_tat SEC(".maps");
 
-__u64 simple_inc = 1; /* ns per packet: 1e9 / rate; written by fgbench */
+__u64 simple_inc = 1; /* time units (fg_gcra.h) a packet: 1e9 / rate << FG_TU_SHIFT; fgbench */
 __u64 simple_tau;     /* burst * simple_inc */
 
 /* vary's tail-call target, slot 0; set by fgbench. */
@@ -205,8 +206,8 @@ int vary6(struct xdp_md *ctx)
 /*
  * simple: the simplest per-source limiter, issue 25's yardstick at 1,000
  * sources: floor's parse, then one GCRA tat per IPv4 source in a kernel
- * hash (its first frame inserts it), spent by compare-and-swap as
- * fg_gcra_spend does, with the helper's clock. Nothing else: no rules, no
+ * hash (its first frame inserts it), spent by fg_gcra_spend
+ * (compare-and-swap), with the helper's clock. Nothing else: no rules, no
  * lists, no counters, no bound on what a spoofed flood inserts (the hash
  * fills, and a source it has no room for passes). Admitted frames go to the
  * stack, as floodgate's do.
@@ -216,28 +217,19 @@ int simple(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u64 len = fg_frame_len(ctx), now, old, nt, *tat;
+	__u64 len = fg_frame_len(ctx), now, nt, *tat;
 	struct fg_pkt p = {};
 	__u32 key;
-	int i;
 
 	if (fg_parse(data, data_end, len, &p) != FG_P_IP || p.family != 4)
 		return XDP_PASS;
 	key = p.saddr[0];
-	now = bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns() << FG_TU_SHIFT;
 	tat = bpf_map_lookup_elem(&simple_tat, &key);
 	if (!tat) {
 		nt = now + simple_inc;
 		bpf_map_update_elem(&simple_tat, &key, &nt, BPF_NOEXIST);
 		return XDP_PASS;
 	}
-	for (i = 0; i < 4; i++) {
-		old = *(volatile __u64 *)tat;
-		nt = (old > now ? old : now) + simple_inc;
-		if (nt - now > simple_tau)
-			return XDP_DROP;
-		if (__sync_val_compare_and_swap(tat, old, nt) == old)
-			return XDP_PASS;
-	}
-	return XDP_DROP;
+	return fg_gcra_spend(tat, now, simple_inc, simple_tau) == 1 ? XDP_PASS : XDP_DROP;
 }
