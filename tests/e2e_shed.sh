@@ -192,15 +192,21 @@ check_cmp "after decay: nothing shed" \
 # --- SIGKILL while shedding: the program decays it by itself ---------------------------------------
 setsig 0.95
 wait_amount '>=' 1 60
-read -r left <<< "$(sj decays_in_s)"
 fg_daemon_stop KILL; tk=$(now)
-# hold 2 x 200ms, then linear over 2^30 ns (orphan 1s): zero 1.47 s after the last write
-bound=$(awk -v l="$left" 'BEGIN { printf "%.2f", l }')
+# hold 2 x 200ms, then linear over 2^30 ns (orphan 1s): zero 1.47 s after the
+# last write. The deadline is read from the map after the kill: read before
+# it, the daemon's next sample (every 0.2 s) could still move it later.
+# status reads it at some instant before it returns, so the elapsed time
+# taken after it makes the bound late, never early.
+read -r left <<< "$(sj decays_in_s)"
+bound=$(awk -v l="$left" -v e="$(elapsed "$tk")" 'BEGIN { printf "%.2f", l + e + 0.005 }')
+expect "SIGKILL: the orphan deadline is at most 2 x 200 ms + 2^30 ns after the kill" \
+	"awk -v l='$left' 'BEGIN { exit !(l > 0 && l <= 1.474) }'" "status after the kill" \
+	"0 < decays_in_s <= 1.474" "$left s"
 s0=$(stat be shed); send 1003 500; s1=$(stat be shed)
 check_cmp "right after SIGKILL best-effort is still shed (of 500)" "$((s1 - s0))" -gt 0
 # probes of 500 best-effort packets until 1 s past the bound: every probe
-# that starts after the bound must shed nothing (the bound was read from
-# status before the kill, so it is measured from an earlier instant)
+# that starts after the bound must shed nothing
 zero_at=; late_shed=0; late=0
 while awk -v e="$(elapsed "$tk")" -v b="$bound" 'BEGIN { exit !(e < b + 1) }'; do
 	e0=$(elapsed "$tk"); s0=$(stat be shed); send 1003 500; s1=$(stat be shed)
