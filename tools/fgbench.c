@@ -2472,6 +2472,7 @@ static int xdp(void *cfg)
 	struct bench_floor_bpf *bf = NULL;
 	struct bpf_program *prog;
 	struct bpf_link *link = NULL;
+	struct fg_limit lim = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned ifindex;
 	int err = 1;
@@ -2481,9 +2482,19 @@ static int xdp(void *cfg)
 		fprintf(stderr, "fgbench: xdp: needs -i DEV and --prog bare_drop|floor|simple\n");
 		return FG_EXIT_USAGE;
 	}
-	if (!strcmp(pname, "simple") && (!b->rate || !b->burst)) {
-		fprintf(stderr, "fgbench: xdp: --prog simple needs --rate and --burst\n");
-		return FG_EXIT_USAGE;
+	if (!strcmp(pname, "simple")) {
+		char why[256] = "";
+
+		/* the policy compiler's arithmetic: the same limit as floodgate's rule */
+		if (!b->rate || !b->burst) {
+			fprintf(stderr, "fgbench: xdp: --prog simple needs --rate and --burst\n");
+			return FG_EXIT_USAGE;
+		}
+		if (fg_limit_compile(b->rate, b->burst, 0, &lim, why, NULL)) {
+			fprintf(stderr, "fgbench: xdp: --rate %llu --burst %llu: %s\n",
+				(unsigned long long)b->rate, (unsigned long long)b->burst, why);
+			return FG_EXIT_USAGE;
+		}
 	}
 	ifindex = if_nametoindex(ifname);
 	if (!ifindex) {
@@ -2503,8 +2514,8 @@ static int xdp(void *cfg)
 		goto out;
 	}
 	if (!strcmp(pname, "simple")) {
-		bf->data->simple_inc = (1000000000ull << FG_TU_SHIFT) / b->rate;
-		bf->bss->simple_tau = b->burst * bf->data->simple_inc;
+		bf->data->simple_inc = lim.inc;
+		bf->bss->simple_tau = lim.tau;
 		prog = bf->progs.simple;
 	} else {
 		prog = strcmp(pname, "floor") ? bf->progs.bare_drop : bf->progs.floor;
