@@ -59,7 +59,13 @@ struct fg_pkt {
 	__u8 tcp_flags;
 	__u8 icmp_type;
 	__u8 frag; /* non-first fragment: no L4 header */
-	__u8 pad[3];
+	__u8 pad;
+	/* not the parse's (it leaves them 0): the IPv4 set whose read
+	 * floodgate's fg_src4_start began (bpf/lib/buckets.bpf.h); here, not
+	 * in a local of its own, as its lookups' key in place: fg_decide's
+	 * frame is the one 6.1's 512 B a call chain has least room for */
+	__u16 hint;	/* bits 0-8: 1 + its rule's index, 0: none; 9-11: the key's own way */
+	__u32 hint_set; /* its set's index, the key of its fg_src4 lookups */
 };
 
 static __always_inline __u16 fg_get16(const __u8 *p)

@@ -17,7 +17,9 @@
  * Order of decisions for every frame (each leaves through fg_exit, which
  * counts it in exactly one outcome of one stats row):
  *   1. fg_ctl: kill switch (bypass, with its own expiry) -> pass, untouched
- *   2. parse -> non-IP (pass) or malformed (policy's verdict)
+ *   2. parse -> non-IP (pass) or malformed (policy's verdict); then the
+ *      read of the source's set for the rule fg_policy.hint4 names starts
+ *      (a guess about memory only: step 4's rule decides)
  *   2b. runtime allow/deny lists (floodgate allow|deny add), only while
  *      fg_ctl.rt_active says there are entries (struct fg_rt)
  *   3. allow/deny list, which also yields source sets: IPv4 one to three
@@ -144,11 +146,13 @@ __noinline int fg_cap_at(const struct fg_rule *r, const struct fg_pkt *p, struct
  * Inline because fg_charge_at's call and its SRSO-safe return, with its
  * arguments through the stack, cost ~12 ns a packet here (bench micro,
  * fg_throttled); it adds only the straight path below to what the
- * verifier walks per state of the caller.
+ * verifier walks per state of the caller. The set is the one whose read
+ * fg_src4_start began (p->hint): found by the hint after the parse, or
+ * started after the scan; its hash is not computed again.
  */
 static __always_inline int fg_charge_fast(const struct fg_ctl *ctl, const struct fg_rule *r,
 					  const struct fg_pkt *p, __u64 len, struct fg_verd *v,
-					  int shadow, __u64 now)
+					  int shadow, __u64 now, __u32 ri)
 {
 	struct fg_set4 *set;
 	__u64 key, cost = 1;
@@ -158,7 +162,9 @@ static __always_inline int fg_charge_fast(const struct fg_ctl *ctl, const struct
 	if (p->family != 4 || !r->src.inc || r->agg.inc || r->fleet || r->pool ||
 	    (fg_skip & FG_SKIP_SRC))
 		return -1;
-	set = fg_src4_set(ctl, r, p, &key, &pref);
+	if (!fg_hinted(p, ri)) /* fg_src4_start found no set to start */
+		return -1;
+	set = fg_hint4_set(r, p, &key, &pref);
 	if (!set)
 		return -1;
 	w = pref & (FG_WAYS4 - 1);
@@ -202,7 +208,7 @@ static __always_inline void fg_limit(const struct fg_ctl *ctl, const struct fg_p
 		}
 		l.ev = v->ev;
 	}
-	go = fg_charge_fast(ctl, r, p, len, v, shadow, now);
+	go = fg_charge_fast(ctl, r, p, len, v, shadow, now, ri);
 	if (!go)
 		return;
 	if (go < 0)
@@ -290,6 +296,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 	}
 	if (p.frag)
 		v->ev |= 1u << FG_EV_FRAG;
+	/* 2, continued: the likely rule's set, its misses started now (fg_hint4_start) */
+	fg_hint4_start(ctl, pol, &p);
 
 	/* 3. the runtime lists, the incident-time decision; a word of the
 	 * line already read says whether there are entries */
@@ -347,7 +355,8 @@ static __always_inline void fg_decide(struct xdp_md *ctx, __u64 len, struct fg_v
 		return;
 	}
 	r = &pol->rules[ri];
-	fg_src4_prefetch(ctl, r, &p);
+	if (!fg_hinted(&p, ri)) /* fg_policy.hint4 guessed another rule, or none */
+		fg_src4_start(ctl, r, ri, &p);
 	v->row = r->id & (FG_MAX_IDS - 1);
 	k = v->row;
 	v->st = bpf_map_lookup_elem(&fg_stats, &k);

@@ -703,7 +703,14 @@ struct fg_policy {
 	struct fg_match match[FG_NCLASS][FG_MAX_MATCH];
 	struct fg_pool pools[FG_MAX_POOLS]; /* fg_rule.pool indexes these */
 	__u32 npools;
-	__u32 pad2;
+	/* hint4[c]: 1 + the index of the rule whose IPv4 per-source set the
+	 * program starts to read right after the parse, for a frame of port
+	 * class c (FG_CLASS_TCP, FG_CLASS_UDP): the rule of the class's first
+	 * match entry that can take IPv4 and is a limit with a per-source
+	 * bucket; 0: none. Only a guess, and only about memory: the matched
+	 * rule decides, a right guess saves the set's second hash and hides
+	 * more of its miss, a wrong one costs a hash and one line read. */
+	__u16 hint4[FG_NPCLASS];
 	char pool_names[FG_MAX_POOLS]
 		       [FG_NAME_LEN]; /* pools[i]'s name, NUL-terminated: ids by name (userspace only) */
 	struct fg_synauth sa;	      /* SYN authentication (daemon, apply); way 0 = none */

@@ -550,6 +550,8 @@ int dp_apply(struct dp *d)
 		return err;
 	slot = c.slot ^ 1;
 	d->pol.version++;
+	if (!d->keep_hints)
+		fg_policy_hints(&d->pol); /* as the apply does */
 	{
 		struct fg_pidx *x = malloc(sizeof(*x));
 

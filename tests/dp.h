@@ -40,6 +40,7 @@ struct dp {
 	size_t lease_len;
 	struct fg_shed_ctl *shed; /* fg_shed, mapped: one entry */
 	bool kept;		  /* dp_close keeps the program for the next dp_open (dp.c) */
+	bool keep_hints;	  /* dp_apply writes pol.hint4 as set, not fg_policy_hints' */
 };
 
 extern int dp_sa_on; /* 1: dp_open loads with syn_auth in (fg_sa_on) */

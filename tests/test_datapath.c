@@ -787,6 +787,60 @@ static int burst_at(const struct pkt_spec *s, __u64 now, int max)
 	return burst_of(s, max);
 }
 
+/*
+ * fg_policy.hint4 is only a guess about memory: whatever it names (the
+ * matched rule, another rule, a pass rule, a rule past nrules, a value past
+ * FG_MAX_RULES), each rule spends its own bucket, to the token. Rule 0
+ * (UDP to 53, burst 2) is the UDP class's first entry, so fg_policy_hints
+ * names it; rule 1 (all UDP, burst 5) is what a frame to port 9 matches.
+ */
+static void test_hint_is_only_a_guess(void)
+{
+	static const struct {
+		int keep; /* 0: fg_policy_hints' hint; 1: the value below */
+		__u16 udp;
+		const char *what;
+	} h[] = {
+		{ 0, 0, "the apply's hint (rule 0)" }, { 1, 0, "no hint" },
+		{ 1, 1, "rule 0" },		       { 1, 2, "rule 1" },
+		{ 1, 3, "the pass rule" },	       { 1, 40, "a rule past nrules" },
+		{ 1, 0xffff, "past FG_MAX_RULES" },
+	};
+	struct fg_rule dns = limit_rule(1, 2), all = limit_rule(1, 5),
+		       pass = { .action = FG_ACT_PASS };
+	struct fg_match m53 = udp_ports(0, 65535, 53, 53), m = udp_ports(0, 65535, 0, 65535);
+	char src[32], what[160];
+	struct pkt_spec s;
+	__u32 row;
+
+	if (setup(1024))
+		return;
+	dp_rule(&D, &dns, &m53, 1u << FG_CLASS_UDP);
+	dp_rule(&D, &all, &m, 1u << FG_CLASS_UDP);
+	dp_rule(&D, &pass, &M_ANY, 1u << FG_CLASS_TCP);
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+		D.keep_hints = h[i].keep;
+		D.pol.hint4[FG_CLASS_UDP] = h[i].udp;
+		ASSERT_OK(dp_apply(&D), "apply");
+		if (!h[i].keep)
+			ASSERT_EQ(D.pol.hint4[FG_CLASS_UDP], 1, "fg_policy_hints names rule 0");
+		snprintf(src, sizeof(src), "192.0.2.%zu", 20 + i);
+		/* the other rule first: its frames must not spend rule 0's bucket */
+		s = udp4(src, 9);
+		snprintf(what, sizeof(what), "%s: port 9, rule 1's burst of 5", h[i].what);
+		ASSERT_EQ(burst_of(&s, 20), 5, what);
+		ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, what);
+		ASSERT_EQ(row, 1, "port 9: rule 1's row");
+		s = udp4(src, 53);
+		snprintf(what, sizeof(what), "%s: port 53, rule 0's burst of 2", h[i].what);
+		ASSERT_EQ(burst_of(&s, 20), 2, what);
+		ASSERT_EQ(dp_outcome_of(&D, &s, &row, NULL), FG_OUT_DROP, what);
+		ASSERT_EQ(row, 0, "port 53: rule 0's row");
+	}
+	D.keep_hints = false;
+	dp_close(&D);
+}
+
 static void test_burst_and_refill(void)
 {
 	struct pkt_spec s = udp4("192.0.2.10", 7);
@@ -3024,6 +3078,7 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_rule_index_vs_reference),
 	FG_CASE(test_source_sets_and_prefixes),
 	FG_CASE(test_fragments),
+	FG_CASE(test_hint_is_only_a_guess),
 	FG_CASE(test_burst_and_refill),
 	FG_CASE(test_reload_rate_change),
 	FG_CASE(test_bytes_cost),

@@ -123,6 +123,16 @@ static void policy_test(const char *name, void (*checks)(const struct fg_config 
 	}                                                       \
 	static void test##_checks(const struct fg_config *cfg)
 
+/* fg_policy.hint4 as the apply writes it (fg_policy_hints) */
+static __u16 hint_of(const struct fg_config *cfg, int cls)
+{
+	static struct fg_policy pol;
+
+	pol = cfg->pol;
+	fg_policy_hints(&pol);
+	return pol.hint4[cls];
+}
+
 /* ---- the format's reference example -------------------------------------- */
 
 static void test_spec_globals(void)
@@ -212,6 +222,8 @@ POLICY_TEST(test_spec_match, "spec")
 	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_UDP], 6, "udp: 4 dns + bulk + fragments");
 	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_ICMP], 1, "icmp: fragments");
 	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_OTHER], 1, "other: fragments");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 1, "spec: tcp hint, ssh (0) + 1");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2, "spec: udp hint, dns (1) + 1");
 
 	m = entry(cfg, FG_CLASS_TCP, 0);
 	ASSERT_EQ(m->rule, 0, "tcp[0] rule");
@@ -310,14 +322,27 @@ static void test_defaults(void)
 	fg_config_free(&cfg);
 
 	/* an empty mapping is a valid, empty policy too */
-	if (ASSERT_OK(parse_ok("{}\n", &cfg), "parse {}"))
+	if (ASSERT_OK(parse_ok("{}\n", &cfg), "parse {}")) {
 		ASSERT_EQ(cfg.pol.nrules, 1, "{}: only fragments");
+		ASSERT_EQ(hint_of(&cfg, FG_CLASS_TCP) + hint_of(&cfg, FG_CLASS_UDP), 0,
+			  "{}: the fragments rule's entries give no hint");
+	}
 	fg_config_free(&cfg);
+}
+
+/* The first IPv4-capable entry's rule, when it is a per-source limit. */
+POLICY_TEST(test_hints, "hints")
+{
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2, "udp: an IPv6-only entry passed over, dns (1) + 1");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 0,
+		  "tcp: the first entry is a pass rule: no hint, not the later limit");
 }
 
 POLICY_TEST(test_proto_any_every_class, "proto_any")
 {
 	int c;
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 0, "proto_any: tcp's first rule passes: no hint");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2, "proto_any: udp's first rule is everything (1) + 1");
 
 	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
 	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");
@@ -361,6 +386,8 @@ POLICY_TEST(test_port_cross_product, "port_cross")
 	ASSERT_EQ(cfg->pol.rules[1].src.inc, 0, "aggregate-only: no per-source limit");
 	ASSERT_EQ(cfg->pol.rules[1].ovf.inc, 0, "aggregate-only: no overflow");
 	ASSERT_EQ(cfg->pol.rules[1].agg.inc, TU, "1/s");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 1, "port_cross: tcp's rule x (0) + 1");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 0, "port_cross: aggregate-only: no per-source set");
 }
 
 static void test_tcp_flags_forms(void)
@@ -2116,6 +2143,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_spec_match);
 	FG_RUN(test_defaults);
 	FG_RUN(test_proto_any_every_class);
+	FG_RUN(test_hints);
 	FG_RUN(test_port_cross_product);
 	FG_RUN(test_tcp_flags_forms);
 	FG_RUN(test_icmp_and_numeric_proto);

@@ -177,11 +177,8 @@ static __always_inline void fg_touch(const __u64 *p)
 	asm volatile("" : : "r"(x));
 }
 
-/* The set of fg_src4 that holds p's bucket under r, its key in *key;
- * NULL when fg_ctl's size is out of range. */
-static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
-						   const struct fg_rule *r, const struct fg_pkt *p,
-						   __u64 *key, __u32 *pref)
+/* p's bucket key under r (struct fg_wkey4 as one word). */
+static __always_inline __u64 fg_src4_key(const struct fg_rule *r, const struct fg_pkt *p)
 {
 	union {
 		struct fg_wkey4 s;
@@ -191,34 +188,92 @@ static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
 			.rule = FG_WKEY4_USED | (r->id & (FG_MAX_IDS - 1)),
 			.gen = r->gen,
 		} };
+
+	return k.u;
+}
+
+/* The set of fg_src4 that holds p's bucket under r, its key in *key, its
+ * own way in *pref; NULL when fg_ctl's size is out of range. */
+static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
+						   const struct fg_rule *r, const struct fg_pkt *p,
+						   __u64 *key, __u32 *pref)
+{
 	__u32 bits = FG_READ_ONCE(ctl->src4_bits), idx;
 	__u64 seed = FG_READ_ONCE(ctl->seed4);
 
-	*key = k.u;
-	*pref = fg_way4_pref(k.u, seed);
+	*key = fg_src4_key(r, p);
+	*pref = fg_way4_pref(*key, seed);
 	if (bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return NULL;
-	idx = fg_hash4(k.u, seed, bits);
+	idx = fg_hash4(*key, seed, bits);
 	return bpf_map_lookup_elem(&fg_src4, &idx);
 }
 
-/* A per-source limit's IPv4 set: its two lines' misses (keys, tats) start
- * as soon as the rule is known, and overlap the rule's mode, the counters'
- * lookup and the clock read on the way to fg_src_bucket. */
-static __always_inline void fg_src4_prefetch(const struct fg_ctl *ctl, const struct fg_rule *r,
-					     const struct fg_pkt *p)
-{
-	struct fg_set4 *set;
-	__u32 pref;
-	__u64 key;
+#define FG_HINT_RI 0x1ff /* fg_pkt.hint: 1 + rule index */
+#define FG_HINT_WAY 9	 /* fg_pkt.hint: the own way's shift */
+_Static_assert(FG_MAX_RULES < FG_HINT_RI && FG_WAYS4 == 8, "fg_pkt.hint: rule and way");
 
-	if (p->family != 4 || !r->src.inc || (fg_skip & FG_SKIP_SRC))
+/*
+ * Start the read of p's IPv4 set under rule r (index ri): its two lines'
+ * misses overlap what comes before the spend. The set is kept in p (hint,
+ * hint_set) as scalars, for fg_charge_fast: no pointer across the scan, no
+ * second hash, and no stack of its own (the set's index is its lookups'
+ * key in place). Nothing when r has no per-source bucket or fg_ctl's size
+ * is out of range: then p names no set.
+ */
+static __always_inline void fg_src4_start(const struct fg_ctl *ctl, const struct fg_rule *r,
+					  __u32 ri, struct fg_pkt *p)
+{
+	__u32 bits = FG_READ_ONCE(ctl->src4_bits);
+	struct fg_set4 *set;
+	__u64 key, seed;
+
+	if (p->family != 4 || !r->src.inc || (fg_skip & FG_SKIP_SRC) || ri >= FG_MAX_RULES ||
+	    bits < FG_SRC4_MIN_BITS || bits > FG_SRC4_MAX_BITS)
 		return;
-	set = fg_src4_set(ctl, r, p, &key, &pref);
+	seed = FG_READ_ONCE(ctl->seed4);
+	key = fg_src4_key(r, p);
+	p->hint = (__u16)((ri + 1) | fg_way4_pref(key, seed) << FG_HINT_WAY);
+	p->hint_set = fg_hash4(key, seed, bits);
+	set = bpf_map_lookup_elem(&fg_src4, &p->hint_set);
 	if (!set)
 		return;
 	fg_touch((const __u64 *)set->key);
 	fg_touch(set->tat);
+}
+
+/* Right after the parse, the set of the rule that fg_policy.hint4 names
+ * for the frame's class: its misses overlap the lists and the rule scan
+ * too, and if the scan finds another rule, that one's set is started then. */
+static __always_inline void fg_hint4_start(const struct fg_ctl *ctl, const struct fg_policy *pol,
+					   struct fg_pkt *p)
+{
+	__u32 cls, ri;
+
+	if (p->family != 4)
+		return;
+	cls = fg_class(p->proto);
+	if (cls >= FG_NPCLASS)
+		return;
+	ri = (__u32)pol->hint4[cls] - 1;
+	if (ri < FG_MAX_RULES)
+		fg_src4_start(ctl, &pol->rules[ri], ri, p);
+}
+
+/* Whether the set p names (fg_src4_start) is rule ri's. */
+static __always_inline int fg_hinted(const struct fg_pkt *p, __u32 ri)
+{
+	return (p->hint & FG_HINT_RI) == ri + 1;
+}
+
+/* The set p names, for rule r (index ri, fg_hinted): no hash. */
+static __always_inline struct fg_set4 *fg_hint4_set(const struct fg_rule *r,
+						    const struct fg_pkt *p, __u64 *key,
+						    __u32 *pref)
+{
+	*key = fg_src4_key(r, p);
+	*pref = (p->hint >> FG_HINT_WAY) & (FG_WAYS4 - 1);
+	return bpf_map_lookup_elem(&fg_src4, &p->hint_set);
 }
 
 /* The source's own bucket (its tat and drops words), or NULL when it has

@@ -8,12 +8,15 @@
 
 struct fg_verd {
 	struct fg_stats *st; /* row's counters, once known */
-	__u32 row;
-	__u32 out;     /* enum fg_outcome, set by fg_verdict_set only */
 	__u32 ev;      /* bit per enum fg_event */
-	__u32 verdict; /* XDP_PASS, XDP_DROP (XDP_TX: an answer), set by fg_verdict_set only */
+	__u16 row;
+	__u8 out;     /* enum fg_outcome, set by fg_verdict_set only */
+	__u8 verdict; /* XDP_PASS, XDP_DROP (XDP_TX: an answer), set by fg_verdict_set only */
 };
 _Static_assert(FG_EV_MAX <= 32, "fg_verd.ev has a bit per event");
+/* narrow: 16 bytes, not 24, of fg_decide's frame (6.1's 512 B a call chain) */
+_Static_assert(FG_OUT_MAX <= 256 && FG_ROW_GLOBAL < 65536 && XDP_REDIRECT < 256,
+	       "fg_verd: an outcome and a verdict in a byte, a row in 16 bits");
 
 /*
  * The modes in force (the rule is in include/floodgate.h, struct fg_ctl).

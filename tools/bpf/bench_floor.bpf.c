@@ -113,7 +113,7 @@ int floor(struct xdp_md *ctx)
 
 /* The floor, plus the random read of the source's set in mem_sets (see the
  * top of the file): both lines' loads issued before either is used, as
- * fg_src4_prefetch issues them, then the keys compared as a way search
+ * fg_src4_start issues them, then the keys compared as a way search
  * compares them. */
 SEC("xdp.frags")
 int memfloor(struct xdp_md *ctx)
