@@ -4,7 +4,8 @@
  * by name, counters of surviving rules kept and of new ones zeroed,
  * the file's modes and the overrides of freed and reused ids, every rule
  * replaced in one apply, what was in force, max_sources refusal, per-CPU sums, failures after
- * the flip reported, the source walk's "limited" against the GCRA test.
+ * the flip reported, the source walk's "limited" against the GCRA test,
+ * no section map an adopting start could not keep.
  * Loads the real skeleton without attaching it or pinning anything.
  * FG_NEEDS_ROOT (BPF map creation).
  */
@@ -15,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "fgtest.h"
+#include "attach/attach.h"
 #include "maps/apply.h"
 #include "maps/ctl.h"
 #include "maps/fgmaps.h"
@@ -584,6 +586,28 @@ out:
 		bpf_map_update_elem(maps.fd[FGM_SRC6], &idx6[i], &zero6, BPF_ANY);
 }
 
+/* Every map libbpf makes from a section of the object (.rodata, .bss, and
+ * any constant pool clang emits for a large initializer, .rodata.cst16)
+ * is one an adopting start knows every load makes anew: any other one
+ * stops fg_keep_running_prog keeping the running program, and every
+ * adopting restart reloads it (e2e_start's "program kept" checks). */
+static void test_internal_maps_adoptable(void)
+{
+	struct bpf_map *m;
+	int internal = 0;
+
+	bpf_object__for_each_map(m, skel->obj) {
+		if (!bpf_map__is_internal(m))
+			continue;
+		internal++;
+		ASSERT_TRUE(fg_map_per_load(bpf_map__name(m)), bpf_map__name(m));
+	}
+	ASSERT_TRUE(internal >= 1, "floodgate has its .rodata");
+	ASSERT_TRUE(fg_map_per_load(".rodata") && fg_map_per_load("fg_sascr"), "kept kinds");
+	ASSERT_TRUE(!fg_map_per_load(".rodata.cst16") && !fg_map_per_load("fg_src4"),
+		    "a constant pool and a pinned map are not made per load");
+}
+
 int main(int argc, char **argv)
 {
 	int err;
@@ -609,6 +633,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_sources_limited);
 	FG_RUN(test_pin_dir_open_refuses_missing);
 	FG_RUN(test_srcwalk_counts_and_lookups);
+	FG_RUN(test_internal_maps_adoptable);
 	fg_maps_close(&maps);
 	floodgate_bpf__destroy(skel);
 	rmdir(tmpdir);

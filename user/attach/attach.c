@@ -499,6 +499,12 @@ static bool map_suffix(const char *name, const char *suffix)
 	return dot && !strcmp(dot, suffix);
 }
 
+bool fg_map_per_load(const char *name)
+{
+	return map_suffix(name, ".rodata") || map_suffix(name, ".bss") ||
+	       map_suffix(name, ".data") || fg_map_prog_private(name);
+}
+
 /* The running program's .rodata (map fd) against skel's, before load. */
 static bool rodata_same(int mfd, struct floodgate_bpf *skel, __u32 value_size)
 {
@@ -534,8 +540,7 @@ static int keep_maps_match(int pfd, struct floodgate_bpf *skel, char *why)
 	bpf_object__for_each_map(m, skel->obj) {
 		const char *name = bpf_map__name(m);
 
-		if (map_suffix(name, ".rodata") || map_suffix(name, ".bss") ||
-		    map_suffix(name, ".data") || fg_map_prog_private(name))
+		if (fg_map_per_load(name))
 			continue;
 		planned[np] = planned_map_id(m);
 		if (!planned[np])

@@ -129,6 +129,13 @@ int fg_attach_iface(struct floodgate_bpf *skel, const char *dir, const struct fg
 int fg_keep_running_prog(struct floodgate_bpf *skel, const char *dir, const struct fg_iface *ifs,
 			 int n, int *fd, __u32 *id, char *why);
 
+/* A map of skel's that every load makes anew, so fg_keep_running_prog
+ * does not ask for it by id: .rodata (compared byte for byte instead),
+ * .bss, .data and the program's private scratch. Any other map, a
+ * constant pool clang emits (.rodata.cst16) included, must be pinned or
+ * shared, or a running program cannot be kept. */
+bool fg_map_per_load(const char *map_name);
+
 /* Notice interfaces renamed, gone (their link severed, or their device
  * and our program with it) and back, and attach again; sets each one's
  * change. Returns how many changed. */
