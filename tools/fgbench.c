@@ -514,11 +514,19 @@ static int fgi_at_cap(struct fgi *g, __u32 src)
 }
 
 /* Fleet against aggregate, each admitting (dport 11, 12) and spent (13, 14).
- * The Redis URL is only validated: nothing connects. */
+ * The Redis URL is only validated: nothing connects. Rule "hint" (dport
+ * 10, never sent) is the UDP class's first entry, so fg_policy.hint4 names
+ * it and all four measured rules start their set read after the scan: as
+ * the first entry, "agg" would have its read started by the hint and
+ * "fleet" not, and the ratio would measure the hint (+5% seen), not the
+ * lease. */
 #define HUGE_LIMIT "{rate: 1000000000/s, burst: 1000000000}"
 static const char *pol_fleet = "max_sources: 65536\n"
 			       "fleet: {redis: \"unix:/nonexistent/fgbench.sock\", node: fgbench}\n"
 			       "rules:\n"
+			       "  - name: hint\n"
+			       "    match: {proto: udp, dport: 10}\n"
+			       "    per_source: " HUGE_LIMIT "\n"
 			       "  - name: agg\n"
 			       "    match: {proto: udp, dport: 11}\n"
 			       "    per_source: " HUGE_LIMIT "\n"
