@@ -801,9 +801,12 @@ static void test_hint_is_only_a_guess(void)
 		__u16 udp;
 		const char *what;
 	} h[] = {
-		{ 0, 0, "the apply's hint (rule 0)" }, { 1, 0, "no hint" },
-		{ 1, 1, "rule 0" },		       { 1, 2, "rule 1" },
-		{ 1, 3, "the pass rule" },	       { 1, 40, "a rule past nrules" },
+		{ 0, 0, "the apply's hint (rule 0)" },
+		{ 1, 0, "no hint" },
+		{ 1, 1, "rule 0" },
+		{ 1, 2, "rule 1" },
+		{ 1, 3, "the pass rule" },
+		{ 1, 40, "a rule past nrules" },
 		{ 1, 0xffff, "past FG_MAX_RULES" },
 	};
 	struct fg_rule dns = limit_rule(1, 2), all = limit_rule(1, 5),

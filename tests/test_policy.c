@@ -333,7 +333,8 @@ static void test_defaults(void)
 /* The first IPv4-capable entry's rule, when it is a per-source limit. */
 POLICY_TEST(test_hints, "hints")
 {
-	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2, "udp: an IPv6-only entry passed over, dns (1) + 1");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2,
+		  "udp: an IPv6-only entry passed over, dns (1) + 1");
 	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 0,
 		  "tcp: the first entry is a pass rule: no hint, not the later limit");
 }
@@ -342,7 +343,8 @@ POLICY_TEST(test_proto_any_every_class, "proto_any")
 {
 	int c;
 	ASSERT_EQ(hint_of(cfg, FG_CLASS_TCP), 0, "proto_any: tcp's first rule passes: no hint");
-	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2, "proto_any: udp's first rule is everything (1) + 1");
+	ASSERT_EQ(hint_of(cfg, FG_CLASS_UDP), 2,
+		  "proto_any: udp's first rule is everything (1) + 1");
 
 	ASSERT_EQ(cfg->pol.nmatch[FG_CLASS_TCP], 4, "tcp: first, everything, v6only, fragments");
 	ASSERT_EQ(entry(cfg, FG_CLASS_TCP, 0)->rule, 0, "tcp order 0");

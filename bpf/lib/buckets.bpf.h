@@ -209,8 +209,8 @@ static __always_inline struct fg_set4 *fg_src4_set(const struct fg_ctl *ctl,
 	return bpf_map_lookup_elem(&fg_src4, &idx);
 }
 
-#define FG_HINT_RI 0x1ff /* fg_pkt.hint: 1 + rule index */
-#define FG_HINT_WAY 9	 /* fg_pkt.hint: the own way's shift */
+#define FG_HINT_RI  0x1ff /* fg_pkt.hint: 1 + rule index */
+#define FG_HINT_WAY 9	  /* fg_pkt.hint: the own way's shift */
 _Static_assert(FG_MAX_RULES < FG_HINT_RI && FG_WAYS4 == 8, "fg_pkt.hint: rule and way");
 
 /*
@@ -267,9 +267,8 @@ static __always_inline int fg_hinted(const struct fg_pkt *p, __u32 ri)
 }
 
 /* The set p names, for rule r (index ri, fg_hinted): no hash. */
-static __always_inline struct fg_set4 *fg_hint4_set(const struct fg_rule *r,
-						    const struct fg_pkt *p, __u64 *key,
-						    __u32 *pref)
+static __always_inline struct fg_set4 *fg_hint4_set(const struct fg_rule *r, const struct fg_pkt *p,
+						    __u64 *key, __u32 *pref)
 {
 	*key = fg_src4_key(r, p);
 	*pref = (p->hint >> FG_HINT_WAY) & (FG_WAYS4 - 1);

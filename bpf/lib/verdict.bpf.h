@@ -8,7 +8,7 @@
 
 struct fg_verd {
 	struct fg_stats *st; /* row's counters, once known */
-	__u32 ev;      /* bit per enum fg_event */
+	__u32 ev;	     /* bit per enum fg_event */
 	__u16 row;
 	__u8 out;     /* enum fg_outcome, set by fg_verdict_set only */
 	__u8 verdict; /* XDP_PASS, XDP_DROP (XDP_TX: an answer), set by fg_verdict_set only */
