@@ -123,14 +123,10 @@ static void policy_test(const char *name, void (*checks)(const struct fg_config 
 	}                                                       \
 	static void test##_checks(const struct fg_config *cfg)
 
-/* fg_policy.hint4 as the apply writes it (fg_policy_hints) */
+/* fg_policy.hint4 as the compiler writes it (fg_policy_hints) */
 static __u16 hint_of(const struct fg_config *cfg, int cls)
 {
-	static struct fg_policy pol;
-
-	pol = cfg->pol;
-	fg_policy_hints(&pol);
-	return pol.hint4[cls];
+	return cfg->pol.hint4[cls];
 }
 
 /* ---- the format's reference example -------------------------------------- */

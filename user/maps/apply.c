@@ -569,7 +569,6 @@ static int apply_write_inactive(struct apply *a)
 	/* sets need the trie too: mark a family if it has any entry */
 	pol->lists = (a->n4 ? 1 : 0) | (a->n6 ? 2 : 0);
 	fg_policy_set_admission(a->cfg);
-	fg_policy_hints(pol);
 	pol->version = a->active.version + 1;
 	err = pidx_write(a->m, pol, a->inactive);
 	if (err) {

@@ -430,35 +430,6 @@ static unsigned class_n(const struct fg_policy *pol, int c)
 	return pol->nmatch[c] < FG_MAX_MATCH ? pol->nmatch[c] : FG_MAX_MATCH;
 }
 
-/*
- * fg_policy.hint4, for each port class: the rule of its first match entry
- * that can take IPv4 (an IPv6-only entry and the fragments rule's are passed
- * over) when that rule is a limit with a per-source bucket; 0 when it is
- * not. The program starts that rule's set read before the lists and the
- * scan. The first entry is the one a frame of the class meets first, and
- * the matched rule of every frame when the class's first rule holds every
- * port; a wrong guess costs a hash and a line read, never a decision.
- */
-void fg_policy_hints(struct fg_policy *pol)
-{
-	for (int cls = 0; cls < FG_NPCLASS; cls++) {
-		pol->hint4[cls] = 0;
-		for (int k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
-			const struct fg_match *e = &pol->match[cls][k];
-			const struct fg_rule *r;
-
-			if (e->flags & (FG_M_V6 | FG_M_FRAG))
-				continue;
-			if (e->rule >= pol->nrules || e->rule >= FG_MAX_RULES)
-				break;
-			r = &pol->rules[e->rule];
-			if (r->action == FG_ACT_LIMIT && r->src.inc)
-				pol->hint4[cls] = (__u16)(e->rule + 1);
-			break;
-		}
-	}
-}
-
 int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out)
 {
 	__u8 *cut = malloc(65536);

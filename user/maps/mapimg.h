@@ -55,8 +55,4 @@ void fg_dir4_img_free(struct fg_dir4_img *img);
  * refuses such a policy first). */
 int fg_pidx_build(const struct fg_policy *pol, struct fg_pidx *out);
 
-/* fg_policy.hint4 from the policy's match entries and rules (mapimg.c);
- * the apply writes it, as fg_pidx, from what the compiler wrote. */
-void fg_policy_hints(struct fg_policy *pol);
-
 #endif /* FG_MAPIMG_H */

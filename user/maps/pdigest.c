@@ -11,7 +11,6 @@
 #include <bpf/bpf.h>
 #include "floodgate.h" /* and fg_hash.h: FG_SIPROUND */
 #include "maps/fgmaps.h"
-#include "maps/mapimg.h"
 #include "maps/pdigest.h"
 #include "maps/startstate.h"
 #include "lib/prefix.h"
@@ -294,7 +293,6 @@ static void as_applied(struct fg_config *cfg, const struct fg_policy *active,
 	fg_pfx_count(cfg->pfx, cfg->n_pfx, &n4, &n6);
 	want->lists = (n4 ? 1 : 0) | (n6 ? 2 : 0);
 	want->version = active->version;
-	fg_policy_hints(want); /* as apply_write_inactive */
 }
 
 int fg_pdigest_check(struct fg_maps *m, const char *pin_dir, struct fg_config *cfg,

@@ -1181,6 +1181,8 @@ int fg_config_parse(const char *buf, size_t len, const char *name, struct fg_con
 	c.doc = &doc;
 	c.err = err;
 	ret = parse_root(&c, yaml_document_get_root_node(&doc));
+	if (!ret)
+		fg_policy_hints(&cfg->pol);
 	ctx_free(&c);
 	yaml_document_delete(&doc);
 out:

@@ -253,6 +253,11 @@ int fg_limit_share(double rate, double burst, int bytes, struct fg_limit *out, c
 /* Print what would be loaded, human readable (policy_print.c). */
 void fg_config_print(FILE *f, const struct fg_config *cfg, bool internals);
 
+/* fg_policy.hint4 from the policy's match entries and rules
+ * (policy_match.c): fg_config_parse writes it; a policy built by hand (the
+ * datapath tests') calls it as the compiler would. */
+void fg_policy_hints(struct fg_policy *pol);
+
 /* The policy's words, shared by the parser and the printer; indexed by
  * enum fg_mode, fg_action, fg_on_full, fg_on_loss, fg_xdp_mode and fg_class. */
 extern const char *const fg_mode_names[2];

@@ -496,3 +496,33 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
 	free(m.dp);
 	return err;
 }
+
+/*
+ * fg_policy.hint4, for each port class: the rule of its first match entry
+ * that can take IPv4 (an IPv6-only entry and the fragments rule's are passed
+ * over) when that rule is a limit with a per-source bucket; 0 when it is
+ * not. The program starts that rule's set read before the lists and the
+ * scan. fg_config_parse writes it, so every copy of a compiled policy
+ * carries it (the apply's, the adoption's digest check). The first entry is the one a frame of the class meets first, and
+ * the matched rule of every frame when the class's first rule holds every
+ * port; a wrong guess costs a hash and a line read, never a decision.
+ */
+void fg_policy_hints(struct fg_policy *pol)
+{
+	for (int cls = 0; cls < FG_NPCLASS; cls++) {
+		pol->hint4[cls] = 0;
+		for (int k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
+			const struct fg_match *e = &pol->match[cls][k];
+			const struct fg_rule *r;
+
+			if (e->flags & (FG_M_V6 | FG_M_FRAG))
+				continue;
+			if (e->rule >= pol->nrules || e->rule >= FG_MAX_RULES)
+				break;
+			r = &pol->rules[e->rule];
+			if (r->action == FG_ACT_LIMIT && r->src.inc)
+				pol->hint4[cls] = (__u16)(e->rule + 1);
+			break;
+		}
+	}
+}
