@@ -50,7 +50,7 @@ set title "Cost against sources: micro (test-run's own ns, net of the harness) a
 if (have_sources && have_lsrc) {
 plot dir.'/bench-sources.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodgate (micro)", \
      '' using 1:5 lw 2 dt 2 title "floor (micro)", \
-     '' using 1:10 with linespoints lw 2 dt 3 pt 4 lc rgb "dark-orange" title "memfloor: floor + the table's read (micro)", \
+     '' using 1:10 with linespoints lw 2 dt 3 pt 4 lc rgb "dark-orange" title "memfloor: floor + a read of the same table (micro)", \
      '' using 1:11 with linespoints lw 1 dt 4 pt 1 lc rgb "gray40" title "one random read (pointer chase)", \
      dir.'/bench-live-sources.dat' using 1:3 pt 7 title "floodgate (live)", \
      '' using 1:2 pt 6 dt 2 title "floor (live)", \
@@ -59,7 +59,7 @@ plot dir.'/bench-sources.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodga
 } else { if (have_sources) {
 plot dir.'/bench-sources.dat' using 1:2:3:4 with yerrorlines lw 2 title "floodgate (micro)", \
      '' using 1:5 lw 2 dt 2 title "floor (micro)", \
-     '' using 1:10 with linespoints lw 2 dt 3 pt 4 lc rgb "dark-orange" title "memfloor: floor + the table's read (micro)", \
+     '' using 1:10 with linespoints lw 2 dt 3 pt 4 lc rgb "dark-orange" title "memfloor: floor + a read of the same table (micro)", \
      '' using 1:11 with linespoints lw 1 dt 4 pt 1 lc rgb "gray40" title "one random read (pointer chase)"
 } else { eval empty("Cost against sources") } }
 

@@ -1379,18 +1379,27 @@ static double chase_ns(size_t bytes)
 
 /*
  * Sources: n throttled sources prefilled, a random one per packet. Next to
- * it, memfloor through the same harness over a table of as many sets
- * (mem_ns, net of the harness as ns is): the floor plus the random read of
- * the set that any table of that size costs on this machine. ns - mem_ns
- * is floodgate's own cost above that read ("above_mem_ns"); chase_ns, the
- * machine's latency of one random read in as much memory ("chase_ns").
+ * it, memfloor through the same harness (net of it, as ns is) over
+ * floodgate's own fg_src4, its sets' pages (mem_ns): the floor plus the
+ * random read of a set that this table costs here. ns - mem_ns is
+ * floodgate's own cost above that read ("above_mem_ns"). Also, memfloor
+ * over a table of as many sets of its own, allocated when fgbench started
+ * (mem_own_ns), and chase_ns, the latency of one random read in as much
+ * userspace memory (a pointer chase, no BPF).
+ *
+ * Why the floor reads floodgate's table: on this VM two tables of the same
+ * size, read by the same memfloor, differed by 40-70 ns a random read
+ * (results/README-bench.md, "memfloor"); the pages a table got, not the
+ * code reading it, set that difference. On the same pages, floor and
+ * floodgate differ by code alone.
  */
 static int curve_sources_point(struct curve_ctx *c, __u32 n)
 {
 	int flr = bpf_program__fd(c->bf->progs.floor), vry = bpf_program__fd(c->bf->progs.vary);
-	int mfl = bpf_program__fd(c->bf->progs.memfloor);
+	int mfl = bpf_program__fd(c->bf->progs.memfloor), mft;
+	struct bench_floor_bpf *mf = NULL;
 	static struct fgi g;
-	char extra[320];
+	char extra[400];
 	__u8 frame[64];
 	__u32 tab = (__u32)c->b->table, bits = 0;
 	long have;
@@ -1401,6 +1410,18 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	while ((1u << bits) < tab / FG_WAYS4)
 		bits++;
 	c->bf->bss->mem_bits = bits;
+	/* memfloor again, its table fg_src4 itself (the map shared, not copied:
+	 * memfloor only reads it, at its own seed's sets) */
+	mf = bench_floor_bpf__open();
+	if (!mf || bpf_map__reuse_fd(mf->maps.mem_sets, bpf_map__fd(g.skel->maps.fg_src4)) ||
+	    bench_floor_bpf__load(mf)) {
+		err = -errno;
+		fprintf(stderr, "fgbench: memfloor over fg_src4 at %u sources: %s\n", n,
+			strerror(-err));
+		goto out;
+	}
+	mf->bss->mem_bits = bits;
+	mft = bpf_program__fd(mf->progs.memfloor);
 	double chase = chase_ns((size_t)(tab / FG_WAYS4) * sizeof(struct fg_set4));
 
 	if (chase < 0) {
@@ -1418,13 +1439,16 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	/* every frame dropped: by its throttled bucket or, a source its full
 	 * set left out of the prefill, by on_full: closed (counted below) */
 	for (unsigned long pass = 1; pass <= c->b->passes; pass++) {
-		double raw, vfl, fns, mraw;
-		__u32 kraw, kv, kf, km;
+		double raw, vfl, fns, mraw, oraw;
+		__u32 kraw, kv, kf, km, ko;
 
 		if ((err = vary_to(c->bf, g.prog, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "sources", &raw, &kraw)) ||
-		    (err = vary_to(c->bf, mfl, n)) ||
+		    (err = vary_to(c->bf, mft, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "memfloor", &mraw, &km)) ||
+		    (err = vary_to(c->bf, mfl, n)) ||
+		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "memfloor_own", &oraw,
+				      &ko)) ||
 		    (err = vary_to(c->bf, flr, n)) ||
 		    (err = measure_as(vry, frame, c->repeat, XDP_DROP, "vary_floor", &vfl, &kv)) ||
 		    (err = measure_as(flr, frame, c->repeat, XDP_DROP, "floor", &fns, &kf)))
@@ -1432,9 +1456,11 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 		snprintf(extra, sizeof(extra),
 			 ",\"raw_ns\":%.3f,\"harness_ns\":%.3f,"
 			 "\"harness_kernel_ns\":%.1f,\"table\":%u,\"mem_ns\":%.3f,"
-			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f",
+			 "\"mem_kernel_ns\":%.1f,\"above_mem_ns\":%.3f,\"chase_ns\":%.1f,"
+			 "\"mem_own_ns\":%.3f,\"mem_own_kernel_ns\":%.1f",
 			 raw, vfl - fns, (double)kv - kf, tab, mraw - (vfl - fns),
-			 (double)km - ((double)kv - kf), raw - mraw, chase);
+			 (double)km - ((double)kv - kf), raw - mraw, chase, oraw - (vfl - fns),
+			 (double)ko - ((double)kv - kf));
 		/* a fixed table (--table) is curve "tables": its points are not the
 		 * sources curve's, which sizes the table to each point */
 		curve_print(c->b->table ? "tables" : "sources", n, pass, raw - (vfl - fns),
@@ -1445,6 +1471,7 @@ static int curve_sources_point(struct curve_ctx *c, __u32 n)
 	       "%u-source curve point\",\"count\":%llu}\n",
 	       n, (unsigned long long)(fgi_missed(&g) - ins0));
 out:
+	bench_floor_bpf__destroy(mf);
 	fgi_close(&g);
 	return err;
 }
