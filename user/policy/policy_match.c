@@ -503,9 +503,10 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
  * over) when that rule is a limit with a per-source bucket; 0 when it is
  * not. The program starts that rule's set read before the lists and the
  * scan. fg_config_parse writes it, so every copy of a compiled policy
- * carries it (the apply's, the adoption's digest check). The first entry is the one a frame of the class meets first, and
- * the matched rule of every frame when the class's first rule holds every
- * port; a wrong guess costs a hash and a line read, never a decision.
+ * carries it (the apply's, the adoption's digest check). The first entry
+ * is the one a frame of the class meets first, and the matched rule of
+ * every frame when the class's first rule holds every port; a wrong guess
+ * costs a hash and a line read, never a decision.
  */
 void fg_policy_hints(struct fg_policy *pol)
 {
