@@ -697,7 +697,12 @@ struct fg_policy {
 	__u8 default_verdict;	/* enum fg_verdict, unmatched packets */
 	__u8 malformed_verdict; /* enum fg_verdict */
 	__u8 lists;		/* bit 0: fg_pfx4 has entries, bit 1: fg_pfx6 */
-	__u8 pad;
+	/* whole: bit c (FG_CLASS_TCP, FG_CLASS_UDP) set iff match[c][0] holds
+	 * every frame of class c (any ports, flags, family, fragment, source):
+	 * the program tests that entry first without reading fg_pidx. The
+	 * entry still decides (a frame it refuses goes to the full scan), so
+	 * a wrong bit costs time, never a decision. fg_policy_hints. */
+	__u8 whole;
 	__u16 nmatch[FG_NCLASS];
 	struct fg_rule rules[FG_MAX_RULES];
 	struct fg_match match[FG_NCLASS][FG_MAX_MATCH];

@@ -844,6 +844,86 @@ static void test_hint_is_only_a_guess(void)
 	dp_close(&D);
 }
 
+/*
+ * fg_policy.whole: when a class's first entry tests nothing, the program
+ * tests that entry without reading the index (fg_pidx) first; the entry
+ * still decides, so a bit set by mistake costs only the index read after
+ * it. As compiled, every UDP frame (any port, IPv6, a non-first fragment)
+ * meets rule 0 (all UDP), with the bit and with the scan alike. With the
+ * active slot's index emptied, the bit still finds rule 0 and the scan
+ * finds nothing: so the program reads the bit, and reads no index then.
+ */
+static int empty_active_index(void)
+{
+	struct fg_pidx *x = calloc(1, sizeof(*x));
+	struct fg_ctl c;
+	int err;
+
+	if (!x)
+		return -ENOMEM;
+	err = fg_ctl_snapshot(&D.cm, &c);
+	if (!err && bpf_map_update_elem(bpf_map__fd(D.skel->maps.fg_pidx), &c.slot, x, 0))
+		err = -errno;
+	free(x);
+	return err;
+}
+
+static void test_whole_class_skips_the_index(void)
+{
+	struct fg_rule all = limit_rule(1, 2), dns = limit_rule(1, 5);
+	struct fg_match m = udp_ports(0, 65535, 0, 65535), m53 = udp_ports(0, 65535, 53, 53);
+	char a[4][48], what[96];
+	__u32 row;
+
+	m.flags = 0; /* all UDP, fragments too: nothing tested */
+	if (setup(1024))
+		return;
+	dp_rule(&D, &all, &m, 1u << FG_CLASS_UDP);
+	dp_rule(&D, &dns, &m53, 1u << FG_CLASS_UDP);
+	for (int keep = 0; keep < 2; keep++) {
+		const char *how = keep ? "the scan" : "whole";
+
+		D.keep_hints = keep;
+		D.pol.whole = 0; /* keep: stays clear, the index decides */
+		ASSERT_OK(dp_apply(&D), "apply");
+		ASSERT_EQ(D.pol.whole, keep ? 0 : 1u << FG_CLASS_UDP, "whole as applied");
+		/* fresh sources each pass: a full bucket for each */
+		for (int i = 0; i < 3; i++)
+			snprintf(a[i], sizeof(a[i]), "192.0.2.%d", 40 + 4 * keep + i);
+		snprintf(a[3], sizeof(a[3]), "2001:db8:%d::1", 40 + keep); /* a /64 each */
+		struct pkt_spec s[] = {
+			udp4(a[0], 9),
+			udp4(a[1], 53),
+			udp6(a[3], 53),
+			{ .family = 4, .src = a[2], .proto = 17, .frag_off = 1480, .payload = 100 },
+		};
+
+		for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+			snprintf(what, sizeof(what), "%s, frame %zu: rule 0's burst", how, i);
+			ASSERT_EQ(burst_of(&s[i], 20), 2, what);
+			snprintf(what, sizeof(what), "%s, frame %zu: then dropped in rule 0's row",
+				 how, i);
+			ASSERT_EQ(dp_outcome_of(&D, &s[i], &row, NULL), FG_OUT_DROP, what);
+			ASSERT_EQ(row, 0, what);
+		}
+	}
+	/* the active slot's index emptied: only the bit still finds rule 0 */
+	for (int keep = 0; keep < 2; keep++) {
+		struct pkt_spec p9 = udp4(keep ? "192.0.2.51" : "192.0.2.50", 9);
+
+		D.keep_hints = keep;
+		D.pol.whole = 0;
+		ASSERT_OK(dp_apply(&D), "apply");
+		ASSERT_OK(empty_active_index(), "empty the index");
+		ASSERT_EQ(dp_outcome_of(&D, &p9, &row, NULL), FG_OUT_PASS, "port 9: passed");
+		ASSERT_EQ(row, keep ? FG_ROW_GLOBAL : 0,
+			  keep ? "no bit, no index: unmatched, the global row" :
+				 "the bit: rule 0, the index not read");
+	}
+	D.keep_hints = false;
+	dp_close(&D);
+}
+
 static void test_burst_and_refill(void)
 {
 	struct pkt_spec s = udp4("192.0.2.10", 7);
@@ -3082,6 +3162,7 @@ static const struct fg_test_case cases[] = {
 	FG_CASE(test_source_sets_and_prefixes),
 	FG_CASE(test_fragments),
 	FG_CASE(test_hint_is_only_a_guess),
+	FG_CASE(test_whole_class_skips_the_index),
 	FG_CASE(test_burst_and_refill),
 	FG_CASE(test_reload_rate_change),
 	FG_CASE(test_bytes_cost),

@@ -335,6 +335,46 @@ POLICY_TEST(test_hints, "hints")
 		  "tcp: the first entry is a pass rule: no hint, not the later limit");
 }
 
+/*
+ * fg_policy.whole: set for a port class only when its first entry tests
+ * nothing, since the program then takes that entry's rule for every frame
+ * of the class without the index. Each case: a policy, the bits wanted.
+ */
+static void test_whole_class(void)
+{
+	static const struct {
+		const char *yaml;
+		unsigned want;
+		const char *what;
+	} c[] = {
+		{ "rules:\n  - {name: a, match: {proto: udp}, per_source: {rate: 2/s, burst: 4}}\n",
+		  1u << FG_CLASS_UDP, "proto udp alone: udp whole" },
+		{ "rules:\n  - {name: a, match: {proto: tcp}, action: pass}\n", 1u << FG_CLASS_TCP,
+		  "proto tcp, a pass rule: tcp whole (any action)" },
+		{ "rules:\n  - {name: a, per_source: {rate: 2/s, burst: 4}}\n",
+		  1u << FG_CLASS_TCP | 1u << FG_CLASS_UDP, "no match at all: both classes whole" },
+		{ "rules:\n  - {name: a, match: {proto: udp, dport: 53}, action: drop}\n"
+		  "  - {name: b, match: {proto: udp}, action: pass}\n",
+		  0, "a port first: not whole, whatever follows" },
+		{ "rules:\n  - {name: a, match: {proto: udp, sport: 1024-65535}, action: drop}\n",
+		  0, "a source port range: not whole" },
+		{ "rules:\n  - {name: a, match: {proto: tcp, tcp_flags: syn}, action: drop}\n", 0,
+		  "tcp flags: not whole" },
+		{ "rules:\n  - {name: a, match: {proto: udp, family: ipv4}, action: drop}\n", 0,
+		  "one family: not whole" },
+		{ "rules:\n  - {name: a, match: {proto: udp, src: [10.0.0.0/8]}, action: drop}\n",
+		  0, "a source set: not whole" },
+		{ "{}\n", 0, "only the fragments rule (fragments only): not whole" },
+	};
+	struct fg_config cfg;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (ASSERT_OK(parse_ok(c[i].yaml, &cfg), c[i].what))
+			ASSERT_EQ(cfg.pol.whole, c[i].want, c[i].what);
+		fg_config_free(&cfg);
+	}
+}
+
 POLICY_TEST(test_proto_any_every_class, "proto_any")
 {
 	int c;
@@ -2142,6 +2182,7 @@ int main(int argc, char **argv)
 	FG_RUN(test_defaults);
 	FG_RUN(test_proto_any_every_class);
 	FG_RUN(test_hints);
+	FG_RUN(test_whole_class);
 	FG_RUN(test_port_cross_product);
 	FG_RUN(test_tcp_flags_forms);
 	FG_RUN(test_icmp_and_numeric_proto);

@@ -507,10 +507,31 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
  * is the one a frame of the class meets first, and the matched rule of
  * every frame when the class's first rule holds every port; a wrong guess
  * costs a hash and a line read, never a decision.
+ *
+ * And fg_policy.whole: the port classes whose first entry holds every
+ * frame (match_holds_class), which the program then tests without the
+ * index's reads.
  */
+/* An entry of port class cls that every frame of the class matches: no
+ * port range, TCP flag, protocol beyond the class's own, family, fragment,
+ * ICMP type or source set condition. */
+static bool match_holds_class(const struct fg_match *e, int cls)
+{
+	__u8 own = cls == FG_CLASS_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+
+	return e->sport_lo == 0 && e->sport_hi == 65535 && e->dport_lo == 0 &&
+	       e->dport_hi == 65535 && e->tcp_mask == 0 && e->tcp_val == 0 &&
+	       (e->proto == 0 || e->proto == own) && e->flags == 0 && e->sets == 0;
+}
+
 void fg_policy_hints(struct fg_policy *pol)
 {
+	pol->whole = 0;
 	for (int cls = 0; cls < FG_NPCLASS; cls++) {
+		if (pol->nmatch[cls] && pol->match[cls][0].rule < pol->nrules &&
+		    pol->match[cls][0].rule < FG_MAX_RULES &&
+		    match_holds_class(&pol->match[cls][0], cls))
+			pol->whole |= (__u8)(1u << cls);
 		pol->hint4[cls] = 0;
 		for (int k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
 			const struct fg_match *e = &pol->match[cls][k];
