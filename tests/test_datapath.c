@@ -922,6 +922,24 @@ static void test_whole_class_skips_the_index(void)
 	}
 	D.keep_hints = false;
 	dp_close(&D);
+
+	/* a whole class whose first rule passes: no set to start, passed */
+	if (setup(1024))
+		return;
+	{
+		struct fg_rule pass = { .action = FG_ACT_PASS };
+		struct pkt_spec p9 = udp4("192.0.2.60", 9);
+
+		dp_rule(&D, &pass, &m, 1u << FG_CLASS_UDP);
+		dp_rule(&D, &all, &m, 1u << FG_CLASS_UDP);
+		ASSERT_OK(dp_apply(&D), "apply");
+		ASSERT_EQ(D.pol.whole, 1u << FG_CLASS_UDP, "a pass rule first: whole too");
+		ASSERT_EQ(D.pol.hint4[FG_CLASS_UDP], 0, "and no hint4");
+		ASSERT_EQ(burst_of(&p9, 20), 20, "every frame passed by rule 0");
+		ASSERT_EQ(dp_outcome_of(&D, &p9, &row, NULL), FG_OUT_PASS, "still passed");
+		ASSERT_EQ(row, 0, "rule 0's row");
+	}
+	dp_close(&D);
 }
 
 static void test_burst_and_refill(void)

@@ -244,7 +244,10 @@ static __always_inline void fg_src4_start(const struct fg_ctl *ctl, const struct
 
 /* Right after the parse, the set of the rule that fg_policy.hint4 names
  * for the frame's class: its misses overlap the lists and the rule scan
- * too, and if the scan finds another rule, that one's set is started then. */
+ * too, and if the scan finds another rule, that one's set is started then.
+ * A whole class (fg_policy.whole) names its first entry's rule, the one
+ * hint4 names then (a limit) or none (fg_src4_start sees no per-source
+ * bucket): the line fg_find_first reads anyway, not hint4's far page. */
 static __always_inline void fg_hint4_start(const struct fg_ctl *ctl, const struct fg_policy *pol,
 					   struct fg_pkt *p)
 {
@@ -255,7 +258,10 @@ static __always_inline void fg_hint4_start(const struct fg_ctl *ctl, const struc
 	cls = fg_class(p->proto);
 	if (cls >= FG_NPCLASS)
 		return;
-	ri = (__u32)pol->hint4[cls] - 1;
+	if (pol->whole & (1u << cls))
+		ri = pol->match[cls & (FG_NCLASS - 1)][0].rule;
+	else
+		ri = (__u32)pol->hint4[cls] - 1;
 	if (ri < FG_MAX_RULES)
 		fg_src4_start(ctl, &pol->rules[ri], ri, p);
 }
