@@ -497,6 +497,18 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
 	return err;
 }
 
+/* An entry of port class cls that every frame of the class matches: no
+ * port range, TCP flag, protocol beyond the class's own, family, fragment,
+ * ICMP type or source set condition. */
+static bool match_holds_class(const struct fg_match *e, int cls)
+{
+	__u8 own = cls == FG_CLASS_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+
+	return e->sport_lo == 0 && e->sport_hi == 65535 && e->dport_lo == 0 &&
+	       e->dport_hi == 65535 && e->tcp_mask == 0 && e->tcp_val == 0 &&
+	       (e->proto == 0 || e->proto == own) && e->flags == 0 && e->sets == 0;
+}
+
 /*
  * fg_policy.hint4, for each port class: the rule of its first match entry
  * that can take IPv4 (an IPv6-only entry and the fragments rule's are passed
@@ -512,26 +524,10 @@ int pol_rule_match(struct pol_ctx *c, yaml_node_t *n, yaml_node_t *match, int id
  * frame (match_holds_class), which the program then tests without the
  * index's reads.
  */
-/* An entry of port class cls that every frame of the class matches: no
- * port range, TCP flag, protocol beyond the class's own, family, fragment,
- * ICMP type or source set condition. */
-static bool match_holds_class(const struct fg_match *e, int cls)
-{
-	__u8 own = cls == FG_CLASS_TCP ? IPPROTO_TCP : IPPROTO_UDP;
-
-	return e->sport_lo == 0 && e->sport_hi == 65535 && e->dport_lo == 0 &&
-	       e->dport_hi == 65535 && e->tcp_mask == 0 && e->tcp_val == 0 &&
-	       (e->proto == 0 || e->proto == own) && e->flags == 0 && e->sets == 0;
-}
-
 void fg_policy_hints(struct fg_policy *pol)
 {
 	pol->whole = 0;
 	for (int cls = 0; cls < FG_NPCLASS; cls++) {
-		if (pol->nmatch[cls] && pol->match[cls][0].rule < pol->nrules &&
-		    pol->match[cls][0].rule < FG_MAX_RULES &&
-		    match_holds_class(&pol->match[cls][0], cls))
-			pol->whole |= (__u8)(1u << cls);
 		pol->hint4[cls] = 0;
 		for (int k = 0; k < pol->nmatch[cls] && k < FG_MAX_MATCH; k++) {
 			const struct fg_match *e = &pol->match[cls][k];
@@ -541,6 +537,8 @@ void fg_policy_hints(struct fg_policy *pol)
 				continue;
 			if (e->rule >= pol->nrules || e->rule >= FG_MAX_RULES)
 				break;
+			if (k == 0 && match_holds_class(e, cls))
+				pol->whole |= (__u8)(1u << cls);
 			r = &pol->rules[e->rule];
 			if (r->action == FG_ACT_LIMIT && r->src.inc)
 				pol->hint4[cls] = (__u16)(e->rule + 1);
