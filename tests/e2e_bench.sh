@@ -258,4 +258,26 @@ print(("OK" if nr and all(not g["met"] and "not measured" in g["value"] for g in
 PY
 	check "bench.txt prints the goals" grep -q '^  \[\(met\|MISSED\)\] ' "$FG_TMP/out/bench.txt"
 fi
+
+# --- 4. the report of a full run (the committed one): the live goals' paths -----------------
+# The quick run above has no live part; results/bench-raw.jsonl is a full
+# run's records, so its report goes through every goal's arithmetic.
+if python3 tools/bench_report.py results/bench-raw.jsonl "$FG_TMP/full" > "$FG_TMP/full.out" 2>&1; then
+	ok "tools/bench_report.py reports the committed full run"
+	check_py "report of the full run" "$FG_TMP/full/bench.json" <<'PY'
+import re
+r = json.load(open(sys.argv[1]))
+G = {g["goal"]: g for g in r["goals"]}
+live = [g for t, g in G.items() if t.startswith("live ") and "not measured" not in g["value"]]
+print(("OK" if len(live) >= 4 else "BAD") + f" {len(live)} live goals measured in the committed run")
+one = [g for t, g in G.items() if t.startswith("live 1 source(s): floodgate <= 1.3x floor")]
+print(("OK" if one and re.search(r"own cost [+-]\d+ ns over the floor, so 1.3x holds on a floor of \d+ ns", one[0]["value"]) else "BAD") +
+      " the 1-source goal gives floodgate's own cost over the floor and the floor it needs")
+nft = [g for t, g in G.items() if "nftables meter >= 10x" in t]
+print(("OK" if len(nft) == 2 and all(re.search(r"net [\d.]+x \(\+\d+ vs \+\d+ ns over the generator\)", g["value"]) for g in nft) else "BAD") +
+      " each nft goal gives both net costs of each pass")
+PY
+else
+	bad "tools/bench_report.py reports the committed full run" "$(tail -3 "$FG_TMP/full.out" | one_line 300)"
+fi
 fg_finish
