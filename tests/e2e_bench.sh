@@ -280,4 +280,58 @@ PY
 else
 	bad "tools/bench_report.py reports the committed full run" "$(tail -3 "$FG_TMP/full.out" | one_line 300)"
 fi
+# --- 5. fgprof: a loaded program's map, and samples by source line ----------------------------
+FGPROF=$FG_OUT/fgprof
+# micro's realistic policy needs a rule for its frame and a prefix past /24
+printf '%s\n' "max_sources: 65536" "deny:" "  - 203.0.113.64/26" "rules:" \
+	"  - {name: udp-any, match: {proto: udp}, per_source: {rate: 100/s, burst: 200}}" > "$FG_TMP/prof.yaml"
+"$FGBENCH" micro --policy "$FG_TMP/prof.yaml" --cpu 0 --passes 1 --only fg_throttled \
+	--repeat 100000000 > /dev/null 2> "$FG_TMP/prof.err" &
+fg_bg_adopt "$!"
+ppid=$FG_BG_PID
+id=
+for _ in $(seq 1 300); do
+	id=$(sed -n 's/.*fg_throttled runs program id \([0-9]*\).*/\1/p' "$FG_TMP/prof.err")
+	[ -n "$id" ] && break
+	kill -0 "$ppid" 2>/dev/null || break
+	sleep 0.1
+done
+check "fgbench micro --only names the figure's program" test -n "$id"
+if [ -n "$id" ]; then
+	"$FGPROF" map --prog-id "$id" > "$FG_TMP/prof.map" 2> "$FG_TMP/prof.map.err"
+	check_cmp "fgprof map of the loaded program exits 0" "$?" -eq 0
+fi
+fg_bg_stop "$ppid" KILL
+check_cmp "fgprof map: the main function is floodgate" \
+	"$(awk -F '\t' '$1 == "func" { print $4; exit }' "$FG_TMP/prof.map" 2>/dev/null)" = floodgate
+check_cmp "fgprof map: jited lines of floodgate.bpf.c" \
+	"$(awk -F '\t' '$1 == "line" && $3 ~ /^floodgate\.bpf\.c:[0-9]+$/' "$FG_TMP/prof.map" 2>/dev/null | wc -l)" -gt 50
+# samples made from the map: two at one line, one at a line of another
+# file, one just past the line's address, one outside every function
+read -r a1 w1 < <(awk -F '\t' '$1 == "line" && $3 ~ /^floodgate\.bpf\.c:/ { print $2, $3; exit }' "$FG_TMP/prof.map")
+read -r a2 w2 < <(awk -F '\t' '$1 == "line" && $3 ~ /^fg_parse\.h:/ { print $2, $3; exit }' "$FG_TMP/prof.map")
+if [ -n "${a1:-}" ] && [ -n "${a2:-}" ]; then
+	printf '%s\n%s\n%s\n%x\n1\n' "$a1" "$a1" "$a2" "$((0x$a1 + 1))" > "$FG_TMP/prof.samples"
+	"$FGPROF" report --map "$FG_TMP/prof.map" < "$FG_TMP/prof.samples" > "$FG_TMP/prof.rep" 2>&1
+	check_cmp "fgprof report exits 0" "$?" -eq 0
+	check "fgprof report: 5 samples, 4 in the program" grep -q '^5 samples, 4 in the program (80.0%)$' "$FG_TMP/prof.rep"
+	# a sample just past a line's first instruction is that line's, unless the next line starts there
+	n1=$(awk -F '\t' -v a="$(printf '%x' "$((0x$a1 + 1))")" '$1 == "line" && $2 == a' "$FG_TMP/prof.map" | wc -l)
+	want1=$([ "$n1" = 0 ] && echo 75.0 || echo 50.0)
+	check "fgprof report: $w1 has $want1% by line" grep -qE "^ +$want1%  $w1 " "$FG_TMP/prof.rep"
+	check "fgprof report: $w2 has 25.0% by line" grep -qE "^ +25.0%  $w2 " "$FG_TMP/prof.rep"
+	check "fgprof report: fg_parse.h has 25.0% by file" grep -qE '^ +25.0%  fg_parse.h *$' "$FG_TMP/prof.rep"
+else
+	bad "fgprof: lines of floodgate.bpf.c and fg_parse.h in the map" "$(head -3 "$FG_TMP/prof.map" | one_line 200)"
+fi
+"$FGPROF" map --prog-id 4294967295 > /dev/null 2> "$FG_TMP/prof.bad"
+check_cmp "fgprof map of no program exits 1" "$?" -eq 1
+check "fgprof map of no program says why" grep -q 'program 4294967295: ' "$FG_TMP/prof.bad"
+"$FGPROF" report < /dev/null > /dev/null 2>&1
+check_cmp "fgprof report without --map exits 2" "$?" -eq 2
+printf 'nonsense\n' > "$FG_TMP/prof.badmap"
+"$FGPROF" report --map "$FG_TMP/prof.badmap" < /dev/null > /dev/null 2> "$FG_TMP/prof.bad"
+check_cmp "fgprof report on a bad map exits 1" "$?" -eq 1
+check "fgprof report on a bad map names its line" grep -q 'prof.badmap:1: not a map line' "$FG_TMP/prof.bad"
+
 fg_finish

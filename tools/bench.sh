@@ -97,7 +97,7 @@ GEN_RATE=100000000	# fgen -r: far above what it reaches, so never paced (see REA
 OTHER_CPU=$(( CPU == 0 ? 1 : 0 ))
 
 [ "$(id -u)" = 0 ] || { echo "bench: run as root" >&2; exit 1; }
-for b in "$O/fgbench" "$O/fgen" "$O/floodgated" "$O/floodgate"; do
+for b in "$O/fgbench" "$O/fgen" "$O/fgprof" "$O/floodgated" "$O/floodgate"; do
 	[ -x "$b" ] || { echo "bench: $b missing; run make" >&2; exit 1; }
 done
 for t in nft iptables-legacy gnuplot python3 ethtool; do
@@ -307,6 +307,24 @@ teardown() {
 	esac
 }
 
+# xdp_map FILE: the map of the program on veth1 (fgprof map), for part
+# profile's profile by line; an empty FILE if there is none
+xdp_map() {
+	local id
+	id=$(ip -n "$RNS" -d link show veth1 | sed -nE 's/.*prog\/xdp id ([0-9]+).*/\1/p' | head -1)
+	: > "$1"
+	[ -n "$id" ] && "$O/fgprof" map --prog-id "$id" > "$1" 2>> "$WORK/fgprof.err"
+}
+# profile_lines PERFDATA MAP OUT: perf's samples by source line (fgprof report)
+profile_lines() {
+	if [ -s "$2" ]; then
+		perf script -i "$1" -G -F ip 2>/dev/null | "$O/fgprof" report --map "$2" --top 40 > "$3" ||
+			log "profile by line: fgprof report failed"
+	else
+		log "profile by line: no map of the program (see $WORK/fgprof.err)"
+	fi
+}
+
 # live_run COMP NSRC PASS [SECONDS] [perf output]
 live_run() {
 	local comp=$1 n=$2 pass=$3 secs=${4:-$SECS} perf=${5:-} src u0 u1 b0 b1 gen fgp=null cnt=null pp=
@@ -318,6 +336,8 @@ live_run() {
 	if [ -n "$perf" ]; then
 		perf record -q -e cpu-clock -C "$CPU" -g -o "$perf" -- sleep $((secs + 1)) >/dev/null 2>&1 &
 		pp=$!
+		# the program's map for the profile by line, while it is loaded
+		xdp_map "$perf.map"
 		sleep 0.5
 	fi
 	b0=$(cpu_busy)
@@ -622,13 +642,25 @@ if part profile && [ "$PROFILE" = 1 ] && command -v perf >/dev/null; then
 		live_run fg "$n" 0 "$SECS" "$WORK/perf-$n.data" || exit 1
 		perf report -i "$WORK/perf-$n.data" --stdio --no-children --sort symbol 2>/dev/null |
 			grep -E '^ +[0-9.]+%' | head -25 > "$OUT/profile-fg-$n.txt"
+		profile_lines "$WORK/perf-$n.data" "$WORK/perf-$n.data.map" "$OUT/profile-lines-fg-$n.txt"
 	done
 	log "profile: micro, realistic policy"
 	perf record -q -e cpu-clock -C "$CPU" -g -o "$WORK/perf-micro.data" -- \
 		"$O/fgbench" micro --policy "$WORK/realistic.yaml" --cpu "$CPU" --passes 1 \
-		--repeat "$REPEAT" --only fg_realistic >/dev/null 2>&1
+		--repeat "$REPEAT" --only fg_realistic >/dev/null 2> "$WORK/micro-prof.err" &
+	pp=$!
+	# the figure's program is loaded once its warm-up is done: map it then
+	: > "$WORK/perf-micro.map"
+	for _ in $(seq 1 600); do
+		id=$(sed -n 's/.*runs program id \([0-9]*\).*/\1/p' "$WORK/micro-prof.err")
+		[ -n "$id" ] && { "$O/fgprof" map --prog-id "$id" > "$WORK/perf-micro.map" 2>> "$WORK/fgprof.err"; break; }
+		kill -0 "$pp" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$pp"
 	perf report -i "$WORK/perf-micro.data" --stdio --no-children --sort symbol 2>/dev/null |
 		grep -E '^ +[0-9.]+%' | head -25 > "$OUT/profile-micro-realistic.txt"
+	profile_lines "$WORK/perf-micro.data" "$WORK/perf-micro.map" "$OUT/profile-lines-micro-realistic.txt"
 	grep -v '"kind":"live","comp":"fg","sources":[0-9]*,"pass":0' "$RAW" > "$RAW.tmp" && mv "$RAW.tmp" "$RAW"
 fi
 

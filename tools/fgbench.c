@@ -1139,6 +1139,15 @@ static int micro(void *cfg)
 					goto out;
 				}
 			}
+			if (only && pass == 1) {
+				/* for a profile by line (fgprof map --prog-id) */
+				struct bpf_prog_info pi = {};
+				__u32 pl = sizeof(pi);
+
+				if (!bpf_obj_get_info_by_fd(sc[s].prog, &pi, &pl))
+					fprintf(stderr, "fgbench: %s runs program id %u\n", only,
+						pi.id);
+			}
 			if (sc[s].shadow)
 				set_mode_ovr(&sc[s].g->maps, FG_OVR_SHADOW);
 			err = measure(sc[s].prog, frame, (__u32)repeat, &slope, &fixed, &rv, &kns);
@@ -2598,7 +2607,8 @@ static const struct fg_opt micro_opts[] = {
 	RUN_OPTS(1000000, "interleaved passes (default 3)", 1u << 30),
 	FG_OPT_U64("sources", 's', B, maxsrc, "N", 1000000, UINT32_MAX, "a number of sources",
 		   "sources of the largest table (default 1000000)"),
-	FG_OPT_STR("only", 'o', B, only, "NAME", "only the figure NAME (profiling)"),
+	FG_OPT_STR("only", 'o', B, only, "NAME",
+		   "only the figure NAME (profiling: its program's id to stderr)"),
 	FG_OPT_END,
 };
 static const struct fg_opt rules_opts[] = {
