@@ -1159,16 +1159,24 @@ close:
  * same key: after every reconcile the count is at least the 20 held; when
  * the churn stops it is exactly 20 with nothing to correct.
  */
-#define CHURN 400
+#define CHURN	   400	 /* connections churned at least */
+#define CHURN_MAX  40000 /* at most, while the reconciles are fewer than CHURN_RECS */
+#define CHURN_RECS 3
 struct churn {
-	int lfd, done, fails;
+	int lfd, done, fails, recs, n; /* recs: the main thread's reconciles so far */
 };
 
+/* The churn goes on until it has made CHURN connections and the main
+ * thread has reconciled CHURN_RECS times during it: however fast this
+ * machine opens connections against how fast it walks them. */
 static void *churn(void *arg)
 {
 	struct churn *ch = arg;
+	int i;
 
-	for (int i = 0; i < CHURN; i++) {
+	for (i = 0; i < CHURN_MAX &&
+		    (i < CHURN || __atomic_load_n(&ch->recs, __ATOMIC_ACQUIRE) < CHURN_RECS);
+	     i++) {
 		int s = -1, c = tcp_pair(4, "127.0.0.1", PORT4, NULL, 0, ch->lfd, &s);
 
 		if (c < 0) {
@@ -1183,6 +1191,7 @@ static void *churn(void *arg)
 			close(s);
 		}
 	}
+	ch->n = i;
 	__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1208,13 +1217,14 @@ static void test_reconcile_churn(void)
 		if (!ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile during the churn"))
 			break;
 		recs++;
+		__atomic_store_n(&ch.recs, recs, __ATOMIC_RELEASE);
 		e = est_of(&k);
 		under += e < 20;
 		low = e < low ? (int)e : low;
 	}
 	pthread_join(t, NULL);
 	ASSERT_EQ(ch.fails, 0, "churned connections that failed");
-	ASSERT_GE(recs, 3, "reconciles during the churn");
+	ASSERT_GE(recs, CHURN_RECS, "reconciles during the churn");
 	ASSERT_EQ(under, 0, "reconciles after which the count was below the 20 held");
 	ASSERT_EQ(est_wait(&k, 20), 20, "churn over: exactly the 20 held");
 	ASSERT_OK(fg_conn_reconcile(&C, &rec), "reconcile");
@@ -1222,7 +1232,7 @@ static void test_reconcile_churn(void)
 	ASSERT_EQ(est_of(&k), 20, "still 20");
 	printf("  churn: %d connections opened and closed during %d reconciles; lowest count %d "
 	       "of 20 held\n",
-	       CHURN, recs, low);
+	       ch.n, recs, low);
 	close_pairs(&p);
 	ASSERT_EQ(est_wait(&k, 0), 0, "all closed: 0");
 close:
