@@ -104,10 +104,15 @@ else
 			"drops $d1 -> $d2, policy version $v0 -> ${v1:-unreadable}"
 		mark=$(wc -l < "$GD_TMP/reload.log")
 		# the file in force after the restart: applied again (a new version), or
-		# kept as pinned because the killed daemon's reload had finished (its
-		# digest, user/maps/pdigest.h; version v1 logged as active)
+		# kept as pinned because the killed daemon's apply of v1 had finished:
+		# version v1 logged as active, or, for a kill between the apply and
+		# that line (the modules' reload hooks), the digest the daemon saves
+		# once the apply is all in force and removes before any apply writes
+		# (user/maps/pdigest.h), recording v1
 		done1=0; kept=0
 		head -n "$mark" "$GD_TMP/reload.log" | grep -q "reload: policy version ${v1:-x} active" && done1=1
+		esc=${GD_PIN#/}; esc=${esc//\//_}
+		grep -qx "version ${v1:-x}" "${FLOODGATE_RUN_DIR:-/run/floodgate}/policy-$esc.state" 2>/dev/null && done1=1
 		if gd_start reload "$GD_PIN"; then
 			t2=$(tot); flood_alive 2; d3=$(drops); sleep 0.4; d4=$(drops)
 			v2=$("$FG" --pin-dir "$GD_PIN" status | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')
@@ -115,7 +120,7 @@ else
 			expect "kill -9 ${delay}s after SIGHUP: restart adopts, counters kept, enforcing" \
 				"[ $t2 -ge $t1 ] && [ $d4 -gt $d3 ] && { [ ${v2:-0} -gt ${v1:-0} ] || [ ${v2:-0} = ${v1:-0} -a $kept = 1 -a $done1 = 1 ]; }" "flood" \
 				"total not reset, drops increase, the file in force: version above $v1, or $v1 kept after its reload finished" \
-				"total $t1 -> $t2, drops $d3 -> $d4, version ${v2:-?}, kept $kept, reload to $v1 finished $done1"
+				"total $t1 -> $t2, drops $d3 -> $d4, version ${v2:-?}, kept $kept, apply of $v1 finished (logged or digest saved) $done1"
 		else
 			bad "kill -9 ${delay}s after SIGHUP: restart: $(tail -3 "$GD_LOG")"
 			break
