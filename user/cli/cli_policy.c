@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* floodgate check, reload and detach: the policy file and the pin dir's lifetime. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,6 +22,10 @@
 #include "lib/sysutil.h"
 #include <json-c/json.h>
 #include "maps/fgmaps.h"
+#include "maps/pdigest.h"
+#include "maps/startstate.h"
+#include "lists/escalate.h"
+#include "shed/shedstate.h"
 #include "policy/policy_kernel.h"
 
 #define WAIT_STEP_MS   50    /* reload, detach --force: look every 50 ms */
@@ -679,6 +684,22 @@ static int detach_libxdp(const char *dir)
 	return 0;
 }
 
+/* The pin dir's state files in the run dir (a daemon removes its own on
+ * exit; one that was SIGKILLed left them): they name a pin dir that is
+ * gone, and a later pin dir of the same path must not read them. */
+static void remove_state_files(const char *dir)
+{
+	char path[3][PATH_MAX];
+
+	fg_start_state_path(dir, path[0], sizeof(path[0]));
+	fg_escd_state_path(dir, path[1], sizeof(path[1]));
+	fg_shedd_state_path(getenv("FLOODGATE_RUN_DIR"), dir, path[2], sizeof(path[2]));
+	fg_pdigest_forget(dir);
+	for (int i = 0; i < 3; i++)
+		if (unlink(path[i]) && errno != ENOENT)
+			pr_warn("detach: %s: %s", path[i], strerror(errno));
+}
+
 int cli_detach(void *cfg)
 {
 	const struct cli_args *a = cfg;
@@ -727,6 +748,7 @@ int cli_detach(void *cfg)
 		pr_warn("detach: %s", why[0] ? why : strerror(-err));
 		return 1;
 	}
+	remove_state_files(a->dir);
 	warn_leftover_xdp(&meta);
 	pr_info("detached and removed %s", a->dir);
 	return 0;
