@@ -176,7 +176,7 @@ struct line {
 	__u64 n;
 };
 struct tally {
-	const char *key;
+	const char *key, *src; /* src: the source text, for a line's row */
 	__u64 n;
 };
 
@@ -195,32 +195,23 @@ static int by_count(const void *a, const void *b)
 }
 
 /* Adds n to key's tally in t (nt entries, room for one more). */
-static void tally_add(struct tally *t, size_t *nt, const char *key, __u64 n)
+static void tally_add(struct tally *t, size_t *nt, const char *key, const char *src, __u64 n)
 {
 	for (size_t i = 0; i < *nt; i++)
 		if (!strcmp(t[i].key, key)) {
 			t[i].n += n;
 			return;
 		}
-	t[(*nt)++] = (struct tally){ key, n };
+	t[(*nt)++] = (struct tally){ key, src ? src : "", n };
 }
 
-static void print_tally(const char *what, struct tally *t, size_t nt, __u64 total, size_t top,
-			const struct line *lines, size_t nl)
+static void print_tally(const char *what, struct tally *t, size_t nt, __u64 total, size_t top)
 {
 	printf("\nby %s:\n", what);
 	qsort(t, nt, sizeof(*t), by_count);
-	for (size_t i = 0; i < nt && i < top; i++) {
-		const char *src = "";
-
-		for (size_t k = 0; lines && k < nl; k++)
-			if (lines[k].where == t[i].key) {
-				src = lines[k].src;
-				break;
-			}
+	for (size_t i = 0; i < nt && i < top; i++)
 		printf("%6.1f%%  %-28s %.90s\n", 100.0 * (double)t[i].n / (double)total, t[i].key,
-		       src);
-	}
+		       t[i].src);
 }
 
 static int cmd_report(void *cfg)
@@ -337,18 +328,18 @@ static int cmd_report(void *cfg)
 			goto oom;
 		for (size_t k = 0; k < nf; k++)
 			if (fn[k].n)
-				tally_add(t, &nt, fn[k].name, fn[k].n);
-		print_tally("function", t, nt, in, top, NULL, 0);
+				tally_add(t, &nt, fn[k].name, NULL, fn[k].n);
+		print_tally("function", t, nt, in, top);
 		nt = 0;
 		for (size_t i = 0; i < nl; i++)
 			if (ln[i].n)
-				tally_add(t, &nt, ln[i].file, ln[i].n);
-		print_tally("file", t, nt, in, top, NULL, 0);
+				tally_add(t, &nt, ln[i].file, NULL, ln[i].n);
+		print_tally("file", t, nt, in, top);
 		nt = 0;
 		for (size_t i = 0; i < nl; i++)
 			if (ln[i].n)
-				tally_add(t, &nt, ln[i].where, ln[i].n);
-		print_tally("line", t, nt, in, top, ln, nl);
+				tally_add(t, &nt, ln[i].where, ln[i].src, ln[i].n);
+		print_tally("line", t, nt, in, top);
 		free(t);
 	}
 	rc = 0;
