@@ -166,8 +166,7 @@ check "adopt (reload): swapped atomically" \
 
 # --- an adoption of the file as pinned rewrites nothing (pdigest.h) -------------------
 pol_version() { "$FG" --pin-dir "$PIN" status --json 2>/dev/null | fg_json_get - policy.version; }
-esc=${PIN#/}; esc=${esc//\//_}
-DIGEST=$FLOODGATE_RUN_DIR/policy-$esc.state
+DIGEST=$(fg_state_file policy "$PIN")
 # adopt_once [FUNC]: SIGKILL, FUNC, start adopting; this start's log in $FG_TMP/adopt.log
 adopt_once() {
 	local mark
@@ -227,7 +226,7 @@ check "no digest: rewritten" rewritten "no digest of the pinned policy"
 # --- a start file whose daemon is gone says nothing ----------------------------------
 fg_daemon_stop KILL
 ( exit 0 ) & dead=$!; wait "$dead"
-printf 'pid %s\nphase 2\nsince %s\n' "$dead" "$(date +%s)" > "$FLOODGATE_RUN_DIR/start-$esc.state"
+printf 'pid %s\nphase 2\nsince %s\n' "$dead" "$(date +%s)" > "$(fg_state_file start "$PIN")"
 check_cmp "a dead daemon's start file: status says none" "$(state)" = none
 "$FG" --pin-dir "$PIN" status > "$FG_TMP/st.txt" 2>&1
 check "a dead daemon's start file: status text says not running" \

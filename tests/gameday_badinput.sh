@@ -335,8 +335,10 @@ if start_daemon "$PIN_STALE" w1 "$TMP/stale.yaml" "$TMP/stale.log"; then
 	check "stale pin dir: detach exits 0 and removes it" bash -c "[ $rc = 0 ] && [ ! -e '$PIN_STALE' ]"
 	check "stale pin dir: w1 has no XDP program after detach" bash -c "! ip -n $NS link show w1 | grep -q xdp"
 	# the SIGKILLed daemon left its state files in the run dir; detach removes them
-	esc=${PIN_STALE#/}; esc=${esc//\//_}
-	left=$(ls "${FLOODGATE_RUN_DIR:-/run/floodgate}" 2>/dev/null | grep -F -- "-$esc.state")
+	left=
+	for kind in start escalate shed policy; do
+		[ -e "$(fg_state_file "$kind" "$PIN_STALE")" ] && left="$left $kind"
+	done
 	check_cmp "stale pin dir: detach removes its state files in the run dir" "${left:-none}" = none
 else
 	bad "daemon for the stale pin dir" "$(tail -n 5 "$TMP/stale.log" | one_line)"

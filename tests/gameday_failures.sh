@@ -111,8 +111,7 @@ else
 		# (user/maps/pdigest.h), recording v1
 		done1=0; kept=0
 		head -n "$mark" "$GD_TMP/reload.log" | grep -q "reload: policy version ${v1:-x} active" && done1=1
-		esc=${GD_PIN#/}; esc=${esc//\//_}
-		grep -qx "version ${v1:-x}" "${FLOODGATE_RUN_DIR:-/run/floodgate}/policy-$esc.state" 2>/dev/null && done1=1
+		grep -qx "version ${v1:-x}" "$(fg_state_file policy "$GD_PIN")" 2>/dev/null && done1=1
 		if gd_start reload "$GD_PIN"; then
 			t2=$(tot); flood_alive 2; d3=$(drops); sleep 0.4; d4=$(drops)
 			v2=$("$FG" --pin-dir "$GD_PIN" status | sed -nE 's/^policy: +version ([0-9]+).*/\1/p')

@@ -101,6 +101,14 @@ summary() {
 fg_failed() { [ "$FG_NFAIL" != 0 ]; }
 # one_line [WIDTH]: stdin on one line, cut to WIDTH (300) characters
 one_line() { tr '\n' ' ' | sed 's/ *$//' | cut -c1-"${1:-300}"; }
+# fg_state_file KIND PIN: the path of a daemon's state file KIND (start,
+# escalate, shed, policy) for pin dir PIN in the run dir, as fg_state_path
+# (user/lib/sysutil.c) makes it
+fg_state_file() {
+	local esc=${2#/}
+	esc=${esc//\//_}
+	printf '%s/%s-%s.state' "${FLOODGATE_RUN_DIR:-/run/floodgate}" "$1" "$esc"
+}
 
 # check NAME CMD...: ok when CMD exits 0
 check() {
